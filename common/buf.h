@@ -1,0 +1,45 @@
+/*
+ * Capped buffers. Every buffer that a peer fills has a hard maximum set
+ * when it is made; an append that would pass it fails whole and leaves the
+ * buffer as it was. The contents are always NUL-terminated, so text can be
+ * read in place.
+ */
+#ifndef CORDON_BUF_H
+#define CORDON_BUF_H
+
+#include <stddef.h>
+
+struct buf {
+	char *data; /* NULL until the first append */
+	size_t len;
+	size_t cap; /* allocated, not counting the terminating NUL */
+	size_t max; /* hard cap on len */
+};
+
+#define BUF_INIT(m)                                                            \
+	{                                                                      \
+		.data = NULL, .len = 0, .cap = 0, .max = (m)                   \
+	}
+
+void buf_init(struct buf *b, size_t max);
+
+/* Appends n bytes: 0, -E2BIG when len + n would pass max, or -ENOMEM. */
+int buf_append(struct buf *b, const void *p, size_t n);
+
+/* Appends formatted text: 0, -E2BIG or -ENOMEM, as buf_append. */
+int buf_printf(struct buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The contents as a string; "" when empty. Valid until the next append. */
+const char *buf_str(const struct buf *b);
+
+/* Hands the contents to the caller (free() them) and empties b. */
+char *buf_steal(struct buf *b, size_t *ret_len);
+
+/* Empties b, keeping its memory and its cap. */
+void buf_reset(struct buf *b);
+
+/* Frees the contents; b may be reused after buf_init. NULL is fine. */
+void buf_free(struct buf *b);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * HTTP/JSON server glue over libmicrohttpd, shared by every service.
+ *
+ * A service gives a table of routes; the glue matches method and path,
+ * checks the bearer key against the route's roles, reads the body with a
+ * cap and parses it as a JSON object, and only then calls the handler. It
+ * answers by itself: 404 for no route, 405 (with Allow) for a known path
+ * with another method, 401/403 for a missing, unknown or under-privileged
+ * key, 413 for a body over the cap, 400 for a body that is not a JSON
+ * object, and GET /healthz and GET /metrics for every service. Every error
+ * is {"error": "snake_case", "message": "..."}.
+ *
+ * Two ways to run: with threads > 0 the glue polls in its own threads;
+ * with threads == 0 the caller's event loop watches http_server_fd() and
+ * calls http_server_run() (the proxy runs it inside libevent).
+ */
+#ifndef CORDON_HTTP_SERVER_H
+#define CORDON_HTTP_SERVER_H
+
+#include "buf.h"
+#include "keys.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HTTP_MAX_BODY (1024 * 1024)
+#define HTTP_MAX_PARAMS 4
+#define HTTP_MAX_HEADERS 4
+
+struct http_server;
+struct http_request;
+
+struct http_response {
+	unsigned status;
+	json_t *json; /* the body, when JSON; owned */
+	struct buf text; /* the body otherwise */
+	const char *content_type; /* for text; static */
+	size_t nheaders;
+	struct {
+		char *name, *value;
+	} headers[HTTP_MAX_HEADERS];
+};
+
+typedef void (*http_handler)(
+    void *ctx, struct http_request *req, struct http_response *res);
+
+struct http_route {
+	const char *method;
+	const char *pattern; /* "/v1/jobs/ * /revoke": '*' is one segment */
+	unsigned roles; /* enum role bits that may call; 0 = anyone */
+	bool json_body; /* a JSON object body is required */
+	http_handler handler;
+};
+
+struct http_server_config {
+	const char *svc;
+	int listen_fd; /* bound and listening; the server owns it */
+	unsigned threads; /* 0: the caller's loop drives the server */
+	const struct http_route *routes;
+	size_t nroutes;
+	void *ctx; /* passed to handlers and callbacks */
+	size_t max_body; /* 0: HTTP_MAX_BODY */
+	const struct keyring *keys;
+	/* Adds fields to /healthz; a negative return answers 503. */
+	int (*health)(void *ctx, json_t *out);
+	/* Appends the service's own figures to /metrics. */
+	void (*metrics)(void *ctx, struct buf *out);
+	/* Told of each refused key (the broker audits them). */
+	void (*auth_failed)(void *ctx, const char *method, const char *path,
+	    const char *reason);
+};
+
+/* Starts serving: 0 or -errno (the listen fd is closed on failure too). */
+int http_server_start(
+    const struct http_server_config *cfg, struct http_server **ret);
+
+/*
+ * Stops accepting, lets requests in flight finish for up to grace_ms
+ * (answers sent meanwhile say Connection: close), then closes every
+ * connection and frees the server. NULL is fine.
+ */
+void http_server_stop(struct http_server *srv, int grace_ms);
+
+/* With threads == 0: the descriptor to watch for reading, the longest
+ * wait before the next http_server_run (-1: none), and one round of work. */
+int http_server_fd(struct http_server *srv);
+int http_server_timeout_ms(struct http_server *srv);
+void http_server_run(struct http_server *srv);
+
+/* With threads == 0: stop accepting; then run until in_flight is 0. */
+void http_server_quiesce(struct http_server *srv);
+unsigned http_server_in_flight(struct http_server *srv);
+
+/* The i-th '*' segment of the route's pattern. */
+const char *http_request_param(const struct http_request *req, size_t i);
+/* A query argument, decoded, or NULL. */
+const char *http_request_query(
+    const struct http_request *req, const char *name);
+/* A request header, or NULL. */
+const char *http_request_header(
+    const struct http_request *req, const char *name);
+/* The parsed body (routes with json_body), borrowed. */
+json_t *http_request_body(const struct http_request *req);
+/* The role bits the caller's key holds (0 on public routes). */
+unsigned http_request_roles(const struct http_request *req);
+
+/* Sets the answer to a JSON document (stolen). */
+void http_reply_json(struct http_response *res, unsigned status, json_t *body);
+/* Sets the answer to {"error": code, "message": ...}. */
+void http_reply_error(struct http_response *res, unsigned status,
+    const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Sets the answer to text of a static content type (copied). */
+void http_reply_text(struct http_response *res, unsigned status,
+    const char *content_type, const char *text, size_t len);
+/* Adds a header to the answer (copied); at most HTTP_MAX_HEADERS. */
+int http_reply_header(
+    struct http_response *res, const char *name, const char *value);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * JSON-lines logging on stderr, one object per line:
+ *   {"ts":"2026-11-29T08:29:00.123Z","level":"info","svc":"broker",
+ *    "event":"listening","addr":"127.0.0.1:7701"}
+ * journald picks the lines up as they are. Library code never logs; the
+ * program's main and its request handlers do, once, where they decide.
+ */
+#ifndef CORDON_LOG_H
+#define CORDON_LOG_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+enum log_level {
+	LEVEL_DEBUG,
+	LEVEL_INFO,
+	LEVEL_WARN,
+	LEVEL_ERROR,
+};
+
+/* Names the service in every line and drops lines below min. */
+void log_init(const char *svc, enum log_level min);
+
+/* Parses "debug", "info", "warn" or "error"; 0 or -EINVAL. */
+int log_level_parse(const char *s, enum log_level *ret_level);
+
+/*
+ * Writes one line. fields is a jansson json_pack() format for an object
+ * ("{s:s, s:i}") followed by its arguments, or NULL for none. A format
+ * that does not pack still yields a line, with the packing error, so no
+ * event is ever silently lost.
+ */
+void log_event(
+    enum log_level level, const char *event, const char *fields, ...);
+void log_eventv(
+    enum log_level level, const char *event, const char *fields, va_list ap);
+
+#define log_debug(...) log_event(LEVEL_DEBUG, __VA_ARGS__)
+#define log_info(...) log_event(LEVEL_INFO, __VA_ARGS__)
+#define log_warn(...) log_event(LEVEL_WARN, __VA_ARGS__)
+#define log_error(...) log_event(LEVEL_ERROR, __VA_ARGS__)
+
+/* Formats now as RFC 3339 UTC with milliseconds into buf (>= 25 bytes). */
+void log_timestamp(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,85 @@
+/*
+ * crd_ tokens: generation from the OpenSSL CSPRNG without modulo bias, and
+ * the offline shape and checksum check. The HMAC that the broker stores is
+ * the broker's business, not this file's.
+ */
+#include "token.h"
+
+#include <errno.h>
+#include <openssl/rand.h>
+#include <string.h>
+
+static const char base62[] =
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+uint32_t
+token_crc32(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint32_t crc = 0xffffffffu;
+
+	for (size_t i = 0; i < n; i++) {
+		crc ^= s[i];
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1u));
+	}
+	return ~crc;
+}
+
+void
+token_checksum(const char body[TOKEN_BODY_LEN], char out[TOKEN_CRC_LEN])
+{
+	uint32_t v = token_crc32(body, TOKEN_BODY_LEN);
+
+	/* 62^6 > 2^32, so six digits hold any CRC; most significant first. */
+	for (int i = TOKEN_CRC_LEN - 1; i >= 0; i--) {
+		out[i] = base62[v % 62];
+		v /= 62;
+	}
+}
+
+int
+token_generate(char out[TOKEN_LEN + 1])
+{
+	unsigned char rnd[64];
+	char *body = out + TOKEN_PREFIX_LEN;
+	size_t have = 0;
+
+	memcpy(out, TOKEN_PREFIX, TOKEN_PREFIX_LEN);
+	while (have < TOKEN_BODY_LEN) {
+		if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+			return -EIO;
+		/* 248 = 4 * 62: bytes at or above it would bias the draw. */
+		for (size_t i = 0; i < sizeof(rnd) && have < TOKEN_BODY_LEN;
+		     i++)
+			if (rnd[i] < 248)
+				body[have++] = base62[rnd[i] % 62];
+	}
+	token_checksum(body, out + TOKEN_PREFIX_LEN + TOKEN_BODY_LEN);
+	out[TOKEN_LEN] = '\0';
+	return 0;
+}
+
+static int
+is_base62(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') ||
+	    (c >= 'a' && c <= 'z');
+}
+
+int
+token_parse(const char *s, size_t len)
+{
+	char crc[TOKEN_CRC_LEN];
+
+	if (len != TOKEN_LEN || memcmp(s, TOKEN_PREFIX, TOKEN_PREFIX_LEN) != 0)
+		return -EINVAL;
+	for (size_t i = TOKEN_PREFIX_LEN; i < TOKEN_LEN; i++)
+		if (!is_base62(s[i]))
+			return -EINVAL;
+	token_checksum(s + TOKEN_PREFIX_LEN, crc);
+	if (memcmp(crc, s + TOKEN_PREFIX_LEN + TOKEN_BODY_LEN, TOKEN_CRC_LEN) !=
+	    0)
+		return -EBADMSG;
+	return 0;
+}

@@ -1,0 +1,59 @@
+/*
+ * Small things every cordon file may use: cleanup attributes for locals,
+ * ownership transfer, array sizes and the sysexits codes our programs exit
+ * with. Nothing here allocates or logs.
+ */
+#ifndef CORDON_UTIL_H
+#define CORDON_UTIL_H
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Exit statuses, after sysexits(3). */
+#define EXIT_USAGE 64 /* a bad flag or argument */
+#define EXIT_UNAVAIL 69 /* a service we depend on is down */
+#define EXIT_SOFTWARE 70
+#define EXIT_OSERR 71 /* could not listen, create the state dir, ... */
+#define EXIT_CONFIG 78
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+/* Returns *p and leaves NULL behind, so a _cleanup_ local hands over. */
+#define steal_pointer(p)                                                       \
+	({                                                                     \
+		__typeof__(*(p)) _stolen = *(p);                               \
+		*(p) = NULL;                                                   \
+		_stolen;                                                       \
+	})
+
+static inline void
+freep(void *p)
+{
+	free(*(void **)p);
+}
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline void
+closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+/* Returns *fd and leaves -1 behind. */
+static inline int
+steal_fd(int *fd)
+{
+	int r = *fd;
+	*fd = -1;
+	return r;
+}
+
+#endif

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Installs the Debian 12 packages cordon needs to build, test and run.
+# Non-interactive and idempotent: packages already present are left alone,
+# and apt is only asked for what is missing.
+set -eu
+
+PACKAGES="
+build-essential
+cmake
+pkg-config
+clang
+clang-format
+libclang-rt-14-dev
+libmicrohttpd-dev
+libevent-dev
+libssl-dev
+openssl
+libjansson-dev
+libsqlite3-dev
+sqlite3
+libseccomp-dev
+check
+libsubunit-dev
+libcurl4-openssl-dev
+curl
+git
+iproute2
+ca-certificates
+"
+
+missing=""
+for p in $PACKAGES; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+	    grep -q '^install ok installed$'; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	echo "install-deps: all packages present"
+	exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null 2>&1 || {
+		echo "install-deps: not root and no sudo; install:$missing" >&2
+		exit 1
+	}
+	SUDO=sudo
+fi
+
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,44 @@
+/*
+ * cordon: the command line. Each subcommand is a function that returns the
+ * exit status; this file only dispatches and prints the usage.
+ */
+#include "launcher.h"
+
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: cordon COMMAND [ARGS]\n"
+    "\n"
+    "Runs code an AI agent wrote without handing it anything it could\n"
+    "abuse: no long-lived secret inside the sandbox, default-deny egress,\n"
+    "writes returned as a patch.\n"
+    "\n"
+    "commands:\n"
+    "  serve     the HTTP API for orchestrators (see cordon serve --help)\n"
+    "\n"
+    "  cordon --help | --version\n";
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("%s %s\n", LAUNCHER_PROG, CORDON_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "serve") == 0)
+		return launcher_serve(argc - 1, argv + 1);
+	fprintf(stderr, "cordon: unknown command \"%s\" (try cordon --help)\n",
+	    argv[1]);
+	return EXIT_USAGE;
+}
