@@ -545,6 +545,45 @@ handle_metrics(void *ctx, struct http_request *req, struct http_response *res)
 
 /* --- lifecycle --------------------------------------------------------- */
 
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Decodes %XX in the path and in query arguments, in place, except %00:
+ * a decoded NUL would cut "/v1/jobs/a%00/x" short and route it elsewhere.
+ * Left as "%00", it fails every check that follows.
+ */
+static size_t
+unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	char *w = s;
+	const char *r = s;
+
+	(void)cls;
+	(void)conn;
+	while (*r != '\0') {
+		int hi, lo;
+
+		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 &&
+		    (lo = hexval(r[2])) >= 0 && (hi | lo) != 0) {
+			*w++ = (char)(hi * 16 + lo);
+			r += 3;
+		} else
+			*w++ = *r++;
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -586,6 +625,7 @@ http_server_start(
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL },
 		{ MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd, NULL },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv },
+		{ MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape, NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL },
 		{ MHD_OPTION_CONNECTION_LIMIT, 1000, NULL },
 		{ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL },

@@ -1,0 +1,432 @@
+/*
+ * The integration harness: real daemons on loopback, each in its own
+ * temporary directory, always stopped, their logs shown on failure.
+ */
+#include "harness.h"
+
+#include "http_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_DAEMONS 16
+
+static struct daemon *running[MAX_DAEMONS];
+static char testdir[300]; /* <root>/<pid of the test process> */
+static pid_t testdir_owner;
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	/* Best effort: a busy mount point must not fail the whole run. */
+	remove(path);
+	return 0;
+}
+
+static void
+rm_tree(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/*
+ * A test process that exits normally has passed (Check's forked tests
+ * _exit on a failure, skipping this): stop what it left running and drop
+ * its directory. A failed test's directory stays for harness_main.
+ */
+static void
+at_exit(void)
+{
+	for (size_t i = 0; i < MAX_DAEMONS; i++) {
+		struct daemon *d = running[i];
+		if (d == NULL)
+			continue;
+		fprintf(stderr, "harness: %s (pid %d) still running at exit\n",
+		    d->name, (int)d->pid);
+		daemon_dump_log(d);
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, NULL, 0);
+		running[i] = NULL;
+	}
+	if (testdir[0] != '\0' && testdir_owner == getpid())
+		rm_tree(testdir);
+}
+
+static int
+print_log(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	size_t n = strlen(path);
+	char line[4096];
+	FILE *f;
+
+	(void)st;
+	(void)ftw;
+	if (flag != FTW_F || n < 4 || strcmp(path + n - 4, ".log") != 0)
+		return 0;
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	fprintf(stderr, "----- %s -----\n", path);
+	while (fgets(line, sizeof(line), f) != NULL)
+		fputs(line, stderr);
+	fclose(f);
+	return 0;
+}
+
+int
+harness_main(Suite *suite)
+{
+	char root[200];
+	const char *tmp = getenv("TMPDIR");
+	SRunner *sr;
+	int failed;
+
+	snprintf(root, sizeof(root), "%s/cordon-it-XXXXXX",
+	    tmp != NULL ? tmp : "/tmp");
+	if (mkdtemp(root) == NULL) {
+		perror("harness: mkdtemp");
+		return 1;
+	}
+	setenv("CORDON_IT_ROOT", root, 1);
+	sr = srunner_create(suite);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (failed > 0) {
+		fprintf(stderr,
+		    "harness: logs of the daemons of failed tests "
+		    "follow\n");
+		nftw(root, print_log, 16, FTW_PHYS);
+	}
+	if (getenv("CORDON_KEEP_TMP") == NULL)
+		rm_tree(root);
+	else
+		fprintf(stderr, "harness: kept %s\n", root);
+	return failed == 0 ? 0 : 1;
+}
+
+const char *
+harness_bin(const char *prog)
+{
+	static char path[512];
+	const char *dir = getenv("CORDON_BIN_DIR");
+
+	snprintf(path, sizeof(path), "%s/%s",
+	    dir != NULL ? dir : CORDON_BIN_DIR, prog);
+	return path;
+}
+
+const char *
+harness_tmpdir(void)
+{
+	static char dir[400];
+	static unsigned n;
+	const char *root = getenv("CORDON_IT_ROOT");
+
+	if (testdir_owner != getpid()) {
+		snprintf(testdir, sizeof(testdir), "%s/%d",
+		    root != NULL ? root : "/tmp", (int)getpid());
+		if (mkdir(testdir, 0700) < 0 && errno != EEXIST) {
+			perror("harness: mkdir");
+			abort();
+		}
+		testdir_owner = getpid();
+		n = 0;
+		atexit(at_exit);
+	}
+	snprintf(dir, sizeof(dir), "%s/%u", testdir, n++);
+	if (mkdir(dir, 0700) < 0) {
+		perror("harness: mkdir");
+		abort();
+	}
+	return dir;
+}
+
+void
+daemon_dump_log(const struct daemon *d)
+{
+	char line[4096];
+	FILE *f = fopen(d->log, "r");
+
+	fprintf(stderr, "----- %s log (%s) -----\n", d->name, d->log);
+	if (f == NULL) {
+		fprintf(stderr, "(no log: %s)\n", strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f) != NULL)
+		fputs(line, stderr);
+	fclose(f);
+	fprintf(stderr, "----- end of %s log -----\n", d->name);
+}
+
+json_t *
+daemon_log_lines(const struct daemon *d)
+{
+	json_t *lines = json_array();
+	char line[8192];
+	FILE *f = fopen(d->log, "r");
+
+	if (f == NULL)
+		return lines;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		json_t *v = json_loads(line, JSON_DECODE_ANY, NULL);
+		json_array_append_new(lines, v != NULL ? v : json_string(line));
+	}
+	fclose(f);
+	return lines;
+}
+
+/* The address in the daemon's "listening" line, once it is there. */
+static bool
+find_listening(struct daemon *d)
+{
+	json_t *lines = daemon_log_lines(d), *v;
+	size_t i;
+	bool found = false;
+
+	json_array_foreach(lines, i, v)
+	{
+		const char *ev = json_string_value(json_object_get(v, "event"));
+		const char *addr =
+		    json_string_value(json_object_get(v, "addr"));
+		if (ev != NULL && addr != NULL &&
+		    strcmp(ev, "listening") == 0) {
+			snprintf(d->addr, sizeof(d->addr), "%s", addr);
+			snprintf(d->base, sizeof(d->base), "http://%s", addr);
+			found = true;
+		}
+	}
+	json_decref(lines);
+	return found;
+}
+
+static void
+forget(struct daemon *d)
+{
+	for (size_t i = 0; i < MAX_DAEMONS; i++)
+		if (running[i] == d)
+			running[i] = NULL;
+}
+
+int
+daemon_start(struct daemon *d, const char *name, const char *config,
+    const char *const *extra)
+{
+	char cfgpath[320], prog[512];
+	const char *argv[32];
+	size_t argc = 0;
+	double t0;
+	int fd;
+
+	memset(d, 0, sizeof(*d));
+	d->name = name;
+	snprintf(d->dir, sizeof(d->dir), "%s", harness_tmpdir());
+	snprintf(d->log, sizeof(d->log), "%s/%s.log", d->dir, name);
+	if (strcmp(name, "launcher") == 0) {
+		snprintf(prog, sizeof(prog), "%s", harness_bin("cordon"));
+		argv[argc++] = prog;
+		argv[argc++] = "serve";
+	} else {
+		char bin[64];
+		snprintf(bin, sizeof(bin), "cordon-%s", name);
+		snprintf(prog, sizeof(prog), "%s", harness_bin(bin));
+		argv[argc++] = prog;
+	}
+	argv[argc++] = "--listen";
+	argv[argc++] = "127.0.0.1:0";
+	if (config != NULL) {
+		snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", d->dir);
+		FILE *f = fopen(cfgpath, "w");
+		if (f == NULL || fputs(config, f) < 0 || fclose(f) != 0)
+			return -1;
+		argv[argc++] = "--config";
+		argv[argc++] = cfgpath;
+	}
+	for (size_t i = 0; extra != NULL && extra[i] != NULL && argc < 30; i++)
+		argv[argc++] = extra[i];
+	argv[argc] = NULL;
+
+	fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	fflush(NULL);
+	d->pid = fork();
+	if (d->pid < 0)
+		return -1;
+	if (d->pid == 0) {
+		/* Die with the test, whatever way it ends. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (dup2(fd, STDOUT_FILENO) < 0 ||
+		    dup2(fd, STDERR_FILENO) < 0 || chdir(d->dir) < 0)
+			_exit(127);
+		execv(argv[0], (char *const *)argv);
+		fprintf(
+		    stderr, "harness: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fd);
+	for (size_t i = 0; i < MAX_DAEMONS; i++)
+		if (running[i] == NULL) {
+			running[i] = d;
+			break;
+		}
+
+	t0 = now_ms();
+	while (now_ms() - t0 < 10000) {
+		long status = 0;
+		if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
+			fprintf(
+			    stderr, "harness: %s exited during start\n", name);
+			forget(d);
+			daemon_dump_log(d);
+			return -1;
+		}
+		if (d->addr[0] != '\0' || find_listening(d)) {
+			json_t *h = harness_get_json(d, "/healthz", &status);
+			json_decref(h);
+			if (status == 200)
+				return 0;
+		}
+		usleep(10 * 1000);
+	}
+	fprintf(
+	    stderr, "harness: %s did not answer /healthz within 10 s\n", name);
+	daemon_dump_log(d);
+	return -1;
+}
+
+int
+daemon_stop(struct daemon *d)
+{
+	double t0 = now_ms();
+	int status;
+
+	if (d->pid <= 0)
+		return -1;
+	kill(d->pid, SIGTERM);
+	while (now_ms() - t0 < 10000) {
+		pid_t r = waitpid(d->pid, &status, WNOHANG);
+		if (r == d->pid) {
+			int code = WIFEXITED(status) ? WEXITSTATUS(status)
+						     : 128 + WTERMSIG(status);
+			forget(d);
+			d->pid = 0;
+			if (code != 0) {
+				fprintf(stderr, "harness: %s exited with %d\n",
+				    d->name, code);
+				daemon_dump_log(d);
+			}
+			return code;
+		}
+		usleep(5 * 1000);
+	}
+	fprintf(stderr, "harness: %s ignored SIGTERM for 10 s\n", d->name);
+	daemon_dump_log(d);
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, NULL, 0);
+	forget(d);
+	d->pid = 0;
+	return -1;
+}
+
+/* Reads fd into buf until EOF or full, polling until deadline. */
+static void
+drain(int fd, char *buf, size_t len, size_t *got)
+{
+	ssize_t n;
+
+	while (*got + 1 < len && (n = read(fd, buf + *got, len - 1 - *got)) > 0)
+		*got += (size_t)n;
+	buf[*got] = '\0';
+}
+
+int
+harness_run(
+    char *const argv[], char *out, size_t outlen, char *err, size_t errlen)
+{
+	const char *dir = harness_tmpdir();
+	int po[2], pe[2], status;
+	size_t gout = 0, gerr = 0;
+	double t0 = now_ms();
+	pid_t pid;
+
+	if (pipe2(po, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    pipe2(pe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (dup2(po[1], STDOUT_FILENO) < 0 ||
+		    dup2(pe[1], STDERR_FILENO) < 0 || chdir(dir) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	for (;;) {
+		struct pollfd p[2] = { { po[0], POLLIN, 0 },
+			{ pe[0], POLLIN, 0 } };
+		poll(p, 2, 50);
+		drain(po[0], out, outlen, &gout);
+		drain(pe[0], err, errlen, &gerr);
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		if (now_ms() - t0 > 10000) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			status = -1;
+			break;
+		}
+	}
+	drain(po[0], out, outlen, &gout);
+	drain(pe[0], err, errlen, &gerr);
+	close(po[0]);
+	close(pe[0]);
+	if (status == -1)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+json_t *
+harness_get_json(const struct daemon *d, const char *path, long *ret_status)
+{
+	struct httpc_answer a;
+	json_t *v;
+
+	if (httpc_request(d->base, "GET", path, NULL, NULL, NULL, 5000, &a) <
+	    0) {
+		*ret_status = 0;
+		return NULL;
+	}
+	*ret_status = a.status;
+	v = json_incref(a.json);
+	httpc_answer_free(&a);
+	return v;
+}

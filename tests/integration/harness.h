@@ -1,0 +1,68 @@
+/*
+ * The integration harness: starts the real cordon programs on free
+ * loopback ports, each in a temporary directory of its own, waits until
+ * they answer /healthz, and always stops them: they die with the test
+ * process (PR_SET_PDEATHSIG), however it ends. harness_main runs a suite
+ * and prints the logs of every daemon of a failed test.
+ */
+#ifndef CORDON_HARNESS_H
+#define CORDON_HARNESS_H
+
+#include <check.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct daemon {
+	const char *name; /* "broker", "proxy", "hatch", "launcher" */
+	pid_t pid;
+	char dir[256]; /* its working directory; state under dir/var */
+	char log[300]; /* its stderr and stdout */
+	char addr[64]; /* "127.0.0.1:port" */
+	char base[96]; /* "http://127.0.0.1:port" */
+};
+
+/* Runs the suite (each test in its own process), prints the logs of the
+ * daemons of failed tests, removes the temporary files: the exit status. */
+int harness_main(Suite *suite);
+
+/* The path of a built program ("cordon-broker", "cordon"). */
+const char *harness_bin(const char *prog);
+
+/* A fresh temporary directory for one test (removed at exit): its path. */
+const char *harness_tmpdir(void);
+
+/*
+ * Starts the service name with --listen 127.0.0.1:0 and the given extra
+ * arguments (NULL-terminated, may be NULL), in a new temporary directory;
+ * when config is not NULL it is written to dir/config.json and passed with
+ * --config. Returns 0 once /healthz answers 200, or -1 (and the log is
+ * printed) when it did not within 10 s.
+ */
+int daemon_start(struct daemon *d, const char *name, const char *config,
+    const char *const *extra);
+
+/*
+ * Sends SIGTERM and waits up to 10 s: the exit status (0..255), 128+sig
+ * when killed by a signal, or -1 when it had to be killed after 10 s. The
+ * log is printed when the status is not 0.
+ */
+int daemon_stop(struct daemon *d);
+
+/* Prints the daemon's log to stderr under a header. */
+void daemon_dump_log(const struct daemon *d);
+
+/* The daemon's log as JSON lines, parsed: an array (json_decref it). A
+ * line that is not JSON is kept as a string, so a test can see it. */
+json_t *daemon_log_lines(const struct daemon *d);
+
+/* Runs argv (argv[0] a path) with a 10 s limit, capturing stdout and
+ * stderr into the buffers given (NUL-terminated): the exit status or -1. */
+int harness_run(
+    char *const argv[], char *out, size_t outlen, char *err, size_t errlen);
+
+/* GET/POST base+path with the blocking client; asserts an answer came. */
+json_t *harness_get_json(
+    const struct daemon *d, const char *path, long *ret_status);
+
+#endif
