@@ -92,6 +92,7 @@ service_configure(const struct service_args *args, const char *prog,
 	socklen_t alen;
 	char err[512];
 
+	common->log_level = LEVEL_INFO;
 	if (common->listen == NULL &&
 	    config_set_string(&common->listen, default_listen) < 0)
 		goto nomem;

@@ -28,11 +28,11 @@ int service_parse_args(int argc, char **argv, const char *prog,
     const char *summary, struct service_args *ret);
 
 /*
- * Builds the configuration: default_listen, then the file named by
- * --config (if any) through opts into cfg, then --listen; fills the
- * directories left unset. Returns -1 when the program should go on, or the
- * status to exit with after one line on stderr: EXIT_CONFIG for a bad file
- * or value, EXIT_USAGE for a bad --listen.
+ * Builds the configuration: default_listen and log level "info", then the
+ * file named by --config (if any) through opts into cfg, then --listen;
+ * fills the directories left unset. Returns -1 when the program should go
+ * on, or the status to exit with after one line on stderr: EXIT_CONFIG for
+ * a bad file or value, EXIT_USAGE for a bad --listen.
  */
 int service_configure(const struct service_args *args, const char *prog,
     const char *svc, const char *default_listen,
