@@ -584,6 +584,9 @@ unescape(void *cls, struct MHD_Connection *conn, char *s)
 	return (size_t)(w - s);
 }
 
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
