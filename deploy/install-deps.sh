@@ -2,6 +2,9 @@
 # Installs the Debian 12 packages cordon needs to build, test and run.
 # Non-interactive and idempotent: packages already present are left alone,
 # and apt is only asked for what is missing.
+#
+#   --bench   also the peers the benchmarks under tests/bench/ measure
+#             against (not needed to build, test or run)
 set -eu
 
 PACKAGES="
@@ -27,6 +30,21 @@ git
 iproute2
 ca-certificates
 "
+
+BENCH_PACKAGES="
+wrk
+nginx-light
+python3
+"
+
+case "${1:-}" in
+--bench) PACKAGES="$PACKAGES $BENCH_PACKAGES" ;;
+"") ;;
+*)
+	echo "usage: $0 [--bench]" >&2
+	exit 64
+	;;
+esac
 
 missing=""
 for p in $PACKAGES; do
