@@ -10,7 +10,9 @@
 
 #include <check.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -433,6 +435,82 @@ START_TEST(stop_lets_request_in_flight_finish)
 }
 END_TEST
 
+/* The caller's loop, as the proxy runs it: poll the fd, run, repeat. */
+static atomic_bool loop_done;
+
+static void *
+external_loop(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&loop_done)) {
+		struct pollfd p = { http_server_fd(srv), POLLIN, 0 };
+		int ms = http_server_timeout_ms(srv);
+		poll(&p, 1, ms < 0 || ms > 20 ? 20 : ms);
+		http_server_run(srv);
+	}
+	return NULL;
+}
+
+START_TEST(external_loop_quiesce_lets_request_finish)
+{
+	static const char head[] = "POST /v1/echo HTTP/1.1\r\nHost: x\r\n"
+				   "Authorization: Bearer " ADMIN_KEY "\r\n"
+				   "Content-Length: 9\r\n\r\n{\"a\":";
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	char out[4096];
+	size_t got = 0;
+	pthread_t t;
+	int fd, lfd = service_listen("127.0.0.1:0");
+
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(service_sockname(lfd, addr, sizeof(addr)), 0);
+	struct http_server_config cfg = {
+		.svc = "test",
+		.listen_fd = lfd,
+		.threads = 0,
+		.routes = routes,
+		.nroutes = sizeof(routes) / sizeof(routes[0]),
+		.keys = &ring,
+	};
+	memset(&ring, 0, sizeof(ring));
+	keyring_add(&ring, ADMIN_KEY, strlen(ADMIN_KEY), ROLE_ADMIN);
+	ck_assert_int_eq(http_server_start(&cfg, &srv), 0);
+	ck_assert_int_ge(http_server_fd(srv), 0);
+	atomic_store(&loop_done, false);
+	pthread_create(&t, NULL, external_loop, NULL);
+
+	ck_assert_int_eq(service_parse_addr(addr, &sa, &salen), 0);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, salen), 0);
+	ck_assert_int_eq(
+	    write(fd, head, sizeof(head) - 1), (ssize_t)sizeof(head) - 1);
+	for (int i = 0; i < 500 && http_server_in_flight(srv) == 0; i++)
+		usleep(2000);
+	ck_assert_uint_eq(http_server_in_flight(srv), 1);
+
+	http_server_quiesce(srv);
+	ck_assert_int_eq(write(fd, "\"b\"}", 4), 4);
+	for (;;) {
+		ssize_t n = read(fd, out + got, sizeof(out) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	out[got] = '\0';
+	close(fd);
+	for (int i = 0; i < 500 && http_server_in_flight(srv) > 0; i++)
+		usleep(2000);
+	ck_assert_uint_eq(http_server_in_flight(srv), 0);
+	atomic_store(&loop_done, true);
+	pthread_join(t, NULL);
+	http_server_stop(srv, 0);
+	srv = NULL;
+	ck_assert_msg(strncmp(out, "HTTP/1.1 200 ", 13) == 0, "%.80s", out);
+	ck_assert_ptr_nonnull(strstr(out, "{\"a\":\"b\"}"));
+}
+END_TEST
+
 static Suite *
 http_suite(void)
 {
@@ -453,6 +531,11 @@ http_suite(void)
 	tcase_add_checked_fixture(tc, start, NULL);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, stop_lets_request_in_flight_finish);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("external_loop");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, external_loop_quiesce_lets_request_finish);
 	suite_add_tcase(s, tc);
 	return s;
 }
