@@ -8,6 +8,8 @@
 #include "service.h"
 #include "util.h"
 
+#include <errno.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +17,11 @@ const struct config_option broker_options[] = {
 	CONFIG_COMMON_OPTIONS(offsetof(struct broker_config, common)),
 	{ "keys_dir", CONFIG_STRING, offsetof(struct broker_config, keys_dir),
 	    0, 0 },
+	{ "db", CONFIG_STRING, offsetof(struct broker_config, db), 0, 0 },
+	{ "pepper", CONFIG_STRING, offsetof(struct broker_config, pepper), 0,
+	    0 },
+	{ "lease_seconds", CONFIG_INT,
+	    offsetof(struct broker_config, lease_seconds), 2, 3600 },
 };
 const size_t broker_noptions = ARRAY_SIZE(broker_options);
 
@@ -33,8 +40,8 @@ broker_keys_open(struct broker *b)
 		bool created;
 		int r;
 
-		r = keys_ensure(
-		    b->cfg.keys_dir, role_name(roles[i]), &path, &created);
+		r = keys_ensure(b->cfg.keys_dir, role_name(roles[i]), &path,
+		    &created);
 		if (r == 0)
 			r = keyring_add_file(&b->keys, path, roles[i]);
 		if (r < 0) {
@@ -49,17 +56,70 @@ broker_keys_open(struct broker *b)
 	return 0;
 }
 
-static void
-broker_config_free(struct broker_config *cfg)
+/* A path under the state directory unless the config named one. */
+static int
+default_path(char **slot, const char *state_dir, const char *name)
 {
-	config_common_free(&cfg->common);
-	free(cfg->keys_dir);
+	if (*slot != NULL)
+		return 0;
+	if (asprintf(slot, "%s/%s", state_dir, name) < 0) {
+		*slot = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Opens the database, the pepper and the feed; logs what fails. */
+static int
+broker_open(struct broker *b)
+{
+	bool created;
+	int64_t head = 0;
+	int r;
+
+	r = store_open(b->cfg.db, &b->store);
+	if (r < 0) {
+		log_error("store_failed", "{s:s, s:s}", "db", b->cfg.db,
+		    "error", strerror(-r));
+		return r;
+	}
+	r = capability_pepper(b->cfg.pepper, b->pepper, &created);
+	if (r < 0) {
+		log_error("pepper_failed", "{s:s, s:s}", "path", b->cfg.pepper,
+		    "error",
+		    r == -EINVAL ? "not 32 bytes: refusing to guess"
+				 : strerror(-r));
+		return r;
+	}
+	log_info(created ? "pepper_created" : "pepper_loaded", "{s:s}", "path",
+	    b->cfg.pepper);
+	r = store_revocation_head(b->store, &head);
+	if (r == 0 && (b->feed = feed_new(head)) == NULL)
+		r = -ENOMEM;
+	if (r < 0)
+		log_error("feed_failed", "{s:s}", "error", strerror(-r));
+	else
+		log_info("store_opened", "{s:s, s:I}", "db", b->cfg.db,
+		    "revocation_head", (json_int_t)head);
+	return r;
+}
+
+static void
+broker_close(struct broker *b)
+{
+	store_close(b->store);
+	feed_free(b->feed);
+	OPENSSL_cleanse(b->pepper, sizeof(b->pepper));
+	config_common_free(&b->cfg.common);
+	free(b->cfg.keys_dir);
+	free(b->cfg.db);
+	free(b->cfg.pepper);
 }
 
 int
 main(int argc, char **argv)
 {
-	struct broker b = { 0 };
+	struct broker b = { .cfg.lease_seconds = 30 };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;
@@ -84,28 +144,32 @@ main(int argc, char **argv)
 	r = service_open(&b.cfg.common, &fd, addr, sizeof(addr));
 	if (r >= 0)
 		goto out;
-	/* After service_open, so that the default is an absolute path. */
-	if (b.cfg.keys_dir == NULL &&
-	    asprintf(&b.cfg.keys_dir, "%s/keys", b.cfg.common.state_dir) < 0) {
-		b.cfg.keys_dir = NULL;
-		r = EXIT_OSERR;
-		goto out;
-	}
-	if (broker_keys_open(&b) < 0) {
+	/* After service_open, so that the defaults are absolute paths. */
+	if (default_path(&b.cfg.keys_dir, b.cfg.common.state_dir, "keys") < 0 ||
+	    default_path(&b.cfg.db, b.cfg.common.state_dir, "broker.db") < 0 ||
+	    default_path(&b.cfg.pepper, b.cfg.common.state_dir, "pepper") < 0 ||
+	    broker_keys_open(&b) < 0 || broker_open(&b) < 0) {
 		r = EXIT_OSERR;
 		goto out;
 	}
 	struct http_server_config http = {
 		.svc = "broker",
 		.listen_fd = steal_fd(&fd),
-		.threads = 2,
+		.threads = 1,
+		.thread_per_connection = true,
+		.routes = broker_routes,
+		.nroutes = broker_nroutes,
 		.ctx = &b,
 		.keys = &b.keys,
+		.health = broker_health,
+		.metrics = broker_metrics,
+		.stopping = broker_stopping,
+		.auth_failed = broker_auth_failed,
 	};
-	r = service_serve(&http, &b.cfg.common, addr);
+	r = service_serve(&http, &b.cfg.common, addr, broker_sweep, 250);
 out:
 	if (fd >= 0)
 		close(fd);
-	broker_config_free(&b.cfg);
+	broker_close(&b);
 	return r;
 }

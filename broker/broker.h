@@ -6,9 +6,14 @@
 #ifndef CORDON_BROKER_H
 #define CORDON_BROKER_H
 
+#include "capability.h"
 #include "config.h"
+#include "feed.h"
 #include "http_server.h"
 #include "keys.h"
+#include "store.h"
+
+#include <stdatomic.h>
 
 #define BROKER_PROG "cordon-broker"
 #define BROKER_LISTEN "127.0.0.1:7701"
@@ -16,12 +21,35 @@
 struct broker_config {
 	struct config_common common;
 	char *keys_dir; /* default <state_dir>/keys */
+	char *db; /* default <state_dir>/broker.db */
+	char *pepper; /* default <state_dir>/pepper */
+	long long lease_seconds; /* a job's lease between heartbeats */
 };
 
 struct broker {
 	struct broker_config cfg;
 	struct keyring keys;
+	struct store *store;
+	struct feed *feed;
+	unsigned char pepper[PEPPER_LEN];
+	atomic_uint_fast64_t minted, introspected, active, revoked_jobs, lapsed,
+	    refused_mints, store_errors;
 };
+
+/* The broker's routes, for the HTTP glue; ctx is the struct broker. */
+extern const struct http_route broker_routes[];
+extern const size_t broker_nroutes;
+
+/* The dead man's switch: revokes the jobs whose lease or deadline has
+ * passed. Called from the main loop. */
+void broker_sweep(void *ctx);
+
+/* For the glue: figures, health, refused keys, shutdown. */
+void broker_metrics(void *ctx, struct buf *out);
+int broker_health(void *ctx, json_t *out);
+void broker_auth_failed(void *ctx, const char *method, const char *path,
+    const char *reason);
+void broker_stopping(void *ctx);
 
 extern const struct config_option broker_options[];
 extern const size_t broker_noptions;

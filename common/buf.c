@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,8 @@ buf_reserve(struct buf *b, size_t n)
 		cap = cap > b->max / 2 ? b->max : cap * 2;
 	if (cap > b->max)
 		cap = b->max;
+	if (cap == SIZE_MAX) /* no room for the NUL */
+		return -ENOMEM;
 	p = realloc(b->data, cap + 1);
 	if (p == NULL)
 		return -ENOMEM;

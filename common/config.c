@@ -114,8 +114,8 @@ set_option(const struct config_option *o, json_t *v, void *cfg, char *err,
 		return 0;
 	case CONFIG_LEVEL:
 		if (!json_is_string(v) ||
-		    log_level_parse(
-			json_string_value(v), (enum log_level *)field) < 0) {
+		    log_level_parse(json_string_value(v),
+			(enum log_level *)field) < 0) {
 			snprintf(err, errlen,
 			    "\"%s\" must be one of \"debug\", "
 			    "\"info\", \"warn\", \"error\"",
@@ -225,7 +225,8 @@ systemd_dir(const char *var)
 {
 	const char *v = getenv(var);
 
-	if (v == NULL || v[0] == '\0')
+	/* An empty first entry (":/x") is no directory at all. */
+	if (v == NULL || v[0] == '\0' || v[0] == ':')
 		return NULL;
 	return strndup(v, strcspn(v, ":"));
 }
@@ -251,11 +252,11 @@ config_default_dirs(struct config_common *c, const char *svc)
 
 	r = default_dir(&c->state_dir, "STATE_DIRECTORY", "./var", svc);
 	if (r == 0)
-		r = default_dir(
-		    &c->runtime_dir, "RUNTIME_DIRECTORY", c->state_dir, "run");
+		r = default_dir(&c->runtime_dir, "RUNTIME_DIRECTORY",
+		    c->state_dir, "run");
 	if (r == 0)
-		r = default_dir(
-		    &c->logs_dir, "LOGS_DIRECTORY", c->state_dir, "log");
+		r = default_dir(&c->logs_dir, "LOGS_DIRECTORY", c->state_dir,
+		    "log");
 	return r;
 }
 

@@ -106,11 +106,11 @@ httpc_request(const char *base, const char *method, const char *path,
 			r = -ENOMEM;
 			goto out;
 		}
-		headers = curl_slist_append(
-		    headers, "Content-Type: application/json");
+		headers = curl_slist_append(headers,
+		    "Content-Type: application/json");
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
-		curl_easy_setopt(
-		    h, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE,
+		    (long)strlen(payload));
 	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);

@@ -84,8 +84,8 @@ http_reply_text(struct http_response *res, unsigned status,
 	res->json = NULL;
 	buf_reset(&res->text);
 	if (buf_append(&res->text, text, len) < 0) {
-		http_reply_error(
-		    res, 500, "internal", "the answer does not fit in memory");
+		http_reply_error(res, 500, "internal",
+		    "the answer does not fit in memory");
 		return;
 	}
 	res->content_type = content_type;
@@ -93,8 +93,8 @@ http_reply_text(struct http_response *res, unsigned status,
 }
 
 int
-http_reply_header(
-    struct http_response *res, const char *name, const char *value)
+http_reply_header(struct http_response *res, const char *name,
+    const char *value)
 {
 	char *n, *v;
 
@@ -156,8 +156,8 @@ send_response(struct http_request *req, struct http_response *res)
 	size_t len;
 
 	if (res->json == NULL && res->content_type == NULL)
-		http_reply_error(
-		    res, 500, "internal", "the handler gave no answer");
+		http_reply_error(res, 500, "internal",
+		    "the handler gave no answer");
 	if (res->json != NULL) {
 		body =
 		    json_dumps(res->json, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -194,8 +194,8 @@ send_response(struct http_request *req, struct http_response *res)
 	MHD_add_response_header(r, "Cache-Control", "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	for (size_t i = 0; i < res->nheaders; i++)
-		MHD_add_response_header(
-		    r, res->headers[i].name, res->headers[i].value);
+		MHD_add_response_header(r, res->headers[i].name,
+		    res->headers[i].value);
 	if (atomic_load(&srv->stopping))
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	ok = MHD_queue_response(req->conn, res->status, r);
@@ -307,8 +307,8 @@ auth_refused(struct http_request *req, const char *reason)
 	log_warn("auth_failed", "{s:s, s:s, s:s}", "method", req->method,
 	    "path", req->path, "reason", reason);
 	if (srv->cfg.auth_failed != NULL)
-		srv->cfg.auth_failed(
-		    srv->cfg.ctx, req->method, req->path, reason);
+		srv->cfg.auth_failed(srv->cfg.ctx, req->method, req->path,
+		    reason);
 }
 
 /* 0 when the caller may use the route; otherwise the status to answer. */
@@ -320,8 +320,8 @@ check_key(struct http_request *req)
 
 	if (req->route->roles == 0)
 		return 0;
-	h = MHD_lookup_connection_value(
-	    req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	h = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
 	if (h == NULL) {
 		auth_refused(req, "no_key");
 		return 401;
@@ -369,13 +369,13 @@ begin_request(struct http_request *req, const char *url)
 		return send_error(req, 404, "not_found", "no such path");
 	st = check_key(req);
 	if (st == 401)
-		return send_error(
-		    req, 401, "unauthorized", "a valid bearer key is required");
+		return send_error(req, 401, "unauthorized",
+		    "a valid bearer key is required");
 	if (st == 403)
 		return send_error(req, 403, "forbidden",
 		    "this key's role may not call this endpoint");
-	cl = MHD_lookup_connection_value(
-	    req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl != NULL) {
 		char *end;
 		unsigned long long n;
@@ -399,14 +399,15 @@ finish_request(struct http_request *req)
 	if (req->too_large)
 		return send_error(req, 413, "body_too_large",
 		    "the request body is over the limit");
-	if (req->route->json_body) {
+	if (req->route->body != BODY_NONE &&
+	    !(req->route->body == BODY_JSON_OPTIONAL && req->raw.len == 0)) {
 		json_error_t err;
 
 		if (req->raw.len == 0)
 			return send_error(req, 400, "malformed",
 			    "a JSON object body is required");
-		req->body = json_loadb(
-		    req->raw.data, req->raw.len, JSON_REJECT_DUPLICATES, &err);
+		req->body = json_loadb(req->raw.data, req->raw.len,
+		    JSON_REJECT_DUPLICATES, &err);
 		if (req->body == NULL) {
 			snprintf(msg, sizeof(msg),
 			    "the body is not valid JSON: line %d column %d: %s",
@@ -602,8 +603,8 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 int
-http_server_start(
-    const struct http_server_config *cfg, struct http_server **ret)
+http_server_start(const struct http_server_config *cfg,
+    struct http_server **ret)
 {
 	struct http_server *srv;
 	unsigned flags = MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
@@ -616,13 +617,17 @@ http_server_start(
 	srv->cfg = *cfg;
 	if (srv->cfg.max_body == 0)
 		srv->cfg.max_body = HTTP_MAX_BODY;
-	srv->builtin[0] =
-	    (struct http_route){ "GET", "/healthz", 0, false, handle_healthz };
-	srv->builtin[1] =
-	    (struct http_route){ "GET", "/metrics", 0, false, handle_metrics };
+	srv->builtin[0] = (struct http_route){ "GET", "/healthz", 0, BODY_NONE,
+		handle_healthz };
+	srv->builtin[1] = (struct http_route){ "GET", "/metrics", 0, BODY_NONE,
+		handle_metrics };
 	srv->started = time(NULL);
 	if (cfg->threads > 0)
 		flags |= MHD_USE_INTERNAL_POLLING_THREAD;
+	if (cfg->threads > 0 && cfg->thread_per_connection)
+		flags = MHD_USE_THREAD_PER_CONNECTION |
+		    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+		    MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	struct MHD_OptionItem opts[] = {
 		/* First, so that MHD's own complaints come out as JSON too. */
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL },
@@ -632,8 +637,9 @@ http_server_start(
 		{ MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL },
 		{ MHD_OPTION_CONNECTION_LIMIT, 1000, NULL },
 		{ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL },
-		{ cfg->threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE
-				   : MHD_OPTION_END,
+		{ cfg->threads > 1 && !cfg->thread_per_connection
+			? MHD_OPTION_THREAD_POOL_SIZE
+			: MHD_OPTION_END,
 		    cfg->threads, NULL },
 		{ MHD_OPTION_END, 0, NULL },
 	};
@@ -699,6 +705,8 @@ http_server_stop(struct http_server *srv, int grace_ms)
 	if (srv == NULL)
 		return;
 	http_server_quiesce(srv);
+	if (srv->cfg.stopping != NULL)
+		srv->cfg.stopping(srv->cfg.ctx);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (atomic_load(&srv->in_flight) > 0 && elapsed_ms(&t0) < grace_ms) {
 		if (srv->cfg.threads == 0)
@@ -724,8 +732,8 @@ http_request_param(const struct http_request *req, size_t i)
 const char *
 http_request_query(const struct http_request *req, const char *name)
 {
-	return MHD_lookup_connection_value(
-	    req->conn, MHD_GET_ARGUMENT_KIND, name);
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND,
+	    name);
 }
 
 const char *

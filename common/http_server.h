@@ -10,7 +10,8 @@
  * object, and GET /healthz and GET /metrics for every service. Every error
  * is {"error": "snake_case", "message": "..."}.
  *
- * Two ways to run: with threads > 0 the glue polls in its own threads;
+ * Two ways to run: with threads > 0 the glue polls in its own threads
+ * (a pool, or one thread per connection for handlers that block);
  * with threads == 0 the caller's event loop watches http_server_fd() and
  * calls http_server_run() (the proxy runs it inside libevent).
  */
@@ -43,14 +44,20 @@ struct http_response {
 	} headers[HTTP_MAX_HEADERS];
 };
 
-typedef void (*http_handler)(
-    void *ctx, struct http_request *req, struct http_response *res);
+typedef void (*http_handler)(void *ctx, struct http_request *req,
+    struct http_response *res);
+
+enum http_body {
+	BODY_NONE, /* any body is read (capped) and ignored */
+	BODY_JSON, /* a JSON object is required */
+	BODY_JSON_OPTIONAL, /* a JSON object, or no body at all */
+};
 
 struct http_route {
 	const char *method;
 	const char *pattern; /* "/v1/jobs/ * /revoke": '*' is one segment */
 	unsigned roles; /* enum role bits that may call; 0 = anyone */
-	bool json_body; /* a JSON object body is required */
+	enum http_body body;
 	http_handler handler;
 };
 
@@ -58,6 +65,9 @@ struct http_server_config {
 	const char *svc;
 	int listen_fd; /* bound and listening; the server owns it */
 	unsigned threads; /* 0: the caller's loop drives the server */
+	/* A thread per connection instead of a pool: for handlers that
+	 * block (long polls, waiting for followers). Needs threads > 0. */
+	bool thread_per_connection;
 	const struct http_route *routes;
 	size_t nroutes;
 	void *ctx; /* passed to handlers and callbacks */
@@ -67,14 +77,17 @@ struct http_server_config {
 	int (*health)(void *ctx, json_t *out);
 	/* Appends the service's own figures to /metrics. */
 	void (*metrics)(void *ctx, struct buf *out);
+	/* Called once the server stops accepting, before it waits for the
+	 * requests in flight: wake whatever handlers are waiting on. */
+	void (*stopping)(void *ctx);
 	/* Told of each refused key (the broker audits them). */
 	void (*auth_failed)(void *ctx, const char *method, const char *path,
 	    const char *reason);
 };
 
 /* Starts serving: 0 or -errno (the listen fd is closed on failure too). */
-int http_server_start(
-    const struct http_server_config *cfg, struct http_server **ret);
+int http_server_start(const struct http_server_config *cfg,
+    struct http_server **ret);
 
 /*
  * Stops accepting, lets requests in flight finish for up to grace_ms
@@ -96,12 +109,13 @@ unsigned http_server_in_flight(struct http_server *srv);
 /* The i-th '*' segment of the route's pattern. */
 const char *http_request_param(const struct http_request *req, size_t i);
 /* A query argument, decoded, or NULL. */
-const char *http_request_query(
-    const struct http_request *req, const char *name);
+const char *http_request_query(const struct http_request *req,
+    const char *name);
 /* A request header, or NULL. */
-const char *http_request_header(
-    const struct http_request *req, const char *name);
-/* The parsed body (routes with json_body), borrowed. */
+const char *http_request_header(const struct http_request *req,
+    const char *name);
+/* The parsed body (BODY_JSON routes; NULL when optional and absent),
+ * borrowed. */
 json_t *http_request_body(const struct http_request *req);
 /* The role bits the caller's key holds (0 on public routes). */
 unsigned http_request_roles(const struct http_request *req);
@@ -116,7 +130,7 @@ void http_reply_error(struct http_response *res, unsigned status,
 void http_reply_text(struct http_response *res, unsigned status,
     const char *content_type, const char *text, size_t len);
 /* Adds a header to the answer (copied); at most HTTP_MAX_HEADERS. */
-int http_reply_header(
-    struct http_response *res, const char *name, const char *value);
+int http_reply_header(struct http_response *res, const char *name,
+    const char *value);
 
 #endif

@@ -86,8 +86,8 @@ keyring_roles(const struct keyring *ring, const char *key, size_t len)
 }
 
 int
-keys_ensure(
-    const char *dir, const char *name, char **ret_path, bool *ret_created)
+keys_ensure(const char *dir, const char *name, char **ret_path,
+    bool *ret_created)
 {
 	_cleanup_free_ char *path = NULL;
 	char key[TOKEN_LEN + 2];
@@ -96,10 +96,10 @@ keys_ensure(
 
 	if (asprintf(&path, "%s/%s.key", dir, name) < 0)
 		return -ENOMEM;
-	*ret_created = false;
 	if (lstat(path, &st) == 0) {
 		if (!S_ISREG(st.st_mode))
 			return -EINVAL;
+		*ret_created = false;
 		*ret_path = steal_pointer(&path);
 		return 0;
 	}

@@ -32,8 +32,8 @@ const char *role_name(unsigned role);
 
 /* Adds a key granting roles: 0, -E2BIG when full, -EINVAL if shorter than
  * 32 bytes. */
-int keyring_add(
-    struct keyring *ring, const char *key, size_t len, unsigned roles);
+int keyring_add(struct keyring *ring, const char *key, size_t len,
+    unsigned roles);
 
 /* Reads a key file (trailing newline allowed) and adds it: 0 or -errno. */
 int keyring_add_file(struct keyring *ring, const char *path, unsigned roles);
@@ -47,7 +47,7 @@ unsigned keyring_roles(const struct keyring *ring, const char *key, size_t len);
  * it does not. *ret_path gets the file's path (free() it); *ret_created
  * says whether it was written now. 0 or -errno.
  */
-int keys_ensure(
-    const char *dir, const char *name, char **ret_path, bool *ret_created);
+int keys_ensure(const char *dir, const char *name, char **ret_path,
+    bool *ret_created);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -69,13 +70,22 @@ write_all(int fd, const char *p, size_t n)
 	}
 }
 
+/* The four fields every line starts with; an event's own may not clash. */
+static bool
+reserved(const char *key)
+{
+	return strcmp(key, "ts") == 0 || strcmp(key, "level") == 0 ||
+	    strcmp(key, "svc") == 0 || strcmp(key, "event") == 0;
+}
+
 void
-log_eventv(
-    enum log_level level, const char *event, const char *fields, va_list ap)
+log_eventv(enum log_level level, const char *event, const char *fields,
+    va_list ap)
 {
 	char ts[40];
-	json_t *line, *extra = NULL;
+	json_t *line, *extra = NULL, *v;
 	json_error_t err;
+	const char *key;
 	char *text;
 
 	if (level < log_min)
@@ -83,20 +93,38 @@ log_eventv(
 	log_timestamp(ts, sizeof(ts));
 	line = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "level",
 	    level_names[level], "svc", log_svc, "event", event);
-	if (line == NULL)
-		return;
+	if (line == NULL) {
+		/* The event name itself would not encode (bad UTF-8). */
+		line = json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level",
+		    level_names[level], "svc", log_svc, "event", "log_error",
+		    "log_error", "event name is not valid UTF-8");
+		if (line == NULL)
+			return;
+		fields = NULL;
+	}
 	if (fields != NULL) {
 		extra = json_vpack_ex(&err, 0, fields, ap);
-		if (extra != NULL && json_is_object(extra))
-			json_object_update_new(line, extra);
-		else {
-			json_decref(extra);
-			json_object_set_new(
-			    line, "log_error", json_string(err.text));
-		}
+		if (extra == NULL)
+			json_object_set_new(line, "log_error",
+			    json_string(err.text));
+		else if (!json_is_object(extra))
+			json_object_set_new(line, "log_error",
+			    json_string("fields is not an object"));
+		else
+			json_object_foreach(extra, key, v)
+			{
+				if (reserved(key))
+					json_object_set_new(line, "log_error",
+					    json_string("a field tried to "
+							"replace ts, level, "
+							"svc or event"));
+				else
+					json_object_set(line, key, v);
+			}
+		json_decref(extra);
 	}
-	text = json_dumps(
-	    line, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+	text = json_dumps(line,
+	    JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 	json_decref(line);
 	if (text == NULL)
 		return;

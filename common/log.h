@@ -30,10 +30,10 @@ int log_level_parse(const char *s, enum log_level *ret_level);
  * that does not pack still yields a line, with the packing error, so no
  * event is ever silently lost.
  */
-void log_event(
-    enum log_level level, const char *event, const char *fields, ...);
-void log_eventv(
-    enum log_level level, const char *event, const char *fields, va_list ap);
+void log_event(enum log_level level, const char *event, const char *fields,
+    ...);
+void log_eventv(enum log_level level, const char *event, const char *fields,
+    va_list ap);
 
 #define log_debug(...) log_event(LEVEL_DEBUG, __VA_ARGS__)
 #define log_info(...) log_event(LEVEL_INFO, __VA_ARGS__)

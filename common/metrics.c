@@ -7,20 +7,20 @@
 #include <inttypes.h>
 
 void
-metrics_header(
-    struct buf *b, const char *name, const char *type, const char *help)
+metrics_header(struct buf *b, const char *name, const char *type,
+    const char *help)
 {
-	(void)buf_printf(
-	    b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	(void)buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+	    type);
 }
 
 void
-metrics_sample(
-    struct buf *b, const char *name, const char *labels, uint64_t value)
+metrics_sample(struct buf *b, const char *name, const char *labels,
+    uint64_t value)
 {
 	if (labels != NULL)
-		(void)buf_printf(
-		    b, "%s{%s} %" PRIu64 "\n", name, labels, value);
+		(void)buf_printf(b, "%s{%s} %" PRIu64 "\n", name, labels,
+		    value);
 	else
 		(void)buf_printf(b, "%s %" PRIu64 "\n", name, value);
 }

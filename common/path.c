@@ -55,9 +55,12 @@ path_is_within(const char *root, const char *path)
 int
 path_mkdir_p(const char *path, mode_t mode)
 {
-	_cleanup_free_ char *copy = strdup(path);
+	_cleanup_free_ char *copy = NULL;
 	struct stat st;
 
+	if (path[0] == '\0')
+		return -EINVAL;
+	copy = strdup(path);
 	if (copy == NULL)
 		return -ENOMEM;
 	for (char *p = copy + 1;; p++) {
@@ -97,12 +100,15 @@ path_make_dir(const char *path, mode_t mode, char **ret_abs)
 }
 
 int
-path_open_beneath(
-    int dirfd, const char *rel, int flags, mode_t mode, bool no_symlinks)
+path_open_beneath(int dirfd, const char *rel, int flags, mode_t mode,
+    bool no_symlinks)
 {
 	struct open_how how = {
 		.flags = (unsigned long long)(flags | O_CLOEXEC),
-		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		/* O_TMPFILE contains O_DIRECTORY: test all of its bits. */
+		.mode = ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+		    ? mode
+		    : 0,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
 		    (no_symlinks ? RESOLVE_NO_SYMLINKS : 0),
 	};
@@ -117,7 +123,9 @@ path_open_beneath(
 int
 path_read_file(const char *path, size_t max, char **ret_data, size_t *ret_len)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a fifo named as a file must not hang us. */
+	_cleanup_close_ int fd =
+	    open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct buf b = BUF_INIT(max);
 	char chunk[16384];
 	struct stat st;
@@ -155,8 +163,8 @@ path_read_file(const char *path, size_t max, char **ret_data, size_t *ret_len)
 int
 path_write_secret(const char *path, const void *data, size_t len)
 {
-	_cleanup_close_ int fd = open(
-	    path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	_cleanup_close_ int fd = open(path,
+	    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	const char *p = data;
 	int r = 0;
 

@@ -40,16 +40,16 @@ int path_make_dir(const char *path, mode_t mode, char **ret_abs);
  * set: a descriptor, or -errno (-EXDEV for an escape, -ELOOP for a
  * symlink refused). O_CLOEXEC is always added.
  */
-int path_open_beneath(
-    int dirfd, const char *rel, int flags, mode_t mode, bool no_symlinks);
+int path_open_beneath(int dirfd, const char *rel, int flags, mode_t mode,
+    bool no_symlinks);
 
 /*
  * Reads a whole file of at most max bytes into *ret_data (NUL-terminated,
  * free() it) and its length into *ret_len: 0, -EFBIG when larger, or
  * -errno.
  */
-int path_read_file(
-    const char *path, size_t max, char **ret_data, size_t *ret_len);
+int path_read_file(const char *path, size_t max, char **ret_data,
+    size_t *ret_len);
 
 /*
  * Writes a secret to a new file of mode 0600, failing with -EEXIST rather

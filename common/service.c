@@ -18,10 +18,25 @@
 #include <string.h>
 #include <time.h>
 
+/*
+ * The flag getopt stopped at: the long one as typed (without "=value"),
+ * or the short one, which may sit inside a group ("-xn").
+ */
+static const char *
+flag_name(const char *arg, int opt, char *buf, size_t len)
+{
+	if (strncmp(arg, "--", 2) == 0)
+		snprintf(buf, len, "%.*s", (int)strcspn(arg, "="), arg);
+	else
+		snprintf(buf, len, "-%c", opt != 0 ? opt : '?');
+	return buf;
+}
+
 int
 service_parse_args(int argc, char **argv, const char *prog, const char *summary,
     struct service_args *ret)
 {
+	char flag[64];
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -38,17 +53,17 @@ service_parse_args(int argc, char **argv, const char *prog, const char *summary,
 	    (c = getopt_long(argc, argv, ":hVc:l:n", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
-			printf(
-			    "usage: %s [-n] [--config FILE] [--listen ADDR]\n"
-			    "\n%s\n\n"
-			    "  --config FILE  JSON configuration (default: "
-			    "built in, loopback, state under ./var/)\n"
-			    "  --listen ADDR  host:port to serve HTTP on, "
-			    "overriding the config\n"
-			    "  -n             check the configuration and "
-			    "exit\n"
-			    "  --help         this text\n"
-			    "  --version      the version\n",
+			printf("usage: %s [-n] [--config FILE] [--listen "
+			       "ADDR]\n"
+			       "\n%s\n\n"
+			       "  --config FILE  JSON configuration (default: "
+			       "built in, loopback, state under ./var/)\n"
+			       "  --listen ADDR  host:port to serve HTTP on, "
+			       "overriding the config\n"
+			       "  -n             check the configuration and "
+			       "exit\n"
+			       "  --help         this text\n"
+			       "  --version      the version\n",
 			    prog, summary);
 			return 0;
 		case 'V':
@@ -66,11 +81,14 @@ service_parse_args(int argc, char **argv, const char *prog, const char *summary,
 		case ':':
 			fprintf(stderr,
 			    "%s: %s needs an argument (try --help)\n", prog,
-			    argv[optind - 1]);
+			    flag_name(argv[optind - 1], optopt, flag,
+				sizeof(flag)));
 			return EXIT_USAGE;
 		default:
 			fprintf(stderr, "%s: unknown option %s (try --help)\n",
-			    prog, argv[optind - 1]);
+			    prog,
+			    flag_name(argv[optind - 1], optopt, flag,
+				sizeof(flag)));
 			return EXIT_USAGE;
 		}
 	}
@@ -129,8 +147,8 @@ nomem:
 }
 
 int
-service_open(
-    struct config_common *common, int *ret_fd, char *ret_addr, size_t addrlen)
+service_open(struct config_common *common, int *ret_fd, char *ret_addr,
+    size_t addrlen)
 {
 	const char *failed = NULL;
 	int r, fd;
@@ -162,8 +180,8 @@ service_ready(const struct config_common *common, const char *addr)
 }
 
 int
-service_parse_addr(
-    const char *s, struct sockaddr_storage *addr, socklen_t *ret_len)
+service_parse_addr(const char *s, struct sockaddr_storage *addr,
+    socklen_t *ret_len)
 {
 	char host[INET6_ADDRSTRLEN + 2];
 	const char *colon, *h = s;
@@ -225,8 +243,8 @@ service_listen(const char *s)
 
 	if (service_parse_addr(s, &addr, &len) < 0)
 		return -EINVAL;
-	fd = socket(
-	    addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
 	if (fd < 0)
 		return -errno;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
@@ -299,13 +317,18 @@ service_wait_signal(int timeout_ms)
 }
 
 void
-service_wait_stop(void)
+service_wait_stop(void (*tick)(void *ctx), void *ctx, int tick_ms)
 {
 	int sig;
 
-	while ((sig = service_wait_signal(60000)) == 0 || sig == SIGHUP)
+	while (
+	    (sig = service_wait_signal(tick != NULL ? tick_ms : 60000)) == 0 ||
+	    sig == SIGHUP) {
 		if (sig == SIGHUP)
 			log_info("sighup_ignored", NULL);
+		else if (tick != NULL)
+			tick(ctx);
+	}
 	log_info("stopping", "{s:s}", "signal", sigabbrev_np(sig));
 }
 
@@ -318,7 +341,8 @@ service_config_ok(const char *prog)
 
 int
 service_serve(struct http_server_config *http,
-    const struct config_common *common, const char *addr)
+    const struct config_common *common, const char *addr,
+    void (*tick)(void *ctx), int tick_ms)
 {
 	struct http_server *srv;
 	int r;
@@ -329,7 +353,7 @@ service_serve(struct http_server_config *http,
 		return EXIT_OSERR;
 	}
 	service_ready(common, addr);
-	service_wait_stop();
+	service_wait_stop(tick, http->ctx, tick_ms);
 	http_server_stop(srv, SERVICE_GRACE_MS);
 	log_info("stopped", NULL);
 	return 0;

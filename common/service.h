@@ -44,8 +44,8 @@ int service_configure(const struct service_args *args, const char *prog,
  * socket. Returns -1 when the program should go on, with *ret_fd set and
  * the bound "host:port" in ret_addr, or EXIT_OSERR after logging why.
  */
-int service_open(
-    struct config_common *common, int *ret_fd, char *ret_addr, size_t addrlen);
+int service_open(struct config_common *common, int *ret_fd, char *ret_addr,
+    size_t addrlen);
 
 /* Says the service is serving: the "listening" line that tests and
  * operators wait for, with the address and directories. */
@@ -57,8 +57,8 @@ void service_ready(const struct config_common *common, const char *addr);
  * Parses "127.0.0.1:7701", "[::1]:7701" or "localhost:7701" (the only
  * name allowed; no resolver is asked) into addr: 0 or -EINVAL.
  */
-int service_parse_addr(
-    const char *s, struct sockaddr_storage *addr, socklen_t *ret_len);
+int service_parse_addr(const char *s, struct sockaddr_storage *addr,
+    socklen_t *ret_len);
 
 /* Opens a listening TCP socket on s (nonblocking, cloexec): fd or -errno. */
 int service_listen(const char *s);
@@ -76,9 +76,10 @@ void service_block_signals(void);
 /* Waits up to timeout_ms for a blocked signal: its number, or 0. */
 int service_wait_signal(int timeout_ms);
 
-/* Waits for SIGTERM or SIGINT (SIGHUP is logged and ignored for now) and
- * logs "stopping" with the signal's name. */
-void service_wait_stop(void);
+/* Waits for SIGTERM or SIGINT (SIGHUP is logged and ignored for now),
+ * calling tick(ctx) every tick_ms when tick is not NULL, and logs
+ * "stopping" with the signal's name. */
+void service_wait_stop(void (*tick)(void *ctx), void *ctx, int tick_ms);
 
 /* Prints "<prog>: configuration ok" for -n and returns 0. */
 int service_config_ok(const char *prog);
@@ -87,11 +88,13 @@ int service_config_ok(const char *prog);
 #define SERVICE_GRACE_MS 5000
 
 /*
- * Serves http (its own threads) until SIGTERM or SIGINT, then lets the
+ * Serves http (its own threads) until SIGTERM or SIGINT, calling tick
+ * (when not NULL) with http->ctx every tick_ms meanwhile, then lets the
  * requests in flight finish for up to SERVICE_GRACE_MS. Returns the exit
  * status: 0, or EXIT_OSERR when the server could not start.
  */
 int service_serve(struct http_server_config *http,
-    const struct config_common *common, const char *addr);
+    const struct config_common *common, const char *addr,
+    void (*tick)(void *ctx), int tick_ms);
 
 #endif

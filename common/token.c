@@ -39,22 +39,33 @@ token_checksum(const char body[TOKEN_BODY_LEN], char out[TOKEN_CRC_LEN])
 }
 
 int
-token_generate(char out[TOKEN_LEN + 1])
+token_random(char *out, size_t n)
 {
 	unsigned char rnd[64];
-	char *body = out + TOKEN_PREFIX_LEN;
 	size_t have = 0;
 
-	memcpy(out, TOKEN_PREFIX, TOKEN_PREFIX_LEN);
-	while (have < TOKEN_BODY_LEN) {
+	while (have < n) {
 		if (RAND_bytes(rnd, sizeof(rnd)) != 1)
 			return -EIO;
 		/* 248 = 4 * 62: bytes at or above it would bias the draw. */
-		for (size_t i = 0; i < sizeof(rnd) && have < TOKEN_BODY_LEN;
-		     i++)
+		for (size_t i = 0; i < sizeof(rnd) && have < n; i++)
 			if (rnd[i] < 248)
-				body[have++] = base62[rnd[i] % 62];
+				out[have++] = base62[rnd[i] % 62];
 	}
+	out[n] = '\0';
+	return 0;
+}
+
+int
+token_generate(char out[TOKEN_LEN + 1])
+{
+	char *body = out + TOKEN_PREFIX_LEN;
+	int r;
+
+	memcpy(out, TOKEN_PREFIX, TOKEN_PREFIX_LEN);
+	r = token_random(body, TOKEN_BODY_LEN);
+	if (r < 0)
+		return r;
 	token_checksum(body, out + TOKEN_PREFIX_LEN + TOKEN_BODY_LEN);
 	out[TOKEN_LEN] = '\0';
 	return 0;

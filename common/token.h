@@ -20,6 +20,10 @@
  * fails (the caller must then refuse to mint). */
 int token_generate(char out[TOKEN_LEN + 1]);
 
+/* Writes n random base62 characters and a NUL into out (n + 1 bytes):
+ * 0, or -EIO when the CSPRNG fails. For identifiers (job_..., tok_...). */
+int token_random(char *out, size_t n);
+
 /*
  * Checks that s (len bytes, no NUL needed) is a well-formed token: 0;
  * -EINVAL for the wrong length, prefix or alphabet; -EBADMSG when the

@@ -45,7 +45,7 @@ main(int argc, char **argv)
 		.threads = 2,
 		.ctx = &h,
 	};
-	r = service_serve(&http, &h.cfg.common, addr);
+	r = service_serve(&http, &h.cfg.common, addr, NULL, 0);
 out:
 	if (fd >= 0)
 		close(fd);

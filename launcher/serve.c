@@ -45,7 +45,7 @@ launcher_serve(int argc, char **argv)
 		.threads = 2,
 		.ctx = &l,
 	};
-	r = service_serve(&http, &l.cfg.common, addr);
+	r = service_serve(&http, &l.cfg.common, addr, NULL, 0);
 out:
 	if (fd >= 0)
 		close(fd);

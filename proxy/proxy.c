@@ -76,8 +76,8 @@ proxy_events(struct proxy *p)
 {
 	static const int signals[] = { SIGTERM, SIGINT, SIGHUP };
 
-	p->http_ev = event_new(
-	    p->base, http_server_fd(p->http), EV_READ | EV_PERSIST, on_http, p);
+	p->http_ev = event_new(p->base, http_server_fd(p->http),
+	    EV_READ | EV_PERSIST, on_http, p);
 	p->http_tick = evtimer_new(p->base, on_http, p);
 	if (p->http_ev == NULL || p->http_tick == NULL ||
 	    event_add(p->http_ev, NULL) < 0)

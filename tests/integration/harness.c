@@ -199,12 +199,28 @@ daemon_log_lines(const struct daemon *d)
 	return lines;
 }
 
-/* The address in the daemon's "listening" line, once it is there. */
+/* How many "listening" lines the log holds (one per start). */
+static size_t
+count_listening(const struct daemon *d)
+{
+	json_t *lines = daemon_log_lines(d), *v;
+	size_t i, n = 0;
+
+	json_array_foreach(lines, i, v)
+	{
+		const char *ev = json_string_value(json_object_get(v, "event"));
+		n += ev != NULL && strcmp(ev, "listening") == 0;
+	}
+	json_decref(lines);
+	return n;
+}
+
+/* The address in this start's "listening" line, once it is there. */
 static bool
 find_listening(struct daemon *d)
 {
 	json_t *lines = daemon_log_lines(d), *v;
-	size_t i;
+	size_t i, n = 0;
 	bool found = false;
 
 	json_array_foreach(lines, i, v)
@@ -213,7 +229,7 @@ find_listening(struct daemon *d)
 		const char *addr =
 		    json_string_value(json_object_get(v, "addr"));
 		if (ev != NULL && addr != NULL &&
-		    strcmp(ev, "listening") == 0) {
+		    strcmp(ev, "listening") == 0 && n++ >= d->listening_seen) {
 			snprintf(d->addr, sizeof(d->addr), "%s", addr);
 			snprintf(d->base, sizeof(d->base), "http://%s", addr);
 			found = true;
@@ -231,9 +247,9 @@ forget(struct daemon *d)
 			running[i] = NULL;
 }
 
-int
-daemon_start(struct daemon *d, const char *name, const char *config,
-    const char *const *extra)
+/* Forks and execs d's program in d->dir, and waits until it answers. */
+static int
+daemon_spawn(struct daemon *d)
 {
 	char cfgpath[320], prog[512];
 	const char *argv[32];
@@ -241,37 +257,31 @@ daemon_start(struct daemon *d, const char *name, const char *config,
 	double t0;
 	int fd;
 
-	memset(d, 0, sizeof(*d));
-	d->name = name;
-	snprintf(d->dir, sizeof(d->dir), "%s", harness_tmpdir());
-	snprintf(d->log, sizeof(d->log), "%s/%s.log", d->dir, name);
-	if (strcmp(name, "launcher") == 0) {
+	if (strcmp(d->name, "launcher") == 0) {
 		snprintf(prog, sizeof(prog), "%s", harness_bin("cordon"));
 		argv[argc++] = prog;
 		argv[argc++] = "serve";
 	} else {
 		char bin[64];
-		snprintf(bin, sizeof(bin), "cordon-%s", name);
+		snprintf(bin, sizeof(bin), "cordon-%s", d->name);
 		snprintf(prog, sizeof(prog), "%s", harness_bin(bin));
 		argv[argc++] = prog;
 	}
 	argv[argc++] = "--listen";
 	argv[argc++] = "127.0.0.1:0";
-	if (config != NULL) {
+	if (d->has_config) {
 		snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", d->dir);
-		FILE *f = fopen(cfgpath, "w");
-		if (f == NULL || fputs(config, f) < 0 || fclose(f) != 0)
-			return -1;
 		argv[argc++] = "--config";
 		argv[argc++] = cfgpath;
 	}
-	for (size_t i = 0; extra != NULL && extra[i] != NULL && argc < 30; i++)
-		argv[argc++] = extra[i];
 	argv[argc] = NULL;
 
-	fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* Appended to, so that a restart keeps the earlier lines. */
+	fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
+	d->addr[0] = '\0';
+	d->listening_seen = count_listening(d);
 	fflush(NULL);
 	d->pid = fork();
 	if (d->pid < 0)
@@ -283,8 +293,8 @@ daemon_start(struct daemon *d, const char *name, const char *config,
 		    dup2(fd, STDERR_FILENO) < 0 || chdir(d->dir) < 0)
 			_exit(127);
 		execv(argv[0], (char *const *)argv);
-		fprintf(
-		    stderr, "harness: exec %s: %s\n", argv[0], strerror(errno));
+		fprintf(stderr, "harness: exec %s: %s\n", argv[0],
+		    strerror(errno));
 		_exit(127);
 	}
 	close(fd);
@@ -298,9 +308,10 @@ daemon_start(struct daemon *d, const char *name, const char *config,
 	while (now_ms() - t0 < 10000) {
 		long status = 0;
 		if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
-			fprintf(
-			    stderr, "harness: %s exited during start\n", name);
+			fprintf(stderr, "harness: %s exited during start\n",
+			    d->name);
 			forget(d);
+			d->pid = 0;
 			daemon_dump_log(d);
 			return -1;
 		}
@@ -312,10 +323,45 @@ daemon_start(struct daemon *d, const char *name, const char *config,
 		}
 		usleep(10 * 1000);
 	}
-	fprintf(
-	    stderr, "harness: %s did not answer /healthz within 10 s\n", name);
+	fprintf(stderr, "harness: %s did not answer /healthz within 10 s\n",
+	    d->name);
 	daemon_dump_log(d);
 	return -1;
+}
+
+int
+daemon_start(struct daemon *d, const char *name, const char *config)
+{
+	memset(d, 0, sizeof(*d));
+	d->name = name;
+	snprintf(d->dir, sizeof(d->dir), "%s", harness_tmpdir());
+	snprintf(d->log, sizeof(d->log), "%s/%s.log", d->dir, name);
+	if (config != NULL) {
+		char path[320];
+		snprintf(path, sizeof(path), "%s/config.json", d->dir);
+		FILE *f = fopen(path, "w");
+		if (f == NULL || fputs(config, f) < 0 || fclose(f) != 0)
+			return -1;
+		d->has_config = true;
+	}
+	return daemon_spawn(d);
+}
+
+int
+daemon_restart(struct daemon *d)
+{
+	return daemon_spawn(d);
+}
+
+void
+daemon_kill(struct daemon *d)
+{
+	if (d->pid <= 0)
+		return;
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, NULL, 0);
+	forget(d);
+	d->pid = 0;
 }
 
 int
@@ -364,8 +410,8 @@ drain(int fd, char *buf, size_t len, size_t *got)
 }
 
 int
-harness_run(
-    char *const argv[], char *out, size_t outlen, char *err, size_t errlen)
+harness_run(char *const argv[], char *out, size_t outlen, char *err,
+    size_t errlen)
 {
 	const char *dir = harness_tmpdir();
 	int po[2], pe[2], status;
@@ -429,4 +475,38 @@ harness_get_json(const struct daemon *d, const char *path, long *ret_status)
 	v = json_incref(a.json);
 	httpc_answer_free(&a);
 	return v;
+}
+
+json_t *
+harness_call(const struct daemon *d, const char *method, const char *path,
+    const char *key, const char *header, json_t *body, long *ret_status)
+{
+	struct httpc_answer a;
+	json_t *v;
+
+	if (httpc_request(d->base, method, path, key, header, body, 30000, &a) <
+	    0) {
+		*ret_status = 0;
+		return NULL;
+	}
+	*ret_status = a.status;
+	v = json_incref(a.json);
+	httpc_answer_free(&a);
+	return v;
+}
+
+int
+harness_read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	bool ok;
+
+	if (f == NULL)
+		return -1;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return 0;
 }

@@ -16,6 +16,8 @@
 struct daemon {
 	const char *name; /* "broker", "proxy", "hatch", "launcher" */
 	pid_t pid;
+	bool has_config;
+	size_t listening_seen; /* "listening" lines of earlier starts */
 	char dir[256]; /* its working directory; state under dir/var */
 	char log[300]; /* its stderr and stdout */
 	char addr[64]; /* "127.0.0.1:port" */
@@ -33,14 +35,12 @@ const char *harness_bin(const char *prog);
 const char *harness_tmpdir(void);
 
 /*
- * Starts the service name with --listen 127.0.0.1:0 and the given extra
- * arguments (NULL-terminated, may be NULL), in a new temporary directory;
- * when config is not NULL it is written to dir/config.json and passed with
- * --config. Returns 0 once /healthz answers 200, or -1 (and the log is
- * printed) when it did not within 10 s.
+ * Starts the service name with --listen 127.0.0.1:0 in a new temporary
+ * directory; when config is not NULL it is written to dir/config.json and
+ * passed with --config. Returns 0 once /healthz answers 200, or -1 (and
+ * the log is printed) when it did not within 10 s.
  */
-int daemon_start(struct daemon *d, const char *name, const char *config,
-    const char *const *extra);
+int daemon_start(struct daemon *d, const char *name, const char *config);
 
 /*
  * Sends SIGTERM and waits up to 10 s: the exit status (0..255), 128+sig
@@ -58,11 +58,30 @@ json_t *daemon_log_lines(const struct daemon *d);
 
 /* Runs argv (argv[0] a path) with a 10 s limit, capturing stdout and
  * stderr into the buffers given (NUL-terminated): the exit status or -1. */
-int harness_run(
-    char *const argv[], char *out, size_t outlen, char *err, size_t errlen);
+int harness_run(char *const argv[], char *out, size_t outlen, char *err,
+    size_t errlen);
 
-/* GET/POST base+path with the blocking client; asserts an answer came. */
-json_t *harness_get_json(
-    const struct daemon *d, const char *path, long *ret_status);
+/* GET base+path; NULL with *ret_status 0 when no answer came. */
+json_t *harness_get_json(const struct daemon *d, const char *path,
+    long *ret_status);
+
+/*
+ * Calls method path on d with an optional bearer key, an optional extra
+ * header ("Name: value") and an optional JSON body (borrowed). Returns the
+ * answer's JSON (json_decref it; NULL when it was not JSON) and its status
+ * in *ret_status (0 when no answer came).
+ */
+json_t *harness_call(const struct daemon *d, const char *method,
+    const char *path, const char *key, const char *header, json_t *body,
+    long *ret_status);
+
+/* Kills d with SIGKILL and reaps it: a crash, on purpose. */
+void daemon_kill(struct daemon *d);
+
+/* Restarts d in its own directory, with the same arguments: 0 or -1. */
+int daemon_restart(struct daemon *d);
+
+/* Reads a file's first line into buf (newline dropped): 0 or -1. */
+int harness_read_line(const char *path, char *buf, size_t len);
 
 #endif

@@ -134,15 +134,16 @@ START_TEST(config_errors)
 
 		ck_assert_msg(st == 78, "%s with %s: exit %d", p->display,
 		    cases[i].text, st);
-		ck_assert_msg(
-		    count_lines(err) == 1, "one line, not \"%s\"", err);
+		ck_assert_msg(count_lines(err) == 1, "one line, not \"%s\"",
+		    err);
 		ck_assert_msg(strstr(err, cases[i].says) != NULL,
 		    "%s with %s: \"%s\" does not say \"%s\"", p->display,
 		    cases[i].text, err, cases[i].says);
 	}
 
-	ck_assert_int_eq(
-	    run(p, "-n", "--config", "/nonexistent/cordon.json", NULL), 78);
+	ck_assert_int_eq(run(p, "-n", "--config", "/nonexistent/cordon.json",
+			     NULL),
+	    78);
 	ck_assert_ptr_nonnull(strstr(err, "No such file"));
 
 	char text[512], state[300];
@@ -171,8 +172,8 @@ idle_client(const struct daemon *d)
 	ck_assert_int_eq(service_parse_addr(d->addr, &sa, &len), 0);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, len), 0);
-	ck_assert_int_eq(
-	    write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+	ck_assert_int_eq(write(fd, req, sizeof(req) - 1),
+	    (ssize_t)sizeof(req) - 1);
 	ck_assert_int_gt(read(fd, buf, sizeof(buf)), 0);
 	ck_assert_int_eq(strncmp(buf, "HTTP/1.1 200 ", 13), 0);
 	return fd;
@@ -188,20 +189,20 @@ START_TEST(serve_and_stop)
 	struct stat st;
 	size_t i;
 
-	ck_assert_int_eq(daemon_start(&d, p->name, NULL, NULL), 0);
+	ck_assert_int_eq(daemon_start(&d, p->name, NULL), 0);
 
 	v = harness_get_json(&d, "/healthz", &status);
 	ck_assert_int_eq(status, 200);
 	ck_assert_str_eq(json_string_value(json_object_get(v, "status")), "ok");
 	ck_assert_str_eq(json_string_value(json_object_get(v, "svc")), p->name);
-	ck_assert_str_eq(
-	    json_string_value(json_object_get(v, "version")), CORDON_VERSION);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "version")),
+	    CORDON_VERSION);
 	json_decref(v);
 
 	v = harness_get_json(&d, "/no/such/path", &status);
 	ck_assert_int_eq(status, 404);
-	ck_assert_str_eq(
-	    json_string_value(json_object_get(v, "error")), "not_found");
+	ck_assert_str_eq(json_string_value(json_object_get(v, "error")),
+	    "not_found");
 	json_decref(v);
 
 	struct httpc_answer a;
@@ -238,10 +239,12 @@ START_TEST(serve_and_stop)
 		    json_string_value(line));
 		ck_assert_ptr_nonnull(json_object_get(line, "ts"));
 		/* "info" unless the config asks for more. */
-		ck_assert_str_ne(
-		    json_string_value(json_object_get(line, "level")), "debug");
-		ck_assert_str_eq(
-		    json_string_value(json_object_get(line, "svc")), p->name);
+		ck_assert_str_ne(json_string_value(
+				     json_object_get(line, "level")),
+		    "debug");
+		ck_assert_str_eq(json_string_value(
+				     json_object_get(line, "svc")),
+		    p->name);
 		ck_assert_ptr_nonnull(ev);
 		stopping |= strcmp(ev, "stopping") == 0;
 		stopped |= strcmp(ev, "stopped") == 0;
@@ -256,7 +259,7 @@ START_TEST(port_in_use)
 	const struct prog *p = &progs[_i];
 	struct daemon d;
 
-	ck_assert_int_eq(daemon_start(&d, p->name, NULL, NULL), 0);
+	ck_assert_int_eq(daemon_start(&d, p->name, NULL), 0);
 	int st = run(p, "--listen", d.addr, NULL, NULL);
 	ck_assert_int_eq(st, 71);
 	ck_assert_ptr_nonnull(strstr(err, "\"event\":\"listen_failed\""));
@@ -284,7 +287,7 @@ START_TEST(broker_keys)
 	struct daemon d, d2;
 	struct stat st;
 
-	ck_assert_int_eq(daemon_start(&d, "broker", NULL, NULL), 0);
+	ck_assert_int_eq(daemon_start(&d, "broker", NULL), 0);
 	ck_assert_int_eq(daemon_stop(&d), 0);
 	for (int i = 0; i < 3; i++) {
 		snprintf(path, sizeof(path), "%s/var/broker/keys/%s.key", d.dir,
@@ -306,7 +309,7 @@ START_TEST(broker_keys)
 
 	/* A restart on the same state keeps the keys. */
 	snprintf(cfg, sizeof(cfg), "{\"state_dir\": \"%s/var/broker\"}", d.dir);
-	ck_assert_int_eq(daemon_start(&d2, "broker", cfg, NULL), 0);
+	ck_assert_int_eq(daemon_start(&d2, "broker", cfg), 0);
 	ck_assert_int_eq(daemon_stop(&d2), 0);
 	read_file(d2.log, logtext, sizeof(logtext));
 	ck_assert_ptr_null(strstr(logtext, "\"event\":\"key_created\""));

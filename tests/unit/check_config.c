@@ -107,8 +107,8 @@ static int
 load(const char *text)
 {
 	write_config(text);
-	return config_load(
-	    cfgpath, test_options, NOPTS, &cfg, err, sizeof(err));
+	return config_load(cfgpath, test_options, NOPTS, &cfg, err,
+	    sizeof(err));
 }
 
 /* err is one line naming the file and containing each of the words. */
@@ -117,13 +117,13 @@ assert_err_has(const char *w1, const char *w2)
 {
 	ck_assert_msg(strstr(err, cfgpath) != NULL, "error \"%s\" lacks %s",
 	    err, cfgpath);
-	ck_assert_msg(
-	    strchr(err, '\n') == NULL, "error \"%s\" is not one line", err);
-	ck_assert_msg(
-	    strstr(err, w1) != NULL, "error \"%s\" lacks %s", err, w1);
+	ck_assert_msg(strchr(err, '\n') == NULL, "error \"%s\" is not one line",
+	    err);
+	ck_assert_msg(strstr(err, w1) != NULL, "error \"%s\" lacks %s", err,
+	    w1);
 	if (w2 != NULL)
-		ck_assert_msg(
-		    strstr(err, w2) != NULL, "error \"%s\" lacks %s", err, w2);
+		ck_assert_msg(strstr(err, w2) != NULL, "error \"%s\" lacks %s",
+		    err, w2);
 }
 
 /* --- loading --------------------------------------------------------- */
@@ -329,8 +329,8 @@ END_TEST
 
 START_TEST(test_missing_file)
 {
-	ck_assert_int_eq(
-	    config_load(cfgpath, test_options, NOPTS, &cfg, err, sizeof(err)),
+	ck_assert_int_eq(config_load(cfgpath, test_options, NOPTS, &cfg, err,
+			     sizeof(err)),
 	    -ENOENT);
 	assert_err_has("No such file", NULL);
 }
@@ -338,8 +338,8 @@ END_TEST
 
 START_TEST(test_directory_refused)
 {
-	ck_assert_int_eq(
-	    config_load(dir, test_options, NOPTS, &cfg, err, sizeof(err)),
+	ck_assert_int_eq(config_load(dir, test_options, NOPTS, &cfg, err,
+			     sizeof(err)),
 	    -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, dir));
 }

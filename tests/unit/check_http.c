@@ -59,10 +59,10 @@ handle_big(void *ctx, struct http_request *req, struct http_response *res)
 }
 
 static const struct http_route routes[] = {
-	{ "GET", "/v1/things/*", 0, false, handle_thing },
-	{ "POST", "/v1/things/*", ROLE_ADMIN, false, handle_thing },
-	{ "POST", "/v1/echo", ROLE_ADMIN, true, handle_echo },
-	{ "GET", "/v1/big", 0, false, handle_big },
+	{ "GET", "/v1/things/*", 0, BODY_NONE, handle_thing },
+	{ "POST", "/v1/things/*", ROLE_ADMIN, BODY_NONE, handle_thing },
+	{ "POST", "/v1/echo", ROLE_ADMIN, BODY_JSON, handle_echo },
+	{ "GET", "/v1/big", 0, BODY_NONE, handle_big },
 };
 
 static void
@@ -74,8 +74,9 @@ start(void)
 	ck_assert_int_eq(service_sockname(fd, addr, sizeof(addr)), 0);
 	snprintf(base, sizeof(base), "http://%s", addr);
 	memset(&ring, 0, sizeof(ring));
-	ck_assert_int_eq(
-	    keyring_add(&ring, ADMIN_KEY, strlen(ADMIN_KEY), ROLE_ADMIN), 0);
+	ck_assert_int_eq(keyring_add(&ring, ADMIN_KEY, strlen(ADMIN_KEY),
+			     ROLE_ADMIN),
+	    0);
 	ck_assert_int_eq(keyring_add(&ring, VERIFIER_KEY, strlen(VERIFIER_KEY),
 			     ROLE_VERIFIER),
 	    0);
@@ -104,8 +105,9 @@ call(const char *method, const char *path, const char *key, json_t *body)
 {
 	struct httpc_answer a;
 
-	ck_assert_int_eq(
-	    httpc_request(base, method, path, key, NULL, body, 5000, &a), 0);
+	ck_assert_int_eq(httpc_request(base, method, path, key, NULL, body,
+			     5000, &a),
+	    0);
 	return a;
 }
 
@@ -114,8 +116,8 @@ assert_error(struct httpc_answer *a, long status, const char *code)
 {
 	ck_assert_int_eq(a->status, status);
 	ck_assert_ptr_nonnull(a->json);
-	ck_assert_str_eq(
-	    json_string_value(json_object_get(a->json, "error")), code);
+	ck_assert_str_eq(json_string_value(json_object_get(a->json, "error")),
+	    code);
 	ck_assert(json_is_string(json_object_get(a->json, "message")));
 	httpc_answer_free(a);
 }
@@ -125,10 +127,10 @@ START_TEST(healthz_and_metrics)
 	struct httpc_answer a = call("GET", "/healthz", NULL, NULL);
 
 	ck_assert_int_eq(a.status, 200);
-	ck_assert_str_eq(
-	    json_string_value(json_object_get(a.json, "status")), "ok");
-	ck_assert_str_eq(
-	    json_string_value(json_object_get(a.json, "svc")), "test");
+	ck_assert_str_eq(json_string_value(json_object_get(a.json, "status")),
+	    "ok");
+	ck_assert_str_eq(json_string_value(json_object_get(a.json, "svc")),
+	    "test");
 	httpc_answer_free(&a);
 	a = call("GET", "/nowhere", NULL, NULL);
 	assert_error(&a, 404, "not_found");
@@ -136,12 +138,12 @@ START_TEST(healthz_and_metrics)
 	a = call("GET", "/metrics", NULL, NULL);
 	ck_assert_int_eq(a.status, 200);
 	ck_assert_ptr_null(a.json);
-	ck_assert_ptr_nonnull(strstr(
-	    buf_str(&a.body), "cordon_http_responses_total{code=\"200\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(
-	    buf_str(&a.body), "cordon_http_responses_total{code=\"404\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(
-	    buf_str(&a.body), "# TYPE cordon_http_responses_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(buf_str(&a.body),
+	    "cordon_http_responses_total{code=\"200\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf_str(&a.body),
+	    "cordon_http_responses_total{code=\"404\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf_str(&a.body),
+	    "# TYPE cordon_http_responses_total counter\n"));
 	httpc_answer_free(&a);
 }
 END_TEST
@@ -152,10 +154,10 @@ START_TEST(routing)
 	    call("GET", "/v1/things/abc-1.2_x?q=hello%20there", NULL, NULL);
 
 	ck_assert_int_eq(a.status, 200);
-	ck_assert_str_eq(
-	    json_string_value(json_object_get(a.json, "thing")), "abc-1.2_x");
-	ck_assert_str_eq(
-	    json_string_value(json_object_get(a.json, "q")), "hello there");
+	ck_assert_str_eq(json_string_value(json_object_get(a.json, "thing")),
+	    "abc-1.2_x");
+	ck_assert_str_eq(json_string_value(json_object_get(a.json, "q")),
+	    "hello there");
 	httpc_answer_free(&a);
 
 	/* A segment outside the safe alphabet, an extra segment, a dot
@@ -187,8 +189,8 @@ START_TEST(keys_and_roles)
 
 	a = call("POST", "/v1/echo", NULL, body);
 	assert_error(&a, 401, "unauthorized");
-	a = call(
-	    "POST", "/v1/echo", "crk_not-a-key-we-know-0123456789abcdef", body);
+	a = call("POST", "/v1/echo", "crk_not-a-key-we-know-0123456789abcdef",
+	    body);
 	assert_error(&a, 401, "unauthorized");
 	a = call("POST", "/v1/echo", ADMIN_KEY "x", body);
 	assert_error(&a, 401, "unauthorized");
@@ -311,22 +313,22 @@ START_TEST(client_errors)
 	ck_assert_int_eq(service_sockname(fd, quiet, sizeof(quiet)), 0);
 	close(fd);
 	snprintf(url, sizeof(url), "http://%s", quiet);
-	ck_assert_int_eq(
-	    httpc_request(url, "GET", "/", NULL, NULL, NULL, 2000, &a),
+	ck_assert_int_eq(httpc_request(url, "GET", "/", NULL, NULL, NULL, 2000,
+			     &a),
 	    -ECONNREFUSED);
 
 	/* Listens, never answers: a timeout, not a hang. */
 	fd = service_listen("127.0.0.1:0");
 	ck_assert_int_eq(service_sockname(fd, quiet, sizeof(quiet)), 0);
 	snprintf(url, sizeof(url), "http://%s", quiet);
-	ck_assert_int_eq(
-	    httpc_request(url, "GET", "/", NULL, NULL, NULL, 300, &a),
+	ck_assert_int_eq(httpc_request(url, "GET", "/", NULL, NULL, NULL, 300,
+			     &a),
 	    -ETIMEDOUT);
 	close(fd);
 
 	/* An answer over the client's cap. */
-	ck_assert_int_eq(
-	    httpc_request(base, "GET", "/v1/big", NULL, NULL, NULL, 5000, &a),
+	ck_assert_int_eq(httpc_request(base, "GET", "/v1/big", NULL, NULL, NULL,
+			     5000, &a),
 	    -EFBIG);
 }
 END_TEST
@@ -367,12 +369,13 @@ START_TEST(client_unix_socket)
 	ck_assert_int_eq(listen(lfd, 4), 0);
 	pthread_create(&t, NULL, unix_server, &lfd);
 	snprintf(target, sizeof(target), "unix:%s", sun.sun_path);
-	ck_assert_int_eq(
-	    httpc_request(target, "GET", "/x", NULL, NULL, NULL, 2000, &a), 0);
+	ck_assert_int_eq(httpc_request(target, "GET", "/x", NULL, NULL, NULL,
+			     2000, &a),
+	    0);
 	pthread_join(t, NULL);
 	ck_assert_int_eq(a.status, 200);
-	ck_assert_str_eq(
-	    json_string_value(json_object_get(a.json, "via")), "un");
+	ck_assert_str_eq(json_string_value(json_object_get(a.json, "via")),
+	    "un");
 	httpc_answer_free(&a);
 	close(lfd);
 	unlink(sun.sun_path);
@@ -403,8 +406,8 @@ START_TEST(stop_lets_request_in_flight_finish)
 	ck_assert_int_eq(service_parse_addr(addr, &sa, &salen), 0);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, salen), 0);
-	ck_assert_int_eq(
-	    write(fd, head, sizeof(head) - 1), (ssize_t)sizeof(head) - 1);
+	ck_assert_int_eq(write(fd, head, sizeof(head) - 1),
+	    (ssize_t)sizeof(head) - 1);
 	/* Wait until the server has the request in hand. */
 	for (int i = 0; i < 500 && http_server_in_flight(srv) == 0; i++)
 		usleep(2000);
@@ -414,8 +417,8 @@ START_TEST(stop_lets_request_in_flight_finish)
 	usleep(100 * 1000);
 	/* Stopping: no new connection is accepted... */
 	struct httpc_answer a;
-	ck_assert_int_ne(
-	    httpc_request(base, "GET", "/healthz", NULL, NULL, NULL, 300, &a),
+	ck_assert_int_ne(httpc_request(base, "GET", "/healthz", NULL, NULL,
+			     NULL, 300, &a),
 	    0);
 	/* ...but the one in flight gets its answer. */
 	ck_assert_int_eq(write(fd, "\"b\"}", 4), 4);
@@ -483,8 +486,8 @@ START_TEST(external_loop_quiesce_lets_request_finish)
 	ck_assert_int_eq(service_parse_addr(addr, &sa, &salen), 0);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, salen), 0);
-	ck_assert_int_eq(
-	    write(fd, head, sizeof(head) - 1), (ssize_t)sizeof(head) - 1);
+	ck_assert_int_eq(write(fd, head, sizeof(head) - 1),
+	    (ssize_t)sizeof(head) - 1);
 	for (int i = 0; i < 500 && http_server_in_flight(srv) == 0; i++)
 		usleep(2000);
 	ck_assert_uint_eq(http_server_in_flight(srv), 1);

@@ -120,11 +120,11 @@ START_TEST(test_ensure_writes_key)
 
 	text = slurp(path, &len);
 	ck_assert_int_eq(strncmp(text, KEY_PREFIX, 4), 0);
-	ck_assert_int_eq(
-	    regcomp(&re, "^crk_[0-9A-Za-z]{38}\n$", REG_EXTENDED | REG_NOSUB),
+	ck_assert_int_eq(regcomp(&re, "^crk_[0-9A-Za-z]{38}\n$",
+			     REG_EXTENDED | REG_NOSUB),
 	    0);
-	ck_assert_msg(
-	    regexec(&re, text, 0, NULL, 0) == 0, "key file holds \"%s\"", text);
+	ck_assert_msg(regexec(&re, text, 0, NULL, 0) == 0,
+	    "key file holds \"%s\"", text);
 	ck_assert_uint_eq(len, strlen(text));
 	regfree(&re);
 	free(text);
@@ -285,8 +285,8 @@ START_TEST(test_keyring_file_line_endings)
 	ck_assert_int_eq(keyring_add_file(&ring, p, ROLE_VERIFIER), 0);
 	ck_assert_uint_eq(keyring_roles(&ring, key, strlen(key)), ROLE_ADMIN);
 	key = "crk_verifier-key-without-newline-0123456789";
-	ck_assert_uint_eq(
-	    keyring_roles(&ring, key, strlen(key)), ROLE_VERIFIER);
+	ck_assert_uint_eq(keyring_roles(&ring, key, strlen(key)),
+	    ROLE_VERIFIER);
 }
 END_TEST
 
@@ -326,8 +326,8 @@ START_TEST(test_keyring_two_roles)
 	ck_assert_uint_eq(keyring_roles(&ring, launcher, 42) & ROLE_ADMIN, 0);
 	/* One key listed with two roles holds both. */
 	ck_assert_int_eq(keyring_add(&ring, launcher, 42, ROLE_VERIFIER), 0);
-	ck_assert_uint_eq(
-	    keyring_roles(&ring, launcher, 42), ROLE_LAUNCHER | ROLE_VERIFIER);
+	ck_assert_uint_eq(keyring_roles(&ring, launcher, 42),
+	    ROLE_LAUNCHER | ROLE_VERIFIER);
 	ck_assert_uint_eq(keyring_roles(&ring, admin, 42), ROLE_ADMIN);
 	free(admin);
 	free(launcher);
@@ -371,25 +371,27 @@ START_TEST(test_keyring_limits)
 	ck_assert_int_eq(keyring_add(&ring, "01234567890123456789012345678901",
 			     32, ROLE_ADMIN),
 	    0);
-	ck_assert_uint_eq(
-	    keyring_roles(&ring, "01234567890123456789012345678901", 32),
+	ck_assert_uint_eq(keyring_roles(&ring,
+			      "01234567890123456789012345678901", 32),
 	    ROLE_ADMIN);
 	for (int i = 1; i < KEYRING_MAX; i++) {
-		snprintf(
-		    key, sizeof(key), "key-number-%02d-padding-padding-pad", i);
-		ck_assert_int_eq(
-		    keyring_add(&ring, key, strlen(key), ROLE_VERIFIER), 0);
+		snprintf(key, sizeof(key),
+		    "key-number-%02d-padding-padding-pad", i);
+		ck_assert_int_eq(keyring_add(&ring, key, strlen(key),
+				     ROLE_VERIFIER),
+		    0);
 	}
 	ck_assert_uint_eq(ring.n, KEYRING_MAX);
 	ck_assert_int_eq(keyring_add(&ring, "one-too-many-keys-for-the-keyring",
 			     33, ROLE_ADMIN),
 	    -E2BIG);
-	ck_assert_uint_eq(
-	    keyring_roles(&ring, "one-too-many-keys-for-the-keyring", 33), 0);
+	ck_assert_uint_eq(keyring_roles(&ring,
+			      "one-too-many-keys-for-the-keyring", 33),
+	    0);
 	snprintf(key, sizeof(key), "key-number-%02d-padding-padding-pad",
 	    KEYRING_MAX - 1);
-	ck_assert_uint_eq(
-	    keyring_roles(&ring, key, strlen(key)), ROLE_VERIFIER);
+	ck_assert_uint_eq(keyring_roles(&ring, key, strlen(key)),
+	    ROLE_VERIFIER);
 }
 END_TEST
 

@@ -70,8 +70,8 @@ split_lines(char *text, char **lines, size_t max)
 	while (*p != '\0') {
 		char *nl = strchr(p, '\n');
 
-		ck_assert_msg(
-		    nl != NULL, "last line \"%s\" lacks a newline", p);
+		ck_assert_msg(nl != NULL, "last line \"%s\" lacks a newline",
+		    p);
 		ck_assert_uint_lt(n, max);
 		*nl = '\0';
 		lines[n++] = p;
@@ -305,8 +305,8 @@ START_TEST(test_escaping_keeps_one_line)
 	log_warn("odd", "{s:s, s:s}", "value", nasty, "key\nwith newline", "x");
 	text = catch_end();
 	for (const char *p = text; *p != '\0'; p++)
-		ck_assert_msg(
-		    (unsigned char)*p < 0x80, "non-ASCII byte in log");
+		ck_assert_msg((unsigned char)*p < 0x80,
+		    "non-ASCII byte in log");
 	ck_assert_uint_eq(split_lines(text, lines, MAX_LINES), 1);
 	o = parse_line(lines[0]);
 	ck_assert_str_eq(str_field(o, "value"), nasty);
@@ -361,8 +361,9 @@ START_TEST(test_threads_do_not_interleave)
 	log_init("broker", LEVEL_INFO);
 	catch_begin();
 	for (long i = 0; i < THREADS; i++)
-		ck_assert_int_eq(
-		    pthread_create(&t[i], NULL, log_many, (void *)i), 0);
+		ck_assert_int_eq(pthread_create(&t[i], NULL, log_many,
+				     (void *)i),
+		    0);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
 	text = catch_end();

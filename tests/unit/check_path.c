@@ -100,11 +100,11 @@ START_TEST(test_safe_relative_table)
 		"a/b/.", "/..", "a/b/../../.." };
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		ck_assert_msg(
-		    path_is_safe_relative(good[i]), "\"%s\" refused", good[i]);
+		ck_assert_msg(path_is_safe_relative(good[i]), "\"%s\" refused",
+		    good[i]);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(
-		    !path_is_safe_relative(bad[i]), "\"%s\" accepted", bad[i]);
+		ck_assert_msg(!path_is_safe_relative(bad[i]), "\"%s\" accepted",
+		    bad[i]);
 }
 END_TEST
 
@@ -197,8 +197,8 @@ START_TEST(test_mkdir_p_through_file)
 
 	write_file(at(f, "file"), "x", 1);
 	ck_assert_int_eq(path_mkdir_p(at(p, "file/sub"), 0700), -ENOTDIR);
-	ck_assert_int_eq(
-	    path_mkdir_p(at(p, "file/sub/deeper"), 0700), -ENOTDIR);
+	ck_assert_int_eq(path_mkdir_p(at(p, "file/sub/deeper"), 0700),
+	    -ENOTDIR);
 	/* The last component itself being a file is as wrong. */
 	ck_assert_int_eq(path_mkdir_p(f, 0700), -ENOTDIR);
 	ck_assert_int_eq(path_mkdir_p(at(p, "d/file2"), 0700), 0);
@@ -272,8 +272,9 @@ make_tree(void)
 	write_file(at(p, "root/sub/deep.txt"), "deep", 4);
 	write_file(at(p, "outside.txt"), "secret", 6);
 	ck_assert_int_eq(symlink(at(t, "outside.txt"), at(p, "root/abs")), 0);
-	ck_assert_int_eq(
-	    symlink(at(t, "root/inside.txt"), at(p, "root/abs_in")), 0);
+	ck_assert_int_eq(symlink(at(t, "root/inside.txt"),
+			     at(p, "root/abs_in")),
+	    0);
 	ck_assert_int_eq(symlink("../outside.txt", at(p, "root/up")), 0);
 	ck_assert_int_eq(symlink("inside.txt", at(p, "root/rel")), 0);
 	ck_assert_int_eq(symlink("sub", at(p, "root/subl")), 0);
@@ -306,20 +307,20 @@ START_TEST(test_open_beneath_normal)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
 	assert_reads(fd, "hello");
-	assert_reads(
-	    path_open_beneath(root, "sub/deep.txt", O_RDONLY, 0, true), "deep");
+	assert_reads(path_open_beneath(root, "sub/deep.txt", O_RDONLY, 0, true),
+	    "deep");
 	/* ".." that stays beneath is allowed. */
-	assert_reads(
-	    path_open_beneath(root, "sub/../inside.txt", O_RDONLY, 0, false),
+	assert_reads(path_open_beneath(root, "sub/../inside.txt", O_RDONLY, 0,
+			 false),
 	    "hello");
 	/* A relative symlink that stays beneath, when symlinks are allowed. */
-	assert_reads(
-	    path_open_beneath(root, "rel", O_RDONLY, 0, false), "hello");
-	assert_reads(
-	    path_open_beneath(root, "subl/deep.txt", O_RDONLY, 0, false),
+	assert_reads(path_open_beneath(root, "rel", O_RDONLY, 0, false),
+	    "hello");
+	assert_reads(path_open_beneath(root, "subl/deep.txt", O_RDONLY, 0,
+			 false),
 	    "deep");
-	ck_assert_int_eq(
-	    path_open_beneath(root, "missing", O_RDONLY, 0, false), -ENOENT);
+	ck_assert_int_eq(path_open_beneath(root, "missing", O_RDONLY, 0, false),
+	    -ENOENT);
 	close(root);
 }
 END_TEST
@@ -332,8 +333,8 @@ START_TEST(test_open_beneath_create)
 	int fd;
 
 	umask(022);
-	fd = path_open_beneath(
-	    root, "sub/new.txt", O_WRONLY | O_CREAT | O_EXCL, 0640, true);
+	fd = path_open_beneath(root, "sub/new.txt", O_WRONLY | O_CREAT | O_EXCL,
+	    0640, true);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(fstat(fd, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0640);
@@ -353,23 +354,24 @@ START_TEST(test_open_beneath_escapes)
 {
 	int root = make_tree();
 
-	ck_assert_int_eq(
-	    path_open_beneath(root, "../outside.txt", O_RDONLY, 0, false),
+	ck_assert_int_eq(path_open_beneath(root, "../outside.txt", O_RDONLY, 0,
+			     false),
 	    -EXDEV);
-	ck_assert_int_eq(path_open_beneath(
-			     root, "sub/../../outside.txt", O_RDONLY, 0, false),
+	ck_assert_int_eq(path_open_beneath(root, "sub/../../outside.txt",
+			     O_RDONLY, 0, false),
 	    -EXDEV);
-	ck_assert_int_eq(
-	    path_open_beneath(root, "../x", O_RDONLY, 0, false), -EXDEV);
-	ck_assert_int_eq(
-	    path_open_beneath(root, "/etc/passwd", O_RDONLY, 0, false), -EXDEV);
+	ck_assert_int_eq(path_open_beneath(root, "../x", O_RDONLY, 0, false),
+	    -EXDEV);
+	ck_assert_int_eq(path_open_beneath(root, "/etc/passwd", O_RDONLY, 0,
+			     false),
+	    -EXDEV);
 	/* An absolute symlink escapes, even when its target is inside. */
-	ck_assert_int_eq(
-	    path_open_beneath(root, "abs", O_RDONLY, 0, false), -EXDEV);
-	ck_assert_int_eq(
-	    path_open_beneath(root, "abs_in", O_RDONLY, 0, false), -EXDEV);
-	ck_assert_int_eq(
-	    path_open_beneath(root, "up", O_RDONLY, 0, false), -EXDEV);
+	ck_assert_int_eq(path_open_beneath(root, "abs", O_RDONLY, 0, false),
+	    -EXDEV);
+	ck_assert_int_eq(path_open_beneath(root, "abs_in", O_RDONLY, 0, false),
+	    -EXDEV);
+	ck_assert_int_eq(path_open_beneath(root, "up", O_RDONLY, 0, false),
+	    -EXDEV);
 	close(root);
 }
 END_TEST
@@ -383,12 +385,12 @@ START_TEST(test_open_beneath_no_symlinks)
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
 		int fd = path_open_beneath(root, links[i], O_RDONLY, 0, true);
 
-		ck_assert_msg(
-		    fd == -ELOOP, "\"%s\" gave %d, not -ELOOP", links[i], fd);
+		ck_assert_msg(fd == -ELOOP, "\"%s\" gave %d, not -ELOOP",
+		    links[i], fd);
 	}
 	/* Writing through a link is refused as well. */
-	ck_assert_int_eq(
-	    path_open_beneath(root, "rel", O_WRONLY, 0, true), -ELOOP);
+	ck_assert_int_eq(path_open_beneath(root, "rel", O_WRONLY, 0, true),
+	    -ELOOP);
 	close(root);
 }
 END_TEST
@@ -455,10 +457,10 @@ START_TEST(test_read_file_errors)
 
 	ck_assert_int_eq(mkdir(at(p, "d"), 0700), 0);
 	ck_assert_int_eq(path_read_file(p, 100, &data, &len), -EINVAL);
-	ck_assert_int_eq(
-	    path_read_file(at(p, "missing"), 100, &data, &len), -ENOENT);
-	ck_assert_int_eq(
-	    path_read_file(at(p, "d/missing/x"), 100, &data, &len), -ENOENT);
+	ck_assert_int_eq(path_read_file(at(p, "missing"), 100, &data, &len),
+	    -ENOENT);
+	ck_assert_int_eq(path_read_file(at(p, "d/missing/x"), 100, &data, &len),
+	    -ENOENT);
 	ck_assert_str_eq(data, "untouched");
 	ck_assert_uint_eq(len, 12345);
 }
@@ -475,8 +477,8 @@ START_TEST(test_write_secret_mode_and_contents)
 
 	/* 0600 whatever the umask: a permissive one must not widen it. */
 	umask(0);
-	ck_assert_int_eq(
-	    path_write_secret(at(p, "s.key"), "top\nsecret", 10), 0);
+	ck_assert_int_eq(path_write_secret(at(p, "s.key"), "top\nsecret", 10),
+	    0);
 	ck_assert_int_eq(lstat(p, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
 	ck_assert_uint_eq(st.st_mode & 07777, 0600);
@@ -517,8 +519,8 @@ START_TEST(test_write_secret_missing_dir)
 {
 	char p[PATH_MAX];
 
-	ck_assert_int_eq(
-	    path_write_secret(at(p, "no/such.key"), "x", 1), -ENOENT);
+	ck_assert_int_eq(path_write_secret(at(p, "no/such.key"), "x", 1),
+	    -ENOENT);
 	ck_assert_int_ne(access(p, F_OK), 0);
 }
 END_TEST

@@ -238,15 +238,15 @@ assert_usage_error(char **argv, const char *what)
 	struct output o;
 	int r = parse(argv, &a, &o);
 
-	ck_assert_msg(
-	    r == EXIT_USAGE, "%s ... gave %d, not %d", argv[1], r, EXIT_USAGE);
+	ck_assert_msg(r == EXIT_USAGE, "%s ... gave %d, not %d", argv[1], r,
+	    EXIT_USAGE);
 	ck_assert_str_eq(o.out, "");
-	ck_assert_msg(
-	    strncmp(o.err, "cordon-test: ", 13) == 0, "stderr \"%s\"", o.err);
+	ck_assert_msg(strncmp(o.err, "cordon-test: ", 13) == 0, "stderr \"%s\"",
+	    o.err);
 	ck_assert_msg(strchr(o.err, '\n') == o.err + strlen(o.err) - 1,
 	    "stderr \"%s\" is not one line", o.err);
-	ck_assert_msg(
-	    strstr(o.err, what) != NULL, "stderr \"%s\" lacks %s", o.err, what);
+	ck_assert_msg(strstr(o.err, what) != NULL, "stderr \"%s\" lacks %s",
+	    o.err, what);
 }
 
 START_TEST(test_args_version)
@@ -276,8 +276,8 @@ START_TEST(test_args_help)
 	ck_assert_ptr_nonnull(strstr(o.out, "--listen"));
 	ck_assert_str_eq(o.err, "");
 	ck_assert_int_eq(parse(argv2, &a, &o), 0);
-	ck_assert_msg(
-	    strncmp(o.out, "usage: ", 7) == 0, "stdout \"%s\"", o.out);
+	ck_assert_msg(strncmp(o.out, "usage: ", 7) == 0, "stdout \"%s\"",
+	    o.out);
 }
 END_TEST
 

@@ -34,8 +34,9 @@ START_TEST(test_generated_match_scanner_pattern)
 	regex_t re;
 	char t[TOKEN_LEN + 1];
 
-	ck_assert_int_eq(
-	    regcomp(&re, "^crd_[0-9A-Za-z]{38}$", REG_EXTENDED | REG_NOSUB), 0);
+	ck_assert_int_eq(regcomp(&re, "^crd_[0-9A-Za-z]{38}$",
+			     REG_EXTENDED | REG_NOSUB),
+	    0);
 	for (int n = 0; n < 2000; n++) {
 		mint(t);
 		ck_assert_uint_eq(strlen(t), 42);
@@ -95,8 +96,8 @@ START_TEST(test_generated_distribution)
 	for (size_t i = 0; i < 62; i++) {
 		size_t c = count[(unsigned char)alphabet[i]];
 
-		ck_assert_msg(
-		    c > 0, "'%c' never appears in a body", alphabet[i]);
+		ck_assert_msg(c > 0, "'%c' never appears in a body",
+		    alphabet[i]);
 		ck_assert_msg(c > expect * 0.88 && c < expect * 1.12,
 		    "'%c' appears %zu times, expected about %.0f", alphabet[i],
 		    c, expect);
@@ -151,8 +152,8 @@ START_TEST(test_single_substitution_refused)
 								   : -EINVAL;
 				memcpy(bad, t, sizeof(bad));
 				bad[pos] = (char)c;
-				ck_assert_msg(
-				    token_parse(bad, TOKEN_LEN) == want,
+				ck_assert_msg(token_parse(bad, TOKEN_LEN) ==
+					want,
 				    "%s (position %zu changed to 0x%02x) "
 				    "not refused as %d",
 				    t, pos, c, want);
@@ -194,8 +195,8 @@ START_TEST(test_wrong_length_refused)
 	ck_assert_int_eq(token_parse("crd_", 4), -EINVAL);
 	ck_assert_int_eq(token_parse(KNOWN_TOKEN, TOKEN_LEN - 1), -EINVAL);
 	/* Dropping one body character (the checksum then shifts). */
-	ck_assert_int_eq(
-	    token_parse("crd_" KNOWN_BODY "1ggZd", TOKEN_LEN - 1), -EINVAL);
+	ck_assert_int_eq(token_parse("crd_" KNOWN_BODY "1ggZd", TOKEN_LEN - 1),
+	    -EINVAL);
 	memcpy(longer, KNOWN_TOKEN, TOKEN_LEN);
 	longer[TOKEN_LEN] = 'A';
 	longer[TOKEN_LEN + 1] = '\0';

@@ -1,0 +1,913 @@
+/*
+ * The broker's HTTP API (DESIGN.md, "Broker API"): manifests, jobs, tokens,
+ * introspection, revocation and its feed, audit. Handlers check their
+ * input fully, call the store, and answer; when a check cannot be made
+ * (the store fails), the answer is a refusal, never a grant.
+ */
+#include "broker.h"
+
+#include "log.h"
+#include "manifest.h"
+#include "metrics.h"
+#include "token.h"
+#include "util.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define JOB_ID_RANDOM 20
+
+/* --- small helpers -------------------------------------------------------- */
+
+static const char *
+actor_of(const struct http_request *req)
+{
+	unsigned roles = http_request_roles(req);
+
+	if (roles & ROLE_ADMIN)
+		return "admin";
+	if (roles & ROLE_LAUNCHER)
+		return "launcher";
+	if (roles & ROLE_VERIFIER)
+		return "verifier";
+	return "anonymous";
+}
+
+static void
+reply_store_error(struct broker *b, struct http_response *res, int r)
+{
+	atomic_fetch_add(&b->store_errors, 1);
+	log_error("store_failed", "{s:s}", "error", strerror(-r));
+	http_reply_error(res, 503, "store_unavailable",
+	    "the broker's database failed (%s); nothing was granted",
+	    strerror(-r));
+}
+
+/* 422 with the problems listed; steals problems. */
+static void
+reply_problems(struct http_response *res, const char *code, json_t *problems)
+{
+	char msg[64];
+
+	snprintf(msg, sizeof(msg), "%zu problem%s", json_array_size(problems),
+	    json_array_size(problems) == 1 ? "" : "s");
+	http_reply_json(res, 422,
+	    json_pack("{s:s, s:s, s:o}", "error", code, "message", msg,
+		"problems", problems));
+}
+
+/* Refuses (422) a body with fields other than allowed. */
+static bool
+fields_ok(const json_t *body, const char *const *allowed, size_t n,
+    struct http_response *res)
+{
+	json_t *problems = json_array(), *v;
+	const char *key;
+
+	if (body != NULL)
+		json_object_foreach((json_t *)body, key, v)
+		{
+			bool ok = false;
+			for (size_t i = 0; i < n; i++)
+				ok |= strcmp(key, allowed[i]) == 0;
+			if (!ok)
+				json_array_append_new(problems,
+				    json_pack("{s:s%, s:s}", "field", key,
+					strnlen(key, 64), "problem",
+					"unknown field"));
+		}
+	if (json_array_size(problems) == 0) {
+		json_decref(problems);
+		return true;
+	}
+	reply_problems(res, "invalid_request", problems);
+	return false;
+}
+
+/* A required string field; 422 when absent or not a string. */
+static const char *
+string_field(const json_t *body, const char *name, struct http_response *res)
+{
+	json_t *v = json_object_get(body, name);
+
+	if (json_is_string(v) &&
+	    strlen(json_string_value(v)) == json_string_length(v) &&
+	    json_string_length(v) > 0)
+		return json_string_value(v);
+	reply_problems(res, "invalid_request",
+	    json_pack("[{s:s, s:s}]", "field", name, "problem",
+		"required: a non-empty string"));
+	return NULL;
+}
+
+/* Parses a query argument as an integer in [min, max]; absent = dflt. */
+static bool
+query_int(const struct http_request *req, const char *name, long long min,
+    long long max, long long dflt, long long *ret, struct http_response *res)
+{
+	const char *s = http_request_query(req, name);
+	char *end;
+	long long v;
+
+	if (s == NULL) {
+		*ret = dflt;
+		return true;
+	}
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (s[0] == '\0' || *end != '\0' || errno != 0 || v < min || v > max ||
+	    !(s[0] == '-' || (s[0] >= '0' && s[0] <= '9'))) {
+		http_reply_error(res, 400, "malformed",
+		    "query argument %s must be an integer from %lld to %lld",
+		    name, min, max);
+		return false;
+	}
+	*ret = v;
+	return true;
+}
+
+static json_t *
+token_row_json(const struct token_row *t)
+{
+	json_t *params = json_loads(t->params, 0, NULL);
+
+	return json_pack("{s:s, s:s, s:o, s:s, s:I, s:I}", "id", t->id,
+	    "capability", t->capability, "params",
+	    params != NULL ? params : json_object(), "aud", t->audience, "iat",
+	    (json_int_t)t->iat, "exp", (json_int_t)t->exp);
+}
+
+/* --- manifests ------------------------------------------------------------ */
+
+static void
+put_manifest(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct broker *b = ctx;
+	const char *name = http_request_param(req, 0);
+	json_t *body = http_request_body(req);
+	json_t *problems = json_array(), *warnings = json_array(), *prev;
+	char sha[65];
+	int64_t version;
+	bool added;
+	int r;
+
+	if (!manifest_name_ok(name))
+		json_array_append_new(problems,
+		    json_pack("{s:s, s:s}", "field", "name", "problem",
+			"the path's name must be [a-z0-9][a-z0-9._-]{0,63}"));
+	if (!manifest_validate(body, name, problems, warnings) ||
+	    json_array_size(problems) > 0) {
+		json_t *err = json_pack("{s:s, s:s, s:o, s:o}", "error",
+		    "invalid_manifest", "message", "the manifest is refused",
+		    "problems", problems, "warnings", warnings);
+		char msg[64];
+		snprintf(msg, sizeof(msg), "%zu problem%s",
+		    json_array_size(problems),
+		    json_array_size(problems) == 1 ? "" : "s");
+		json_object_set_new(err, "message", json_string(msg));
+		http_reply_json(res, 422, err);
+		log_info("manifest_refused", "{s:s, s:I}", "manifest", name,
+		    "problems", (json_int_t)json_array_size(problems));
+		return;
+	}
+	json_decref(problems);
+	char *text = manifest_canonical(body, sha);
+	if (text == NULL) {
+		json_decref(warnings);
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	r = store_manifest_put(b->store, name, text, sha, actor_of(req),
+	    &version, &prev, &added);
+	free(text);
+	if (r < 0) {
+		json_decref(warnings);
+		reply_store_error(b, res, r);
+		return;
+	}
+	json_t *planes = added ? manifest_planes(prev, body) : json_array();
+	json_decref(prev);
+	log_info("manifest_put", "{s:s, s:I, s:s, s:b, s:O}", "manifest", name,
+	    "version", (json_int_t)version, "sha256", sha, "new", added,
+	    "planes", planes);
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:I, s:s, s:o, s:o, s:b}", "name", name, "version",
+		(json_int_t)version, "sha256", sha, "planes", planes,
+		"warnings", warnings, "new_version", added));
+}
+
+static void
+get_manifest(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct broker *b = ctx;
+	const char *name = http_request_param(req, 0);
+	struct manifest_version m;
+	long long version;
+	int r;
+
+	if (!query_int(req, "version", 1, INT64_MAX, 0, &version, res))
+		return;
+	r = store_manifest_get(b->store, name, version, &m);
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_manifest",
+		    "no manifest %s%s", name,
+		    version > 0 ? " at that version" : "");
+		return;
+	}
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:I, s:s, s:I, s:o}", "name", name, "version",
+		(json_int_t)m.version, "sha256", m.sha256, "created",
+		(json_int_t)m.created, "manifest", m.body));
+}
+
+/* --- jobs ----------------------------------------------------------------- */
+
+/* Mints the capabilities marked mint_at_start: arrays of rows and values. */
+static int
+mint_at_start(struct broker *b, const char *job, int64_t deadline,
+    const json_t *manifest, struct token_row *rows,
+    char (*values)[TOKEN_VALUE_MAX], size_t max, size_t *ret_n)
+{
+	json_t *caps = json_object_get(manifest, "capabilities"), *c;
+	size_t i, n = 0;
+
+	json_array_foreach(caps, i, c)
+	{
+		if (!json_is_true(json_object_get(c, "mint_at_start")))
+			continue;
+		if (n == max)
+			return -E2BIG;
+		/* Validation made each parameter single-valued. */
+		json_t *params = json_object(), *allow;
+		const char *key;
+		json_object_foreach(json_object_get(c, "params"), key, allow)
+		    json_object_set(params, key, json_array_get(allow, 0));
+		json_t *ttl = json_object_get(c, "ttl_seconds");
+		int r = capability_mint(b->pepper, job, deadline, c, params,
+		    ttl != NULL ? json_integer_value(ttl) : MANIFEST_MAX_TTL,
+		    values[n], &rows[n]);
+		json_decref(params);
+		if (r < 0)
+			return r;
+		n++;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+static void
+create_job(void *ctx, struct http_request *req, struct http_response *res)
+{
+	static const char *const fields[] = { "manifest" };
+	struct broker *b = ctx;
+	json_t *body = http_request_body(req);
+	struct manifest_version m;
+	struct token_row rows[32];
+	char values[32][TOKEN_VALUE_MAX], rnd[JOB_ID_RANDOM + 1];
+	struct job j = { 0 };
+	size_t n = 0;
+	const char *name;
+	int r;
+
+	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res) ||
+	    (name = string_field(body, "manifest", res)) == NULL)
+		return;
+	r = store_manifest_get(b->store, name, 0, &m);
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_manifest",
+		    "no manifest named %.64s", name);
+		return;
+	}
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	json_t *limits = manifest_limits(m.body);
+	if (token_random(rnd, JOB_ID_RANDOM) < 0) {
+		json_decref(limits);
+		manifest_version_free(&m);
+		http_reply_error(res, 503, "no_randomness",
+		    "the random number generator failed");
+		return;
+	}
+	snprintf(j.id, sizeof(j.id), "job_%s", rnd);
+	snprintf(j.manifest, sizeof(j.manifest), "%s", name);
+	j.manifest_version = m.version;
+	j.created = (int64_t)time(NULL);
+	j.deadline = j.created +
+	    json_integer_value(json_object_get(limits, "wall_seconds"));
+	j.lease_expires = j.created + b->cfg.lease_seconds < j.deadline
+	    ? j.created + b->cfg.lease_seconds
+	    : j.deadline;
+
+	r = mint_at_start(b, j.id, j.deadline, m.body, rows, values,
+	    ARRAY_SIZE(rows), &n);
+	if (r == 0)
+		r = store_job_create(b->store, &j, rows, n, actor_of(req));
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++) {
+			OPENSSL_cleanse(values[i], sizeof(values[i]));
+			free(rows[i].params);
+		}
+		json_decref(limits);
+		manifest_version_free(&m);
+		reply_store_error(b, res, r);
+		return;
+	}
+
+	json_t *tokens = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_t *t = token_row_json(&rows[i]);
+		json_object_set_new(t, "access_token", json_string(values[i]));
+		json_object_set_new(t, "token_type", json_string("Bearer"));
+		json_array_append_new(tokens, t);
+		OPENSSL_cleanse(values[i], sizeof(values[i]));
+		free(rows[i].params);
+	}
+	atomic_fetch_add(&b->minted, n);
+	json_t *caps = json_array(), *c;
+	size_t i;
+	json_array_foreach(json_object_get(m.body, "capabilities"), i, c)
+	{
+		json_array_append_new(caps,
+		    json_pack("{s:O, s:O, s:O, s:O*, s:b}", "name",
+			json_object_get(c, "name"), "audience",
+			json_object_get(c, "audience"), "params",
+			json_object_get(c, "params"), "ttl_seconds",
+			json_object_get(c, "ttl_seconds"), "mint_at_start",
+			json_is_true(json_object_get(c, "mint_at_start"))));
+	}
+	json_t *env = json_object_get(m.body, "env");
+	json_t *ret = json_object_get(m.body, "return");
+	json_t *command = json_object_get(m.body, "command");
+	log_info("job_created", "{s:s, s:s, s:I, s:I}", "job", j.id, "manifest",
+	    name, "manifest_version", (json_int_t)m.version, "tokens_minted",
+	    (json_int_t)n);
+	http_reply_json(res, 201,
+	    json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:O, s:o, s:o, "
+		      "s:o, s:O, s:o, s:o}",
+		"job", j.id, "manifest", name, "manifest_version",
+		(json_int_t)m.version, "manifest_sha256", m.sha256,
+		"lease_seconds", (json_int_t)b->cfg.lease_seconds, "created",
+		(json_int_t)j.created, "deadline", (json_int_t)j.deadline,
+		"command", command != NULL ? command : json_null(), "env",
+		env != NULL ? json_deep_copy(env) : json_object(), "egress",
+		manifest_egress(m.body), "limits", limits, "return",
+		ret != NULL ? ret : json_object(), "capabilities", caps,
+		"tokens", tokens));
+	manifest_version_free(&m);
+}
+
+static json_t *
+job_json(const struct job *j)
+{
+	return json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:s?}", "job",
+	    j->id, "manifest", j->manifest, "manifest_version",
+	    (json_int_t)j->manifest_version, "state", j->state, "created",
+	    (json_int_t)j->created, "deadline", (json_int_t)j->deadline,
+	    "lease_expires", (json_int_t)j->lease_expires, "stop_reason",
+	    j->stop_reason[0] != '\0' ? j->stop_reason : NULL);
+}
+
+static void
+get_job(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct broker *b = ctx;
+	struct job j;
+	json_t *tokens;
+	int r =
+	    store_job_get(b->store, http_request_param(req, 0), &j, &tokens);
+
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_job", "no such job");
+		return;
+	}
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	json_t *out = job_json(&j);
+	json_object_set_new(out, "tokens", tokens);
+	http_reply_json(res, 200, out);
+}
+
+static void
+heartbeat(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct broker *b = ctx;
+	struct job j;
+	int r = store_job_heartbeat(b->store, http_request_param(req, 0),
+	    b->cfg.lease_seconds, &j);
+
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_job", "no such job");
+		return;
+	}
+	if (r == -ESTALE) {
+		http_reply_json(res, 409,
+		    json_pack("{s:s, s:s, s:s, s:s}", "error", "job_revoked",
+			"message", "the job is revoked; stop it", "job", j.id,
+			"stop_reason", j.stop_reason));
+		return;
+	}
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	http_reply_json(res, 200, job_json(&j));
+}
+
+/*
+ * Revokes job and waits for the followers: the answer shared by an
+ * operator's revoke, the launcher's stop and the dead man's switch.
+ */
+static int
+revoke_job(struct broker *b, const char *job, const char *reason,
+    const char *actor, json_t **ret)
+{
+	struct revoke_result rr;
+	int r = store_job_revoke(b->store, job, reason, actor, &rr);
+
+	if (r < 0)
+		return r;
+	if (!rr.already) {
+		atomic_fetch_add(&b->revoked_jobs, 1);
+		feed_publish(b->feed, rr.seq);
+		log_info("job_revoked", "{s:s, s:s, s:s, s:I, s:I}", "job", job,
+		    "reason", reason, "by", actor, "tokens_revoked",
+		    (json_int_t)rr.tokens_revoked, "seq", (json_int_t)rr.seq);
+	}
+	json_t *propagated =
+	    ret != NULL ? feed_wait_acks(b->feed, rr.seq) : NULL;
+	if (ret != NULL)
+		*ret = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o}", "job", job,
+		    "state", "revoked", "reason", rr.reason, "tokens_revoked",
+		    (json_int_t)rr.tokens_revoked, "seq", (json_int_t)rr.seq,
+		    "propagated", propagated);
+	return 0;
+}
+
+static void
+revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
+{
+	static const char *const fields[] = { "reason" };
+	struct broker *b = ctx;
+	json_t *body = http_request_body(req), *out;
+	const char *reason = NULL;
+	int r;
+
+	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res))
+		return;
+	if (body != NULL && json_object_get(body, "reason") != NULL) {
+		json_t *v = json_object_get(body, "reason");
+		if (!json_is_string(v) || json_string_length(v) > 120 ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			reply_problems(res, "invalid_request",
+			    json_pack("[{s:s, s:s}]", "field", "reason",
+				"problem", "a string of at most 120 bytes"));
+			return;
+		}
+		reason = json_string_value(v);
+	}
+	if (reason == NULL || reason[0] == '\0')
+		reason = (http_request_roles(req) & ROLE_ADMIN) ? "operator"
+								: "stopped";
+	r = revoke_job(b, http_request_param(req, 0), reason, actor_of(req),
+	    &out);
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_job", "no such job");
+		return;
+	}
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	http_reply_json(res, 200, out);
+}
+
+static void
+job_egress(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct broker *b = ctx;
+	struct manifest_version m;
+	struct job j;
+	int r = store_job_get(b->store, http_request_param(req, 0), &j, NULL);
+
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_job", "no such job");
+		return;
+	}
+	if (r == 0)
+		r = store_manifest_get(b->store, j.manifest, j.manifest_version,
+		    &m);
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:s, s:I, s:o}", "job", j.id, "state", j.state,
+		"deadline", (json_int_t)j.deadline, "egress",
+		manifest_egress(m.body)));
+	manifest_version_free(&m);
+}
+
+/* --- tokens --------------------------------------------------------------- */
+
+static void
+mint(void *ctx, struct http_request *req, struct http_response *res)
+{
+	static const char *const fields[] = { "capability", "params",
+		"ttl_seconds" };
+	struct broker *b = ctx;
+	json_t *body = http_request_body(req), *cap, *problems;
+	const char *job = NULL, *name;
+	struct manifest_version m;
+	struct token_row row;
+	char value[TOKEN_VALUE_MAX];
+	struct job j;
+	int64_t ttl;
+	int r;
+
+	/* The job is who the channel says, and only a verifier (the proxy)
+	 * speaks for the channel; from anyone else the header is ignored. */
+	if (http_request_roles(req) & ROLE_VERIFIER)
+		job = http_request_header(req, "X-Cordon-Job");
+	if (job == NULL) {
+		atomic_fetch_add(&b->refused_mints, 1);
+		http_reply_error(res, 403, "no_job_identity",
+		    "tokens are minted for a job, asked through its proxy "
+		    "channel");
+		return;
+	}
+	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res) ||
+	    (name = string_field(body, "capability", res)) == NULL)
+		return;
+	r = store_job_get(b->store, job, &j, NULL);
+	if (r == -ENOENT) {
+		http_reply_error(res, 403, "unknown_job", "no such job");
+		return;
+	}
+	if (r == 0 && strcmp(j.state, "running") != 0) {
+		atomic_fetch_add(&b->refused_mints, 1);
+		http_reply_error(res, 403, "job_revoked",
+		    "the job is revoked (%s)", j.stop_reason);
+		return;
+	}
+	if (r == 0)
+		r = store_manifest_get(b->store, j.manifest, j.manifest_version,
+		    &m);
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	cap = manifest_capability(m.body, name);
+	if (cap == NULL) {
+		atomic_fetch_add(&b->refused_mints, 1);
+		manifest_version_free(&m);
+		http_reply_error(res, 403, "not_in_manifest",
+		    "the job's manifest has no capability %.64s", name);
+		return;
+	}
+	problems = json_array();
+	if (!capability_within(cap, json_object_get(body, "params"),
+		json_object_get(body, "ttl_seconds"), problems, &ttl)) {
+		atomic_fetch_add(&b->refused_mints, 1);
+		manifest_version_free(&m);
+		log_info("mint_refused", "{s:s, s:s}", "job", job, "capability",
+		    name);
+		http_reply_json(res, 403,
+		    json_pack("{s:s, s:s, s:o}", "error", "beyond_ceiling",
+			"message",
+			"the request is broader or longer than the manifest "
+			"allows; nothing was granted",
+			"problems", problems));
+		return;
+	}
+	json_decref(problems);
+	r = capability_mint(b->pepper, j.id, j.deadline, cap,
+	    json_object_get(body, "params"), ttl, value, &row);
+	manifest_version_free(&m);
+	if (r == 0)
+		r = store_token_insert(b->store, &row, actor_of(req));
+	if (r < 0) {
+		OPENSSL_cleanse(value, sizeof(value));
+		free(row.params);
+		if (r == -ESTALE)
+			http_reply_error(res, 403, "job_revoked",
+			    "the job was revoked meanwhile");
+		else
+			reply_store_error(b, res, r);
+		return;
+	}
+	atomic_fetch_add(&b->minted, 1);
+	log_info("token_minted", "{s:s, s:s, s:s, s:I}", "job", j.id, "token",
+	    row.id, "capability", row.capability, "exp", (json_int_t)row.exp);
+	json_t *out = json_pack("{s:s, s:s, s:I, s:s, s:O, s:s, s:s}",
+	    "access_token", value, "token_type", "Bearer", "expires_in",
+	    (json_int_t)(row.exp - (int64_t)time(NULL)), "capability",
+	    row.capability, "params", json_object_get(body, "params"), "aud",
+	    row.audience, "token_id", row.id);
+	OPENSSL_cleanse(value, sizeof(value));
+	free(row.params);
+	http_reply_json(res, 200, out);
+}
+
+static void
+introspect(void *ctx, struct http_request *req, struct http_response *res)
+{
+	static const char *const fields[] = { "token" };
+	struct broker *b = ctx;
+	json_t *body = http_request_body(req);
+	unsigned char hash[STORE_HASH_LEN];
+	char job_state[16];
+	struct token_row t;
+	const char *token;
+	int r;
+
+	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res) ||
+	    (token = string_field(body, "token", res)) == NULL)
+		return;
+	atomic_fetch_add(&b->introspected, 1);
+	/* A typo or a made-up token: refused before any database read. */
+	if (token_parse(token, strlen(token)) < 0 ||
+	    capability_hash(b->pepper, token, TOKEN_LEN, hash) < 0) {
+		http_reply_json(res, 200, json_pack("{s:b}", "active", 0));
+		return;
+	}
+	r = store_token_lookup(b->store, hash, &t, job_state);
+	if (r == -ENOENT) {
+		http_reply_json(res, 200, json_pack("{s:b}", "active", 0));
+		return;
+	}
+	if (r < 0) {
+		/* Cannot check: inactive, and the caller is told why. */
+		atomic_fetch_add(&b->store_errors, 1);
+		http_reply_error(res, 503, "store_unavailable",
+		    "cannot check the token now; treat it as inactive");
+		return;
+	}
+	if (strcmp(t.state, "active") != 0 ||
+	    strcmp(job_state, "running") != 0 || t.exp <= (int64_t)time(NULL)) {
+		free(t.params);
+		http_reply_json(res, 200, json_pack("{s:b}", "active", 0));
+		return;
+	}
+	atomic_fetch_add(&b->active, 1);
+	json_t *params = json_loads(t.params, 0, NULL);
+	free(t.params);
+	http_reply_json(res, 200,
+	    json_pack("{s:b, s:s, s:s, s:o, s:s, s:I, s:I, s:s}", "active", 1,
+		"job", t.job, "capability", t.capability, "params",
+		params != NULL ? params : json_object(), "aud", t.audience,
+		"iat", (json_int_t)t.iat, "exp", (json_int_t)t.exp, "token_id",
+		t.id));
+}
+
+static void
+revoke_token(void *ctx, struct http_request *req, struct http_response *res)
+{
+	static const char *const fields[] = { "token", "token_type_hint" };
+	struct broker *b = ctx;
+	json_t *body = http_request_body(req);
+	unsigned char hash[STORE_HASH_LEN];
+	const char *token;
+	bool found = false;
+	int r;
+
+	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res) ||
+	    (token = string_field(body, "token", res)) == NULL)
+		return;
+	/* RFC 7009: an unknown token is answered like a revoked one. */
+	if (token_parse(token, strlen(token)) == 0 &&
+	    capability_hash(b->pepper, token, TOKEN_LEN, hash) == 0) {
+		r = store_token_revoke(b->store, hash, actor_of(req), &found);
+		if (r < 0) {
+			reply_store_error(b, res, r);
+			return;
+		}
+	}
+	http_reply_json(res, 200, json_pack("{s:b}", "revoked", found));
+}
+
+/* --- the revocation feed -------------------------------------------------- */
+
+static bool
+follower_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+			(s[i] >= 'A' && s[i] <= 'Z') ||
+			(s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+			s[i] == '_' || s[i] == '.'))
+			return false;
+	return true;
+}
+
+static void
+revocations(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct broker *b = ctx;
+	const char *follower = http_request_query(req, "follower");
+	long long after, wait;
+	json_t *list;
+	int64_t head;
+	int r;
+
+	if (!query_int(req, "after", 0, INT64_MAX, 0, &after, res) ||
+	    !query_int(req, "wait", 0, FEED_MAX_WAIT_S, 0, &wait, res))
+		return;
+	if (follower == NULL)
+		follower = "default";
+	if (!follower_ok(follower)) {
+		http_reply_error(res, 400, "malformed",
+		    "follower must be 1 to 63 of [A-Za-z0-9._-]");
+		return;
+	}
+	head = feed_poll(b->feed, follower, after, (int)wait);
+	if (head < 0) {
+		http_reply_error(res, 503, "too_many_followers",
+		    "the feed has no room for another follower");
+		return;
+	}
+	r = store_revocations_after(b->store, after, 1000, &list);
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	if (json_array_size(list) > 0)
+		head = json_integer_value(
+		    json_object_get(json_array_get(list,
+					json_array_size(list) - 1),
+			"seq"));
+	else if (head < after)
+		head = after;
+	http_reply_json(res, 200,
+	    json_pack("{s:I, s:o}", "head", (json_int_t)head, "revocations",
+		list));
+}
+
+/* --- audit ---------------------------------------------------------------- */
+
+static void
+audit(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct broker *b = ctx;
+	const char *job = http_request_query(req, "job");
+	const char *verify = http_request_query(req, "verify");
+	long long after, limit;
+	json_t *list;
+	int r;
+
+	if (verify != NULL && strcmp(verify, "1") == 0) {
+		bool ok;
+		int64_t bad, records;
+
+		r = store_audit_verify(b->store, &ok, &bad, &records);
+		if (r < 0) {
+			reply_store_error(b, res, r);
+			return;
+		}
+		json_t *out = json_pack("{s:b, s:I}", "ok", ok, "records",
+		    (json_int_t)records);
+		if (!ok) {
+			log_error("audit_broken", "{s:I}", "first_bad",
+			    (json_int_t)bad);
+			json_object_set_new(out, "first_bad",
+			    json_integer(bad));
+		}
+		http_reply_json(res, 200, out);
+		return;
+	}
+	if (!query_int(req, "after", 0, INT64_MAX, 0, &after, res) ||
+	    !query_int(req, "limit", 1, 10000, 1000, &limit, res))
+		return;
+	r = store_audit_list(b->store, job, after, (size_t)limit, &list);
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	http_reply_json(res, 200, json_pack("{s:o}", "records", list));
+}
+
+/* --- the glue's callbacks ------------------------------------------------- */
+
+void
+broker_sweep(void *ctx)
+{
+	struct broker *b = ctx;
+	json_t *lapsed, *e;
+	size_t i;
+
+	if (store_jobs_lapsed(b->store, (int64_t)time(NULL), 100, &lapsed) < 0)
+		return;
+	json_array_foreach(lapsed, i, e)
+	{
+		const char *job = json_string_value(json_object_get(e, "job"));
+		const char *why =
+		    json_string_value(json_object_get(e, "reason"));
+
+		if (revoke_job(b, job, why, "broker", NULL) == 0) {
+			atomic_fetch_add(&b->lapsed, 1);
+			log_warn("job_lapsed", "{s:s, s:s}", "job", job,
+			    "reason", why);
+		}
+	}
+	json_decref(lapsed);
+}
+
+void
+broker_metrics(void *ctx, struct buf *out)
+{
+	struct broker *b = ctx;
+
+	metrics_one(out, "cordon_broker_tokens_minted_total", "counter",
+	    "Tokens minted, at job start or on request.",
+	    atomic_load(&b->minted));
+	metrics_one(out, "cordon_broker_mints_refused_total", "counter",
+	    "Token requests refused (no job, revoked, beyond the ceiling).",
+	    atomic_load(&b->refused_mints));
+	metrics_one(out, "cordon_broker_introspections_total", "counter",
+	    "Introspection requests.", atomic_load(&b->introspected));
+	metrics_one(out, "cordon_broker_introspections_active_total", "counter",
+	    "Introspections that answered active.", atomic_load(&b->active));
+	metrics_one(out, "cordon_broker_jobs_revoked_total", "counter",
+	    "Jobs revoked (by anyone, including the broker).",
+	    atomic_load(&b->revoked_jobs));
+	metrics_one(out, "cordon_broker_jobs_lapsed_total", "counter",
+	    "Jobs revoked by the dead man's switch (lease or deadline).",
+	    atomic_load(&b->lapsed));
+	metrics_one(out, "cordon_broker_store_errors_total", "counter",
+	    "Database failures (each answered with a refusal).",
+	    atomic_load(&b->store_errors));
+	metrics_one(out, "cordon_broker_feed_followers", "gauge",
+	    "Followers of the revocation feed connected now.",
+	    feed_followers(b->feed));
+}
+
+int
+broker_health(void *ctx, json_t *out)
+{
+	struct broker *b = ctx;
+	int64_t head;
+	int r = store_revocation_head(b->store, &head);
+
+	json_object_set_new(out, "feed_followers",
+	    json_integer(feed_followers(b->feed)));
+	if (r < 0) {
+		json_object_set_new(out, "store", json_string(strerror(-r)));
+		return -1;
+	}
+	json_object_set_new(out, "revocation_head", json_integer(head));
+	return 0;
+}
+
+void
+broker_auth_failed(void *ctx, const char *method, const char *path,
+    const char *reason)
+{
+	struct broker *b = ctx;
+	json_t *d = json_pack("{s:s, s:s%, s:s}", "method", method, "path",
+	    path, strnlen(path, 200), "reason", reason);
+
+	if (store_audit(b->store, "auth_failed", NULL, NULL, d) < 0)
+		log_error("audit_failed", "{s:s}", "event", "auth_failed");
+	json_decref(d);
+}
+
+void
+broker_stopping(void *ctx)
+{
+	struct broker *b = ctx;
+
+	feed_stop(b->feed);
+}
+
+const struct http_route broker_routes[] = {
+	{ "PUT", "/v1/manifests/*", ROLE_ADMIN, BODY_JSON, put_manifest },
+	{ "GET", "/v1/manifests/*", ROLE_ADMIN | ROLE_LAUNCHER, BODY_NONE,
+	    get_manifest },
+	{ "POST", "/v1/jobs", ROLE_LAUNCHER, BODY_JSON, create_job },
+	{ "GET", "/v1/jobs/*", ROLE_ADMIN | ROLE_LAUNCHER, BODY_NONE, get_job },
+	{ "POST", "/v1/jobs/*/heartbeat", ROLE_LAUNCHER, BODY_NONE, heartbeat },
+	{ "POST", "/v1/jobs/*/revoke", ROLE_ADMIN | ROLE_LAUNCHER,
+	    BODY_JSON_OPTIONAL, revoke_handler },
+	{ "GET", "/v1/jobs/*/egress", ROLE_VERIFIER, BODY_NONE, job_egress },
+	{ "POST", "/v1/token", ROLE_VERIFIER | ROLE_LAUNCHER | ROLE_ADMIN,
+	    BODY_JSON, mint },
+	{ "POST", "/v1/introspect", ROLE_VERIFIER, BODY_JSON, introspect },
+	{ "POST", "/v1/revoke", ROLE_ADMIN, BODY_JSON, revoke_token },
+	{ "GET", "/v1/revocations", ROLE_VERIFIER, BODY_NONE, revocations },
+	{ "GET", "/v1/audit", ROLE_ADMIN, BODY_NONE, audit },
+};
+const size_t broker_nroutes = ARRAY_SIZE(broker_routes);

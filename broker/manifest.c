@@ -1,0 +1,827 @@
+/*
+ * Manifest validation. Every rule is checked and every problem reported,
+ * so a reviewer fixes a manifest in one round. A rule that cannot be
+ * checked (a value of the wrong type) is itself a problem: nothing is
+ * assumed allowed.
+ */
+#include "manifest.h"
+
+#include "util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Names that mean "a secret" (DESIGN.md's convention), case-insensitive. */
+static const char secret_name_re[] =
+    "SECRET|TOKEN|PASSW|PWD|API_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION|"
+    "_KEY$|^AWS_|^GCP_|^AZURE_|DSN$|DATABASE_URL";
+
+/* Prefixes of well-known credentials. */
+static const char *const secret_prefixes[] = { "crd_", "crk_", "ghp_", "gho_",
+	"ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxb-", "xoxp-",
+	"xoxa-", "xoxs-", "xapp-", "sk_live_", "sk_test_", "rk_live_",
+	"pk_live_", "AKIA", "ASIA", "AIza", "ya29.", "sk-", "npm_", "pypi-",
+	"hf_", "-----BEGIN", "eyJ", "SG.", "dop_v1_", "shpat_", "glrt-" };
+
+/* Variables the launcher sets itself; a manifest may not. */
+static const char *const launcher_vars[] = { "HTTP_PROXY", "HTTPS_PROXY",
+	"http_proxy", "https_proxy", "NO_PROXY", "no_proxy", "SSL_CERT_FILE",
+	"CORDON_JOB", "HOME", "PATH", "TERM" };
+
+/* Package registries: on an allowlist only on purpose. */
+static const char *const registries[] = { "registry.npmjs.org",
+	"registry.yarnpkg.com", "pypi.org", "pypi.python.org",
+	"files.pythonhosted.org", "upload.pypi.org", "crates.io",
+	"static.crates.io", "index.crates.io", "proxy.golang.org",
+	"sum.golang.org", "rubygems.org", "index.rubygems.org",
+	"repo.maven.apache.org", "repo1.maven.org", "plugins.gradle.org",
+	"api.nuget.org", "registry-1.docker.io", "index.docker.io",
+	"auth.docker.io", "ghcr.io", "quay.io", "gcr.io", "deb.debian.org",
+	"security.debian.org", "archive.ubuntu.com", "dl-cdn.alpinelinux.org",
+	"packagist.org", "repo.packagist.org", "hex.pm", "repo.hex.pm",
+	"cdn.jsdelivr.net", "unpkg.com", "registry.terraform.io", "cpan.org",
+	"www.cpan.org", "conda.anaconda.org", "repo.anaconda.com" };
+
+/*
+ * Public suffixes under which a wildcard would cover other people's hosts:
+ * the ones an allowlist meets in practice (a full list would be the
+ * Public Suffix List; this one errs on refusing).
+ */
+static const char *const public_suffixes[] = { "com", "net", "org", "io", "dev",
+	"app", "co", "ai", "cloud", "info", "biz", "me", "xyz", "edu", "gov",
+	"mil", "int", "eu", "uk", "de", "fr", "nl", "us", "ca", "au", "jp",
+	"cn", "in", "br", "ru", "ch", "se", "no", "es", "it", "pl", "co.uk",
+	"org.uk", "ac.uk", "gov.uk", "com.au", "net.au", "org.au", "co.jp",
+	"co.nz", "com.br", "com.cn", "co.in", "github.io",
+	"githubusercontent.com", "herokuapp.com", "appspot.com",
+	"cloudfront.net", "amazonaws.com", "s3.amazonaws.com",
+	"azurewebsites.net", "blob.core.windows.net", "vercel.app",
+	"netlify.app", "pages.dev", "workers.dev", "web.app", "firebaseapp.com",
+	"fly.dev", "onrender.com", "ngrok.io", "ngrok-free.app" };
+
+static const char *const methods[] = { "GET", "HEAD", "POST", "PUT", "PATCH",
+	"DELETE", "OPTIONS" };
+
+static void problem(json_t *list, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+problem(json_t *list, const char *field, const char *fmt, ...)
+{
+	char msg[300];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_array_append_new(list,
+	    json_pack("{s:s, s:s}", "field", field, "problem", msg));
+}
+
+static bool
+in_list(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s, list[i]) == 0)
+			return true;
+	return false;
+}
+
+bool
+manifest_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 64 ||
+	    !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(islower((unsigned char)s[i]) ||
+			isdigit((unsigned char)s[i]) || s[i] == '.' ||
+			s[i] == '_' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* Checks that o's keys are all in allowed; each other key is a problem. */
+static void
+known_keys(const json_t *o, const char *where, const char *const *allowed,
+    size_t n, json_t *problems)
+{
+	const char *key;
+	json_t *v;
+	char field[160];
+
+	json_object_foreach((json_t *)o, key, v)
+	{
+		if (in_list(key, allowed, n))
+			continue;
+		snprintf(field, sizeof(field), "%s%s%.64s", where,
+		    where[0] ? "." : "", key);
+		problem(problems, field, "unknown field");
+	}
+}
+
+/* A non-empty string without control characters, at most max bytes. */
+static bool
+text_ok(const json_t *v, size_t max)
+{
+	const char *s;
+	size_t n;
+
+	if (!json_is_string(v))
+		return false;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	if (n == 0 || n > max || strlen(s) != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+static double
+entropy_bits(const char *s, size_t n)
+{
+	unsigned counts[256] = { 0 };
+	double h = 0;
+
+	for (size_t i = 0; i < n; i++)
+		counts[(unsigned char)s[i]]++;
+	for (size_t i = 0; i < 256; i++) {
+		if (counts[i] == 0)
+			continue;
+		double p = (double)counts[i] / (double)n;
+		h -= p * log2(p);
+	}
+	return h;
+}
+
+/* Why value looks like a secret, or NULL when it does not. */
+static const char *
+secret_value(const char *s)
+{
+	size_t n = strlen(s);
+
+	for (size_t i = 0; i < ARRAY_SIZE(secret_prefixes); i++)
+		if (strncmp(s, secret_prefixes[i],
+			strlen(secret_prefixes[i])) == 0)
+			return "starts like a known credential";
+	if (strstr(s, "://") != NULL) {
+		const char *auth = strstr(s, "://") + 3;
+		const char *at = strchr(auth, '@');
+		const char *slash = strchr(auth, '/');
+		if (at != NULL && (slash == NULL || at < slash) &&
+		    memchr(auth, ':', (size_t)(at - auth)) != NULL)
+			return "is a URL with a password in it";
+	}
+	/* A long run with no spaces and a random-looking alphabet. */
+	if (n >= 20 && strpbrk(s, " \t") == NULL && entropy_bits(s, n) >= 4.0)
+		return "looks like a random key (long, no spaces, high "
+		       "entropy)";
+	return NULL;
+}
+
+static regex_t secret_re;
+static bool secret_re_ok;
+static pthread_once_t secret_re_once = PTHREAD_ONCE_INIT;
+
+static void
+secret_re_compile(void)
+{
+	secret_re_ok = regcomp(&secret_re, secret_name_re,
+			   REG_EXTENDED | REG_ICASE | REG_NOSUB) == 0;
+}
+
+static void
+check_env(const json_t *env, json_t *problems)
+{
+	const char *name;
+	json_t *v;
+	char field[128];
+
+	if (!json_is_object(env)) {
+		problem(problems, "env", "must be an object of strings");
+		return;
+	}
+	/* Compiled once; regexec on a compiled pattern is thread-safe. */
+	pthread_once(&secret_re_once, secret_re_compile);
+	if (!secret_re_ok) {
+		problem(problems, "env",
+		    "cannot check names: the secret pattern did not compile");
+		return;
+	}
+	if (json_object_size(env) > 64)
+		problem(problems, "env", "more than 64 variables");
+	json_object_foreach((json_t *)env, name, v)
+	{
+		bool name_ok = name[0] != '\0' && strlen(name) <= 128 &&
+		    (isalpha((unsigned char)name[0]) || name[0] == '_');
+		for (const char *c = name; name_ok && *c; c++)
+			name_ok = isalnum((unsigned char)*c) || *c == '_';
+		snprintf(field, sizeof(field), "env.%.64s", name);
+		if (!name_ok) {
+			problem(problems, field, "not a variable name");
+			continue;
+		}
+		if (regexec(&secret_re, name, 0, NULL, 0) == 0)
+			problem(problems, field,
+			    "the name says secret; secrets never enter a "
+			    "sandbox (ask the broker for a capability)");
+		if (in_list(name, launcher_vars, ARRAY_SIZE(launcher_vars)))
+			problem(problems, field, "set by the launcher itself");
+		if (!json_is_string(v) || json_string_length(v) > 4096 ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			problem(problems, field,
+			    "must be a string of at most 4096 bytes, no NUL");
+			continue;
+		}
+		const char *why = secret_value(json_string_value(v));
+		if (why != NULL)
+			problem(problems, field, "the value %s", why);
+	}
+}
+
+static bool
+param_value_ok(const json_t *v)
+{
+	return (json_is_string(v) && text_ok(v, 256)) || json_is_integer(v);
+}
+
+static void
+check_capabilities(const json_t *caps, json_t *problems)
+{
+	static const char *const keys[] = { "name", "audience", "params",
+		"ttl_seconds", "reason", "mint_at_start" };
+	size_t i, j;
+	json_t *c;
+	char where[64], field[160];
+
+	if (!json_is_array(caps)) {
+		problem(problems, "capabilities", "must be an array");
+		return;
+	}
+	if (json_array_size(caps) > 32)
+		problem(problems, "capabilities", "more than 32 capabilities");
+	json_array_foreach(caps, i, c)
+	{
+		snprintf(where, sizeof(where), "capabilities[%zu]", i);
+		if (!json_is_object(c)) {
+			problem(problems, where, "must be an object");
+			continue;
+		}
+		known_keys(c, where, keys, ARRAY_SIZE(keys), problems);
+		json_t *name = json_object_get(c, "name");
+		snprintf(field, sizeof(field), "%s.name", where);
+		if (!json_is_string(name) ||
+		    !manifest_name_ok(json_string_value(name)))
+			problem(problems, field,
+			    "required: [a-z0-9][a-z0-9._-]{0,63}");
+		else
+			for (j = 0; j < i; j++) {
+				json_t *o =
+				    json_object_get(json_array_get(caps, j),
+					"name");
+				if (json_equal(o, name))
+					problem(problems, field,
+					    "duplicate capability name");
+			}
+		snprintf(field, sizeof(field), "%s.audience", where);
+		if (!text_ok(json_object_get(c, "audience"), 128))
+			problem(problems, field,
+			    "required: the resource server that accepts it");
+		snprintf(field, sizeof(field), "%s.reason", where);
+		if (!text_ok(json_object_get(c, "reason"), 500))
+			problem(problems, field,
+			    "required: why the job needs it");
+
+		json_t *ttl = json_object_get(c, "ttl_seconds");
+		snprintf(field, sizeof(field), "%s.ttl_seconds", where);
+		if (ttl != NULL &&
+		    (!json_is_integer(ttl) || json_integer_value(ttl) < 1 ||
+			json_integer_value(ttl) > MANIFEST_MAX_TTL))
+			problem(problems, field,
+			    "must be 1 to %d seconds: no token lives longer "
+			    "than 15 minutes",
+			    MANIFEST_MAX_TTL);
+		json_t *mint = json_object_get(c, "mint_at_start");
+		snprintf(field, sizeof(field), "%s.mint_at_start", where);
+		if (mint != NULL && !json_is_boolean(mint))
+			problem(problems, field, "must be true or false");
+		bool at_start = json_is_true(mint);
+
+		json_t *params = json_object_get(c, "params");
+		const char *pk;
+		json_t *pv;
+		snprintf(field, sizeof(field), "%s.params", where);
+		if (!json_is_object(params) || json_object_size(params) == 0) {
+			problem(problems, field,
+			    "required: the ceiling, each parameter with the "
+			    "values it may take ({\"tenant\": [\"4182\"]})");
+			continue;
+		}
+		json_object_foreach(params, pk, pv)
+		{
+			snprintf(field, sizeof(field), "%s.params.%.64s", where,
+			    pk);
+			if (!json_is_array(pv) || json_array_size(pv) == 0 ||
+			    json_array_size(pv) > 64) {
+				problem(problems, field,
+				    "must list 1 to 64 allowed values");
+				continue;
+			}
+			if (at_start && json_array_size(pv) != 1)
+				problem(problems, field,
+				    "minted at start, so exactly one value: "
+				    "the "
+				    "launcher cannot choose for the job");
+			for (j = 0; j < json_array_size(pv); j++) {
+				json_t *e = json_array_get(pv, j);
+				if (!param_value_ok(e))
+					problem(problems, field,
+					    "values must be strings or "
+					    "integers");
+				else if (json_is_string(e) &&
+				    strchr(json_string_value(e), '*') != NULL)
+					problem(problems, field,
+					    "no wildcards in a ceiling");
+			}
+		}
+	}
+}
+
+/* Lowercase letters, digits, '-' and '.'; labels 1..63; total <= 253. */
+static bool
+hostname_ok(const char *h)
+{
+	size_t n = strlen(h), label = 0;
+
+	if (n == 0 || n > 253 || h[0] == '.' || h[n - 1] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = h[i];
+		if (c == '.') {
+			if (label == 0 || h[i - 1] == '-')
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
+			c == '-'))
+			return false;
+		if (c == '-' && label == 0)
+			return false;
+		if (++label > 63)
+			return false;
+	}
+	return h[n - 1] != '-';
+}
+
+/* True when host is a registry or a wildcard suffix covers one. */
+static bool
+registry_host(const char *host)
+{
+	const char *suffix = strncmp(host, "*.", 2) == 0 ? host + 1 : NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(registries); i++) {
+		const char *r = registries[i];
+		size_t rn = strlen(r), sn;
+
+		if (strcmp(host, r) == 0)
+			return true;
+		if (suffix == NULL)
+			continue;
+		sn = strlen(suffix); /* ".example.com" */
+		if (rn > sn && strcmp(r + rn - sn, suffix) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool
+cidr_ok(const char *s)
+{
+	char addr[64], extra;
+	unsigned bits, a, b, c, d;
+	const char *slash = strchr(s, '/');
+
+	if (slash == NULL || (size_t)(slash - s) >= sizeof(addr))
+		return false;
+	memcpy(addr, s, (size_t)(slash - s));
+	addr[slash - s] = '\0';
+	if (sscanf(slash + 1, "%u%c", &bits, &extra) != 1)
+		return false;
+	if (sscanf(addr, "%u.%u.%u.%u%c", &a, &b, &c, &d, &extra) == 4)
+		return a < 256 && b < 256 && c < 256 && d < 256 && bits <= 32;
+	return strchr(addr, ':') != NULL && bits <= 128;
+}
+
+static void
+check_rule(const json_t *r, const char *where, json_t *problems)
+{
+	static const char *const keys[] = { "host", "port", "methods", "paths",
+		"tls", "reason", "registry", "allow_cidrs", "upgrade" };
+	json_t *v;
+	size_t j;
+	char field[160];
+	const char *host = NULL;
+
+	known_keys(r, where, keys, ARRAY_SIZE(keys), problems);
+
+	v = json_object_get(r, "host");
+	snprintf(field, sizeof(field), "%s.host", where);
+	if (!json_is_string(v)) {
+		problem(problems, field, "required: a host name");
+	} else {
+		host = json_string_value(v);
+		const char *bare =
+		    strncmp(host, "*.", 2) == 0 ? host + 2 : host;
+		if (strcmp(host, "*") == 0 || strchr(bare, '*') != NULL)
+			problem(problems, field,
+			    "a wildcard may only be a leading \"*.\" label");
+		else if (!hostname_ok(bare))
+			problem(problems, field,
+			    "not a lowercase host name (IDNA names in their "
+			    "xn-- form)");
+		else if (bare != host &&
+		    (strchr(bare, '.') == NULL ||
+			in_list(bare, public_suffixes,
+			    ARRAY_SIZE(public_suffixes))))
+			problem(problems, field,
+			    "a wildcard on a public suffix covers other "
+			    "people's hosts");
+		json_t *reg = json_object_get(r, "registry");
+		if (reg != NULL && !json_is_boolean(reg))
+			problem(problems, where,
+			    "\"registry\" must be a boolean");
+		else if (registry_host(host) && !json_is_true(reg))
+			problem(problems, field,
+			    "a package registry: dependencies resolve outside "
+			    "the boundary; say \"registry\": true with a "
+			    "reason "
+			    "if this is on purpose");
+	}
+
+	v = json_object_get(r, "port");
+	snprintf(field, sizeof(field), "%s.port", where);
+	if (v != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		json_integer_value(v) > 65535))
+		problem(problems, field, "must be 1 to 65535");
+
+	v = json_object_get(r, "methods");
+	snprintf(field, sizeof(field), "%s.methods", where);
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		problem(problems, field,
+		    "required: a non-empty list of methods");
+	else
+		for (j = 0; j < json_array_size(v); j++) {
+			json_t *m = json_array_get(v, j);
+			if (!json_is_string(m) ||
+			    !in_list(json_string_value(m), methods,
+				ARRAY_SIZE(methods)))
+				problem(problems, field,
+				    "unknown method (GET, HEAD, POST, PUT, "
+				    "PATCH, DELETE, OPTIONS)");
+		}
+
+	v = json_object_get(r, "paths");
+	snprintf(field, sizeof(field), "%s.paths", where);
+	if (v != NULL && (!json_is_array(v) || json_array_size(v) == 0))
+		problem(problems, field,
+		    "must be a non-empty list of prefixes");
+	else if (v != NULL)
+		for (j = 0; j < json_array_size(v); j++) {
+			json_t *p = json_array_get(v, j);
+			const char *s = json_string_value(p);
+			if (!text_ok(p, 1024) || s[0] != '/' ||
+			    strstr(s, "/../") != NULL ||
+			    strstr(s, "/./") != NULL ||
+			    strchr(s, '%') != NULL || strchr(s, '?') != NULL ||
+			    strchr(s, '#') != NULL || strchr(s, '*') != NULL)
+				problem(problems, field,
+				    "a path prefix starts with '/', without "
+				    "dot segments, escapes, '?', '#' or '*'");
+		}
+
+	v = json_object_get(r, "tls");
+	snprintf(field, sizeof(field), "%s.tls", where);
+	if (v != NULL &&
+	    (!json_is_string(v) ||
+		(strcmp(json_string_value(v), "terminate") != 0 &&
+		    strcmp(json_string_value(v), "passthrough") != 0)))
+		problem(problems, field,
+		    "must be \"terminate\" or \"passthrough\"");
+	else if (v != NULL &&
+	    strcmp(json_string_value(v), "passthrough") == 0 &&
+	    (json_object_get(r, "paths") != NULL))
+		problem(problems, field,
+		    "passthrough cannot see paths: remove \"paths\" or "
+		    "terminate");
+
+	v = json_object_get(r, "reason");
+	snprintf(field, sizeof(field), "%s.reason", where);
+	if (!text_ok(v, 500))
+		problem(problems, field,
+		    "required: why the job must reach this host");
+
+	v = json_object_get(r, "allow_cidrs");
+	snprintf(field, sizeof(field), "%s.allow_cidrs", where);
+	if (v != NULL && !json_is_array(v))
+		problem(problems, field, "must be a list of CIDRs");
+	else if (v != NULL)
+		for (j = 0; j < json_array_size(v); j++)
+			if (!json_is_string(json_array_get(v, j)) ||
+			    !cidr_ok(json_string_value(json_array_get(v, j))))
+				problem(problems, field,
+				    "not a CIDR (\"10.1.2.0/24\")");
+
+	v = json_object_get(r, "upgrade");
+	snprintf(field, sizeof(field), "%s.upgrade", where);
+	if (v != NULL && !json_is_boolean(v))
+		problem(problems, field, "must be true or false");
+}
+
+static int
+rule_port(const json_t *r)
+{
+	json_t *p = json_object_get(r, "port");
+
+	return json_is_integer(p) ? (int)json_integer_value(p) : 443;
+}
+
+static void
+check_egress(const json_t *egress, json_t *problems, json_t *warnings)
+{
+	size_t i, j, n;
+	json_t *r;
+	char where[64];
+
+	if (!json_is_array(egress)) {
+		problem(problems, "egress", "must be an array");
+		return;
+	}
+	n = json_array_size(egress);
+	if (n > MANIFEST_MAX_EGRESS)
+		problem(problems, "egress",
+		    "%zu entries: more than %d is not a policy, it is a "
+		    "changelog",
+		    n, MANIFEST_MAX_EGRESS);
+	else if (n > MANIFEST_WARN_EGRESS)
+		problem(warnings, "egress",
+		    "%zu entries: over %d, is each one still needed?", n,
+		    MANIFEST_WARN_EGRESS);
+	json_array_foreach(egress, i, r)
+	{
+		snprintf(where, sizeof(where), "egress[%zu]", i);
+		if (!json_is_object(r)) {
+			problem(problems, where, "must be an object");
+			continue;
+		}
+		check_rule(r, where, problems);
+		for (j = 0; j < i; j++) {
+			json_t *o = json_array_get(egress, j);
+			if (json_is_object(o) &&
+			    json_equal(json_object_get(o, "host"),
+				json_object_get(r, "host")) &&
+			    rule_port(o) == rule_port(r))
+				problem(problems, where,
+				    "same host and port as egress[%zu]: merge "
+				    "them",
+				    j);
+		}
+	}
+}
+
+static const struct limit {
+	const char *key;
+	long long min, max, dflt;
+} limits[] = {
+	{ "wall_seconds", 1, 86400, 900 },
+	{ "memory_mb", 16, 65536, 512 },
+	{ "pids", 1, 4096, 128 },
+	{ "disk_mb", 1, 65536, 256 },
+	{ "output_kb", 1, 65536, 1024 },
+};
+
+static void
+check_limits(const json_t *l, json_t *problems)
+{
+	static const char *const keys[] = { "wall_seconds", "memory_mb", "pids",
+		"disk_mb", "output_kb" };
+	char field[64];
+
+	if (!json_is_object(l)) {
+		problem(problems, "limits", "must be an object");
+		return;
+	}
+	known_keys(l, "limits", keys, ARRAY_SIZE(keys), problems);
+	for (size_t i = 0; i < ARRAY_SIZE(limits); i++) {
+		json_t *v = json_object_get(l, limits[i].key);
+		snprintf(field, sizeof(field), "limits.%s", limits[i].key);
+		if (v != NULL &&
+		    (!json_is_integer(v) ||
+			json_integer_value(v) < limits[i].min ||
+			json_integer_value(v) > limits[i].max))
+			problem(problems, field,
+			    "must be an integer, %lld to %lld", limits[i].min,
+			    limits[i].max);
+	}
+}
+
+static void
+check_return(const json_t *r, json_t *problems)
+{
+	static const char *const keys[] = { "protected", "max_patch_kb" };
+	json_t *v;
+
+	if (!json_is_object(r)) {
+		problem(problems, "return", "must be an object");
+		return;
+	}
+	known_keys(r, "return", keys, ARRAY_SIZE(keys), problems);
+	v = json_object_get(r, "protected");
+	if (v != NULL && !json_is_array(v))
+		problem(problems, "return.protected",
+		    "must be a list of globs");
+	else if (v != NULL)
+		for (size_t i = 0; i < json_array_size(v); i++)
+			if (!text_ok(json_array_get(v, i), 256))
+				problem(problems, "return.protected",
+				    "each glob is a non-empty string");
+	v = json_object_get(r, "max_patch_kb");
+	if (v != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		json_integer_value(v) > 1048576))
+		problem(problems, "return.max_patch_kb",
+		    "must be an integer, 1 to 1048576");
+}
+
+bool
+manifest_validate(const json_t *m, const char *name, json_t *problems,
+    json_t *warnings)
+{
+	static const char *const keys[] = { "name", "description", "command",
+		"env", "capabilities", "egress", "limits", "return" };
+	json_t *v;
+
+	if (!json_is_object(m)) {
+		problem(problems, "", "a manifest is a JSON object");
+		return false;
+	}
+	known_keys(m, "", keys, ARRAY_SIZE(keys), problems);
+
+	v = json_object_get(m, "name");
+	if (!json_is_string(v) || !manifest_name_ok(json_string_value(v)))
+		problem(problems, "name",
+		    "required: [a-z0-9][a-z0-9._-]{0,63}");
+	else if (name != NULL && strcmp(json_string_value(v), name) != 0)
+		problem(problems, "name", "differs from the name in the path");
+
+	v = json_object_get(m, "description");
+	if (v != NULL && !text_ok(v, 1000))
+		problem(problems, "description",
+		    "a single line of at most 1000 bytes");
+
+	v = json_object_get(m, "command");
+	if (v != NULL) {
+		if (!json_is_array(v) || json_array_size(v) == 0 ||
+		    json_array_size(v) > 256)
+			problem(problems, "command",
+			    "a list of 1 to 256 arguments");
+		else
+			for (size_t i = 0; i < json_array_size(v); i++)
+				if (!json_is_string(json_array_get(v, i)) ||
+				    strlen(json_string_value(
+					json_array_get(v, i))) !=
+					json_string_length(
+					    json_array_get(v, i)))
+					problem(problems, "command",
+					    "each argument is a string without "
+					    "NUL");
+	}
+	if ((v = json_object_get(m, "env")) != NULL)
+		check_env(v, problems);
+	if ((v = json_object_get(m, "capabilities")) != NULL)
+		check_capabilities(v, problems);
+	if ((v = json_object_get(m, "egress")) != NULL)
+		check_egress(v, problems, warnings);
+	if ((v = json_object_get(m, "limits")) != NULL)
+		check_limits(v, problems);
+	if ((v = json_object_get(m, "return")) != NULL)
+		check_return(v, problems);
+	return json_array_size(problems) == 0;
+}
+
+/* True when a's and b's values for key differ (absent counts as null). */
+static bool
+differs(const json_t *a, const json_t *b, const char *key)
+{
+	json_t *x = a != NULL ? json_object_get(a, key) : NULL;
+	json_t *y = b != NULL ? json_object_get(b, key) : NULL;
+
+	if (x == NULL || y == NULL)
+		return x != y;
+	return !json_equal(x, y);
+}
+
+json_t *
+manifest_planes(const json_t *prev, const json_t *next)
+{
+	json_t *planes = json_array();
+	json_t *pl = prev != NULL ? json_object_get(prev, "limits") : NULL;
+	json_t *nl = json_object_get(next, "limits");
+
+	if (prev == NULL || differs(prev, next, "env") ||
+	    differs(prev, next, "capabilities"))
+		json_array_append_new(planes, json_string("identity"));
+	if (prev == NULL || differs(prev, next, "egress"))
+		json_array_append_new(planes, json_string("reachability"));
+	/* What comes back, and how much of it. */
+	if (prev == NULL || differs(prev, next, "return") ||
+	    differs(pl, nl, "disk_mb") || differs(pl, nl, "output_kb"))
+		json_array_append_new(planes, json_string("return"));
+	return planes;
+}
+
+char *
+manifest_canonical(const json_t *m, char ret_sha256[65])
+{
+	unsigned char md[32];
+	unsigned int mdlen = sizeof(md);
+	char *text = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
+
+	if (text == NULL)
+		return NULL;
+	if (EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL) !=
+	    1) {
+		free(text);
+		return NULL;
+	}
+	for (size_t i = 0; i < 32; i++)
+		snprintf(ret_sha256 + 2 * i, 3, "%02x", md[i]);
+	return text;
+}
+
+json_t *
+manifest_limits(const json_t *m)
+{
+	json_t *l = json_object_get(m, "limits");
+	json_t *out = json_object();
+
+	for (size_t i = 0; i < ARRAY_SIZE(limits); i++) {
+		json_t *v =
+		    l != NULL ? json_object_get(l, limits[i].key) : NULL;
+		json_object_set_new(out, limits[i].key,
+		    json_integer(
+			v != NULL ? json_integer_value(v) : limits[i].dflt));
+	}
+	return out;
+}
+
+json_t *
+manifest_capability(const json_t *m, const char *name)
+{
+	json_t *caps = json_object_get(m, "capabilities"), *c;
+	size_t i;
+
+	json_array_foreach(caps, i, c)
+	{
+		const char *n = json_string_value(json_object_get(c, "name"));
+		if (n != NULL && strcmp(n, name) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+json_t *
+manifest_egress(const json_t *m)
+{
+	json_t *out = json_array(), *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(m, "egress"), i, r)
+	{
+		json_t *rule = json_deep_copy(r);
+		int port = rule_port(r);
+
+		json_object_set_new(rule, "port", json_integer(port));
+		if (json_object_get(rule, "tls") == NULL)
+			json_object_set_new(rule, "tls",
+			    json_string(port == 443 ? "terminate" : "none"));
+		if (json_object_get(rule, "paths") == NULL &&
+		    strcmp(json_string_value(json_object_get(rule, "tls")),
+			"passthrough") != 0)
+			json_object_set_new(rule, "paths",
+			    json_pack("[s]", "/"));
+		json_array_append_new(out, rule);
+	}
+	return out;
+}

@@ -1,0 +1,50 @@
+/*
+ * Manifests: a job's definition, reviewed like code. Validation refuses
+ * everything DESIGN.md lists and reports every problem at once; the planes
+ * a new version touches answer the review question "which of identity,
+ * reachability and return does this change?".
+ */
+#ifndef CORDON_BROKER_MANIFEST_H
+#define CORDON_BROKER_MANIFEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#define MANIFEST_MAX_EGRESS 12
+#define MANIFEST_WARN_EGRESS 6
+#define MANIFEST_MAX_TTL 900
+
+/*
+ * Validates m against every rule. Appends each problem to problems as
+ * {"field": "egress[2].host", "problem": "..."} and each warning to
+ * warnings likewise. Returns true when there is no problem. name, when not
+ * NULL, is the name the manifest is stored under and must match m's.
+ */
+bool manifest_validate(const json_t *m, const char *name, json_t *problems,
+    json_t *warnings);
+
+/* True when s is a valid manifest name: [a-z0-9][a-z0-9._-]{0,63}. */
+bool manifest_name_ok(const char *s);
+
+/*
+ * The planes that a change from prev (NULL for a first version) to next
+ * touches, as a new array of "identity", "reachability", "return".
+ */
+json_t *manifest_planes(const json_t *prev, const json_t *next);
+
+/*
+ * The canonical text of m (sorted keys, compact) and its sha256 in hex
+ * (65 bytes with the NUL): the text to free(), or NULL.
+ */
+char *manifest_canonical(const json_t *m, char ret_sha256[65]);
+
+/* The manifest's limits with defaults filled in: a new object. */
+json_t *manifest_limits(const json_t *m);
+
+/* The capability named name in m, borrowed, or NULL. */
+json_t *manifest_capability(const json_t *m, const char *name);
+
+/* Egress rules with defaults filled in (port, tls, paths): a new array. */
+json_t *manifest_egress(const json_t *m);
+
+#endif

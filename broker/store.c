@@ -1,0 +1,1247 @@
+/*
+ * The broker's store on sqlite3. One writer thread owns the write
+ * connection and commits whatever writes have queued up as one
+ * transaction (each write in a savepoint of its own, so one failure does
+ * not fail the others): many callers share one fsync, and the audit chain
+ * has exactly one appender. Reads use a pool of connections; WAL lets them
+ * run beside the writer and see each commit as soon as it is made.
+ */
+#include "store.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define POOL_MAX 64
+#define GENESIS                                                                \
+	"0000000000000000000000000000000000000000000000000000000000000000"
+
+enum stmt_id {
+	ST_MANIFEST_CUR,
+	ST_MANIFEST_VER,
+	ST_MANIFEST_INS,
+	ST_JOB_GET,
+	ST_JOB_INS,
+	ST_JOB_TOKENS,
+	ST_JOB_LEASE,
+	ST_JOB_REVOKE,
+	ST_JOB_LAPSED,
+	ST_TOKENS_REVOKE_JOB,
+	ST_TOKEN_INS,
+	ST_TOKEN_LOOKUP,
+	ST_TOKEN_REVOKE,
+	ST_REVOCATION_INS,
+	ST_REVOCATION_OF_JOB,
+	ST_REVOCATIONS_AFTER,
+	ST_REVOCATION_HEAD,
+	ST_AUDIT_INS,
+	ST_AUDIT_HEAD,
+	ST_AUDIT_AFTER,
+	ST_AUDIT_AFTER_JOB,
+	ST_AUDIT_ALL,
+	ST_META_SET,
+	ST_META_GET,
+	ST_MAX,
+};
+
+static const char *const stmt_sql[ST_MAX] = {
+	[ST_MANIFEST_CUR] = "SELECT version, sha256, body, created FROM "
+			    "manifests WHERE name = ? ORDER BY version DESC "
+			    "LIMIT 1",
+	[ST_MANIFEST_VER] = "SELECT version, sha256, body, created FROM "
+			    "manifests WHERE name = ? AND version = ?",
+	[ST_MANIFEST_INS] = "INSERT INTO manifests (name, version, sha256, "
+			    "body, created) VALUES (?, ?, ?, ?, ?)",
+	[ST_JOB_GET] = "SELECT id, manifest, manifest_version, state, created, "
+		       "deadline, lease_expires, stop_reason, tokens_revoked "
+		       "FROM jobs WHERE id = ?",
+	[ST_JOB_INS] = "INSERT INTO jobs (id, manifest, manifest_version, "
+		       "state, created, deadline, lease_expires) VALUES (?, ?, "
+		       "?, 'running', ?, ?, ?)",
+	[ST_JOB_TOKENS] = "SELECT id, capability, params, aud, iat, exp, "
+			  "state FROM tokens WHERE job = ? ORDER BY iat, id",
+	[ST_JOB_LEASE] = "UPDATE jobs SET lease_expires = min(?, deadline) "
+			 "WHERE id = ? AND state = 'running'",
+	[ST_JOB_REVOKE] = "UPDATE jobs SET state = 'revoked', stop_reason = "
+			  "?, tokens_revoked = ?, revoked_at = ? WHERE id = ?",
+	[ST_JOB_LAPSED] = "SELECT id, CASE WHEN deadline <= ?1 THEN "
+			  "'deadline' ELSE 'lease_expired' END FROM jobs "
+			  "WHERE state = 'running' AND (lease_expires <= ?1 "
+			  "OR deadline <= ?1) LIMIT ?2",
+	[ST_TOKENS_REVOKE_JOB] = "UPDATE tokens SET state = 'revoked' WHERE "
+				 "job = ? AND state = 'active'",
+	[ST_TOKEN_INS] = "INSERT INTO tokens (hash, id, job, capability, "
+			 "params, aud, iat, exp, state) VALUES (?, ?, ?, ?, ?, "
+			 "?, ?, ?, 'active')",
+	[ST_TOKEN_LOOKUP] = "SELECT t.id, t.job, t.capability, t.params, "
+			    "t.aud, t.iat, t.exp, t.state, j.state FROM tokens "
+			    "t JOIN jobs j ON j.id = t.job WHERE t.hash = ?",
+	[ST_TOKEN_REVOKE] = "UPDATE tokens SET state = 'revoked' WHERE hash = "
+			    "? AND state = 'active' RETURNING id, job",
+	[ST_REVOCATION_INS] = "INSERT INTO revocations (job, at) VALUES (?, ?)",
+	[ST_REVOCATION_OF_JOB] = "SELECT max(seq) FROM revocations WHERE job "
+				 "= ?",
+	[ST_REVOCATIONS_AFTER] = "SELECT seq, job FROM revocations WHERE seq "
+				 "> ? ORDER BY seq LIMIT ?",
+	[ST_REVOCATION_HEAD] = "SELECT coalesce(max(seq), 0) FROM revocations",
+	[ST_AUDIT_INS] = "INSERT INTO audit (seq, ts, event, job, actor, "
+			 "detail, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+	[ST_AUDIT_HEAD] = "SELECT seq, hash FROM audit ORDER BY seq DESC "
+			  "LIMIT 1",
+	[ST_AUDIT_AFTER] = "SELECT seq, ts, event, job, actor, detail, prev, "
+			   "hash FROM audit WHERE seq > ? ORDER BY seq LIMIT ?",
+	[ST_AUDIT_AFTER_JOB] = "SELECT seq, ts, event, job, actor, detail, "
+			       "prev, hash FROM audit WHERE seq > ? AND job = "
+			       "? ORDER BY seq LIMIT ?",
+	[ST_AUDIT_ALL] = "SELECT seq, ts, event, job, actor, detail, prev, "
+			 "hash FROM audit ORDER BY seq",
+	[ST_META_SET] = "INSERT INTO meta (key, value) VALUES (?, ?) ON "
+			"CONFLICT (key) DO UPDATE SET value = excluded.value",
+	[ST_META_GET] = "SELECT value FROM meta WHERE key = ?",
+};
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS manifests ("
+    " name TEXT NOT NULL, version INTEGER NOT NULL, sha256 TEXT NOT NULL,"
+    " body TEXT NOT NULL, created INTEGER NOT NULL,"
+    " PRIMARY KEY (name, version)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS jobs ("
+    " id TEXT PRIMARY KEY, manifest TEXT NOT NULL,"
+    " manifest_version INTEGER NOT NULL,"
+    " state TEXT NOT NULL CHECK (state IN ('running', 'revoked')),"
+    " created INTEGER NOT NULL, deadline INTEGER NOT NULL,"
+    " lease_expires INTEGER NOT NULL, stop_reason TEXT NOT NULL DEFAULT '',"
+    " tokens_revoked INTEGER NOT NULL DEFAULT 0, revoked_at INTEGER)"
+    " WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS jobs_running ON jobs (state, lease_expires);"
+    "CREATE TABLE IF NOT EXISTS tokens ("
+    " hash BLOB PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+    " job TEXT NOT NULL REFERENCES jobs (id), capability TEXT NOT NULL,"
+    " params TEXT NOT NULL, aud TEXT NOT NULL, iat INTEGER NOT NULL,"
+    " exp INTEGER NOT NULL,"
+    " state TEXT NOT NULL CHECK (state IN ('active', 'revoked')))"
+    " WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS tokens_job ON tokens (job);"
+    "CREATE TABLE IF NOT EXISTS revocations ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT, job TEXT NOT NULL,"
+    " at INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS audit ("
+    " seq INTEGER PRIMARY KEY, ts TEXT NOT NULL, event TEXT NOT NULL,"
+    " job TEXT, actor TEXT, detail TEXT NOT NULL, prev TEXT NOT NULL,"
+    " hash TEXT NOT NULL);"
+    "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'the audit is append-only'); END;"
+    "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'the audit is append-only'); END;"
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
+    " WITHOUT ROWID;";
+
+struct conn {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_MAX];
+};
+
+struct op;
+typedef int (*op_fn)(struct store *s, struct op *op);
+
+struct op {
+	op_fn fn;
+	void *arg;
+	int result;
+	bool done;
+	struct op *next;
+};
+
+struct store {
+	char *path;
+	struct conn w; /* the writer thread's */
+	pthread_t writer;
+	bool writer_started;
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	struct op *head, *tail;
+	bool closing;
+	/* The audit chain's head: written by the writer thread only. */
+	int64_t audit_seq;
+	char audit_hash[65];
+
+	pthread_mutex_t pool_mu;
+	struct conn *pool[POOL_MAX];
+	size_t npool;
+};
+
+/* --- connections -------------------------------------------------------- */
+
+static int
+sqlite_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_CANTOPEN:
+		return -EACCES;
+	default:
+		return -EIO;
+	}
+}
+
+static int
+conn_open(const char *path, struct conn *c)
+{
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	rc = sqlite3_open_v2(path, &c->db,
+	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+	    NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(c->db);
+		c->db = NULL;
+		return sqlite_errno(rc);
+	}
+	sqlite3_busy_timeout(c->db, 10000);
+	rc = sqlite3_exec(c->db,
+	    "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
+	    "PRAGMA foreign_keys = ON; PRAGMA trusted_schema = OFF;",
+	    NULL, NULL, NULL);
+	return sqlite_errno(rc);
+}
+
+static void
+conn_close(struct conn *c)
+{
+	for (size_t i = 0; i < ST_MAX; i++)
+		sqlite3_finalize(c->st[i]);
+	sqlite3_close(c->db);
+	memset(c, 0, sizeof(*c));
+}
+
+/* The statement, prepared once per connection and reset for reuse. */
+static sqlite3_stmt *
+stmt(struct conn *c, enum stmt_id id)
+{
+	if (c->st[id] == NULL) {
+		if (sqlite3_prepare_v3(c->db, stmt_sql[id], -1,
+			SQLITE_PREPARE_PERSISTENT, &c->st[id],
+			NULL) != SQLITE_OK)
+			return NULL;
+	} else {
+		sqlite3_reset(c->st[id]);
+		sqlite3_clear_bindings(c->st[id]);
+	}
+	return c->st[id];
+}
+
+static struct conn *
+reader_get(struct store *s)
+{
+	struct conn *c = NULL;
+
+	pthread_mutex_lock(&s->pool_mu);
+	if (s->npool > 0)
+		c = s->pool[--s->npool];
+	pthread_mutex_unlock(&s->pool_mu);
+	if (c != NULL)
+		return c;
+	c = malloc(sizeof(*c));
+	if (c == NULL || conn_open(s->path, c) < 0) {
+		if (c != NULL)
+			conn_close(c);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void
+reader_put(struct store *s, struct conn *c)
+{
+	for (size_t i = 0; i < ST_MAX; i++)
+		if (c->st[i] != NULL)
+			sqlite3_reset(c->st[i]);
+	pthread_mutex_lock(&s->pool_mu);
+	if (s->npool < POOL_MAX) {
+		s->pool[s->npool++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&s->pool_mu);
+	if (c != NULL) {
+		conn_close(c);
+		free(c);
+	}
+}
+
+static void
+copy_col(char *dst, size_t len, sqlite3_stmt *st, int col)
+{
+	const unsigned char *v = sqlite3_column_text(st, col);
+
+	snprintf(dst, len, "%s", v != NULL ? (const char *)v : "");
+}
+
+static char *
+dup_col(sqlite3_stmt *st, int col)
+{
+	const unsigned char *v = sqlite3_column_text(st, col);
+
+	return strdup(v != NULL ? (const char *)v : "");
+}
+
+/* --- the audit chain ----------------------------------------------------- */
+
+/* sha256 over the record's fields, each followed by a newline, in hex. */
+static void
+audit_hash(const char *prev, int64_t seq, const char *ts, const char *event,
+    const char *job, const char *actor, const char *detail, char out[65])
+{
+	unsigned char md[32];
+	unsigned int n = sizeof(md);
+	char seqs[24];
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	const char *parts[] = { prev, seqs, ts, event, job ? job : "",
+		actor ? actor : "", detail };
+
+	snprintf(seqs, sizeof(seqs), "%lld", (long long)seq);
+	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
+		EVP_DigestUpdate(ctx, parts[i], strlen(parts[i]));
+		EVP_DigestUpdate(ctx, "\n", 1);
+	}
+	EVP_DigestFinal_ex(ctx, md, &n);
+	EVP_MD_CTX_free(ctx);
+	for (size_t i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+static int
+audit_load_head(struct store *s)
+{
+	sqlite3_stmt *st = stmt(&s->w, ST_AUDIT_HEAD);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		s->audit_seq = sqlite3_column_int64(st, 0);
+		copy_col(s->audit_hash, sizeof(s->audit_hash), st, 1);
+	} else if (rc == SQLITE_DONE) {
+		s->audit_seq = 0;
+		snprintf(s->audit_hash, sizeof(s->audit_hash), "%s", GENESIS);
+	} else
+		return sqlite_errno(rc);
+	sqlite3_reset(st);
+	return 0;
+}
+
+/* Appends a record; in the writer thread, inside the op's savepoint. */
+static int
+audit_append(struct store *s, const char *event, const char *job,
+    const char *actor, json_t *detail)
+{
+	char ts[40], hash[65], seqs[24];
+	json_t *empty = detail == NULL ? json_object() : NULL;
+	char *text = json_dumps(detail != NULL ? detail : empty,
+	    JSON_COMPACT | JSON_SORT_KEYS);
+	sqlite3_stmt *st;
+	int64_t seq = s->audit_seq + 1;
+	int rc;
+
+	json_decref(empty);
+	if (text == NULL)
+		return -ENOMEM;
+	log_timestamp(ts, sizeof(ts));
+	audit_hash(s->audit_hash, seq, ts, event, job, actor, text, hash);
+	st = stmt(&s->w, ST_AUDIT_INS);
+	if (st == NULL) {
+		free(text);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, seq);
+	sqlite3_bind_text(st, 2, ts, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, event, -1, SQLITE_STATIC);
+	if (job != NULL)
+		sqlite3_bind_text(st, 4, job, -1, SQLITE_STATIC);
+	if (actor != NULL)
+		sqlite3_bind_text(st, 5, actor, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, text, -1, free);
+	sqlite3_bind_text(st, 7, s->audit_hash, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 8, hash, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	/* The chain's length is kept beside it: a cut tail is seen too. */
+	st = stmt(&s->w, ST_META_SET);
+	snprintf(seqs, sizeof(seqs), "%lld", (long long)seq);
+	sqlite3_bind_text(st, 1, "audit_head", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, seqs, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	s->audit_seq = seq;
+	memcpy(s->audit_hash, hash, sizeof(hash));
+	return 0;
+}
+
+/* --- the writer ---------------------------------------------------------- */
+
+static int
+exec(struct conn *c, const char *sql)
+{
+	return sqlite_errno(sqlite3_exec(c->db, sql, NULL, NULL, NULL));
+}
+
+static void
+run_batch(struct store *s, struct op *batch)
+{
+	int r = exec(&s->w, "BEGIN IMMEDIATE");
+
+	for (struct op *op = batch; op != NULL; op = op->next) {
+		int64_t seq = s->audit_seq;
+		char hash[65];
+
+		if (r < 0) {
+			op->result = r;
+			continue;
+		}
+		memcpy(hash, s->audit_hash, sizeof(hash));
+		op->result = exec(&s->w, "SAVEPOINT op");
+		if (op->result == 0)
+			op->result = op->fn(s, op);
+		if (op->result < 0) {
+			exec(&s->w, "ROLLBACK TO op");
+			s->audit_seq = seq;
+			memcpy(s->audit_hash, hash, sizeof(hash));
+		}
+		exec(&s->w, "RELEASE op");
+	}
+	if (r == 0 && (r = exec(&s->w, "COMMIT")) < 0) {
+		/* Nothing of the batch is durable: every caller is told. */
+		exec(&s->w, "ROLLBACK");
+		for (struct op *op = batch; op != NULL; op = op->next)
+			if (op->result == 0)
+				op->result = r;
+		audit_load_head(s);
+	}
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct store *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		struct op *batch;
+
+		while (s->head == NULL && !s->closing)
+			pthread_cond_wait(&s->work, &s->mu);
+		if (s->head == NULL)
+			break;
+		batch = s->head;
+		s->head = s->tail = NULL;
+		pthread_mutex_unlock(&s->mu);
+
+		run_batch(s, batch);
+
+		pthread_mutex_lock(&s->mu);
+		for (struct op *op = batch; op != NULL;) {
+			struct op *next = op->next;
+			op->done = true;
+			op = next;
+		}
+		pthread_cond_broadcast(&s->done);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* Queues fn for the writer and waits until its transaction committed. */
+static int
+store_write(struct store *s, op_fn fn, void *arg)
+{
+	struct op op = { .fn = fn, .arg = arg };
+
+	pthread_mutex_lock(&s->mu);
+	if (s->closing) {
+		pthread_mutex_unlock(&s->mu);
+		return -ESHUTDOWN;
+	}
+	if (s->tail != NULL)
+		s->tail->next = &op;
+	else
+		s->head = &op;
+	s->tail = &op;
+	pthread_cond_signal(&s->work);
+	while (!op.done)
+		pthread_cond_wait(&s->done, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	return op.result;
+}
+
+int
+store_open(const char *path, struct store **ret)
+{
+	struct store *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (s == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->pool_mu, NULL);
+	pthread_cond_init(&s->work, NULL);
+	pthread_cond_init(&s->done, NULL);
+	s->path = strdup(path);
+	if (s->path == NULL) {
+		store_close(s);
+		return -ENOMEM;
+	}
+	r = conn_open(path, &s->w);
+	if (r == 0)
+		r = exec(&s->w, schema);
+	if (r == 0)
+		r = audit_load_head(s);
+	if (r == 0 && pthread_create(&s->writer, NULL, writer_main, s) != 0)
+		r = -EAGAIN;
+	if (r < 0) {
+		store_close(s);
+		return r;
+	}
+	s->writer_started = true;
+	*ret = s;
+	return 0;
+}
+
+void
+store_close(struct store *s)
+{
+	if (s == NULL)
+		return;
+	if (s->writer_started) {
+		pthread_mutex_lock(&s->mu);
+		s->closing = true;
+		pthread_cond_signal(&s->work);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->writer, NULL);
+	}
+	for (size_t i = 0; i < s->npool; i++) {
+		conn_close(s->pool[i]);
+		free(s->pool[i]);
+	}
+	if (s->w.db != NULL)
+		conn_close(&s->w);
+	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->pool_mu);
+	pthread_cond_destroy(&s->work);
+	pthread_cond_destroy(&s->done);
+	free(s->path);
+	free(s);
+}
+
+/* --- manifests ----------------------------------------------------------- */
+
+struct manifest_put {
+	const char *name, *text, *sha256, *actor;
+	int64_t version;
+	json_t *prev;
+	bool added;
+};
+
+static int
+op_manifest_put(struct store *s, struct op *op)
+{
+	struct manifest_put *a = op->arg;
+	sqlite3_stmt *st = stmt(&s->w, ST_MANIFEST_CUR);
+	int64_t cur = 0;
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		cur = sqlite3_column_int64(st, 0);
+		if (strcmp((const char *)sqlite3_column_text(st, 1),
+			a->sha256) == 0) {
+			a->version = cur;
+			a->added = false;
+			sqlite3_reset(st);
+			return 0;
+		}
+		a->prev = json_loads((const char *)sqlite3_column_text(st, 2),
+		    0, NULL);
+	} else if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	sqlite3_reset(st);
+
+	st = stmt(&s->w, ST_MANIFEST_INS);
+	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, cur + 1);
+	sqlite3_bind_text(st, 3, a->sha256, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, a->text, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (int64_t)time(NULL));
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	a->version = cur + 1;
+	a->added = true;
+	json_t *d = json_pack("{s:s, s:I, s:s}", "manifest", a->name, "version",
+	    (json_int_t)a->version, "sha256", a->sha256);
+	rc = audit_append(s, "manifest_put", NULL, a->actor, d);
+	json_decref(d);
+	return rc;
+}
+
+int
+store_manifest_put(struct store *s, const char *name, const char *text,
+    const char *sha256, const char *actor, int64_t *ret_version,
+    json_t **ret_prev, bool *ret_new)
+{
+	struct manifest_put a = { name, text, sha256, actor, 0, NULL, false };
+	int r = store_write(s, op_manifest_put, &a);
+
+	if (r < 0) {
+		json_decref(a.prev);
+		return r;
+	}
+	*ret_version = a.version;
+	*ret_prev = a.prev;
+	*ret_new = a.added;
+	return 0;
+}
+
+int
+store_manifest_get(struct store *s, const char *name, int64_t version,
+    struct manifest_version *ret)
+{
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+	int rc, r = 0;
+
+	if (c == NULL)
+		return -EIO;
+	st = stmt(c, version > 0 ? ST_MANIFEST_VER : ST_MANIFEST_CUR);
+	if (st == NULL) {
+		reader_put(s, c);
+		return -EIO;
+	}
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (version > 0)
+		sqlite3_bind_int64(st, 2, version);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		ret->version = sqlite3_column_int64(st, 0);
+		copy_col(ret->sha256, sizeof(ret->sha256), st, 1);
+		ret->body = json_loads((const char *)sqlite3_column_text(st, 2),
+		    0, NULL);
+		ret->created = sqlite3_column_int64(st, 3);
+		if (ret->body == NULL)
+			r = -EIO;
+	} else
+		r = rc == SQLITE_DONE ? -ENOENT : sqlite_errno(rc);
+	reader_put(s, c);
+	return r;
+}
+
+void
+manifest_version_free(struct manifest_version *m)
+{
+	json_decref(m->body);
+	m->body = NULL;
+}
+
+/* --- jobs ---------------------------------------------------------------- */
+
+static int
+insert_token(struct store *s, const struct token_row *t, const char *actor)
+{
+	sqlite3_stmt *st = stmt(&s->w, ST_TOKEN_INS);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_blob(st, 1, t->hash, STORE_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, t->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, t->job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, t->capability, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, t->params, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, t->audience, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, t->iat);
+	sqlite3_bind_int64(st, 8, t->exp);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	json_t *d =
+	    json_pack("{s:s, s:s, s:o, s:s, s:I}", "token", t->id, "capability",
+		t->capability, "params", json_loads(t->params, 0, NULL), "aud",
+		t->audience, "exp", (json_int_t)t->exp);
+	rc = audit_append(s, "token_minted", t->job, actor, d);
+	json_decref(d);
+	return rc;
+}
+
+struct job_create {
+	const struct job *j;
+	const struct token_row *tokens;
+	size_t ntokens;
+	const char *actor;
+};
+
+static int
+op_job_create(struct store *s, struct op *op)
+{
+	struct job_create *a = op->arg;
+	const struct job *j = a->j;
+	sqlite3_stmt *st = stmt(&s->w, ST_JOB_INS);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, j->manifest, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, j->manifest_version);
+	sqlite3_bind_int64(st, 4, j->created);
+	sqlite3_bind_int64(st, 5, j->deadline);
+	sqlite3_bind_int64(st, 6, j->lease_expires);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	json_t *d = json_pack("{s:s, s:I, s:I}", "manifest", j->manifest,
+	    "manifest_version", (json_int_t)j->manifest_version, "deadline",
+	    (json_int_t)j->deadline);
+	rc = audit_append(s, "job_created", j->id, a->actor, d);
+	json_decref(d);
+	for (size_t i = 0; rc == 0 && i < a->ntokens; i++)
+		rc = insert_token(s, &a->tokens[i], a->actor);
+	return rc;
+}
+
+int
+store_job_create(struct store *s, const struct job *j,
+    const struct token_row *tokens, size_t ntokens, const char *actor)
+{
+	struct job_create a = { j, tokens, ntokens, actor };
+
+	return store_write(s, op_job_create, &a);
+}
+
+static void
+read_job(sqlite3_stmt *st, struct job *j)
+{
+	copy_col(j->id, sizeof(j->id), st, 0);
+	copy_col(j->manifest, sizeof(j->manifest), st, 1);
+	j->manifest_version = sqlite3_column_int64(st, 2);
+	copy_col(j->state, sizeof(j->state), st, 3);
+	j->created = sqlite3_column_int64(st, 4);
+	j->deadline = sqlite3_column_int64(st, 5);
+	j->lease_expires = sqlite3_column_int64(st, 6);
+	copy_col(j->stop_reason, sizeof(j->stop_reason), st, 7);
+	j->tokens_revoked = sqlite3_column_int64(st, 8);
+}
+
+/* Reads job id on connection c: 0, -ENOENT or -errno. */
+static int
+job_read(struct conn *c, const char *id, struct job *ret)
+{
+	sqlite3_stmt *st = stmt(c, ST_JOB_GET);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		read_job(st, ret);
+	sqlite3_reset(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	return rc == SQLITE_DONE ? -ENOENT : sqlite_errno(rc);
+}
+
+int
+store_job_get(struct store *s, const char *id, struct job *ret,
+    json_t **ret_tokens)
+{
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+	int r;
+
+	if (c == NULL)
+		return -EIO;
+	r = job_read(c, id, ret);
+	if (r < 0 || ret_tokens == NULL) {
+		reader_put(s, c);
+		return r;
+	}
+	json_t *tokens = json_array();
+	st = stmt(c, ST_JOB_TOKENS);
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *params =
+		    json_loads((const char *)sqlite3_column_text(st, 2), 0,
+			NULL);
+		json_array_append_new(tokens,
+		    json_pack("{s:s, s:s, s:o, s:s, s:I, s:I, s:s}", "id",
+			(const char *)sqlite3_column_text(st, 0), "capability",
+			(const char *)sqlite3_column_text(st, 1), "params",
+			params != NULL ? params : json_object(), "aud",
+			(const char *)sqlite3_column_text(st, 3), "iat",
+			(json_int_t)sqlite3_column_int64(st, 4), "exp",
+			(json_int_t)sqlite3_column_int64(st, 5), "state",
+			(const char *)sqlite3_column_text(st, 6)));
+	}
+	reader_put(s, c);
+	*ret_tokens = tokens;
+	return 0;
+}
+
+struct job_lease {
+	const char *id;
+	int64_t lease;
+	struct job *out;
+};
+
+static int
+op_job_heartbeat(struct store *s, struct op *op)
+{
+	struct job_lease *a = op->arg;
+	sqlite3_stmt *st = stmt(&s->w, ST_JOB_LEASE);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (int64_t)time(NULL) + a->lease);
+	sqlite3_bind_text(st, 2, a->id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	rc = job_read(&s->w, a->id, a->out);
+	if (rc < 0)
+		return rc;
+	return strcmp(a->out->state, "running") == 0 ? 0 : -ESTALE;
+}
+
+int
+store_job_heartbeat(struct store *s, const char *id, int64_t lease_seconds,
+    struct job *ret)
+{
+	struct job_lease a = { id, lease_seconds, ret };
+
+	return store_write(s, op_job_heartbeat, &a);
+}
+
+struct job_revoke {
+	const char *id, *reason, *actor;
+	struct revoke_result *out;
+};
+
+static int
+op_job_revoke(struct store *s, struct op *op)
+{
+	struct job_revoke *a = op->arg;
+	struct revoke_result *out = a->out;
+	struct job j;
+	sqlite3_stmt *st;
+	int rc = job_read(&s->w, a->id, &j);
+
+	if (rc < 0)
+		return rc;
+	if (strcmp(j.state, "revoked") == 0) {
+		out->already = true;
+		out->tokens_revoked = j.tokens_revoked;
+		snprintf(out->reason, sizeof(out->reason), "%s", j.stop_reason);
+		st = stmt(&s->w, ST_REVOCATION_OF_JOB);
+		sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			out->seq = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		return 0;
+	}
+	st = stmt(&s->w, ST_TOKENS_REVOKE_JOB);
+	sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	out->tokens_revoked = sqlite3_changes(s->w.db);
+
+	st = stmt(&s->w, ST_JOB_REVOKE);
+	sqlite3_bind_text(st, 1, a->reason, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, out->tokens_revoked);
+	sqlite3_bind_int64(st, 3, (int64_t)time(NULL));
+	sqlite3_bind_text(st, 4, a->id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+
+	st = stmt(&s->w, ST_REVOCATION_INS);
+	sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)time(NULL));
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	out->seq = sqlite3_last_insert_rowid(s->w.db);
+	out->already = false;
+	snprintf(out->reason, sizeof(out->reason), "%s", a->reason);
+
+	json_t *d =
+	    json_pack("{s:s, s:I, s:I}", "reason", a->reason, "tokens_revoked",
+		(json_int_t)out->tokens_revoked, "seq", (json_int_t)out->seq);
+	rc = audit_append(s, "job_revoked", a->id, a->actor, d);
+	json_decref(d);
+	return rc;
+}
+
+int
+store_job_revoke(struct store *s, const char *id, const char *reason,
+    const char *actor, struct revoke_result *ret)
+{
+	struct job_revoke a = { id, reason, actor, ret };
+
+	memset(ret, 0, sizeof(*ret));
+	return store_write(s, op_job_revoke, &a);
+}
+
+int
+store_jobs_lapsed(struct store *s, int64_t now, size_t max, json_t **ret_ids)
+{
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+	json_t *out;
+	int rc;
+
+	if (c == NULL)
+		return -EIO;
+	st = stmt(c, ST_JOB_LAPSED);
+	if (st == NULL) {
+		reader_put(s, c);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_int64(st, 2, (int64_t)max);
+	out = json_array();
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		json_array_append_new(out,
+		    json_pack("{s:s, s:s}", "job",
+			(const char *)sqlite3_column_text(st, 0), "reason",
+			(const char *)sqlite3_column_text(st, 1)));
+	reader_put(s, c);
+	if (rc != SQLITE_DONE) {
+		json_decref(out);
+		return sqlite_errno(rc);
+	}
+	*ret_ids = out;
+	return 0;
+}
+
+/* --- tokens -------------------------------------------------------------- */
+
+struct token_insert {
+	const struct token_row *t;
+	const char *actor;
+};
+
+static int
+op_token_insert(struct store *s, struct op *op)
+{
+	struct token_insert *a = op->arg;
+	struct job j;
+	int rc = job_read(&s->w, a->t->job, &j);
+
+	if (rc < 0)
+		return rc;
+	/* Checked in the same transaction: a revoke cannot slip between. */
+	if (strcmp(j.state, "running") != 0)
+		return -ESTALE;
+	return insert_token(s, a->t, a->actor);
+}
+
+int
+store_token_insert(struct store *s, const struct token_row *t,
+    const char *actor)
+{
+	struct token_insert a = { t, actor };
+
+	return store_write(s, op_token_insert, &a);
+}
+
+int
+store_token_lookup(struct store *s, const unsigned char hash[STORE_HASH_LEN],
+    struct token_row *ret, char ret_job_state[16])
+{
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+	int rc, r = 0;
+
+	if (c == NULL)
+		return -EIO;
+	st = stmt(c, ST_TOKEN_LOOKUP);
+	if (st == NULL) {
+		reader_put(s, c);
+		return -EIO;
+	}
+	sqlite3_bind_blob(st, 1, hash, STORE_HASH_LEN, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		memcpy(ret->hash, hash, STORE_HASH_LEN);
+		copy_col(ret->id, sizeof(ret->id), st, 0);
+		copy_col(ret->job, sizeof(ret->job), st, 1);
+		copy_col(ret->capability, sizeof(ret->capability), st, 2);
+		ret->params = dup_col(st, 3);
+		copy_col(ret->audience, sizeof(ret->audience), st, 4);
+		ret->iat = sqlite3_column_int64(st, 5);
+		ret->exp = sqlite3_column_int64(st, 6);
+		copy_col(ret->state, sizeof(ret->state), st, 7);
+		copy_col(ret_job_state, 16, st, 8);
+		if (ret->params == NULL)
+			r = -ENOMEM;
+	} else
+		r = rc == SQLITE_DONE ? -ENOENT : sqlite_errno(rc);
+	reader_put(s, c);
+	return r;
+}
+
+struct token_revoke {
+	const unsigned char *hash;
+	const char *actor;
+	bool found;
+};
+
+static int
+op_token_revoke(struct store *s, struct op *op)
+{
+	struct token_revoke *a = op->arg;
+	sqlite3_stmt *st = stmt(&s->w, ST_TOKEN_REVOKE);
+	char id[40], job[40];
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_blob(st, 1, a->hash, STORE_HASH_LEN, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(st);
+		a->found = false;
+		return rc == SQLITE_DONE ? 0 : sqlite_errno(rc);
+	}
+	copy_col(id, sizeof(id), st, 0);
+	copy_col(job, sizeof(job), st, 1);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		;
+	sqlite3_reset(st);
+	a->found = true;
+	json_t *d = json_pack("{s:s}", "token", id);
+	rc = audit_append(s, "token_revoked", job, a->actor, d);
+	json_decref(d);
+	return rc;
+}
+
+int
+store_token_revoke(struct store *s, const unsigned char hash[STORE_HASH_LEN],
+    const char *actor, bool *ret_found)
+{
+	struct token_revoke a = { hash, actor, false };
+	int r = store_write(s, op_token_revoke, &a);
+
+	*ret_found = a.found;
+	return r;
+}
+
+/* --- revocation feed ----------------------------------------------------- */
+
+int
+store_revocations_after(struct store *s, int64_t seq, size_t max, json_t **ret)
+{
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+	json_t *out;
+	int rc;
+
+	if (c == NULL)
+		return -EIO;
+	st = stmt(c, ST_REVOCATIONS_AFTER);
+	sqlite3_bind_int64(st, 1, seq);
+	sqlite3_bind_int64(st, 2, (int64_t)max);
+	out = json_array();
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		json_array_append_new(out,
+		    json_pack("{s:I, s:s}", "seq",
+			(json_int_t)sqlite3_column_int64(st, 0), "job",
+			(const char *)sqlite3_column_text(st, 1)));
+	reader_put(s, c);
+	if (rc != SQLITE_DONE) {
+		json_decref(out);
+		return sqlite_errno(rc);
+	}
+	*ret = out;
+	return 0;
+}
+
+int
+store_revocation_head(struct store *s, int64_t *ret)
+{
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	if (c == NULL)
+		return -EIO;
+	st = stmt(c, ST_REVOCATION_HEAD);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*ret = sqlite3_column_int64(st, 0);
+	reader_put(s, c);
+	return rc == SQLITE_ROW ? 0 : sqlite_errno(rc);
+}
+
+/* --- audit --------------------------------------------------------------- */
+
+struct audit_one {
+	const char *event, *job, *actor;
+	json_t *detail;
+};
+
+static int
+op_audit(struct store *s, struct op *op)
+{
+	struct audit_one *a = op->arg;
+
+	return audit_append(s, a->event, a->job, a->actor, a->detail);
+}
+
+int
+store_audit(struct store *s, const char *event, const char *job,
+    const char *actor, json_t *detail)
+{
+	struct audit_one a = { event, job, actor, detail };
+
+	return store_write(s, op_audit, &a);
+}
+
+static json_t *
+audit_row(sqlite3_stmt *st)
+{
+	json_t *detail =
+	    json_loads((const char *)sqlite3_column_text(st, 5), 0, NULL);
+
+	return json_pack("{s:I, s:s, s:s, s:s?, s:s?, s:o, s:s, s:s}", "seq",
+	    (json_int_t)sqlite3_column_int64(st, 0), "ts",
+	    (const char *)sqlite3_column_text(st, 1), "event",
+	    (const char *)sqlite3_column_text(st, 2), "job",
+	    (const char *)sqlite3_column_text(st, 3), "actor",
+	    (const char *)sqlite3_column_text(st, 4), "detail",
+	    detail != NULL ? detail : json_null(), "prev",
+	    (const char *)sqlite3_column_text(st, 6), "hash",
+	    (const char *)sqlite3_column_text(st, 7));
+}
+
+int
+store_audit_list(struct store *s, const char *job, int64_t after, size_t max,
+    json_t **ret)
+{
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+	json_t *out;
+	int rc;
+
+	if (c == NULL)
+		return -EIO;
+	st = stmt(c, job != NULL ? ST_AUDIT_AFTER_JOB : ST_AUDIT_AFTER);
+	sqlite3_bind_int64(st, 1, after);
+	if (job != NULL) {
+		sqlite3_bind_text(st, 2, job, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (int64_t)max);
+	} else
+		sqlite3_bind_int64(st, 2, (int64_t)max);
+	out = json_array();
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		json_array_append_new(out, audit_row(st));
+	reader_put(s, c);
+	if (rc != SQLITE_DONE) {
+		json_decref(out);
+		return sqlite_errno(rc);
+	}
+	*ret = out;
+	return 0;
+}
+
+int
+store_audit_verify(struct store *s, bool *ret_ok, int64_t *ret_first_bad,
+    int64_t *ret_records)
+{
+	struct conn *c = reader_get(s);
+	char prev[65] = GENESIS, hash[65];
+	int64_t expect = 1, head = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	if (c == NULL)
+		return -EIO;
+	/* One read transaction: the chain and its recorded length agree. */
+	exec(c, "BEGIN");
+	st = stmt(c, ST_META_GET);
+	sqlite3_bind_text(st, 1, "audit_head", -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		head = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+
+	*ret_ok = true;
+	*ret_first_bad = 0;
+	st = stmt(c, ST_AUDIT_ALL);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t seq = sqlite3_column_int64(st, 0);
+		const char *col[8];
+
+		for (int i = 1; i < 8; i++)
+			col[i] = (const char *)sqlite3_column_text(st, i);
+		audit_hash(prev, seq, col[1] ? col[1] : "",
+		    col[2] ? col[2] : "", col[3], col[4], col[5] ? col[5] : "",
+		    hash);
+		if (seq != expect || col[6] == NULL ||
+		    strcmp(col[6], prev) != 0 || col[7] == NULL ||
+		    strcmp(col[7], hash) != 0) {
+			*ret_ok = false;
+			*ret_first_bad = seq != expect ? expect : seq;
+			break;
+		}
+		memcpy(prev, col[7], sizeof(prev));
+		expect++;
+	}
+	sqlite3_reset(st);
+	exec(c, "COMMIT");
+	if (*ret_ok && expect - 1 != head) {
+		*ret_ok = false;
+		*ret_first_bad = expect;
+	}
+	*ret_records = expect - 1;
+	reader_put(s, c);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sqlite_errno(rc);
+}

@@ -1,0 +1,161 @@
+/*
+ * The broker's store: manifests, jobs, tokens, the revocation sequence and
+ * the audit chain. This header is the whole interface the API code sees;
+ * store.c implements it on sqlite3, and a second engine (PostgreSQL, for a
+ * fleet of hosts sharing one broker) would implement the same functions.
+ *
+ * Every function that grants or revokes commits durably before it
+ * returns (sqlite: WAL, synchronous=FULL), together with its audit
+ * record. Writes from many threads are grouped into one transaction each
+ * (a group commit), so one fsync serves many callers. Every function
+ * returns 0 or -errno; none logs.
+ */
+#ifndef CORDON_BROKER_STORE_H
+#define CORDON_BROKER_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define STORE_HASH_LEN 32 /* HMAC-SHA256 of a token */
+#define TOKEN_VALUE_MAX 48 /* a token's value and its NUL */
+
+struct store;
+
+/* Opens (creating if needed) the database at path: 0 or -errno. */
+int store_open(const char *path, struct store **ret);
+/* Finishes the writes under way and closes. NULL is fine. */
+void store_close(struct store *s);
+
+/* --- manifests ---------------------------------------------------------- */
+
+struct manifest_version {
+	int64_t version;
+	char sha256[65];
+	json_t *body; /* owned */
+	int64_t created;
+};
+
+/*
+ * Stores body (canonical text with its sha256) as the next version of name,
+ * unless it equals the current one. *ret_version gets the version now
+ * current, *ret_prev the previous current body (NULL for a first version,
+ * json_decref it), *ret_new whether a version was added.
+ */
+int store_manifest_put(struct store *s, const char *name, const char *text,
+    const char *sha256, const char *actor, int64_t *ret_version,
+    json_t **ret_prev, bool *ret_new);
+
+/* Version 0 means the current one. -ENOENT when there is none. */
+int store_manifest_get(struct store *s, const char *name, int64_t version,
+    struct manifest_version *ret);
+void manifest_version_free(struct manifest_version *m);
+
+/* --- jobs --------------------------------------------------------------- */
+
+struct job {
+	char id[40];
+	char manifest[72];
+	int64_t manifest_version;
+	char state[16]; /* "running" or "revoked" */
+	int64_t created, deadline, lease_expires;
+	char stop_reason[128]; /* "" while running */
+	int64_t tokens_revoked;
+};
+
+/* A token row, as stored: never its value, only its HMAC. */
+struct token_row {
+	unsigned char hash[STORE_HASH_LEN];
+	char id[40];
+	char job[40];
+	char capability[72];
+	char *params; /* JSON text; owned */
+	char audience[136];
+	int64_t iat, exp;
+	char state[16]; /* "active", "revoked" */
+};
+
+/*
+ * Creates job j (state "running") with the tokens minted at its start,
+ * each audited. j->id must be fresh.
+ */
+int store_job_create(struct store *s, const struct job *j,
+    const struct token_row *tokens, size_t ntokens, const char *actor);
+
+/* -ENOENT for an unknown job. *ret_tokens (may be NULL) gets an array of
+ * {id, capability, params, aud, iat, exp, state}. */
+int store_job_get(struct store *s, const char *id, struct job *ret,
+    json_t **ret_tokens);
+
+/* Extends a running job's lease to now + lease_seconds (never past its
+ * deadline): 0, -ENOENT, or -ESTALE when the job is revoked. */
+int store_job_heartbeat(struct store *s, const char *id, int64_t lease_seconds,
+    struct job *ret);
+
+struct revoke_result {
+	int64_t tokens_revoked;
+	int64_t seq; /* the revocation's sequence number */
+	bool already; /* it had been revoked before this call */
+	char reason[128];
+};
+
+/*
+ * Revokes job id and every token of it in one transaction with the
+ * sequence number and the audit record. Revoking a revoked job changes
+ * nothing and answers as the first time did. -ENOENT for an unknown job.
+ */
+int store_job_revoke(struct store *s, const char *id, const char *reason,
+    const char *actor, struct revoke_result *ret);
+
+/* Ids of running jobs whose lease or deadline is before now, at most max:
+ * a new array of strings. */
+int store_jobs_lapsed(struct store *s, int64_t now, size_t max,
+    json_t **ret_ids);
+
+/* --- tokens ------------------------------------------------------------- */
+
+/* Inserts a minted token of a running job, audited. -ESTALE when the job
+ * is not running (revoked meanwhile): then nothing is stored. */
+int store_token_insert(struct store *s, const struct token_row *t,
+    const char *actor);
+
+/* Looks a token up by HMAC, with its job's state: -ENOENT when unknown.
+ * Free ret->params. */
+int store_token_lookup(struct store *s,
+    const unsigned char hash[STORE_HASH_LEN], struct token_row *ret,
+    char ret_job_state[16]);
+
+/* Revokes one token by HMAC (RFC 7009). Unknown is not an error:
+ * *ret_found says. */
+int store_token_revoke(struct store *s,
+    const unsigned char hash[STORE_HASH_LEN], const char *actor,
+    bool *ret_found);
+
+/* --- revocation feed ---------------------------------------------------- */
+
+/* The revocations after seq, at most max: a new array of {seq, job}. */
+int store_revocations_after(struct store *s, int64_t seq, size_t max,
+    json_t **ret);
+/* The latest sequence number (0 when none). */
+int store_revocation_head(struct store *s, int64_t *ret);
+
+/* --- audit -------------------------------------------------------------- */
+
+/* Appends an audit record on its own (a refused key, say). */
+int store_audit(struct store *s, const char *event, const char *job,
+    const char *actor, json_t *detail);
+
+/* Records with seq > after (for job, when not NULL), at most max: a new
+ * array of {seq, ts, event, job, actor, detail, prev, hash}. */
+int store_audit_list(struct store *s, const char *job, int64_t after,
+    size_t max, json_t **ret);
+
+/*
+ * Walks the whole chain: *ret_ok true when every record's hash matches its
+ * contents and its predecessor's hash, and sequence numbers have no gap.
+ * Otherwise *ret_first_bad is the first record that does not hold.
+ */
+int store_audit_verify(struct store *s, bool *ret_ok, int64_t *ret_first_bad,
+    int64_t *ret_records);
+
+#endif
