@@ -636,6 +636,8 @@ http_server_start(const struct http_server_config *cfg,
 		{ MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape, NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL },
 		{ MHD_OPTION_CONNECTION_LIMIT, 1000, NULL },
+		/* Per connection: request line, headers, MHD's own state. */
+		{ MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16384, NULL },
 		{ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL },
 		{ cfg->threads > 1 && !cfg->thread_per_connection
 			? MHD_OPTION_THREAD_POOL_SIZE
