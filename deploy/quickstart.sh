@@ -111,24 +111,53 @@ for svc in $services; do
 done
 status
 
-say "4/4 the example: what each service says about itself"
-for svc in $services; do
-	printf '  %-8s /healthz  %s' "$svc" "$(health "$svc")"
-	echo
-done
-echo
+say "4/4 the example: the identity plane, end to end"
+B=http://127.0.0.1:7701
+K=$var/broker/keys
+A="Authorization: Bearer $(cat "$K/admin.key")"
+L="Authorization: Bearer $(cat "$K/launcher.key")"
+V="Authorization: Bearer $(cat "$K/verifier.key")"
+field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | tr -d '"'; }
+show() { printf '    %s\n' "$*"; }
+
 echo "  the broker wrote one key per role (mode 0600; values are never logged):"
-for f in "$var"/broker/keys/*.key; do
-	printf '    %s  %s\n' "$(stat -c %a "$f")" "${f#"$top"/}"
+for f in "$K"/*.key; do
+	show "$(stat -c %a "$f")  ${f#"$top"/}"
 done
 echo
-echo "  a refused call, as every client sees errors (JSON, right status):"
-printf '    $ curl -s http://127.0.0.1:7701/v1/nothing-here\n    '
-curl -s http://127.0.0.1:7701/v1/nothing-here
+echo "  a manifest, reviewed like code (deploy/examples/support-triage.json):"
+out=$(curl -s -X PUT -H "$A" --data-binary @deploy/examples/support-triage.json \
+	$B/v1/manifests/support-triage)
+planes=$(sed -n 's/.*"planes":\[\([^]]*\)\].*/\1/p' <<<"$out" | tr -d '"')
+show "version $(field version <<<"$out"), planes touched: ${planes:-none (unchanged since the last run)}"
+out=$(curl -s -X PUT -H "$A" $B/v1/manifests/careless \
+	-d '{"name": "careless", "env": {"GITHUB_TOKEN": "ghp_0123456789abcdef0123456789abcdef0123"},
+	     "egress": [{"host": "*.co.uk", "methods": ["GET"]}]}')
+show "a careless one is refused, every problem at once:"
+sed 's/},{/}\n{/g' <<<"$out" | sed -n 's/.*"field":"\([^"]*\)","problem":"\([^"]*\)".*/      \1: \2/p'
 echo
-echo "  figures for Prometheus:  curl -s http://127.0.0.1:7701/metrics"
-printf '    %s\n' "$(curl -s http://127.0.0.1:7701/metrics |
-	grep '^cordon_http_responses_total{code="404"}')"
+job=$(curl -s -X POST -H "$L" -d '{"manifest": "support-triage"}' $B/v1/jobs | field job)
+show "the launcher creates job $job (15-minute deadline, 30 s lease)"
+# What the proxy does when the job asks http://broker.cordon/v1/token.
+tok=$(curl -s -X POST -H "$V" -H "X-Cordon-Job: $job" $B/v1/token \
+	-d '{"capability": "invoices.read", "params": {"tenant": "4182"}}')
+token=$(field access_token <<<"$tok")
+show "the job asks for \"invoices.read, tenant 4182\": a token for ${token:0:8}…, expires in $(field expires_in <<<"$tok") s"
+out=$(curl -s -X POST -H "$V" -H "X-Cordon-Job: $job" $B/v1/token \
+	-d '{"capability": "invoices.read", "params": {"tenant": "9999"}}')
+show "it asks for tenant 9999: $(field error <<<"$out") (refused, never narrowed)"
+show "introspection of its token: active=$(curl -s -X POST -H "$V" -d "{\"token\": \"$token\"}" $B/v1/introspect | field active)"
+out=$(curl -s -X POST -H "$A" -d '{"reason": "quickstart"}' $B/v1/jobs/$job/revoke)
+show "an operator revokes the job: $(field tokens_revoked <<<"$out") token(s) revoked"
+show "the same token replayed: active=$(curl -s -X POST -H "$V" -d "{\"token\": \"$token\"}" $B/v1/introspect | field active)"
+show "the audit chain verifies: ok=$(curl -s -H "$A" "$B/v1/audit?verify=1" | field ok)"
+show "the token's value is in no file the broker wrote: $(grep -rlF "$token" "$var" 2>/dev/null | wc -l) files"
+echo
+for svc in $services; do
+	printf '  %-8s /healthz  %s\n' "$svc" "$(health "$svc")"
+done
+echo
+echo "  the broker's API, with curl: docs/api.md (the revoke call comes first)"
 
 cat <<EOF
 
