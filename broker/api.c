@@ -424,45 +424,55 @@ heartbeat(void *ctx, struct http_request *req, struct http_response *res)
 	http_reply_json(res, 200, job_json(&j));
 }
 
-/*
- * Revokes job and waits for the followers: the answer shared by an
- * operator's revoke, the launcher's stop and the dead man's switch.
- */
+/* Revokes job in the store and wakes the followers: 0 or -errno. */
 static int
 revoke_job(struct broker *b, const char *job, const char *reason,
-    const char *actor, json_t **ret)
+    const char *actor, struct revoke_result *rr)
 {
-	struct revoke_result rr;
-	int r = store_job_revoke(b->store, job, reason, actor, &rr);
+	int r = store_job_revoke(b->store, job, reason, actor, rr);
 
 	if (r < 0)
 		return r;
-	if (!rr.already) {
+	if (!rr->already) {
 		atomic_fetch_add(&b->revoked_jobs, 1);
-		feed_publish(b->feed, rr.seq);
+		feed_publish(b->feed, rr->seq);
 		log_info("job_revoked", "{s:s, s:s, s:s, s:I, s:I}", "job", job,
 		    "reason", reason, "by", actor, "tokens_revoked",
-		    (json_int_t)rr.tokens_revoked, "seq", (json_int_t)rr.seq);
+		    (json_int_t)rr->tokens_revoked, "seq", (json_int_t)rr->seq);
 	}
-	json_t *propagated =
-	    ret != NULL ? feed_wait_acks(b->feed, rr.seq) : NULL;
-	if (ret != NULL)
-		*ret = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o}", "job", job,
-		    "state", "revoked", "reason", rr.reason, "tokens_revoked",
-		    (json_int_t)rr.tokens_revoked, "seq", (json_int_t)rr.seq,
-		    "propagated", propagated);
 	return 0;
 }
 
+static void
+revoke_answer(struct broker *b, const char *job, const struct revoke_result *rr,
+    struct http_response *res)
+{
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:s, s:s, s:I, s:I, s:o}", "job", job, "state",
+		"revoked", "reason", rr->reason, "tokens_revoked",
+		(json_int_t)rr->tokens_revoked, "seq", (json_int_t)rr->seq,
+		"propagated", feed_acks_result(b->feed, rr->seq)));
+}
+
+/*
+ * Revoke, then answer once the followers acknowledged (or were declared
+ * gone): the request is deferred meanwhile, its revoke kept as its state.
+ */
 static void
 revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
 {
 	static const char *const fields[] = { "reason" };
 	struct broker *b = ctx;
-	json_t *body = http_request_body(req), *out;
+	struct revoke_result *rr = http_request_state(req);
+	const char *job = http_request_param(req, 0);
+	json_t *body = http_request_body(req);
 	const char *reason = NULL;
 	int r;
 
+	if (rr != NULL) { /* resumed: the followers had their chance */
+		revoke_answer(b, job, rr, res);
+		return;
+	}
 	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res))
 		return;
 	if (body != NULL && json_object_get(body, "reason") != NULL) {
@@ -479,8 +489,13 @@ revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
 	if (reason == NULL || reason[0] == '\0')
 		reason = (http_request_roles(req) & ROLE_ADMIN) ? "operator"
 								: "stopped";
-	r = revoke_job(b, http_request_param(req, 0), reason, actor_of(req),
-	    &out);
+	rr = calloc(1, sizeof(*rr));
+	if (rr == NULL) {
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	http_request_set_state(req, rr, free);
+	r = revoke_job(b, job, reason, actor_of(req), rr);
 	if (r == -ENOENT) {
 		http_reply_error(res, 404, "unknown_job", "no such job");
 		return;
@@ -489,7 +504,8 @@ revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
 		reply_store_error(b, res, r);
 		return;
 	}
-	http_reply_json(res, 200, out);
+	if (feed_wait_acks(b->feed, rr->seq, req) == 1)
+		revoke_answer(b, job, rr, res);
 }
 
 static void
@@ -520,17 +536,45 @@ job_egress(void *ctx, struct http_request *req, struct http_response *res)
 
 /* --- tokens --------------------------------------------------------------- */
 
+/* A mint between its request and its commit. */
+struct mint_state {
+	struct http_request *req;
+	struct token_row row;
+	char value[TOKEN_VALUE_MAX];
+	atomic_int result;
+};
+
 static void
-mint(void *ctx, struct http_request *req, struct http_response *res)
+mint_state_free(void *p)
+{
+	struct mint_state *st = p;
+
+	OPENSSL_cleanse(st->value, sizeof(st->value));
+	free(st->row.params);
+	free(st);
+}
+
+/* In the store's writer thread, after the commit. */
+static void
+mint_committed(void *arg, int result)
+{
+	struct mint_state *st = arg;
+
+	atomic_store(&st->result, result);
+	http_request_resume(st->req);
+}
+
+/* Checks a token request and queues its mint. */
+static void
+mint_request(void *ctx, struct http_request *req, struct http_response *res)
 {
 	static const char *const fields[] = { "capability", "params",
 		"ttl_seconds" };
+	struct mint_state *st;
 	struct broker *b = ctx;
 	json_t *body = http_request_body(req), *cap, *problems;
 	const char *job = NULL, *name;
 	struct manifest_version m;
-	struct token_row row;
-	char value[TOKEN_VALUE_MAX];
 	struct job j;
 	int64_t ttl;
 	int r;
@@ -591,32 +635,72 @@ mint(void *ctx, struct http_request *req, struct http_response *res)
 		return;
 	}
 	json_decref(problems);
+	st = calloc(1, sizeof(*st));
+	if (st == NULL) {
+		manifest_version_free(&m);
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	http_request_set_state(req, st, mint_state_free);
+	st->req = req;
 	r = capability_mint(b->pepper, j.id, j.deadline, cap,
-	    json_object_get(body, "params"), ttl, value, &row);
+	    json_object_get(body, "params"), ttl, st->value, &st->row);
 	manifest_version_free(&m);
-	if (r == 0)
-		r = store_token_insert(b->store, &row, actor_of(req));
 	if (r < 0) {
-		OPENSSL_cleanse(value, sizeof(value));
-		free(row.params);
-		if (r == -ESTALE)
-			http_reply_error(res, 403, "job_revoked",
-			    "the job was revoked meanwhile");
-		else
-			reply_store_error(b, res, r);
+		reply_store_error(b, res, r);
+		return;
+	}
+	/* Answered once durable: the request waits, its thread does not. */
+	http_request_defer(req);
+	r = store_token_insert_async(b->store, &st->row, "verifier",
+	    mint_committed, st);
+	if (r < 0) {
+		atomic_store(&st->result, r);
+		http_request_resume(req);
+	}
+}
+
+static void
+mint_answer(struct broker *b, struct http_request *req, struct mint_state *st,
+    struct http_response *res)
+{
+	int r = atomic_load(&st->result);
+
+	if (r == -ESTALE) {
+		atomic_fetch_add(&b->refused_mints, 1);
+		http_reply_error(res, 403, "job_revoked",
+		    "the job was revoked meanwhile; nothing was granted");
+		return;
+	}
+	if (r < 0) {
+		reply_store_error(b, res, r);
 		return;
 	}
 	atomic_fetch_add(&b->minted, 1);
-	log_info("token_minted", "{s:s, s:s, s:s, s:I}", "job", j.id, "token",
-	    row.id, "capability", row.capability, "exp", (json_int_t)row.exp);
-	json_t *out = json_pack("{s:s, s:s, s:I, s:s, s:O, s:s, s:s}",
-	    "access_token", value, "token_type", "Bearer", "expires_in",
-	    (json_int_t)(row.exp - (int64_t)time(NULL)), "capability",
-	    row.capability, "params", json_object_get(body, "params"), "aud",
-	    row.audience, "token_id", row.id);
-	OPENSSL_cleanse(value, sizeof(value));
-	free(row.params);
-	http_reply_json(res, 200, out);
+	log_info("token_minted", "{s:s, s:s, s:s, s:I}", "job", st->row.job,
+	    "token", st->row.id, "capability", st->row.capability, "exp",
+	    (json_int_t)st->row.exp);
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:s, s:I, s:s, s:O, s:s, s:s}", "access_token",
+		st->value, "token_type", "Bearer", "expires_in",
+		(json_int_t)(st->row.exp - (int64_t)time(NULL)), "capability",
+		st->row.capability, "params",
+		json_object_get(http_request_body(req), "params"), "aud",
+		st->row.audience, "token_id", st->row.id));
+	OPENSSL_cleanse(st->value, sizeof(st->value));
+}
+
+/* POST /v1/token: checked, minted, committed (deferred), answered. */
+static void
+mint(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct mint_state *st = http_request_state(req);
+
+	if (st != NULL) { /* resumed after the commit */
+		mint_answer(ctx, req, st, res);
+		return;
+	}
+	mint_request(ctx, req, res);
 }
 
 static void
@@ -714,16 +798,49 @@ follower_ok(const char *s)
 	return true;
 }
 
+struct poll_state {
+	char follower[64];
+	int64_t after;
+};
+
+static void
+revocations_answer(struct broker *b, struct poll_state *st,
+    struct http_response *res)
+{
+	int64_t head = feed_poll_done(b->feed, st->follower);
+	json_t *list;
+	int r = store_revocations_after(b->store, st->after, 1000, &list);
+
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	if (json_array_size(list) > 0)
+		head = json_integer_value(
+		    json_object_get(json_array_get(list,
+					json_array_size(list) - 1),
+			"seq"));
+	else if (head < st->after)
+		head = st->after;
+	http_reply_json(res, 200,
+	    json_pack("{s:I, s:o}", "head", (json_int_t)head, "revocations",
+		list));
+}
+
+/* A long poll: deferred until a revocation past after, or wait seconds. */
 static void
 revocations(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct broker *b = ctx;
+	struct poll_state *st = http_request_state(req);
 	const char *follower = http_request_query(req, "follower");
 	long long after, wait;
-	json_t *list;
-	int64_t head;
 	int r;
 
+	if (st != NULL) { /* resumed */
+		revocations_answer(b, st, res);
+		return;
+	}
 	if (!query_int(req, "after", 0, INT64_MAX, 0, &after, res) ||
 	    !query_int(req, "wait", 0, FEED_MAX_WAIT_S, 0, &wait, res))
 		return;
@@ -734,27 +851,20 @@ revocations(void *ctx, struct http_request *req, struct http_response *res)
 		    "follower must be 1 to 63 of [A-Za-z0-9._-]");
 		return;
 	}
-	head = feed_poll(b->feed, follower, after, (int)wait);
-	if (head < 0) {
+	st = calloc(1, sizeof(*st));
+	if (st == NULL) {
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	snprintf(st->follower, sizeof(st->follower), "%s", follower);
+	st->after = after;
+	http_request_set_state(req, st, free);
+	r = feed_poll(b->feed, follower, after, (int)wait, req);
+	if (r < 0)
 		http_reply_error(res, 503, "too_many_followers",
 		    "the feed has no room for another follower");
-		return;
-	}
-	r = store_revocations_after(b->store, after, 1000, &list);
-	if (r < 0) {
-		reply_store_error(b, res, r);
-		return;
-	}
-	if (json_array_size(list) > 0)
-		head = json_integer_value(
-		    json_object_get(json_array_get(list,
-					json_array_size(list) - 1),
-			"seq"));
-	else if (head < after)
-		head = after;
-	http_reply_json(res, 200,
-	    json_pack("{s:I, s:o}", "head", (json_int_t)head, "revocations",
-		list));
+	else if (r == 1)
+		revocations_answer(b, st, res);
 }
 
 /* --- audit ---------------------------------------------------------------- */
@@ -817,7 +927,9 @@ broker_sweep(void *ctx)
 		const char *why =
 		    json_string_value(json_object_get(e, "reason"));
 
-		if (revoke_job(b, job, why, "broker", NULL) == 0) {
+		struct revoke_result rr;
+
+		if (revoke_job(b, job, why, "broker", &rr) == 0) {
 			atomic_fetch_add(&b->lapsed, 1);
 			log_warn("job_lapsed", "{s:s, s:s}", "job", job,
 			    "reason", why);

@@ -155,8 +155,7 @@ main(int argc, char **argv)
 	struct http_server_config http = {
 		.svc = "broker",
 		.listen_fd = steal_fd(&fd),
-		.threads = 1,
-		.thread_per_connection = true,
+		.threads = BROKER_THREADS,
 		.routes = broker_routes,
 		.nroutes = broker_nroutes,
 		.ctx = &b,

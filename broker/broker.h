@@ -17,6 +17,10 @@
 
 #define BROKER_PROG "cordon-broker"
 #define BROKER_LISTEN "127.0.0.1:7701"
+/* HTTP threads. Handlers that wait defer (long polls, acknowledgements,
+ * commits), so these only ever run; a few more than the cores keep the
+ * group commit fed while one thread reads the database. */
+#define BROKER_THREADS 4
 
 struct broker_config {
 	struct config_common common;

@@ -1,8 +1,12 @@
 /*
- * Followers of the revocation feed, in memory: who is connected, what
- * each has acknowledged. A follower is connected while it polls or has
- * polled within FEED_ACK_WAIT_MS; one that misses an acknowledgement
- * deadline is gone until it polls again.
+ * Followers of the revocation feed, in memory: who is connected, what each
+ * has acknowledged, and the deferred requests waiting on them. A follower
+ * is connected while it polls or has polled within FEED_ACK_WAIT_MS; one
+ * that misses an acknowledgement deadline is gone until it polls again.
+ *
+ * Every resume happens under the feed's lock, and every defer happens
+ * under it before the waiter is listed, so no request is resumed before
+ * it was suspended, nor twice.
  */
 #include "feed.h"
 
@@ -21,13 +25,25 @@ struct follower {
 	bool gone;
 };
 
+enum waiter_kind { WAIT_POLL, WAIT_ACKS };
+
+struct waiter {
+	enum waiter_kind kind;
+	int64_t seq; /* POLL: the after it waits past; ACKS: the seq */
+	int64_t deadline_ms;
+	struct http_request *req;
+	struct waiter *next;
+};
+
 struct feed {
 	pthread_mutex_t mu;
-	pthread_cond_t changed; /* head moved, an ack came, or stopping */
+	pthread_cond_t timer; /* a waiter was added, or stopping */
+	pthread_t thread;
 	int64_t head;
 	bool stopping;
 	struct follower f[FEED_FOLLOWERS_MAX];
 	size_t n;
+	struct waiter *waiters;
 };
 
 static int64_t
@@ -39,19 +55,84 @@ now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static struct timespec
-deadline_in(int64_t ms)
+static bool
+connected(const struct follower *fl, int64_t now)
 {
-	struct timespec ts;
+	return !fl->gone &&
+	    (fl->polling > 0 || now - fl->last_seen_ms <= FEED_ACK_WAIT_MS);
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
+/* True when every connected follower has acknowledged seq. */
+static bool
+all_acked(struct feed *f, int64_t seq, int64_t now)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (connected(&f->f[i], now) && f->f[i].acked < seq)
+			return false;
+	return true;
+}
+
+/* Resumes and unlists the waiters for which done() holds. Locked. */
+static void
+wake(struct feed *f, bool (*done)(struct feed *, struct waiter *, int64_t))
+{
+	int64_t now = now_ms();
+
+	for (struct waiter **p = &f->waiters; *p != NULL;) {
+		struct waiter *w = *p;
+
+		if (f->stopping || done(f, w, now)) {
+			*p = w->next;
+			http_request_resume(w->req);
+			free(w);
+		} else
+			p = &w->next;
 	}
-	return ts;
+}
+
+static bool
+past_deadline(struct feed *f, struct waiter *w, int64_t now)
+{
+	(void)f;
+	return now >= w->deadline_ms;
+}
+
+static bool
+poll_ready(struct feed *f, struct waiter *w, int64_t now)
+{
+	return now >= w->deadline_ms ||
+	    (w->kind == WAIT_POLL && f->head > w->seq);
+}
+
+static bool
+acks_ready(struct feed *f, struct waiter *w, int64_t now)
+{
+	return now >= w->deadline_ms ||
+	    (w->kind == WAIT_ACKS && all_acked(f, w->seq, now));
+}
+
+/* Keeps the deadlines: wakes each waiter when its time has come. */
+static void *
+timer_main(void *arg)
+{
+	struct feed *f = arg;
+
+	pthread_mutex_lock(&f->mu);
+	while (!f->stopping) {
+		int64_t next = now_ms() + 1000;
+		struct timespec ts;
+
+		for (struct waiter *w = f->waiters; w != NULL; w = w->next)
+			if (w->deadline_ms < next)
+				next = w->deadline_ms;
+		ts.tv_sec = next / 1000;
+		ts.tv_nsec = (next % 1000) * 1000000;
+		pthread_cond_timedwait(&f->timer, &f->mu, &ts);
+		wake(f, past_deadline);
+	}
+	wake(f, past_deadline); /* stopping: all of them */
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
 }
 
 struct feed *
@@ -65,10 +146,26 @@ feed_new(int64_t head)
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&f->changed, &attr);
+	pthread_cond_init(&f->timer, &attr);
 	pthread_condattr_destroy(&attr);
 	f->head = head;
+	if (pthread_create(&f->thread, NULL, timer_main, f) != 0) {
+		pthread_mutex_destroy(&f->mu);
+		pthread_cond_destroy(&f->timer);
+		free(f);
+		return NULL;
+	}
 	return f;
+}
+
+void
+feed_stop(struct feed *f)
+{
+	pthread_mutex_lock(&f->mu);
+	f->stopping = true;
+	wake(f, past_deadline);
+	pthread_cond_signal(&f->timer);
+	pthread_mutex_unlock(&f->mu);
 }
 
 void
@@ -76,23 +173,16 @@ feed_free(struct feed *f)
 {
 	if (f == NULL)
 		return;
+	feed_stop(f);
+	pthread_join(f->thread, NULL);
 	pthread_mutex_destroy(&f->mu);
-	pthread_cond_destroy(&f->changed);
+	pthread_cond_destroy(&f->timer);
 	free(f);
 }
 
-static bool
-connected(const struct follower *fl, int64_t now)
-{
-	return !fl->gone &&
-	    (fl->polling > 0 || now - fl->last_seen_ms <= FEED_ACK_WAIT_MS);
-}
-
 static struct follower *
-find(struct feed *f, const char *name)
+find(struct feed *f, const char *name, int64_t now)
 {
-	int64_t now = now_ms();
-
 	for (size_t i = 0; i < f->n; i++)
 		if (strcmp(f->f[i].name, name) == 0)
 			return &f->f[i];
@@ -111,15 +201,35 @@ find(struct feed *f, const char *name)
 	return &f->f[f->n++];
 }
 
-int64_t
-feed_poll(struct feed *f, const char *name, int64_t after, int wait_s)
+/* Lists a deferred request. Locked; req already deferred. */
+static int
+add_waiter(struct feed *f, enum waiter_kind kind, int64_t seq,
+    int64_t deadline_ms, struct http_request *req)
 {
-	struct timespec until = deadline_in((int64_t)wait_s * 1000);
+	struct waiter *w = calloc(1, sizeof(*w));
+
+	if (w == NULL)
+		return -ENOMEM;
+	w->kind = kind;
+	w->seq = seq;
+	w->deadline_ms = deadline_ms;
+	w->req = req;
+	w->next = f->waiters;
+	f->waiters = w;
+	pthread_cond_signal(&f->timer);
+	return 0;
+}
+
+int
+feed_poll(struct feed *f, const char *name, int64_t after, int wait_s,
+    struct http_request *req)
+{
 	struct follower *fl;
-	int64_t head;
+	int64_t now = now_ms();
+	int r = 1;
 
 	pthread_mutex_lock(&f->mu);
-	fl = find(f, name);
+	fl = find(f, name, now);
 	if (fl == NULL) {
 		pthread_mutex_unlock(&f->mu);
 		return -1;
@@ -128,15 +238,34 @@ feed_poll(struct feed *f, const char *name, int64_t after, int wait_s)
 		fl->acked = after;
 	fl->gone = false;
 	fl->polling++;
-	fl->last_seen_ms = now_ms();
-	pthread_cond_broadcast(&f->changed); /* an acknowledgement */
-	while (f->head <= after && !f->stopping && wait_s > 0)
-		if (pthread_cond_timedwait(&f->changed, &f->mu, &until) ==
-		    ETIMEDOUT)
-			break;
+	fl->last_seen_ms = now;
+	/* An acknowledgement: some revoke may be waiting for it. */
+	wake(f, acks_ready);
+	if (f->head <= after && wait_s > 0 && !f->stopping) {
+		http_request_defer(req);
+		if (add_waiter(f, WAIT_POLL, after,
+			now + (int64_t)wait_s * 1000, req) == 0)
+			r = 0;
+		else
+			http_request_resume(req);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return r;
+}
+
+int64_t
+feed_poll_done(struct feed *f, const char *name)
+{
+	int64_t now = now_ms(), head;
+	struct follower *fl;
+
+	pthread_mutex_lock(&f->mu);
+	fl = find(f, name, now);
+	if (fl != NULL && fl->polling > 0) {
+		fl->polling--;
+		fl->last_seen_ms = now;
+	}
 	head = f->head;
-	fl->polling--;
-	fl->last_seen_ms = now_ms();
 	pthread_mutex_unlock(&f->mu);
 	return head;
 }
@@ -147,32 +276,37 @@ feed_publish(struct feed *f, int64_t seq)
 	pthread_mutex_lock(&f->mu);
 	if (seq > f->head)
 		f->head = seq;
-	pthread_cond_broadcast(&f->changed);
+	wake(f, poll_ready);
 	pthread_mutex_unlock(&f->mu);
 }
 
-json_t *
-feed_wait_acks(struct feed *f, int64_t seq)
+int
+feed_wait_acks(struct feed *f, int64_t seq, struct http_request *req)
 {
-	struct timespec until = deadline_in(FEED_ACK_WAIT_MS);
+	int64_t now = now_ms();
+	int r = 1;
+
+	pthread_mutex_lock(&f->mu);
+	if (!all_acked(f, seq, now) && !f->stopping) {
+		http_request_defer(req);
+		if (add_waiter(f, WAIT_ACKS, seq, now + FEED_ACK_WAIT_MS,
+			req) == 0)
+			r = 0;
+		else
+			http_request_resume(req);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return r;
+}
+
+json_t *
+feed_acks_result(struct feed *f, int64_t seq)
+{
 	json_t *acked = json_array(), *gone = json_array();
 	size_t followers = 0;
 	int64_t now;
 
 	pthread_mutex_lock(&f->mu);
-	for (;;) {
-		bool waiting = false;
-
-		now = now_ms();
-		for (size_t i = 0; i < f->n; i++)
-			if (connected(&f->f[i], now) && f->f[i].acked < seq)
-				waiting = true;
-		if (!waiting || f->stopping)
-			break;
-		if (pthread_cond_timedwait(&f->changed, &f->mu, &until) ==
-		    ETIMEDOUT)
-			break;
-	}
 	now = now_ms();
 	for (size_t i = 0; i < f->n; i++) {
 		struct follower *fl = &f->f[i];
@@ -184,7 +318,7 @@ feed_wait_acks(struct feed *f, int64_t seq)
 			json_array_append_new(acked, json_string(fl->name));
 		} else if (connected(fl, now) ||
 		    now - fl->last_seen_ms <= 2 * FEED_ACK_WAIT_MS) {
-			/* Connected and silent: declared gone. */
+			/* Connected and silent past the deadline: gone. */
 			followers++;
 			fl->gone = true;
 			json_array_append_new(gone, json_string(fl->name));
@@ -207,13 +341,4 @@ feed_followers(struct feed *f)
 		n += connected(&f->f[i], now);
 	pthread_mutex_unlock(&f->mu);
 	return n;
-}
-
-void
-feed_stop(struct feed *f)
-{
-	pthread_mutex_lock(&f->mu);
-	f->stopping = true;
-	pthread_cond_broadcast(&f->changed);
-	pthread_mutex_unlock(&f->mu);
 }

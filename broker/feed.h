@@ -1,12 +1,18 @@
 /*
  * The revocation feed's followers. Proxies (verifiers) long-poll
  * GET /v1/revocations?after=SEQ; a poll with after >= seq acknowledges
- * everything up to seq. A revoke returns once every connected follower has
+ * everything up to seq. A revoke answers once every connected follower has
  * acknowledged its sequence number or has been declared gone, at most
  * FEED_ACK_WAIT_MS later: "no window" means the caller learns which.
+ *
+ * Waiting holds no thread: a poll or a revoke that must wait defers its
+ * HTTP request, and the feed resumes it when what it waits for happens or
+ * its deadline passes (the feed's own timer thread keeps the deadlines).
  */
 #ifndef CORDON_BROKER_FEED_H
 #define CORDON_BROKER_FEED_H
+
+#include "http_server.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -18,33 +24,45 @@
 
 struct feed;
 
-/* head: the latest sequence number already committed. */
+/* head: the latest sequence number already committed. NULL on failure. */
 struct feed *feed_new(int64_t head);
+/* Stops the timer thread and frees; every waiter must be gone (feed_stop
+ * resumed them and their requests ended). NULL is fine. */
 void feed_free(struct feed *f);
 
 /*
- * A poll by follower name: acknowledges after, then waits up to wait_s
- * for a sequence number above it (or for feed_stop). Returns the head it
- * saw: a head above after means there is something to read. -1 when the
- * follower table is full.
+ * A poll by follower name, acknowledging after. Returns 1 when the answer
+ * can be given now (a sequence number above after exists, wait_s is 0, or
+ * the feed is stopping), 0 when req was deferred until there is one or
+ * wait_s has passed, -1 when the follower table is full. Either way the
+ * handler then (now, or when resumed) calls feed_poll_done.
  */
-int64_t feed_poll(struct feed *f, const char *name, int64_t after, int wait_s);
+int feed_poll(struct feed *f, const char *name, int64_t after, int wait_s,
+    struct http_request *req);
+/* Ends name's poll and returns the head it can read up to. */
+int64_t feed_poll_done(struct feed *f, const char *name);
 
 /* A revocation committed with sequence number seq: wakes the pollers. */
 void feed_publish(struct feed *f, int64_t seq);
 
 /*
- * Waits until every connected follower has acknowledged seq, or until
- * FEED_ACK_WAIT_MS have passed; those that did not are declared gone
- * (they count as connected again when they next poll). Returns
- * {"followers": n, "acknowledged": [names], "gone": [names]}.
+ * Waits for the acknowledgements of seq: 1 when every connected follower
+ * already has it (answer now), 0 when req was deferred until they do or
+ * FEED_ACK_WAIT_MS pass. Then feed_acks_result gives the answer.
  */
-json_t *feed_wait_acks(struct feed *f, int64_t seq);
+int feed_wait_acks(struct feed *f, int64_t seq, struct http_request *req);
+
+/*
+ * {"followers": n, "acknowledged": [names], "gone": [names]} for seq;
+ * connected followers without it are declared gone (they count as
+ * connected again when they next poll).
+ */
+json_t *feed_acks_result(struct feed *f, int64_t seq);
 
 /* The number of connected followers, for /metrics and /healthz. */
 unsigned feed_followers(struct feed *f);
 
-/* Wakes every waiting poll and refuses to wait any more (shutdown). */
+/* Resumes every waiting request and defers no more (shutdown). */
 void feed_stop(struct feed *f);
 
 #endif

@@ -156,6 +156,9 @@ struct op {
 	void *arg;
 	int result;
 	bool done;
+	/* Asynchronous ops: called after the commit, then the op is freed. */
+	store_done_fn on_done;
+	void *done_arg;
 	struct op *next;
 };
 
@@ -466,12 +469,24 @@ writer_main(void *arg)
 
 		run_batch(s, batch);
 
-		pthread_mutex_lock(&s->mu);
-		for (struct op *op = batch; op != NULL;) {
-			struct op *next = op->next;
-			op->done = true;
-			op = next;
+		/* Asynchronous ops are answered and freed here; the others'
+		 * callers wait on s->done, and their ops (on their stacks)
+		 * stay valid while s->mu is held. */
+		struct op *waiting = NULL;
+		for (struct op *op = batch, *next; op != NULL; op = next) {
+			next = op->next;
+			if (op->on_done != NULL) {
+				op->on_done(op->done_arg, op->result);
+				free(op->arg);
+				free(op);
+			} else {
+				op->next = waiting;
+				waiting = op;
+			}
 		}
+		pthread_mutex_lock(&s->mu);
+		for (struct op *op = waiting; op != NULL; op = op->next)
+			op->done = true;
 		pthread_cond_broadcast(&s->done);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -499,6 +514,36 @@ store_write(struct store *s, op_fn fn, void *arg)
 		pthread_cond_wait(&s->done, &s->mu);
 	pthread_mutex_unlock(&s->mu);
 	return op.result;
+}
+
+/* Queues fn for the writer and returns; on_done(done_arg, result) runs in
+ * the writer thread after the commit. arg is heap memory, freed after. */
+static int
+store_write_async(struct store *s, op_fn fn, void *arg, store_done_fn on_done,
+    void *done_arg)
+{
+	struct op *op = calloc(1, sizeof(*op));
+
+	if (op == NULL)
+		return -ENOMEM;
+	op->fn = fn;
+	op->arg = arg;
+	op->on_done = on_done;
+	op->done_arg = done_arg;
+	pthread_mutex_lock(&s->mu);
+	if (s->closing) {
+		pthread_mutex_unlock(&s->mu);
+		free(op);
+		return -ESHUTDOWN;
+	}
+	if (s->tail != NULL)
+		s->tail->next = op;
+	else
+		s->head = op;
+	s->tail = op;
+	pthread_cond_signal(&s->work);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
 }
 
 int
@@ -991,6 +1036,23 @@ store_token_insert(struct store *s, const struct token_row *t,
 	struct token_insert a = { t, actor };
 
 	return store_write(s, op_token_insert, &a);
+}
+
+int
+store_token_insert_async(struct store *s, const struct token_row *t,
+    const char *actor, store_done_fn on_done, void *done_arg)
+{
+	struct token_insert *a = malloc(sizeof(*a));
+	int r;
+
+	if (a == NULL)
+		return -ENOMEM;
+	a->t = t;
+	a->actor = actor;
+	r = store_write_async(s, op_token_insert, a, on_done, done_arg);
+	if (r < 0)
+		free(a);
+	return r;
 }
 
 int

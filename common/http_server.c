@@ -30,6 +30,7 @@ struct http_server {
 	struct http_server_config cfg;
 	struct http_route builtin[2];
 	atomic_uint in_flight;
+	atomic_uint suspended;
 	atomic_bool stopping;
 	atomic_uint_fast64_t answered[NCODES];
 	atomic_uint_fast64_t auth_failures;
@@ -49,6 +50,10 @@ struct http_request {
 	json_t *body;
 	bool too_large;
 	bool answered;
+	bool parsed; /* body checked: a resumed request skips it */
+	bool deferred; /* the handler deferred during this call */
+	void *state; /* the handler's, across a deferral */
+	void (*state_free)(void *);
 	struct timespec t0;
 };
 
@@ -399,7 +404,7 @@ finish_request(struct http_request *req)
 	if (req->too_large)
 		return send_error(req, 413, "body_too_large",
 		    "the request body is over the limit");
-	if (req->route->body != BODY_NONE &&
+	if (!req->parsed && req->route->body != BODY_NONE &&
 	    !(req->route->body == BODY_JSON_OPTIONAL && req->raw.len == 0)) {
 		json_error_t err;
 
@@ -418,8 +423,46 @@ finish_request(struct http_request *req)
 			return send_error(req, 400, "malformed",
 			    "the body must be a JSON object");
 	}
+	req->parsed = true;
+	req->deferred = false;
 	req->route->handler(srv->cfg.ctx, req, &res);
+	if (req->deferred) {
+		/* Suspended: the handler runs again once resumed. */
+		response_free(&res);
+		return MHD_YES;
+	}
 	return send_response(req, &res);
+}
+
+void
+http_request_defer(struct http_request *req)
+{
+	req->deferred = true;
+	atomic_fetch_add(&req->srv->suspended, 1);
+	MHD_suspend_connection(req->conn);
+}
+
+void
+http_request_resume(struct http_request *req)
+{
+	atomic_fetch_sub(&req->srv->suspended, 1);
+	MHD_resume_connection(req->conn);
+}
+
+void *
+http_request_state(const struct http_request *req)
+{
+	return req->state;
+}
+
+void
+http_request_set_state(struct http_request *req, void *state,
+    void (*state_free)(void *))
+{
+	if (req->state_free != NULL && req->state != state)
+		req->state_free(req->state);
+	req->state = state;
+	req->state_free = state_free;
 }
 
 static enum MHD_Result
@@ -474,6 +517,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	buf_free(&req->raw);
 	json_decref(req->body);
+	if (req->state_free != NULL)
+		req->state_free(req->state);
 	free(req);
 	*con_cls = NULL;
 	atomic_fetch_sub(&srv->in_flight, 1);
@@ -607,7 +652,8 @@ http_server_start(const struct http_server_config *cfg,
     struct http_server **ret)
 {
 	struct http_server *srv;
-	unsigned flags = MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	unsigned flags =
+	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 
 	srv = calloc(1, sizeof(*srv));
 	if (srv == NULL) {
@@ -624,10 +670,6 @@ http_server_start(const struct http_server_config *cfg,
 	srv->started = time(NULL);
 	if (cfg->threads > 0)
 		flags |= MHD_USE_INTERNAL_POLLING_THREAD;
-	if (cfg->threads > 0 && cfg->thread_per_connection)
-		flags = MHD_USE_THREAD_PER_CONNECTION |
-		    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-		    MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	struct MHD_OptionItem opts[] = {
 		/* First, so that MHD's own complaints come out as JSON too. */
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL },
@@ -639,9 +681,8 @@ http_server_start(const struct http_server_config *cfg,
 		/* Per connection: request line, headers, MHD's own state. */
 		{ MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16384, NULL },
 		{ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL },
-		{ cfg->threads > 1 && !cfg->thread_per_connection
-			? MHD_OPTION_THREAD_POOL_SIZE
-			: MHD_OPTION_END,
+		{ cfg->threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE
+				   : MHD_OPTION_END,
 		    cfg->threads, NULL },
 		{ MHD_OPTION_END, 0, NULL },
 	};
@@ -719,6 +760,13 @@ http_server_stop(struct http_server *srv, int grace_ms)
 	if (atomic_load(&srv->in_flight) > 0)
 		log_warn("stop_grace_expired", "{s:i}", "in_flight",
 		    (int)atomic_load(&srv->in_flight));
+	if (atomic_load(&srv->suspended) > 0) {
+		/* Stopping MHD with suspended connections is undefined; the
+		 * process is exiting, so leave it to the kernel. */
+		log_error("stop_with_suspended", "{s:i}", "suspended",
+		    (int)atomic_load(&srv->suspended));
+		return;
+	}
 	MHD_stop_daemon(srv->mhd);
 	free(srv);
 }

@@ -10,8 +10,8 @@
  * object, and GET /healthz and GET /metrics for every service. Every error
  * is {"error": "snake_case", "message": "..."}.
  *
- * Two ways to run: with threads > 0 the glue polls in its own threads
- * (a pool, or one thread per connection for handlers that block);
+ * Two ways to run: with threads > 0 the glue polls in its own pool of
+ * threads;
  * with threads == 0 the caller's event loop watches http_server_fd() and
  * calls http_server_run() (the proxy runs it inside libevent).
  */
@@ -65,9 +65,6 @@ struct http_server_config {
 	const char *svc;
 	int listen_fd; /* bound and listening; the server owns it */
 	unsigned threads; /* 0: the caller's loop drives the server */
-	/* A thread per connection instead of a pool: for handlers that
-	 * block (long polls, waiting for followers). Needs threads > 0. */
-	bool thread_per_connection;
 	const struct http_route *routes;
 	size_t nroutes;
 	void *ctx; /* passed to handlers and callbacks */
@@ -119,6 +116,25 @@ const char *http_request_header(const struct http_request *req,
 json_t *http_request_body(const struct http_request *req);
 /* The role bits the caller's key holds (0 on public routes). */
 unsigned http_request_roles(const struct http_request *req);
+
+/*
+ * Deferring an answer, for handlers that wait (long polls, followers'
+ * acknowledgements, a group commit) without holding a thread.
+ *
+ * A handler calls http_request_defer and returns without an answer; the
+ * connection is suspended. Some other thread later calls
+ * http_request_resume, exactly once, and the route's handler is called
+ * again for the same request: http_request_state gives back whatever it
+ * kept with http_request_set_state (freed with state_free when the
+ * request ends). The defer must come before the request is made visible
+ * to whoever resumes it. A service that defers must resume every
+ * deferred request from its stopping hook.
+ */
+void http_request_defer(struct http_request *req);
+void http_request_resume(struct http_request *req);
+void *http_request_state(const struct http_request *req);
+void http_request_set_state(struct http_request *req, void *state,
+    void (*state_free)(void *));
 
 /* Sets the answer to a JSON document (stolen). */
 void http_reply_json(struct http_response *res, unsigned status, json_t *body);

@@ -647,6 +647,46 @@ START_TEST(revoke_waits_for_the_followers)
 }
 END_TEST
 
+static atomic_long poll_status;
+
+static void *
+long_poll(void *arg)
+{
+	long status;
+	json_t *v = harness_call(&broker, "GET",
+	    "/v1/revocations?after=0&wait=30&follower=slow", verifier, NULL,
+	    NULL, &status);
+
+	(void)arg;
+	json_decref(v);
+	atomic_store(&poll_status, status);
+	return NULL;
+}
+
+START_TEST(stop_answers_the_long_polls)
+{
+	pthread_t t;
+	json_t *v;
+
+	atomic_store(&poll_status, -1);
+	pthread_create(&t, NULL, long_poll, NULL);
+	for (int i = 0; i < 100; i++) {
+		v = expect(200, "GET", "/healthz", NULL, NULL, NULL);
+		json_int_t n =
+		    json_integer_value(json_object_get(v, "feed_followers"));
+		json_decref(v);
+		if (n == 1)
+			break;
+		usleep(20 * 1000);
+	}
+	/* A poll waiting 30 s does not hold the stop: it is answered. */
+	ck_assert_int_eq(daemon_stop(&broker), 0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(atomic_load(&poll_status), 200);
+	ck_assert_int_eq(daemon_restart(&broker), 0);
+}
+END_TEST
+
 /* --- audit ---------------------------------------------------------------- */
 
 static int
@@ -951,6 +991,7 @@ broker_suite(void)
 	tcase_add_test(tc, no_token_outlives_its_ceiling_or_its_job);
 	tcase_add_test(tc, introspection_sees_every_death_and_survives_restart);
 	tcase_add_test(tc, revoke_waits_for_the_followers);
+	tcase_add_test(tc, stop_answers_the_long_polls);
 	tcase_add_test(tc, audit_chain_detects_edits_and_gaps);
 	tcase_add_test(tc, audit_chain_detects_a_missing_record);
 	tcase_add_test(tc, kill_9_loses_no_grant_and_no_revocation);
