@@ -140,6 +140,30 @@ token_row_json(const struct token_row *t)
 	    (json_int_t)t->iat, "exp", (json_int_t)t->exp);
 }
 
+/*
+ * Reads job id and the manifest version it runs: 0, or -1 after answering
+ * (404 unknown_job, or 503 for the store).
+ */
+static int
+job_and_manifest(struct broker *b, const char *id, struct job *j,
+    struct manifest_version *m, struct http_response *res)
+{
+	int r = store_job_get(b->store, id, j, NULL);
+
+	if (r == 0)
+		r = store_manifest_get(b->store, j->manifest,
+		    j->manifest_version, m);
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_job", "no such job");
+		return -1;
+	}
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return -1;
+	}
+	return 0;
+}
+
 /* --- manifests ------------------------------------------------------------ */
 
 static void
@@ -514,19 +538,9 @@ job_egress(void *ctx, struct http_request *req, struct http_response *res)
 	struct broker *b = ctx;
 	struct manifest_version m;
 	struct job j;
-	int r = store_job_get(b->store, http_request_param(req, 0), &j, NULL);
 
-	if (r == -ENOENT) {
-		http_reply_error(res, 404, "unknown_job", "no such job");
+	if (job_and_manifest(b, http_request_param(req, 0), &j, &m, res) < 0)
 		return;
-	}
-	if (r == 0)
-		r = store_manifest_get(b->store, j.manifest, j.manifest_version,
-		    &m);
-	if (r < 0) {
-		reply_store_error(b, res, r);
-		return;
-	}
 	http_reply_json(res, 200,
 	    json_pack("{s:s, s:s, s:I, s:o}", "job", j.id, "state", j.state,
 		"deadline", (json_int_t)j.deadline, "egress",
@@ -593,22 +607,13 @@ mint_request(void *ctx, struct http_request *req, struct http_response *res)
 	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res) ||
 	    (name = string_field(body, "capability", res)) == NULL)
 		return;
-	r = store_job_get(b->store, job, &j, NULL);
-	if (r == -ENOENT) {
-		http_reply_error(res, 403, "unknown_job", "no such job");
+	if (job_and_manifest(b, job, &j, &m, res) < 0)
 		return;
-	}
-	if (r == 0 && strcmp(j.state, "running") != 0) {
+	if (strcmp(j.state, "running") != 0) {
 		atomic_fetch_add(&b->refused_mints, 1);
+		manifest_version_free(&m);
 		http_reply_error(res, 403, "job_revoked",
 		    "the job is revoked (%s)", j.stop_reason);
-		return;
-	}
-	if (r == 0)
-		r = store_manifest_get(b->store, j.manifest, j.manifest_version,
-		    &m);
-	if (r < 0) {
-		reply_store_error(b, res, r);
 		return;
 	}
 	cap = manifest_capability(m.body, name);

@@ -294,6 +294,45 @@ reader_put(struct store *s, struct conn *c)
 	}
 }
 
+/* A pooled reader and its statement id: the statement, or NULL (and no
+ * reader held) when either cannot be had. */
+static sqlite3_stmt *
+reader_stmt(struct store *s, enum stmt_id id, struct conn **ret)
+{
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+
+	if (c == NULL)
+		return NULL;
+	st = stmt(c, id);
+	if (st == NULL) {
+		reader_put(s, c);
+		return NULL;
+	}
+	*ret = c;
+	return st;
+}
+
+/* Steps the bound statement st of reader c, one row(st) per row, into a
+ * new array; gives the reader back. 0 or -errno. */
+static int
+collect(struct store *s, struct conn *c, sqlite3_stmt *st,
+    json_t *(*row)(sqlite3_stmt *), json_t **ret)
+{
+	json_t *out = json_array();
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		json_array_append_new(out, row(st));
+	reader_put(s, c);
+	if (rc != SQLITE_DONE) {
+		json_decref(out);
+		return sqlite_errno(rc);
+	}
+	*ret = out;
+	return 0;
+}
+
 static void
 copy_col(char *dst, size_t len, sqlite3_stmt *st, int col)
 {
@@ -682,17 +721,13 @@ int
 store_manifest_get(struct store *s, const char *name, int64_t version,
     struct manifest_version *ret)
 {
-	struct conn *c = reader_get(s);
-	sqlite3_stmt *st;
+	struct conn *c;
+	sqlite3_stmt *st =
+	    reader_stmt(s, version > 0 ? ST_MANIFEST_VER : ST_MANIFEST_CUR, &c);
 	int rc, r = 0;
 
-	if (c == NULL)
+	if (st == NULL)
 		return -EIO;
-	st = stmt(c, version > 0 ? ST_MANIFEST_VER : ST_MANIFEST_CUR);
-	if (st == NULL) {
-		reader_put(s, c);
-		return -EIO;
-	}
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	if (version > 0)
 		sqlite3_bind_int64(st, 2, version);
@@ -975,36 +1010,25 @@ store_job_revoke(struct store *s, const char *id, const char *reason,
 	return store_write(s, op_job_revoke, &a);
 }
 
+static json_t *
+lapsed_row(sqlite3_stmt *st)
+{
+	return json_pack("{s:s, s:s}", "job",
+	    (const char *)sqlite3_column_text(st, 0), "reason",
+	    (const char *)sqlite3_column_text(st, 1));
+}
+
 int
 store_jobs_lapsed(struct store *s, int64_t now, size_t max, json_t **ret_ids)
 {
-	struct conn *c = reader_get(s);
-	sqlite3_stmt *st;
-	json_t *out;
-	int rc;
+	struct conn *c;
+	sqlite3_stmt *st = reader_stmt(s, ST_JOB_LAPSED, &c);
 
-	if (c == NULL)
+	if (st == NULL)
 		return -EIO;
-	st = stmt(c, ST_JOB_LAPSED);
-	if (st == NULL) {
-		reader_put(s, c);
-		return -EIO;
-	}
 	sqlite3_bind_int64(st, 1, now);
 	sqlite3_bind_int64(st, 2, (int64_t)max);
-	out = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(out,
-		    json_pack("{s:s, s:s}", "job",
-			(const char *)sqlite3_column_text(st, 0), "reason",
-			(const char *)sqlite3_column_text(st, 1)));
-	reader_put(s, c);
-	if (rc != SQLITE_DONE) {
-		json_decref(out);
-		return sqlite_errno(rc);
-	}
-	*ret_ids = out;
-	return 0;
+	return collect(s, c, st, lapsed_row, ret_ids);
 }
 
 /* --- tokens -------------------------------------------------------------- */
@@ -1059,17 +1083,12 @@ int
 store_token_lookup(struct store *s, const unsigned char hash[STORE_HASH_LEN],
     struct token_row *ret, char ret_job_state[16])
 {
-	struct conn *c = reader_get(s);
-	sqlite3_stmt *st;
+	struct conn *c;
+	sqlite3_stmt *st = reader_stmt(s, ST_TOKEN_LOOKUP, &c);
 	int rc, r = 0;
 
-	if (c == NULL)
+	if (st == NULL)
 		return -EIO;
-	st = stmt(c, ST_TOKEN_LOOKUP);
-	if (st == NULL) {
-		reader_put(s, c);
-		return -EIO;
-	}
 	sqlite3_bind_blob(st, 1, hash, STORE_HASH_LEN, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -1139,44 +1158,36 @@ store_token_revoke(struct store *s, const unsigned char hash[STORE_HASH_LEN],
 
 /* --- revocation feed ----------------------------------------------------- */
 
+static json_t *
+revocation_row(sqlite3_stmt *st)
+{
+	return json_pack("{s:I, s:s}", "seq",
+	    (json_int_t)sqlite3_column_int64(st, 0), "job",
+	    (const char *)sqlite3_column_text(st, 1));
+}
+
 int
 store_revocations_after(struct store *s, int64_t seq, size_t max, json_t **ret)
 {
-	struct conn *c = reader_get(s);
-	sqlite3_stmt *st;
-	json_t *out;
-	int rc;
+	struct conn *c;
+	sqlite3_stmt *st = reader_stmt(s, ST_REVOCATIONS_AFTER, &c);
 
-	if (c == NULL)
+	if (st == NULL)
 		return -EIO;
-	st = stmt(c, ST_REVOCATIONS_AFTER);
 	sqlite3_bind_int64(st, 1, seq);
 	sqlite3_bind_int64(st, 2, (int64_t)max);
-	out = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(out,
-		    json_pack("{s:I, s:s}", "seq",
-			(json_int_t)sqlite3_column_int64(st, 0), "job",
-			(const char *)sqlite3_column_text(st, 1)));
-	reader_put(s, c);
-	if (rc != SQLITE_DONE) {
-		json_decref(out);
-		return sqlite_errno(rc);
-	}
-	*ret = out;
-	return 0;
+	return collect(s, c, st, revocation_row, ret);
 }
 
 int
 store_revocation_head(struct store *s, int64_t *ret)
 {
-	struct conn *c = reader_get(s);
-	sqlite3_stmt *st;
+	struct conn *c;
+	sqlite3_stmt *st = reader_stmt(s, ST_REVOCATION_HEAD, &c);
 	int rc;
 
-	if (c == NULL)
+	if (st == NULL)
 		return -EIO;
-	st = stmt(c, ST_REVOCATION_HEAD);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		*ret = sqlite3_column_int64(st, 0);
@@ -1229,30 +1240,19 @@ int
 store_audit_list(struct store *s, const char *job, int64_t after, size_t max,
     json_t **ret)
 {
-	struct conn *c = reader_get(s);
-	sqlite3_stmt *st;
-	json_t *out;
-	int rc;
+	struct conn *c;
+	sqlite3_stmt *st = reader_stmt(s,
+	    job != NULL ? ST_AUDIT_AFTER_JOB : ST_AUDIT_AFTER, &c);
 
-	if (c == NULL)
+	if (st == NULL)
 		return -EIO;
-	st = stmt(c, job != NULL ? ST_AUDIT_AFTER_JOB : ST_AUDIT_AFTER);
 	sqlite3_bind_int64(st, 1, after);
 	if (job != NULL) {
 		sqlite3_bind_text(st, 2, job, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, (int64_t)max);
 	} else
 		sqlite3_bind_int64(st, 2, (int64_t)max);
-	out = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(out, audit_row(st));
-	reader_put(s, c);
-	if (rc != SQLITE_DONE) {
-		json_decref(out);
-		return sqlite_errno(rc);
-	}
-	*ret = out;
-	return 0;
+	return collect(s, c, st, audit_row, ret);
 }
 
 int
