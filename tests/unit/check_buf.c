@@ -127,6 +127,56 @@ START_TEST(test_length_overflow_refused)
 }
 END_TEST
 
+START_TEST(test_unbounded_max)
+{
+	/* max == SIZE_MAX: a buffer with no cap of its own still works. */
+	struct buf b = BUF_INIT(SIZE_MAX);
+	char want[300];
+
+	ck_assert_int_eq(buf_append(&b, "hello", 5), 0);
+	ck_assert_int_eq(buf_printf(&b, " %d", 42), 0);
+	assert_contents(&b, "hello 42", 8);
+	/* Past the first allocation, so that it grows. */
+	memset(want, 'q', sizeof(want));
+	memcpy(want, "hello 42", 8);
+	ck_assert_int_eq(buf_append(&b, want + 8, sizeof(want) - 8), 0);
+	assert_contents(&b, want, sizeof(want));
+	buf_free(&b);
+	ck_assert_ptr_null(b.data);
+}
+END_TEST
+
+START_TEST(test_unbounded_max_huge_append)
+{
+	/*
+	 * Growing to SIZE_MAX leaves no byte for the NUL: the append must
+	 * fail with the old memory still owned by the buffer, not freed by
+	 * a realloc to size 0 and then freed again by buf_free.
+	 */
+	struct buf b = BUF_INIT(SIZE_MAX);
+	/* Over half of SIZE_MAX even from empty: growth jumps to max. */
+	size_t huge = SIZE_MAX / 2 + 2;
+
+	ck_assert_int_eq(buf_append(&b, "hello", 5), 0);
+	ck_assert_int_eq(buf_append(&b, "x", huge), -ENOMEM);
+	assert_contents(&b, "hello", 5);
+	ck_assert_int_eq(buf_printf(&b, "%s", "abc"), 0);
+	assert_contents(&b, "helloabc", 8);
+	buf_free(&b);
+	ck_assert_ptr_null(b.data);
+
+	/* The same on a buffer that holds nothing yet. */
+	buf_init(&b, SIZE_MAX);
+	ck_assert_int_eq(buf_append(&b, "x", huge), -ENOMEM);
+	ck_assert_uint_eq(b.len, 0);
+	ck_assert_uint_lt(b.cap, SIZE_MAX);
+	ck_assert_str_eq(buf_str(&b), "");
+	ck_assert_int_eq(buf_append(&b, "ok", 2), 0);
+	assert_contents(&b, "ok", 2);
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(test_nul_terminated_binary)
 {
 	struct buf b = BUF_INIT(64);
@@ -350,6 +400,8 @@ buf_suite(void)
 	tcase_add_test(tc, test_exact_fit_at_max);
 	tcase_add_test(tc, test_growth_keeps_contents);
 	tcase_add_test(tc, test_length_overflow_refused);
+	tcase_add_test(tc, test_unbounded_max);
+	tcase_add_test(tc, test_unbounded_max_huge_append);
 	tcase_add_test(tc, test_nul_terminated_binary);
 	tcase_add_test(tc, test_zero_length_append_on_fresh_buffer);
 	tcase_add_test(tc, test_max_zero);

@@ -469,6 +469,23 @@ START_TEST(test_default_dirs_empty_env_ignored)
 }
 END_TEST
 
+START_TEST(test_default_dirs_empty_first_entry)
+{
+	struct config_common *c = &cfg.common;
+
+	/*
+	 * ":/x" names no directory first: the defaults apply, rather than
+	 * an empty path that would put state in the working directory.
+	 */
+	setenv("STATE_DIRECTORY", ":/x", 1);
+	setenv("LOGS_DIRECTORY", ":/y", 1);
+	ck_assert_int_eq(config_default_dirs(c, "broker"), 0);
+	ck_assert_str_eq(c->state_dir, "./var/broker");
+	ck_assert_str_eq(c->runtime_dir, "./var/broker/run");
+	ck_assert_str_eq(c->logs_dir, "./var/broker/log");
+}
+END_TEST
+
 START_TEST(test_default_dirs_file_wins)
 {
 	struct config_common *c = &cfg.common;
@@ -587,6 +604,7 @@ config_suite(void)
 	tcase_add_test(tc, test_default_dirs_state_only);
 	tcase_add_test(tc, test_default_dirs_runtime_logs_only);
 	tcase_add_test(tc, test_default_dirs_empty_env_ignored);
+	tcase_add_test(tc, test_default_dirs_empty_first_entry);
 	tcase_add_test(tc, test_default_dirs_file_wins);
 	tcase_add_test(tc, test_make_dirs);
 	tcase_add_test(tc, test_make_dirs_failure_names_path);

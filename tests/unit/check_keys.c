@@ -232,6 +232,34 @@ START_TEST(test_ensure_refuses_non_file)
 }
 END_TEST
 
+START_TEST(test_ensure_failure_leaves_created)
+{
+	/*
+	 * ret_created is an out-parameter, written only on success: a caller
+	 * that logs "created" from a stale value must not be misled by a
+	 * failed call. Preset to true, it must stay true.
+	 */
+	char p[PATH_MAX + 32];
+	char *path = (char *)"untouched";
+	bool created = true;
+
+	/* The key's directory is a regular file. */
+	snprintf(p, sizeof(p), "%s/plain", dir);
+	write_file(p, "not a directory\n");
+	ck_assert_int_eq(keys_ensure(p, "admin", &path, &created), -ENOTDIR);
+	ck_assert(created);
+	ck_assert_str_eq(path, "untouched");
+
+	/* The key's path is a directory. */
+	snprintf(p, sizeof(p), "%s/verifier.key", dir);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	ck_assert_int_eq(keys_ensure(dir, "verifier", &path, &created),
+	    -EINVAL);
+	ck_assert(created);
+	ck_assert_str_eq(path, "untouched");
+}
+END_TEST
+
 /* --- keyring --------------------------------------------------------- */
 
 START_TEST(test_keyring_from_file)
@@ -423,6 +451,7 @@ keys_suite(void)
 	tcase_add_test(tc, test_ensure_makes_dir);
 	tcase_add_test(tc, test_ensure_distinct_keys);
 	tcase_add_test(tc, test_ensure_refuses_non_file);
+	tcase_add_test(tc, test_ensure_failure_leaves_created);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("keyring");

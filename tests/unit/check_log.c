@@ -294,6 +294,100 @@ START_TEST(test_bad_format_still_logs)
 }
 END_TEST
 
+START_TEST(test_fields_cannot_replace_head)
+{
+	char *text, *lines[MAX_LINES];
+	json_t *o;
+
+	/*
+	 * A caller's field named like one of the four may not forge them:
+	 * the real ones stay, the rest of the fields come through, and the
+	 * line says what was tried.
+	 */
+	log_init("broker", LEVEL_INFO);
+	catch_begin();
+	log_info("real_event", "{s:s, s:s, s:s, s:s, s:i}", "ts",
+	    "1970-01-01T00:00:00.000Z", "level", "debug", "svc", "proxy",
+	    "event", "forged", "n", 7);
+	text = catch_end();
+	ck_assert_uint_eq(split_lines(text, lines, MAX_LINES), 1);
+	o = parse_line(lines[0]);
+	assert_timestamp(str_field(o, "ts"));
+	ck_assert_str_eq(str_field(o, "level"), "info");
+	ck_assert_str_eq(str_field(o, "svc"), "broker");
+	ck_assert_str_eq(str_field(o, "event"), "real_event");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "n")), 7);
+	ck_assert_msg(strlen(str_field(o, "log_error")) > 0,
+	    "line \"%s\" does not say a field was refused", lines[0]);
+	ck_assert_uint_eq(json_object_size(o), 6);
+	json_decref(o);
+	free(text);
+
+	/* One of them alone is enough to be refused. */
+	catch_begin();
+	log_warn("alone", "{s:s}", "event", "forged");
+	text = catch_end();
+	ck_assert_uint_eq(split_lines(text, lines, MAX_LINES), 1);
+	o = parse_line(lines[0]);
+	ck_assert_str_eq(str_field(o, "event"), "alone");
+	ck_assert_str_eq(str_field(o, "level"), "warn");
+	ck_assert_msg(strlen(str_field(o, "log_error")) > 0, "line \"%s\"",
+	    lines[0]);
+	json_decref(o);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_fields_not_object_says_so)
+{
+	static const char *const extra[] = { "log_error" };
+	char *text, *lines[MAX_LINES];
+	json_t *o;
+
+	log_init("broker", LEVEL_INFO);
+	catch_begin();
+	log_error("array_fields", "[i]", 1);
+	log_error("string_fields", "s", "just text");
+	text = catch_end();
+	ck_assert_uint_eq(split_lines(text, lines, MAX_LINES), 2);
+	o = parse_line(lines[0]);
+	assert_line(o, "error", "broker", "array_fields", extra, 1);
+	ck_assert_str_eq(str_field(o, "log_error"), "fields is not an object");
+	json_decref(o);
+	o = parse_line(lines[1]);
+	assert_line(o, "error", "broker", "string_fields", extra, 1);
+	ck_assert_str_eq(str_field(o, "log_error"), "fields is not an object");
+	json_decref(o);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_bad_utf8_event_name_still_logs)
+{
+	static const char *const extra[] = { "log_error" };
+	char *text, *lines[MAX_LINES];
+	json_t *o;
+
+	/* An event name that will not encode is no reason to lose the line. */
+	log_init("hatch", LEVEL_INFO);
+	catch_begin();
+	log_warn("bad\xff\xfename", NULL);
+	log_error("\xc3", "{s:i}", "n", 1);
+	text = catch_end();
+	ck_assert_uint_eq(split_lines(text, lines, MAX_LINES), 2);
+	o = parse_line(lines[0]);
+	assert_line(o, "warn", "hatch", "log_error", extra, 1);
+	ck_assert_msg(strlen(str_field(o, "log_error")) > 0, "line \"%s\"",
+	    lines[0]);
+	json_decref(o);
+	o = parse_line(lines[1]);
+	ck_assert_str_eq(str_field(o, "event"), "log_error");
+	ck_assert_str_eq(str_field(o, "level"), "error");
+	json_decref(o);
+	free(text);
+}
+END_TEST
+
 START_TEST(test_escaping_keeps_one_line)
 {
 	const char *nasty = "two\nlines \"quoted\" \\ tab\t bell\a caf\xc3\xa9";
@@ -435,6 +529,9 @@ log_suite(void)
 	tcase_add_test(tc, test_each_level);
 	tcase_add_test(tc, test_level_filter);
 	tcase_add_test(tc, test_bad_format_still_logs);
+	tcase_add_test(tc, test_fields_cannot_replace_head);
+	tcase_add_test(tc, test_fields_not_object_says_so);
+	tcase_add_test(tc, test_bad_utf8_event_name_still_logs);
 	tcase_add_test(tc, test_escaping_keeps_one_line);
 	tcase_add_test(tc, test_long_line);
 	tcase_add_test(tc, test_threads_do_not_interleave);

@@ -205,6 +205,13 @@ START_TEST(test_mkdir_p_through_file)
 }
 END_TEST
 
+START_TEST(test_mkdir_p_empty)
+{
+	/* Nothing to make: refused, where it once read past the copy. */
+	ck_assert_int_eq(path_mkdir_p("", 0700), -EINVAL);
+}
+END_TEST
+
 START_TEST(test_make_dir_absolute)
 {
 	char p[PATH_MAX], real[PATH_MAX], want[PATH_MAX + 16];
@@ -395,6 +402,34 @@ START_TEST(test_open_beneath_no_symlinks)
 }
 END_TEST
 
+START_TEST(test_open_beneath_directory)
+{
+	int root = make_tree();
+	struct stat st;
+	int fd;
+
+	/*
+	 * O_DIRECTORY is one of O_TMPFILE's bits; a mode passed along with it
+	 * must not make openat2 take the open for a creation and refuse it.
+	 */
+	fd =
+	    path_open_beneath(root, "sub", O_RDONLY | O_DIRECTORY, 0755, false);
+	ck_assert_msg(fd >= 0, "opening a directory: %s", strerror(-fd));
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+	/* It is the directory asked for: its file opens beneath it. */
+	assert_reads(path_open_beneath(fd, "deep.txt", O_RDONLY, 0, true),
+	    "deep");
+	close(fd);
+	/* A file named as a directory is still refused. */
+	ck_assert_int_eq(path_open_beneath(root, "inside.txt",
+			     O_RDONLY | O_DIRECTORY, 0755, false),
+	    -ENOTDIR);
+	close(root);
+}
+END_TEST
+
 /* --- whole-file reads ------------------------------------------------ */
 
 static void
@@ -461,6 +496,28 @@ START_TEST(test_read_file_errors)
 	    -ENOENT);
 	ck_assert_int_eq(path_read_file(at(p, "d/missing/x"), 100, &data, &len),
 	    -ENOENT);
+	ck_assert_str_eq(data, "untouched");
+	ck_assert_uint_eq(len, 12345);
+}
+END_TEST
+
+START_TEST(test_read_file_fifo)
+{
+	char p[PATH_MAX];
+	char *data = (char *)"untouched";
+	size_t len = 12345;
+	int r;
+
+	/*
+	 * A fifo with no writer: a blocking open would wait for ever. The
+	 * alarm turns a hang into a failure long before Check's timeout.
+	 */
+	ck_assert_int_eq(mkfifo(at(p, "fifo"), 0600), 0);
+	alarm(5);
+	r = path_read_file(p, 100, &data, &len);
+	alarm(0);
+	ck_assert_msg(r < 0, "a fifo was read as a file (%d)", r);
+	ck_assert_int_eq(r, -EINVAL);
 	ck_assert_str_eq(data, "untouched");
 	ck_assert_uint_eq(len, 12345);
 }
@@ -545,6 +602,7 @@ path_suite(void)
 	tcase_add_test(tc, test_mkdir_p_nested);
 	tcase_add_test(tc, test_mkdir_p_relative);
 	tcase_add_test(tc, test_mkdir_p_through_file);
+	tcase_add_test(tc, test_mkdir_p_empty);
 	tcase_add_test(tc, test_make_dir_absolute);
 	tcase_add_test(tc, test_make_dir_errors);
 	suite_add_tcase(s, tc);
@@ -557,6 +615,7 @@ path_suite(void)
 	tcase_add_test(tc, test_open_beneath_create);
 	tcase_add_test(tc, test_open_beneath_escapes);
 	tcase_add_test(tc, test_open_beneath_no_symlinks);
+	tcase_add_test(tc, test_open_beneath_directory);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("files");
@@ -565,6 +624,7 @@ path_suite(void)
 	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
 	tcase_add_test(tc, test_read_file_cap);
 	tcase_add_test(tc, test_read_file_errors);
+	tcase_add_test(tc, test_read_file_fifo);
 	tcase_add_test(tc, test_write_secret_mode_and_contents);
 	tcase_add_test(tc, test_write_secret_refuses_overwrite);
 	tcase_add_test(tc, test_write_secret_missing_dir);

@@ -369,6 +369,46 @@ START_TEST(test_args_missing_argument)
 }
 END_TEST
 
+/* The status is EXIT_USAGE and stderr is exactly want. */
+static void
+assert_usage_line(char **argv, const char *want)
+{
+	struct service_args a;
+	struct output o;
+	int r = parse(argv, &a, &o);
+
+	ck_assert_msg(r == EXIT_USAGE, "%s ... gave %d, not %d", argv[1], r,
+	    EXIT_USAGE);
+	ck_assert_str_eq(o.out, "");
+	ck_assert_str_eq(o.err, want);
+}
+
+START_TEST(test_args_names_the_flag)
+{
+	/*
+	 * The line names the flag itself: not the program (a short flag
+	 * inside a group), not the group, not a value given with "=".
+	 */
+	char *a1[] = { "cordon-test", "-xn", NULL };
+	char *a2[] = { "cordon-test", "-nx", NULL };
+	char *a3[] = { "cordon-test", "--bogus=1", NULL };
+	char *a4[] = { "cordon-test", "--config", NULL };
+	char *a5[] = { "cordon-test", "-nc", NULL };
+	char *a6[] = { "cordon-test", "--listen", NULL };
+
+	assert_usage_line(a1, "cordon-test: unknown option -x (try --help)\n");
+	assert_usage_line(a2, "cordon-test: unknown option -x (try --help)\n");
+	assert_usage_line(a3,
+	    "cordon-test: unknown option --bogus (try --help)\n");
+	assert_usage_line(a4,
+	    "cordon-test: --config needs an argument (try --help)\n");
+	assert_usage_line(a5,
+	    "cordon-test: -c needs an argument (try --help)\n");
+	assert_usage_line(a6,
+	    "cordon-test: --listen needs an argument (try --help)\n");
+}
+END_TEST
+
 START_TEST(test_args_stray_argument)
 {
 	char *a1[] = { "cordon-test", "serve", NULL };
@@ -410,6 +450,7 @@ service_suite(void)
 	tcase_add_test(tc, test_args_repeated_calls);
 	tcase_add_test(tc, test_args_unknown_flag);
 	tcase_add_test(tc, test_args_missing_argument);
+	tcase_add_test(tc, test_args_names_the_flag);
 	tcase_add_test(tc, test_args_stray_argument);
 	suite_add_tcase(s, tc);
 	return s;
