@@ -820,13 +820,13 @@ revocations_answer(struct broker *b, struct poll_state *st,
 		reply_store_error(b, res, r);
 		return;
 	}
+	/* A head below after tells a follower from an older broker state
+	 * to resync: it is never raised to please it. */
 	if (json_array_size(list) > 0)
 		head = json_integer_value(
 		    json_object_get(json_array_get(list,
 					json_array_size(list) - 1),
 			"seq"));
-	else if (head < st->after)
-		head = st->after;
 	http_reply_json(res, 200,
 	    json_pack("{s:I, s:o}", "head", (json_int_t)head, "revocations",
 		list));

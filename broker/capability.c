@@ -36,6 +36,8 @@ capability_pepper(const char *path, unsigned char pepper[PEPPER_LEN],
 		*ret_created = false;
 		return 0;
 	}
+	if (r == -EFBIG) /* longer than a pepper: not one */
+		return -EINVAL;
 	if (r != -ENOENT)
 		return r;
 	if (RAND_bytes(fresh, sizeof(fresh)) != 1)

@@ -234,14 +234,18 @@ feed_poll(struct feed *f, const char *name, int64_t after, int wait_s,
 		pthread_mutex_unlock(&f->mu);
 		return -1;
 	}
-	if (after > fl->acked || fl->gone)
-		fl->acked = after;
+	/* Nobody acknowledges what was never published: a follower ahead
+	 * of the head (a broker restored from an older backup) is answered
+	 * at once with the real head, and must resync from it. */
+	int64_t ack = after < f->head ? after : f->head;
+	if (ack > fl->acked || fl->gone)
+		fl->acked = ack;
 	fl->gone = false;
 	fl->polling++;
 	fl->last_seen_ms = now;
 	/* An acknowledgement: some revoke may be waiting for it. */
 	wake(f, acks_ready);
-	if (f->head <= after && wait_s > 0 && !f->stopping) {
+	if (f->head == after && wait_s > 0 && !f->stopping) {
 		http_request_defer(req);
 		if (add_waiter(f, WAIT_POLL, after,
 			now + (int64_t)wait_s * 1000, req) == 0)

@@ -8,6 +8,7 @@
 
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <math.h>
 #include <openssl/evp.h>
@@ -181,7 +182,13 @@ secret_value(const char *s)
 		if (at != NULL && (slash == NULL || at < slash) &&
 		    memchr(auth, ':', (size_t)(at - auth)) != NULL)
 			return "is a URL with a password in it";
+		/* A URL without credentials is an address, not a key. */
+		return NULL;
 	}
+	/* Hex carries 4 bits a character at most: judge it by length. */
+	if (n >= 32 && strspn(s, "0123456789abcdefABCDEF") == n &&
+	    entropy_bits(s, n) >= 3.0)
+		return "looks like a hex key (32 or more hex digits)";
 	/* A long run with no spaces and a random-looking alphabet. */
 	if (n >= 20 && strpbrk(s, " \t") == NULL && entropy_bits(s, n) >= 4.0)
 		return "looks like a random key (long, no spaces, high "
@@ -405,22 +412,52 @@ registry_host(const char *host)
 	return false;
 }
 
+/*
+ * A path prefix: '/' then segments, each non-empty (only the last may be,
+ * for a trailing '/'), none "." or "..", and no '%', '?', '#' or '*': what
+ * the proxy compares against must have one spelling.
+ */
+static bool
+path_prefix_ok(const char *s)
+{
+	if (s[0] != '/' || strpbrk(s, "%?#*") != NULL)
+		return false;
+	for (const char *seg = s + 1;;) {
+		size_t n = strcspn(seg, "/");
+		bool dots = (n == 1 && seg[0] == '.') ||
+		    (n == 2 && seg[0] == '.' && seg[1] == '.');
+
+		if (seg[n] == '\0')
+			return !dots;
+		if (n == 0 || dots)
+			return false;
+		seg += n + 1;
+	}
+}
+
 static bool
 cidr_ok(const char *s)
 {
-	char addr[64], extra;
-	unsigned bits, a, b, c, d;
+	unsigned char addr[16];
 	const char *slash = strchr(s, '/');
+	char host[64];
+	size_t len, digits;
+	int family;
+	long bits;
 
-	if (slash == NULL || (size_t)(slash - s) >= sizeof(addr))
+	if (slash == NULL || (len = (size_t)(slash - s)) == 0 ||
+	    len >= sizeof(host))
 		return false;
-	memcpy(addr, s, (size_t)(slash - s));
-	addr[slash - s] = '\0';
-	if (sscanf(slash + 1, "%u%c", &bits, &extra) != 1)
+	memcpy(host, s, len);
+	host[len] = '\0';
+	family = strchr(host, ':') != NULL ? AF_INET6 : AF_INET;
+	if (inet_pton(family, host, addr) != 1)
 		return false;
-	if (sscanf(addr, "%u.%u.%u.%u%c", &a, &b, &c, &d, &extra) == 4)
-		return a < 256 && b < 256 && c < 256 && d < 256 && bits <= 32;
-	return strchr(addr, ':') != NULL && bits <= 128;
+	digits = strspn(slash + 1, "0123456789");
+	if (digits == 0 || digits > 3 || slash[1 + digits] != '\0')
+		return false;
+	bits = strtol(slash + 1, NULL, 10);
+	return bits <= (family == AF_INET ? 32 : 128);
 }
 
 static void
@@ -501,11 +538,7 @@ check_rule(const json_t *r, const char *where, json_t *problems)
 		for (j = 0; j < json_array_size(v); j++) {
 			json_t *p = json_array_get(v, j);
 			const char *s = json_string_value(p);
-			if (!text_ok(p, 1024) || s[0] != '/' ||
-			    strstr(s, "/../") != NULL ||
-			    strstr(s, "/./") != NULL ||
-			    strchr(s, '%') != NULL || strchr(s, '?') != NULL ||
-			    strchr(s, '#') != NULL || strchr(s, '*') != NULL)
+			if (!text_ok(p, 1024) || !path_prefix_ok(s))
 				problem(problems, field,
 				    "a path prefix starts with '/', without "
 				    "dot segments, escapes, '?', '#' or '*'");

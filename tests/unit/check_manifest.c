@@ -362,6 +362,10 @@ START_TEST(test_env_secret_values)
 		/* 20 characters, no spaces, random-looking. */
 		"q8Zr3LmX9vTn2KpW7yBc",
 		"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+		/* Hex keys: 4 bits a character at most, judged by length. */
+		"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
+		"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b8"
+		"55",
 	};
 	static const char *const allowed[] = {
 		"C.UTF-8",
@@ -377,6 +381,10 @@ START_TEST(test_env_secret_values)
 		"https://user@example.com/",
 		"https://example.com/a:b@c",
 		"xox-not-a-slack-token",
+		/* An address is not a key, however long its path. */
+		"https://api.example.com/v1/resources/Xq8Zr3LmX9vTn2KpW7yB",
+		/* 31 hex digits: one short. */
+		"9f86d081884c7d659a2feaa0c55ad01",
 	};
 
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
@@ -652,7 +660,8 @@ START_TEST(test_egress_paths)
 {
 	static const char *const refused[] = { "/a/../b", "/../etc", "/a/./b",
 		"/repos%2Facme", "/a%2e%2e/b", "/search?q=x", "/a#frag", "/a/*",
-		"repos/acme", "" };
+		"repos/acme", "", "/a/..", "/..", "/a/.", "/.", "//a",
+		"/a//b" };
 	static const char *const allowed[] = { "/", "/repos/acme/",
 		"/v1/invoices", "/a..b/", "/.well-known/x" };
 	char extra[256];
@@ -699,7 +708,8 @@ START_TEST(test_egress_cidrs)
 		"127.0.0.1/32", "0.0.0.0/0", "fd00::/8", "::1/128" };
 	static const char *const refused[] = { "10.1.2.0", "10.1.2.0/33",
 		"256.1.2.0/24", "10.1.2/24", "abc/8", "fd00::/129",
-		"10.0.0.0/8x", "10.0.0.0/", "", "/8" };
+		"10.0.0.0/8x", "10.0.0.0/", "", "/8", "foo:bar/64",
+		" 10.0.0.0/8", "10.0.0.0/ 8", "10.0.0.0/+8", "10.0.0.0/-1" };
 	char extra[128];
 
 	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
