@@ -1219,6 +1219,35 @@ store_audit(struct store *s, const char *event, const char *job,
 	return store_write(s, op_audit, &a);
 }
 
+static void
+audit_async_done(void *arg, int result)
+{
+	/* Nobody waits for this one: a failure can only be told here. */
+	if (result < 0)
+		log_error("audit_failed", "{s:s, s:s}", "event", "auth_failed",
+		    "error", strerror(-result));
+	json_decref(arg);
+}
+
+int
+store_audit_async(struct store *s, const char *event, json_t *detail)
+{
+	struct audit_one *a = malloc(sizeof(*a));
+	int r;
+
+	if (a == NULL) {
+		json_decref(detail);
+		return -ENOMEM;
+	}
+	*a = (struct audit_one){ event, NULL, NULL, detail };
+	r = store_write_async(s, op_audit, a, audit_async_done, detail);
+	if (r < 0) {
+		free(a);
+		json_decref(detail);
+	}
+	return r;
+}
+
 static json_t *
 audit_row(sqlite3_stmt *st)
 {

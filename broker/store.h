@@ -157,6 +157,11 @@ int store_revocation_head(struct store *s, int64_t *ret);
 int store_audit(struct store *s, const char *event, const char *job,
     const char *actor, json_t *detail);
 
+/* Appends a record without waiting for the commit, for events that a
+ * flood of requests could raise (refused keys): event must be a static
+ * string; detail is stolen. 0, or -errno when it could not be queued. */
+int store_audit_async(struct store *s, const char *event, json_t *detail);
+
 /* Records with seq > after (for job, when not NULL), at most max: a new
  * array of {seq, ts, event, job, actor, detail, prev, hash}. */
 int store_audit_list(struct store *s, const char *job, int64_t after,
