@@ -1,6 +1,6 @@
 /*
- * cordon-hatch: main. Flags, log, config, -n check, state dir, listen,
- * serve until SIGTERM, then let requests in flight finish.
+ * cordon-hatch: main. Flags, log, config (input roots resolved, the
+ * launcher's key read), -n check, state dir, listen, serve until SIGTERM.
  */
 #include "hatch.h"
 
@@ -8,14 +8,57 @@
 #include "service.h"
 #include "util.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
 static const struct config_option hatch_options[] = {
 	CONFIG_COMMON_OPTIONS(offsetof(struct hatch_config, common)),
+	{ "input_roots", CONFIG_STRINGS,
+	    offsetof(struct hatch_config, input_roots), 0, 0 },
+	{ "launcher_key_file", CONFIG_STRING,
+	    offsetof(struct hatch_config, launcher_key_file), 0, 0 },
 };
+
+/*
+ * Resolves each input root (it must exist and be a directory), so that a
+ * source is compared with what the roots really are: EXIT_CONFIG after
+ * one line on stderr, or -1.
+ */
+static int
+resolve_roots(struct config_strings *roots)
+{
+	for (size_t i = 0; i < roots->n; i++) {
+		char *real = realpath(roots->v[i], NULL);
+
+		if (real == NULL || roots->v[i][0] != '/') {
+			fprintf(stderr, "%s: config: input_roots[%zu] %s: %s\n",
+			    HATCH_PROG, i, roots->v[i],
+			    real == NULL ? strerror(errno)
+					 : "must be an absolute path");
+			free(real);
+			return EXIT_CONFIG;
+		}
+		free(roots->v[i]);
+		roots->v[i] = real;
+	}
+	return -1;
+}
+
+static void
+hatch_free(struct hatch *h)
+{
+	config_common_free(&h->cfg.common);
+	config_strings_free(&h->cfg.input_roots);
+	free(h->cfg.launcher_key_file);
+	free(h->workspaces);
+	pthread_mutex_destroy(&h->mu);
+}
 
 int
 main(int argc, char **argv)
 {
-	struct hatch h = { 0 };
+	struct hatch h = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;
@@ -28,6 +71,8 @@ main(int argc, char **argv)
 		return r;
 	r = service_configure(&args, HATCH_PROG, "hatch", HATCH_LISTEN,
 	    hatch_options, ARRAY_SIZE(hatch_options), &h.cfg, &h.cfg.common);
+	if (r < 0)
+		r = resolve_roots(&h.cfg.input_roots);
 	if (r >= 0)
 		goto out;
 	if (args.check_only) {
@@ -39,16 +84,39 @@ main(int argc, char **argv)
 	r = service_open(&h.cfg.common, &fd, addr, sizeof(addr));
 	if (r >= 0)
 		goto out;
+	if (asprintf(&h.workspaces, "%s/workspaces", h.cfg.common.state_dir) <
+	    0) {
+		h.workspaces = NULL;
+		r = EXIT_OSERR;
+		goto out;
+	}
+	if (h.cfg.launcher_key_file == NULL)
+		log_warn("no_launcher_key", "{s:s}", "effect",
+		    "every workspace call is refused until launcher_key_file "
+		    "is configured");
+	else if ((r = keyring_add_file(&h.keys, h.cfg.launcher_key_file,
+		      ROLE_LAUNCHER)) < 0) {
+		log_error("key_failed", "{s:s, s:s}", "path",
+		    h.cfg.launcher_key_file, "error", strerror(-r));
+		r = EXIT_OSERR;
+		goto out;
+	}
+	if (h.cfg.input_roots.n == 0)
+		log_warn("no_input_roots", "{s:s}", "effect",
+		    "every input is refused until input_roots is configured");
 	struct http_server_config http = {
 		.svc = "hatch",
 		.listen_fd = steal_fd(&fd),
 		.threads = 2,
+		.routes = hatch_routes,
+		.nroutes = hatch_nroutes,
 		.ctx = &h,
+		.keys = &h.keys,
 	};
 	r = service_serve(&http, &h.cfg.common, addr, NULL, 0);
 out:
 	if (fd >= 0)
 		close(fd);
-	config_common_free(&h.cfg.common);
+	hatch_free(&h);
 	return r;
 }

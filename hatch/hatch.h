@@ -8,16 +8,31 @@
 #define CORDON_HATCH_H
 
 #include "config.h"
+#include "http_server.h"
+#include "keys.h"
+
+#include <pthread.h>
 
 #define HATCH_PROG "cordon-hatch"
 #define HATCH_LISTEN "127.0.0.1:7703"
 
 struct hatch_config {
 	struct config_common common;
+	/* Where inputs may be copied from; resolved at start. */
+	struct config_strings input_roots;
+	/* The launcher's key file: only its holder may call the API. */
+	char *launcher_key_file;
 };
 
 struct hatch {
 	struct hatch_config cfg;
+	char *workspaces; /* <state_dir>/workspaces */
+	struct keyring keys;
+	pthread_mutex_t mu; /* one workspace change at a time */
 };
+
+/* The hatch's routes, for the HTTP glue; ctx is the struct hatch. */
+extern const struct http_route hatch_routes[];
+extern const size_t hatch_nroutes;
 
 #endif

@@ -1,0 +1,180 @@
+/*
+ * The hatch's HTTP API (DESIGN.md, "Hatch"). Every call needs the
+ * launcher's key. Inputs are checked whole before anything is copied, and
+ * a workspace that cannot be made whole is not made at all.
+ */
+#include "hatch.h"
+
+#include "log.h"
+#include "path.h"
+#include "util.h"
+#include "workspace.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void
+reply_problems(struct http_response *res, json_t *problems)
+{
+	char msg[64];
+
+	snprintf(msg, sizeof(msg), "%zu problem%s", json_array_size(problems),
+	    json_array_size(problems) == 1 ? "" : "s");
+	http_reply_json(res, 422,
+	    json_pack("{s:s, s:s, s:o}", "error", "invalid_workspace",
+		"message", msg, "problems", problems));
+}
+
+/* True when one of a and b is the other or lies beneath it. */
+static bool
+paths_overlap(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b), n = na < nb ? na : nb;
+
+	return strncmp(a, b, n) == 0 &&
+	    (na == nb || (na < nb ? b[n] : a[n]) == '/');
+}
+
+static void
+create_workspace(void *ctx, struct http_request *req, struct http_response *res)
+{
+	static const char *const fields[] = { "job", "inputs", "disk_mb" };
+	struct hatch *h = ctx;
+	json_t *body = http_request_body(req), *v, *in;
+	json_t *problems = json_array(), *out = NULL;
+	struct workspace_input inputs[WORKSPACE_MAX_INPUTS];
+	char *resolved[WORKSPACE_MAX_INPUTS] = { 0 };
+	const char *key, *job;
+	long disk_mb = WORKSPACE_DEFAULT_DISK_MB;
+	size_t i, n = 0;
+	int r;
+
+	json_object_foreach(body, key, v)
+	{
+		bool ok = false;
+		for (size_t k = 0; k < ARRAY_SIZE(fields); k++)
+			ok |= strcmp(key, fields[k]) == 0;
+		if (!ok)
+			json_array_append_new(problems,
+			    json_pack("{s:s%, s:s}", "field", key,
+				strnlen(key, 64), "problem", "unknown field"));
+	}
+	job = json_string_value(json_object_get(body, "job"));
+	if (job == NULL || !workspace_job_ok(job))
+		json_array_append_new(problems,
+		    json_pack("{s:s, s:s}", "field", "job", "problem",
+			"required: [A-Za-z0-9._-]{1,128}, not starting with "
+			"'.'"));
+	v = json_object_get(body, "disk_mb");
+	if (v != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		json_integer_value(v) > WORKSPACE_MAX_DISK_MB))
+		json_array_append_new(problems,
+		    json_pack("{s:s, s:s}", "field", "disk_mb", "problem",
+			"an integer from 1 to 65536"));
+	else if (v != NULL)
+		disk_mb = (long)json_integer_value(v);
+	v = json_object_get(body, "inputs");
+	if (v != NULL &&
+	    (!json_is_array(v) || json_array_size(v) > WORKSPACE_MAX_INPUTS))
+		json_array_append_new(problems,
+		    json_pack("{s:s, s:s}", "field", "inputs", "problem",
+			"a list of at most 64 {src, dst}"));
+	else
+		json_array_foreach(v, i, in)
+		{
+			const char *src =
+			    json_string_value(json_object_get(in, "src"));
+			const char *dst =
+			    json_string_value(json_object_get(in, "dst"));
+			if (!json_is_object(in) || json_object_size(in) != 2)
+				json_array_append_new(problems,
+				    json_pack("{s:s, s:s}", "field", "inputs",
+					"problem",
+					"each input is exactly {src, dst}"));
+			resolved[n] = workspace_check_input(&h->cfg.input_roots,
+			    i, src, dst, problems);
+			if (resolved[n] == NULL)
+				continue;
+			for (size_t k = 0; k < n; k++)
+				if (paths_overlap(inputs[k].dst, dst))
+					json_array_append_new(problems,
+					    json_pack("{s:s, s:s}", "field",
+						"inputs", "problem",
+						"two inputs overlap at their "
+						"destinations"));
+			inputs[n].src = resolved[n];
+			inputs[n].dst = dst;
+			n++;
+		}
+	if (json_array_size(problems) > 0) {
+		reply_problems(res, problems);
+		goto out;
+	}
+
+	pthread_mutex_lock(&h->mu);
+	r = workspace_create(h->workspaces, job, inputs, n, disk_mb, problems,
+	    &out);
+	pthread_mutex_unlock(&h->mu);
+	if (r == 0) {
+		log_info("workspace_created", "{s:s, s:I, s:i}", "job", job,
+		    "inputs", (json_int_t)n, "disk_mb", (int)disk_mb);
+		http_reply_json(res, 201, out);
+		json_decref(problems);
+	} else if (r == -EEXIST) {
+		json_decref(problems);
+		http_reply_error(res, 409, "workspace_exists",
+		    "job %s already has a workspace", job);
+	} else if (r == -EINVAL) {
+		log_info("workspace_refused", "{s:s, s:I}", "job", job,
+		    "problems", (json_int_t)json_array_size(problems));
+		reply_problems(res, problems);
+	} else {
+		json_decref(problems);
+		log_error("workspace_failed", "{s:s, s:s}", "job", job, "error",
+		    strerror(-r));
+		http_reply_error(res, r == -ENOSPC ? 507 : 503,
+		    r == -ENOSPC ? "no_space" : "workspace_failed",
+		    "the workspace could not be made (%s); nothing is left of "
+		    "it",
+		    strerror(-r));
+	}
+out:
+	for (i = 0; i < n; i++)
+		free(resolved[i]);
+}
+
+static void
+delete_workspace(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct hatch *h = ctx;
+	const char *job = http_request_param(req, 0);
+	int r;
+
+	pthread_mutex_lock(&h->mu);
+	r = workspace_delete(h->workspaces, job);
+	pthread_mutex_unlock(&h->mu);
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_workspace",
+		    "no workspace for job %s", job);
+		return;
+	}
+	if (r < 0) {
+		log_error("workspace_delete_failed", "{s:s, s:s}", "job", job,
+		    "error", strerror(-r));
+		http_reply_error(res, 503, "workspace_failed",
+		    "the workspace could not be removed (%s)", strerror(-r));
+		return;
+	}
+	log_info("workspace_deleted", "{s:s}", "job", job);
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:b}", "job", job, "deleted", 1));
+}
+
+const struct http_route hatch_routes[] = {
+	{ "POST", "/v1/workspaces", ROLE_LAUNCHER, BODY_JSON,
+	    create_workspace },
+	{ "DELETE", "/v1/workspaces/*", ROLE_LAUNCHER, BODY_NONE,
+	    delete_workspace },
+};
+const size_t hatch_nroutes = ARRAY_SIZE(hatch_routes);

@@ -1,0 +1,203 @@
+/*
+ * Workspaces on disk: creation (copy-in, a size-capped tmpfs for the
+ * upper directory) and removal. A workspace that cannot be made whole is
+ * not left half made.
+ */
+#include "workspace.h"
+
+#include "copyin.h"
+#include "path.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool
+workspace_job_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 128 || s[0] == '.')
+		return false;
+	return strspn(s,
+		   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		   "0123456789._-") == n;
+}
+
+static void
+problem(json_t *problems, const char *field, const char *what)
+{
+	json_array_append_new(problems,
+	    json_pack("{s:s, s:s}", "field", field, "problem", what));
+}
+
+char *
+workspace_check_input(const struct config_strings *roots, size_t i,
+    const char *src, const char *dst, json_t *problems)
+{
+	char field[48];
+	char *real;
+
+	bool dst_ok = dst != NULL && path_is_safe_relative(dst);
+
+	snprintf(field, sizeof(field), "inputs[%zu].dst", i);
+	if (!dst_ok)
+		problem(problems, field,
+		    "a relative path without \"..\", \".\" or empty parts");
+	snprintf(field, sizeof(field), "inputs[%zu].src", i);
+	if (src == NULL || src[0] != '/') {
+		problem(problems, field, "an absolute path is required");
+		return NULL;
+	}
+	real = realpath(src, NULL);
+	if (real == NULL) {
+		problem(problems, field,
+		    errno == ENOENT ? "does not exist" : "cannot be resolved");
+		return NULL;
+	}
+	for (size_t k = 0; k < roots->n; k++)
+		if (path_is_within(roots->v[k], real)) {
+			if (dst_ok)
+				return real;
+			free(real);
+			return NULL;
+		}
+	problem(problems, field,
+	    roots->n == 0 ? "no input_roots are configured: the hatch copies "
+			    "nothing until an operator says from where"
+			  : "not under any of the hatch's input_roots");
+	free(real);
+	return NULL;
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP || flag == FTW_D)
+		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* Unmounts rw/ if mounted and removes dir; never crosses a mount. */
+static int
+remove_workspace_dir(const char *dir)
+{
+	char rw[PATH_MAX];
+
+	snprintf(rw, sizeof(rw), "%.*s/rw", PATH_MAX - 8, dir);
+	if (umount2(rw, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL &&
+	    errno != ENOENT)
+		return -errno;
+	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
+		return -EIO;
+	return 0;
+}
+
+int
+workspace_create(const char *root, const char *job,
+    const struct workspace_input *inputs, size_t ninputs, long disk_mb,
+    json_t *problems, json_t **ret)
+{
+	/* dir is shorter, so that what is built on it always fits. */
+	char dir[PATH_MAX - 64], lower[PATH_MAX], rw[PATH_MAX - 32],
+	    upper[PATH_MAX], work[PATH_MAX], opts[64];
+	_cleanup_close_ int lower_fd = -1;
+	json_t *copied = json_array();
+	int r;
+
+	if (path_mkdir_p(root, 0700) < 0)
+		return -errno;
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", root, job) >=
+	    sizeof(dir)) {
+		json_decref(copied);
+		return -ENAMETOOLONG;
+	}
+	snprintf(lower, sizeof(lower), "%s/lower", dir);
+	snprintf(rw, sizeof(rw), "%s/rw", dir);
+	snprintf(upper, sizeof(upper), "%s/upper", rw);
+	snprintf(work, sizeof(work), "%s/work", rw);
+	if (mkdir(dir, 0700) < 0) {
+		json_decref(copied);
+		return -errno;
+	}
+	if (mkdir(lower, 0755) < 0 ||
+	    (lower_fd = open(lower, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	for (size_t i = 0; i < ninputs; i++) {
+		struct copyin_stats st = { 0 };
+		size_t before = json_array_size(problems);
+
+		r = copyin(inputs[i].src, lower_fd, inputs[i].dst, problems,
+		    &st);
+		if (r == -EEXIST) {
+			char field[48];
+			snprintf(field, sizeof(field), "inputs[%zu].dst", i);
+			problem(problems, field,
+			    "overlaps another input's destination");
+			continue;
+		}
+		if (r < 0)
+			goto fail;
+		/* Copy problems name paths inside the input: say which. */
+		for (size_t k = before; k < json_array_size(problems); k++) {
+			json_t *p = json_array_get(problems, k);
+			json_object_set_new(p, "input", json_integer((int)i));
+		}
+		json_array_append_new(copied,
+		    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "src",
+			inputs[i].src, "dst", inputs[i].dst, "files",
+			(json_int_t)st.files, "dirs", (json_int_t)st.dirs,
+			"symlinks", (json_int_t)st.symlinks, "bytes",
+			(json_int_t)st.bytes));
+	}
+	if (json_array_size(problems) > 0) {
+		r = -EINVAL;
+		goto fail;
+	}
+	/* The upper layer lives on its own tmpfs: the job's disk limit. */
+	snprintf(opts, sizeof(opts), "size=%ldm,mode=0755", disk_mb);
+	if (mkdir(rw, 0755) < 0 ||
+	    mount("tmpfs", rw, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	*ret = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o}", "job", job, "lower",
+	    lower, "upper", upper, "work", work, "disk_mb", (int)disk_mb,
+	    "inputs", copied);
+	return 0;
+fail:
+	json_decref(copied);
+	remove_workspace_dir(dir);
+	return r;
+}
+
+int
+workspace_delete(const char *root, const char *job)
+{
+	char dir[PATH_MAX - 64];
+	struct stat st;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", root, job) >=
+	    sizeof(dir))
+		return -ENAMETOOLONG;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return remove_workspace_dir(dir);
+}

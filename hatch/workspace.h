@@ -1,0 +1,57 @@
+/*
+ * Workspaces: one per job, under <state_dir>/workspaces/<job>/:
+ *   lower/     the inputs, copied in (the overlay's read-only layer)
+ *   rw/        a tmpfs of the job's disk limit, holding
+ *   rw/upper/  the overlay's upper directory: everything the job writes
+ *   rw/work/   the overlay's work directory
+ * The launcher mounts lower, upper and work as an overlay at the job's
+ * /work; after the job stops, the hatch reads upper alone.
+ */
+#ifndef CORDON_HATCH_WORKSPACE_H
+#define CORDON_HATCH_WORKSPACE_H
+
+#include "config.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#define WORKSPACE_MAX_INPUTS 64
+#define WORKSPACE_DEFAULT_DISK_MB 256
+#define WORKSPACE_MAX_DISK_MB 65536
+
+struct workspace_input {
+	const char *src; /* resolved, under an input root */
+	const char *dst; /* relative, safe */
+};
+
+/* True when s can name a job (and a directory): [A-Za-z0-9._-]{1,128},
+ * not starting with '.'. */
+bool workspace_job_ok(const char *s);
+
+/*
+ * Checks one input against the roots: src absolute, existing, resolving
+ * (realpath) under one of roots (themselves resolved); dst a safe relative
+ * path. Appends problems ({"field", "problem"}, field like
+ * "inputs[2].src") and returns the resolved src (free() it), or NULL
+ * when src or dst is refused.
+ */
+char *workspace_check_input(const struct config_strings *roots, size_t i,
+    const char *src, const char *dst, json_t *problems);
+
+/*
+ * Creates job's workspace under root (the workspaces directory): copies
+ * each input into lower/<dst>, mounts a tmpfs of disk_mb at rw/, makes
+ * upper/ and work/ in it. -EEXIST when the job has one; -EINVAL with
+ * problems listed (a fifo in an input, a link out of it, two inputs at
+ * one dst), and nothing left behind; -ENOSPC, -EPERM (no right to mount)
+ * or -errno otherwise. *ret gets {job, lower, upper, work, disk_mb,
+ * inputs: [{src, dst, files, dirs, symlinks, bytes}]}.
+ */
+int workspace_create(const char *root, const char *job,
+    const struct workspace_input *inputs, size_t ninputs, long disk_mb,
+    json_t *problems, json_t **ret);
+
+/* Unmounts and removes job's workspace: 0, or -ENOENT. */
+int workspace_delete(const char *root, const char *job);
+
+#endif

@@ -1,0 +1,301 @@
+/*
+ * cordon-hatch, the real daemon on loopback, as root (it mounts): copy-in
+ * that copies what it should and refuses the rest whole, the tmpfs that
+ * caps the job's writes, removal that leaves nothing mounted, and bad
+ * input of every kind.
+ */
+#include "harness.h"
+#include "http_client.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define KEY "crk_hatch-test-key-0123456789abcdefghijkl"
+
+static struct daemon hatch;
+static char roots[300], outside[300];
+
+static void
+write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	ck_assert_int_eq(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void
+start(void)
+{
+	char cfg[1024], keyfile[400], p[400];
+
+	/* Inputs live under roots; a file outside them is refused. */
+	snprintf(roots, sizeof(roots), "%s", harness_tmpdir());
+	snprintf(outside, sizeof(outside), "%s", harness_tmpdir());
+	snprintf(keyfile, sizeof(keyfile), "%s/launcher.key", outside);
+	write_file(keyfile, KEY "\n", 0600);
+	snprintf(p, sizeof(p), "%s/secret.txt", outside);
+	write_file(p, "not for jobs\n", 0644);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\"}", roots,
+	    keyfile);
+	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
+}
+
+static void
+stop(void)
+{
+	ck_assert_int_eq(daemon_stop(&hatch), 0);
+}
+
+static json_t *
+expect(long want, const char *method, const char *path, const char *key,
+    json_t *body)
+{
+	long status;
+	json_t *v =
+	    harness_call(&hatch, method, path, key, NULL, body, &status);
+
+	json_decref(body);
+	ck_assert_msg(status == want, "%s %s: %ld, not %ld: %s", method, path,
+	    status, want, v ? json_dumps(v, JSON_COMPACT) : "(not JSON)");
+	if (status >= 400) {
+		ck_assert(json_is_string(json_object_get(v, "error")));
+		ck_assert(json_is_string(json_object_get(v, "message")));
+	}
+	return v;
+}
+
+/* A small repository under the roots: its path (static). */
+static const char *
+make_repo(const char *name)
+{
+	static char repo[400];
+	char p[500];
+
+	snprintf(repo, sizeof(repo), "%s/%s", roots, name);
+	ck_assert_int_eq(mkdir(repo, 0755), 0);
+	snprintf(p, sizeof(p), "%s/README", repo);
+	write_file(p, "hello\n", 0644);
+	snprintf(p, sizeof(p), "%s/run.sh", repo);
+	write_file(p, "#!/bin/sh\n", 04755);
+	snprintf(p, sizeof(p), "%s/src", repo);
+	ck_assert_int_eq(mkdir(p, 0750), 0);
+	snprintf(p, sizeof(p), "%s/src/main.c", repo);
+	write_file(p, "int main(void) { return 0; }\n", 0644);
+	snprintf(p, sizeof(p), "%s/src/readme", repo);
+	ck_assert_int_eq(symlink("../README", p), 0);
+	return repo;
+}
+
+static bool
+mounted(const char *path)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	bool found = false;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strstr(line, path) != NULL)
+			found = true;
+	fclose(f);
+	return found;
+}
+
+START_TEST(copy_in_and_remove)
+{
+	const char *repo = make_repo("repo");
+	char p[600], target[64];
+	struct stat st;
+	struct statvfs vfs;
+	json_t *v;
+
+	v = expect(201, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[{s:s, s:s}], s:i}", "job", "job_a", "inputs",
+		"src", repo, "dst", "checkout/repo", "disk_mb", 8));
+	const char *lower = json_string_value(json_object_get(v, "lower"));
+	const char *upper = json_string_value(json_object_get(v, "upper"));
+	ck_assert_ptr_nonnull(lower);
+	ck_assert_ptr_nonnull(upper);
+	ck_assert_int_eq(json_integer_value(
+			     json_object_get(json_array_get(json_object_get(v,
+								"inputs"),
+						 0),
+				 "files")),
+	    3);
+
+	/* Contents, modes (setuid dropped), the link as a link. */
+	snprintf(p, sizeof(p), "%s/checkout/repo/src/main.c", lower);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_size, 29);
+	snprintf(p, sizeof(p), "%s/checkout/repo/run.sh", lower);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+	snprintf(p, sizeof(p), "%s/checkout/repo/src", lower);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0750);
+	snprintf(p, sizeof(p), "%s/checkout/repo/src/readme", lower);
+	ck_assert_int_eq(lstat(p, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ssize_t n = readlink(p, target, sizeof(target) - 1);
+	ck_assert_int_gt(n, 0);
+	target[n] = '\0';
+	ck_assert_str_eq(target, "../README");
+
+	/* The upper directory is on its own tmpfs of the job's size. */
+	ck_assert_int_eq(statvfs(upper, &vfs), 0);
+	ck_assert_uint_eq((uint64_t)vfs.f_blocks * vfs.f_frsize,
+	    8ULL * 1024 * 1024);
+	char rw[600];
+	snprintf(rw, sizeof(rw), "%s", upper);
+	*strrchr(rw, '/') = '\0';
+	ck_assert(mounted(rw));
+
+	/* One workspace per job. */
+	json_decref(expect(409, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[]}", "job", "job_a", "inputs")));
+
+	/* Removal unmounts and leaves nothing. */
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s", lower);
+	*strrchr(dir, '/') = '\0';
+	json_decref(expect(200, "DELETE", "/v1/workspaces/job_a", KEY, NULL));
+	ck_assert_int_eq(access(dir, F_OK), -1);
+	ck_assert(!mounted(dir));
+	json_decref(expect(404, "DELETE", "/v1/workspaces/job_a", KEY, NULL));
+	json_decref(v);
+}
+END_TEST
+
+/* True when problems hold one naming path (or field) with the text. */
+static bool
+has_problem(const json_t *v, const char *key, const char *name,
+    const char *says)
+{
+	size_t i;
+	json_t *p;
+
+	json_array_foreach(json_object_get(v, "problems"), i, p)
+	{
+		const char *k = json_string_value(json_object_get(p, key));
+		const char *t =
+		    json_string_value(json_object_get(p, "problem"));
+		if (k != NULL && t != NULL && strcmp(k, name) == 0 &&
+		    strstr(t, says) != NULL)
+			return true;
+	}
+	return false;
+}
+
+START_TEST(refuses_what_it_must_not_copy)
+{
+	const char *repo = make_repo("hostile");
+	char p[600], ws[600];
+	json_t *v;
+
+	snprintf(p, sizeof(p), "%s/pipe", repo);
+	ck_assert_int_eq(mkfifo(p, 0644), 0);
+	snprintf(p, sizeof(p), "%s/null", repo);
+	ck_assert_int_eq(mknod(p, S_IFCHR | 0644, makedev(1, 3)), 0);
+	snprintf(p, sizeof(p), "%s/src/passwd", repo);
+	ck_assert_int_eq(symlink("/etc/passwd", p), 0);
+	snprintf(p, sizeof(p), "%s/src/up", repo);
+	ck_assert_int_eq(symlink("../../..", p), 0);
+
+	v = expect(422, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", "job_h", "inputs", "src",
+		repo, "dst", "repo"));
+	ck_assert(has_problem(v, "path", "pipe", "fifo"));
+	ck_assert(has_problem(v, "path", "null", "device"));
+	ck_assert(has_problem(v, "path", "src/passwd", "leads out"));
+	ck_assert(has_problem(v, "path", "src/up", "leads out"));
+	json_decref(v);
+	/* Nothing is left of it. */
+	snprintf(ws, sizeof(ws), "%s/var/hatch/workspaces/job_h", hatch.dir);
+	ck_assert_int_eq(access(ws, F_OK), -1);
+}
+END_TEST
+
+START_TEST(bad_input_gets_the_right_status)
+{
+	char p[600];
+	json_t *v;
+
+	make_repo("ok");
+	snprintf(p, sizeof(p), "%s/ok", roots);
+	/* Relative, missing, outside the roots, escaping dst: all listed. */
+	v = expect(422, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, {s:s, "
+		      "s:s}]}",
+		"job", "job_b", "inputs", "src", "relative/path", "dst", "a",
+		"src", "/nonexistent/x", "dst", "b", "src", outside, "dst", "c",
+		"src", p, "dst", "../escape"));
+	ck_assert(has_problem(v, "field", "inputs[0].src", "absolute"));
+	ck_assert(has_problem(v, "field", "inputs[1].src", "does not exist"));
+	ck_assert(has_problem(v, "field", "inputs[2].src", "input_roots"));
+	ck_assert(has_problem(v, "field", "inputs[3].dst", "relative"));
+	json_decref(v);
+
+	/* A link inside the roots that points out of them is out. */
+	snprintf(p, sizeof(p), "%s/sneaky", roots);
+	ck_assert_int_eq(symlink(outside, p), 0);
+	v = expect(422, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", "job_c", "inputs", "src",
+		p, "dst", "x"));
+	ck_assert(has_problem(v, "field", "inputs[0].src", "input_roots"));
+	json_decref(v);
+
+	/* Overlapping destinations, bad job names, types, sizes, fields. */
+	snprintf(p, sizeof(p), "%s/ok", roots);
+	json_decref(expect(422, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "job", "job_d",
+		"inputs", "src", p, "dst", "a", "src", p, "dst", "a/b")));
+	json_decref(expect(422, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[]}", "job", "../x", "inputs")));
+	json_decref(expect(422, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[], s:i}", "job", "j", "inputs", "disk_mb", 0)));
+	json_decref(expect(422, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[], s:b}", "job", "j", "inputs", "extra", 1)));
+	json_decref(expect(422, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:s}", "job", "j", "inputs", "all")));
+	/* Keys. */
+	json_decref(expect(401, "POST", "/v1/workspaces", NULL,
+	    json_pack("{s:s, s:[]}", "job", "j", "inputs")));
+	json_decref(expect(401, "DELETE", "/v1/workspaces/j",
+	    "crk_some-other-key-0123456789abcdefghijklmn", NULL));
+	json_decref(expect(404, "DELETE", "/v1/workspaces/nothing", KEY, NULL));
+	json_decref(expect(200, "GET", "/healthz", NULL, NULL));
+}
+END_TEST
+
+static Suite *
+hatch_suite(void)
+{
+	Suite *s = suite_create("hatch");
+	TCase *tc = tcase_create("workspaces");
+
+	tcase_add_checked_fixture(tc, start, stop);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, copy_in_and_remove);
+	tcase_add_test(tc, refuses_what_it_must_not_copy);
+	tcase_add_test(tc, bad_input_gets_the_right_status);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	if (httpc_global_init() < 0)
+		return 1;
+	return harness_main(hatch_suite());
+}
