@@ -6,6 +6,8 @@
  */
 #include "buf.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
@@ -428,11 +430,5 @@ buf_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(buf_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return testutil_run(buf_suite());
 }

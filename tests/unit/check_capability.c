@@ -9,11 +9,11 @@
  */
 #include "capability.h"
 
+#include "testutil.h"
 #include "token.h"
 
 #include <check.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -24,14 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Test JSON: any value. */
 static json_t *
 parse(const char *text)
 {
-	json_error_t err;
-	json_t *v = json_loads(text, JSON_DECODE_ANY, &err);
-
-	ck_assert_msg(v != NULL, "test JSON \"%s\": %s", text, err.text);
-	return v;
+	return testutil_json(text, JSON_DECODE_ANY);
 }
 
 /* --- capability_within ----------------------------------------------- */
@@ -45,28 +42,6 @@ invoices(void)
 	    "\"invoices-api\", \"reason\": \"r\", \"ttl_seconds\": 600,"
 	    " \"params\": {\"tenant\": [\"4182\", \"17\"],"
 	    " \"region\": [\"eu\"]}}");
-}
-
-/* How many problems in list name field. */
-static size_t
-count_field(const json_t *list, const char *field)
-{
-	size_t i, n = 0;
-	json_t *p;
-
-	json_array_foreach(list, i, p)
-	{
-		const char *f = json_string_value(json_object_get(p, "field"));
-		const char *why =
-		    json_string_value(json_object_get(p, "problem"));
-
-		ck_assert_ptr_nonnull(f);
-		ck_assert_msg(why != NULL && why[0] != '\0',
-		    "a problem without a reason at %s", f);
-		if (strcmp(f, field) == 0)
-			n++;
-	}
-	return n;
 }
 
 /* Asks cap for params (JSON text, or NULL for none) and ttl (JSON text or
@@ -99,7 +74,7 @@ assert_refused(const json_t *cap, const char *params, const char *ttl,
 	    params != NULL ? params : "none", ttl != NULL ? ttl : "none",
 	    (long long)granted);
 	text = json_dumps(problems, JSON_COMPACT);
-	ck_assert_msg(count_field(problems, field) >= 1,
+	ck_assert_msg(testutil_count_field(problems, field) >= 1,
 	    "params %s, ttl %s: no problem at %s in %s",
 	    params != NULL ? params : "none", ttl != NULL ? ttl : "none", field,
 	    text);
@@ -226,10 +201,10 @@ START_TEST(test_within_lists_everything)
 	ck_assert(!ask(cap, "{\"tenant\": \"1\", \"x\": \"y\"}", "3600",
 	    problems, &ttl));
 	ck_assert_uint_eq(json_array_size(problems), 5);
-	ck_assert_uint_eq(count_field(problems, "params.tenant"), 1);
-	ck_assert_uint_eq(count_field(problems, "params.region"), 1);
-	ck_assert_uint_eq(count_field(problems, "params.x"), 1);
-	ck_assert_uint_eq(count_field(problems, "ttl_seconds"), 1);
+	ck_assert_uint_eq(testutil_count_field(problems, "params.tenant"), 1);
+	ck_assert_uint_eq(testutil_count_field(problems, "params.region"), 1);
+	ck_assert_uint_eq(testutil_count_field(problems, "params.x"), 1);
+	ck_assert_uint_eq(testutil_count_field(problems, "ttl_seconds"), 1);
 	json_decref(problems);
 	json_decref(cap);
 }
@@ -386,72 +361,6 @@ END_TEST
 
 /* --- capability_pepper ----------------------------------------------- */
 
-static char base[64];
-static char dir[PATH_MAX];
-
-static int
-remove_entry(const char *p, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(p);
-}
-
-/* In the runner process: the tree goes even when a test fails. */
-static void
-base_setup(void)
-{
-	snprintf(base, sizeof(base), "/tmp/cordon-check-capability-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(base));
-}
-
-static void
-base_teardown(void)
-{
-	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void
-dir_setup(void)
-{
-	snprintf(dir, sizeof(dir), "%s/tXXXXXX", base);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-/* dir/rel, written into out. */
-static const char *
-at(char out[PATH_MAX], const char *rel)
-{
-	int n = snprintf(out, PATH_MAX, "%s/%s", dir, rel);
-
-	ck_assert(n > 0 && n < PATH_MAX);
-	return out;
-}
-
-static void
-write_bytes(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "we");
-
-	ck_assert_ptr_nonnull(f);
-	ck_assert_uint_eq(fwrite(data, 1, len, f), len);
-	ck_assert_int_eq(fclose(f), 0);
-}
-
-/* The whole file, at most max bytes: its length. */
-static size_t
-read_bytes(const char *path, unsigned char *out, size_t max)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	ck_assert_ptr_nonnull(f);
-	n = fread(out, 1, max, f);
-	fclose(f);
-	return n;
-}
-
 START_TEST(test_pepper_created_then_loaded)
 {
 	unsigned char first[PEPPER_LEN], again[PEPPER_LEN], file[64];
@@ -461,14 +370,16 @@ START_TEST(test_pepper_created_then_loaded)
 	struct stat st;
 
 	umask(022);
-	ck_assert_int_eq(capability_pepper(at(p, "pepper"), first, &created),
+	ck_assert_int_eq(capability_pepper(testutil_at(p, "pepper"), first,
+			     &created),
 	    0);
 	ck_assert(created);
 	/* A file of its own, 0600, exactly the 32 bytes handed back. */
 	ck_assert_int_eq(lstat(p, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
 	ck_assert_uint_eq(st.st_mode & 07777, 0600);
-	ck_assert_uint_eq(read_bytes(p, file, sizeof(file)), PEPPER_LEN);
+	ck_assert_uint_eq(testutil_read_file(p, file, sizeof(file)),
+	    PEPPER_LEN);
 	ck_assert_mem_eq(file, first, PEPPER_LEN);
 	ck_assert_int_ne(memcmp(first, zero, PEPPER_LEN), 0);
 
@@ -480,7 +391,8 @@ START_TEST(test_pepper_created_then_loaded)
 	ck_assert_mem_eq(again, first, PEPPER_LEN);
 
 	/* Another file, another pepper. */
-	ck_assert_int_eq(capability_pepper(at(p, "pepper2"), again, &created),
+	ck_assert_int_eq(capability_pepper(testutil_at(p, "pepper2"), again,
+			     &created),
 	    0);
 	ck_assert(created);
 	ck_assert_int_ne(memcmp(again, first, PEPPER_LEN), 0);
@@ -497,7 +409,7 @@ START_TEST(test_pepper_loads_given_bytes)
 	pepper_fill(want, 250);
 	want[3] = '\0';
 	want[4] = '\n';
-	write_bytes(at(p, "pepper"), want, PEPPER_LEN);
+	testutil_write_file(testutil_at(p, "pepper"), want, PEPPER_LEN);
 	ck_assert_int_eq(capability_pepper(p, got, &created), 0);
 	ck_assert(!created);
 	ck_assert_mem_eq(got, want, PEPPER_LEN);
@@ -516,14 +428,14 @@ pepper_refused(size_t len)
 	memset(data, 'k', sizeof(data));
 	memset(sentinel, 0xa5, sizeof(sentinel));
 	memcpy(got, sentinel, sizeof(got));
-	write_bytes(at(p, "pepper"), data, len);
+	testutil_write_file(testutil_at(p, "pepper"), data, len);
 	r = capability_pepper(p, got, &created);
 	ck_assert_msg(r < 0, "a pepper of %zu bytes accepted", len);
 	/* Nothing handed back, nothing replaced: a new pepper would orphan
 	 * every stored token hash. */
 	ck_assert_mem_eq(got, sentinel, PEPPER_LEN);
 	ck_assert(created);
-	ck_assert_uint_eq(read_bytes(p, file, sizeof(file)), len);
+	ck_assert_uint_eq(testutil_read_file(p, file, sizeof(file)), len);
 	ck_assert_mem_eq(file, data, len);
 	unlink(p);
 	return r;
@@ -548,11 +460,12 @@ START_TEST(test_pepper_errors)
 	bool created = true;
 
 	/* No directory to write into. */
-	ck_assert_int_eq(capability_pepper(at(p, "no/pepper"), got, &created),
+	ck_assert_int_eq(capability_pepper(testutil_at(p, "no/pepper"), got,
+			     &created),
 	    -ENOENT);
 	ck_assert(created);
 	/* A directory where the file should be. */
-	ck_assert_int_eq(mkdir(at(p, "d"), 0700), 0);
+	ck_assert_int_eq(mkdir(testutil_at(p, "d"), 0700), 0);
 	ck_assert_int_eq(capability_pepper(p, got, &created), -EINVAL);
 	ck_assert(created);
 }
@@ -583,8 +496,8 @@ capability_suite(void)
 
 	tc = tcase_create("pepper");
 	tcase_set_timeout(tc, 30);
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, dir_setup, NULL);
+	testutil_tmp_fixture(tc, "capability");
+	tcase_add_checked_fixture(tc, testutil_dir_setup, NULL);
 	tcase_add_test(tc, test_pepper_created_then_loaded);
 	tcase_add_test(tc, test_pepper_loads_given_bytes);
 	tcase_add_test(tc, test_pepper_wrong_length);
@@ -596,11 +509,5 @@ capability_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(capability_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return testutil_run(capability_suite());
 }

@@ -8,10 +8,11 @@
  */
 #include "config.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,42 +39,16 @@ static const struct config_option test_options[] = {
 
 #define NOPTS (sizeof(test_options) / sizeof(test_options[0]))
 
-static char base[64];
-static char dir[PATH_MAX];
 static char cfgpath[PATH_MAX + 32];
 static struct test_config cfg;
 static char err[512];
-
-static int
-remove_entry(const char *p, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(p);
-}
-
-/* In the runner process: the tree goes even when a test fails. */
-static void
-base_setup(void)
-{
-	snprintf(base, sizeof(base), "/tmp/cordon-check-config-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(base));
-}
-
-static void
-base_teardown(void)
-{
-	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* Per test: a fresh directory, defaults in cfg, no systemd variables. */
 static void
 test_setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s/tXXXXXX", base);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(cfgpath, sizeof(cfgpath), "%s/test.json", dir);
+	testutil_dir_setup();
+	snprintf(cfgpath, sizeof(cfgpath), "%s/test.json", testutil_dir);
 	cfg = (struct test_config){ 0 };
 	cfg.workers = 4;
 	cfg.common.log_level = LEVEL_INFO;
@@ -93,20 +68,10 @@ test_teardown(void)
 	cfg.name = NULL;
 }
 
-static void
-write_config(const char *text)
-{
-	FILE *f = fopen(cfgpath, "we");
-
-	ck_assert_ptr_nonnull(f);
-	ck_assert_uint_eq(fwrite(text, 1, strlen(text), f), strlen(text));
-	ck_assert_int_eq(fclose(f), 0);
-}
-
 static int
 load(const char *text)
 {
-	write_config(text);
+	testutil_write_text(cfgpath, text);
 	return config_load(cfgpath, test_options, NOPTS, &cfg, err,
 	    sizeof(err));
 }
@@ -338,10 +303,10 @@ END_TEST
 
 START_TEST(test_directory_refused)
 {
-	ck_assert_int_eq(config_load(dir, test_options, NOPTS, &cfg, err,
-			     sizeof(err)),
+	ck_assert_int_eq(config_load(testutil_dir, test_options, NOPTS, &cfg,
+			     err, sizeof(err)),
 	    -EINVAL);
-	ck_assert_ptr_nonnull(strstr(err, dir));
+	ck_assert_ptr_nonnull(strstr(err, testutil_dir));
 }
 END_TEST
 
@@ -382,7 +347,7 @@ START_TEST(test_small_error_buffer)
 {
 	char small[16];
 
-	write_config("{\"a_rather_long_unknown_key_name\": 1}");
+	testutil_write_text(cfgpath, "{\"a_rather_long_unknown_key_name\": 1}");
 	memset(small, 'Z', sizeof(small));
 	ck_assert_int_eq(config_load(cfgpath, test_options, NOPTS, &cfg, small,
 			     sizeof(small)),
@@ -511,8 +476,8 @@ START_TEST(test_make_dirs)
 	int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	ck_assert_int_ge(cwd, 0);
-	ck_assert_ptr_nonnull(realpath(dir, real));
-	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_ptr_nonnull(realpath(testutil_dir, real));
+	ck_assert_int_eq(chdir(testutil_dir), 0);
 	ck_assert_int_eq(config_default_dirs(c, "svc"), 0);
 	ck_assert_int_eq(config_make_dirs(c, &failed), 0);
 	ck_assert_int_eq(fchdir(cwd), 0);
@@ -544,19 +509,19 @@ START_TEST(test_make_dirs_failure_names_path)
 	const char *failed = NULL;
 	FILE *f;
 
-	snprintf(p, sizeof(p), "%s/file", dir);
+	snprintf(p, sizeof(p), "%s/file", testutil_dir);
 	f = fopen(p, "we");
 	ck_assert_ptr_nonnull(f);
 	fclose(f);
-	snprintf(p, sizeof(p), "%s/state", dir);
+	snprintf(p, sizeof(p), "%s/state", testutil_dir);
 	ck_assert_int_eq(config_set_string(&c->state_dir, p), 0);
-	snprintf(p, sizeof(p), "%s/file/run", dir);
+	snprintf(p, sizeof(p), "%s/file/run", testutil_dir);
 	ck_assert_int_eq(config_set_string(&c->runtime_dir, p), 0);
-	snprintf(p, sizeof(p), "%s/logs", dir);
+	snprintf(p, sizeof(p), "%s/logs", testutil_dir);
 	ck_assert_int_eq(config_set_string(&c->logs_dir, p), 0);
 	ck_assert_int_eq(config_make_dirs(c, &failed), -ENOTDIR);
 	ck_assert_ptr_nonnull(failed);
-	snprintf(p, sizeof(p), "%s/file/run", dir);
+	snprintf(p, sizeof(p), "%s/file/run", testutil_dir);
 	ck_assert_str_eq(failed, p);
 }
 END_TEST
@@ -569,7 +534,7 @@ config_suite(void)
 
 	tc = tcase_create("load");
 	tcase_set_timeout(tc, 30);
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
+	testutil_tmp_fixture(tc, "config");
 	tcase_add_checked_fixture(tc, test_setup, test_teardown);
 	tcase_add_test(tc, test_good_file);
 	tcase_add_test(tc, test_absent_keys_keep_defaults);
@@ -581,7 +546,7 @@ config_suite(void)
 
 	tc = tcase_create("refuse");
 	tcase_set_timeout(tc, 30);
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
+	testutil_tmp_fixture(tc, "config");
 	tcase_add_checked_fixture(tc, test_setup, test_teardown);
 	tcase_add_test(tc, test_unknown_key);
 	tcase_add_test(tc, test_wrong_types_name_key);
@@ -597,7 +562,7 @@ config_suite(void)
 
 	tc = tcase_create("dirs");
 	tcase_set_timeout(tc, 30);
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
+	testutil_tmp_fixture(tc, "config");
 	tcase_add_checked_fixture(tc, test_setup, test_teardown);
 	tcase_add_test(tc, test_default_dirs_fallback);
 	tcase_add_test(tc, test_default_dirs_systemd);
@@ -615,11 +580,5 @@ config_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(config_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return testutil_run(config_suite());
 }

@@ -9,6 +9,8 @@
  */
 #include "feed.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -494,11 +496,5 @@ feed_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(feed_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return testutil_run(feed_suite());
 }

@@ -8,6 +8,8 @@
 #include "keys.h"
 #include "service.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
@@ -546,11 +548,5 @@ http_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(http_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return testutil_run(http_suite());
 }

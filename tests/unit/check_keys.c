@@ -6,9 +6,10 @@
  */
 #include "keys.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <regex.h>
@@ -18,63 +19,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char base[64];
-static char dir[PATH_MAX];
-
-static int
-remove_entry(const char *p, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(p);
-}
-
-/* In the runner process: the tree goes even when a test fails. */
-static void
-base_setup(void)
-{
-	snprintf(base, sizeof(base), "/tmp/cordon-check-keys-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(base));
-}
-
-static void
-base_teardown(void)
-{
-	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void
-dir_setup(void)
-{
-	snprintf(dir, sizeof(dir), "%s/tXXXXXX", base);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
 /* The whole file, which must exist. */
 static char *
 slurp(const char *path, size_t *ret_len)
 {
-	FILE *f = fopen(path, "re");
 	char *text = calloc(4097, 1);
-	size_t n;
 
-	ck_assert_ptr_nonnull(f);
 	ck_assert_ptr_nonnull(text);
-	n = fread(text, 1, 4096, f);
-	fclose(f);
-	*ret_len = n;
+	*ret_len = testutil_read_file(path, text, 4096);
 	return text;
-}
-
-static void
-write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-
-	ck_assert_ptr_nonnull(f);
-	ck_assert_uint_eq(fwrite(text, 1, strlen(text), f), strlen(text));
-	ck_assert_int_eq(fclose(f), 0);
 }
 
 /* Ensures <dir>/<name>.key, which must be new, and returns its key
@@ -86,7 +39,7 @@ new_key(const char *name, char **ret_path)
 	bool created = false;
 	size_t len;
 
-	ck_assert_int_eq(keys_ensure(dir, name, &path, &created), 0);
+	ck_assert_int_eq(keys_ensure(testutil_dir, name, &path, &created), 0);
 	ck_assert(created);
 	text = slurp(path, &len);
 	ck_assert_uint_eq(len, 43);
@@ -110,9 +63,10 @@ START_TEST(test_ensure_writes_key)
 	regex_t re;
 	size_t len;
 
-	ck_assert_int_eq(keys_ensure(dir, "broker", &path, &created), 0);
+	ck_assert_int_eq(keys_ensure(testutil_dir, "broker", &path, &created),
+	    0);
 	ck_assert(created);
-	snprintf(want, sizeof(want), "%s/broker.key", dir);
+	snprintf(want, sizeof(want), "%s/broker.key", testutil_dir);
 	ck_assert_str_eq(path, want);
 	ck_assert_int_eq(lstat(path, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
@@ -139,13 +93,15 @@ START_TEST(test_ensure_second_call_loads)
 	struct stat st1, st2;
 	size_t len1, len2;
 
-	ck_assert_int_eq(keys_ensure(dir, "proxy", &path1, &created), 0);
+	ck_assert_int_eq(keys_ensure(testutil_dir, "proxy", &path1, &created),
+	    0);
 	ck_assert(created);
 	ck_assert_int_eq(stat(path1, &st1), 0);
 	text1 = slurp(path1, &len1);
 
 	created = true;
-	ck_assert_int_eq(keys_ensure(dir, "proxy", &path2, &created), 0);
+	ck_assert_int_eq(keys_ensure(testutil_dir, "proxy", &path2, &created),
+	    0);
 	ck_assert(!created);
 	ck_assert_str_eq(path1, path2);
 	text2 = slurp(path2, &len2);
@@ -172,9 +128,10 @@ START_TEST(test_ensure_keeps_existing_key)
 	bool created = true;
 	size_t len;
 
-	snprintf(p, sizeof(p), "%s/admin.key", dir);
-	write_file(p, mine);
-	ck_assert_int_eq(keys_ensure(dir, "admin", &path, &created), 0);
+	snprintf(p, sizeof(p), "%s/admin.key", testutil_dir);
+	testutil_write_text(p, mine);
+	ck_assert_int_eq(keys_ensure(testutil_dir, "admin", &path, &created),
+	    0);
 	ck_assert(!created);
 	text = slurp(path, &len);
 	ck_assert_str_eq(text, mine);
@@ -190,7 +147,7 @@ START_TEST(test_ensure_makes_dir)
 	bool created = false;
 	struct stat st;
 
-	snprintf(sub, sizeof(sub), "%s/a/b/keys", dir);
+	snprintf(sub, sizeof(sub), "%s/a/b/keys", testutil_dir);
 	ck_assert_int_eq(keys_ensure(sub, "hatch", &path, &created), 0);
 	ck_assert(created);
 	ck_assert_int_eq(stat(sub, &st), 0);
@@ -218,16 +175,18 @@ START_TEST(test_ensure_refuses_non_file)
 	bool created = false;
 
 	/* A symlink planted where the key goes is not followed. */
-	snprintf(t, sizeof(t), "%s/elsewhere", dir);
-	write_file(t, "crk_planted-key-planted-key-planted-key00\n");
-	snprintf(p, sizeof(p), "%s/link.key", dir);
+	snprintf(t, sizeof(t), "%s/elsewhere", testutil_dir);
+	testutil_write_text(t, "crk_planted-key-planted-key-planted-key00\n");
+	snprintf(p, sizeof(p), "%s/link.key", testutil_dir);
 	ck_assert_int_eq(symlink(t, p), 0);
-	ck_assert_int_eq(keys_ensure(dir, "link", &path, &created), -EINVAL);
+	ck_assert_int_eq(keys_ensure(testutil_dir, "link", &path, &created),
+	    -EINVAL);
 	ck_assert_str_eq(path, "untouched");
 	ck_assert(!created);
-	snprintf(p, sizeof(p), "%s/d.key", dir);
+	snprintf(p, sizeof(p), "%s/d.key", testutil_dir);
 	ck_assert_int_eq(mkdir(p, 0700), 0);
-	ck_assert_int_eq(keys_ensure(dir, "d", &path, &created), -EINVAL);
+	ck_assert_int_eq(keys_ensure(testutil_dir, "d", &path, &created),
+	    -EINVAL);
 	ck_assert_str_eq(path, "untouched");
 }
 END_TEST
@@ -244,16 +203,16 @@ START_TEST(test_ensure_failure_leaves_created)
 	bool created = true;
 
 	/* The key's directory is a regular file. */
-	snprintf(p, sizeof(p), "%s/plain", dir);
-	write_file(p, "not a directory\n");
+	snprintf(p, sizeof(p), "%s/plain", testutil_dir);
+	testutil_write_text(p, "not a directory\n");
 	ck_assert_int_eq(keys_ensure(p, "admin", &path, &created), -ENOTDIR);
 	ck_assert(created);
 	ck_assert_str_eq(path, "untouched");
 
 	/* The key's path is a directory. */
-	snprintf(p, sizeof(p), "%s/verifier.key", dir);
+	snprintf(p, sizeof(p), "%s/verifier.key", testutil_dir);
 	ck_assert_int_eq(mkdir(p, 0700), 0);
-	ck_assert_int_eq(keys_ensure(dir, "verifier", &path, &created),
+	ck_assert_int_eq(keys_ensure(testutil_dir, "verifier", &path, &created),
 	    -EINVAL);
 	ck_assert(created);
 	ck_assert_str_eq(path, "untouched");
@@ -305,11 +264,11 @@ START_TEST(test_keyring_file_line_endings)
 	struct keyring ring = { 0 };
 	char p[PATH_MAX + 32];
 
-	snprintf(p, sizeof(p), "%s/crlf.key", dir);
-	write_file(p, "crk_operator-chosen-key-0123456789abcdef\r\n");
+	snprintf(p, sizeof(p), "%s/crlf.key", testutil_dir);
+	testutil_write_text(p, "crk_operator-chosen-key-0123456789abcdef\r\n");
 	ck_assert_int_eq(keyring_add_file(&ring, p, ROLE_ADMIN), 0);
-	snprintf(p, sizeof(p), "%s/bare.key", dir);
-	write_file(p, "crk_verifier-key-without-newline-0123456789");
+	snprintf(p, sizeof(p), "%s/bare.key", testutil_dir);
+	testutil_write_text(p, "crk_verifier-key-without-newline-0123456789");
 	ck_assert_int_eq(keyring_add_file(&ring, p, ROLE_VERIFIER), 0);
 	ck_assert_uint_eq(keyring_roles(&ring, key, strlen(key)), ROLE_ADMIN);
 	key = "crk_verifier-key-without-newline-0123456789";
@@ -323,17 +282,17 @@ START_TEST(test_keyring_file_errors)
 	struct keyring ring = { 0 };
 	char p[PATH_MAX + 32];
 
-	snprintf(p, sizeof(p), "%s/missing.key", dir);
+	snprintf(p, sizeof(p), "%s/missing.key", testutil_dir);
 	ck_assert_int_eq(keyring_add_file(&ring, p, ROLE_ADMIN), -ENOENT);
-	snprintf(p, sizeof(p), "%s/short.key", dir);
-	write_file(p, "crk_short\n");
+	snprintf(p, sizeof(p), "%s/short.key", testutil_dir);
+	testutil_write_text(p, "crk_short\n");
 	ck_assert_int_eq(keyring_add_file(&ring, p, ROLE_ADMIN), -EINVAL);
 	/* 31 characters and a newline stay too short. */
-	snprintf(p, sizeof(p), "%s/thirtyone.key", dir);
-	write_file(p, "0123456789012345678901234567890\n");
+	snprintf(p, sizeof(p), "%s/thirtyone.key", testutil_dir);
+	testutil_write_text(p, "0123456789012345678901234567890\n");
 	ck_assert_int_eq(keyring_add_file(&ring, p, ROLE_ADMIN), -EINVAL);
-	snprintf(p, sizeof(p), "%s/empty.key", dir);
-	write_file(p, "");
+	snprintf(p, sizeof(p), "%s/empty.key", testutil_dir);
+	testutil_write_text(p, "");
 	ck_assert_int_eq(keyring_add_file(&ring, p, ROLE_ADMIN), -EINVAL);
 	ck_assert_uint_eq(ring.n, 0);
 }
@@ -443,8 +402,8 @@ keys_suite(void)
 
 	tc = tcase_create("ensure");
 	tcase_set_timeout(tc, 30);
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, dir_setup, NULL);
+	testutil_tmp_fixture(tc, "keys");
+	tcase_add_checked_fixture(tc, testutil_dir_setup, NULL);
 	tcase_add_test(tc, test_ensure_writes_key);
 	tcase_add_test(tc, test_ensure_second_call_loads);
 	tcase_add_test(tc, test_ensure_keeps_existing_key);
@@ -456,8 +415,8 @@ keys_suite(void)
 
 	tc = tcase_create("keyring");
 	tcase_set_timeout(tc, 30);
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, dir_setup, NULL);
+	testutil_tmp_fixture(tc, "keys");
+	tcase_add_checked_fixture(tc, testutil_dir_setup, NULL);
 	tcase_add_test(tc, test_keyring_from_file);
 	tcase_add_test(tc, test_keyring_file_line_endings);
 	tcase_add_test(tc, test_keyring_file_errors);
@@ -473,11 +432,5 @@ keys_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(keys_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return testutil_run(keys_suite());
 }

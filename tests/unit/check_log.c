@@ -9,6 +9,8 @@
  */
 #include "log.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <errno.h>
 #include <jansson.h>
@@ -548,14 +550,8 @@ log_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(log_suite());
-	int failed;
-
 	/* A zone far from UTC, so that a local time in "ts" shows. */
 	setenv("TZ", "CRD-5:30", 1);
 	tzset();
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return testutil_run(log_suite());
 }

@@ -8,6 +8,8 @@
  */
 #include "manifest.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -17,14 +19,11 @@
 
 /* --- helpers --------------------------------------------------------- */
 
+/* Test JSON: any value, and \u0000 allowed in strings. */
 static json_t *
 parse(const char *text)
 {
-	json_error_t err;
-	json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
-
-	ck_assert_msg(v != NULL, "test JSON \"%s\": %s", text, err.text);
-	return v;
+	return testutil_json(text, JSON_DECODE_ANY | JSON_ALLOW_NUL);
 }
 
 /* DESIGN.md's example: valid as it stands. */
@@ -119,28 +118,6 @@ verdict_free(struct verdict *v)
 	free(v->text);
 }
 
-/* How many problems (or warnings) in list name field. */
-static size_t
-count_field(const json_t *list, const char *field)
-{
-	size_t i, n = 0;
-	json_t *p;
-
-	json_array_foreach(list, i, p)
-	{
-		const char *f = json_string_value(json_object_get(p, "field"));
-		const char *why =
-		    json_string_value(json_object_get(p, "problem"));
-
-		ck_assert_ptr_nonnull(f);
-		ck_assert_msg(why != NULL && why[0] != '\0',
-		    "a problem without a reason at %s", f);
-		if (strcmp(f, field) == 0)
-			n++;
-	}
-	return n;
-}
-
 /* Takes m. */
 static void
 assert_valid(json_t *m, const char *what)
@@ -159,7 +136,7 @@ assert_refused(json_t *m, const char *field, const char *what)
 	struct verdict v = judge(m, NULL);
 
 	ck_assert_msg(!v.ok, "%s accepted", what);
-	ck_assert_msg(count_field(v.problems, field) >= 1,
+	ck_assert_msg(testutil_count_field(v.problems, field) >= 1,
 	    "%s: no problem at \"%s\" in %s", what, field, v.text);
 	verdict_free(&v);
 	json_decref(m);
@@ -199,7 +176,7 @@ START_TEST(test_name)
 	/* The name in the path and the name inside must agree. */
 	v = judge(m, "other-job");
 	ck_assert(!v.ok);
-	ck_assert_uint_eq(count_field(v.problems, "name"), 1);
+	ck_assert_uint_eq(testutil_count_field(v.problems, "name"), 1);
 	ck_assert_uint_eq(json_array_size(v.problems), 1);
 	verdict_free(&v);
 	json_decref(m);
@@ -265,20 +242,21 @@ START_TEST(test_every_problem_at_once)
 	v = judge(m, "support-triage");
 	ck_assert(!v.ok);
 	ck_assert_msg(json_array_size(v.problems) == 5, "problems: %s", v.text);
-	ck_assert_uint_eq(count_field(v.problems, "env.MY_KEY"), 1);
-	ck_assert_uint_eq(count_field(v.problems, "egress[0].reason"), 1);
-	ck_assert_uint_eq(count_field(v.problems,
+	ck_assert_uint_eq(testutil_count_field(v.problems, "env.MY_KEY"), 1);
+	ck_assert_uint_eq(testutil_count_field(v.problems, "egress[0].reason"),
+	    1);
+	ck_assert_uint_eq(testutil_count_field(v.problems,
 			      "capabilities[0].ttl_seconds"),
 	    1);
-	ck_assert_uint_eq(count_field(v.problems, "limits.pids"), 1);
-	ck_assert_uint_eq(count_field(v.problems, "extra"), 1);
+	ck_assert_uint_eq(testutil_count_field(v.problems, "limits.pids"), 1);
+	ck_assert_uint_eq(testutil_count_field(v.problems, "extra"), 1);
 	verdict_free(&v);
 	json_decref(m);
 
 	/* Two problems with one variable are both listed. */
 	m = env_of("HTTP_PROXY", "http://user:hunter2@proxy.example/");
 	v = judge(m, NULL);
-	ck_assert_msg(count_field(v.problems, "env.HTTP_PROXY") == 2,
+	ck_assert_msg(testutil_count_field(v.problems, "env.HTTP_PROXY") == 2,
 	    "problems: %s", v.text);
 	verdict_free(&v);
 	json_decref(m);
@@ -469,14 +447,14 @@ START_TEST(test_egress_count)
 	v = judge(m, NULL);
 	ck_assert_msg(v.ok, "%s", v.text);
 	ck_assert_uint_eq(json_array_size(v.warnings), 1);
-	ck_assert_uint_eq(count_field(v.warnings, "egress"), 1);
+	ck_assert_uint_eq(testutil_count_field(v.warnings, "egress"), 1);
 	verdict_free(&v);
 	json_decref(m);
 
 	m = with_rules(12);
 	v = judge(m, NULL);
 	ck_assert_msg(v.ok, "12 rules refused: %s", v.text);
-	ck_assert_uint_eq(count_field(v.warnings, "egress"), 1);
+	ck_assert_uint_eq(testutil_count_field(v.warnings, "egress"), 1);
 	verdict_free(&v);
 	json_decref(m);
 
@@ -485,7 +463,7 @@ START_TEST(test_egress_count)
 	v = judge(m, NULL);
 	ck_assert(!v.ok);
 	ck_assert_uint_eq(json_array_size(v.problems), 1);
-	ck_assert_uint_eq(count_field(v.problems, "egress"), 1);
+	ck_assert_uint_eq(testutil_count_field(v.problems, "egress"), 1);
 	verdict_free(&v);
 	json_decref(m);
 
@@ -592,8 +570,9 @@ START_TEST(test_egress_duplicates)
 	/* 443 is the default: the same host and port twice. */
 	v = judge(m, NULL);
 	ck_assert(!v.ok);
-	ck_assert_msg(count_field(v.problems, "egress[1]") == 1, "%s", v.text);
-	ck_assert_uint_eq(count_field(v.problems, "egress[0]"), 0);
+	ck_assert_msg(testutil_count_field(v.problems, "egress[1]") == 1, "%s",
+	    v.text);
+	ck_assert_uint_eq(testutil_count_field(v.problems, "egress[0]"), 0);
 	verdict_free(&v);
 	json_decref(m);
 
@@ -843,7 +822,8 @@ START_TEST(test_cap_names)
 	    "  \"params\": {\"t\": [\"2\"]}}]");
 	v = judge(m, NULL);
 	ck_assert(!v.ok);
-	ck_assert_msg(count_field(v.problems, "capabilities[2].name") == 1,
+	ck_assert_msg(testutil_count_field(v.problems,
+			  "capabilities[2].name") == 1,
 	    "%s", v.text);
 	ck_assert_uint_eq(json_array_size(v.problems), 1);
 	verdict_free(&v);
@@ -1287,11 +1267,5 @@ manifest_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(manifest_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return testutil_run(manifest_suite());
 }

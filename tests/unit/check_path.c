@@ -8,78 +8,17 @@
  */
 #include "path.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char base[64];
-static char dir[PATH_MAX];
-
-static int
-remove_entry(const char *p, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(p);
-}
-
-/* Runs in the runner process, so the tree goes even when a test fails. */
-static void
-base_setup(void)
-{
-	snprintf(base, sizeof(base), "/tmp/cordon-check-path-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(base));
-}
-
-static void
-base_teardown(void)
-{
-	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* A fresh directory for each test. */
-static void
-dir_setup(void)
-{
-	int n = snprintf(dir, sizeof(dir), "%s/tXXXXXX", base);
-
-	ck_assert(n > 0 && (size_t)n < sizeof(dir));
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void
-dir_teardown(void)
-{
-	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* dir/rel, written into out. */
-static const char *
-at(char out[PATH_MAX], const char *rel)
-{
-	int n = snprintf(out, PATH_MAX, "%s/%s", dir, rel);
-
-	ck_assert(n > 0 && n < PATH_MAX);
-	return out;
-}
-
-static void
-write_file(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "we");
-
-	ck_assert_msg(f != NULL, "fopen %s: %s", path, strerror(errno));
-	ck_assert_uint_eq(fwrite(data, 1, len, f), len);
-	ck_assert_int_eq(fclose(f), 0);
-}
 
 static bool
 is_dir(const char *path)
@@ -160,18 +99,18 @@ START_TEST(test_mkdir_p_nested)
 	char p[PATH_MAX], q[PATH_MAX];
 	struct stat st;
 
-	ck_assert_int_eq(path_mkdir_p(at(p, "a/b/c/d"), 0700), 0);
-	ck_assert(is_dir(at(q, "a")));
-	ck_assert(is_dir(at(q, "a/b")));
-	ck_assert(is_dir(at(q, "a/b/c")));
-	ck_assert(is_dir(at(q, "a/b/c/d")));
+	ck_assert_int_eq(path_mkdir_p(testutil_at(p, "a/b/c/d"), 0700), 0);
+	ck_assert(is_dir(testutil_at(q, "a")));
+	ck_assert(is_dir(testutil_at(q, "a/b")));
+	ck_assert(is_dir(testutil_at(q, "a/b/c")));
+	ck_assert(is_dir(testutil_at(q, "a/b/c/d")));
 	ck_assert_int_eq(stat(p, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0700);
 	/* Again: existing directories are fine. */
 	ck_assert_int_eq(path_mkdir_p(p, 0700), 0);
-	ck_assert_int_eq(path_mkdir_p(at(q, "a/b/e/"), 0700), 0);
-	ck_assert(is_dir(at(q, "a/b/e")));
-	ck_assert_int_eq(path_mkdir_p(dir, 0700), 0);
+	ck_assert_int_eq(path_mkdir_p(testutil_at(q, "a/b/e/"), 0700), 0);
+	ck_assert(is_dir(testutil_at(q, "a/b/e")));
+	ck_assert_int_eq(path_mkdir_p(testutil_dir, 0700), 0);
 }
 END_TEST
 
@@ -181,13 +120,13 @@ START_TEST(test_mkdir_p_relative)
 	int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	ck_assert_int_ge(cwd, 0);
-	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_int_eq(chdir(testutil_dir), 0);
 	ck_assert_int_eq(path_mkdir_p("r/s/t", 0755), 0);
 	ck_assert_int_eq(path_mkdir_p("u", 0755), 0);
 	ck_assert_int_eq(fchdir(cwd), 0);
 	close(cwd);
-	ck_assert(is_dir(at(p, "r/s/t")));
-	ck_assert(is_dir(at(p, "u")));
+	ck_assert(is_dir(testutil_at(p, "r/s/t")));
+	ck_assert(is_dir(testutil_at(p, "u")));
 }
 END_TEST
 
@@ -195,13 +134,14 @@ START_TEST(test_mkdir_p_through_file)
 {
 	char p[PATH_MAX], f[PATH_MAX];
 
-	write_file(at(f, "file"), "x", 1);
-	ck_assert_int_eq(path_mkdir_p(at(p, "file/sub"), 0700), -ENOTDIR);
-	ck_assert_int_eq(path_mkdir_p(at(p, "file/sub/deeper"), 0700),
+	testutil_write_file(testutil_at(f, "file"), "x", 1);
+	ck_assert_int_eq(path_mkdir_p(testutil_at(p, "file/sub"), 0700),
+	    -ENOTDIR);
+	ck_assert_int_eq(path_mkdir_p(testutil_at(p, "file/sub/deeper"), 0700),
 	    -ENOTDIR);
 	/* The last component itself being a file is as wrong. */
 	ck_assert_int_eq(path_mkdir_p(f, 0700), -ENOTDIR);
-	ck_assert_int_eq(path_mkdir_p(at(p, "d/file2"), 0700), 0);
+	ck_assert_int_eq(path_mkdir_p(testutil_at(p, "d/file2"), 0700), 0);
 }
 END_TEST
 
@@ -218,8 +158,8 @@ START_TEST(test_make_dir_absolute)
 	char *abs = NULL;
 	int cwd;
 
-	ck_assert_ptr_nonnull(realpath(dir, real));
-	ck_assert_int_eq(path_make_dir(at(p, "x/y"), 0700, &abs), 0);
+	ck_assert_ptr_nonnull(realpath(testutil_dir, real));
+	ck_assert_int_eq(path_make_dir(testutil_at(p, "x/y"), 0700, &abs), 0);
 	ck_assert_ptr_nonnull(abs);
 	ck_assert_int_eq(abs[0], '/');
 	snprintf(want, sizeof(want), "%s/x/y", real);
@@ -230,7 +170,7 @@ START_TEST(test_make_dir_absolute)
 	/* A relative path, and one with "..", come back resolved. */
 	cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(cwd, 0);
-	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_int_eq(chdir(testutil_dir), 0);
 	abs = NULL;
 	ck_assert_int_eq(path_make_dir("rel/a/../b", 0700, &abs), 0);
 	ck_assert_int_eq(fchdir(cwd), 0);
@@ -250,8 +190,9 @@ START_TEST(test_make_dir_errors)
 
 	ck_assert_int_eq(path_make_dir("", 0700, &abs), -EINVAL);
 	ck_assert_str_eq(abs, "untouched");
-	write_file(at(p, "f"), "", 0);
-	ck_assert_int_eq(path_make_dir(at(p, "f/x"), 0700, &abs), -ENOTDIR);
+	testutil_write_file(testutil_at(p, "f"), "", 0);
+	ck_assert_int_eq(path_make_dir(testutil_at(p, "f/x"), 0700, &abs),
+	    -ENOTDIR);
 	ck_assert_str_eq(abs, "untouched");
 }
 END_TEST
@@ -273,19 +214,22 @@ make_tree(void)
 	char p[PATH_MAX], t[PATH_MAX];
 	int fd;
 
-	ck_assert_int_eq(mkdir(at(p, "root"), 0700), 0);
-	ck_assert_int_eq(mkdir(at(p, "root/sub"), 0700), 0);
-	write_file(at(p, "root/inside.txt"), "hello", 5);
-	write_file(at(p, "root/sub/deep.txt"), "deep", 4);
-	write_file(at(p, "outside.txt"), "secret", 6);
-	ck_assert_int_eq(symlink(at(t, "outside.txt"), at(p, "root/abs")), 0);
-	ck_assert_int_eq(symlink(at(t, "root/inside.txt"),
-			     at(p, "root/abs_in")),
+	ck_assert_int_eq(mkdir(testutil_at(p, "root"), 0700), 0);
+	ck_assert_int_eq(mkdir(testutil_at(p, "root/sub"), 0700), 0);
+	testutil_write_file(testutil_at(p, "root/inside.txt"), "hello", 5);
+	testutil_write_file(testutil_at(p, "root/sub/deep.txt"), "deep", 4);
+	testutil_write_file(testutil_at(p, "outside.txt"), "secret", 6);
+	ck_assert_int_eq(symlink(testutil_at(t, "outside.txt"),
+			     testutil_at(p, "root/abs")),
 	    0);
-	ck_assert_int_eq(symlink("../outside.txt", at(p, "root/up")), 0);
-	ck_assert_int_eq(symlink("inside.txt", at(p, "root/rel")), 0);
-	ck_assert_int_eq(symlink("sub", at(p, "root/subl")), 0);
-	fd = open(at(p, "root"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_eq(symlink(testutil_at(t, "root/inside.txt"),
+			     testutil_at(p, "root/abs_in")),
+	    0);
+	ck_assert_int_eq(symlink("../outside.txt", testutil_at(p, "root/up")),
+	    0);
+	ck_assert_int_eq(symlink("inside.txt", testutil_at(p, "root/rel")), 0);
+	ck_assert_int_eq(symlink("sub", testutil_at(p, "root/subl")), 0);
+	fd = open(testutil_at(p, "root"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	return fd;
 }
@@ -346,13 +290,13 @@ START_TEST(test_open_beneath_create)
 	ck_assert_int_eq(fstat(fd, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0640);
 	close(fd);
-	ck_assert_int_eq(lstat(at(p, "root/sub/new.txt"), &st), 0);
+	ck_assert_int_eq(lstat(testutil_at(p, "root/sub/new.txt"), &st), 0);
 	/* Creating through an escaping path is refused, and nothing lands
 	 * outside. */
 	ck_assert_int_eq(path_open_beneath(root, "../created.txt",
 			     O_WRONLY | O_CREAT, 0600, false),
 	    -EXDEV);
-	ck_assert_int_ne(lstat(at(p, "created.txt"), &st), 0);
+	ck_assert_int_ne(lstat(testutil_at(p, "created.txt"), &st), 0);
 	close(root);
 }
 END_TEST
@@ -442,7 +386,7 @@ assert_read_exact(size_t size, size_t max)
 	ck_assert_ptr_nonnull(want);
 	for (size_t i = 0; i < size; i++)
 		want[i] = (char)('A' + i % 53);
-	write_file(at(p, "exact"), want, size);
+	testutil_write_file(testutil_at(p, "exact"), want, size);
 	ck_assert_int_eq(path_read_file(p, max, &data, &len), 0);
 	ck_assert_ptr_nonnull(data);
 	ck_assert_uint_eq(len, size);
@@ -462,7 +406,7 @@ assert_read_too_big(size_t size, size_t max)
 
 	ck_assert_ptr_nonnull(blob);
 	memset(blob, 'z', size);
-	write_file(at(p, "big"), blob, size);
+	testutil_write_file(testutil_at(p, "big"), blob, size);
 	ck_assert_int_eq(path_read_file(p, max, &data, &len), -EFBIG);
 	ck_assert_str_eq(data, "untouched");
 	ck_assert_uint_eq(len, 12345);
@@ -490,11 +434,13 @@ START_TEST(test_read_file_errors)
 	char *data = (char *)"untouched";
 	size_t len = 12345;
 
-	ck_assert_int_eq(mkdir(at(p, "d"), 0700), 0);
+	ck_assert_int_eq(mkdir(testutil_at(p, "d"), 0700), 0);
 	ck_assert_int_eq(path_read_file(p, 100, &data, &len), -EINVAL);
-	ck_assert_int_eq(path_read_file(at(p, "missing"), 100, &data, &len),
+	ck_assert_int_eq(path_read_file(testutil_at(p, "missing"), 100, &data,
+			     &len),
 	    -ENOENT);
-	ck_assert_int_eq(path_read_file(at(p, "d/missing/x"), 100, &data, &len),
+	ck_assert_int_eq(path_read_file(testutil_at(p, "d/missing/x"), 100,
+			     &data, &len),
 	    -ENOENT);
 	ck_assert_str_eq(data, "untouched");
 	ck_assert_uint_eq(len, 12345);
@@ -512,7 +458,7 @@ START_TEST(test_read_file_fifo)
 	 * A fifo with no writer: a blocking open would wait for ever. The
 	 * alarm turns a hang into a failure long before Check's timeout.
 	 */
-	ck_assert_int_eq(mkfifo(at(p, "fifo"), 0600), 0);
+	ck_assert_int_eq(mkfifo(testutil_at(p, "fifo"), 0600), 0);
 	alarm(5);
 	r = path_read_file(p, 100, &data, &len);
 	alarm(0);
@@ -534,7 +480,8 @@ START_TEST(test_write_secret_mode_and_contents)
 
 	/* 0600 whatever the umask: a permissive one must not widen it. */
 	umask(0);
-	ck_assert_int_eq(path_write_secret(at(p, "s.key"), "top\nsecret", 10),
+	ck_assert_int_eq(path_write_secret(testutil_at(p, "s.key"),
+			     "top\nsecret", 10),
 	    0);
 	ck_assert_int_eq(lstat(p, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
@@ -553,20 +500,23 @@ START_TEST(test_write_secret_refuses_overwrite)
 	char *data = NULL;
 	size_t len = 0;
 
-	ck_assert_int_eq(path_write_secret(at(p, "s.key"), "first", 5), 0);
+	ck_assert_int_eq(path_write_secret(testutil_at(p, "s.key"), "first", 5),
+	    0);
 	ck_assert_int_eq(path_write_secret(p, "second", 6), -EEXIST);
 	ck_assert_int_eq(path_read_file(p, 100, &data, &len), 0);
 	ck_assert_str_eq(data, "first");
 	free(data);
 
 	/* Nor through a symlink, dangling or not. */
-	write_file(at(t, "target"), "keep", 4);
-	ck_assert_int_eq(symlink(t, at(p, "link.key")), 0);
+	testutil_write_file(testutil_at(t, "target"), "keep", 4);
+	ck_assert_int_eq(symlink(t, testutil_at(p, "link.key")), 0);
 	ck_assert_int_eq(path_write_secret(p, "evil", 4), -EEXIST);
 	ck_assert_int_eq(path_read_file(t, 100, &data, &len), 0);
 	ck_assert_str_eq(data, "keep");
 	free(data);
-	ck_assert_int_eq(symlink(at(t, "nowhere"), at(p, "dangling.key")), 0);
+	ck_assert_int_eq(symlink(testutil_at(t, "nowhere"),
+			     testutil_at(p, "dangling.key")),
+	    0);
 	ck_assert_int_eq(path_write_secret(p, "evil", 4), -EEXIST);
 	ck_assert_int_ne(access(t, F_OK), 0);
 }
@@ -576,7 +526,8 @@ START_TEST(test_write_secret_missing_dir)
 {
 	char p[PATH_MAX];
 
-	ck_assert_int_eq(path_write_secret(at(p, "no/such.key"), "x", 1),
+	ck_assert_int_eq(path_write_secret(testutil_at(p, "no/such.key"), "x",
+			     1),
 	    -ENOENT);
 	ck_assert_int_ne(access(p, F_OK), 0);
 }
@@ -597,8 +548,9 @@ path_suite(void)
 
 	tc = tcase_create("dirs");
 	tcase_set_timeout(tc, 30);
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
+	testutil_tmp_fixture(tc, "path");
+	tcase_add_checked_fixture(tc, testutil_dir_setup,
+	    testutil_dir_teardown);
 	tcase_add_test(tc, test_mkdir_p_nested);
 	tcase_add_test(tc, test_mkdir_p_relative);
 	tcase_add_test(tc, test_mkdir_p_through_file);
@@ -609,8 +561,9 @@ path_suite(void)
 
 	tc = tcase_create("open_beneath");
 	tcase_set_timeout(tc, 30);
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
+	testutil_tmp_fixture(tc, "path");
+	tcase_add_checked_fixture(tc, testutil_dir_setup,
+	    testutil_dir_teardown);
 	tcase_add_test(tc, test_open_beneath_normal);
 	tcase_add_test(tc, test_open_beneath_create);
 	tcase_add_test(tc, test_open_beneath_escapes);
@@ -620,8 +573,9 @@ path_suite(void)
 
 	tc = tcase_create("files");
 	tcase_set_timeout(tc, 30);
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
+	testutil_tmp_fixture(tc, "path");
+	tcase_add_checked_fixture(tc, testutil_dir_setup,
+	    testutil_dir_teardown);
 	tcase_add_test(tc, test_read_file_cap);
 	tcase_add_test(tc, test_read_file_errors);
 	tcase_add_test(tc, test_read_file_fifo);
@@ -635,11 +589,5 @@ path_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(path_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return testutil_run(path_suite());
 }

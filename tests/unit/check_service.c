@@ -8,6 +8,7 @@
  */
 #include "service.h"
 
+#include "testutil.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -459,11 +460,5 @@ service_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(service_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return testutil_run(service_suite());
 }

@@ -7,6 +7,8 @@
  */
 #include "token.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <errno.h>
 #include <regex.h>
@@ -286,11 +288,5 @@ token_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(token_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return testutil_run(token_suite());
 }
