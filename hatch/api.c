@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "path.h"
+#include "seal.h"
 #include "util.h"
 #include "workspace.h"
 
@@ -35,10 +36,56 @@ paths_overlap(const char *a, const char *b)
 	    (na == nb || (na < nb ? b[n] : a[n]) == '/');
 }
 
+/* The manifest's "return": {protected: [globs], max_patch_kb}. */
+static void
+check_return(const json_t *r, json_t *problems)
+{
+	const char *key;
+	json_t *v;
+
+	if (r == NULL)
+		return;
+	if (!json_is_object(r)) {
+		json_array_append_new(problems,
+		    json_pack("{s:s, s:s}", "field", "return", "problem",
+			"an object: {protected, max_patch_kb}"));
+		return;
+	}
+	json_object_foreach((json_t *)r, key, v)
+	{
+		if (strcmp(key, "protected") == 0) {
+			size_t i;
+			json_t *g;
+			bool ok = json_is_array(v) && json_array_size(v) <= 64;
+			json_array_foreach(v, i, g) ok = ok &&
+			    json_is_string(g) && json_string_length(g) > 0 &&
+			    json_string_length(g) <= 256;
+			if (!ok)
+				json_array_append_new(problems,
+				    json_pack("{s:s, s:s}", "field",
+					"return.protected", "problem",
+					"at most 64 globs of at most 256 "
+					"bytes"));
+		} else if (strcmp(key, "max_patch_kb") == 0) {
+			if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+			    json_integer_value(v) > 1048576)
+				json_array_append_new(problems,
+				    json_pack("{s:s, s:s}", "field",
+					"return.max_patch_kb", "problem",
+					"an integer from 1 to 1048576"));
+		} else
+			json_array_append_new(problems,
+			    json_pack("{s:s, s:s%, s:s}", "field", "return",
+				"key", key, strnlen(key, 64), "problem",
+				"unknown field"));
+	}
+}
+
 static void
 create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = { "job", "inputs", "disk_mb" };
+	static const char *const fields[] = { "job", "inputs", "disk_mb",
+		"return" };
 	struct hatch *h = ctx;
 	json_t *body = http_request_body(req), *v, *in;
 	json_t *problems = json_array(), *out = NULL;
@@ -74,6 +121,7 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 			"an integer from 1 to 65536"));
 	else if (v != NULL)
 		disk_mb = (long)json_integer_value(v);
+	check_return(json_object_get(body, "return"), problems);
 	v = json_object_get(body, "inputs");
 	if (v != NULL &&
 	    (!json_is_array(v) || json_array_size(v) > WORKSPACE_MAX_INPUTS))
@@ -113,8 +161,8 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 	}
 
 	pthread_mutex_lock(&h->mu);
-	r = workspace_create(h->workspaces, job, inputs, n, disk_mb, problems,
-	    &out);
+	r = workspace_create(h->workspaces, job, inputs, n, disk_mb,
+	    json_object_get(body, "return"), problems, &out);
 	pthread_mutex_unlock(&h->mu);
 	if (r == 0) {
 		log_info("workspace_created", "{s:s, s:I, s:i}", "job", job,
@@ -171,9 +219,119 @@ delete_workspace(void *ctx, struct http_request *req, struct http_response *res)
 	    json_pack("{s:s, s:b}", "job", job, "deleted", 1));
 }
 
+/* An error for seal_* results: 404, 409 (not sealed), 422 or 503. */
+static void
+reply_seal_error(struct http_response *res, const char *job, int r)
+{
+	if (r == -ENOENT)
+		http_reply_error(res, 404, "unknown_workspace",
+		    "no workspace for job %s", job);
+	else if (r == -EAGAIN)
+		http_reply_error(res, 409, "not_sealed",
+		    "the workspace of job %s is not sealed yet", job);
+	else if (r == -EINVAL)
+		http_reply_error(res, 422, "invalid_output",
+		    "stdout and stderr must be base64");
+	else
+		http_reply_error(res, 503, "seal_failed",
+		    "the workspace could not be sealed (%s)", strerror(-r));
+}
+
+static void
+seal(void *ctx, struct http_request *req, struct http_response *res)
+{
+	static const char *const fields[] = { "stdout", "stderr", "output_kb" };
+	struct hatch *h = ctx;
+	const char *job = http_request_param(req, 0);
+	json_t *body = http_request_body(req), *report, *v;
+	json_t *problems = json_array();
+	long output_kb = SEAL_DEFAULT_OUTPUT_KB;
+	const char *key;
+	int r;
+
+	json_object_foreach(body, key, v)
+	{
+		bool ok = false;
+		for (size_t k = 0; k < ARRAY_SIZE(fields); k++)
+			ok |= strcmp(key, fields[k]) == 0;
+		if (!ok ||
+		    (strcmp(key, "output_kb") != 0 && !json_is_string(v)))
+			json_array_append_new(problems,
+			    json_pack("{s:s%, s:s}", "field", key,
+				strnlen(key, 64), "problem",
+				ok ? "a base64 string" : "unknown field"));
+	}
+	v = json_object_get(body, "output_kb");
+	if (v != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		json_integer_value(v) > SEAL_MAX_OUTPUT_KB))
+		json_array_append_new(problems,
+		    json_pack("{s:s, s:s}", "field", "output_kb", "problem",
+			"an integer from 1 to 65536"));
+	else if (v != NULL)
+		output_kb = (long)json_integer_value(v);
+	if (json_array_size(problems) > 0) {
+		reply_problems(res, problems);
+		return;
+	}
+	json_decref(problems);
+	pthread_mutex_lock(&h->mu);
+	r = seal_workspace(h->workspaces, job, body, output_kb, &report);
+	pthread_mutex_unlock(&h->mu);
+	if (r < 0) {
+		if (r != -ENOENT && r != -EINVAL)
+			log_error("seal_failed", "{s:s, s:s}", "job", job,
+			    "error", strerror(-r));
+		reply_seal_error(res, job, r);
+		return;
+	}
+	log_info("workspace_sealed", "{s:s, s:O, s:O}", "job", job, "verdict",
+	    json_object_get(report, "verdict"), "patch",
+	    json_object_get(report, "patch"));
+	http_reply_json(res, 200, report);
+}
+
+static void
+get_patch(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct hatch *h = ctx;
+	const char *job = http_request_param(req, 0);
+	char *patch;
+	size_t len;
+	int r = seal_patch(h->workspaces, job, &patch, &len);
+
+	if (r < 0) {
+		reply_seal_error(res, job, r);
+		return;
+	}
+	http_reply_text(res, 200, "text/x-diff", patch, len);
+	free(patch);
+}
+
+static void
+get_report(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct hatch *h = ctx;
+	const char *job = http_request_param(req, 0);
+	json_t *report;
+	int r = seal_report(h->workspaces, job, &report);
+
+	if (r < 0) {
+		reply_seal_error(res, job, r);
+		return;
+	}
+	http_reply_json(res, 200, report);
+}
+
 const struct http_route hatch_routes[] = {
 	{ "POST", "/v1/workspaces", ROLE_LAUNCHER, BODY_JSON,
 	    create_workspace },
+	{ "POST", "/v1/workspaces/*/seal", ROLE_LAUNCHER, BODY_JSON_OPTIONAL,
+	    seal },
+	{ "GET", "/v1/workspaces/*/patch", ROLE_LAUNCHER, BODY_NONE,
+	    get_patch },
+	{ "GET", "/v1/workspaces/*/report", ROLE_LAUNCHER, BODY_NONE,
+	    get_report },
 	{ "DELETE", "/v1/workspaces/*", ROLE_LAUNCHER, BODY_NONE,
 	    delete_workspace },
 };

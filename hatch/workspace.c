@@ -105,7 +105,7 @@ remove_workspace_dir(const char *dir)
 int
 workspace_create(const char *root, const char *job,
     const struct workspace_input *inputs, size_t ninputs, long disk_mb,
-    json_t *problems, json_t **ret)
+    const json_t *ret_policy, json_t *problems, json_t **ret)
 {
 	/* dir is shorter, so that what is built on it always fits. */
 	char dir[PATH_MAX - 64], lower[PATH_MAX], rw[PATH_MAX - 32],
@@ -176,6 +176,19 @@ workspace_create(const char *root, const char *job,
 		r = -errno;
 		goto fail;
 	}
+	/* What the seal needs to judge the job's writes. */
+	json_t *meta = json_pack("{s:s, s:i, s:O, s:o}", "job", job, "disk_mb",
+	    (int)disk_mb, "inputs", copied, "return",
+	    ret_policy != NULL ? json_deep_copy(ret_policy) : json_object());
+	char *text = meta != NULL ? json_dumps(meta, JSON_COMPACT) : NULL;
+	char metapath[PATH_MAX];
+	json_decref(meta);
+	snprintf(metapath, sizeof(metapath), "%s/meta.json", dir);
+	r = text != NULL ? path_write_secret(metapath, text, strlen(text))
+			 : -ENOMEM;
+	free(text);
+	if (r < 0)
+		goto fail;
 	*ret = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o}", "job", job, "lower",
 	    lower, "upper", upper, "work", work, "disk_mb", (int)disk_mb,
 	    "inputs", copied);

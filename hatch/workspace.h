@@ -44,12 +44,14 @@ char *workspace_check_input(const struct config_strings *roots, size_t i,
  * upper/ and work/ in it. -EEXIST when the job has one; -EINVAL with
  * problems listed (a fifo in an input, a link out of it, two inputs at
  * one dst), and nothing left behind; -ENOSPC, -EPERM (no right to mount)
- * or -errno otherwise. *ret gets {job, lower, upper, work, disk_mb,
- * inputs: [{src, dst, files, dirs, symlinks, bytes}]}.
+ * or -errno otherwise. ret_policy (the manifest's "return": protected
+ * globs, max_patch_kb; may be NULL) is kept in meta.json for the seal.
+ * *ret gets {job, lower, upper, work, disk_mb, inputs: [{src, dst, files,
+ * dirs, symlinks, bytes}]}.
  */
 int workspace_create(const char *root, const char *job,
     const struct workspace_input *inputs, size_t ninputs, long disk_mb,
-    json_t *problems, json_t **ret);
+    const json_t *ret_policy, json_t *problems, json_t **ret);
 
 /* Unmounts and removes job's workspace: 0, or -ENOENT. */
 int workspace_delete(const char *root, const char *job);

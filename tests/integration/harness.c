@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -96,6 +97,41 @@ print_log(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	return 0;
 }
 
+/*
+ * Unmounts whatever a test left mounted under root (a failed test's hatch
+ * workspaces, its overlays), deepest first, so that removal can proceed.
+ */
+static void
+unmount_under(const char *root)
+{
+	char line[8192], *mounts[256];
+	size_t n = 0, len = strlen(root);
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (f == NULL)
+		return;
+	while (n < 256 && fgets(line, sizeof(line), f) != NULL) {
+		/* The fifth field is the mount point. */
+		char *p = line;
+		for (int i = 0; i < 4 && p != NULL; i++) {
+			p = strchr(p, ' ');
+			if (p != NULL)
+				p++;
+		}
+		if (p == NULL)
+			continue;
+		p[strcspn(p, " ")] = '\0';
+		if (strncmp(p, root, len) == 0 &&
+		    (p[len] == '/' || p[len] == '\0'))
+			mounts[n++] = strdup(p);
+	}
+	fclose(f);
+	while (n > 0) {
+		umount2(mounts[--n], MNT_DETACH);
+		free(mounts[n]);
+	}
+}
+
 int
 harness_main(Suite *suite)
 {
@@ -121,6 +157,7 @@ harness_main(Suite *suite)
 		    "follow\n");
 		nftw(root, print_log, 16, FTW_PHYS);
 	}
+	unmount_under(root);
 	if (getenv("CORDON_KEEP_TMP") == NULL)
 		rm_tree(root);
 	else

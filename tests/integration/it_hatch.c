@@ -277,6 +277,225 @@ START_TEST(bad_input_gets_the_right_status)
 }
 END_TEST
 
+/* A workspace for job over a fresh small repo: its upper directory. */
+static char *
+workspace(const char *job, int disk_mb)
+{
+	const char *repo = make_repo(job);
+	json_t *v = expect(201, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[{s:s, s:s}], s:i, s:{s:[s]}}", "job", job,
+		"inputs", "src", repo, "dst", "repo", "disk_mb", disk_mb,
+		"return", "protected", "docs/secret/**"));
+	char *upper = strdup(json_string_value(json_object_get(v, "upper")));
+
+	json_decref(v);
+	return upper;
+}
+
+/* Seals job (with output, may be NULL) and returns the report. */
+static json_t *
+seal(const char *job, json_t *output)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", job);
+	return expect(200, "POST", path, KEY, output);
+}
+
+static bool
+flagged(const json_t *report, const char *path, const char *flag,
+    const char *verdict)
+{
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(json_object_get(report, "flags"), i, f)
+	{
+		if (strcmp(json_string_value(json_object_get(f, "path")),
+			path) == 0 &&
+		    strcmp(json_string_value(json_object_get(f, "flag")),
+			flag) == 0 &&
+		    strcmp(json_string_value(json_object_get(f, "verdict")),
+			verdict) == 0)
+			return true;
+	}
+	return false;
+}
+
+static const char *
+verdict(const json_t *report)
+{
+	return json_string_value(json_object_get(report, "verdict"));
+}
+
+START_TEST(verdicts)
+{
+	char p[700];
+	json_t *r;
+
+	/* Nothing flagged: clean. */
+	char *u = workspace("v_clean", 8);
+	snprintf(p, sizeof(p), "%s/repo", u);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/repo/NOTES", u);
+	write_file(p, "a note\n", 0644);
+	r = seal("v_clean", NULL);
+	ck_assert_str_eq(verdict(r), "clean");
+	ck_assert_int_eq(json_integer_value(
+			     json_object_get(json_object_get(r, "stats"),
+				 "added")),
+	    1);
+	json_decref(r);
+	free(u);
+
+	/* A CI workflow, and a protected path of the job's own. */
+	u = workspace("v_ci", 8);
+	static const char *const dirs[] = { "repo", "repo/.github",
+		"repo/.github/workflows" };
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", u, dirs[i]);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+	}
+	snprintf(p, sizeof(p), "%s/repo/.github/workflows/x.yml", u);
+	write_file(p, "on: push\n", 0644);
+	r = seal("v_ci", NULL);
+	ck_assert_str_eq(verdict(r), "needs-review");
+	ck_assert(flagged(r, "repo/.github/workflows/x.yml", "protected_path",
+	    "needs-review"));
+	json_decref(r);
+	free(u);
+
+	/* Symlinks: inside needs review; to /etc or ../.. is refused. */
+	u = workspace("v_links", 8);
+	snprintf(p, sizeof(p), "%s/repo", u);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/repo/inside", u);
+	ck_assert_int_eq(symlink("README", p), 0);
+	snprintf(p, sizeof(p), "%s/repo/etc", u);
+	ck_assert_int_eq(symlink("/etc", p), 0);
+	snprintf(p, sizeof(p), "%s/repo/up", u);
+	ck_assert_int_eq(symlink("../..", p), 0);
+	r = seal("v_links", NULL);
+	ck_assert_str_eq(verdict(r), "refused");
+	ck_assert(flagged(r, "repo/inside", "symlink", "needs-review"));
+	ck_assert(flagged(r, "repo/etc", "symlink_absolute", "refused"));
+	ck_assert(flagged(r, "repo/up", "symlink_escapes", "refused"));
+	json_decref(r);
+	free(u);
+
+	/* setuid, a fifo, a file over the patch limit: refused. */
+	u = workspace("v_bad", 8);
+	snprintf(p, sizeof(p), "%s/repo", u);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/repo/su", u);
+	write_file(p, "#!/bin/sh\n", 04755);
+	snprintf(p, sizeof(p), "%s/repo/pipe", u);
+	ck_assert_int_eq(mkfifo(p, 0644), 0);
+	r = seal("v_bad", NULL);
+	ck_assert_str_eq(verdict(r), "refused");
+	ck_assert(flagged(r, "repo/su", "setuid", "refused"));
+	ck_assert(flagged(r, "repo/pipe", "fifo", "refused"));
+	json_decref(r);
+	free(u);
+}
+END_TEST
+
+START_TEST(oversize_and_full_disk)
+{
+	char p[700], block[65536];
+	json_t *r;
+
+	/* A file bigger than max_patch_kb (4 MiB by default). */
+	char *u = workspace("big", 16);
+	snprintf(p, sizeof(p), "%s/repo", u);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/repo/big.bin", u);
+	FILE *f = fopen(p, "wb");
+	memset(block, 'x', sizeof(block));
+	for (int i = 0; i < 80; i++)
+		fwrite(block, 1, sizeof(block), f);
+	fclose(f);
+	r = seal("big", NULL);
+	ck_assert_str_eq(verdict(r), "refused");
+	ck_assert(flagged(r, "repo/big.bin", "file_too_large", "refused"));
+	json_decref(r);
+	free(u);
+
+	/* The disk fills: the report says so, and what was written before
+	 * is in the patch. */
+	u = workspace("full", 1);
+	snprintf(p, sizeof(p), "%s/repo", u);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/repo/first.txt", u);
+	write_file(p, "written before the disk filled\n", 0644);
+	snprintf(p, sizeof(p), "%s/repo/filler", u);
+	f = fopen(p, "wb");
+	while (fwrite(block, 1, sizeof(block), f) == sizeof(block) &&
+	    fflush(f) == 0)
+		;
+	fclose(f);
+	r = seal("full", NULL);
+	ck_assert(json_is_true(json_object_get(r, "disk_full")));
+	ck_assert(flagged(r, ".", "disk_full", "needs-review"));
+	bool first = false;
+	size_t i;
+	json_t *c;
+	json_array_foreach(json_object_get(r, "changes"), i, c)
+	{
+		first |= strcmp(json_string_value(json_object_get(c, "path")),
+			     "repo/first.txt") == 0;
+	}
+	ck_assert(first);
+	json_decref(r);
+	free(u);
+}
+END_TEST
+
+START_TEST(seal_api)
+{
+	char *u = workspace("s_api", 8);
+	json_t *r, *again;
+	struct httpc_answer a;
+
+	/* Not sealed yet: no patch, no report. */
+	json_decref(
+	    expect(409, "GET", "/v1/workspaces/s_api/patch", KEY, NULL));
+	json_decref(
+	    expect(409, "GET", "/v1/workspaces/s_api/report", KEY, NULL));
+	json_decref(
+	    expect(404, "POST", "/v1/workspaces/nothing/seal", KEY, NULL));
+	json_decref(expect(422, "POST", "/v1/workspaces/s_api/seal", KEY,
+	    json_pack("{s:s}", "stdout", "not base64!")));
+
+	/* The output comes back clean, capped, marked untrusted. */
+	r = seal("s_api",
+	    json_pack("{s:s, s:s, s:i}", "stdout",
+		/* "hi \e[31mred\e[0m\r\n" */
+		"aGkgG1szMW1yZWQbWzBtDQo=", "stderr", "", "output_kb", 1));
+	json_t *out = json_object_get(r, "output");
+	ck_assert_str_eq(json_string_value(json_object_get(out, "trust")),
+	    "untrusted");
+	json_t *so = json_object_get(out, "stdout");
+	ck_assert_str_eq(json_string_value(json_object_get(so, "text")),
+	    "hi red\n");
+	ck_assert_int_eq(json_integer_value(json_object_get(so, "removed")), 3);
+	/* Sealing again answers the same report. */
+	again = seal("s_api", NULL);
+	ck_assert(json_equal(r, again));
+	json_decref(again);
+	json_decref(r);
+
+	ck_assert_int_eq(httpc_request(hatch.base, "GET",
+			     "/v1/workspaces/s_api/patch", KEY, NULL, NULL,
+			     5000, &a),
+	    0);
+	ck_assert_int_eq(a.status, 200);
+	httpc_answer_free(&a);
+	json_decref(expect(200, "DELETE", "/v1/workspaces/s_api", KEY, NULL));
+	free(u);
+}
+END_TEST
+
 static Suite *
 hatch_suite(void)
 {
@@ -288,6 +507,9 @@ hatch_suite(void)
 	tcase_add_test(tc, copy_in_and_remove);
 	tcase_add_test(tc, refuses_what_it_must_not_copy);
 	tcase_add_test(tc, bad_input_gets_the_right_status);
+	tcase_add_test(tc, verdicts);
+	tcase_add_test(tc, oversize_and_full_disk);
+	tcase_add_test(tc, seal_api);
 	suite_add_tcase(s, tc);
 	return s;
 }

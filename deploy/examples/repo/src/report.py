@@ -1,0 +1,2 @@
+def total(invoices):
+    return sum(i["amount"] for i in invoices)

@@ -1,0 +1,35 @@
+/*
+ * Reading an overlay's upper directory: what the job wrote, compared with
+ * the lower directory it was written over, as a git-style patch. Only
+ * upper is walked, so sealing costs in proportion to what the job changed,
+ * not to the size of the inputs. This is exact only for an overlay mounted
+ * with redirect_dir=off, metacopy=off and index=off: then upper holds
+ * every changed file whole, a whiteout (character device 0/0) for each
+ * deletion, and an opaque directory for each directory replaced.
+ */
+#ifndef CORDON_HATCH_UPPER_H
+#define CORDON_HATCH_UPPER_H
+
+#include "buf.h"
+#include "policy.h"
+
+#include <jansson.h>
+
+#define UPPER_MAX_DEPTH 128
+
+struct upper_stats {
+	uint64_t added, modified, deleted, unchanged, bytes_read;
+};
+
+/*
+ * Walks upper_fd (the upper directory) against lower_fd (the lower one),
+ * appending each changed file's patch to patch and judging each written
+ * entry with p. Every path is opened with openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS). changes gets {path, change} per file ("added",
+ * "modified", "deleted"). 0; -E2BIG when the patch outgrew its buffer (p
+ * says so, and the walk went on to judge the rest); or -errno.
+ */
+int upper_walk(int lower_fd, int upper_fd, struct policy *p, struct buf *patch,
+    json_t *changes, struct upper_stats *stats);
+
+#endif
