@@ -157,11 +157,11 @@ harness_main(Suite *suite)
 		    "follow\n");
 		nftw(root, print_log, 16, FTW_PHYS);
 	}
-	unmount_under(root);
-	if (getenv("CORDON_KEEP_TMP") == NULL)
+	if (getenv("CORDON_KEEP_TMP") == NULL) {
+		unmount_under(root);
 		rm_tree(root);
-	else
-		fprintf(stderr, "harness: kept %s\n", root);
+	} else
+		fprintf(stderr, "harness: kept %s (mounts too)\n", root);
 	return failed == 0 ? 0 : 1;
 }
 

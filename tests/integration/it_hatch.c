@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
@@ -496,6 +497,70 @@ START_TEST(seal_api)
 }
 END_TEST
 
+/* Whether report's changes hold path with the change given. */
+static bool
+changed(const json_t *report, const char *path, const char *change)
+{
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(json_object_get(report, "changes"), i, c)
+	{
+		if (strcmp(json_string_value(json_object_get(c, "path")),
+			path) == 0 &&
+		    strcmp(json_string_value(json_object_get(c, "change")),
+			change) == 0)
+			return true;
+	}
+	return false;
+}
+
+START_TEST(whiteouts_and_opaque_directories)
+{
+	char mnt[600], opts[2048], p[700];
+	json_t *v, *r;
+
+	make_repo("wo");
+	snprintf(p, sizeof(p), "%s/wo", roots);
+	v = expect(201, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[{s:s, s:s}], s:i}", "job", "wo", "inputs",
+		"src", p, "dst", "repo", "disk_mb", 8));
+	snprintf(mnt, sizeof(mnt), "%s", harness_tmpdir());
+	snprintf(opts, sizeof(opts),
+	    "lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=off,"
+	    "metacopy=off,index=off",
+	    json_string_value(json_object_get(v, "lower")),
+	    json_string_value(json_object_get(v, "upper")),
+	    json_string_value(json_object_get(v, "work")));
+	json_decref(v);
+	ck_assert_int_eq(mount("overlay", mnt, "overlay", 0, opts), 0);
+	/* A deletion (a whiteout), and src/ replaced whole (opaque): its
+	 * main.c rewritten, its link gone, a new file beside. */
+	snprintf(p, sizeof(p), "%s/repo/README", mnt);
+	ck_assert_int_eq(unlink(p), 0);
+	snprintf(p, sizeof(p), "%s/repo/src/readme", mnt);
+	ck_assert_int_eq(unlink(p), 0);
+	snprintf(p, sizeof(p), "%s/repo/src/main.c", mnt);
+	ck_assert_int_eq(unlink(p), 0);
+	snprintf(p, sizeof(p), "%s/repo/src", mnt);
+	ck_assert_int_eq(rmdir(p), 0);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/repo/src/main.c", mnt);
+	write_file(p, "int main(void) { return 1; }\n", 0644);
+	snprintf(p, sizeof(p), "%s/repo/src/new.c", mnt);
+	write_file(p, "/* new */\n", 0644);
+	ck_assert_int_eq(umount(mnt), 0);
+
+	r = seal("wo", NULL);
+	ck_assert(changed(r, "repo/README", "deleted"));
+	ck_assert(changed(r, "repo/src/readme", "deleted"));
+	ck_assert(changed(r, "repo/src/main.c", "modified"));
+	ck_assert(changed(r, "repo/src/new.c", "added"));
+	ck_assert_int_eq(json_array_size(json_object_get(r, "changes")), 4);
+	json_decref(r);
+}
+END_TEST
+
 static Suite *
 hatch_suite(void)
 {
@@ -510,6 +575,7 @@ hatch_suite(void)
 	tcase_add_test(tc, verdicts);
 	tcase_add_test(tc, oversize_and_full_disk);
 	tcase_add_test(tc, seal_api);
+	tcase_add_test(tc, whiteouts_and_opaque_directories);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,6 +10,8 @@
  *
  *   CORDON_ROUNDTRIP_CASES   how many seeds (default 40)
  *   CORDON_ROUNDTRIP_SEED    the first seed (default 1)
+ *   CORDON_ROUNDTRIP_KEEP    set: keep each workspace (with
+ *                            CORDON_KEEP_TMP, to look at upper/)
  */
 #include "harness.h"
 #include "http_client.h"
@@ -287,7 +289,7 @@ random_edits(const char *m)
 	char p[PATH_MAX], q[PATH_MAX], name[64];
 
 	for (unsigned i = 0; i < n; i++) {
-		switch (rnd(10)) {
+		switch (rnd(11)) {
 		case 0: /* edit */
 			if (pick(m, p, sizeof(p), 0) && exists(p)) {
 				struct stat st;
@@ -346,6 +348,13 @@ random_edits(const char *m)
 			snprintf(p, sizeof(p), "%s/%s", m, name);
 			if (!exists(p))
 				(void)!symlink(names[rnd(ARRAY_N(names))], p);
+			break;
+		case 9: /* a directory replaced by a new one: opaque in upper */
+			if (pick(m, p, sizeof(p), 1)) {
+				rm_rf(p);
+				ck_assert_int_eq(mkdir(p, 0755), 0);
+				random_tree(p, 2);
+			}
 			break;
 		default: /* a new directory with files */
 			random_name(name, sizeof(name));
@@ -441,8 +450,10 @@ one_case(unsigned seed)
 	    e, patchfile);
 	assert_same_tree(snap, pristine, seed);
 
-	snprintf(path, sizeof(path), "/v1/workspaces/%s", job);
-	json_decref(call(200, "DELETE", path, NULL));
+	if (getenv("CORDON_ROUNDTRIP_KEEP") == NULL) {
+		snprintf(path, sizeof(path), "/v1/workspaces/%s", job);
+		json_decref(call(200, "DELETE", path, NULL));
+	}
 }
 
 START_TEST(patch_reproduces_the_tree)
