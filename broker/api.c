@@ -46,6 +46,16 @@ reply_store_error(struct broker *b, struct http_response *res, int r)
 	    strerror(-r));
 }
 
+/* For a store call about one job: 404 when there is none, else 503. */
+static void
+reply_job_error(struct broker *b, struct http_response *res, int r)
+{
+	if (r == -ENOENT)
+		http_reply_error(res, 404, "unknown_job", "no such job");
+	else
+		reply_store_error(b, res, r);
+}
+
 /* 422 with the problems listed; steals problems. */
 static void
 reply_problems(struct http_response *res, const char *code, json_t *problems)
@@ -153,12 +163,8 @@ job_and_manifest(struct broker *b, const char *id, struct job *j,
 	if (r == 0)
 		r = store_manifest_get(b->store, j->manifest,
 		    j->manifest_version, m);
-	if (r == -ENOENT) {
-		http_reply_error(res, 404, "unknown_job", "no such job");
-		return -1;
-	}
 	if (r < 0) {
-		reply_store_error(b, res, r);
+		reply_job_error(b, res, r);
 		return -1;
 	}
 	return 0;
@@ -409,12 +415,8 @@ get_job(void *ctx, struct http_request *req, struct http_response *res)
 	int r =
 	    store_job_get(b->store, http_request_param(req, 0), &j, &tokens);
 
-	if (r == -ENOENT) {
-		http_reply_error(res, 404, "unknown_job", "no such job");
-		return;
-	}
 	if (r < 0) {
-		reply_store_error(b, res, r);
+		reply_job_error(b, res, r);
 		return;
 	}
 	json_t *out = job_json(&j);
@@ -520,12 +522,8 @@ revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	http_request_set_state(req, rr, free);
 	r = revoke_job(b, job, reason, actor_of(req), rr);
-	if (r == -ENOENT) {
-		http_reply_error(res, 404, "unknown_job", "no such job");
-		return;
-	}
 	if (r < 0) {
-		reply_store_error(b, res, r);
+		reply_job_error(b, res, r);
 		return;
 	}
 	if (feed_wait_acks(b->feed, rr->seq, req) == 1)

@@ -161,27 +161,34 @@ path_read_file(const char *path, size_t max, char **ret_data, size_t *ret_len)
 }
 
 int
+path_write_all(int fd, const void *data, size_t n)
+{
+	const char *p = data;
+
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int
 path_write_secret(const char *path, const void *data, size_t len)
 {
 	_cleanup_close_ int fd = open(path,
 	    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	const char *p = data;
-	int r = 0;
+	int r;
 
 	if (fd < 0)
 		return -errno;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
+	r = path_write_all(fd, data, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (r < 0)

@@ -51,6 +51,10 @@ int path_open_beneath(int dirfd, const char *rel, int flags, mode_t mode,
 int path_read_file(const char *path, size_t max, char **ret_data,
     size_t *ret_len);
 
+/* Writes all n bytes of data to fd, retrying short writes and EINTR:
+ * 0 or -errno. */
+int path_write_all(int fd, const void *data, size_t n);
+
 /*
  * Writes a secret to a new file of mode 0600, failing with -EEXIST rather
  * than replacing one, and syncs it: 0 or -errno. On failure no partial

@@ -85,18 +85,45 @@ copy_data(int in, int out, uint64_t *bytes)
 				continue;
 			return -errno;
 		}
-		for (ssize_t off = 0; off < n;) {
-			ssize_t m = write(out, buf + off, (size_t)(n - off));
-			if (m < 0) {
-				if (errno == EINTR)
-					continue;
-				return -errno;
-			}
-			off += m;
-		}
+		int r = path_write_all(out, buf, (size_t)n);
+		if (r < 0)
+			return r;
 		*bytes += (uint64_t)n;
 	}
 	return 0;
+}
+
+/*
+ * Copies the regular file name of src_dir to a new dst_name in dst_dir
+ * with mode; rel names it in problems. 0 (check problems) or -errno.
+ */
+static int
+copy_file(struct walk *w, int src_dir, const char *name, int dst_dir,
+    const char *dst_name, const char *rel, mode_t mode)
+{
+	/* O_NONBLOCK: swapped for a fifo since it was looked at, it must not
+	 * hang us; the fstat below refuses it. */
+	_cleanup_close_ int in = openat(src_dir, name,
+	    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	_cleanup_close_ int out = -1;
+	struct stat st;
+	int r;
+
+	if (in < 0)
+		return -errno;
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+		refuse(w, rel, "changed while it was being copied");
+		return 0;
+	}
+	out = openat(dst_dir, dst_name,
+	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
+		return -errno;
+	r = copy_data(in, out, &w->stats->bytes);
+	if (r == 0 && fchmod(out, mode) < 0)
+		r = -errno;
+	w->stats->files++;
+	return r;
 }
 
 /* Checks that the symlink at rel (target given) stays in the source. */
@@ -140,30 +167,8 @@ copy_entry(struct walk *w, int src_dir, int dst_dir, const char *name,
 	/* Modes are kept, except setuid and setgid. */
 	mode_t mode = st.st_mode & 01777;
 
-	if (S_ISREG(st.st_mode)) {
-		/* O_NONBLOCK: swapped for a fifo since the fstatat, it must
-		 * not hang us; the fstat below refuses it. */
-		_cleanup_close_ int in = openat(src_dir, name,
-		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		_cleanup_close_ int out = -1;
-		struct stat again;
-
-		if (in < 0)
-			return -errno;
-		if (fstat(in, &again) < 0 || !S_ISREG(again.st_mode)) {
-			refuse(w, rel, "changed while it was being copied");
-			return 0;
-		}
-		out = openat(dst_dir, name,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (out < 0)
-			return -errno;
-		r = copy_data(in, out, &w->stats->bytes);
-		if (r == 0 && fchmod(out, mode) < 0)
-			r = -errno;
-		w->stats->files++;
-		return r;
-	}
+	if (S_ISREG(st.st_mode))
+		return copy_file(w, src_dir, name, dst_dir, name, rel, mode);
 	if (S_ISDIR(st.st_mode)) {
 		_cleanup_close_ int in = -1, out = -1;
 
@@ -318,28 +323,9 @@ copyin(const char *src, int dst_dirfd, const char *dst_rel, json_t *problems,
 		return r;
 	}
 	if (S_ISREG(st.st_mode)) {
-		/* A single file: its directory is the source for link checks
-		 * (there are none to check). */
-		_cleanup_close_ int in = open(src,
-		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		_cleanup_close_ int out = -1;
-		struct stat again;
-
-		if (in < 0)
-			return -errno;
-		if (fstat(in, &again) < 0 || !S_ISREG(again.st_mode)) {
-			refuse(&w, "", "changed while it was being copied");
-			return 0;
-		}
-		out = openat(parent_fd, base,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (out < 0)
-			return -errno;
-		r = copy_data(in, out, &stats->bytes);
-		if (r == 0 && fchmod(out, st.st_mode & 01777) < 0)
-			r = -errno;
-		stats->files++;
-		return r;
+		/* A single file: no links to check, no tree to walk. */
+		return copy_file(&w, AT_FDCWD, src, parent_fd, base, "",
+		    st.st_mode & 01777);
 	}
 	refuse(&w, "", "the source must be a regular file or a directory");
 	return 0;

@@ -45,8 +45,7 @@ static int
 write_atomic(const char *dir, const char *name, const void *data, size_t len)
 {
 	char tmp[PATH_MAX], dst[PATH_MAX];
-	const char *p = data;
-	int fd, r = 0;
+	int fd, r;
 
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
 	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
@@ -54,17 +53,7 @@ write_atomic(const char *dir, const char *name, const void *data, size_t len)
 	    0600);
 	if (fd < 0)
 		return -errno;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
+	r = path_write_all(fd, data, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	close(fd);
