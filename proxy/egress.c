@@ -1,0 +1,454 @@
+/*
+ * Egress rules: loading the broker's, matching a request to them before
+ * any DNS lookup, and refusing the address ranges no job may reach. Every
+ * doubt is a refusal: an unknown field, an odd host, an ambiguous path.
+ */
+#include "egress.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const method_names[] = { "GET", "HEAD", "POST", "PUT",
+	"PATCH", "DELETE", "OPTIONS" };
+
+unsigned
+egress_method(const char *name)
+{
+	for (size_t i = 0; i < sizeof(method_names) / sizeof(method_names[0]);
+	     i++)
+		if (strcmp(name, method_names[i]) == 0)
+			return 1u << i;
+	return 0;
+}
+
+int
+egress_host_normalise(const char *in, size_t len, char out[EGRESS_HOST_MAX + 1])
+{
+	size_t label = 0;
+
+	if (len > 0 && in[len - 1] == '.')
+		len--;
+	if (len == 0 || len > EGRESS_HOST_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)in[i];
+
+		if (c == '.') {
+			if (label == 0 || out[i - 1] == '-')
+				return -EINVAL;
+			label = 0;
+			out[i] = '.';
+			continue;
+		}
+		if (!(isalnum(c) || c == '-') || c >= 0x80)
+			return -EINVAL;
+		if (c == '-' && label == 0)
+			return -EINVAL;
+		if (++label > 63)
+			return -EINVAL;
+		out[i] = (char)tolower(c);
+	}
+	/* An empty last label ("a.com..") or one ending in '-'. */
+	if (label == 0 || out[len - 1] == '-')
+		return -EINVAL;
+	out[len] = '\0';
+	return 0;
+}
+
+bool
+egress_is_ip_literal(const char *host)
+{
+	char buf[64];
+	struct in_addr a4;
+	struct in6_addr a6;
+	size_t n = strlen(host);
+
+	/* inet_aton takes every legacy form: 2130706433, 0x7f.1, 0177.1. */
+	if (inet_aton(host, &a4) != 0)
+		return true;
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']' &&
+	    n - 2 < sizeof(buf)) {
+		memcpy(buf, host + 1, n - 2);
+		buf[n - 2] = '\0';
+		host = buf;
+	}
+	return inet_pton(AF_INET6, host, &a6) == 1;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int
+egress_path_ok(const char *path, size_t len)
+{
+	if (len == 0 || path[0] != '/')
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		char c = path[i];
+
+		if (c == '?' || c == '#')
+			len = i; /* the query is not part of the path */
+		else if (c == '\0' || c == '\\')
+			return -EINVAL;
+		else if (c == '%') {
+			int hi, lo;
+			if (i + 2 >= len)
+				return -EINVAL;
+			hi = hexval(path[i + 1]);
+			lo = hexval(path[i + 2]);
+			if (hi < 0 || lo < 0)
+				return -EINVAL;
+			/* An encoded '/', '\' or '.' has two readings. */
+			int v = hi * 16 + lo;
+			if (v == '/' || v == '\\' || v == '.' || v == 0)
+				return -EINVAL;
+		}
+	}
+	/* Dot segments: "." or ".." between slashes, or at the end. */
+	for (size_t i = 0; i < len; i++) {
+		if (path[i] != '/')
+			continue;
+		size_t n = 0;
+		while (i + 1 + n < len && path[i + 1 + n] != '/')
+			n++;
+		if ((n == 1 && path[i + 1] == '.') ||
+		    (n == 2 && path[i + 1] == '.' && path[i + 2] == '.'))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int
+egress_cidr_parse(const char *s, struct egress_cidr *ret)
+{
+	const char *slash = strchr(s, '/');
+	char host[64];
+	size_t len, digits;
+	long bits;
+
+	if (slash == NULL || (len = (size_t)(slash - s)) == 0 ||
+	    len >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, len);
+	host[len] = '\0';
+	memset(ret, 0, sizeof(*ret));
+	ret->family = strchr(host, ':') != NULL ? AF_INET6 : AF_INET;
+	if (inet_pton(ret->family, host, ret->addr) != 1)
+		return -EINVAL;
+	digits = strspn(slash + 1, "0123456789");
+	if (digits == 0 || digits > 3 || slash[1 + digits] != '\0')
+		return -EINVAL;
+	bits = strtol(slash + 1, NULL, 10);
+	if (bits > (ret->family == AF_INET ? 32 : 128))
+		return -EINVAL;
+	ret->bits = (unsigned)bits;
+	return 0;
+}
+
+/* True when the first bits of a and b agree. */
+static bool
+prefix_equal(const unsigned char *a, const unsigned char *b, unsigned bits)
+{
+	unsigned bytes = bits / 8, rest = bits % 8;
+
+	if (memcmp(a, b, bytes) != 0)
+		return false;
+	if (rest == 0)
+		return true;
+	unsigned char mask = (unsigned char)(0xff << (8 - rest));
+	return (a[bytes] & mask) == (b[bytes] & mask);
+}
+
+bool
+egress_cidr_contains(const struct egress_cidr *c, const struct sockaddr *addr)
+{
+	if (addr->sa_family != c->family)
+		return false;
+	if (c->family == AF_INET)
+		return prefix_equal(c->addr,
+		    (const unsigned char *)&((const struct sockaddr_in *)addr)
+			->sin_addr,
+		    c->bits);
+	return prefix_equal(c->addr,
+	    ((const struct sockaddr_in6 *)addr)->sin6_addr.s6_addr, c->bits);
+}
+
+struct range {
+	const char *cidr;
+	const char *why;
+};
+
+/* Most specific first: the first range that holds an address names it. */
+static const struct range v4_ranges[] = {
+	{ "255.255.255.255/32", "broadcast" },
+	{ "0.0.0.0/8", "unspecified" },
+	{ "10.0.0.0/8", "private" },
+	{ "100.64.0.0/10", "cgnat" },
+	{ "127.0.0.0/8", "loopback" },
+	{ "169.254.0.0/16", "link_local" },
+	{ "172.16.0.0/12", "private" },
+	{ "192.0.0.0/24", "reserved" },
+	{ "192.0.2.0/24", "documentation" },
+	{ "192.88.99.0/24", "6to4" },
+	{ "192.168.0.0/16", "private" },
+	{ "198.18.0.0/15", "benchmark" },
+	{ "198.51.100.0/24", "documentation" },
+	{ "203.0.113.0/24", "documentation" },
+	{ "224.0.0.0/4", "multicast" },
+	{ "240.0.0.0/4", "reserved" },
+};
+
+static const struct range v6_ranges[] = {
+	{ "::/128", "unspecified" },
+	{ "::1/128", "loopback" },
+	{ "::ffff:0:0/96", "ipv4_mapped" },
+	{ "::/96", "ipv4_compatible" },
+	{ "64:ff9b::/96", "translation" },
+	{ "64:ff9b:1::/48", "translation" },
+	{ "100::/64", "discard" },
+	{ "2001::/32", "teredo" },
+	{ "2001:db8::/32", "documentation" },
+	{ "2001::/23", "reserved" },
+	{ "2002::/16", "6to4" },
+	{ "fc00::/7", "unique_local" },
+	{ "fe80::/10", "link_local" },
+	{ "fec0::/10", "site_local" },
+	{ "ff00::/8", "multicast" },
+};
+
+const char *
+egress_addr_refused(const struct sockaddr *addr, const struct egress_rule *rule)
+{
+	const struct range *ranges;
+	size_t n;
+
+	if (rule != NULL)
+		for (size_t i = 0; i < rule->ncidrs; i++)
+			if (egress_cidr_contains(&rule->cidrs[i], addr))
+				return NULL;
+	if (addr->sa_family == AF_INET) {
+		ranges = v4_ranges;
+		n = sizeof(v4_ranges) / sizeof(v4_ranges[0]);
+	} else if (addr->sa_family == AF_INET6) {
+		ranges = v6_ranges;
+		n = sizeof(v6_ranges) / sizeof(v6_ranges[0]);
+	} else
+		return "reserved";
+	for (size_t i = 0; i < n; i++) {
+		struct egress_cidr c;
+
+		if (egress_cidr_parse(ranges[i].cidr, &c) == 0 &&
+		    egress_cidr_contains(&c, addr))
+			return ranges[i].why;
+	}
+	return NULL;
+}
+
+void
+egress_rules_free(struct egress_rules *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		for (size_t k = 0; k < r->rule[i].npaths; k++)
+			free(r->rule[i].paths[k]);
+		free(r->rule[i].paths);
+		free(r->rule[i].cidrs);
+	}
+	r->n = 0;
+}
+
+static int
+load_rule(const json_t *j, struct egress_rule *rule, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "host", "port", "methods", "paths",
+		"tls", "reason", "registry", "allow_cidrs", "upgrade" };
+	const char *key, *host, *tls;
+	json_t *v;
+	size_t i;
+
+	json_object_foreach((json_t *)j, key, v)
+	{
+		bool ok = false;
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			ok |= strcmp(key, keys[k]) == 0;
+		if (!ok) {
+			snprintf(err, errlen, "unknown field \"%.64s\"", key);
+			return -EINVAL;
+		}
+	}
+	host = json_string_value(json_object_get(j, "host"));
+	if (host == NULL) {
+		snprintf(err, errlen, "a rule without a host");
+		return -EINVAL;
+	}
+	rule->wildcard = strncmp(host, "*.", 2) == 0;
+	if (rule->wildcard)
+		host += 2;
+	if (egress_host_normalise(host, strlen(host), rule->host) < 0 ||
+	    egress_is_ip_literal(rule->host)) {
+		snprintf(err, errlen, "not a host name: \"%.64s\"", host);
+		return -EINVAL;
+	}
+	v = json_object_get(j, "port");
+	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > 65535) {
+		snprintf(err, errlen, "%s: no valid port", rule->host);
+		return -EINVAL;
+	}
+	rule->port = (uint16_t)json_integer_value(v);
+	json_array_foreach(json_object_get(j, "methods"), i, v)
+	{
+		unsigned bit =
+		    json_is_string(v) ? egress_method(json_string_value(v)) : 0;
+		if (bit == 0) {
+			snprintf(err, errlen, "%s: an unknown method",
+			    rule->host);
+			return -EINVAL;
+		}
+		rule->methods |= bit;
+	}
+	tls = json_string_value(json_object_get(j, "tls"));
+	if (tls == NULL || strcmp(tls, "terminate") == 0)
+		rule->tls = EGRESS_TLS_TERMINATE;
+	else if (strcmp(tls, "passthrough") == 0)
+		rule->tls = EGRESS_TLS_PASSTHROUGH;
+	else if (strcmp(tls, "none") == 0)
+		rule->tls = EGRESS_TLS_NONE;
+	else {
+		snprintf(err, errlen, "%s: unknown tls \"%.32s\"", rule->host,
+		    tls);
+		return -EINVAL;
+	}
+	v = json_object_get(j, "paths");
+	if (v != NULL) {
+		rule->paths = calloc(json_array_size(v) + 1, sizeof(char *));
+		if (rule->paths == NULL)
+			return -ENOMEM;
+		json_t *p;
+		json_array_foreach(v, i, p)
+		{
+			const char *s = json_string_value(p);
+			if (s == NULL || egress_path_ok(s, strlen(s)) < 0 ||
+			    (rule->paths[rule->npaths] = strdup(s)) == NULL) {
+				snprintf(err, errlen, "%s: a bad path prefix",
+				    rule->host);
+				return -EINVAL;
+			}
+			rule->npaths++;
+		}
+	}
+	v = json_object_get(j, "allow_cidrs");
+	if (v != NULL) {
+		json_t *c;
+		rule->cidrs =
+		    calloc(json_array_size(v) + 1, sizeof(*rule->cidrs));
+		if (rule->cidrs == NULL)
+			return -ENOMEM;
+		json_array_foreach(v, i, c)
+		{
+			if (!json_is_string(c) ||
+			    egress_cidr_parse(json_string_value(c),
+				&rule->cidrs[rule->ncidrs]) < 0) {
+				snprintf(err, errlen, "%s: a bad CIDR",
+				    rule->host);
+				return -EINVAL;
+			}
+			rule->ncidrs++;
+		}
+	}
+	rule->upgrade = json_is_true(json_object_get(j, "upgrade"));
+	return 0;
+}
+
+int
+egress_rules_load(const json_t *egress, struct egress_rules *ret, char *err,
+    size_t errlen)
+{
+	size_t i;
+	json_t *j;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!json_is_array(egress) ||
+	    json_array_size(egress) > EGRESS_MAX_RULES) {
+		snprintf(err, errlen,
+		    "egress must be a list of at most %d rules",
+		    EGRESS_MAX_RULES);
+		return -EINVAL;
+	}
+	json_array_foreach(egress, i, j)
+	{
+		if (!json_is_object(j)) {
+			snprintf(err, errlen, "a rule must be an object");
+			egress_rules_free(ret);
+			return -EINVAL;
+		}
+		ret->n = i + 1;
+		r = load_rule(j, &ret->rule[i], err, errlen);
+		if (r < 0) {
+			egress_rules_free(ret);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static bool
+host_matches(const struct egress_rule *rule, const char *host)
+{
+	size_t hn = strlen(host), rn = strlen(rule->host);
+
+	if (!rule->wildcard)
+		return strcmp(host, rule->host) == 0;
+	/* "*.example.com" holds "a.example.com", not "example.com". */
+	return hn > rn + 1 && host[hn - rn - 1] == '.' &&
+	    strcmp(host + hn - rn, rule->host) == 0;
+}
+
+int
+egress_match(const struct egress_rules *r, const char *host, uint16_t port,
+    const char *method, const char *path, const char **ret_reason)
+{
+	const char *reason = "no_rule";
+	unsigned bit = method != NULL ? egress_method(method) : 0;
+
+	for (size_t i = 0; i < r->n; i++) {
+		const struct egress_rule *rule = &r->rule[i];
+
+		if (rule->port != port || !host_matches(rule, host))
+			continue;
+		/* A CONNECT is judged by host and port; what it carries is
+		 * judged request by request, where it can be seen. */
+		if (method == NULL || strcmp(method, "CONNECT") == 0)
+			return (int)i;
+		if ((rule->methods & bit) == 0) {
+			reason = "method";
+			continue;
+		}
+		if (path == NULL || egress_path_ok(path, strlen(path)) < 0) {
+			if (strcmp(reason, "no_rule") == 0)
+				reason = "path";
+			continue;
+		}
+		size_t plen = strcspn(path, "?#");
+		for (size_t k = 0; k < rule->npaths; k++) {
+			size_t n = strlen(rule->paths[k]);
+			if (plen >= n && strncmp(path, rule->paths[k], n) == 0)
+				return (int)i;
+		}
+		if (strcmp(reason, "no_rule") == 0)
+			reason = "path";
+	}
+	*ret_reason = reason;
+	return -1;
+}

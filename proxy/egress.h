@@ -1,0 +1,121 @@
+/*
+ * A job's egress rules and the checks the proxy makes with them, in the
+ * order DESIGN.md gives: the name against the rules before any DNS lookup
+ * (a denied name never reaches a resolver), then the address the name
+ * resolved to against the ranges no job may reach unless its rule lists
+ * them. Default deny: no rule, no way out.
+ */
+#ifndef CORDON_PROXY_EGRESS_H
+#define CORDON_PROXY_EGRESS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define EGRESS_MAX_RULES 12
+#define EGRESS_HOST_MAX 253
+
+enum egress_tls {
+	EGRESS_TLS_NONE, /* plain HTTP */
+	EGRESS_TLS_TERMINATE, /* the proxy reads every request */
+	EGRESS_TLS_PASSTHROUGH, /* host, port, address and SNI only */
+};
+
+struct egress_cidr {
+	int family; /* AF_INET or AF_INET6 */
+	unsigned char addr[16];
+	unsigned bits;
+};
+
+struct egress_rule {
+	char host[EGRESS_HOST_MAX + 1]; /* without the "*." of a wildcard */
+	bool wildcard; /* "*.example.com": subdomains only */
+	uint16_t port;
+	unsigned methods; /* EGRESS_METHOD_* bits */
+	char **paths; /* prefixes; NULL with passthrough */
+	size_t npaths;
+	enum egress_tls tls;
+	struct egress_cidr *cidrs; /* allow_cidrs */
+	size_t ncidrs;
+	bool upgrade;
+};
+
+struct egress_rules {
+	struct egress_rule rule[EGRESS_MAX_RULES];
+	size_t n;
+};
+
+/* The method bits; egress_method() maps a name to its bit (0: none). */
+#define EGRESS_METHOD_GET (1u << 0)
+#define EGRESS_METHOD_HEAD (1u << 1)
+#define EGRESS_METHOD_POST (1u << 2)
+#define EGRESS_METHOD_PUT (1u << 3)
+#define EGRESS_METHOD_PATCH (1u << 4)
+#define EGRESS_METHOD_DELETE (1u << 5)
+#define EGRESS_METHOD_OPTIONS (1u << 6)
+unsigned egress_method(const char *name);
+
+/*
+ * Loads the rules from the broker's answer to GET /v1/jobs/{job}/egress
+ * (its "egress" array, defaults filled in). Anything unexpected refuses
+ * the whole set: 0, or -EINVAL with a reason in err. Free with
+ * egress_rules_free.
+ */
+int egress_rules_load(const json_t *egress, struct egress_rules *ret, char *err,
+    size_t errlen);
+void egress_rules_free(struct egress_rules *r);
+
+/*
+ * Normalises a host as the proxy compares it: ASCII only (an IDNA name in
+ * its xn-- form; a raw UTF-8 name is refused, since its normal form is not
+ * ours to guess), lowercased, one trailing dot dropped, labels of 1..63
+ * letters, digits and '-' not at either end. 0, or -EINVAL.
+ */
+int egress_host_normalise(const char *in, size_t len,
+    char out[EGRESS_HOST_MAX + 1]);
+
+/*
+ * True when host is an IP address literal in any form a resolver or
+ * inet_aton would take: dotted quads, but also "2130706433", "0x7f.1",
+ * "0177.0.0.1", "127.1", and IPv6 in brackets or not. The proxy refuses
+ * them: a rule names hosts, and an address is checked after resolution.
+ */
+bool egress_is_ip_literal(const char *host);
+
+/*
+ * Checks a request path before the prefix match: it must start with '/',
+ * hold no dot segment ("/./", "/../", a trailing "/." or "/.."), no
+ * backslash, no NUL, and no percent-encoded '/', '\' or '.', nor a
+ * malformed escape. The query (from '?') is not part of it. 0 or
+ * -EINVAL.
+ */
+int egress_path_ok(const char *path, size_t len);
+
+/*
+ * Matches a request (host normalised, port, method, path without query;
+ * path NULL for a CONNECT, whose path is checked later or never) against
+ * the rules: the index of the matching rule, or -1 with *ret_reason set to
+ * "no_rule" (no rule for host and port), "method" or "path" (a rule for
+ * the host, but not this method or path).
+ */
+int egress_match(const struct egress_rules *r, const char *host, uint16_t port,
+    const char *method, const char *path, const char **ret_reason);
+
+/*
+ * Why the proxy must not connect to addr for a rule with these
+ * allow_cidrs: NULL when the address is public, or allowed; otherwise
+ * the class: "loopback", "private", "link_local", "cgnat", "multicast",
+ * "reserved", "unspecified", "broadcast", "documentation", "benchmark",
+ * "ipv4_mapped", "ipv4_compatible", "translation", "6to4", "teredo",
+ * "unique_local", "site_local", "discard".
+ */
+const char *egress_addr_refused(const struct sockaddr *addr,
+    const struct egress_rule *rule);
+
+/* Parses "10.1.2.0/24" or "fd00::/8": 0 or -EINVAL. */
+int egress_cidr_parse(const char *s, struct egress_cidr *ret);
+bool egress_cidr_contains(const struct egress_cidr *c,
+    const struct sockaddr *addr);
+
+#endif

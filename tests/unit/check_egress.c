@@ -1,0 +1,346 @@
+/*
+ * The proxy's egress checks, as a job meets them: hosts normalised one
+ * way, IP literals in every odd spelling refused, paths with two readings
+ * refused, default deny with the reason a log line will carry, and every
+ * address range no job may reach unless its rule lists it.
+ */
+#include "egress.h"
+#include "testutil.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <string.h>
+
+static struct egress_rules rules;
+
+static void
+load(const char *json)
+{
+	char err[256] = "";
+	json_t *v = testutil_json(json, 0);
+
+	ck_assert_msg(egress_rules_load(v, &rules, err, sizeof(err)) == 0, "%s",
+	    err);
+	json_decref(v);
+}
+
+static void
+unload(void)
+{
+	egress_rules_free(&rules);
+}
+
+START_TEST(hosts_normalise_one_way)
+{
+	char out[EGRESS_HOST_MAX + 1];
+	static const struct {
+		const char *in, *out;
+	} good[] = {
+		{ "API.GitHub.com", "api.github.com" },
+		{ "api.github.com.", "api.github.com" },
+		{ "xn--bcher-kva.example", "xn--bcher-kva.example" },
+		{ "a-b.c", "a-b.c" },
+	};
+	static const char *const bad[] = { "", ".", "a..b", "-a.com", "a-.com",
+		"a.-b.com", "bücher.example", "a_b.com", "a b.com", "a/b",
+		"a:80", "a@b", "a.com..",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aa."
+		"com" };
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ck_assert_int_eq(egress_host_normalise(good[i].in,
+				     strlen(good[i].in), out),
+		    0);
+		ck_assert_str_eq(out, good[i].out);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(egress_host_normalise(bad[i], strlen(bad[i]),
+				  out) < 0,
+		    "\"%s\" was accepted", bad[i]);
+	/* A NUL inside the name is not the end of it. */
+	ck_assert_int_lt(egress_host_normalise("a.com\0.evil", 11, out), 0);
+}
+END_TEST
+
+START_TEST(ip_literals_in_any_spelling)
+{
+	static const char *const literals[] = { "127.0.0.1", "2130706433",
+		"0x7f.1", "0177.0.0.1", "127.1", "0x7f000001", "10.1", "::1",
+		"[::1]", "::ffff:127.0.0.1", "[fe80::1]" };
+	static const char *const names[] = { "localhost", "api.github.com",
+		"1.example.com", "127.0.0.1.nip.io", "0x7f.example" };
+
+	for (size_t i = 0; i < sizeof(literals) / sizeof(literals[0]); i++)
+		ck_assert_msg(egress_is_ip_literal(literals[i]),
+		    "%s is a literal", literals[i]);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		ck_assert_msg(!egress_is_ip_literal(names[i]), "%s is a name",
+		    names[i]);
+}
+END_TEST
+
+START_TEST(paths_with_one_reading)
+{
+	static const char *const ok[] = { "/", "/repos/acme/x", "/a..b/",
+		"/a%20b", "/.well-known/x", "/a?q=../..", "/a/b/", "/x#../.." };
+	static const char *const bad[] = { "", "x", "/a/../b", "/..", "/a/..",
+		"/./a", "/a/.", "/a%2Fb", "/a%2fb", "/a%5Cb", "/a%2e%2e/b",
+		"/%2E", "/a\\b", "/a%", "/a%4", "/a%zz", "/a%00b" };
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		ck_assert_msg(egress_path_ok(ok[i], strlen(ok[i])) == 0,
+		    "\"%s\" refused", ok[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(egress_path_ok(bad[i], strlen(bad[i])) < 0,
+		    "\"%s\" accepted", bad[i]);
+	ck_assert_int_lt(egress_path_ok("/a\0b", 4), 0);
+}
+END_TEST
+
+START_TEST(default_deny_with_reasons)
+{
+	const char *why = NULL;
+
+	load("[{\"host\": \"api.github.com\", \"port\": 443, \"methods\": "
+	     "[\"GET\"], \"paths\": [\"/repos/acme/\"], \"tls\": "
+	     "\"terminate\", \"reason\": \"r\"},"
+	     " {\"host\": \"*.example.com\", \"port\": 80, \"methods\": "
+	     "[\"GET\", \"POST\"], \"paths\": [\"/\"], \"tls\": \"none\", "
+	     "\"reason\": \"r\"}]");
+
+	ck_assert_int_eq(egress_match(&rules, "api.github.com", 443, "GET",
+			     "/repos/acme/widgets/issues/1", &why),
+	    0);
+	ck_assert_int_eq(egress_match(&rules, "api.github.com", 443, "GET",
+			     "/repos/acme/x?page=2", &why),
+	    0);
+	ck_assert_int_eq(egress_match(&rules, "a.example.com", 80, "POST",
+			     "/submit", &why),
+	    1);
+	ck_assert_int_eq(egress_match(&rules, "a.b.example.com", 80, "GET", "/",
+			     &why),
+	    1);
+	/* CONNECT: host and port only. */
+	ck_assert_int_eq(egress_match(&rules, "api.github.com", 443, "CONNECT",
+			     NULL, &why),
+	    0);
+
+	static const struct {
+		const char *host;
+		int port;
+		const char *method, *path, *why;
+	} denied[] = {
+		{ "evil.com", 443, "GET", "/", "no_rule" },
+		{ "api.github.com", 80, "GET", "/repos/acme/", "no_rule" },
+		{ "example.com", 80, "GET", "/", "no_rule" },
+		{ "xexample.com", 80, "GET", "/", "no_rule" },
+		{ "api.github.com", 443, "POST", "/repos/acme/", "method" },
+		{ "api.github.com", 443, "GET", "/repos/other/", "path" },
+		{ "api.github.com", 443, "GET", "/repos/acme", "path" },
+		{ "api.github.com", 443, "GET", "/repos/acme/../other/",
+		    "path" },
+		{ "api.github.com", 443, "GET", "/repos/acme%2F..%2Fother/",
+		    "path" },
+		{ "a.example.com", 80, "DELETE", "/", "method" },
+		{ "evil.com", 443, "CONNECT", NULL, "no_rule" },
+	};
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		why = NULL;
+		ck_assert_msg(egress_match(&rules, denied[i].host,
+				  (uint16_t)denied[i].port, denied[i].method,
+				  denied[i].path, &why) == -1,
+		    "%s %s:%d%s allowed", denied[i].method, denied[i].host,
+		    denied[i].port, denied[i].path ? denied[i].path : "");
+		ck_assert_str_eq(why, denied[i].why);
+	}
+	unload();
+
+	/* No rules: everything is denied. */
+	load("[]");
+	ck_assert_int_eq(egress_match(&rules, "api.github.com", 443, "GET", "/",
+			     &why),
+	    -1);
+	ck_assert_str_eq(why, "no_rule");
+	unload();
+}
+END_TEST
+
+START_TEST(rules_that_cannot_be_read_are_refused)
+{
+	static const char *const bad[] = {
+		"{}",
+		"[1]",
+		"[{\"port\": 443, \"methods\": [\"GET\"]}]",
+		"[{\"host\": \"127.0.0.1\", \"port\": 443}]",
+		"[{\"host\": \"a.com\", \"port\": 0}]",
+		"[{\"host\": \"a.com\", \"port\": 443, \"methods\": "
+		"[\"TRACE\"]}]",
+		"[{\"host\": \"a.com\", \"port\": 443, \"tls\": \"maybe\"}]",
+		"[{\"host\": \"a.com\", \"port\": 443, \"paths\": [\"/../\"]}]",
+		"[{\"host\": \"a.com\", \"port\": 443, \"allow_cidrs\": "
+		"[\"10.0.0.0\"]}]",
+		"[{\"host\": \"a.com\", \"port\": 443, \"surprise\": 1}]",
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *v = testutil_json(bad[i], JSON_DECODE_ANY);
+		err[0] = '\0';
+		ck_assert_msg(egress_rules_load(v, &rules, err, sizeof(err)) <
+			0,
+		    "%s loaded", bad[i]);
+		ck_assert(err[0] != '\0');
+		json_decref(v);
+	}
+	/* Thirteen rules: more than a policy. */
+	json_t *many = json_array();
+	for (int i = 0; i < 13; i++)
+		json_array_append_new(many,
+		    json_pack("{s:s, s:i, s:[s]}", "host", "a.com", "port",
+			1000 + i, "methods", "GET"));
+	ck_assert_int_lt(egress_rules_load(many, &rules, err, sizeof(err)), 0);
+	json_decref(many);
+}
+END_TEST
+
+static struct sockaddr_storage
+addr(const char *text)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+	if (inet_pton(AF_INET, text, &in4->sin_addr) == 1)
+		in4->sin_family = AF_INET;
+	else {
+		ck_assert_int_eq(inet_pton(AF_INET6, text, &in6->sin6_addr), 1);
+		in6->sin6_family = AF_INET6;
+	}
+	return ss;
+}
+
+START_TEST(refused_address_ranges)
+{
+	static const struct {
+		const char *addr, *why;
+	} refused[] = {
+		{ "127.0.0.1", "loopback" },
+		{ "127.255.255.254", "loopback" },
+		{ "10.1.2.3", "private" },
+		{ "172.16.0.1", "private" },
+		{ "172.31.255.255", "private" },
+		{ "192.168.1.1", "private" },
+		{ "169.254.169.254", "link_local" },
+		{ "100.64.0.1", "cgnat" },
+		{ "100.127.255.255", "cgnat" },
+		{ "0.0.0.0", "unspecified" },
+		{ "224.0.0.1", "multicast" },
+		{ "240.0.0.1", "reserved" },
+		{ "255.255.255.255", "broadcast" },
+		{ "192.0.2.1", "documentation" },
+		{ "198.18.0.1", "benchmark" },
+		{ "::1", "loopback" },
+		{ "::", "unspecified" },
+		{ "::ffff:127.0.0.1", "ipv4_mapped" },
+		{ "::ffff:8.8.8.8", "ipv4_mapped" },
+		{ "64:ff9b::a00:1", "translation" },
+		{ "fe80::1", "link_local" },
+		{ "fd00::1", "unique_local" },
+		{ "fc00::1", "unique_local" },
+		{ "ff02::1", "multicast" },
+		{ "2002:7f00:1::", "6to4" },
+		{ "2001::1", "teredo" },
+		{ "2001:db8::1", "documentation" },
+	};
+	static const char *const public[] = { "8.8.8.8", "140.82.112.3",
+		"172.32.0.1", "100.128.0.1", "2606:4700::1111",
+		"2a00:1450:4001::200e" };
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct sockaddr_storage a = addr(refused[i].addr);
+		const char *why =
+		    egress_addr_refused((struct sockaddr *)&a, NULL);
+		ck_assert_msg(why != NULL && strcmp(why, refused[i].why) == 0,
+		    "%s: %s, not %s", refused[i].addr, why ? why : "allowed",
+		    refused[i].why);
+	}
+	for (size_t i = 0; i < sizeof(public) / sizeof(public[0]); i++) {
+		struct sockaddr_storage a = addr(public[i]);
+		ck_assert_msg(egress_addr_refused((struct sockaddr *)&a,
+				  NULL) == NULL,
+		    "%s refused", public[i]);
+	}
+
+	/* A rule's allow_cidrs lets exactly its ranges through. */
+	load("[{\"host\": \"db.internal\", \"port\": 5432, \"methods\": "
+	     "[\"GET\"], \"allow_cidrs\": [\"10.1.2.0/24\", \"fd00::/64\"]}]");
+	struct sockaddr_storage in = addr("10.1.2.77"), out = addr("10.1.3.1"),
+				in6 = addr("fd00::5"), out6 = addr("fd00:1::5"),
+				lo = addr("127.0.0.1");
+	ck_assert_ptr_null(
+	    egress_addr_refused((struct sockaddr *)&in, &rules.rule[0]));
+	ck_assert_ptr_null(
+	    egress_addr_refused((struct sockaddr *)&in6, &rules.rule[0]));
+	ck_assert_str_eq(egress_addr_refused((struct sockaddr *)&out,
+			     &rules.rule[0]),
+	    "private");
+	ck_assert_str_eq(egress_addr_refused((struct sockaddr *)&out6,
+			     &rules.rule[0]),
+	    "unique_local");
+	ck_assert_str_eq(egress_addr_refused((struct sockaddr *)&lo,
+			     &rules.rule[0]),
+	    "loopback");
+	unload();
+}
+END_TEST
+
+START_TEST(cidrs)
+{
+	struct egress_cidr c;
+	static const char *const bad[] = { "10.0.0.0", "10.0.0.0/33", "/8",
+		"10.0.0.0/+8", "10.0.0.0/ 8", " 10.0.0.0/8", "foo:bar/64",
+		"::/129", "10.0.0.0/8x", "10.0.0/8" };
+
+	ck_assert_int_eq(egress_cidr_parse("10.0.0.0/8", &c), 0);
+	ck_assert_int_eq(c.bits, 8);
+	ck_assert_int_eq(egress_cidr_parse("0.0.0.0/0", &c), 0);
+	ck_assert_int_eq(egress_cidr_parse("2001:db8::/32", &c), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(egress_cidr_parse(bad[i], &c) < 0, "%s accepted",
+		    bad[i]);
+	/* Boundaries: /31 holds two addresses, not a third. */
+	ck_assert_int_eq(egress_cidr_parse("192.0.2.0/31", &c), 0);
+	struct sockaddr_storage a = addr("192.0.2.1"), b = addr("192.0.2.2");
+	ck_assert(egress_cidr_contains(&c, (struct sockaddr *)&a));
+	ck_assert(!egress_cidr_contains(&c, (struct sockaddr *)&b));
+	/* Families do not mix. */
+	struct sockaddr_storage m = addr("::ffff:192.0.2.1");
+	ck_assert(!egress_cidr_contains(&c, (struct sockaddr *)&m));
+}
+END_TEST
+
+static Suite *
+egress_suite(void)
+{
+	Suite *s = suite_create("egress");
+	TCase *tc = tcase_create("egress");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, hosts_normalise_one_way);
+	tcase_add_test(tc, ip_literals_in_any_spelling);
+	tcase_add_test(tc, paths_with_one_reading);
+	tcase_add_test(tc, default_deny_with_reasons);
+	tcase_add_test(tc, rules_that_cannot_be_read_are_refused);
+	tcase_add_test(tc, refused_address_ranges);
+	tcase_add_test(tc, cidrs);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return testutil_run(egress_suite());
+}
