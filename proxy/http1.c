@@ -1,0 +1,803 @@
+/*
+ * The strict HTTP/1.1 request parser, the upstream serialiser and the
+ * chunked-body decoder (see http1.h for the contracts and the refusal
+ * reasons). The head is scanned one byte at a time from where the last
+ * call stopped, so feeding it a byte at a time costs what one call does;
+ * each line is judged once, when its CRLF has arrived. Every loop is
+ * bounded by the bytes given; nothing past them is read.
+ */
+#include "http1.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+enum {
+	P_REQUEST_LINE,
+	P_HEADERS,
+	P_DONE,
+	P_FAILED,
+};
+
+static bool
+is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return true;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static bool
+is_token(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!is_tchar((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+static bool
+is_hex(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+	    (c >= 'A' && c <= 'F');
+}
+
+static unsigned
+hex_value(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return c - 'A' + 10;
+}
+
+static bool
+is_ows(unsigned char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* s[0..n) equals the NUL-terminated lit, ignoring ASCII case. */
+static bool
+eq_nocase(const char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && strncasecmp(s, lit, n) == 0;
+}
+
+/* --- targets and authorities ----------------------------------------- */
+
+enum authority_result {
+	AUTH_OK,
+	AUTH_BAD,
+	AUTH_USERINFO,
+};
+
+/*
+ * Reads host[:port] from s[0..n): a reg-name of letters, digits, '-', '.'
+ * and '_', or an IPv6 literal in brackets (no zone). The port is 1 to 5
+ * digits, 1 to 65535. *ret_host is relative to s.
+ */
+static enum authority_result
+parse_authority(const char *s, size_t n, bool port_required,
+    struct http1_span *ret_host, bool *ret_has_port, uint16_t *ret_port)
+{
+	size_t i = 0, hlen;
+	unsigned port = 0;
+
+	if (memchr(s, '@', n) != NULL)
+		return AUTH_USERINFO;
+	if (n > 0 && s[0] == '[') {
+		bool colon = false;
+
+		for (i = 1; i < n && s[i] != ']'; i++) {
+			unsigned char c = (unsigned char)s[i];
+			if (c == ':')
+				colon = true;
+			else if (!is_hex(c) && c != '.')
+				return AUTH_BAD;
+		}
+		if (i == n || !colon)
+			return AUTH_BAD;
+		i++; /* the ']' */
+	} else {
+		for (; i < n && s[i] != ':'; i++) {
+			unsigned char c = (unsigned char)s[i];
+			if (!((c >= 'a' && c <= 'z') ||
+				(c >= 'A' && c <= 'Z') ||
+				(c >= '0' && c <= '9') || c == '-' ||
+				c == '.' || c == '_'))
+				return AUTH_BAD;
+		}
+		if (i == 0)
+			return AUTH_BAD;
+	}
+	hlen = i;
+	if (i == n) {
+		if (port_required)
+			return AUTH_BAD;
+		*ret_host = (struct http1_span){ 0, hlen };
+		*ret_has_port = false;
+		*ret_port = 0;
+		return AUTH_OK;
+	}
+	if (s[i] != ':' || n - i - 1 < 1 || n - i - 1 > 5)
+		return AUTH_BAD;
+	for (i++; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return AUTH_BAD;
+		port = port * 10 + (unsigned)(s[i] - '0');
+	}
+	if (port == 0 || port > 65535)
+		return AUTH_BAD;
+	*ret_host = (struct http1_span){ 0, hlen };
+	*ret_has_port = true;
+	*ret_port = (uint16_t)port;
+	return AUTH_OK;
+}
+
+/* RFC 3986 pchar, '/' and '?', with %HH checked: path and query. */
+static bool
+valid_path_query(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '%') {
+			if (n - i < 3 || !is_hex((unsigned char)s[i + 1]) ||
+			    !is_hex((unsigned char)s[i + 2]))
+				return false;
+			i += 2;
+			continue;
+		}
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9'))
+			continue;
+		if (strchr("-._~!$&'()*+,;=:@/?", c) == NULL || c == '\0')
+			return false;
+	}
+	return true;
+}
+
+/* Splits t (at off in data, len n) at its first '?' into path and query. */
+static const char *
+split_path_query(struct http1_request *req, const char *t, size_t off, size_t n)
+{
+	const char *q = memchr(t, '?', n);
+	size_t plen = q != NULL ? (size_t)(q - t) : n;
+
+	if (!valid_path_query(t, n))
+		return "bad_target";
+	req->path = (struct http1_span){ off, plen };
+	req->has_query = q != NULL;
+	if (q != NULL)
+		req->query =
+		    (struct http1_span){ off + plen + 1, n - plen - 1 };
+	return NULL;
+}
+
+/* Fills req's form, scheme, host, port, path and query from its target. */
+static const char *
+parse_target(struct http1_parser *p, const char *data)
+{
+	struct http1_request *req = &p->req;
+	const char *t = data + req->target.off;
+	size_t n = req->target.len, off = req->target.off, alen;
+	struct http1_span host;
+	bool has_port;
+	uint16_t port;
+	enum authority_result ar;
+
+	if (memchr(t, '#', n) != NULL)
+		return "fragment";
+	if (p->mode == HTTP1_MODE_ORIGIN) {
+		if (req->connect || t[0] != '/')
+			return "bad_target";
+		req->form = HTTP1_FORM_ORIGIN;
+		return split_path_query(req, t, off, n);
+	}
+	if (req->connect) {
+		req->form = HTTP1_FORM_AUTHORITY;
+		ar = parse_authority(t, n, true, &host, &has_port, &port);
+		if (ar != AUTH_OK)
+			return ar == AUTH_USERINFO ? "userinfo" : "bad_target";
+		req->host = (struct http1_span){ off + host.off, host.len };
+		req->port = port;
+		return NULL;
+	}
+	if (n < 7 || strncasecmp(t, "http://", 7) != 0)
+		return "bad_target";
+	req->form = HTTP1_FORM_ABSOLUTE;
+	req->scheme = (struct http1_span){ off, 4 };
+	t += 7;
+	off += 7;
+	n -= 7;
+	for (alen = 0; alen < n && t[alen] != '/' && t[alen] != '?'; alen++)
+		;
+	ar = parse_authority(t, alen, false, &host, &has_port, &port);
+	if (ar != AUTH_OK)
+		return ar == AUTH_USERINFO ? "userinfo" : "bad_target";
+	req->host = (struct http1_span){ off + host.off, host.len };
+	req->port = has_port ? port : 80;
+	if (alen == n) {
+		req->path = (struct http1_span){ off + n, 0 };
+		return NULL;
+	}
+	return split_path_query(req, t + alen, off + alen, n - alen);
+}
+
+/* --- the request line and the fields --------------------------------- */
+
+static const char *
+parse_request_line(struct http1_parser *p, const char *data, size_t start,
+    size_t end)
+{
+	struct http1_request *req = &p->req;
+	const char *s = data + start, *sp1, *sp2, *v;
+	size_t n = end - start, vlen;
+
+	if (n == 0)
+		return "malformed";
+	sp1 = memchr(s, ' ', n);
+	if (sp1 == NULL)
+		return "malformed";
+	if (!is_token(s, (size_t)(sp1 - s)))
+		return "bad_method";
+	req->method = (struct http1_span){ start, (size_t)(sp1 - s) };
+	req->connect = req->method.len == 7 && memcmp(s, "CONNECT", 7) == 0;
+	sp2 = memchr(sp1 + 1, ' ', (size_t)(s + n - sp1 - 1));
+	if (sp2 == NULL || sp2 == sp1 + 1)
+		return "malformed";
+	for (const char *c = sp1 + 1; c < sp2; c++)
+		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
+			return "bad_target";
+	req->target = (struct http1_span){ start + (size_t)(sp1 + 1 - s),
+		(size_t)(sp2 - sp1 - 1) };
+	v = sp2 + 1;
+	vlen = (size_t)(s + n - v);
+	if (vlen == 8 && memcmp(v, "HTTP/1.1", 8) == 0)
+		req->minor_version = 1;
+	else if (vlen == 8 && memcmp(v, "HTTP/1.0", 8) == 0)
+		req->minor_version = 0;
+	else if (memchr(v, ' ', vlen) != NULL)
+		return "malformed";
+	else
+		return "bad_version";
+	return parse_target(p, data);
+}
+
+/* A Connection value: a comma list of tokens, empty elements allowed. */
+static const char *
+parse_connection(struct http1_parser *p, const char *v, size_t n, bool *close,
+    bool *keep)
+{
+	size_t i = 0;
+
+	(void)p;
+	while (i < n) {
+		size_t s, e;
+
+		while (i < n && (is_ows((unsigned char)v[i]) || v[i] == ','))
+			i++;
+		s = i;
+		while (i < n && v[i] != ',' && !is_ows((unsigned char)v[i]))
+			i++;
+		e = i;
+		while (i < n && is_ows((unsigned char)v[i]))
+			i++;
+		if (i < n && v[i] != ',')
+			return "bad_connection";
+		if (e == s)
+			continue;
+		if (!is_token(v + s, e - s))
+			return "bad_connection";
+		if (eq_nocase(v + s, e - s, "close"))
+			*close = true;
+		else if (eq_nocase(v + s, e - s, "keep-alive"))
+			*keep = true;
+	}
+	return NULL;
+}
+
+static const char *
+parse_content_length(struct http1_request *req, const char *v, size_t n)
+{
+	uint64_t cl = 0;
+
+	if (n == 0)
+		return "bad_cl";
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return "bad_cl";
+		cl = cl * 10 + (uint64_t)(v[i] - '0');
+		if (cl > HTTP1_CL_MAX)
+			return "bad_cl";
+	}
+	req->body = HTTP1_BODY_LENGTH;
+	req->content_length = cl;
+	return NULL;
+}
+
+static const char *
+parse_field_line(struct http1_parser *p, const char *data, size_t start,
+    size_t end)
+{
+	struct http1_request *req = &p->req;
+	const char *s = data + start, *colon;
+	size_t n = end - start, nlen, vs, ve;
+	const char *v;
+
+	if (is_ows((unsigned char)s[0]))
+		return "obs_fold";
+	colon = memchr(s, ':', n);
+	if (colon == NULL)
+		return "malformed";
+	nlen = (size_t)(colon - s);
+	if (nlen > 0 && is_ows((unsigned char)s[nlen - 1]))
+		return "space_before_colon";
+	if (!is_token(s, nlen))
+		return "bad_header_name";
+	vs = nlen + 1;
+	ve = n;
+	while (vs < ve && is_ows((unsigned char)s[vs]))
+		vs++;
+	while (ve > vs && is_ows((unsigned char)s[ve - 1]))
+		ve--;
+	for (size_t i = vs; i < ve; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return "bad_header_value";
+	}
+	if (req->nheaders == HTTP1_FIELDS_MAX)
+		return "headers_too_large";
+	req->headers[req->nheaders++] = (struct http1_header){
+		.name = { start, nlen },
+		.value = { start + vs, ve - vs },
+	};
+	v = s + vs;
+	if (eq_nocase(s, nlen, "Host")) {
+		if (p->seen_host)
+			return "duplicate_host";
+		p->seen_host = true;
+		p->host_value = (struct http1_span){ start + vs, ve - vs };
+	} else if (eq_nocase(s, nlen, "Content-Length")) {
+		if (p->seen_cl)
+			return "duplicate_cl";
+		if (p->seen_te)
+			return "cl_and_te";
+		p->seen_cl = true;
+		return parse_content_length(req, v, ve - vs);
+	} else if (eq_nocase(s, nlen, "Transfer-Encoding")) {
+		if (p->seen_te)
+			return "duplicate_te";
+		if (p->seen_cl)
+			return "cl_and_te";
+		p->seen_te = true;
+		if (req->minor_version == 0)
+			return "te_in_http10";
+		if (!eq_nocase(v, ve - vs, "chunked"))
+			return "unknown_te";
+		req->body = HTTP1_BODY_CHUNKED;
+	} else if (eq_nocase(s, nlen, "Upgrade")) {
+		req->upgrade = true;
+	}
+	return NULL;
+}
+
+/* The checks that need the whole head. */
+static const char *
+finish_head(struct http1_parser *p, const char *data)
+{
+	struct http1_request *req = &p->req;
+	bool close = false, keep = false, has_port;
+	struct http1_span host;
+	uint16_t port;
+	const char *r;
+
+	for (size_t i = 0; i < req->nheaders; i++) {
+		const struct http1_header *h = &req->headers[i];
+		if (!eq_nocase(data + h->name.off, h->name.len, "Connection"))
+			continue;
+		r = parse_connection(p, data + h->value.off, h->value.len,
+		    &close, &keep);
+		if (r != NULL)
+			return r;
+	}
+	req->keep_alive = !close && (req->minor_version == 1 || keep);
+	if (req->connect &&
+	    (req->body == HTTP1_BODY_CHUNKED ||
+		(req->body == HTTP1_BODY_LENGTH && req->content_length > 0)))
+		return "connect_body";
+	if (!p->seen_host) {
+		if (req->minor_version == 1 || p->mode == HTTP1_MODE_ORIGIN)
+			return "missing_host";
+		return NULL;
+	}
+	if (parse_authority(data + p->host_value.off, p->host_value.len, false,
+		&host, &has_port, &port) != AUTH_OK)
+		return "bad_host";
+	host.off += p->host_value.off;
+	if (p->mode == HTTP1_MODE_ORIGIN) {
+		req->host = host;
+		req->port = has_port ? port : 443;
+		return NULL;
+	}
+	if (!has_port)
+		port = req->connect ? 443 : 80;
+	if (port != req->port || host.len != req->host.len ||
+	    strncasecmp(data + host.off, data + req->host.off, host.len) != 0)
+		return "host_mismatch";
+	return NULL;
+}
+
+void
+http1_parser_init(struct http1_parser *p, enum http1_mode mode)
+{
+	memset(p, 0, sizeof(*p));
+	p->mode = mode;
+	p->state = P_REQUEST_LINE;
+}
+
+/* Judges the line data[p->line_start..end), its CRLF at end. */
+static const char *
+process_line(struct http1_parser *p, const char *data, size_t end)
+{
+	const char *r;
+
+	if (p->state == P_REQUEST_LINE) {
+		r = parse_request_line(p, data, p->line_start, end);
+		p->state = P_HEADERS;
+		p->headers_start = end + 2;
+		return r;
+	}
+	if (end == p->line_start) {
+		r = finish_head(p, data);
+		p->state = P_DONE;
+		p->consumed = end + 2;
+		return r;
+	}
+	if (end + 2 - p->headers_start > HTTP1_HEADERS_MAX)
+		return "headers_too_large";
+	return parse_field_line(p, data, p->line_start, end);
+}
+
+int
+http1_parse(struct http1_parser *p, const char *data, size_t len,
+    size_t *ret_consumed)
+{
+	const char *r = NULL;
+
+	if (p->state == P_FAILED)
+		return -EBADMSG;
+	if (p->state == P_DONE) {
+		*ret_consumed = p->consumed;
+		return 0;
+	}
+	if (len < p->scan)
+		return -EINVAL;
+	while (p->scan < len) {
+		size_t i = p->scan;
+		unsigned char c = (unsigned char)data[i];
+
+		if (c == '\0') {
+			r = "nul";
+			break;
+		}
+		if (c == '\n') {
+			r = "bare_lf";
+			break;
+		}
+		if (c != '\r' && p->state == P_REQUEST_LINE &&
+		    i - p->line_start >= HTTP1_LINE_MAX) {
+			r = "line_too_long";
+			break;
+		}
+		if (c != '\r' && p->state == P_HEADERS &&
+		    i - p->headers_start >= HTTP1_HEADERS_MAX) {
+			r = "headers_too_large";
+			break;
+		}
+		if (c != '\r') {
+			p->scan = i + 1;
+			continue;
+		}
+		if (i + 1 == len)
+			return -EAGAIN; /* the LF has yet to come */
+		if (data[i + 1] != '\n') {
+			r = "bare_cr";
+			break;
+		}
+		r = process_line(p, data, i);
+		if (r != NULL)
+			break;
+		p->scan = p->line_start = i + 2;
+		if (p->state == P_DONE) {
+			*ret_consumed = p->consumed;
+			return 0;
+		}
+	}
+	if (r == NULL)
+		return -EAGAIN;
+	p->state = P_FAILED;
+	p->reason = r;
+	return -EBADMSG;
+}
+
+const struct http1_header *
+http1_find_header(const struct http1_request *req, const char *data,
+    const char *name)
+{
+	for (size_t i = 0; i < req->nheaders; i++) {
+		const struct http1_header *h = &req->headers[i];
+		if (eq_nocase(data + h->name.off, h->name.len, name))
+			return h;
+	}
+	return NULL;
+}
+
+/* --- the upstream head ----------------------------------------------- */
+
+/* name[0..n) is a token of the comma list v[0..vn). */
+static bool
+list_has_token(const char *v, size_t vn, const char *name, size_t n)
+{
+	size_t i = 0;
+
+	while (i < vn) {
+		size_t s;
+
+		while (i < vn && (is_ows((unsigned char)v[i]) || v[i] == ','))
+			i++;
+		s = i;
+		while (i < vn && v[i] != ',' && !is_ows((unsigned char)v[i]))
+			i++;
+		if (i - s == n && strncasecmp(v + s, name, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool
+is_hop_by_hop(const struct http1_request *req, const char *data,
+    const char *name, size_t n, unsigned flags)
+{
+	static const char *const hop[] = { "Host", "Content-Length",
+		"Transfer-Encoding", "Connection", "Keep-Alive", "TE",
+		"Trailer" };
+	bool is_upgrade = eq_nocase(name, n, "Upgrade");
+
+	if (is_upgrade)
+		return !(flags & HTTP1_KEEP_UPGRADE);
+	if (n >= 6 && strncasecmp(name, "Proxy-", 6) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+		if (eq_nocase(name, n, hop[i]))
+			return true;
+	for (size_t i = 0; i < req->nheaders; i++) {
+		const struct http1_header *h = &req->headers[i];
+		if (eq_nocase(data + h->name.off, h->name.len, "Connection") &&
+		    list_has_token(data + h->value.off, h->value.len, name, n))
+			return true;
+	}
+	return false;
+}
+
+static bool
+valid_extra(const struct http1_field *f)
+{
+	if (f->name == NULL || f->value == NULL ||
+	    !is_token(f->name, strlen(f->name)))
+		return false;
+	for (const char *c = f->value; *c != '\0'; c++)
+		if (((unsigned char)*c < 0x20 && *c != '\t') || *c == 0x7f)
+			return false;
+	return true;
+}
+
+static int
+serialize(const struct http1_request *req, const char *data,
+    const struct http1_field *extra, size_t nextra, unsigned flags,
+    struct buf *out)
+{
+	int r;
+
+	r = buf_printf(out, "%.*s %s%.*s%s%.*s HTTP/1.1\r\n",
+	    (int)req->method.len, data + req->method.off,
+	    req->path.len == 0 ? "/" : "", (int)req->path.len,
+	    data + req->path.off, req->has_query ? "?" : "",
+	    (int)req->query.len, data + req->query.off);
+	for (size_t i = 0; r == 0 && i < nextra; i++)
+		r = buf_printf(out, "%s: %s\r\n", extra[i].name,
+		    extra[i].value);
+	for (size_t i = 0; r == 0 && i < req->nheaders; i++) {
+		const struct http1_header *h = &req->headers[i];
+		if (is_hop_by_hop(req, data, data + h->name.off, h->name.len,
+			flags))
+			continue;
+		r = buf_printf(out, "%.*s: %.*s\r\n", (int)h->name.len,
+		    data + h->name.off, (int)h->value.len, data + h->value.off);
+	}
+	if (r == 0 && (flags & HTTP1_KEEP_UPGRADE) && req->upgrade)
+		r = buf_printf(out, "Connection: upgrade\r\n");
+	if (r == 0 && req->body == HTTP1_BODY_LENGTH)
+		r = buf_printf(out, "Content-Length: %llu\r\n",
+		    (unsigned long long)req->content_length);
+	if (r == 0 && req->body == HTTP1_BODY_CHUNKED)
+		r = buf_printf(out, "Transfer-Encoding: chunked\r\n");
+	if (r == 0)
+		r = buf_append(out, "\r\n", 2);
+	return r;
+}
+
+int
+http1_serialize(const struct http1_request *req, const char *data,
+    const struct http1_field *extra, size_t nextra, unsigned flags,
+    struct buf *out)
+{
+	size_t saved = out->len;
+	int r;
+
+	if (req->connect || req->form == HTTP1_FORM_AUTHORITY)
+		return -EINVAL;
+	for (size_t i = 0; i < nextra; i++)
+		if (!valid_extra(&extra[i]))
+			return -EINVAL;
+	r = serialize(req, data, extra, nextra, flags, out);
+	if (r < 0 && out->data != NULL) {
+		out->len = saved;
+		out->data[saved] = '\0';
+	}
+	return r;
+}
+
+/* --- chunked bodies -------------------------------------------------- */
+
+enum {
+	C_SIZE_START, /* the first hex digit of a chunk size */
+	C_SIZE, /* more hex digits, ';', whitespace before ';', or CR */
+	C_SIZE_WS, /* whitespace after the size: more of it, or ';' */
+	C_EXT, /* an extension, up to CR */
+	C_SIZE_LF, /* the LF of a chunk-size line */
+	C_DATA,
+	C_DATA_CR,
+	C_DATA_LF,
+	C_TRAILER, /* after the last chunk: CR, or a trailer field */
+	C_TRAILER_LF,
+	C_DONE,
+	C_FAILED,
+};
+
+void
+http1_chunked_init(struct http1_chunked *c, uint64_t max_body)
+{
+	memset(c, 0, sizeof(*c));
+	c->state = C_SIZE_START;
+	c->max_total = max_body;
+}
+
+/* One framing byte; NULL or a refusal. */
+static const char *
+chunked_byte(struct http1_chunked *c, unsigned char b)
+{
+	if (b == '\0')
+		return "nul";
+	if (b == '\n' && c->state != C_SIZE_LF && c->state != C_DATA_LF &&
+	    c->state != C_TRAILER_LF)
+		return "bare_lf";
+	if (c->state <= C_EXT && b != '\r' &&
+	    ++c->line_len > HTTP1_CHUNK_LINE_MAX)
+		return "chunk_line_too_long";
+	switch (c->state) {
+	case C_SIZE_START:
+		if (!is_hex(b))
+			return "bad_chunk_size";
+		c->size = hex_value(b);
+		c->state = C_SIZE;
+		return NULL;
+	case C_SIZE:
+		if (is_hex(b)) {
+			c->size = c->size * 16 + hex_value(b);
+			if (c->size > HTTP1_CL_MAX)
+				return "bad_chunk_size";
+		} else if (b == ';') {
+			c->state = C_EXT;
+		} else if (is_ows(b)) {
+			c->state = C_SIZE_WS;
+		} else if (b == '\r') {
+			c->state = C_SIZE_LF;
+		} else {
+			return "bad_chunk_size";
+		}
+		return NULL;
+	case C_SIZE_WS:
+		if (b == ';')
+			c->state = C_EXT;
+		else if (!is_ows(b))
+			return "bad_chunk_size";
+		return NULL;
+	case C_EXT:
+		if (b == '\r')
+			c->state = C_SIZE_LF;
+		else if ((b < 0x20 && b != '\t') || b == 0x7f)
+			return "bad_chunk";
+		return NULL;
+	case C_SIZE_LF:
+		if (b != '\n')
+			return "bare_cr";
+		c->line_len = 0;
+		if (c->size > c->max_total - c->total)
+			return "body_too_large";
+		c->total += c->size;
+		c->state = c->size == 0 ? C_TRAILER : C_DATA;
+		return NULL;
+	case C_DATA_CR:
+		if (b != '\r')
+			return "bad_chunk";
+		c->state = C_DATA_LF;
+		return NULL;
+	case C_DATA_LF:
+		if (b != '\n')
+			return "bare_cr";
+		c->state = C_SIZE_START;
+		return NULL;
+	case C_TRAILER:
+		if (b != '\r')
+			return "trailers";
+		c->state = C_TRAILER_LF;
+		return NULL;
+	case C_TRAILER_LF:
+		if (b != '\n')
+			return "bare_cr";
+		c->state = C_DONE;
+		return NULL;
+	}
+	return "bad_chunk";
+}
+
+int
+http1_chunked_decode(struct http1_chunked *c, const char *in, size_t len,
+    size_t *ret_used, size_t *ret_data_off, size_t *ret_data_len)
+{
+	size_t i = 0;
+
+	*ret_used = 0;
+	*ret_data_off = 0;
+	*ret_data_len = 0;
+	if (c->state == C_FAILED)
+		return -EBADMSG;
+	if (c->state == C_DONE)
+		return 0;
+	while (i < len) {
+		const char *r;
+
+		if (c->state == C_DATA) {
+			size_t n = len - i;
+			if (n > c->size)
+				n = (size_t)c->size;
+			c->size -= n;
+			if (c->size == 0)
+				c->state = C_DATA_CR;
+			*ret_data_off = i;
+			*ret_data_len = n;
+			*ret_used = i + n;
+			return -EAGAIN;
+		}
+		r = chunked_byte(c, (unsigned char)in[i]);
+		i++;
+		if (r != NULL) {
+			c->state = C_FAILED;
+			c->reason = r;
+			return -EBADMSG;
+		}
+		if (c->state == C_DONE) {
+			*ret_used = i;
+			return 0;
+		}
+	}
+	*ret_used = i;
+	return -EAGAIN;
+}
