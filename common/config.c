@@ -165,6 +165,20 @@ set_option(const struct config_option *o, json_t *v, void *cfg, char *err,
 	return -EINVAL;
 }
 
+/* At most len - 1 bytes of s with control bytes as '?': an error
+ * message stays one line whatever key a file holds. */
+static const char *
+printable(const char *s, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
+		out[i] =
+		    (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	out[i] = '\0';
+	return out;
+}
+
 int
 config_load(const char *path, const struct config_option *opts, size_t nopts,
     void *cfg, char *err, size_t errlen)
@@ -184,8 +198,12 @@ config_load(const char *path, const struct config_option *opts, size_t nopts,
 	}
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
+		char near[sizeof(jerr.text)];
+
+		/* jansson quotes the file's bytes near the error. */
 		snprintf(err, errlen, "config %s: line %d column %d: %s", path,
-		    jerr.line, jerr.column, jerr.text);
+		    jerr.line, jerr.column,
+		    printable(jerr.text, near, sizeof(near)));
 		return -EINVAL;
 	}
 	if (!json_is_object(root)) {
@@ -197,14 +215,14 @@ config_load(const char *path, const struct config_option *opts, size_t nopts,
 	json_object_foreach(root, key, v)
 	{
 		const struct config_option *o = NULL;
-		char why[256];
+		char why[256], shown[65];
 
 		for (size_t i = 0; i < nopts; i++)
 			if (strcmp(opts[i].key, key) == 0)
 				o = &opts[i];
 		if (o == NULL) {
-			snprintf(err, errlen,
-			    "config %s: unknown key \"%.64s\"", path, key);
+			snprintf(err, errlen, "config %s: unknown key \"%s\"",
+			    path, printable(key, shown, sizeof(shown)));
 			r = -EINVAL;
 			break;
 		}

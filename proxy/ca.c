@@ -161,9 +161,12 @@ ca_new(const char *job, const char *const *hosts, size_t nhosts,
 		goto out;
 	char *data;
 	long len = BIO_get_mem_data(bio, &data);
-	ca->pem = strndup(data, (size_t)len);
+	/* The BIO's bytes are not a string: no NUL after them. */
+	ca->pem = malloc((size_t)len + 1);
 	if (ca->pem == NULL)
 		goto out;
+	memcpy(ca->pem, data, (size_t)len);
+	ca->pem[len] = '\0';
 	r = 0;
 out:
 	BIO_free(bio);

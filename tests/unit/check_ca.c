@@ -59,8 +59,13 @@ openssl_verify(struct job_ca *ca, const char *host, char *out, size_t len)
 		_exit(127);
 	}
 	close(pipefd[1]);
-	ssize_t n = read(pipefd[0], out, len - 1);
-	out[n > 0 ? n : 0] = '\0';
+	/* openssl writes in pieces: read to the end. */
+	size_t got = 0;
+	ssize_t n;
+	while (got + 1 < len &&
+	    (n = read(pipefd[0], out + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
 	close(pipefd[0]);
 	waitpid(pid, &status, 0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
