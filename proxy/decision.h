@@ -1,0 +1,41 @@
+/*
+ * The decision log: one JSON line per decision the proxy makes, allow or
+ * deny, with the fields DESIGN.md fixes. Never a token, a header value or
+ * a query string: the path is cut at '?' and '#', and anything shaped
+ * like a cordon token or key (crd_..., crk_...) in any field is replaced.
+ */
+#ifndef CORDON_PROXY_DECISION_H
+#define CORDON_PROXY_DECISION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct decision {
+	const char *job;
+	uint64_t conn, req;
+	const char *kind; /* "http", "connect", "mitm" */
+	const char *method;
+	const char *host;
+	uint16_t port;
+	const char *path; /* as requested: cut here, never logged whole */
+	const char *sni;
+	const char *addr; /* the address connected to, "" before */
+	int rule; /* the rule's index, -1 for none */
+	bool allow;
+	const char *reason; /* why denied ("no_rule", ...); NULL if allowed */
+	int status; /* the status answered, 0 when none yet */
+	uint64_t bytes_up, bytes_down;
+	double ms;
+};
+
+/* The decision as one JSON line with its newline (free() it), or NULL
+ * when out of memory. Fields that are NULL come out as null. */
+char *decision_format(const struct decision *d);
+
+/* Replaces, in place, every crd_/crk_ token shape in s (len bytes) by
+ * "crd_" or "crk_" and 38 '*': what a log must never hold. Returns how
+ * many it replaced. */
+size_t decision_redact(char *s, size_t len);
+
+#endif
