@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include <time.h>
 
 /*
@@ -171,12 +172,67 @@ service_open(struct config_common *common, int *ret_fd, char *ret_addr,
 	return -1;
 }
 
+int
+service_notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	size_t n;
+	socklen_t len;
+	int fd, r = 0;
+
+	if (path == NULL || path[0] == '\0')
+		return 0;
+	n = strlen(path);
+	if ((path[0] != '/' && path[0] != '@') || n >= sizeof(sun.sun_path))
+		return -EINVAL;
+	memcpy(sun.sun_path, path, n);
+	if (path[0] == '@')
+		sun.sun_path[0] = '\0'; /* an abstract socket */
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
+		(struct sockaddr *)&sun, len) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+int
+service_watchdog_ms(void)
+{
+	const char *usec = getenv("WATCHDOG_USEC");
+	const char *pid = getenv("WATCHDOG_PID");
+	char *end;
+	unsigned long long us;
+
+	if (usec == NULL)
+		return 0;
+	/* Meant for another process (a child of ours, say): not us. */
+	if (pid != NULL && strtol(pid, NULL, 10) != (long)getpid())
+		return 0;
+	errno = 0;
+	us = strtoull(usec, &end, 10);
+	if (errno != 0 || *end != '\0' || us == 0)
+		return 0;
+	/* Ping at half the interval, as sd_watchdog_enabled advises. */
+	us /= 2000;
+	return us == 0 ? 1 : us > 3600000 ? 3600000 : (int)us;
+}
+
 void
 service_ready(const struct config_common *common, const char *addr)
 {
+	char status[128];
+
 	log_info("listening", "{s:s, s:s, s:s, s:s, s:i}", "addr", addr,
 	    "state_dir", common->state_dir, "runtime_dir", common->runtime_dir,
 	    "logs_dir", common->logs_dir, "pid", (int)getpid());
+	snprintf(status, sizeof(status), "READY=1\nSTATUS=listening on %s",
+	    addr);
+	service_notify(status);
 }
 
 int
@@ -319,16 +375,21 @@ service_wait_signal(int timeout_ms)
 void
 service_wait_stop(void (*tick)(void *ctx), void *ctx, int tick_ms)
 {
+	int wd = service_watchdog_ms(), wait = tick != NULL ? tick_ms : 60000;
 	int sig;
 
-	while (
-	    (sig = service_wait_signal(tick != NULL ? tick_ms : 60000)) == 0 ||
-	    sig == SIGHUP) {
+	if (wd > 0 && wd < wait)
+		wait = wd;
+	while ((sig = service_wait_signal(wait)) == 0 || sig == SIGHUP) {
 		if (sig == SIGHUP)
 			log_info("sighup_ignored", NULL);
 		else if (tick != NULL)
 			tick(ctx);
+		/* Alive as long as this loop turns. */
+		if (wd > 0)
+			service_notify("WATCHDOG=1");
 	}
+	service_notify("STOPPING=1");
 	log_info("stopping", "{s:s}", "signal", sigabbrev_np(sig));
 }
 

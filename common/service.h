@@ -47,8 +47,18 @@ int service_configure(const struct service_args *args, const char *prog,
 int service_open(struct config_common *common, int *ret_fd, char *ret_addr,
     size_t addrlen);
 
+/*
+ * Tells systemd the state ("READY=1", "WATCHDOG=1", "STOPPING=1") over
+ * $NOTIFY_SOCKET; nothing when it is unset. 0 or -errno.
+ */
+int service_notify(const char *state);
+
+/* How often to send WATCHDOG=1: half of $WATCHDOG_USEC in ms (when
+ * $WATCHDOG_PID is unset or ours), or 0 when there is no watchdog. */
+int service_watchdog_ms(void);
+
 /* Says the service is serving: the "listening" line that tests and
- * operators wait for, with the address and directories. */
+ * operators wait for, with the address and directories, and READY=1. */
 void service_ready(const struct config_common *common, const char *addr);
 
 #define SERVICE_ADDR_MAX 64
@@ -77,8 +87,8 @@ void service_block_signals(void);
 int service_wait_signal(int timeout_ms);
 
 /* Waits for SIGTERM or SIGINT (SIGHUP is logged and ignored for now),
- * calling tick(ctx) every tick_ms when tick is not NULL, and logs
- * "stopping" with the signal's name. */
+ * calling tick(ctx) every tick_ms when tick is not NULL and answering the
+ * watchdog, then says STOPPING=1 and logs "stopping" with the signal. */
 void service_wait_stop(void (*tick)(void *ctx), void *ctx, int tick_ms);
 
 /* Prints "<prog>: configuration ok" for -n and returns 0. */

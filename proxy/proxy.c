@@ -62,6 +62,7 @@ on_signal(evutil_socket_t sig, short what, void *cls)
 	}
 	if (p->drain != NULL)
 		return;
+	service_notify("STOPPING=1");
 	log_info("stopping", "{s:s}", "signal", sigabbrev_np(sig));
 	http_server_quiesce(p->http);
 	clock_gettime(CLOCK_MONOTONIC, &p->stop_at);
@@ -71,10 +72,22 @@ on_signal(evutil_socket_t sig, short what, void *cls)
 		event_base_loopbreak(p->base);
 }
 
+/* Answers systemd's watchdog from the event loop: if the loop hangs, the
+ * pings stop and systemd restarts the proxy. */
+static void
+on_watchdog(evutil_socket_t fd, short what, void *cls)
+{
+	(void)fd;
+	(void)what;
+	(void)cls;
+	service_notify("WATCHDOG=1");
+}
+
 static int
 proxy_events(struct proxy *p)
 {
 	static const int signals[] = { SIGTERM, SIGINT, SIGHUP };
+	int wd = service_watchdog_ms();
 
 	p->http_ev = event_new(p->base, http_server_fd(p->http),
 	    EV_READ | EV_PERSIST, on_http, p);
@@ -85,6 +98,13 @@ proxy_events(struct proxy *p)
 	for (size_t i = 0; i < ARRAY_SIZE(signals); i++) {
 		p->sigs[i] = evsignal_new(p->base, signals[i], on_signal, p);
 		if (p->sigs[i] == NULL || event_add(p->sigs[i], NULL) < 0)
+			return -ENOMEM;
+	}
+	if (wd > 0) {
+		struct timeval tv = { wd / 1000, (wd % 1000) * 1000 };
+		p->watchdog =
+		    event_new(p->base, -1, EV_PERSIST, on_watchdog, p);
+		if (p->watchdog == NULL || event_add(p->watchdog, &tv) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -99,6 +119,8 @@ proxy_free(struct proxy *p)
 		event_free(p->http_tick);
 	if (p->drain != NULL)
 		event_free(p->drain);
+	if (p->watchdog != NULL)
+		event_free(p->watchdog);
 	for (size_t i = 0; i < ARRAY_SIZE(p->sigs); i++)
 		if (p->sigs[i] != NULL)
 			event_free(p->sigs[i]);

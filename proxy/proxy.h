@@ -30,6 +30,7 @@ struct proxy {
 	struct event *http_tick; /* its timeouts */
 	struct event *sigs[3];
 	struct event *drain; /* after SIGTERM: wait for requests in flight */
+	struct event *watchdog; /* WATCHDOG=1 while the loop turns */
 	struct timespec stop_at;
 };
 

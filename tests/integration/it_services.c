@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static const struct prog {
@@ -323,6 +324,61 @@ START_TEST(broker_keys)
 }
 END_TEST
 
+/* Reads datagrams from fd for up to ms, appending them to out. */
+static void
+collect_notify(int fd, char *into, size_t len, int ms)
+{
+	size_t used = strlen(into);
+
+	for (int waited = 0; waited < ms; waited += 10) {
+		char msg[512];
+		ssize_t n = recv(fd, msg, sizeof(msg) - 1, MSG_DONTWAIT);
+		if (n > 0) {
+			msg[n] = '\0';
+			used += (size_t)snprintf(into + used, len - used, "%s|",
+			    msg);
+			continue;
+		}
+		usleep(10 * 1000);
+	}
+}
+
+START_TEST(systemd_notify_and_watchdog)
+{
+	const struct prog *p = &progs[_i];
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	static char seen[16384];
+	struct daemon d;
+	int fd;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/notify",
+	    harness_tmpdir());
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	setenv("NOTIFY_SOCKET", sun.sun_path, 1);
+	setenv("WATCHDOG_USEC", "200000", 1); /* a ping every 100 ms */
+	ck_assert_int_eq(daemon_start(&d, p->name, NULL), 0);
+	unsetenv("NOTIFY_SOCKET");
+	unsetenv("WATCHDOG_USEC");
+
+	seen[0] = '\0';
+	collect_notify(fd, seen, sizeof(seen), 600);
+	ck_assert_msg(strstr(seen, "READY=1\nSTATUS=listening on 127.0.0.1:") !=
+		NULL,
+	    "%s: %s", p->name, seen);
+	/* Several pings in 600 ms: the watchdog is answered. */
+	char *w = strstr(seen, "WATCHDOG=1");
+	ck_assert_msg(w != NULL && strstr(w + 1, "WATCHDOG=1") != NULL,
+	    "%s: %s", p->name, seen);
+	ck_assert_int_eq(daemon_stop(&d), 0);
+	collect_notify(fd, seen, sizeof(seen), 100);
+	ck_assert_msg(strstr(seen, "STOPPING=1") != NULL, "%s: %s", p->name,
+	    seen);
+	close(fd);
+}
+END_TEST
+
 static Suite *
 services_suite(void)
 {
@@ -334,6 +390,7 @@ services_suite(void)
 	tcase_add_loop_test(tc, config_errors, 0, NPROGS);
 	tcase_add_loop_test(tc, serve_and_stop, 0, NPROGS);
 	tcase_add_loop_test(tc, port_in_use, 0, NPROGS);
+	tcase_add_loop_test(tc, systemd_notify_and_watchdog, 0, NPROGS);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("broker");
