@@ -29,6 +29,7 @@ curl
 git
 iproute2
 ca-certificates
+systemd
 "
 
 BENCH_PACKAGES="
