@@ -18,6 +18,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  serve     the HTTP API for orchestrators (see cordon serve --help)\n"
+    "  lint      check manifests as the broker will (cordon lint FILE...)\n"
     "\n"
     "  cordon --help | --version\n";
 
@@ -38,6 +39,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "serve") == 0)
 		return launcher_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "lint") == 0)
+		return launcher_lint(argc - 1, argv + 1);
 	fprintf(stderr, "cordon: unknown command \"%s\" (try cordon --help)\n",
 	    argv[1]);
 	return EXIT_USAGE;

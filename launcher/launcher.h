@@ -23,4 +23,7 @@ struct launcher {
 /* `cordon serve [flags]`: argv[0] is "serve". Returns the exit status. */
 int launcher_serve(int argc, char **argv);
 
+/* `cordon lint FILE...`: argv[0] is "lint". Returns the exit status. */
+int launcher_lint(int argc, char **argv);
+
 #endif

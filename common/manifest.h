@@ -1,11 +1,13 @@
 /*
- * Manifests: a job's definition, reviewed like code. Validation refuses
- * everything DESIGN.md lists and reports every problem at once; the planes
- * a new version touches answer the review question "which of identity,
- * reachability and return does this change?".
+ * Manifests: a job's definition, reviewed like code. The broker validates
+ * each version it stores, and `cordon lint` does the same before anyone
+ * sends one. Validation refuses everything DESIGN.md lists and reports
+ * every problem at once; the planes a new version touches answer the
+ * review question "which of identity, reachability and return does this
+ * change?".
  */
-#ifndef CORDON_BROKER_MANIFEST_H
-#define CORDON_BROKER_MANIFEST_H
+#ifndef CORDON_MANIFEST_H
+#define CORDON_MANIFEST_H
 
 #include <jansson.h>
 #include <stdbool.h>
