@@ -1,0 +1,94 @@
+/*
+ * Building the job's seccomp filter with libseccomp. Names that the
+ * running kernel's libseccomp does not know are skipped (they cannot be
+ * called either); anything else that fails refuses the whole filter.
+ */
+#include "filter.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/personality.h>
+
+/* Refused outright, whatever their arguments. */
+static const char *const refused[] = {
+	/* Docker's default profile, the calls it refuses without
+	 * CAP_SYS_ADMIN and the like. */
+	"acct", "add_key", "bpf", "clock_adjtime", "clock_settime",
+	"create_module", "delete_module", "finit_module", "get_kernel_syms",
+	"get_mempolicy", "init_module", "ioperm", "iopl", "kcmp",
+	"kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie", "mbind",
+	"move_pages", "name_to_handle_at", "nfsservctl", "open_by_handle_at",
+	"perf_event_open", "pivot_root", "process_vm_readv",
+	"process_vm_writev", "ptrace", "query_module", "quotactl", "reboot",
+	"request_key", "set_mempolicy", "setns", "settimeofday", "stime",
+	"swapoff", "swapon", "sysfs", "_sysctl", "uselib", "userfaultfd",
+	"ustat", "vm86", "vm86old", "syslog", "vhangup",
+	/* Every way to mount or change mounts. */
+	"mount", "umount", "umount2", "fsopen", "fsconfig", "fsmount", "fspick",
+	"move_mount", "open_tree", "mount_setattr",
+	/* io_uring: a second system-call interface no filter sees into. */
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	/* Namespaces and roots are the launcher's to set, not the job's. */
+	"chroot", "unshare"
+};
+
+/* clone(2) flags that make a namespace: each refused. */
+static const unsigned long ns_flags[] = { CLONE_NEWUSER, CLONE_NEWNS,
+	CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP,
+	CLONE_NEWTIME };
+
+unsigned
+filter_refused_count(void)
+{
+	/* The list, clone with namespace flags, clone3, personality. */
+	return (unsigned)(sizeof(refused) / sizeof(refused[0])) + 3;
+}
+
+int
+filter_apply(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r = 0;
+
+	if (ctx == NULL)
+		return -ENOMEM;
+	/* A call through another architecture's entry point (int 0x80, x32)
+	 * is refused as a whole. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
+	    SCMP_ACT_ERRNO(EPERM));
+	for (size_t i = 0; r == 0 && i < sizeof(refused) / sizeof(refused[0]);
+	     i++) {
+		int nr = seccomp_syscall_resolve_name(refused[i]);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not on this architecture */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+	}
+	/* clone with any namespace flag: refused; a plain fork or thread
+	 * goes through. */
+	for (size_t i = 0; r == 0 && i < sizeof(ns_flags) / sizeof(ns_flags[0]);
+	     i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(clone), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+	/* personality(2): not the flags that turn protections off (ASLR,
+	 * non-executable data); the query and PER_LINUX go through. */
+	static const unsigned long weakening[] = { READ_IMPLIES_EXEC,
+		ADDR_NO_RANDOMIZE, ADDR_COMPAT_LAYOUT, MMAP_PAGE_ZERO };
+	for (size_t i = 0;
+	     r == 0 && i < sizeof(weakening) / sizeof(weakening[0]); i++)
+		/* Bit 31 is in no personality, but is in the query
+		 * (0xffffffff): requiring it clear lets the query through. */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(personality), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, weakening[i] | 0x80000000UL,
+			weakening[i]));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
+		    SCMP_SYS(clone3), 0);
+	if (r == 0)
+		r = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return r;
+}

@@ -1,0 +1,25 @@
+/*
+ * The job's seccomp filter. A deny list modelled on Docker's default
+ * profile, plus what cordon's jobs never need and attackers like: io_uring,
+ * bpf, userfaultfd, perf_event_open, keyctl, new user namespaces (clone and
+ * unshare flags; clone3, whose flags a filter cannot read, is answered
+ * ENOSYS so that libc falls back to clone), ptrace, every mount call, and
+ * every foreign architecture (i386 and x32 entry points on x86_64). A
+ * refused call fails with EPERM; nothing is killed, so a job sees a plain
+ * error and the report can say what it tried.
+ */
+#ifndef CORDON_LAUNCHER_FILTER_H
+#define CORDON_LAUNCHER_FILTER_H
+
+/*
+ * Loads the filter into the calling process (which must have set
+ * no_new_privs, or hold CAP_SYS_ADMIN): every later exec keeps it. 0 or
+ * -errno. Call it last before exec, after everything that needed a
+ * refused call.
+ */
+int filter_apply(void);
+
+/* How many system calls the filter refuses (for the run's report). */
+unsigned filter_refused_count(void);
+
+#endif
