@@ -6,9 +6,9 @@
  */
 #include "manifest.h"
 
+#include "cidr.h"
 #include "util.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <math.h>
 #include <openssl/evp.h>
@@ -438,26 +438,9 @@ path_prefix_ok(const char *s)
 static bool
 cidr_ok(const char *s)
 {
-	unsigned char addr[16];
-	const char *slash = strchr(s, '/');
-	char host[64];
-	size_t len, digits;
-	int family;
-	long bits;
+	struct cidr c;
 
-	if (slash == NULL || (len = (size_t)(slash - s)) == 0 ||
-	    len >= sizeof(host))
-		return false;
-	memcpy(host, s, len);
-	host[len] = '\0';
-	family = strchr(host, ':') != NULL ? AF_INET6 : AF_INET;
-	if (inet_pton(family, host, addr) != 1)
-		return false;
-	digits = strspn(slash + 1, "0123456789");
-	if (digits == 0 || digits > 3 || slash[1 + digits] != '\0')
-		return false;
-	bits = strtol(slash + 1, NULL, 10);
-	return bits <= (family == AF_INET ? 32 : 128);
+	return cidr_parse(s, &c) == 0;
 }
 
 static void

@@ -129,61 +129,6 @@ egress_path_ok(const char *path, size_t len)
 	return 0;
 }
 
-int
-egress_cidr_parse(const char *s, struct egress_cidr *ret)
-{
-	const char *slash = strchr(s, '/');
-	char host[64];
-	size_t len, digits;
-	long bits;
-
-	if (slash == NULL || (len = (size_t)(slash - s)) == 0 ||
-	    len >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, s, len);
-	host[len] = '\0';
-	memset(ret, 0, sizeof(*ret));
-	ret->family = strchr(host, ':') != NULL ? AF_INET6 : AF_INET;
-	if (inet_pton(ret->family, host, ret->addr) != 1)
-		return -EINVAL;
-	digits = strspn(slash + 1, "0123456789");
-	if (digits == 0 || digits > 3 || slash[1 + digits] != '\0')
-		return -EINVAL;
-	bits = strtol(slash + 1, NULL, 10);
-	if (bits > (ret->family == AF_INET ? 32 : 128))
-		return -EINVAL;
-	ret->bits = (unsigned)bits;
-	return 0;
-}
-
-/* True when the first bits of a and b agree. */
-static bool
-prefix_equal(const unsigned char *a, const unsigned char *b, unsigned bits)
-{
-	unsigned bytes = bits / 8, rest = bits % 8;
-
-	if (memcmp(a, b, bytes) != 0)
-		return false;
-	if (rest == 0)
-		return true;
-	unsigned char mask = (unsigned char)(0xff << (8 - rest));
-	return (a[bytes] & mask) == (b[bytes] & mask);
-}
-
-bool
-egress_cidr_contains(const struct egress_cidr *c, const struct sockaddr *addr)
-{
-	if (addr->sa_family != c->family)
-		return false;
-	if (c->family == AF_INET)
-		return prefix_equal(c->addr,
-		    (const unsigned char *)&((const struct sockaddr_in *)addr)
-			->sin_addr,
-		    c->bits);
-	return prefix_equal(c->addr,
-	    ((const struct sockaddr_in6 *)addr)->sin6_addr.s6_addr, c->bits);
-}
-
 struct range {
 	const char *cidr;
 	const char *why;
@@ -235,7 +180,7 @@ egress_addr_refused(const struct sockaddr *addr, const struct egress_rule *rule)
 
 	if (rule != NULL)
 		for (size_t i = 0; i < rule->ncidrs; i++)
-			if (egress_cidr_contains(&rule->cidrs[i], addr))
+			if (cidr_contains(&rule->cidrs[i], addr))
 				return NULL;
 	if (addr->sa_family == AF_INET) {
 		ranges = v4_ranges;
@@ -246,10 +191,10 @@ egress_addr_refused(const struct sockaddr *addr, const struct egress_rule *rule)
 	} else
 		return "reserved";
 	for (size_t i = 0; i < n; i++) {
-		struct egress_cidr c;
+		struct cidr c;
 
-		if (egress_cidr_parse(ranges[i].cidr, &c) == 0 &&
-		    egress_cidr_contains(&c, addr))
+		if (cidr_parse(ranges[i].cidr, &c) == 0 &&
+		    cidr_contains(&c, addr))
 			return ranges[i].why;
 	}
 	return NULL;
@@ -357,7 +302,7 @@ load_rule(const json_t *j, struct egress_rule *rule, char *err, size_t errlen)
 		json_array_foreach(v, i, c)
 		{
 			if (!json_is_string(c) ||
-			    egress_cidr_parse(json_string_value(c),
+			    cidr_parse(json_string_value(c),
 				&rule->cidrs[rule->ncidrs]) < 0) {
 				snprintf(err, errlen, "%s: a bad CIDR",
 				    rule->host);

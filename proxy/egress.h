@@ -8,6 +8,8 @@
 #ifndef CORDON_PROXY_EGRESS_H
 #define CORDON_PROXY_EGRESS_H
 
+#include "cidr.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,12 +24,6 @@ enum egress_tls {
 	EGRESS_TLS_PASSTHROUGH, /* host, port, address and SNI only */
 };
 
-struct egress_cidr {
-	int family; /* AF_INET or AF_INET6 */
-	unsigned char addr[16];
-	unsigned bits;
-};
-
 struct egress_rule {
 	char host[EGRESS_HOST_MAX + 1]; /* without the "*." of a wildcard */
 	bool wildcard; /* "*.example.com": subdomains only */
@@ -36,7 +32,7 @@ struct egress_rule {
 	char **paths; /* prefixes; NULL with passthrough */
 	size_t npaths;
 	enum egress_tls tls;
-	struct egress_cidr *cidrs; /* allow_cidrs */
+	struct cidr *cidrs; /* allow_cidrs */
 	size_t ncidrs;
 	bool upgrade;
 };
@@ -112,10 +108,5 @@ int egress_match(const struct egress_rules *r, const char *host, uint16_t port,
  */
 const char *egress_addr_refused(const struct sockaddr *addr,
     const struct egress_rule *rule);
-
-/* Parses "10.1.2.0/24" or "fd00::/8": 0 or -EINVAL. */
-int egress_cidr_parse(const char *s, struct egress_cidr *ret);
-bool egress_cidr_contains(const struct egress_cidr *c,
-    const struct sockaddr *addr);
 
 #endif

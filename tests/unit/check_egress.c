@@ -298,26 +298,26 @@ END_TEST
 
 START_TEST(cidrs)
 {
-	struct egress_cidr c;
+	struct cidr c;
 	static const char *const bad[] = { "10.0.0.0", "10.0.0.0/33", "/8",
 		"10.0.0.0/+8", "10.0.0.0/ 8", " 10.0.0.0/8", "foo:bar/64",
 		"::/129", "10.0.0.0/8x", "10.0.0/8" };
 
-	ck_assert_int_eq(egress_cidr_parse("10.0.0.0/8", &c), 0);
+	ck_assert_int_eq(cidr_parse("10.0.0.0/8", &c), 0);
 	ck_assert_int_eq(c.bits, 8);
-	ck_assert_int_eq(egress_cidr_parse("0.0.0.0/0", &c), 0);
-	ck_assert_int_eq(egress_cidr_parse("2001:db8::/32", &c), 0);
+	ck_assert_int_eq(cidr_parse("0.0.0.0/0", &c), 0);
+	ck_assert_int_eq(cidr_parse("2001:db8::/32", &c), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(egress_cidr_parse(bad[i], &c) < 0, "%s accepted",
+		ck_assert_msg(cidr_parse(bad[i], &c) < 0, "%s accepted",
 		    bad[i]);
 	/* Boundaries: /31 holds two addresses, not a third. */
-	ck_assert_int_eq(egress_cidr_parse("192.0.2.0/31", &c), 0);
+	ck_assert_int_eq(cidr_parse("192.0.2.0/31", &c), 0);
 	struct sockaddr_storage a = addr("192.0.2.1"), b = addr("192.0.2.2");
-	ck_assert(egress_cidr_contains(&c, (struct sockaddr *)&a));
-	ck_assert(!egress_cidr_contains(&c, (struct sockaddr *)&b));
+	ck_assert(cidr_contains(&c, (struct sockaddr *)&a));
+	ck_assert(!cidr_contains(&c, (struct sockaddr *)&b));
 	/* Families do not mix. */
 	struct sockaddr_storage m = addr("::ffff:192.0.2.1");
-	ck_assert(!egress_cidr_contains(&c, (struct sockaddr *)&m));
+	ck_assert(!cidr_contains(&c, (struct sockaddr *)&m));
 }
 END_TEST
 
