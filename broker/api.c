@@ -9,6 +9,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "metrics.h"
+#include "problems.h"
 #include "token.h"
 #include "util.h"
 
@@ -74,21 +75,9 @@ static bool
 fields_ok(const json_t *body, const char *const *allowed, size_t n,
     struct http_response *res)
 {
-	json_t *problems = json_array(), *v;
-	const char *key;
+	json_t *problems = json_array();
 
-	if (body != NULL)
-		json_object_foreach((json_t *)body, key, v)
-		{
-			bool ok = false;
-			for (size_t i = 0; i < n; i++)
-				ok |= strcmp(key, allowed[i]) == 0;
-			if (!ok)
-				json_array_append_new(problems,
-				    json_pack("{s:s%, s:s}", "field", key,
-					strnlen(key, 64), "problem",
-					"unknown field"));
-		}
+	problems_unknown_keys(body, "", allowed, n, problems);
 	if (json_array_size(problems) == 0) {
 		json_decref(problems);
 		return true;
@@ -185,9 +174,8 @@ put_manifest(void *ctx, struct http_request *req, struct http_response *res)
 	int r;
 
 	if (!manifest_name_ok(name))
-		json_array_append_new(problems,
-		    json_pack("{s:s, s:s}", "field", "name", "problem",
-			"the path's name must be [a-z0-9][a-z0-9._-]{0,63}"));
+		problems_add(problems, "name",
+		    "the path's name must be [a-z0-9][a-z0-9._-]{0,63}");
 	if (!manifest_validate(body, name, problems, warnings) ||
 	    json_array_size(problems) > 0) {
 		json_t *err = json_pack("{s:s, s:s, s:o, s:o}", "error",

@@ -5,6 +5,7 @@
 #include "capability.h"
 
 #include "path.h"
+#include "problems.h"
 #include "token.h"
 #include "util.h"
 
@@ -92,10 +93,9 @@ capability_within(const json_t *cap, const json_t *params, const json_t *ttl,
 	size_t before = json_array_size(problems);
 
 	if (!json_is_object(params)) {
-		json_array_append_new(problems,
-		    json_pack("{s:s, s:s}", "field", "params", "problem",
-			"required: an object with a value for each parameter "
-			"of the capability"));
+		problems_add(problems, "params",
+		    "required: an object with a value for each parameter "
+		    "of the capability");
 		return false;
 	}
 	json_object_foreach((json_t *)params, key, v)
@@ -104,34 +104,28 @@ capability_within(const json_t *cap, const json_t *params, const json_t *ttl,
 
 		snprintf(field, sizeof(field), "params.%.64s", key);
 		if (allow == NULL)
-			json_array_append_new(problems,
-			    json_pack("{s:s, s:s}", "field", field, "problem",
-				"not a parameter of this capability"));
+			problems_add(problems, field,
+			    "not a parameter of this capability");
 		else if (!allowed(allow, v))
-			json_array_append_new(problems,
-			    json_pack("{s:s, s:s}", "field", field, "problem",
-				"outside the manifest's ceiling"));
+			problems_add(problems, field,
+			    "outside the manifest's ceiling");
 	}
 	json_object_foreach((json_t *)ceiling, key, v)
 	{
 		snprintf(field, sizeof(field), "params.%.64s", key);
 		if (json_object_get(params, key) == NULL)
-			json_array_append_new(problems,
-			    json_pack("{s:s, s:s}", "field", field, "problem",
-				"missing: leaving it out would ask for every "
-				"value"));
+			problems_add(problems, field,
+			    "missing: leaving it out would ask for every "
+			    "value");
 	}
 	*ret_ttl = max_ttl;
 	if (ttl != NULL) {
 		if (!json_is_integer(ttl) || json_integer_value(ttl) < 1)
-			json_array_append_new(problems,
-			    json_pack("{s:s, s:s}", "field", "ttl_seconds",
-				"problem", "must be a positive integer"));
+			problems_add(problems, "ttl_seconds",
+			    "must be a positive integer");
 		else if (json_integer_value(ttl) > max_ttl)
-			json_array_append_new(problems,
-			    json_pack("{s:s, s:s}", "field", "ttl_seconds",
-				"problem",
-				"longer than the capability allows"));
+			problems_add(problems, "ttl_seconds",
+			    "longer than the capability allows");
 		else
 			*ret_ttl = json_integer_value(ttl);
 	}

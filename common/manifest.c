@@ -7,6 +7,7 @@
 #include "manifest.h"
 
 #include "cidr.h"
+#include "problems.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -14,7 +15,6 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <regex.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,22 +69,6 @@ static const char *const public_suffixes[] = { "com", "net", "org", "io", "dev",
 static const char *const methods[] = { "GET", "HEAD", "POST", "PUT", "PATCH",
 	"DELETE", "OPTIONS" };
 
-static void problem(json_t *list, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-problem(json_t *list, const char *field, const char *fmt, ...)
-{
-	char msg[300];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	json_array_append_new(list,
-	    json_pack("{s:s, s:s}", "field", field, "problem", msg));
-}
-
 static bool
 in_list(const char *s, const char *const *list, size_t n)
 {
@@ -108,25 +92,6 @@ manifest_name_ok(const char *s)
 			s[i] == '_' || s[i] == '-'))
 			return false;
 	return true;
-}
-
-/* Checks that o's keys are all in allowed; each other key is a problem. */
-static void
-known_keys(const json_t *o, const char *where, const char *const *allowed,
-    size_t n, json_t *problems)
-{
-	const char *key;
-	json_t *v;
-	char field[160];
-
-	json_object_foreach((json_t *)o, key, v)
-	{
-		if (in_list(key, allowed, n))
-			continue;
-		snprintf(field, sizeof(field), "%s%s%.64s", where,
-		    where[0] ? "." : "", key);
-		problem(problems, field, "unknown field");
-	}
 }
 
 /* A non-empty string without control characters, at most max bytes. */
@@ -215,18 +180,18 @@ check_env(const json_t *env, json_t *problems)
 	char field[128];
 
 	if (!json_is_object(env)) {
-		problem(problems, "env", "must be an object of strings");
+		problems_add(problems, "env", "must be an object of strings");
 		return;
 	}
 	/* Compiled once; regexec on a compiled pattern is thread-safe. */
 	pthread_once(&secret_re_once, secret_re_compile);
 	if (!secret_re_ok) {
-		problem(problems, "env",
+		problems_add(problems, "env",
 		    "cannot check names: the secret pattern did not compile");
 		return;
 	}
 	if (json_object_size(env) > 64)
-		problem(problems, "env", "more than 64 variables");
+		problems_add(problems, "env", "more than 64 variables");
 	json_object_foreach((json_t *)env, name, v)
 	{
 		bool name_ok = name[0] != '\0' && strlen(name) <= 128 &&
@@ -235,24 +200,25 @@ check_env(const json_t *env, json_t *problems)
 			name_ok = isalnum((unsigned char)*c) || *c == '_';
 		snprintf(field, sizeof(field), "env.%.64s", name);
 		if (!name_ok) {
-			problem(problems, field, "not a variable name");
+			problems_add(problems, field, "not a variable name");
 			continue;
 		}
 		if (regexec(&secret_re, name, 0, NULL, 0) == 0)
-			problem(problems, field,
+			problems_add(problems, field,
 			    "the name says secret; secrets never enter a "
 			    "sandbox (ask the broker for a capability)");
 		if (in_list(name, launcher_vars, ARRAY_SIZE(launcher_vars)))
-			problem(problems, field, "set by the launcher itself");
+			problems_add(problems, field,
+			    "set by the launcher itself");
 		if (!json_is_string(v) || json_string_length(v) > 4096 ||
 		    strlen(json_string_value(v)) != json_string_length(v)) {
-			problem(problems, field,
+			problems_add(problems, field,
 			    "must be a string of at most 4096 bytes, no NUL");
 			continue;
 		}
 		const char *why = secret_value(json_string_value(v));
 		if (why != NULL)
-			problem(problems, field, "the value %s", why);
+			problems_add(problems, field, "the value %s", why);
 	}
 }
 
@@ -272,24 +238,26 @@ check_capabilities(const json_t *caps, json_t *problems)
 	char where[64], field[160];
 
 	if (!json_is_array(caps)) {
-		problem(problems, "capabilities", "must be an array");
+		problems_add(problems, "capabilities", "must be an array");
 		return;
 	}
 	if (json_array_size(caps) > 32)
-		problem(problems, "capabilities", "more than 32 capabilities");
+		problems_add(problems, "capabilities",
+		    "more than 32 capabilities");
 	json_array_foreach(caps, i, c)
 	{
 		snprintf(where, sizeof(where), "capabilities[%zu]", i);
 		if (!json_is_object(c)) {
-			problem(problems, where, "must be an object");
+			problems_add(problems, where, "must be an object");
 			continue;
 		}
-		known_keys(c, where, keys, ARRAY_SIZE(keys), problems);
+		problems_unknown_keys(c, where, keys, ARRAY_SIZE(keys),
+		    problems);
 		json_t *name = json_object_get(c, "name");
 		snprintf(field, sizeof(field), "%s.name", where);
 		if (!json_is_string(name) ||
 		    !manifest_name_ok(json_string_value(name)))
-			problem(problems, field,
+			problems_add(problems, field,
 			    "required: [a-z0-9][a-z0-9._-]{0,63}");
 		else
 			for (j = 0; j < i; j++) {
@@ -297,16 +265,16 @@ check_capabilities(const json_t *caps, json_t *problems)
 				    json_object_get(json_array_get(caps, j),
 					"name");
 				if (json_equal(o, name))
-					problem(problems, field,
+					problems_add(problems, field,
 					    "duplicate capability name");
 			}
 		snprintf(field, sizeof(field), "%s.audience", where);
 		if (!text_ok(json_object_get(c, "audience"), 128))
-			problem(problems, field,
+			problems_add(problems, field,
 			    "required: the resource server that accepts it");
 		snprintf(field, sizeof(field), "%s.reason", where);
 		if (!text_ok(json_object_get(c, "reason"), 500))
-			problem(problems, field,
+			problems_add(problems, field,
 			    "required: why the job needs it");
 
 		json_t *ttl = json_object_get(c, "ttl_seconds");
@@ -314,14 +282,14 @@ check_capabilities(const json_t *caps, json_t *problems)
 		if (ttl != NULL &&
 		    (!json_is_integer(ttl) || json_integer_value(ttl) < 1 ||
 			json_integer_value(ttl) > MANIFEST_MAX_TTL))
-			problem(problems, field,
+			problems_add(problems, field,
 			    "must be 1 to %d seconds: no token lives longer "
 			    "than 15 minutes",
 			    MANIFEST_MAX_TTL);
 		json_t *mint = json_object_get(c, "mint_at_start");
 		snprintf(field, sizeof(field), "%s.mint_at_start", where);
 		if (mint != NULL && !json_is_boolean(mint))
-			problem(problems, field, "must be true or false");
+			problems_add(problems, field, "must be true or false");
 		bool at_start = json_is_true(mint);
 
 		json_t *params = json_object_get(c, "params");
@@ -329,7 +297,7 @@ check_capabilities(const json_t *caps, json_t *problems)
 		json_t *pv;
 		snprintf(field, sizeof(field), "%s.params", where);
 		if (!json_is_object(params) || json_object_size(params) == 0) {
-			problem(problems, field,
+			problems_add(problems, field,
 			    "required: the ceiling, each parameter with the "
 			    "values it may take ({\"tenant\": [\"4182\"]})");
 			continue;
@@ -340,24 +308,24 @@ check_capabilities(const json_t *caps, json_t *problems)
 			    pk);
 			if (!json_is_array(pv) || json_array_size(pv) == 0 ||
 			    json_array_size(pv) > 64) {
-				problem(problems, field,
+				problems_add(problems, field,
 				    "must list 1 to 64 allowed values");
 				continue;
 			}
 			if (at_start && json_array_size(pv) != 1)
-				problem(problems, field,
+				problems_add(problems, field,
 				    "minted at start, so exactly one value: "
 				    "the "
 				    "launcher cannot choose for the job");
 			for (j = 0; j < json_array_size(pv); j++) {
 				json_t *e = json_array_get(pv, j);
 				if (!param_value_ok(e))
-					problem(problems, field,
+					problems_add(problems, field,
 					    "values must be strings or "
 					    "integers");
 				else if (json_is_string(e) &&
 				    strchr(json_string_value(e), '*') != NULL)
-					problem(problems, field,
+					problems_add(problems, field,
 					    "no wildcards in a ceiling");
 			}
 		}
@@ -453,36 +421,36 @@ check_rule(const json_t *r, const char *where, json_t *problems)
 	char field[160];
 	const char *host = NULL;
 
-	known_keys(r, where, keys, ARRAY_SIZE(keys), problems);
+	problems_unknown_keys(r, where, keys, ARRAY_SIZE(keys), problems);
 
 	v = json_object_get(r, "host");
 	snprintf(field, sizeof(field), "%s.host", where);
 	if (!json_is_string(v)) {
-		problem(problems, field, "required: a host name");
+		problems_add(problems, field, "required: a host name");
 	} else {
 		host = json_string_value(v);
 		const char *bare =
 		    strncmp(host, "*.", 2) == 0 ? host + 2 : host;
 		if (strcmp(host, "*") == 0 || strchr(bare, '*') != NULL)
-			problem(problems, field,
+			problems_add(problems, field,
 			    "a wildcard may only be a leading \"*.\" label");
 		else if (!hostname_ok(bare))
-			problem(problems, field,
+			problems_add(problems, field,
 			    "not a lowercase host name (IDNA names in their "
 			    "xn-- form)");
 		else if (bare != host &&
 		    (strchr(bare, '.') == NULL ||
 			in_list(bare, public_suffixes,
 			    ARRAY_SIZE(public_suffixes))))
-			problem(problems, field,
+			problems_add(problems, field,
 			    "a wildcard on a public suffix covers other "
 			    "people's hosts");
 		json_t *reg = json_object_get(r, "registry");
 		if (reg != NULL && !json_is_boolean(reg))
-			problem(problems, where,
+			problems_add(problems, where,
 			    "\"registry\" must be a boolean");
 		else if (registry_host(host) && !json_is_true(reg))
-			problem(problems, field,
+			problems_add(problems, field,
 			    "a package registry: dependencies resolve outside "
 			    "the boundary; say \"registry\": true with a "
 			    "reason "
@@ -494,12 +462,12 @@ check_rule(const json_t *r, const char *where, json_t *problems)
 	if (v != NULL &&
 	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
 		json_integer_value(v) > 65535))
-		problem(problems, field, "must be 1 to 65535");
+		problems_add(problems, field, "must be 1 to 65535");
 
 	v = json_object_get(r, "methods");
 	snprintf(field, sizeof(field), "%s.methods", where);
 	if (!json_is_array(v) || json_array_size(v) == 0)
-		problem(problems, field,
+		problems_add(problems, field,
 		    "required: a non-empty list of methods");
 	else
 		for (j = 0; j < json_array_size(v); j++) {
@@ -507,7 +475,7 @@ check_rule(const json_t *r, const char *where, json_t *problems)
 			if (!json_is_string(m) ||
 			    !in_list(json_string_value(m), methods,
 				ARRAY_SIZE(methods)))
-				problem(problems, field,
+				problems_add(problems, field,
 				    "unknown method (GET, HEAD, POST, PUT, "
 				    "PATCH, DELETE, OPTIONS)");
 		}
@@ -515,14 +483,14 @@ check_rule(const json_t *r, const char *where, json_t *problems)
 	v = json_object_get(r, "paths");
 	snprintf(field, sizeof(field), "%s.paths", where);
 	if (v != NULL && (!json_is_array(v) || json_array_size(v) == 0))
-		problem(problems, field,
+		problems_add(problems, field,
 		    "must be a non-empty list of prefixes");
 	else if (v != NULL)
 		for (j = 0; j < json_array_size(v); j++) {
 			json_t *p = json_array_get(v, j);
 			const char *s = json_string_value(p);
 			if (!text_ok(p, 1024) || !path_prefix_ok(s))
-				problem(problems, field,
+				problems_add(problems, field,
 				    "a path prefix starts with '/', without "
 				    "dot segments, escapes, '?', '#' or '*'");
 		}
@@ -533,36 +501,36 @@ check_rule(const json_t *r, const char *where, json_t *problems)
 	    (!json_is_string(v) ||
 		(strcmp(json_string_value(v), "terminate") != 0 &&
 		    strcmp(json_string_value(v), "passthrough") != 0)))
-		problem(problems, field,
+		problems_add(problems, field,
 		    "must be \"terminate\" or \"passthrough\"");
 	else if (v != NULL &&
 	    strcmp(json_string_value(v), "passthrough") == 0 &&
 	    (json_object_get(r, "paths") != NULL))
-		problem(problems, field,
+		problems_add(problems, field,
 		    "passthrough cannot see paths: remove \"paths\" or "
 		    "terminate");
 
 	v = json_object_get(r, "reason");
 	snprintf(field, sizeof(field), "%s.reason", where);
 	if (!text_ok(v, 500))
-		problem(problems, field,
+		problems_add(problems, field,
 		    "required: why the job must reach this host");
 
 	v = json_object_get(r, "allow_cidrs");
 	snprintf(field, sizeof(field), "%s.allow_cidrs", where);
 	if (v != NULL && !json_is_array(v))
-		problem(problems, field, "must be a list of CIDRs");
+		problems_add(problems, field, "must be a list of CIDRs");
 	else if (v != NULL)
 		for (j = 0; j < json_array_size(v); j++)
 			if (!json_is_string(json_array_get(v, j)) ||
 			    !cidr_ok(json_string_value(json_array_get(v, j))))
-				problem(problems, field,
+				problems_add(problems, field,
 				    "not a CIDR (\"10.1.2.0/24\")");
 
 	v = json_object_get(r, "upgrade");
 	snprintf(field, sizeof(field), "%s.upgrade", where);
 	if (v != NULL && !json_is_boolean(v))
-		problem(problems, field, "must be true or false");
+		problems_add(problems, field, "must be true or false");
 }
 
 static int
@@ -581,24 +549,24 @@ check_egress(const json_t *egress, json_t *problems, json_t *warnings)
 	char where[64];
 
 	if (!json_is_array(egress)) {
-		problem(problems, "egress", "must be an array");
+		problems_add(problems, "egress", "must be an array");
 		return;
 	}
 	n = json_array_size(egress);
 	if (n > MANIFEST_MAX_EGRESS)
-		problem(problems, "egress",
+		problems_add(problems, "egress",
 		    "%zu entries: more than %d is not a policy, it is a "
 		    "changelog",
 		    n, MANIFEST_MAX_EGRESS);
 	else if (n > MANIFEST_WARN_EGRESS)
-		problem(warnings, "egress",
+		problems_add(warnings, "egress",
 		    "%zu entries: over %d, is each one still needed?", n,
 		    MANIFEST_WARN_EGRESS);
 	json_array_foreach(egress, i, r)
 	{
 		snprintf(where, sizeof(where), "egress[%zu]", i);
 		if (!json_is_object(r)) {
-			problem(problems, where, "must be an object");
+			problems_add(problems, where, "must be an object");
 			continue;
 		}
 		check_rule(r, where, problems);
@@ -608,7 +576,7 @@ check_egress(const json_t *egress, json_t *problems, json_t *warnings)
 			    json_equal(json_object_get(o, "host"),
 				json_object_get(r, "host")) &&
 			    rule_port(o) == rule_port(r))
-				problem(problems, where,
+				problems_add(problems, where,
 				    "same host and port as egress[%zu]: merge "
 				    "them",
 				    j);
@@ -635,10 +603,10 @@ check_limits(const json_t *l, json_t *problems)
 	char field[64];
 
 	if (!json_is_object(l)) {
-		problem(problems, "limits", "must be an object");
+		problems_add(problems, "limits", "must be an object");
 		return;
 	}
-	known_keys(l, "limits", keys, ARRAY_SIZE(keys), problems);
+	problems_unknown_keys(l, "limits", keys, ARRAY_SIZE(keys), problems);
 	for (size_t i = 0; i < ARRAY_SIZE(limits); i++) {
 		json_t *v = json_object_get(l, limits[i].key);
 		snprintf(field, sizeof(field), "limits.%s", limits[i].key);
@@ -646,7 +614,7 @@ check_limits(const json_t *l, json_t *problems)
 		    (!json_is_integer(v) ||
 			json_integer_value(v) < limits[i].min ||
 			json_integer_value(v) > limits[i].max))
-			problem(problems, field,
+			problems_add(problems, field,
 			    "must be an integer, %lld to %lld", limits[i].min,
 			    limits[i].max);
 	}
@@ -659,24 +627,24 @@ check_return(const json_t *r, json_t *problems)
 	json_t *v;
 
 	if (!json_is_object(r)) {
-		problem(problems, "return", "must be an object");
+		problems_add(problems, "return", "must be an object");
 		return;
 	}
-	known_keys(r, "return", keys, ARRAY_SIZE(keys), problems);
+	problems_unknown_keys(r, "return", keys, ARRAY_SIZE(keys), problems);
 	v = json_object_get(r, "protected");
 	if (v != NULL && !json_is_array(v))
-		problem(problems, "return.protected",
+		problems_add(problems, "return.protected",
 		    "must be a list of globs");
 	else if (v != NULL)
 		for (size_t i = 0; i < json_array_size(v); i++)
 			if (!text_ok(json_array_get(v, i), 256))
-				problem(problems, "return.protected",
+				problems_add(problems, "return.protected",
 				    "each glob is a non-empty string");
 	v = json_object_get(r, "max_patch_kb");
 	if (v != NULL &&
 	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
 		json_integer_value(v) > 1048576))
-		problem(problems, "return.max_patch_kb",
+		problems_add(problems, "return.max_patch_kb",
 		    "must be an integer, 1 to 1048576");
 }
 
@@ -689,28 +657,29 @@ manifest_validate(const json_t *m, const char *name, json_t *problems,
 	json_t *v;
 
 	if (!json_is_object(m)) {
-		problem(problems, "", "a manifest is a JSON object");
+		problems_add(problems, "", "a manifest is a JSON object");
 		return false;
 	}
-	known_keys(m, "", keys, ARRAY_SIZE(keys), problems);
+	problems_unknown_keys(m, "", keys, ARRAY_SIZE(keys), problems);
 
 	v = json_object_get(m, "name");
 	if (!json_is_string(v) || !manifest_name_ok(json_string_value(v)))
-		problem(problems, "name",
+		problems_add(problems, "name",
 		    "required: [a-z0-9][a-z0-9._-]{0,63}");
 	else if (name != NULL && strcmp(json_string_value(v), name) != 0)
-		problem(problems, "name", "differs from the name in the path");
+		problems_add(problems, "name",
+		    "differs from the name in the path");
 
 	v = json_object_get(m, "description");
 	if (v != NULL && !text_ok(v, 1000))
-		problem(problems, "description",
+		problems_add(problems, "description",
 		    "a single line of at most 1000 bytes");
 
 	v = json_object_get(m, "command");
 	if (v != NULL) {
 		if (!json_is_array(v) || json_array_size(v) == 0 ||
 		    json_array_size(v) > 256)
-			problem(problems, "command",
+			problems_add(problems, "command",
 			    "a list of 1 to 256 arguments");
 		else
 			for (size_t i = 0; i < json_array_size(v); i++)
@@ -719,7 +688,7 @@ manifest_validate(const json_t *m, const char *name, json_t *problems,
 					json_array_get(v, i))) !=
 					json_string_length(
 					    json_array_get(v, i)))
-					problem(problems, "command",
+					problems_add(problems, "command",
 					    "each argument is a string without "
 					    "NUL");
 	}

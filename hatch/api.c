@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "path.h"
+#include "problems.h"
 #include "seal.h"
 #include "util.h"
 #include "workspace.h"
@@ -46,9 +47,8 @@ check_return(const json_t *r, json_t *problems)
 	if (r == NULL)
 		return;
 	if (!json_is_object(r)) {
-		json_array_append_new(problems,
-		    json_pack("{s:s, s:s}", "field", "return", "problem",
-			"an object: {protected, max_patch_kb}"));
+		problems_add(problems, "return",
+		    "an object: {protected, max_patch_kb}");
 		return;
 	}
 	json_object_foreach((json_t *)r, key, v)
@@ -61,18 +61,14 @@ check_return(const json_t *r, json_t *problems)
 			    json_is_string(g) && json_string_length(g) > 0 &&
 			    json_string_length(g) <= 256;
 			if (!ok)
-				json_array_append_new(problems,
-				    json_pack("{s:s, s:s}", "field",
-					"return.protected", "problem",
-					"at most 64 globs of at most 256 "
-					"bytes"));
+				problems_add(problems, "return.protected",
+				    "at most 64 globs of at most 256 "
+				    "bytes");
 		} else if (strcmp(key, "max_patch_kb") == 0) {
 			if (!json_is_integer(v) || json_integer_value(v) < 1 ||
 			    json_integer_value(v) > 1048576)
-				json_array_append_new(problems,
-				    json_pack("{s:s, s:s}", "field",
-					"return.max_patch_kb", "problem",
-					"an integer from 1 to 1048576"));
+				problems_add(problems, "return.max_patch_kb",
+				    "an integer from 1 to 1048576");
 		} else
 			json_array_append_new(problems,
 			    json_pack("{s:s, s:s%, s:s}", "field", "return",
@@ -91,43 +87,30 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 	json_t *problems = json_array(), *out = NULL;
 	struct workspace_input inputs[WORKSPACE_MAX_INPUTS];
 	char *resolved[WORKSPACE_MAX_INPUTS] = { 0 };
-	const char *key, *job;
+	const char *job;
 	long disk_mb = WORKSPACE_DEFAULT_DISK_MB;
 	size_t i, n = 0;
 	int r;
 
-	json_object_foreach(body, key, v)
-	{
-		bool ok = false;
-		for (size_t k = 0; k < ARRAY_SIZE(fields); k++)
-			ok |= strcmp(key, fields[k]) == 0;
-		if (!ok)
-			json_array_append_new(problems,
-			    json_pack("{s:s%, s:s}", "field", key,
-				strnlen(key, 64), "problem", "unknown field"));
-	}
+	problems_unknown_keys(body, "", fields, ARRAY_SIZE(fields), problems);
 	job = json_string_value(json_object_get(body, "job"));
 	if (job == NULL || !workspace_job_ok(job))
-		json_array_append_new(problems,
-		    json_pack("{s:s, s:s}", "field", "job", "problem",
-			"required: [A-Za-z0-9._-]{1,128}, not starting with "
-			"'.'"));
+		problems_add(problems, "job",
+		    "required: [A-Za-z0-9._-]{1,128}, not starting with "
+		    "'.'");
 	v = json_object_get(body, "disk_mb");
 	if (v != NULL &&
 	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
 		json_integer_value(v) > WORKSPACE_MAX_DISK_MB))
-		json_array_append_new(problems,
-		    json_pack("{s:s, s:s}", "field", "disk_mb", "problem",
-			"an integer from 1 to 65536"));
+		problems_add(problems, "disk_mb", "an integer from 1 to 65536");
 	else if (v != NULL)
 		disk_mb = (long)json_integer_value(v);
 	check_return(json_object_get(body, "return"), problems);
 	v = json_object_get(body, "inputs");
 	if (v != NULL &&
 	    (!json_is_array(v) || json_array_size(v) > WORKSPACE_MAX_INPUTS))
-		json_array_append_new(problems,
-		    json_pack("{s:s, s:s}", "field", "inputs", "problem",
-			"a list of at most 64 {src, dst}"));
+		problems_add(problems, "inputs",
+		    "a list of at most 64 {src, dst}");
 	else
 		json_array_foreach(v, i, in)
 		{
@@ -136,21 +119,17 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 			const char *dst =
 			    json_string_value(json_object_get(in, "dst"));
 			if (!json_is_object(in) || json_object_size(in) != 2)
-				json_array_append_new(problems,
-				    json_pack("{s:s, s:s}", "field", "inputs",
-					"problem",
-					"each input is exactly {src, dst}"));
+				problems_add(problems, "inputs",
+				    "each input is exactly {src, dst}");
 			resolved[n] = workspace_check_input(&h->cfg.input_roots,
 			    i, src, dst, problems);
 			if (resolved[n] == NULL)
 				continue;
 			for (size_t k = 0; k < n; k++)
 				if (paths_overlap(inputs[k].dst, dst))
-					json_array_append_new(problems,
-					    json_pack("{s:s, s:s}", "field",
-						"inputs", "problem",
-						"two inputs overlap at their "
-						"destinations"));
+					problems_add(problems, "inputs",
+					    "two inputs overlap at their "
+					    "destinations");
 			inputs[n].src = resolved[n];
 			inputs[n].dst = dst;
 			n++;
@@ -265,9 +244,8 @@ seal(void *ctx, struct http_request *req, struct http_response *res)
 	if (v != NULL &&
 	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
 		json_integer_value(v) > SEAL_MAX_OUTPUT_KB))
-		json_array_append_new(problems,
-		    json_pack("{s:s, s:s}", "field", "output_kb", "problem",
-			"an integer from 1 to 65536"));
+		problems_add(problems, "output_kb",
+		    "an integer from 1 to 65536");
 	else if (v != NULL)
 		output_kb = (long)json_integer_value(v);
 	if (json_array_size(problems) > 0) {

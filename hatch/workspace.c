@@ -7,6 +7,7 @@
 
 #include "copyin.h"
 #include "path.h"
+#include "problems.h"
 #include "util.h"
 
 #include <errno.h>
@@ -31,13 +32,6 @@ workspace_job_ok(const char *s)
 		   "0123456789._-") == n;
 }
 
-static void
-problem(json_t *problems, const char *field, const char *what)
-{
-	json_array_append_new(problems,
-	    json_pack("{s:s, s:s}", "field", field, "problem", what));
-}
-
 char *
 workspace_check_input(const struct config_strings *roots, size_t i,
     const char *src, const char *dst, json_t *problems)
@@ -49,16 +43,16 @@ workspace_check_input(const struct config_strings *roots, size_t i,
 
 	snprintf(field, sizeof(field), "inputs[%zu].dst", i);
 	if (!dst_ok)
-		problem(problems, field,
+		problems_add(problems, field,
 		    "a relative path without \"..\", \".\" or empty parts");
 	snprintf(field, sizeof(field), "inputs[%zu].src", i);
 	if (src == NULL || src[0] != '/') {
-		problem(problems, field, "an absolute path is required");
+		problems_add(problems, field, "an absolute path is required");
 		return NULL;
 	}
 	real = realpath(src, NULL);
 	if (real == NULL) {
-		problem(problems, field,
+		problems_add(problems, field,
 		    errno == ENOENT ? "does not exist" : "cannot be resolved");
 		return NULL;
 	}
@@ -69,7 +63,7 @@ workspace_check_input(const struct config_strings *roots, size_t i,
 			free(real);
 			return NULL;
 		}
-	problem(problems, field,
+	problems_add(problems, field,
 	    roots->n == 0 ? "no input_roots are configured: the hatch copies "
 			    "nothing until an operator says from where"
 			  : "not under any of the hatch's input_roots");
@@ -143,7 +137,7 @@ workspace_create(const char *root, const char *job,
 		if (r == -EEXIST) {
 			char field[48];
 			snprintf(field, sizeof(field), "inputs[%zu].dst", i);
-			problem(problems, field,
+			problems_add(problems, field,
 			    "overlaps another input's destination");
 			continue;
 		}
