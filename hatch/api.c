@@ -41,8 +41,9 @@ paths_overlap(const char *a, const char *b)
 static void
 check_return(const json_t *r, json_t *problems)
 {
-	const char *key;
-	json_t *v;
+	static const char *const keys[] = { "protected", "max_patch_kb" };
+	json_t *v, *g;
+	size_t i;
 
 	if (r == NULL)
 		return;
@@ -51,30 +52,22 @@ check_return(const json_t *r, json_t *problems)
 		    "an object: {protected, max_patch_kb}");
 		return;
 	}
-	json_object_foreach((json_t *)r, key, v)
-	{
-		if (strcmp(key, "protected") == 0) {
-			size_t i;
-			json_t *g;
-			bool ok = json_is_array(v) && json_array_size(v) <= 64;
-			json_array_foreach(v, i, g) ok = ok &&
-			    json_is_string(g) && json_string_length(g) > 0 &&
-			    json_string_length(g) <= 256;
-			if (!ok)
-				problems_add(problems, "return.protected",
-				    "at most 64 globs of at most 256 "
-				    "bytes");
-		} else if (strcmp(key, "max_patch_kb") == 0) {
-			if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-			    json_integer_value(v) > 1048576)
-				problems_add(problems, "return.max_patch_kb",
-				    "an integer from 1 to 1048576");
-		} else
-			json_array_append_new(problems,
-			    json_pack("{s:s, s:s%, s:s}", "field", "return",
-				"key", key, strnlen(key, 64), "problem",
-				"unknown field"));
+	problems_unknown_keys(r, "return", keys, ARRAY_SIZE(keys), problems);
+	v = json_object_get(r, "protected");
+	if (v != NULL) {
+		bool ok = json_is_array(v) && json_array_size(v) <= 64;
+		json_array_foreach(v, i, g) ok = ok && json_is_string(g) &&
+		    json_string_length(g) > 0 && json_string_length(g) <= 256;
+		if (!ok)
+			problems_add(problems, "return.protected",
+			    "at most 64 globs of at most 256 bytes");
 	}
+	v = json_object_get(r, "max_patch_kb");
+	if (v != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		json_integer_value(v) > 1048576))
+		problems_add(problems, "return.max_patch_kb",
+		    "an integer from 1 to 1048576");
 }
 
 static void
@@ -225,20 +218,13 @@ seal(void *ctx, struct http_request *req, struct http_response *res)
 	json_t *body = http_request_body(req), *report, *v;
 	json_t *problems = json_array();
 	long output_kb = SEAL_DEFAULT_OUTPUT_KB;
-	const char *key;
 	int r;
 
-	json_object_foreach(body, key, v)
-	{
-		bool ok = false;
-		for (size_t k = 0; k < ARRAY_SIZE(fields); k++)
-			ok |= strcmp(key, fields[k]) == 0;
-		if (!ok ||
-		    (strcmp(key, "output_kb") != 0 && !json_is_string(v)))
-			json_array_append_new(problems,
-			    json_pack("{s:s%, s:s}", "field", key,
-				strnlen(key, 64), "problem",
-				ok ? "a base64 string" : "unknown field"));
+	problems_unknown_keys(body, "", fields, ARRAY_SIZE(fields), problems);
+	for (size_t k = 0; k < 2; k++) { /* stdout, stderr */
+		v = json_object_get(body, fields[k]);
+		if (v != NULL && !json_is_string(v))
+			problems_add(problems, fields[k], "a base64 string");
 	}
 	v = json_object_get(body, "output_kb");
 	if (v != NULL &&

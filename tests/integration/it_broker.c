@@ -922,6 +922,21 @@ START_TEST(bad_input_gets_the_right_status)
 				 "field")),
 	    "extra");
 	json_decref(v);
+	/* A long unknown key is refused too when the 64-byte cut that names
+	 * it falls inside a UTF-8 character. */
+	char longkey[80], cut[64];
+	memset(cut, 'a', 63);
+	cut[63] = '\0';
+	snprintf(longkey, sizeof(longkey), "%s\xc3\xa9", cut);
+	v = expect(422, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s, s:b}", "manifest", "support-triage", longkey, 1));
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(json_object_get(v,
+								"problems"),
+						 0),
+				 "field")),
+	    cut);
+	json_decref(v);
 	v = expect(422, "POST", "/v1/introspect", verifier, NULL,
 	    json_pack("{s:s, s:s}", "token", "crd_x", "hint", "y"));
 	json_decref(v);

@@ -268,6 +268,13 @@ START_TEST(bad_input_gets_the_right_status)
 	    json_pack("{s:s, s:[], s:b}", "job", "j", "inputs", "extra", 1)));
 	json_decref(expect(422, "POST", "/v1/workspaces", KEY,
 	    json_pack("{s:s, s:s}", "job", "j", "inputs", "all")));
+	v = expect(422, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[], s:{s:i, s:i, s:b}}", "job", "j", "inputs",
+		"return", "protected", 5, "max_patch_kb", 0, "verdict", 1));
+	ck_assert(has_problem(v, "field", "return.protected", "64 globs"));
+	ck_assert(has_problem(v, "field", "return.max_patch_kb", "1048576"));
+	ck_assert(has_problem(v, "field", "return.verdict", "unknown field"));
+	json_decref(v);
 	/* Keys. */
 	json_decref(expect(401, "POST", "/v1/workspaces", NULL,
 	    json_pack("{s:s, s:[]}", "job", "j", "inputs")));
@@ -455,7 +462,7 @@ END_TEST
 START_TEST(seal_api)
 {
 	char *u = workspace("s_api", 8);
-	json_t *r, *again;
+	json_t *r, *again, *v;
 	struct httpc_answer a;
 
 	/* Not sealed yet: no patch, no report. */
@@ -467,6 +474,11 @@ START_TEST(seal_api)
 	    expect(404, "POST", "/v1/workspaces/nothing/seal", KEY, NULL));
 	json_decref(expect(422, "POST", "/v1/workspaces/s_api/seal", KEY,
 	    json_pack("{s:s}", "stdout", "not base64!")));
+	v = expect(422, "POST", "/v1/workspaces/s_api/seal", KEY,
+	    json_pack("{s:i, s:b}", "stderr", 5, "extra", 1));
+	ck_assert(has_problem(v, "field", "stderr", "base64"));
+	ck_assert(has_problem(v, "field", "extra", "unknown field"));
+	json_decref(v);
 
 	/* The output comes back clean, capped, marked untrusted. */
 	r = seal("s_api",

@@ -223,6 +223,21 @@ START_TEST(test_unknown_top_level_field)
 }
 END_TEST
 
+/* A long key is named cut at 64 bytes, never inside a UTF-8 character. */
+START_TEST(test_unknown_field_long_utf8_key)
+{
+	char key[80], field[64];
+	json_t *m = example();
+
+	memset(field, 'a', 63);
+	field[63] = '\0';
+	/* 63 bytes, then a two-byte character across the 64-byte cut. */
+	snprintf(key, sizeof(key), "%s\xc3\xa9zz", field);
+	json_object_set_new(m, key, json_string("please"));
+	assert_refused(m, field, "an unknown field with a long UTF-8 key");
+}
+END_TEST
+
 START_TEST(test_every_problem_at_once)
 {
 	json_t *m = example();
@@ -1205,6 +1220,7 @@ manifest_suite(void)
 	tcase_add_test(tc, test_name);
 	tcase_add_test(tc, test_name_ok);
 	tcase_add_test(tc, test_unknown_top_level_field);
+	tcase_add_test(tc, test_unknown_field_long_utf8_key);
 	tcase_add_test(tc, test_every_problem_at_once);
 	tcase_add_test(tc, test_other_fields);
 	suite_add_tcase(s, tc);
