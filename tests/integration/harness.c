@@ -532,6 +532,24 @@ harness_call(const struct daemon *d, const char *method, const char *path,
 	return v;
 }
 
+json_t *
+harness_expect(const struct daemon *d, long want, const char *method,
+    const char *path, const char *key, const char *header, json_t *body)
+{
+	long status;
+	json_t *v = harness_call(d, method, path, key, header, body, &status);
+
+	json_decref(body);
+	ck_assert_msg(status == want, "%s %s: %ld, not %ld: %s", method, path,
+	    status, want, v ? json_dumps(v, JSON_COMPACT) : "(not JSON)");
+	if (status >= 400) {
+		/* Every error is JSON with a code and a message. */
+		ck_assert(json_is_string(json_object_get(v, "error")));
+		ck_assert(json_is_string(json_object_get(v, "message")));
+	}
+	return v;
+}
+
 int
 harness_read_line(const char *path, char *buf, size_t len)
 {

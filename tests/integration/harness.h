@@ -75,6 +75,13 @@ json_t *harness_call(const struct daemon *d, const char *method,
     const char *path, const char *key, const char *header, json_t *body,
     long *ret_status);
 
+/*
+ * harness_call, then asserts the status is want and that an error (4xx,
+ * 5xx) is JSON with "error" and "message". Takes body; returns the JSON.
+ */
+json_t *harness_expect(const struct daemon *d, long want, const char *method,
+    const char *path, const char *key, const char *header, json_t *body);
+
 /* Kills d with SIGKILL and reaps it: a crash, on purpose. */
 void daemon_kill(struct daemon *d);
 

@@ -61,18 +61,7 @@ static json_t *
 expect(long want, const char *method, const char *path, const char *key,
     json_t *body)
 {
-	long status;
-	json_t *v =
-	    harness_call(&hatch, method, path, key, NULL, body, &status);
-
-	json_decref(body);
-	ck_assert_msg(status == want, "%s %s: %ld, not %ld: %s", method, path,
-	    status, want, v ? json_dumps(v, JSON_COMPACT) : "(not JSON)");
-	if (status >= 400) {
-		ck_assert(json_is_string(json_object_get(v, "error")));
-		ck_assert(json_is_string(json_object_get(v, "message")));
-	}
-	return v;
+	return harness_expect(&hatch, want, method, path, key, NULL, body);
 }
 
 /* A small repository under the roots: its path (static). */

@@ -369,13 +369,7 @@ random_edits(const char *m)
 static json_t *
 call(long want, const char *method, const char *path, json_t *body)
 {
-	long status;
-	json_t *v =
-	    harness_call(&hatch, method, path, KEY, NULL, body, &status);
-
-	json_decref(body);
-	ck_assert_msg(status == want, "%s %s: %ld", method, path, status);
-	return v;
+	return harness_expect(&hatch, want, method, path, KEY, NULL, body);
 }
 
 static void
