@@ -1197,8 +1197,9 @@ store_revocation_head(struct store *s, int64_t *ret)
 
 /* --- audit --------------------------------------------------------------- */
 
+/* A record with no job and no actor: a refused key, say. */
 struct audit_one {
-	const char *event, *job, *actor;
+	const char *event;
 	json_t *detail;
 };
 
@@ -1207,16 +1208,7 @@ op_audit(struct store *s, struct op *op)
 {
 	struct audit_one *a = op->arg;
 
-	return audit_append(s, a->event, a->job, a->actor, a->detail);
-}
-
-int
-store_audit(struct store *s, const char *event, const char *job,
-    const char *actor, json_t *detail)
-{
-	struct audit_one a = { event, job, actor, detail };
-
-	return store_write(s, op_audit, &a);
+	return audit_append(s, a->event, NULL, NULL, a->detail);
 }
 
 static void
@@ -1239,7 +1231,7 @@ store_audit_async(struct store *s, const char *event, json_t *detail)
 		json_decref(detail);
 		return -ENOMEM;
 	}
-	*a = (struct audit_one){ event, NULL, NULL, detail };
+	*a = (struct audit_one){ event, detail };
 	r = store_write_async(s, op_audit, a, audit_async_done, detail);
 	if (r < 0) {
 		free(a);

@@ -153,10 +153,6 @@ int store_revocation_head(struct store *s, int64_t *ret);
 
 /* --- audit -------------------------------------------------------------- */
 
-/* Appends an audit record on its own (a refused key, say). */
-int store_audit(struct store *s, const char *event, const char *job,
-    const char *actor, json_t *detail);
-
 /* Appends a record without waiting for the commit, for events that a
  * flood of requests could raise (refused keys): event must be a static
  * string; detail is stolen. 0, or -errno when it could not be queued. */
