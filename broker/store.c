@@ -1054,15 +1054,6 @@ op_token_insert(struct store *s, struct op *op)
 }
 
 int
-store_token_insert(struct store *s, const struct token_row *t,
-    const char *actor)
-{
-	struct token_insert a = { t, actor };
-
-	return store_write(s, op_token_insert, &a);
-}
-
-int
 store_token_insert_async(struct store *s, const struct token_row *t,
     const char *actor, store_done_fn on_done, void *done_arg)
 {

@@ -114,19 +114,16 @@ int store_jobs_lapsed(struct store *s, int64_t now, size_t max,
 
 /* --- tokens ------------------------------------------------------------- */
 
-/* Inserts a minted token of a running job, audited. -ESTALE when the job
- * is not running (revoked meanwhile): then nothing is stored. */
-int store_token_insert(struct store *s, const struct token_row *t,
-    const char *actor);
-
 /* Called in the writer thread once an asynchronous write committed (or
  * failed): result is 0 or -errno. */
 typedef void (*store_done_fn)(void *arg, int result);
 
 /*
- * store_token_insert without waiting: queues the insert and returns 0 (or
- * -errno, and on_done is never called). on_done(done_arg, result) runs
- * after the commit; t and actor must stay valid until then.
+ * Queues the insert of a minted token of a running job, audited, and
+ * returns 0 (or -errno, and on_done is never called). on_done(done_arg,
+ * result) runs after the commit; result is -ESTALE when the job was no
+ * longer running (revoked meanwhile): then nothing is stored. t and actor
+ * must stay valid until then.
  */
 int store_token_insert_async(struct store *s, const struct token_row *t,
     const char *actor, store_done_fn on_done, void *done_arg);
