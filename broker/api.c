@@ -370,7 +370,7 @@ create_job(void *ctx, struct http_request *req, struct http_response *res)
 	    (json_int_t)n);
 	http_reply_json(res, 201,
 	    json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:O, s:o, s:o, "
-		      "s:o, s:O, s:o, s:o}",
+		      "s:o, s:o, s:o, s:o}",
 		"job", j.id, "manifest", name, "manifest_version",
 		(json_int_t)m.version, "manifest_sha256", m.sha256,
 		"lease_seconds", (json_int_t)b->cfg.lease_seconds, "created",
@@ -378,8 +378,8 @@ create_job(void *ctx, struct http_request *req, struct http_response *res)
 		"command", command != NULL ? command : json_null(), "env",
 		env != NULL ? json_deep_copy(env) : json_object(), "egress",
 		manifest_egress(m.body), "limits", limits, "return",
-		ret != NULL ? ret : json_object(), "capabilities", caps,
-		"tokens", tokens));
+		ret != NULL ? json_incref(ret) : json_object(), "capabilities",
+		caps, "tokens", tokens));
 	manifest_version_free(&m);
 }
 
