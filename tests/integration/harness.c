@@ -288,7 +288,7 @@ forget(struct daemon *d)
 static int
 daemon_spawn(struct daemon *d)
 {
-	char cfgpath[320], prog[512];
+	char cfgpath[320], prog[512], listen[64];
 	const char *argv[32];
 	size_t argc = 0;
 	double t0;
@@ -304,8 +304,12 @@ daemon_spawn(struct daemon *d)
 		snprintf(prog, sizeof(prog), "%s", harness_bin(bin));
 		argv[argc++] = prog;
 	}
+	/* A restart comes back on the same address, as a restarted service
+	 * does: its clients must find it again. */
+	snprintf(listen, sizeof(listen), "%s",
+	    d->addr[0] != '\0' ? d->addr : "127.0.0.1:0");
 	argv[argc++] = "--listen";
-	argv[argc++] = "127.0.0.1:0";
+	argv[argc++] = listen;
 	if (d->has_config) {
 		snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", d->dir);
 		argv[argc++] = "--config";

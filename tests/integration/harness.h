@@ -85,7 +85,8 @@ json_t *harness_expect(const struct daemon *d, long want, const char *method,
 /* Kills d with SIGKILL and reaps it: a crash, on purpose. */
 void daemon_kill(struct daemon *d);
 
-/* Restarts d in its own directory, with the same arguments: 0 or -1. */
+/* Restarts d in its own directory, with the same arguments and on the
+ * same address: 0 or -1. */
 int daemon_restart(struct daemon *d);
 
 /* Reads a file's first line into buf (newline dropped): 0 or -1. */
