@@ -1,0 +1,291 @@
+/*
+ * The strict HTTP/1.1 response head parser (see response.h for the
+ * contract and the refusal reasons). It keeps no state between calls:
+ * each call scans from the first byte, one byte at a time, judging each
+ * line once its CRLF is in and stopping at the first fault. Every check
+ * depends only on the bytes before the point where it is made, which is
+ * what makes an answer given on a prefix the answer on the whole. Every
+ * loop is bounded by the bytes given; nothing past them is read.
+ *
+ * The small lexical helpers repeat http1.c's, which keeps them static.
+ */
+#include "response.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+/* What the field lines seen so far said. */
+struct resp_state {
+	struct http1_response resp;
+	size_t nfields;
+	bool seen_cl, seen_te;
+	bool conn_close, conn_keep;
+};
+
+static bool
+is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return true;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static bool
+is_token(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!is_tchar((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+static bool
+is_ows(unsigned char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* A control character that no value or reason phrase may hold. */
+static bool
+is_bad_ctl(unsigned char c)
+{
+	return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+/* s[0..n) equals the NUL-terminated lit, ignoring ASCII case. */
+static bool
+eq_nocase(const char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && strncasecmp(s, lit, n) == 0;
+}
+
+/*
+ * "HTTP/1.x SP 3DIGIT [SP reason-phrase]" in s[0..n). The version is
+ * what comes before the first SP, so "HTTP/1.10" is a bad version, not
+ * a good one with junk after it.
+ */
+static const char *
+parse_status_line(struct resp_state *st, const char *s, size_t n)
+{
+	const char *sp;
+	size_t vlen, c;
+	unsigned status = 0;
+
+	if (n == 0)
+		return "malformed";
+	sp = memchr(s, ' ', n);
+	vlen = sp != NULL ? (size_t)(sp - s) : n;
+	if (vlen == 8 && memcmp(s, "HTTP/1.1", 8) == 0)
+		st->resp.minor_version = 1;
+	else if (vlen == 8 && memcmp(s, "HTTP/1.0", 8) == 0)
+		st->resp.minor_version = 0;
+	else
+		return "bad_version";
+	c = vlen + 1;
+	if (sp == NULL || n - c < 3)
+		return "bad_status";
+	for (size_t i = c; i < c + 3; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return "bad_status";
+		status = status * 10 + (unsigned)(s[i] - '0');
+	}
+	/* The one leniency: the SP before an empty reason may be missing. */
+	if (n > c + 3 && s[c + 3] != ' ')
+		return "bad_status";
+	if (status < 100 || status > 599)
+		return "bad_status";
+	for (size_t i = c + 3; i < n; i++)
+		if (is_bad_ctl((unsigned char)s[i]))
+			return "malformed";
+	st->resp.status = status;
+	return NULL;
+}
+
+/* A Connection value: a comma list of tokens, empty elements allowed. */
+static const char *
+parse_connection(struct resp_state *st, const char *v, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t s, e;
+
+		while (i < n && (is_ows((unsigned char)v[i]) || v[i] == ','))
+			i++;
+		s = i;
+		while (i < n && v[i] != ',' && !is_ows((unsigned char)v[i]))
+			i++;
+		e = i;
+		while (i < n && is_ows((unsigned char)v[i]))
+			i++;
+		if (i < n && v[i] != ',')
+			return "bad_connection";
+		if (e == s)
+			continue;
+		if (!is_token(v + s, e - s))
+			return "bad_connection";
+		if (eq_nocase(v + s, e - s, "close"))
+			st->conn_close = true;
+		else if (eq_nocase(v + s, e - s, "keep-alive"))
+			st->conn_keep = true;
+	}
+	return NULL;
+}
+
+static const char *
+parse_content_length(struct resp_state *st, const char *v, size_t n)
+{
+	uint64_t cl = 0;
+
+	if (n == 0)
+		return "bad_cl";
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return "bad_cl";
+		cl = cl * 10 + (uint64_t)(v[i] - '0');
+		if (cl > HTTP1_CL_MAX)
+			return "bad_cl";
+	}
+	st->resp.content_length = cl;
+	return NULL;
+}
+
+/* The field line s[0..n), without its CRLF, not empty. */
+static const char *
+parse_field_line(struct resp_state *st, const char *s, size_t n)
+{
+	const char *colon, *v;
+	size_t nlen, vs, ve;
+
+	if (st->nfields == HTTP1_FIELDS_MAX)
+		return "headers_too_large";
+	st->nfields++;
+	if (is_ows((unsigned char)s[0]))
+		return "obs_fold";
+	colon = memchr(s, ':', n);
+	if (colon == NULL)
+		return "malformed";
+	nlen = (size_t)(colon - s);
+	if (nlen > 0 && is_ows((unsigned char)s[nlen - 1]))
+		return "space_before_colon";
+	if (!is_token(s, nlen))
+		return "bad_header_name";
+	vs = nlen + 1;
+	ve = n;
+	while (vs < ve && is_ows((unsigned char)s[vs]))
+		vs++;
+	while (ve > vs && is_ows((unsigned char)s[ve - 1]))
+		ve--;
+	for (size_t i = vs; i < ve; i++)
+		if (is_bad_ctl((unsigned char)s[i]))
+			return "bad_header_value";
+	v = s + vs;
+	if (eq_nocase(s, nlen, "Content-Length")) {
+		if (st->seen_cl)
+			return "duplicate_cl";
+		if (st->seen_te)
+			return "cl_and_te";
+		st->seen_cl = true;
+		return parse_content_length(st, v, ve - vs);
+	}
+	if (eq_nocase(s, nlen, "Transfer-Encoding")) {
+		if (st->seen_te)
+			return "duplicate_te";
+		if (st->seen_cl)
+			return "cl_and_te";
+		st->seen_te = true;
+		if (st->resp.minor_version == 0)
+			return "te_in_http10";
+		if (!eq_nocase(v, ve - vs, "chunked"))
+			return "unknown_te";
+		return NULL;
+	}
+	if (eq_nocase(s, nlen, "Connection"))
+		return parse_connection(st, v, ve - vs);
+	return NULL;
+}
+
+/* The framing, once the empty line is in (RFC 9112 6.3, in its order). */
+static void
+finish_head(struct resp_state *st, bool head_request)
+{
+	struct http1_response *r = &st->resp;
+
+	if (head_request || r->status / 100 == 1 || r->status == 204 ||
+	    r->status == 304)
+		r->body = HTTP1_RESP_NONE;
+	else if (st->seen_te)
+		r->body = HTTP1_RESP_CHUNKED;
+	else if (st->seen_cl)
+		r->body = HTTP1_RESP_LENGTH;
+	else
+		r->body = HTTP1_RESP_CLOSE;
+	if (r->body != HTTP1_RESP_LENGTH)
+		r->content_length = 0;
+	r->upgrade = r->status == 101;
+	r->keep_alive = !st->conn_close &&
+	    (r->minor_version == 1 || st->conn_keep) &&
+	    r->body != HTTP1_RESP_CLOSE && !r->upgrade;
+}
+
+int
+http1_response_parse(const char *data, size_t len, bool head_request,
+    struct http1_response *resp, const char **ret_reason)
+{
+	struct resp_state st;
+	size_t line_start = 0;
+	const char *r = NULL;
+
+	memset(&st, 0, sizeof(st));
+	*ret_reason = NULL;
+	for (size_t i = 0; i < len && r == NULL; i++) {
+		unsigned char c = (unsigned char)data[i];
+
+		/* The head is not complete, so byte i is in it. */
+		if (i >= HTTP1_HEAD_MAX) {
+			r = "headers_too_large";
+			break;
+		}
+		if (c == '\0') {
+			r = "nul";
+			break;
+		}
+		if (c == '\n') {
+			r = "bare_lf"; /* an LF after a CR is skipped below */
+			break;
+		}
+		if (c != '\r')
+			continue;
+		if (i + 1 >= HTTP1_HEAD_MAX) {
+			r = "headers_too_large"; /* so would its LF be */
+			break;
+		}
+		if (i + 1 == len)
+			return -EAGAIN; /* the LF has yet to come */
+		if (data[i + 1] != '\n') {
+			r = "bare_cr";
+			break;
+		}
+		if (line_start > 0 && i == line_start) {
+			finish_head(&st, head_request);
+			st.resp.head_len = i + 2;
+			*resp = st.resp;
+			return 0;
+		}
+		if (line_start == 0)
+			r = parse_status_line(&st, data, i);
+		else
+			r = parse_field_line(&st, data + line_start,
+			    i - line_start);
+		i++; /* the LF */
+		line_start = i + 1;
+	}
+	if (r == NULL)
+		return -EAGAIN;
+	*ret_reason = r;
+	return -EBADMSG;
+}
