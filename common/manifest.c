@@ -415,7 +415,8 @@ static void
 check_rule(const json_t *r, const char *where, json_t *problems)
 {
 	static const char *const keys[] = { "host", "port", "methods", "paths",
-		"tls", "reason", "registry", "allow_cidrs", "upgrade" };
+		"tls", "reason", "registry", "allow_cidrs", "upgrade",
+		"audience" };
 	json_t *v;
 	size_t j;
 	char field[160];
@@ -531,6 +532,13 @@ check_rule(const json_t *r, const char *where, json_t *problems)
 	snprintf(field, sizeof(field), "%s.upgrade", where);
 	if (v != NULL && !json_is_boolean(v))
 		problems_add(problems, field, "must be true or false");
+
+	v = json_object_get(r, "audience");
+	snprintf(field, sizeof(field), "%s.audience", where);
+	if (v != NULL && !text_ok(v, 128))
+		problems_add(problems, field,
+		    "the audience of the tokens this host accepts: a "
+		    "string of 1 to 128 characters");
 }
 
 static int

@@ -80,7 +80,7 @@ decision_format(const struct decision *d)
 
 	log_timestamp(ts, sizeof(ts));
 	line = json_pack("{s:s, s:o, s:I, s:I, s:s?, s:o, s:o, s:i, s:o, s:o, "
-			 "s:s?, s:o, s:s, s:s?, s:i, s:I, s:I, s:f}",
+			 "s:s?, s:o, s:s, s:s?, s:s?, s:i, s:I, s:I, s:f}",
 	    "ts", ts, "job", field(d->job, 128, NULL), "conn",
 	    (json_int_t)d->conn, "req", (json_int_t)d->req, "kind", d->kind,
 	    "method", field(d->method, 32, NULL), "host",
@@ -88,13 +88,14 @@ decision_format(const struct decision *d)
 	    field(d->path, 2048, "?#"), "sni", field(d->sni, 253, NULL), "addr",
 	    d->addr, "rule", d->rule >= 0 ? json_integer(d->rule) : json_null(),
 	    "decision", d->allow ? "allow" : "deny", "reason",
-	    d->allow ? NULL : d->reason, "status", d->status, "bytes_up",
-	    (json_int_t)d->bytes_up, "bytes_down", (json_int_t)d->bytes_down,
-	    "ms", d->ms);
+	    d->allow ? NULL : d->reason, "detail", d->detail, "status",
+	    d->status, "bytes_up", (json_int_t)d->bytes_up, "bytes_down",
+	    (json_int_t)d->bytes_down, "ms", d->ms);
 	if (line == NULL)
 		return NULL;
 	text = json_dumps(line,
-	    JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+	    JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII |
+		JSON_REAL_PRECISION(6));
 	json_decref(line);
 	if (text == NULL)
 		return NULL;

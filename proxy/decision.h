@@ -24,6 +24,11 @@ struct decision {
 	int rule; /* the rule's index, -1 for none */
 	bool allow;
 	const char *reason; /* why denied ("no_rule", ...); NULL if allowed */
+	/* More about it, one of our own constant strings, never the job's:
+	 * the parser's refusal ("cl_and_te"), the address class
+	 * ("loopback"), what was wrong with a token ("other_job"), or, on an
+	 * allowed passthrough, "opaque" (method and path were not seen). */
+	const char *detail;
 	int status; /* the status answered, 0 when none yet */
 	uint64_t bytes_up, bytes_down;
 	double ms;

@@ -216,7 +216,8 @@ static int
 load_rule(const json_t *j, struct egress_rule *rule, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "host", "port", "methods", "paths",
-		"tls", "reason", "registry", "allow_cidrs", "upgrade" };
+		"tls", "reason", "registry", "allow_cidrs", "upgrade",
+		"audience" };
 	const char *key, *host, *tls;
 	json_t *v;
 	size_t i;
@@ -312,6 +313,17 @@ load_rule(const json_t *j, struct egress_rule *rule, char *err, size_t errlen)
 		}
 	}
 	rule->upgrade = json_is_true(json_object_get(j, "upgrade"));
+	v = json_object_get(j, "audience");
+	if (v != NULL &&
+	    (!json_is_string(v) ||
+		json_string_length(v) >= sizeof(rule->audience) ||
+		json_string_length(v) == 0)) {
+		snprintf(err, errlen, "%s: a bad audience", rule->host);
+		return -EINVAL;
+	}
+	if (v != NULL)
+		memcpy(rule->audience, json_string_value(v),
+		    json_string_length(v) + 1);
 	return 0;
 }
 

@@ -35,6 +35,9 @@ struct egress_rule {
 	struct cidr *cidrs; /* allow_cidrs */
 	size_t ncidrs;
 	bool upgrade;
+	/* The audience of the cordon tokens this host may be sent; "" for
+	 * none: a token in a request to it is then refused. */
+	char audience[129];
 };
 
 struct egress_rules {

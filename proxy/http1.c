@@ -574,6 +574,11 @@ is_hop_by_hop(const struct http1_request *req, const char *data,
 		return !(flags & HTTP1_KEEP_UPGRADE);
 	if (n >= 6 && strncasecmp(name, "Proxy-", 6) == 0)
 		return true;
+	if ((flags & HTTP1_DROP_CREDENTIALS) &&
+	    (eq_nocase(name, n, "Authorization") ||
+		eq_nocase(name, n, "Cookie") ||
+		(n >= 9 && strncasecmp(name, "X-Cordon-", 9) == 0)))
+		return true;
 	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
 		if (eq_nocase(name, n, hop[i]))
 			return true;

@@ -164,6 +164,9 @@ struct http1_field {
 };
 
 #define HTTP1_KEEP_UPGRADE 0x1u /* keep Upgrade, add "Connection: upgrade" */
+/* Drop Authorization, Cookie and every X-Cordon-* field: for a request
+ * the proxy sends on the job's behalf with credentials of its own. */
+#define HTTP1_DROP_CREDENTIALS 0x2u
 
 /*
  * Writes req's head for the upstream, in origin-form, to out:

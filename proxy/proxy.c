@@ -1,7 +1,8 @@
 /*
  * cordon-proxy: main. Flags, log, config, -n check, state dir, listen,
- * then one libevent loop for everything; SIGTERM stops accepting and lets
- * requests in flight finish for up to 5 s.
+ * keys, the resolver, TLS, the broker link, then one libevent loop for
+ * everything; SIGTERM stops accepting and lets control requests in flight
+ * finish for up to 5 s, then closes every channel.
  */
 #include "proxy.h"
 
@@ -9,12 +10,45 @@
 #include "service.h"
 #include "util.h"
 
+#include <event2/dns.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#define CFG(field) offsetof(struct proxy_config, field)
 
 static const struct config_option proxy_options[] = {
-	CONFIG_COMMON_OPTIONS(offsetof(struct proxy_config, common)),
+	CONFIG_COMMON_OPTIONS(CFG(common)),
+	{ "broker", CONFIG_STRING, CFG(broker), 0, 0 },
+	{ "broker_key_file", CONFIG_STRING, CFG(broker_key_file), 0, 0 },
+	{ "launcher_key_file", CONFIG_STRING, CFG(launcher_key_file), 0, 0 },
+	{ "launcher_uid", CONFIG_INT, CFG(launcher_uid), 0, 4294967294LL },
+	{ "upstream_ca_file", CONFIG_STRING, CFG(upstream_ca_file), 0, 0 },
+	{ "hosts_file", CONFIG_STRING, CFG(hosts_file), 0, 0 },
+	{ "follower", CONFIG_STRING, CFG(follower), 0, 0 },
+	{ "max_conns_per_job", CONFIG_INT, CFG(max_conns_per_job), 1, 100000 },
+	{ "connect_timeout_ms", CONFIG_INT, CFG(connect_timeout_ms), 100,
+	    600000 },
+	{ "idle_timeout_ms", CONFIG_INT, CFG(idle_timeout_ms), 100, 3600000 },
+	{ "head_timeout_ms", CONFIG_INT, CFG(head_timeout_ms), 100, 600000 },
 };
+
+void
+proxy_kick(struct proxy *p)
+{
+	static const struct timeval now = { 0, 0 };
+
+	evtimer_add(p->http_tick, &now);
+}
+
+static void
+on_sweep(evutil_socket_t fd, short what, void *cls)
+{
+	(void)fd;
+	(void)what;
+	job_sweep(cls);
+}
 
 /* Runs the control API and re-arms its timer for MHD's next timeout. */
 static void
@@ -65,6 +99,11 @@ on_signal(evutil_socket_t sig, short what, void *cls)
 	service_notify("STOPPING=1");
 	log_info("stopping", "{s:s}", "signal", sigabbrev_np(sig));
 	http_server_quiesce(p->http);
+	/* Jobs stop reaching anything with the proxy: no half-open channel
+	 * outlives it. */
+	struct pjob *j;
+	TAILQ_FOREACH(j, &p->jobs, link)
+	job_close(j, "deleted");
 	clock_gettime(CLOCK_MONOTONIC, &p->stop_at);
 	p->stop_at.tv_sec += SERVICE_GRACE_MS / 1000;
 	p->drain = event_new(p->base, -1, EV_PERSIST, on_drain, p);
@@ -100,6 +139,10 @@ proxy_events(struct proxy *p)
 		if (p->sigs[i] == NULL || event_add(p->sigs[i], NULL) < 0)
 			return -ENOMEM;
 	}
+	p->sweep = event_new(p->base, -1, EV_PERSIST, on_sweep, p);
+	struct timeval minute = { 60, 0 };
+	if (p->sweep == NULL || event_add(p->sweep, &minute) < 0)
+		return -ENOMEM;
 	if (wd > 0) {
 		struct timeval tv = { wd / 1000, (wd % 1000) * 1000 };
 		p->watchdog =
@@ -113,6 +156,13 @@ proxy_events(struct proxy *p)
 static void
 proxy_free(struct proxy *p)
 {
+	while (!TAILQ_EMPTY(&p->jobs)) {
+		struct pjob *j = TAILQ_FIRST(&p->jobs);
+		TAILQ_REMOVE(&p->jobs, j, link);
+		job_free(j);
+	}
+	if (p->sweep != NULL)
+		event_free(p->sweep);
 	if (p->http_ev != NULL)
 		event_free(p->http_ev);
 	if (p->http_tick != NULL)
@@ -125,30 +175,181 @@ proxy_free(struct proxy *p)
 		if (p->sigs[i] != NULL)
 			event_free(p->sigs[i]);
 	http_server_stop(p->http, 0);
+	broker_link_free(p->broker);
+	if (p->dns != NULL)
+		evdns_base_free(p->dns, 1);
 	if (p->base != NULL)
 		event_base_free(p->base);
+	SSL_CTX_free(p->mitm_ctx);
+	SSL_CTX_free(p->up_ctx);
+	if (p->verifier_key != NULL) {
+		explicit_bzero(p->verifier_key, strlen(p->verifier_key));
+		free(p->verifier_key);
+	}
+	if (p->log_fd >= 0)
+		close(p->log_fd);
+	free(p->channels);
+	free(p->cfg.broker);
+	free(p->cfg.broker_key_file);
+	free(p->cfg.launcher_key_file);
+	free(p->cfg.upstream_ca_file);
+	free(p->cfg.hosts_file);
+	free(p->cfg.follower);
 	config_common_free(&p->cfg.common);
+}
+
+static bool
+follower_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+			(s[i] >= 'A' && s[i] <= 'Z') ||
+			(s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+			s[i] == '_' || s[i] == '.'))
+			return false;
+	return true;
+}
+
+/* The verifier key the proxy shows the broker, read once. */
+static int
+read_key(const char *path, char **ret)
+{
+	char key[256];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, key, sizeof(key) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	while (n > 0 && (key[n - 1] == '\n' || key[n - 1] == '\r'))
+		n--;
+	key[n] = '\0';
+	if (n < 32 || strcspn(key, " \t\r\n") != (size_t)n) {
+		explicit_bzero(key, sizeof(key));
+		return -EINVAL;
+	}
+	*ret = strdup(key);
+	explicit_bzero(key, sizeof(key));
+	return *ret != NULL ? 0 : -ENOMEM;
+}
+
+/* Keys, directories, the decision log, the resolver, TLS and the broker
+ * link: EXIT_* or -1 when all is ready. */
+static int
+proxy_setup(struct proxy *p)
+{
+	int r;
+
+	if (p->cfg.launcher_key_file == NULL)
+		log_warn("no_launcher_key", "{s:s}", "effect",
+		    "every control call is refused until launcher_key_file "
+		    "is configured");
+	else if ((r = keyring_add_file(&p->keys, p->cfg.launcher_key_file,
+		      ROLE_LAUNCHER)) < 0) {
+		log_error("key_failed", "{s:s, s:s}", "path",
+		    p->cfg.launcher_key_file, "error", strerror(-r));
+		return EXIT_CONFIG;
+	}
+	if (p->cfg.broker_key_file == NULL)
+		log_warn("no_broker_key", "{s:s}", "effect",
+		    "no channel can be opened until broker_key_file (the "
+		    "broker's verifier key) is configured");
+	else if ((r = read_key(p->cfg.broker_key_file, &p->verifier_key)) < 0) {
+		log_error("key_failed", "{s:s, s:s}", "path",
+		    p->cfg.broker_key_file, "error", strerror(-r));
+		return EXIT_CONFIG;
+	}
+	if (asprintf(&p->channels, "%s/channels", p->cfg.common.runtime_dir) <
+	    0) {
+		p->channels = NULL;
+		return EXIT_OSERR;
+	}
+	if (mkdir(p->channels, 0711) < 0 && errno != EEXIST) {
+		log_error("mkdir_failed", "{s:s, s:s}", "path", p->channels,
+		    "error", strerror(errno));
+		return EXIT_OSERR;
+	}
+	(void)chmod(p->channels, 0711);
+	char *path;
+	if (asprintf(&path, "%s/decisions.log", p->cfg.common.logs_dir) < 0)
+		return EXIT_OSERR;
+	p->log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (p->log_fd < 0) {
+		log_error("open_failed", "{s:s, s:s}", "path", path, "error",
+		    strerror(errno));
+		free(path);
+		return EXIT_OSERR;
+	}
+	free(path);
+	p->dns = evdns_base_new(p->base,
+	    EVDNS_BASE_INITIALIZE_NAMESERVERS |
+		EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+	if (p->dns == NULL)
+		p->dns = evdns_base_new(p->base, 0);
+	if (p->dns == NULL) {
+		log_error("resolver_failed", NULL);
+		return EXIT_OSERR;
+	}
+	if (p->cfg.hosts_file != NULL &&
+	    evdns_base_load_hosts(p->dns, p->cfg.hosts_file) != 0) {
+		log_error("hosts_file_failed", "{s:s}", "path",
+		    p->cfg.hosts_file);
+		return EXIT_CONFIG;
+	}
+	if (conn_tls_init(p) < 0)
+		return EXIT_CONFIG;
+	r = broker_link_new(p, &p->broker);
+	if (r == -EINVAL) {
+		log_error("bad_broker", "{s:s, s:s}", "broker", p->cfg.broker,
+		    "error", "want http://IPv4:port");
+		return EXIT_CONFIG;
+	}
+	if (r < 0)
+		return EXIT_OSERR;
+	return -1;
 }
 
 int
 main(int argc, char **argv)
 {
-	struct proxy p = { 0 };
+	struct proxy p = { .log_fd = -1,
+		.cfg = { .launcher_uid = 0,
+		    .max_conns_per_job = 1024,
+		    .connect_timeout_ms = 10000,
+		    .idle_timeout_ms = 60000,
+		    .head_timeout_ms = 10000 } };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;
 
 	signal(SIGPIPE, SIG_IGN);
+	if (config_set_string(&p.cfg.broker, PROXY_BROKER) < 0 ||
+	    config_set_string(&p.cfg.follower, "proxy") < 0)
+		return EXIT_OSERR;
 	r = service_parse_args(argc, argv, PROXY_PROG,
 	    "The reachability plane: default-deny egress per job, TLS "
 	    "terminated, every decision logged.",
 	    &args);
 	if (r >= 0)
-		return r;
+		goto out;
 	r = service_configure(&args, PROXY_PROG, "proxy", PROXY_LISTEN,
 	    proxy_options, ARRAY_SIZE(proxy_options), &p.cfg, &p.cfg.common);
 	if (r >= 0)
 		goto out;
+	if (!follower_ok(p.cfg.follower)) {
+		fprintf(stderr,
+		    "%s: follower: 1 to 63 of [A-Za-z0-9._-], not \"%s\"\n",
+		    PROXY_PROG, p.cfg.follower);
+		r = EXIT_CONFIG;
+		goto out;
+	}
 	if (args.check_only) {
 		r = service_config_ok(PROXY_PROG);
 		goto out;
@@ -158,17 +359,30 @@ main(int argc, char **argv)
 	r = service_open(&p.cfg.common, &fd, addr, sizeof(addr));
 	if (r >= 0)
 		goto out;
+	p.self_len = sizeof(p.self_addr);
+	(void)getsockname(fd, (struct sockaddr *)&p.self_addr, &p.self_len);
+	TAILQ_INIT(&p.jobs);
+	TAILQ_INIT(&p.opens);
 	p.base = event_base_new();
 	if (p.base == NULL) {
 		log_error("event_base_failed", NULL);
 		r = EXIT_OSERR;
 		goto out;
 	}
+	r = proxy_setup(&p);
+	if (r >= 0)
+		goto out;
 	struct http_server_config http = {
 		.svc = "proxy",
 		.listen_fd = steal_fd(&fd),
 		.threads = 0,
+		.routes = control_routes,
+		.nroutes = control_nroutes,
 		.ctx = &p,
+		.keys = &p.keys,
+		.health = control_health,
+		.metrics = control_metrics,
+		.stopping = control_stopping,
 	};
 	r = http_server_start(&http, &p.http);
 	if (r == 0)

@@ -4,34 +4,177 @@
  * proxy made for it, and every decision is a log line. Single process,
  * event-driven on libevent; the control API is the common HTTP glue run
  * from the same event loop.
+ *
+ * The files: proxy.c (main, config, the loop), control.c (the control
+ * API), broker.c (every call to the broker: rules, introspection, the
+ * revocation feed), job.c (a job: its channel, CA, connections and log),
+ * conn.c (the data plane: one connection of a job, request by request).
  */
 #ifndef CORDON_PROXY_H
 #define CORDON_PROXY_H
 
+#include "buf.h"
+#include "ca.h"
 #include "config.h"
+#include "decision.h"
+#include "egress.h"
 #include "http_server.h"
+#include "keys.h"
 
 #include <event2/event.h>
+#include <openssl/ssl.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #define PROXY_PROG "cordon-proxy"
 #define PROXY_LISTEN "127.0.0.1:7702"
+#define PROXY_BROKER "http://127.0.0.1:7701"
+
+#define JOB_ID_MAX 63
+/* A revoked or deleted job's log stays readable this long. */
+#define JOB_LINGER_S 600
+/* Per job, the decision lines kept for GET /v1/jobs/{job}/log. */
+#define JOB_LOG_MAX (4 * 1024 * 1024)
+/* Without an answer from the revocation feed for this long, every request
+ * is refused until it answers again (DESIGN.md: 2 s). */
+#define FEED_FAIL_CLOSED_MS 2000
 
 struct proxy_config {
 	struct config_common common;
+	char *broker; /* "http://127.0.0.1:7701" */
+	char *broker_key_file; /* the verifier key */
+	char *launcher_key_file; /* for the control API */
+	long long launcher_uid; /* the only peer a channel accepts */
+	char *upstream_ca_file; /* NULL: the system's trust store */
+	char *hosts_file; /* extra names for the resolver (tests) */
+	char *follower; /* the name the feed knows this proxy by */
+	long long max_conns_per_job;
+	long long connect_timeout_ms;
+	long long idle_timeout_ms;
+	long long head_timeout_ms;
 };
+
+struct pconn;
+struct pjob;
+struct control_open;
+TAILQ_HEAD(pconn_list, pconn);
+TAILQ_HEAD(pjob_list, pjob);
+TAILQ_HEAD(open_list, control_open);
+
+/* A job the launcher opened a channel for. */
+struct pjob {
+	TAILQ_ENTRY(pjob) link;
+	struct proxy *p;
+	char id[JOB_ID_MAX + 1];
+	struct egress_rules rules;
+	struct job_ca *ca;
+	time_t deadline;
+	char *channel; /* the socket's path */
+	struct evconnlistener *listener; /* NULL once closed */
+	struct pconn_list conns;
+	unsigned nconns;
+	uint64_t next_conn;
+	bool closed; /* deleted or revoked: no more bytes */
+	const char *closed_why; /* "revoked", "deleted" */
+	time_t closed_at;
+	struct buf log; /* decision lines, up to JOB_LOG_MAX */
+	uint64_t log_dropped;
+	uint64_t allowed, denied;
+};
+
+/* The broker's address and the calls in flight to it (broker.c). */
+struct broker_link;
 
 struct proxy {
 	struct proxy_config cfg;
 	struct event_base *base;
+	struct evdns_base *dns;
 	struct http_server *http;
+	struct keyring keys;
+	char *verifier_key; /* for the broker; NULL when not configured */
+	struct broker_link *broker;
+	SSL_CTX *mitm_ctx; /* server side of terminated tunnels */
+	SSL_CTX *up_ctx; /* client side towards upstreams, verifying */
+	struct pjob_list jobs;
+	struct open_list opens; /* POST /v1/jobs/{job} waiting on the broker */
+	char *channels; /* runtime_dir/channels */
+	int log_fd; /* logs_dir/decisions.log */
+	struct sockaddr_storage self_addr; /* the control port */
+	socklen_t self_len;
+	uint64_t conns_open;
+	uint64_t allowed, denied; /* decisions, for /metrics */
+
 	struct event *http_ev; /* the control API's descriptor */
 	struct event *http_tick; /* its timeouts */
 	struct event *sigs[3];
 	struct event *drain; /* after SIGTERM: wait for requests in flight */
 	struct event *watchdog; /* WATCHDOG=1 while the loop turns */
+	struct event *sweep; /* forgets lingering jobs */
 	struct timespec stop_at;
 };
+
+/* Runs the control API's next round soon (after a deferred answer). */
+void proxy_kick(struct proxy *p);
+
+/* --- control.c ------------------------------------------------------------ */
+
+extern const struct http_route control_routes[];
+extern const size_t control_nroutes;
+void control_stopping(void *ctx);
+int control_health(void *ctx, json_t *out);
+void control_metrics(void *ctx, struct buf *out);
+
+/* --- broker.c ------------------------------------------------------------ */
+
+int broker_link_new(struct proxy *p, struct broker_link **ret);
+void broker_link_free(struct broker_link *b);
+
+/* True while the revocation feed answers: when false, refuse everything. */
+bool broker_feed_ok(const struct broker_link *b);
+/* For /healthz and /metrics: the last sequence number seen. */
+int64_t broker_feed_seq(const struct broker_link *b);
+/* True when the feed revoked job since the proxy started. */
+bool broker_recently_revoked(const struct broker_link *b, const char *job);
+
+/* A call to the broker in flight; cancel it before freeing its owner. */
+struct broker_call;
+typedef void (*broker_cb)(void *arg, int status, json_t *body);
+/* GET path or POST json to path (json borrowed), with the verifier key and
+ * extra_header ("Name: value", or NULL). cb gets the status (0: no answer)
+ * and the JSON body (borrowed, may be NULL). NULL when it could not
+ * start: then cb is never called. */
+struct broker_call *broker_call(struct broker_link *b, const char *method,
+    const char *path, const json_t *json, broker_cb cb, void *arg);
+void broker_call_cancel(struct broker_call *c);
+/* Where to send a job's broker.cordon requests. */
+const struct sockaddr *broker_addr(const struct broker_link *b,
+    socklen_t *ret_len);
+
+/* --- job.c ---------------------------------------------------------------- */
+
+/* Makes the job from the broker's egress answer and opens its channel:
+ * 0, -EEXIST, -EINVAL (with err), or -errno. */
+int job_open(struct proxy *p, const char *id, const json_t *egress,
+    struct pjob **ret, char *err, size_t errlen);
+struct pjob *job_find(struct proxy *p, const char *id);
+/* Closes the channel and every connection now; the log stays a while.
+ * why: "revoked" or "deleted". Returns the number of connections closed. */
+unsigned job_close(struct pjob *j, const char *why);
+void job_free(struct pjob *j);
+/* Forgets closed jobs older than JOB_LINGER_S. */
+void job_sweep(struct proxy *p);
+/* Writes one decision: to the log file, stderr and the job's log. */
+void job_log(struct pjob *j, const struct decision *d);
+
+/* --- conn.c --------------------------------------------------------------- */
+
+/* Takes a new connection on j's channel (fd owned). */
+void conn_accept(struct pjob *j, int fd);
+/* Closes c at once, logging its open decision, if any. */
+void conn_close(struct pconn *c);
+/* The TLS contexts: 0, or -EIO with the reason logged. */
+int conn_tls_init(struct proxy *p);
 
 #endif

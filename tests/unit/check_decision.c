@@ -13,7 +13,7 @@
 
 static const char *const fields[] = { "ts", "job", "conn", "req", "kind",
 	"method", "host", "port", "path", "sni", "addr", "rule", "decision",
-	"reason", "status", "bytes_up", "bytes_down", "ms" };
+	"reason", "detail", "status", "bytes_up", "bytes_down", "ms" };
 
 static json_t *
 parse_line(const char *line)

@@ -182,6 +182,8 @@ START_TEST(rules_that_cannot_be_read_are_refused)
 		"[{\"host\": \"a.com\", \"port\": 443, \"allow_cidrs\": "
 		"[\"10.0.0.0\"]}]",
 		"[{\"host\": \"a.com\", \"port\": 443, \"surprise\": 1}]",
+		"[{\"host\": \"a.com\", \"port\": 443, \"audience\": 7}]",
+		"[{\"host\": \"a.com\", \"port\": 443, \"audience\": \"\"}]",
 	};
 	char err[256];
 

@@ -725,6 +725,28 @@ START_TEST(test_serialize_strips_hop_by_hop)
 }
 END_TEST
 
+/* For broker.cordon: the proxy's own credentials replace the job's. */
+START_TEST(test_serialize_drops_credentials)
+{
+	static const struct http1_field extra[] = {
+		{ "Authorization", "Bearer proxy" }, { "X-Cordon-Job", "j1" }
+	};
+
+	assert_serialized("POST http://broker.cordon/v1/token HTTP/1.1\r\n"
+			  "Host: broker.cordon\r\n"
+			  "Authorization: Bearer crd_stolen\r\n"
+			  "x-cordon-job: someone-else\r\n"
+			  "X-Cordon-Anything: 1\r\n"
+			  "Cookie: s=1\r\n"
+			  "Accept: */*\r\n\r\n",
+	    extra, 2, HTTP1_DROP_CREDENTIALS,
+	    "POST /v1/token HTTP/1.1\r\n"
+	    "Authorization: Bearer proxy\r\n"
+	    "X-Cordon-Job: j1\r\n"
+	    "Accept: */*\r\n\r\n");
+}
+END_TEST
+
 START_TEST(test_serialize_framing_and_upgrade)
 {
 	static const struct http1_field extra[] = { { "Host", "a.test:81" },
@@ -824,6 +846,7 @@ http1_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_serialize_strips_hop_by_hop);
 	tcase_add_test(tc, test_serialize_framing_and_upgrade);
+	tcase_add_test(tc, test_serialize_drops_credentials);
 	tcase_add_test(tc, test_serialize_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -731,6 +731,13 @@ START_TEST(test_egress_other_fields)
 	    "upgrade true");
 	assert_refused(rule_for("a.example.com", "\"upgrade\": \"websocket\""),
 	    "egress[0].upgrade", "upgrade as a string");
+	assert_valid(rule_for("a.example.com",
+			 "\"audience\": \"invoices-api\""),
+	    "an audience");
+	assert_refused(rule_for("a.example.com", "\"audience\": \"\""),
+	    "egress[0].audience", "an empty audience");
+	assert_refused(rule_for("a.example.com", "\"audience\": [\"a\"]"),
+	    "egress[0].audience", "an audience list");
 	assert_refused(rule_for("a.example.com", "\"follow_redirects\": true"),
 	    "egress[0].follow_redirects", "an unknown rule field");
 }

@@ -1,0 +1,427 @@
+/*
+ * Every call the proxy makes to the broker, over libevent's HTTP client
+ * so that none blocks the loop: a job's rules, token introspection, the
+ * broker.cordon address, and the revocation feed.
+ *
+ * The feed is polled with a short wait (1 s), so that an answer comes at
+ * least every second while the broker is alive: an answer missing for
+ * FEED_FAIL_CLOSED_MS means the feed is unreachable, whatever state the
+ * TCP connection claims, and the proxy refuses everything until a poll
+ * answers again. Each answer's revocations are applied (the job's
+ * connections closed) before the next poll goes out, and the next poll
+ * with after >= seq is what tells the broker the revocation took effect.
+ */
+#include "proxy.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define FEED_WAIT_S 1
+#define FEED_RETRY_MS 250
+#define CALL_TIMEOUT_S 5
+#define CALL_CONNS 4
+#define RECENT_MAX 1024
+
+struct broker_call {
+	TAILQ_ENTRY(broker_call) link;
+	struct broker_link *b;
+	struct evhttp_request *req; /* NULL once answered */
+	broker_cb cb;
+	void *arg;
+};
+
+struct broker_link {
+	struct proxy *p;
+	char host[64];
+	uint16_t port;
+	struct sockaddr_in addr;
+	char auth[256];
+	struct evhttp_connection *calls[CALL_CONNS];
+	unsigned next_call;
+	TAILQ_HEAD(, broker_call) pending;
+	struct evhttp_connection *feed_conn;
+	struct evhttp_request *feed_req;
+	struct event *feed_retry;
+	struct event *feed_check;
+	int64_t after; /* the last sequence number applied */
+	bool started; /* the first answer came (the head is known) */
+	bool ok;
+	struct timespec last_answer;
+	char recent[RECENT_MAX][JOB_ID_MAX + 1]; /* revoked, a ring */
+	unsigned nrecent;
+};
+
+static int64_t
+ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - t->tv_sec) * 1000 +
+	    (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+bool
+broker_feed_ok(const struct broker_link *b)
+{
+	return b->ok && ms_since(&b->last_answer) <= FEED_FAIL_CLOSED_MS;
+}
+
+int64_t
+broker_feed_seq(const struct broker_link *b)
+{
+	return b->after;
+}
+
+bool
+broker_recently_revoked(const struct broker_link *b, const char *job)
+{
+	unsigned n = b->nrecent < RECENT_MAX ? b->nrecent : RECENT_MAX;
+
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(b->recent[i], job) == 0)
+			return true;
+	return false;
+}
+
+const struct sockaddr *
+broker_addr(const struct broker_link *b, socklen_t *ret_len)
+{
+	*ret_len = sizeof(b->addr);
+	return (const struct sockaddr *)&b->addr;
+}
+
+/* "http://127.0.0.1:7701" (an IPv4 literal and a port: the broker is
+ * local, and a name here would be one more thing to resolve and trust). */
+static int
+parse_base(struct broker_link *b, const char *base)
+{
+	const char *hp, *colon;
+	char *end;
+	unsigned long port;
+
+	if (strncmp(base, "http://", 7) != 0)
+		return -EINVAL;
+	hp = base + 7;
+	colon = strrchr(hp, ':');
+	if (colon == NULL || (size_t)(colon - hp) >= sizeof(b->host))
+		return -EINVAL;
+	memcpy(b->host, hp, (size_t)(colon - hp));
+	b->host[colon - hp] = '\0';
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno != 0 || port == 0 || port > 65535 ||
+	    (*end != '\0' && strcmp(end, "/") != 0))
+		return -EINVAL;
+	b->port = (uint16_t)port;
+	b->addr.sin_family = AF_INET;
+	b->addr.sin_port = htons(b->port);
+	if (inet_pton(AF_INET, b->host, &b->addr.sin_addr) != 1)
+		return -EINVAL;
+	return 0;
+}
+
+static void
+call_done(struct evhttp_request *req, void *arg)
+{
+	struct broker_call *c = arg;
+	int status = req != NULL ? evhttp_request_get_response_code(req) : 0;
+	json_t *body = NULL;
+
+	c->req = NULL;
+	TAILQ_REMOVE(&c->b->pending, c, link);
+	if (status > 0) {
+		struct evbuffer *in = evhttp_request_get_input_buffer(req);
+		size_t n = evbuffer_get_length(in);
+		const char *data = (const char *)evbuffer_pullup(in, -1);
+		if (data != NULL)
+			body = json_loadb(data, n, 0, NULL);
+	}
+	if (c->cb != NULL)
+		c->cb(c->arg, status, body);
+	json_decref(body);
+	free(c);
+}
+
+struct broker_call *
+broker_call(struct broker_link *b, const char *method, const char *path,
+    const json_t *json, broker_cb cb, void *arg)
+{
+	struct broker_call *c;
+	struct evkeyvalq *h;
+	struct evhttp_connection *conn;
+
+	if (b->p->verifier_key == NULL)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	c->b = b;
+	c->cb = cb;
+	c->arg = arg;
+	c->req = evhttp_request_new(call_done, c);
+	if (c->req == NULL) {
+		free(c);
+		return NULL;
+	}
+	h = evhttp_request_get_output_headers(c->req);
+	evhttp_add_header(h, "Host", b->host);
+	evhttp_add_header(h, "Authorization", b->auth);
+	if (json != NULL) {
+		char *text = json_dumps(json, JSON_COMPACT);
+		if (text == NULL ||
+		    evbuffer_add(evhttp_request_get_output_buffer(c->req), text,
+			strlen(text)) < 0) {
+			free(text);
+			evhttp_request_free(c->req);
+			free(c);
+			return NULL;
+		}
+		free(text);
+		evhttp_add_header(h, "Content-Type", "application/json");
+	}
+	/* A few connections in turn: one slow answer does not queue all. */
+	conn = b->calls[b->next_call++ % CALL_CONNS];
+	if (evhttp_make_request(conn, c->req,
+		strcmp(method, "POST") == 0 ? EVHTTP_REQ_POST : EVHTTP_REQ_GET,
+		path) < 0) {
+		/* evhttp_make_request freed the request. */
+		free(c);
+		return NULL;
+	}
+	TAILQ_INSERT_TAIL(&b->pending, c, link);
+	return c;
+}
+
+void
+broker_call_cancel(struct broker_call *c)
+{
+	if (c == NULL)
+		return;
+	/* Answered already is impossible here: call_done frees c. */
+	c->cb = NULL;
+}
+
+/* --- the revocation feed -------------------------------------------------- */
+
+static void feed_poll(struct broker_link *b);
+
+static void
+feed_revoke(struct broker_link *b, const char *job)
+{
+	struct pjob *j = job_find(b->p, job);
+
+	snprintf(b->recent[b->nrecent++ % RECENT_MAX], JOB_ID_MAX + 1, "%s",
+	    job);
+	if (j != NULL && !j->closed) {
+		unsigned n = job_close(j, "revoked");
+		log_info("job_revoked", "{s:s, s:I, s:i}", "job", job, "seq",
+		    (json_int_t)b->after, "connections_closed", (int)n);
+	}
+}
+
+static void
+feed_failed(struct broker_link *b, const char *why)
+{
+	static const struct timeval retry = { 0, FEED_RETRY_MS * 1000 };
+
+	if (b->ok)
+		log_warn("feed_unreachable", "{s:s, s:s}", "error", why,
+		    "effect",
+		    "every request is refused after 2 s until the feed "
+		    "answers again");
+	b->ok = false;
+	evtimer_add(b->feed_retry, &retry);
+}
+
+static void
+feed_answer(struct evhttp_request *req, void *arg)
+{
+	struct broker_link *b = arg;
+	int status = req != NULL ? evhttp_request_get_response_code(req) : 0;
+	json_t *body = NULL, *list, *head, *v;
+	size_t i, n = 0;
+
+	b->feed_req = NULL;
+	if (status != 200) {
+		char why[32];
+		snprintf(why, sizeof(why),
+		    status == 0 ? "no answer" : "status %d", status);
+		feed_failed(b, why);
+		return;
+	}
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in);
+	const char *data = (const char *)evbuffer_pullup(in, -1);
+	if (data != NULL)
+		body = json_loadb(data, len, 0, NULL);
+	list = json_object_get(body, "revocations");
+	head = json_object_get(body, "head");
+	if (!json_is_array(list) || !json_is_integer(head)) {
+		json_decref(body);
+		feed_failed(b, "not a feed answer");
+		return;
+	}
+	json_array_foreach(list, i, v)
+	{
+		json_t *seq = json_object_get(v, "seq");
+		const char *job = json_string_value(json_object_get(v, "job"));
+		if (!json_is_integer(seq) || job == NULL)
+			continue;
+		if (json_integer_value(seq) > b->after)
+			b->after = json_integer_value(seq);
+		feed_revoke(b, job);
+		n++;
+	}
+	/* A head below what was applied: the broker's database went back
+	 * (restored from a backup). Follow it from there. */
+	if (!b->started || json_integer_value(head) < b->after) {
+		if (b->started)
+			log_warn("feed_went_back", "{s:I, s:I}", "from",
+			    (json_int_t)b->after, "to",
+			    (json_int_t)json_integer_value(head));
+		b->after = json_integer_value(head);
+	}
+	json_decref(body);
+	clock_gettime(CLOCK_MONOTONIC, &b->last_answer);
+	/* A full page means more: resync before traffic flows again. */
+	if (n < 1000) {
+		if (!b->ok)
+			log_info("feed_ok", "{s:I}", "seq",
+			    (json_int_t)b->after);
+		b->ok = true;
+	}
+	b->started = true;
+	feed_poll(b);
+}
+
+static void
+feed_poll(struct broker_link *b)
+{
+	struct evkeyvalq *h;
+	char path[256];
+
+	if (b->feed_req != NULL || b->p->verifier_key == NULL)
+		return;
+	/* The first poll asks past any head: the broker answers at once
+	 * with the real one, and this proxy follows from there (a job it
+	 * opens later is checked against the broker's state then). */
+	snprintf(path, sizeof(path),
+	    "/v1/revocations?after=%" PRId64 "&wait=%d&follower=%s",
+	    b->started ? b->after : INT64_MAX, b->started ? FEED_WAIT_S : 0,
+	    b->p->cfg.follower);
+	b->feed_req = evhttp_request_new(feed_answer, b);
+	if (b->feed_req == NULL) {
+		feed_failed(b, "out of memory");
+		return;
+	}
+	h = evhttp_request_get_output_headers(b->feed_req);
+	evhttp_add_header(h, "Host", b->host);
+	evhttp_add_header(h, "Authorization", b->auth);
+	if (evhttp_make_request(b->feed_conn, b->feed_req, EVHTTP_REQ_GET,
+		path) < 0) {
+		b->feed_req = NULL;
+		feed_failed(b, "could not send");
+	}
+}
+
+static void
+on_feed_retry(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	feed_poll(arg);
+}
+
+/* Logs the moment the feed has been silent too long: from then on
+ * broker_feed_ok says no. */
+static void
+on_feed_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct broker_link *b = arg;
+
+	(void)fd;
+	(void)what;
+	if (b->ok && !broker_feed_ok(b)) {
+		b->ok = false;
+		log_warn("feed_silent", "{s:i, s:s}", "ms",
+		    (int)ms_since(&b->last_answer), "effect",
+		    "every request is refused until the feed answers");
+	}
+}
+
+int
+broker_link_new(struct proxy *p, struct broker_link **ret)
+{
+	static const struct timeval check = { 0, 100 * 1000 };
+	struct broker_link *b = calloc(1, sizeof(*b));
+
+	if (b == NULL)
+		return -ENOMEM;
+	b->p = p;
+	TAILQ_INIT(&b->pending);
+	if (parse_base(b, p->cfg.broker) < 0) {
+		free(b);
+		return -EINVAL;
+	}
+	if (p->verifier_key != NULL)
+		snprintf(b->auth, sizeof(b->auth), "Bearer %s",
+		    p->verifier_key);
+	for (size_t i = 0; i < CALL_CONNS; i++) {
+		b->calls[i] =
+		    evhttp_connection_base_new(p->base, NULL, b->host, b->port);
+		if (b->calls[i] == NULL)
+			goto fail;
+		evhttp_connection_set_timeout(b->calls[i], CALL_TIMEOUT_S);
+		evhttp_connection_set_retries(b->calls[i], 0);
+	}
+	b->feed_conn =
+	    evhttp_connection_base_new(p->base, NULL, b->host, b->port);
+	b->feed_retry = evtimer_new(p->base, on_feed_retry, b);
+	b->feed_check = event_new(p->base, -1, EV_PERSIST, on_feed_check, b);
+	if (b->feed_conn == NULL || b->feed_retry == NULL ||
+	    b->feed_check == NULL || event_add(b->feed_check, &check) < 0)
+		goto fail;
+	evhttp_connection_set_timeout(b->feed_conn, FEED_WAIT_S + 2);
+	evhttp_connection_set_retries(b->feed_conn, 0);
+	feed_poll(b);
+	*ret = b;
+	return 0;
+fail:
+	broker_link_free(b);
+	return -ENOMEM;
+}
+
+void
+broker_link_free(struct broker_link *b)
+{
+	if (b == NULL)
+		return;
+	/* Freeing a connection frees its requests without a word to their
+	 * callbacks: the calls go here. */
+	for (size_t i = 0; i < CALL_CONNS; i++)
+		if (b->calls[i] != NULL)
+			evhttp_connection_free(b->calls[i]);
+	while (!TAILQ_EMPTY(&b->pending)) {
+		struct broker_call *c = TAILQ_FIRST(&b->pending);
+		TAILQ_REMOVE(&b->pending, c, link);
+		free(c);
+	}
+	if (b->feed_conn != NULL)
+		evhttp_connection_free(b->feed_conn);
+	if (b->feed_retry != NULL)
+		event_free(b->feed_retry);
+	if (b->feed_check != NULL)
+		event_free(b->feed_check);
+	free(b);
+}

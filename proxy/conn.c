@@ -1,0 +1,1434 @@
+/*
+ * The data plane: one connection on a job's channel, request by request.
+ *
+ *   HEAD ─► (TOKEN) ─► DNS ─► CONNECT ─► EXCHANGE ─► HEAD (keep-alive)
+ *     │                                    │
+ *     └─ CONNECT host:port ─► HANDSHAKE (terminate) ─► HEAD, inner requests
+ *                          └► SNI (passthrough) ─► DNS ─► CONNECT ─► TUNNEL
+ *
+ * Every request is judged in DESIGN.md's order before a byte leaves: the
+ * feed must be answering and the job open, the rules must match (before
+ * any DNS lookup), a cordon token in it must be this job's and for this
+ * host, and the address the name resolved to must be one the rule may
+ * reach; the proxy then connects to that very address. Requests are
+ * re-serialised, bodies re-framed; responses are relayed as they come,
+ * their framing read only to know where each ends. A denial answers 403
+ * with X-Cordon-Deny and closes the connection. Each decision is one line
+ * of the job's log, written when its outcome is known.
+ */
+#include "proxy.h"
+
+#include "http1.h"
+#include "log.h"
+#include "response.h"
+#include "sni.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* Output a side may hold before the other side stops being read. */
+#define FLOW_HIGH (1024 * 1024)
+/* Input a side may hold unread (a head, a pipelined request). */
+#define READ_HIGH (HTTP1_HEAD_MAX + 64 * 1024)
+#define CLOSE_FLUSH_MS 5000
+#define DNS_TIMEOUT_MS 5000
+
+enum cstate {
+	CS_HEAD, /* waiting for a request head */
+	CS_TOKEN, /* introspecting the request's token */
+	CS_DNS,
+	CS_CONNECT, /* to the upstream, with its TLS handshake */
+	CS_EXCHANGE, /* request body up, response down */
+	CS_HANDSHAKE, /* TLS with the client, in a terminated tunnel */
+	CS_SNI, /* reading the ClientHello of a passthrough tunnel */
+	CS_TUNNEL, /* bytes both ways: passthrough, or an upgrade */
+	CS_CLOSING, /* flushing the last answer */
+};
+
+struct pconn {
+	TAILQ_ENTRY(pconn) link;
+	struct pjob *job;
+	struct proxy *p;
+	uint64_t id, nreq;
+	enum cstate state;
+	struct bufferevent *cl; /* the client: plain, or TLS over plain */
+	struct bufferevent *up;
+	struct event *timer;
+	struct timespec closing_since;
+
+	/* After a CONNECT: the tunnel's target, and how it is carried. */
+	bool tunnel;
+	enum egress_tls tunnel_tls;
+	int tunnel_rule;
+	char thost[EGRESS_HOST_MAX + 1];
+	uint16_t tport;
+	char sni[EGRESS_HOST_MAX + 1];
+	const char *sni_problem; /* set by the servername callback */
+
+	/* The upstream connected to, reused while the next request goes to
+	 * the same host, port and scheme. */
+	char up_key[EGRESS_HOST_MAX + 16];
+	bool up_tls, up_idle;
+	char addr[INET6_ADDRSTRLEN + 8];
+
+	/* The request being judged or carried. */
+	struct http1_parser parser;
+	char *head;
+	bool head_started;
+	struct decision d;
+	bool d_open; /* d is waiting to be logged */
+	char method[32];
+	char host[EGRESS_HOST_MAX + 1];
+	char *path;
+	struct timespec t0;
+	int rule;
+	bool broker_route, upgrade_ok, keep_alive;
+	uint64_t body_left;
+	struct http1_chunked chunk;
+	bool body_done;
+	bool resp_head, resp_done, head_req;
+	struct http1_response resp;
+	uint64_t resp_left;
+	struct http1_chunked rchunk;
+	struct evdns_getaddrinfo_request *dns;
+	struct evutil_addrinfo *ai; /* the answer, taken on the next turn */
+	int ai_err;
+	bool ai_ready;
+	struct broker_call *call;
+	char token[64];
+};
+
+static int conn_ex_index = -1;
+
+static void on_cl_read(struct bufferevent *bev, void *arg);
+static void on_cl_write(struct bufferevent *bev, void *arg);
+static void on_cl_event(struct bufferevent *bev, short what, void *arg);
+static void on_up_read(struct bufferevent *bev, void *arg);
+static void on_up_write(struct bufferevent *bev, void *arg);
+static void on_up_event(struct bufferevent *bev, short what, void *arg);
+static void try_head(struct pconn *c);
+static void go_upstream(struct pconn *c);
+
+static double
+ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) * 1e3 +
+	    (double)(now.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+static void
+arm(struct pconn *c, long long ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000 };
+
+	evtimer_add(c->timer, &tv);
+}
+
+/* --- decisions ------------------------------------------------------------ */
+
+static void
+decision_log(struct pconn *c)
+{
+	if (!c->d_open)
+		return;
+	c->d_open = false;
+	c->d.ms = ms_since(&c->t0);
+	c->d.addr = c->addr;
+	job_log(c->job, &c->d);
+}
+
+/* A new decision for what just arrived. */
+static void
+decision_begin(struct pconn *c, const char *kind)
+{
+	decision_log(c);
+	c->nreq++;
+	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+	memset(&c->d, 0, sizeof(c->d));
+	c->d.job = c->job->id;
+	c->d.conn = c->id;
+	c->d.req = c->nreq;
+	c->d.kind = kind;
+	c->d.rule = -1;
+	c->d.allow = true;
+	c->d.sni = c->tunnel && c->sni[0] != '\0' ? c->sni : NULL;
+	c->d_open = true;
+}
+
+/* --- closing -------------------------------------------------------------- */
+
+static void
+up_drop(struct pconn *c)
+{
+	if (c->up != NULL)
+		bufferevent_free(c->up);
+	c->up = NULL;
+	c->up_key[0] = '\0';
+	c->up_idle = false;
+}
+
+static void
+request_reset(struct pconn *c)
+{
+	free(c->head);
+	c->head = NULL;
+	free(c->path);
+	c->path = NULL;
+	c->head_started = false;
+	explicit_bzero(c->token, sizeof(c->token));
+}
+
+void
+conn_close(struct pconn *c)
+{
+	decision_log(c);
+	if (c->call != NULL)
+		broker_call_cancel(c->call);
+	if (c->dns != NULL)
+		evdns_getaddrinfo_cancel(c->dns);
+	if (c->ai != NULL)
+		evutil_freeaddrinfo(c->ai);
+	up_drop(c);
+	if (c->cl != NULL)
+		bufferevent_free(c->cl);
+	event_free(c->timer);
+	request_reset(c);
+	TAILQ_REMOVE(&c->job->conns, c, link);
+	c->job->nconns--;
+	c->p->conns_open--;
+	free(c);
+}
+
+static bool
+flushed(struct pconn *c)
+{
+	struct bufferevent *under = bufferevent_get_underlying(c->cl);
+
+	return evbuffer_get_length(bufferevent_get_output(c->cl)) == 0 &&
+	    (under == NULL ||
+		evbuffer_get_length(bufferevent_get_output(under)) == 0);
+}
+
+/* Closes once what was written to the client has gone out. */
+static void
+conn_finish(struct pconn *c)
+{
+	decision_log(c);
+	up_drop(c);
+	c->state = CS_CLOSING;
+	bufferevent_disable(c->cl, EV_READ);
+	clock_gettime(CLOCK_MONOTONIC, &c->closing_since);
+	if (flushed(c)) {
+		conn_close(c);
+		return;
+	}
+	arm(c, 20);
+}
+
+/* Answers the client with status and a one-line JSON body, then closes.
+ * deny_reason set: a denial (X-Cordon-Deny); otherwise an upstream
+ * failure (X-Cordon-Error). */
+static void
+answer(struct pconn *c, unsigned status, const char *deny_reason,
+    const char *error, const char *message)
+{
+	static const char *const phrases[] = { [400] = "Bad Request",
+		[403] = "Forbidden",
+		[408] = "Request Timeout",
+		[502] = "Bad Gateway",
+		[503] = "Service Unavailable",
+		[504] = "Gateway Timeout" };
+	struct evbuffer *out = bufferevent_get_output(c->cl);
+	json_t *body = json_pack("{s:s, s:s?, s:s}", "error", error, "reason",
+	    deny_reason, "message", message);
+	char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+	const char *phrase = status < ARRAY_SIZE(phrases) && phrases[status]
+	    ? phrases[status]
+	    : "Error";
+
+	json_decref(body);
+	evbuffer_add_printf(out,
+	    "HTTP/1.1 %u %s\r\n%s: %s\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+	    status, phrase,
+	    deny_reason != NULL ? "X-Cordon-Deny" : "X-Cordon-Error",
+	    deny_reason != NULL ? deny_reason : error,
+	    text != NULL ? strlen(text) + 1 : 1, text != NULL ? text : "");
+	free(text);
+	c->d.status = (int)status;
+	conn_finish(c);
+}
+
+static void
+deny(struct pconn *c, const char *reason, const char *detail)
+{
+	char msg[160];
+
+	c->d.allow = false;
+	c->d.reason = reason;
+	c->d.detail = detail;
+	/* Inside a passthrough tunnel, before a byte went upstream, there is
+	 * no HTTP to answer in: the close is the answer. */
+	if (c->state == CS_SNI || c->state == CS_HANDSHAKE ||
+	    c->state == CS_TUNNEL) {
+		conn_finish(c);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "cordon-proxy refused this request: %s%s%s",
+	    reason, detail != NULL ? ": " : "", detail != NULL ? detail : "");
+	answer(c, 403, reason, "denied", msg);
+}
+
+static void
+fail(struct pconn *c, unsigned status, const char *detail)
+{
+	char msg[160];
+
+	c->d.detail = detail;
+	snprintf(msg, sizeof(msg), "the upstream could not be reached: %s",
+	    detail);
+	if (c->state == CS_TUNNEL || c->state == CS_SNI ||
+	    (c->tunnel && c->tunnel_tls == EGRESS_TLS_PASSTHROUGH)) {
+		c->d.status = (int)status;
+		conn_finish(c);
+		return;
+	}
+	answer(c, status, NULL, "upstream", msg);
+}
+
+/* --- flow ----------------------------------------------------------------- */
+
+/* Reads a side only while the other side's output is below FLOW_HIGH. */
+static void
+flow(struct pconn *c)
+{
+	bool cl_read, up_read;
+
+	if (c->state == CS_CLOSING)
+		return;
+	cl_read = c->up == NULL ||
+	    evbuffer_get_length(bufferevent_get_output(c->up)) < FLOW_HIGH;
+	up_read =
+	    evbuffer_get_length(bufferevent_get_output(c->cl)) < FLOW_HIGH;
+	if (cl_read)
+		bufferevent_enable(c->cl, EV_READ);
+	else
+		bufferevent_disable(c->cl, EV_READ);
+	if (c->up != NULL &&
+	    (c->state == CS_EXCHANGE || c->state == CS_TUNNEL)) {
+		if (up_read)
+			bufferevent_enable(c->up, EV_READ);
+		else
+			bufferevent_disable(c->up, EV_READ);
+	}
+}
+
+/* --- accepting ------------------------------------------------------------ */
+
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+
+void
+conn_accept(struct pjob *j, int fd)
+{
+	struct proxy *p = j->p;
+	struct pconn *c;
+
+	if (j->closed || j->nconns >= (unsigned)p->cfg.max_conns_per_job) {
+		struct decision d = { .job = j->id,
+			.conn = ++j->next_conn,
+			.kind = "connect",
+			.addr = "",
+			.rule = -1,
+			.reason =
+			    j->closed ? "revoked" : "too_many_connections" };
+		job_log(j, &d);
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->job = j;
+	c->p = p;
+	c->id = ++j->next_conn;
+	c->timer = evtimer_new(p->base, on_timer, c);
+	c->cl = bufferevent_socket_new(p->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->timer == NULL || c->cl == NULL) {
+		if (c->timer != NULL)
+			event_free(c->timer);
+		if (c->cl != NULL)
+			bufferevent_free(c->cl);
+		else
+			close(fd);
+		free(c);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&j->conns, c, link);
+	j->nconns++;
+	p->conns_open++;
+	http1_parser_init(&c->parser, HTTP1_MODE_PROXY);
+	bufferevent_setcb(c->cl, on_cl_read, on_cl_write, on_cl_event, c);
+	bufferevent_setwatermark(c->cl, EV_READ, 0, READ_HIGH);
+	bufferevent_setwatermark(c->cl, EV_WRITE, FLOW_HIGH / 2, 0);
+	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+	c->state = CS_HEAD;
+	arm(c, p->cfg.idle_timeout_ms);
+}
+
+/* --- judging a request ---------------------------------------------------- */
+
+static bool
+span_eq(const char *data, struct http1_span s, const char *v)
+{
+	return s.len == strlen(v) && strncmp(data + s.off, v, s.len) == 0;
+}
+
+/* The bearer token of the request if it is a cordon token, else "". */
+static void
+find_token(struct pconn *c)
+{
+	const struct http1_request *r = &c->parser.req;
+
+	c->token[0] = '\0';
+	for (size_t i = 0; i < r->nheaders; i++) {
+		const struct http1_header *h = &r->headers[i];
+		const char *v = c->head + h->value.off;
+		if (h->name.len != 13 ||
+		    strncasecmp(c->head + h->name.off, "Authorization", 13) !=
+			0)
+			continue;
+		if (h->value.len > 7 && strncasecmp(v, "Bearer ", 7) == 0 &&
+		    h->value.len - 7 < sizeof(c->token) &&
+		    strncmp(v + 7, "crd_", 4) == 0) {
+			memcpy(c->token, v + 7, h->value.len - 7);
+			c->token[h->value.len - 7] = '\0';
+			return;
+		}
+	}
+}
+
+static void
+on_introspect(void *arg, int status, json_t *body)
+{
+	struct pconn *c = arg;
+	json_t *active = json_object_get(body, "active");
+	const char *job = json_string_value(json_object_get(body, "job"));
+	const char *aud = json_string_value(json_object_get(body, "aud"));
+	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
+
+	c->call = NULL;
+	explicit_bzero(c->token, sizeof(c->token));
+	if (status != 200 || !json_is_boolean(active))
+		deny(c, "token", "introspection_failed");
+	else if (!json_is_true(active))
+		deny(c, "token", "inactive");
+	else if (job == NULL || strcmp(job, c->job->id) != 0)
+		deny(c, "token", "other_job");
+	else if (aud == NULL || strcmp(aud, rule->audience) != 0)
+		deny(c, "token", "audience");
+	else
+		go_upstream(c);
+}
+
+/* A request for broker.cordon: POST /v1/token and nothing else. */
+static bool
+broker_request_ok(struct pconn *c)
+{
+	const struct http1_request *r = &c->parser.req;
+
+	return !c->tunnel && r->port == 80 && strcmp(c->method, "POST") == 0 &&
+	    span_eq(c->head, r->path, "/v1/token") && !r->has_query;
+}
+
+static void
+judge(struct pconn *c)
+{
+	const struct http1_request *r = &c->parser.req;
+	const struct egress_rule *rule;
+	const char *reason = NULL;
+	char raw[EGRESS_HOST_MAX + 3];
+
+	decision_begin(c, c->tunnel ? "mitm" : r->connect ? "connect" : "http");
+	if (r->method.len >= sizeof(c->method) || r->host.len >= sizeof(raw)) {
+		deny(c, "malformed", "too_long");
+		return;
+	}
+	memcpy(c->method, c->head + r->method.off, r->method.len);
+	c->method[r->method.len] = '\0';
+	c->d.method = c->method;
+	memcpy(raw, c->head + r->host.off, r->host.len);
+	raw[r->host.len] = '\0';
+	c->d.host = raw; /* until normalised: a deny logs it as sent */
+	c->d.port = r->port;
+	if (!r->connect) {
+		c->path = strndup(c->head + r->path.off, r->path.len);
+		if (c->path == NULL) {
+			deny(c, "malformed", "out_of_memory");
+			return;
+		}
+		c->d.path = c->path[0] != '\0' ? c->path : "/";
+	}
+	c->head_req = strcmp(c->method, "HEAD") == 0;
+	c->keep_alive = r->keep_alive;
+
+	if (!broker_feed_ok(c->p->broker)) {
+		deny(c, "feed_unavailable", "revocation feed not answering");
+		return;
+	}
+	if (c->job->closed) {
+		deny(c, "revoked", NULL);
+		return;
+	}
+	if (egress_is_ip_literal(raw)) {
+		deny(c, "ip_literal", NULL);
+		return;
+	}
+	if (egress_host_normalise(raw, strlen(raw), c->host) < 0) {
+		deny(c, "malformed", "bad_host");
+		return;
+	}
+	c->d.host = c->host;
+	if (c->tunnel &&
+	    (strcmp(c->host, c->thost) != 0 || r->port != c->tport)) {
+		deny(c, "host_mismatch", NULL);
+		return;
+	}
+	if (strcmp(c->host, "broker.cordon") == 0) {
+		if (!broker_request_ok(c)) {
+			deny(c, "broker_path", NULL);
+			return;
+		}
+		c->broker_route = true;
+		go_upstream(c);
+		return;
+	}
+	c->broker_route = false;
+	c->rule = egress_match(&c->job->rules, c->host, r->port, c->method,
+	    r->connect ? NULL : c->d.path, &reason);
+	if (c->rule < 0) {
+		deny(c, reason, NULL);
+		return;
+	}
+	c->d.rule = c->rule;
+	rule = &c->job->rules.rule[c->rule];
+	if (r->connect && rule->tls == EGRESS_TLS_NONE) {
+		deny(c, "tls", "rule_is_plain_http");
+		return;
+	}
+	if (!r->connect && !c->tunnel && rule->tls != EGRESS_TLS_NONE) {
+		deny(c, "tls", "rule_wants_tls");
+		return;
+	}
+	c->upgrade_ok = r->upgrade && rule->upgrade;
+	if (r->upgrade && !rule->upgrade) {
+		deny(c, "upgrade", NULL);
+		return;
+	}
+	if (r->connect) {
+		go_upstream(c);
+		return;
+	}
+	find_token(c);
+	if (c->token[0] == '\0') {
+		go_upstream(c);
+		return;
+	}
+	if (rule->audience[0] == '\0') {
+		deny(c, "token", "no_audience");
+		return;
+	}
+	json_t *q = json_pack("{s:s}", "token", c->token);
+	c->state = CS_TOKEN;
+	c->call = q != NULL ? broker_call(c->p->broker, "POST",
+				  "/v1/introspect", q, on_introspect, c)
+			    : NULL;
+	json_decref(q);
+	if (c->call == NULL)
+		deny(c, "token", "introspection_failed");
+}
+
+/* --- the CONNECT answer and the tunnels ----------------------------------- */
+
+static int
+on_servername(SSL *ssl, int *alert, void *arg)
+{
+	struct pconn *c = SSL_get_ex_data(ssl, conn_ex_index);
+	const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+	char norm[EGRESS_HOST_MAX + 1];
+
+	(void)arg;
+	if (c == NULL)
+		return SSL_TLSEXT_ERR_ALERT_FATAL;
+	if (name == NULL) {
+		c->sni_problem = "no_sni";
+	} else {
+		snprintf(c->sni, sizeof(c->sni), "%s", name);
+		if (egress_host_normalise(name, strlen(name), norm) < 0 ||
+		    strcmp(norm, c->thost) != 0)
+			c->sni_problem = "sni_differs";
+	}
+	if (c->sni_problem != NULL) {
+		*alert = SSL_AD_UNRECOGNIZED_NAME;
+		return SSL_TLSEXT_ERR_ALERT_FATAL;
+	}
+	return SSL_TLSEXT_ERR_OK;
+}
+
+/* Terminates the client's TLS with the job CA's leaf for the host. */
+static void
+start_mitm(struct pconn *c)
+{
+	X509 *cert;
+	EVP_PKEY *key;
+	SSL *ssl;
+	struct bufferevent *f;
+
+	if (c->job->ca == NULL ||
+	    ca_leaf(c->job->ca, c->thost, &cert, &key) < 0) {
+		c->state = CS_HANDSHAKE;
+		deny(c, "tls", "no_leaf");
+		return;
+	}
+	ssl = SSL_new(c->p->mitm_ctx);
+	if (ssl == NULL || SSL_use_certificate(ssl, cert) != 1 ||
+	    SSL_use_PrivateKey(ssl, key) != 1) {
+		SSL_free(ssl);
+		c->state = CS_HANDSHAKE;
+		deny(c, "tls", "ssl_failed");
+		return;
+	}
+	SSL_set_ex_data(ssl, conn_ex_index, c);
+	f = bufferevent_openssl_filter_new(c->p->base, c->cl, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (f == NULL) {
+		SSL_free(ssl);
+		c->state = CS_HANDSHAKE;
+		deny(c, "tls", "ssl_failed");
+		return;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(f, 1);
+	c->cl = f;
+	bufferevent_setcb(c->cl, on_cl_read, on_cl_write, on_cl_event, c);
+	bufferevent_setwatermark(c->cl, EV_READ, 0, READ_HIGH);
+	bufferevent_setwatermark(c->cl, EV_WRITE, FLOW_HIGH / 2, 0);
+	bufferevent_enable(c->cl, EV_READ | EV_WRITE);
+	c->state = CS_HANDSHAKE;
+	arm(c, c->p->cfg.head_timeout_ms);
+}
+
+static void
+answer_connect(struct pconn *c)
+{
+	evbuffer_add_printf(bufferevent_get_output(c->cl),
+	    "HTTP/1.1 200 Connection Established\r\n\r\n");
+	c->tunnel = true;
+	c->d.status = 200;
+	request_reset(c);
+	if (c->tunnel_tls == EGRESS_TLS_TERMINATE) {
+		decision_log(c);
+		http1_parser_init(&c->parser, HTTP1_MODE_ORIGIN);
+		start_mitm(c);
+		return;
+	}
+	/* Passthrough: the decision is logged when the tunnel ends, with its
+	 * bytes; the ClientHello decides whether it starts. */
+	c->state = CS_SNI;
+	arm(c, c->p->cfg.head_timeout_ms);
+	if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0)
+		on_cl_read(c->cl, c);
+}
+
+static void
+try_sni(struct pconn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cl);
+	size_t n = evbuffer_get_length(in);
+	char sni[SNI_MAX + 1], norm[EGRESS_HOST_MAX + 1];
+	int r;
+
+	if (n > SNI_READ_MAX)
+		n = SNI_READ_MAX;
+	r = sni_parse(evbuffer_pullup(in, (ssize_t)n), n, sni);
+	if (r == -EAGAIN && n < SNI_READ_MAX)
+		return;
+	c->d.detail = "opaque";
+	if (r == 0) {
+		snprintf(c->sni, sizeof(c->sni), "%s", sni);
+		c->d.sni = c->sni;
+	}
+	if (r == -EAGAIN || r == -EBADMSG) {
+		deny(c, "malformed", "not_a_client_hello");
+		return;
+	}
+	if (r == -ENOENT) {
+		deny(c, "sni_mismatch", "no_sni");
+		return;
+	}
+	if (egress_host_normalise(sni, strlen(sni), norm) < 0 ||
+	    strcmp(norm, c->thost) != 0) {
+		deny(c, "sni_mismatch", NULL);
+		return;
+	}
+	snprintf(c->host, sizeof(c->host), "%s", c->thost);
+	c->rule = c->tunnel_rule;
+	go_upstream(c);
+}
+
+/* --- the upstream --------------------------------------------------------- */
+
+static bool
+is_self(struct pconn *c, const struct sockaddr *sa)
+{
+	const struct sockaddr_in *in = (const void *)sa;
+	const struct sockaddr_in *self = (const void *)&c->p->self_addr;
+	socklen_t blen;
+	const struct sockaddr_in *broker =
+	    (const void *)broker_addr(c->p->broker, &blen);
+	uint16_t port;
+
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+		port = in6->sin6_port;
+		if (!IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+			return false;
+	} else {
+		port = in->sin_port;
+		if ((ntohl(in->sin_addr.s_addr) >> 24) != 127 &&
+		    in->sin_addr.s_addr != self->sin_addr.s_addr &&
+		    in->sin_addr.s_addr != broker->sin_addr.s_addr)
+			return false;
+	}
+	return (c->p->self_addr.ss_family == AF_INET &&
+		   port == self->sin_port) ||
+	    port == broker->sin_port;
+}
+
+static void
+on_dns(int err, struct evutil_addrinfo *ai, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (err == EVUTIL_EAI_CANCEL) {
+		if (ai != NULL)
+			evutil_freeaddrinfo(ai);
+		return;
+	}
+	/* The answer may come before evdns_getaddrinfo returned: take it on
+	 * the next turn of the loop, where c may be closed safely. */
+	c->dns = NULL;
+	c->ai = ai;
+	c->ai_err = err;
+	c->ai_ready = true;
+	evtimer_del(c->timer);
+	arm(c, 0);
+}
+
+static void
+connect_to(struct pconn *c, const struct sockaddr *sa, socklen_t len)
+{
+	struct bufferevent *up;
+	char ip[INET6_ADDRSTRLEN];
+	uint16_t port;
+
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)sa;
+		inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+		port = ntohs(a->sin6_port);
+		snprintf(c->addr, sizeof(c->addr), "[%s]:%u", ip, port);
+	} else {
+		const struct sockaddr_in *a = (const void *)sa;
+		inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+		port = ntohs(a->sin_port);
+		snprintf(c->addr, sizeof(c->addr), "%s:%u", ip, port);
+	}
+	if (c->up_tls) {
+		SSL *ssl = SSL_new(c->p->up_ctx);
+		if (ssl == NULL ||
+		    SSL_set_tlsext_host_name(ssl, c->host) != 1 ||
+		    SSL_set1_host(ssl, c->host) != 1) {
+			SSL_free(ssl);
+			fail(c, 502, "ssl_failed");
+			return;
+		}
+		up = bufferevent_openssl_socket_new(c->p->base, -1, ssl,
+		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+		if (up == NULL)
+			SSL_free(ssl);
+		else
+			bufferevent_openssl_set_allow_dirty_shutdown(up, 1);
+	} else {
+		up = bufferevent_socket_new(c->p->base, -1,
+		    BEV_OPT_CLOSE_ON_FREE);
+	}
+	if (up == NULL) {
+		fail(c, 502, "out_of_memory");
+		return;
+	}
+	c->up = up;
+	bufferevent_setcb(up, on_up_read, on_up_write, on_up_event, c);
+	bufferevent_setwatermark(up, EV_READ, 0, READ_HIGH);
+	bufferevent_setwatermark(up, EV_WRITE, FLOW_HIGH / 2, 0);
+	c->state = CS_CONNECT;
+	arm(c, c->p->cfg.connect_timeout_ms);
+	/* A failure is told to on_up_event, at once or later: c may be gone
+	 * when this returns. */
+	(void)bufferevent_socket_connect(up, sa, (int)len);
+}
+
+static void
+dns_done(struct pconn *c)
+{
+	struct evutil_addrinfo *ai = c->ai, *a;
+	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
+	const char *refused = NULL;
+
+	c->ai = NULL;
+	c->ai_ready = false;
+	if (c->ai_err != 0 || ai == NULL) {
+		if (ai != NULL)
+			evutil_freeaddrinfo(ai);
+		fail(c, 502, "dns_failed");
+		return;
+	}
+	/* The first address the rule may reach; the connection goes to it
+	 * and to nothing resolved again. */
+	for (a = ai; a != NULL; a = a->ai_next) {
+		const char *why;
+		if (a->ai_family != AF_INET && a->ai_family != AF_INET6)
+			continue;
+		if (is_self(c, a->ai_addr)) {
+			refused = "own_port";
+			continue;
+		}
+		why = egress_addr_refused(a->ai_addr, rule);
+		if (why == NULL)
+			break;
+		if (refused == NULL)
+			refused = why;
+	}
+	if (a == NULL) {
+		evutil_freeaddrinfo(ai);
+		if (refused != NULL && strcmp(refused, "own_port") == 0)
+			deny(c, "own_port", NULL);
+		else
+			deny(c, "private_addr", refused);
+		return;
+	}
+	connect_to(c, a->ai_addr, (socklen_t)a->ai_addrlen);
+	evutil_freeaddrinfo(ai);
+}
+
+static void send_request(struct pconn *c);
+
+static void
+go_upstream(struct pconn *c)
+{
+	const struct http1_request *r = &c->parser.req;
+	bool opening = !c->tunnel && r->connect;
+	char key[sizeof(c->up_key)], port[8];
+	uint16_t pnum;
+
+	if (opening) {
+		const struct egress_rule *rule = &c->job->rules.rule[c->rule];
+		c->tunnel_rule = c->rule;
+		c->tunnel_tls = rule->tls;
+		snprintf(c->thost, sizeof(c->thost), "%s", c->host);
+		c->tport = r->port;
+		/* Passthrough: the ClientHello, after the 200, says whether
+		 * the tunnel may start; only then is the name resolved. */
+		if (c->tunnel_tls == EGRESS_TLS_PASSTHROUGH) {
+			answer_connect(c);
+			return;
+		}
+	}
+	/* A terminated tunnel's upstream is connected, its certificate
+	 * checked, before the CONNECT is answered. */
+	pnum = c->tunnel || opening ? c->tport : r->port;
+	c->up_tls =
+	    (c->tunnel || opening) && c->tunnel_tls == EGRESS_TLS_TERMINATE;
+	snprintf(key, sizeof(key), "%s:%u:%d", c->host, pnum, c->up_tls);
+	if (c->up != NULL && c->up_idle && strcmp(key, c->up_key) == 0) {
+		send_request(c);
+		return;
+	}
+	up_drop(c);
+	snprintf(c->up_key, sizeof(c->up_key), "%s", key);
+	if (c->broker_route) {
+		socklen_t len;
+		const struct sockaddr *sa = broker_addr(c->p->broker, &len);
+		connect_to(c, sa, len);
+		return;
+	}
+	struct evutil_addrinfo hints = { .ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_protocol = IPPROTO_TCP };
+	snprintf(port, sizeof(port), "%u", pnum);
+	c->state = CS_DNS;
+	c->ai_ready = false;
+	arm(c, DNS_TIMEOUT_MS);
+	struct evdns_getaddrinfo_request *q =
+	    evdns_getaddrinfo(c->p->dns, c->host, port, &hints, on_dns, c);
+	if (!c->ai_ready)
+		c->dns = q;
+}
+
+static void pump_body(struct pconn *c);
+static void pump_response(struct pconn *c);
+
+static void
+send_request(struct pconn *c)
+{
+	const struct http1_request *r = &c->parser.req;
+	struct http1_field extra[3];
+	size_t nextra = 0;
+	char host[EGRESS_HOST_MAX + 8], auth[300];
+	unsigned flags = c->upgrade_ok ? HTTP1_KEEP_UPGRADE : 0;
+	struct buf out;
+
+	if (c->broker_route) {
+		socklen_t len;
+		const struct sockaddr_in *b =
+		    (const void *)broker_addr(c->p->broker, &len);
+		char ip[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &b->sin_addr, ip, sizeof(ip));
+		snprintf(host, sizeof(host), "%s:%u", ip, ntohs(b->sin_port));
+		snprintf(auth, sizeof(auth), "Bearer %s", c->p->verifier_key);
+		extra[nextra++] = (struct http1_field){ "Host", host };
+		extra[nextra++] = (struct http1_field){ "Authorization", auth };
+		extra[nextra++] =
+		    (struct http1_field){ "X-Cordon-Job", c->job->id };
+		flags |= HTTP1_DROP_CREDENTIALS;
+	} else {
+		uint16_t port = c->tunnel ? c->tport : r->port;
+		bool dflt = port == (c->tunnel ? 443 : 80);
+		snprintf(host, sizeof(host), dflt ? "%s" : "%s:%u", c->host,
+		    port);
+		extra[nextra++] = (struct http1_field){ "Host", host };
+	}
+	buf_init(&out, HTTP1_HEAD_MAX + 1024);
+	if (http1_serialize(r, c->head, extra, nextra, flags, &out) < 0) {
+		buf_free(&out);
+		explicit_bzero(auth, sizeof(auth));
+		deny(c, "malformed", "serialize");
+		return;
+	}
+	explicit_bzero(auth, sizeof(auth));
+	evbuffer_add(bufferevent_get_output(c->up), out.data, out.len);
+	explicit_bzero(out.data, out.len);
+	buf_free(&out);
+
+	c->up_idle = false;
+	c->body_done = r->body == HTTP1_BODY_NONE ||
+	    (r->body == HTTP1_BODY_LENGTH && r->content_length == 0);
+	c->body_left = r->body == HTTP1_BODY_LENGTH ? r->content_length : 0;
+	if (r->body == HTTP1_BODY_CHUNKED)
+		http1_chunked_init(&c->chunk, HTTP1_CL_MAX);
+	c->resp_head = false;
+	c->resp_done = false;
+	c->state = CS_EXCHANGE;
+	arm(c, c->p->cfg.idle_timeout_ms);
+	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	pump_body(c);
+}
+
+/* --- the exchange --------------------------------------------------------- */
+
+static void
+exchange_done(struct pconn *c)
+{
+	bool reuse = c->resp.keep_alive && c->resp.body != HTTP1_RESP_CLOSE &&
+	    c->body_done && !c->broker_route;
+
+	decision_log(c);
+	if (!c->keep_alive || c->resp.body == HTTP1_RESP_CLOSE ||
+	    !c->resp.keep_alive || !c->body_done) {
+		conn_finish(c);
+		return;
+	}
+	if (reuse)
+		c->up_idle = true;
+	else
+		up_drop(c);
+	request_reset(c);
+	http1_parser_init(&c->parser,
+	    c->tunnel ? HTTP1_MODE_ORIGIN : HTTP1_MODE_PROXY);
+	c->state = CS_HEAD;
+	arm(c, c->p->cfg.idle_timeout_ms);
+	flow(c);
+	if (evbuffer_get_length(bufferevent_get_input(c->cl)) > 0)
+		try_head(c);
+}
+
+static void
+pump_body(struct pconn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cl);
+	struct evbuffer *out = bufferevent_get_output(c->up);
+
+	while (!c->body_done && evbuffer_get_length(in) > 0) {
+		size_t n = evbuffer_get_length(in);
+		if (c->parser.req.body == HTTP1_BODY_LENGTH) {
+			if (n > c->body_left)
+				n = (size_t)c->body_left;
+			evbuffer_remove_buffer(in, out, n);
+			c->body_left -= n;
+			c->d.bytes_up += n;
+			c->body_done = c->body_left == 0;
+			continue;
+		}
+		size_t used, off, len;
+		if (n > 65536)
+			n = 65536;
+		const char *data =
+		    (const char *)evbuffer_pullup(in, (ssize_t)n);
+		int r =
+		    http1_chunked_decode(&c->chunk, data, n, &used, &off, &len);
+		if (r == -EBADMSG) {
+			/* Half a request went up: that connection is done. */
+			up_drop(c);
+			deny(c, "malformed", c->chunk.reason);
+			return;
+		}
+		if (len > 0) {
+			evbuffer_add_printf(out, "%zx\r\n", len);
+			evbuffer_add(out, data + off, len);
+			evbuffer_add(out, "\r\n", 2);
+			c->d.bytes_up += len;
+		}
+		evbuffer_drain(in, used);
+		if (r == 0) {
+			evbuffer_add(out, "0\r\n\r\n", 5);
+			c->body_done = true;
+		}
+	}
+	flow(c);
+	if (c->body_done && c->resp_done)
+		exchange_done(c);
+}
+
+/* Moves n bytes of the upstream's answer to the client. */
+static void
+down(struct pconn *c, size_t n)
+{
+	evbuffer_remove_buffer(bufferevent_get_input(c->up),
+	    bufferevent_get_output(c->cl), n);
+	c->d.bytes_down += n;
+}
+
+static void
+start_tunnel(struct pconn *c)
+{
+	c->state = CS_TUNNEL;
+	arm(c, c->p->cfg.idle_timeout_ms);
+	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	evbuffer_add_buffer(bufferevent_get_output(c->up),
+	    bufferevent_get_input(c->cl));
+	evbuffer_add_buffer(bufferevent_get_output(c->cl),
+	    bufferevent_get_input(c->up));
+	flow(c);
+}
+
+static void
+pump_response(struct pconn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+
+	for (;;) {
+		size_t n = evbuffer_get_length(in);
+		if (c->resp_done || n == 0)
+			break;
+		if (!c->resp_head) {
+			const char *reason;
+			if (n > HTTP1_HEAD_MAX)
+				n = HTTP1_HEAD_MAX;
+			int r = http1_response_parse((const char *)
+							 evbuffer_pullup(in,
+							     (ssize_t)n),
+			    n, c->head_req, &c->resp, &reason);
+			if (r == -EAGAIN && n < HTTP1_HEAD_MAX)
+				return;
+			if (r < 0) {
+				up_drop(c);
+				fail(c, 502, "bad_upstream_response");
+				return;
+			}
+			if (c->resp.status == 101) {
+				if (!c->upgrade_ok) {
+					up_drop(c);
+					fail(c, 502, "unasked_upgrade");
+					return;
+				}
+				c->d.status = 101;
+				down(c, c->resp.head_len);
+				decision_log(c);
+				start_tunnel(c);
+				return;
+			}
+			down(c, c->resp.head_len);
+			if (c->resp.status < 200)
+				continue; /* 100 Continue: the real one follows */
+			c->resp_head = true;
+			c->d.status = (int)c->resp.status;
+			c->resp_left = c->resp.content_length;
+			if (c->resp.body == HTTP1_RESP_CHUNKED)
+				http1_chunked_init(&c->rchunk, HTTP1_CL_MAX);
+			c->resp_done = c->resp.body == HTTP1_RESP_NONE ||
+			    (c->resp.body == HTTP1_RESP_LENGTH &&
+				c->resp_left == 0);
+			continue;
+		}
+		if (c->resp.body == HTTP1_RESP_CLOSE) {
+			down(c, n);
+			continue;
+		}
+		if (c->resp.body == HTTP1_RESP_LENGTH) {
+			if (n > c->resp_left)
+				n = (size_t)c->resp_left;
+			down(c, n);
+			c->resp_left -= n;
+			c->resp_done = c->resp_left == 0;
+			continue;
+		}
+		size_t used, off, len;
+		if (n > 65536)
+			n = 65536;
+		int r = http1_chunked_decode(&c->rchunk,
+		    (const char *)evbuffer_pullup(in, (ssize_t)n), n, &used,
+		    &off, &len);
+		if (r == -EBADMSG) {
+			c->d.detail = "bad_upstream_chunk";
+			conn_finish(c);
+			return;
+		}
+		down(c, used);
+		c->resp_done = r == 0;
+	}
+	flow(c);
+	if (c->resp_done && c->body_done)
+		exchange_done(c);
+	else if (c->resp_done) {
+		/* The answer came before the whole body: no keeping alive. */
+		c->body_done = false;
+		exchange_done(c);
+	}
+}
+
+/* --- events --------------------------------------------------------------- */
+
+static void
+try_head(struct pconn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cl);
+	size_t n = evbuffer_get_length(in), used;
+	int r;
+
+	if (n == 0)
+		return;
+	if (!c->head_started) {
+		c->head_started = true;
+		arm(c, c->p->cfg.head_timeout_ms);
+	}
+	if (n > HTTP1_HEAD_MAX)
+		n = HTTP1_HEAD_MAX;
+	r = http1_parse(&c->parser,
+	    (const char *)evbuffer_pullup(in, (ssize_t)n), n, &used);
+	if (r == -EAGAIN)
+		return;
+	if (r < 0) {
+		decision_begin(c, c->tunnel ? "mitm" : "http");
+		deny(c, "malformed", c->parser.reason);
+		return;
+	}
+	c->head = malloc(used);
+	if (c->head == NULL) {
+		conn_close(c);
+		return;
+	}
+	evbuffer_remove(in, c->head, used);
+	judge(c);
+}
+
+static void
+on_cl_read(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+
+	(void)bev;
+	switch (c->state) {
+	case CS_HEAD:
+		try_head(c);
+		break;
+	case CS_EXCHANGE:
+		arm(c, c->p->cfg.idle_timeout_ms);
+		pump_body(c);
+		break;
+	case CS_SNI:
+		try_sni(c);
+		break;
+	case CS_TUNNEL:
+		arm(c, c->p->cfg.idle_timeout_ms);
+		c->d.bytes_up +=
+		    evbuffer_get_length(bufferevent_get_input(c->cl));
+		evbuffer_add_buffer(bufferevent_get_output(c->up),
+		    bufferevent_get_input(c->cl));
+		flow(c);
+		break;
+	default:
+		break; /* kept for later, within READ_HIGH */
+	}
+}
+
+static void
+on_up_read(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+
+	(void)bev;
+	if (c->state == CS_EXCHANGE) {
+		arm(c, c->p->cfg.idle_timeout_ms);
+		pump_response(c);
+	} else if (c->state == CS_TUNNEL) {
+		arm(c, c->p->cfg.idle_timeout_ms);
+		c->d.bytes_down +=
+		    evbuffer_get_length(bufferevent_get_input(c->up));
+		evbuffer_add_buffer(bufferevent_get_output(c->cl),
+		    bufferevent_get_input(c->up));
+		flow(c);
+	} else if (c->up_idle) {
+		up_drop(c); /* an idle upstream has nothing to say */
+	}
+}
+
+static void
+on_cl_write(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+
+	(void)bev;
+	if (c->state == CS_CLOSING) {
+		if (flushed(c))
+			conn_close(c);
+		return;
+	}
+	flow(c);
+}
+
+static void
+on_up_write(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	flow(arg);
+}
+
+static void
+on_cl_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct pconn *c = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		/* The client's TLS handshake finished. */
+		if (c->state == CS_HANDSHAKE) {
+			c->state = CS_HEAD;
+			arm(c, c->p->cfg.idle_timeout_ms);
+			try_head(c);
+		}
+		return;
+	}
+	if (c->state == CS_HANDSHAKE) {
+		decision_begin(c, "mitm");
+		c->d.host = c->thost;
+		c->d.port = c->tport;
+		c->d.rule = c->tunnel_rule;
+		if (c->sni[0] != '\0')
+			c->d.sni = c->sni;
+		c->d.allow = false;
+		c->d.reason = c->sni_problem != NULL ? "sni_mismatch" : "tls";
+		c->d.detail = c->sni_problem != NULL ? c->sni_problem
+						     : "client_handshake";
+		conn_close(c);
+		return;
+	}
+	if (c->state == CS_TUNNEL && c->up != NULL) {
+		/* Hand what is left to the upstream, then end. */
+		evbuffer_add_buffer(bufferevent_get_output(c->up),
+		    bufferevent_get_input(c->cl));
+	}
+	if (c->d_open && c->state != CS_TUNNEL && c->state != CS_HEAD)
+		c->d.detail = "client_closed";
+	conn_close(c);
+}
+
+static const char *
+tls_problem(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+	if (ssl != NULL && SSL_get_verify_result(ssl) != X509_V_OK)
+		return "upstream_certificate";
+	return "upstream_tls";
+}
+
+static void
+on_up_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		if (c->state != CS_CONNECT)
+			return;
+		if (!c->tunnel && c->parser.req.connect) {
+			c->up_idle = true;
+			answer_connect(c);
+		} else if (c->tunnel && c->tunnel_tls == EGRESS_TLS_PASSTHROUGH)
+			start_tunnel(c);
+		else
+			send_request(c);
+		return;
+	}
+	switch (c->state) {
+	case CS_CONNECT:
+		fail(c, 502,
+		    c->up_tls && (what & BEV_EVENT_ERROR) ? tls_problem(bev)
+							  : "connect_failed");
+		return;
+	case CS_EXCHANGE:
+		if (c->resp_head && c->resp.body == HTTP1_RESP_CLOSE) {
+			pump_response(c);
+			c->resp_done = true;
+			c->keep_alive = false;
+			up_drop(c);
+			exchange_done(c);
+		} else if (!c->resp_head && c->d.bytes_down == 0) {
+			up_drop(c);
+			fail(c, 502, "upstream_closed");
+		} else {
+			c->d.detail = "upstream_closed";
+			conn_finish(c);
+		}
+		return;
+	case CS_TUNNEL:
+		evbuffer_add_buffer(bufferevent_get_output(c->cl),
+		    bufferevent_get_input(c->up));
+		conn_finish(c);
+		return;
+	default:
+		up_drop(c); /* idle, and gone */
+		return;
+	}
+}
+
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct pconn *c = arg;
+
+	(void)fd;
+	(void)what;
+	switch (c->state) {
+	case CS_HEAD:
+		if (c->head_started) {
+			decision_begin(c, c->tunnel ? "mitm" : "http");
+			c->d.allow = false;
+			c->d.reason = "timeout";
+			c->d.detail = "head";
+			answer(c, 408, "timeout", "timeout",
+			    "the request head did not arrive in time");
+		} else {
+			conn_close(c); /* idle keep-alive */
+		}
+		return;
+	case CS_DNS:
+		if (c->ai_ready)
+			dns_done(c);
+		else {
+			if (c->dns != NULL)
+				evdns_getaddrinfo_cancel(c->dns);
+			c->dns = NULL;
+			fail(c, 504, "dns_timeout");
+		}
+		return;
+	case CS_CONNECT:
+		up_drop(c);
+		fail(c, 504, "connect_timeout");
+		return;
+	case CS_EXCHANGE:
+		if (!c->resp_head && c->d.bytes_down == 0) {
+			up_drop(c);
+			fail(c, 504, "upstream_timeout");
+		} else {
+			c->d.detail = "idle_timeout";
+			conn_finish(c);
+		}
+		return;
+	case CS_CLOSING:
+		if (flushed(c) || ms_since(&c->closing_since) > CLOSE_FLUSH_MS)
+			conn_close(c);
+		else
+			arm(c, 20);
+		return;
+	case CS_HANDSHAKE:
+	case CS_SNI:
+		if (!c->d_open)
+			decision_begin(c, "mitm");
+		c->d.allow = false;
+		c->d.reason = "timeout";
+		c->d.detail = c->state == CS_SNI ? "client_hello" : "handshake";
+		conn_close(c);
+		return;
+	case CS_TUNNEL:
+		conn_finish(c);
+		return;
+	case CS_TOKEN:
+		return; /* the broker call has its own timeout */
+	}
+}
+
+/* --- TLS ------------------------------------------------------------------ */
+
+int
+conn_tls_init(struct proxy *p)
+{
+	conn_ex_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	p->mitm_ctx = SSL_CTX_new(TLS_server_method());
+	p->up_ctx = SSL_CTX_new(TLS_client_method());
+	if (conn_ex_index < 0 || p->mitm_ctx == NULL || p->up_ctx == NULL)
+		goto fail;
+	SSL_CTX_set_min_proto_version(p->mitm_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_min_proto_version(p->up_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_tlsext_servername_callback(p->mitm_ctx, on_servername);
+	/* No session resumption towards the job: each tunnel shows its SNI. */
+	SSL_CTX_set_session_cache_mode(p->mitm_ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_options(p->mitm_ctx, SSL_OP_NO_TICKET);
+	SSL_CTX_set_verify(p->up_ctx, SSL_VERIFY_PEER, NULL);
+	if (p->cfg.upstream_ca_file != NULL) {
+		if (SSL_CTX_load_verify_locations(p->up_ctx,
+			p->cfg.upstream_ca_file, NULL) != 1) {
+			log_error("upstream_ca_failed", "{s:s}", "path",
+			    p->cfg.upstream_ca_file);
+			return -EIO;
+		}
+	} else if (SSL_CTX_set_default_verify_paths(p->up_ctx) != 1) {
+		goto fail;
+	}
+	return 0;
+fail:
+	log_error("tls_init_failed", "{s:s}", "error",
+	    ERR_reason_error_string(ERR_get_error()) ?: "unknown");
+	return -EIO;
+}

@@ -1,0 +1,306 @@
+/*
+ * The control API, for the launcher: open a job's channel (after reading
+ * its rules from the broker), close it, read its decisions. Opening waits
+ * for the broker without holding the loop: the request is deferred and
+ * resumed from the broker call's answer.
+ */
+#include "proxy.h"
+
+#include "log.h"
+#include "metrics.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct control_open {
+	TAILQ_ENTRY(control_open) link;
+	struct proxy *p;
+	struct http_request *req;
+	struct broker_call *call;
+	bool answered; /* the broker answered, or the proxy is stopping */
+	bool stopping;
+	int status; /* the broker's, 0 for none */
+	json_t *body; /* the broker's answer */
+};
+
+static bool
+job_id_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > JOB_ID_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+			(s[i] >= 'A' && s[i] <= 'Z') ||
+			(s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+			s[i] == '-'))
+			return false;
+	return true;
+}
+
+static void
+open_free(void *arg)
+{
+	struct control_open *o = arg;
+
+	if (!o->answered) {
+		broker_call_cancel(o->call);
+		TAILQ_REMOVE(&o->p->opens, o, link);
+	}
+	json_decref(o->body);
+	free(o);
+}
+
+static void
+open_answered(void *arg, int status, json_t *body)
+{
+	struct control_open *o = arg;
+
+	o->answered = true;
+	o->status = status;
+	o->body = json_incref(body);
+	TAILQ_REMOVE(&o->p->opens, o, link);
+	http_request_resume(o->req);
+	proxy_kick(o->p);
+}
+
+static void
+open_reply(struct proxy *p, struct control_open *o, const char *id,
+    struct http_response *res)
+{
+	const char *state =
+	    json_string_value(json_object_get(o->body, "state"));
+	struct pjob *j;
+	char err[256] = "";
+	int r;
+
+	if (o->status == 0) {
+		http_reply_error(res, 503, "broker_unavailable",
+		    "the broker did not answer: no channel without the "
+		    "job's rules");
+		return;
+	}
+	if (o->status == 404) {
+		http_reply_error(res, 404, "unknown_job",
+		    "the broker knows no job %s", id);
+		return;
+	}
+	if (o->status != 200 || state == NULL) {
+		http_reply_error(res, 503, "broker_error",
+		    "the broker answered %d for the job's rules", o->status);
+		return;
+	}
+	if (strcmp(state, "running") != 0 ||
+	    broker_recently_revoked(p->broker, id)) {
+		http_reply_error(res, 409, "job_not_running",
+		    "the job is %s: it gets no channel",
+		    strcmp(state, "running") != 0 ? state : "revoked");
+		return;
+	}
+	r = job_open(p, id, o->body, &j, err, sizeof(err));
+	if (r == -EEXIST) {
+		http_reply_error(res, 409, "exists",
+		    "the job already has a channel");
+		return;
+	}
+	if (r == -EINVAL) {
+		http_reply_error(res, 502, "bad_rules",
+		    "the broker's rules for the job were refused: %s", err);
+		return;
+	}
+	if (r < 0) {
+		log_error("channel_failed", "{s:s, s:s}", "job", id, "error",
+		    err[0] != '\0' ? err : strerror(-r));
+		http_reply_error(res, 500, "channel_failed",
+		    "could not open the job's channel");
+		return;
+	}
+	log_info("job_opened", "{s:s, s:s, s:i}", "job", id, "channel",
+	    j->channel, "rules", (int)j->rules.n);
+	http_reply_json(res, 201,
+	    json_pack("{s:s, s:s, s:s}", "job", j->id, "channel", j->channel,
+		"ca_pem", ca_pem(j->ca)));
+}
+
+static void
+job_post(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct proxy *p = ctx;
+	struct control_open *o = http_request_state(req);
+	const char *id = http_request_param(req, 0);
+	char path[128];
+
+	if (o != NULL) { /* resumed */
+		if (o->stopping)
+			http_reply_error(res, 503, "stopping",
+			    "the proxy is stopping");
+		else
+			open_reply(p, o, id, res);
+		return;
+	}
+	if (!job_id_ok(id)) {
+		http_reply_error(res, 400, "malformed",
+		    "a job id is 1 to %d of [A-Za-z0-9_-]", JOB_ID_MAX);
+		return;
+	}
+	if (job_find(p, id) != NULL) {
+		http_reply_error(res, 409, "exists",
+		    "the job already has a channel");
+		return;
+	}
+	if (p->verifier_key == NULL) {
+		http_reply_error(res, 503, "no_broker_key",
+		    "broker_key_file is not configured: the proxy cannot "
+		    "read rules");
+		return;
+	}
+	if (!broker_feed_ok(p->broker)) {
+		http_reply_error(res, 503, "feed_unavailable",
+		    "the broker's revocation feed is not answering: no new "
+		    "channel until it does");
+		return;
+	}
+	o = calloc(1, sizeof(*o));
+	if (o == NULL) {
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	o->p = p;
+	o->req = req;
+	http_request_set_state(req, o, open_free);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/egress", id);
+	http_request_defer(req);
+	TAILQ_INSERT_TAIL(&p->opens, o, link);
+	o->call = broker_call(p->broker, "GET", path, NULL, open_answered, o);
+	if (o->call == NULL) {
+		o->answered = true;
+		TAILQ_REMOVE(&p->opens, o, link);
+		http_request_resume(req);
+		proxy_kick(p);
+	}
+}
+
+static void
+job_delete(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct proxy *p = ctx;
+	struct pjob *j = job_find(p, http_request_param(req, 0));
+	unsigned n;
+
+	if (j == NULL) {
+		http_reply_error(res, 404, "unknown_job",
+		    "the proxy has no channel for this job");
+		return;
+	}
+	n = job_close(j, "deleted");
+	log_info("job_closed", "{s:s, s:i}", "job", j->id, "connections_closed",
+	    (int)n);
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:s, s:i, s:I, s:I}", "job", j->id, "state",
+		j->closed_why, "connections_closed", (int)n, "allowed",
+		(json_int_t)j->allowed, "denied", (json_int_t)j->denied));
+}
+
+static void
+job_get_log(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct proxy *p = ctx;
+	struct pjob *j = job_find(p, http_request_param(req, 0));
+	json_t *lines;
+	const char *s, *nl;
+
+	if (j == NULL) {
+		http_reply_error(res, 404, "unknown_job",
+		    "the proxy has no log for this job");
+		return;
+	}
+	lines = json_array();
+	s = buf_str(&j->log);
+	for (; s != NULL && *s != '\0'; s = nl + 1) {
+		nl = strchr(s, '\n');
+		if (nl == NULL)
+			break;
+		json_t *v = json_loadb(s, (size_t)(nl - s), 0, NULL);
+		if (v != NULL)
+			json_array_append_new(lines, v);
+	}
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "job", j->id, "state",
+		j->closed ? j->closed_why : "open", "allowed",
+		(json_int_t)j->allowed, "denied", (json_int_t)j->denied,
+		"dropped", (json_int_t)j->log_dropped, "decisions", lines));
+}
+
+const struct http_route control_routes[] = {
+	{ "POST", "/v1/jobs/*", ROLE_LAUNCHER, BODY_JSON_OPTIONAL, job_post },
+	{ "DELETE", "/v1/jobs/*", ROLE_LAUNCHER, BODY_NONE, job_delete },
+	{ "GET", "/v1/jobs/*/log", ROLE_LAUNCHER, BODY_NONE, job_get_log },
+};
+const size_t control_nroutes = ARRAY_SIZE(control_routes);
+
+void
+control_stopping(void *ctx)
+{
+	struct proxy *p = ctx;
+
+	while (!TAILQ_EMPTY(&p->opens)) {
+		struct control_open *o = TAILQ_FIRST(&p->opens);
+		TAILQ_REMOVE(&p->opens, o, link);
+		broker_call_cancel(o->call);
+		o->call = NULL;
+		o->answered = true;
+		o->stopping = true;
+		http_request_resume(o->req);
+	}
+	proxy_kick(p);
+}
+
+int
+control_health(void *ctx, json_t *out)
+{
+	struct proxy *p = ctx;
+	unsigned open = 0;
+	struct pjob *j;
+
+	TAILQ_FOREACH(j, &p->jobs, link)
+	if (!j->closed)
+		open++;
+	json_object_set_new(out, "feed",
+	    json_string(broker_feed_ok(p->broker) ? "ok" : "unavailable"));
+	json_object_set_new(out, "failing_closed",
+	    json_boolean(!broker_feed_ok(p->broker)));
+	json_object_set_new(out, "jobs", json_integer(open));
+	json_object_set_new(out, "connections",
+	    json_integer((json_int_t)p->conns_open));
+	return 0;
+}
+
+void
+control_metrics(void *ctx, struct buf *out)
+{
+	struct proxy *p = ctx;
+	unsigned open = 0;
+	struct pjob *j;
+
+	TAILQ_FOREACH(j, &p->jobs, link)
+	if (!j->closed)
+		open++;
+	metrics_header(out, "cordon_proxy_decisions_total", "counter",
+	    "Decisions logged, by outcome.");
+	metrics_sample(out, "cordon_proxy_decisions_total",
+	    "decision=\"allow\"", p->allowed);
+	metrics_sample(out, "cordon_proxy_decisions_total", "decision=\"deny\"",
+	    p->denied);
+	metrics_one(out, "cordon_proxy_jobs", "gauge",
+	    "Jobs with an open channel.", open);
+	metrics_one(out, "cordon_proxy_connections", "gauge",
+	    "Connections open on every channel.", p->conns_open);
+	metrics_one(out, "cordon_proxy_feed_ok", "gauge",
+	    "1 while the revocation feed answers; 0: every request refused.",
+	    broker_feed_ok(p->broker) ? 1 : 0);
+	metrics_one(out, "cordon_proxy_feed_seq", "gauge",
+	    "The last revocation sequence number applied.",
+	    (uint64_t)broker_feed_seq(p->broker));
+}

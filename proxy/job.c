@@ -1,0 +1,244 @@
+/*
+ * A job as the proxy knows it: its rules, its CA, its channel (the unix
+ * socket the launcher relays the sandbox's traffic to), its open
+ * connections and its decision log. Closing a job (revoked at the broker,
+ * or deleted by the launcher) closes the channel and every connection at
+ * once; its log stays readable for JOB_LINGER_S.
+ */
+#include "proxy.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <event2/listener.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+struct pjob *
+job_find(struct proxy *p, const char *id)
+{
+	struct pjob *j;
+
+	TAILQ_FOREACH(j, &p->jobs, link)
+	if (strcmp(j->id, id) == 0)
+		return j;
+	return NULL;
+}
+
+/*
+ * A connection on the channel. The socket's mode keeps nobody out (the
+ * proxy cannot chown it to the launcher unless it runs as root), so the
+ * peer's uid is what decides: the launcher's, or nothing.
+ */
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	struct pjob *j = arg;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    (long long)cred.uid != j->p->cfg.launcher_uid) {
+		struct decision d = { .job = j->id,
+			.conn = ++j->next_conn,
+			.kind = "connect",
+			.addr = "",
+			.rule = -1,
+			.reason = "peer_uid",
+			.detail = "not the launcher's uid" };
+		job_log(j, &d);
+		close(fd);
+		return;
+	}
+	conn_accept(j, fd);
+}
+
+/* The CA may sign only for the hosts whose TLS the proxy terminates; a
+ * job without one gets a CA that can sign for nothing of use. */
+static int
+job_ca(struct pjob *j)
+{
+	const char *hosts[EGRESS_MAX_RULES];
+	char names[EGRESS_MAX_RULES][EGRESS_HOST_MAX + 3];
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->rules.n; i++) {
+		const struct egress_rule *r = &j->rules.rule[i];
+		if (r->tls != EGRESS_TLS_TERMINATE)
+			continue;
+		snprintf(names[n], sizeof(names[n]), "%s%s",
+		    r->wildcard ? "*." : "", r->host);
+		hosts[n] = names[n];
+		n++;
+	}
+	if (n == 0)
+		hosts[n++] = "invalid";
+	return ca_new(j->id, hosts, n, j->deadline, &j->ca);
+}
+
+static int
+job_channel(struct pjob *j)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	if (asprintf(&j->channel, "%s/%s.sock", j->p->channels, j->id) < 0) {
+		j->channel = NULL;
+		return -ENOMEM;
+	}
+	if (strlen(j->channel) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun.sun_path, j->channel);
+	(void)unlink(j->channel);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    chmod(j->channel, 0666) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	j->listener = evconnlistener_new(j->p->base, on_accept, j,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 128, fd);
+	if (j->listener == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int
+job_open(struct proxy *p, const char *id, const json_t *egress,
+    struct pjob **ret, char *err, size_t errlen)
+{
+	struct pjob *j;
+	json_t *deadline = json_object_get(egress, "deadline");
+	int r;
+
+	if (job_find(p, id) != NULL)
+		return -EEXIST;
+	if (!json_is_integer(deadline) ||
+	    json_integer_value(deadline) <= time(NULL)) {
+		snprintf(err, errlen, "the job's deadline has passed");
+		return -EINVAL;
+	}
+	j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return -ENOMEM;
+	j->p = p;
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	j->deadline = (time_t)json_integer_value(deadline);
+	TAILQ_INIT(&j->conns);
+	buf_init(&j->log, JOB_LOG_MAX);
+	r = egress_rules_load(json_object_get(egress, "egress"), &j->rules, err,
+	    errlen);
+	if (r < 0)
+		goto fail;
+	r = job_ca(j);
+	if (r < 0) {
+		snprintf(err, errlen, "could not make the job's CA");
+		goto fail;
+	}
+	r = job_channel(j);
+	if (r < 0) {
+		snprintf(err, errlen, "could not open the channel: %s",
+		    strerror(-r));
+		goto fail;
+	}
+	TAILQ_INSERT_TAIL(&p->jobs, j, link);
+	*ret = j;
+	return 0;
+fail:
+	job_free(j);
+	return r;
+}
+
+unsigned
+job_close(struct pjob *j, const char *why)
+{
+	unsigned n = 0;
+
+	if (j->listener != NULL) {
+		evconnlistener_free(j->listener);
+		j->listener = NULL;
+		(void)unlink(j->channel);
+	}
+	while (!TAILQ_EMPTY(&j->conns)) {
+		conn_close(TAILQ_FIRST(&j->conns));
+		n++;
+	}
+	/* The CA's key dies with the job's right to reach anything. */
+	ca_free(j->ca);
+	j->ca = NULL;
+	if (!j->closed) {
+		j->closed = true;
+		j->closed_why = why;
+		j->closed_at = time(NULL);
+	}
+	return n;
+}
+
+void
+job_free(struct pjob *j)
+{
+	if (j == NULL)
+		return;
+	job_close(j, "deleted");
+	egress_rules_free(&j->rules);
+	free(j->channel);
+	buf_free(&j->log);
+	free(j);
+}
+
+void
+job_sweep(struct proxy *p)
+{
+	struct pjob *j, *next;
+	time_t now = time(NULL);
+
+	for (j = TAILQ_FIRST(&p->jobs); j != NULL; j = next) {
+		next = TAILQ_NEXT(j, link);
+		if (j->closed && now - j->closed_at > JOB_LINGER_S) {
+			TAILQ_REMOVE(&p->jobs, j, link);
+			job_free(j);
+		}
+	}
+}
+
+void
+job_log(struct pjob *j, const struct decision *d)
+{
+	char *line = decision_format(d);
+	size_t n;
+
+	if (d->allow) {
+		j->allowed++;
+		j->p->allowed++;
+	} else {
+		j->denied++;
+		j->p->denied++;
+	}
+	if (line == NULL) {
+		log_error("decision_lost", "{s:s}", "job", j->id);
+		return;
+	}
+	n = strlen(line);
+	if (j->p->log_fd >= 0 && write(j->p->log_fd, line, n) != (ssize_t)n)
+		log_error("decision_log_failed", "{s:s}", "error",
+		    strerror(errno));
+	if (write(STDERR_FILENO, line, n) < 0) {
+		/* stderr gone: the file has it. */
+	}
+	if (buf_append(&j->log, line, n) < 0)
+		j->log_dropped++;
+	free(line);
+}
