@@ -26,6 +26,7 @@ check
 libsubunit-dev
 libcurl4-openssl-dev
 curl
+python3
 git
 iproute2
 ca-certificates
@@ -35,8 +36,10 @@ systemd
 BENCH_PACKAGES="
 wrk
 nginx-light
-python3
 bc
+squid-openssl
+tinyproxy
+mitmproxy
 "
 
 case "${1:-}" in

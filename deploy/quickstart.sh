@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The README's first command. On a fresh Debian 12 machine: installs what
 # cordon needs, builds it, starts cordon-broker, cordon-proxy and
-# cordon-hatch on loopback with state under ./var/, and shows what runs.
+# cordon-hatch on loopback with state under ./var/, serves an example
+# invoices API on 127.0.0.1:7780, and walks one job through the three
+# planes: a capability, its egress through the proxy, the revoke, and the
+# patch of what it wrote.
 #
 #   ./deploy/quickstart.sh          install, build, (re)start, show
 #   ./deploy/quickstart.sh stop     stop the services it started
@@ -71,6 +74,7 @@ stop)
 			http://127.0.0.1:7703/v1/workspaces/quickstart >/dev/null || true
 	fi
 	for svc in $services; do stop_one "$svc"; done
+	stop_one upstream
 	exit 0
 	;;
 status)
@@ -100,11 +104,21 @@ cat >"$var/hatch.json" <<JSON
 {"input_roots": ["$top/deploy/examples"],
  "launcher_key_file": "$var/broker/keys/launcher.key"}
 JSON
+# The proxy calls the broker with the verifier key, answers only the
+# launcher's, and resolves the example API's name to loopback.
+echo "127.0.0.1 invoices.internal" >"$var/hosts"
+cat >"$var/proxy.json" <<JSON
+{"broker": "http://127.0.0.1:7701",
+ "broker_key_file": "$var/broker/keys/verifier.key",
+ "launcher_key_file": "$var/broker/keys/launcher.key",
+ "launcher_uid": $(id -u), "hosts_file": "$var/hosts", "follower": "quickstart"}
+JSON
 for svc in $services; do
 	stop_one "$svc"
 	: >"$var/log/$svc.log"
 	args=(--listen "127.0.0.1:${port[$svc]}")
 	[ "$svc" = hatch ] && args+=(--config "$var/hatch.json")
+	[ "$svc" = proxy ] && args+=(--config "$var/proxy.json")
 	# Each service keeps its state in ./var/<service> by default.
 	(cd "$top" && exec setsid "$top/$build/bin/cordon-$svc" "${args[@]}" \
 		</dev/null >>"$var/log/$svc.log" 2>&1) &
@@ -121,8 +135,17 @@ for svc in $services; do
 	fi
 done
 status
+# The example's upstream: an invoices API on loopback, outside any sandbox.
+stop_one upstream
+(cd "$top/deploy/examples/invoices" && exec setsid python3 -m http.server \
+	--bind 127.0.0.1 7780 </dev/null >>"$var/log/upstream.log" 2>&1) &
+echo $! >"$(pidfile upstream)"
+for _ in $(seq 1 50); do
+	curl -fs --max-time 1 -o /dev/null http://127.0.0.1:7780/ && break
+	sleep 0.1
+done
 
-say "4/4 the example: the identity plane, end to end"
+say "4/4 the example: one job through the three planes"
 B=http://127.0.0.1:7701
 K=$var/broker/keys
 A="Authorization: Bearer $(cat "$K/admin.key")"
@@ -149,21 +172,51 @@ sed 's/},{/}\n{/g' <<<"$out" | sed -n 's/.*"field":"\([^"]*\)","problem":"\([^"]
 echo
 job=$(curl -s -X POST -H "$L" -d '{"manifest": "support-triage"}' $B/v1/jobs | field job)
 show "the launcher creates job $job (15-minute deadline, 30 s lease)"
-# What the proxy does when the job asks http://broker.cordon/v1/token.
-tok=$(curl -s -X POST -H "$V" -H "X-Cordon-Job: $job" $B/v1/token \
+P=http://127.0.0.1:7702
+chan=$(curl -s -X POST -H "$L" $P/v1/jobs/$job | field channel)
+[ -n "$chan" ] || fail "the proxy opened no channel for $job: see ./var/log/proxy.log"
+show "the proxy opens its channel, ${chan#"$top"/}, and makes a CA for its hosts alone"
+# What the job's relay does: a forward-proxy request on the channel.
+through() { # METHOD URL [curl args...]
+	local m=$1 u=$2 hp
+	shift 2
+	hp=${u#http://}
+	hp=${hp%%/*}
+	curl -s --max-time 5 --unix-socket "$chan" -X "$m" --request-target "$u" \
+		-H "Host: $hp" "$@" "http://$hp/"
+}
+echo
+echo "  identity: the job asks for a capability, not a credential"
+tok=$(through POST http://broker.cordon/v1/token -H "X-Cordon-Job: someone-else" \
 	-d '{"capability": "invoices.read", "params": {"tenant": "4182"}}')
 token=$(field access_token <<<"$tok")
-show "the job asks for \"invoices.read, tenant 4182\": a token for ${token:0:8}…, expires in $(field expires_in <<<"$tok") s"
-out=$(curl -s -X POST -H "$V" -H "X-Cordon-Job: $job" $B/v1/token \
+[ -n "$token" ] || fail "no token through the channel: $tok"
+show "it asks http://broker.cordon for \"invoices.read, tenant 4182\": a token for ${token:0:8}…, expires in $(field expires_in <<<"$tok") s"
+show "  (it claimed to be someone else; the token is bound to the channel's job: $(curl -s -X POST -H "$V" -d "{\"token\": \"$token\"}" $B/v1/introspect | field job))"
+out=$(through POST http://broker.cordon/v1/token \
 	-d '{"capability": "invoices.read", "params": {"tenant": "9999"}}')
 show "it asks for tenant 9999: $(field error <<<"$out") (refused, never narrowed)"
-show "introspection of its token: active=$(curl -s -X POST -H "$V" -d "{\"token\": \"$token\"}" $B/v1/introspect | field active)"
+echo
+echo "  reachability: default deny, every decision a log line"
+out=$(through GET http://invoices.internal:7780/invoices/4182.json -H "Authorization: Bearer $token")
+show "GET invoices.internal/invoices/4182.json with its token: $out"
+show "GET api.evil.example/upload: $(through GET http://api.evil.example/upload -o /dev/null -D - | sed -n 's/^X-Cordon-Deny: *//p' | tr -d '\r') (refused)"
+show "GET invoices.internal/admin: $(through GET http://invoices.internal:7780/admin -o /dev/null -D - | sed -n 's/^X-Cordon-Deny: *//p' | tr -d '\r') (refused)"
+show "the proxy's decisions for the job (GET $P/v1/jobs/$job/log):"
+curl -s -H "$L" $P/v1/jobs/$job/log | sed 's/},{/}\n{/g' |
+	sed -n 's/.*"kind":"\([^"]*\)","method":"\([^"]*\)","host":"\([^"]*\)".*"path":"\([^"]*\)".*"decision":"\([^"]*\)","reason":\([^,]*\),.*"status":\([0-9]*\).*/      \5  \2 \3\4  reason=\6 status=\7/p' | tr -d '"'
+echo
+echo "  stop means burn"
 out=$(curl -s -X POST -H "$A" -d '{"reason": "quickstart"}' $B/v1/jobs/$job/revoke)
-show "an operator revokes the job: $(field tokens_revoked <<<"$out") token(s) revoked"
-show "the same token replayed: active=$(curl -s -X POST -H "$V" -d "{\"token\": \"$token\"}" $B/v1/introspect | field active)"
+show "an operator revokes the job: $(field tokens_revoked <<<"$out") token(s) revoked; acknowledged by: $(sed -n 's/.*"acknowledged":\[\([^]]*\)\].*/\1/p' <<<"$out" | tr -d '"')"
+show "the same token replayed at the broker: active=$(curl -s -X POST -H "$V" -d "{\"token\": \"$token\"}" $B/v1/introspect | field active)"
+if through GET http://invoices.internal:7780/invoices/4182.json -H "Authorization: Bearer $token" >/dev/null 2>&1; then
+	show "the same token through the job's channel: answered (it should not be)"
+else
+	show "the same token through the job's channel: nothing answers, the channel is closed"
+fi
 show "the audit chain verifies: ok=$(curl -s -H "$A" "$B/v1/audit?verify=1" | field ok)"
-show "the token's value is in no file the broker wrote: $(grep -rlF "$token" "$var" 2>/dev/null | wc -l) files"
-
+show "the token's value is in no file cordon wrote: $(grep -rlF "$token" "$var" 2>/dev/null | wc -l) files"
 echo
 echo "  the return path: the hatch copies an input in and seals what was written"
 H=http://127.0.0.1:7703
@@ -196,12 +249,13 @@ for svc in $services; do
 	printf '  %-8s /healthz  %s\n' "$svc" "$(health "$svc")"
 done
 echo
-echo "  the broker's API, with curl: docs/api.md (the revoke call comes first)"
+echo "  the API, with curl: docs/api.md (the revoke call comes first); egress: docs/egress.md"
 
 cat <<EOF
 
 cordon is running.
   logs:   ./var/log/{broker,proxy,hatch}.log (JSON lines)
+  egress: ./var/proxy/log/decisions.log (every decision of the proxy)
   patch:  ./var/quickstart.patch (how to apply one safely: docs/return-path.md)
   state:  ./var/{broker,proxy,hatch}/
   stop:   ./deploy/quickstart.sh stop
