@@ -56,6 +56,7 @@ struct broker_link {
 	int64_t after; /* the last sequence number applied */
 	bool started; /* the first answer came (the head is known) */
 	bool ok;
+	bool failing; /* the last poll failed */
 	struct timespec last_answer;
 	char recent[RECENT_MAX][JOB_ID_MAX + 1]; /* revoked, a ring */
 	unsigned nrecent;
@@ -235,12 +236,14 @@ feed_failed(struct broker_link *b, const char *why)
 {
 	static const struct timeval retry = { 0, FEED_RETRY_MS * 1000 };
 
-	if (b->ok)
+	/* Refusing starts 2 s after the last answer (on_feed_check), not
+	 * at the first failed poll: a broker restarting revokes nothing. */
+	if (!b->failing)
 		log_warn("feed_unreachable", "{s:s, s:s}", "error", why,
 		    "effect",
-		    "every request is refused after 2 s until the feed "
-		    "answers again");
-	b->ok = false;
+		    "every request is refused 2 s after the last answer, "
+		    "until the feed answers again");
+	b->failing = true;
 	evtimer_add(b->feed_retry, &retry);
 }
 
@@ -294,6 +297,7 @@ feed_answer(struct evhttp_request *req, void *arg)
 	}
 	json_decref(body);
 	clock_gettime(CLOCK_MONOTONIC, &b->last_answer);
+	b->failing = false;
 	/* A full page means more: resync before traffic flows again. */
 	if (n < 1000) {
 		if (!b->ok)
@@ -357,6 +361,9 @@ on_feed_check(evutil_socket_t fd, short what, void *arg)
 		log_warn("feed_silent", "{s:i, s:s}", "ms",
 		    (int)ms_since(&b->last_answer), "effect",
 		    "every request is refused until the feed answers");
+		/* Requests are refused one by one from now on; a tunnel whose
+		 * bytes the proxy cannot judge is closed. */
+		job_feed_lost(b->p);
 	}
 }
 

@@ -188,6 +188,21 @@ job_close(struct pjob *j, const char *why)
 }
 
 void
+job_feed_lost(struct proxy *p)
+{
+	struct pjob *j;
+	struct pconn *c, *next;
+
+	TAILQ_FOREACH(j, &p->jobs, link)
+	{
+		for (c = TAILQ_FIRST(&j->conns); c != NULL; c = next) {
+			next = conn_next(c);
+			conn_feed_lost(c);
+		}
+	}
+}
+
+void
 job_free(struct pjob *j)
 {
 	if (j == NULL)

@@ -163,6 +163,9 @@ struct pjob *job_find(struct proxy *p, const char *id);
  * why: "revoked" or "deleted". Returns the number of connections closed. */
 unsigned job_close(struct pjob *j, const char *why);
 void job_free(struct pjob *j);
+/* The revocation feed went silent: closes what cannot be judged request by
+ * request (passthrough and upgraded tunnels) in every job. */
+void job_feed_lost(struct proxy *p);
 /* Forgets closed jobs older than JOB_LINGER_S. */
 void job_sweep(struct proxy *p);
 /* Writes one decision: to the log file, stderr and the job's log. */
@@ -174,6 +177,10 @@ void job_log(struct pjob *j, const struct decision *d);
 void conn_accept(struct pjob *j, int fd);
 /* Closes c at once, logging its open decision, if any. */
 void conn_close(struct pconn *c);
+/* Closes c if it is a tunnel of opaque bytes (the feed is lost). */
+void conn_feed_lost(struct pconn *c);
+/* The next connection of the same job, or NULL. */
+struct pconn *conn_next(struct pconn *c);
 /* The TLS contexts: 0, or -EIO with the reason logged. */
 int conn_tls_init(struct proxy *p);
 

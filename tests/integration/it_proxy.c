@@ -904,6 +904,16 @@ START_TEST(feed_down_fails_closed_until_it_is_back)
 	char req[512], *resp = NULL;
 	int i;
 
+	char ca[400];
+	int tunnel =
+	    connect_tunnel(channel, "pass.test", upstream_port(pass_up), &resp);
+	SSL *ssl;
+
+	ck_assert_int_ge(tunnel, 0);
+	free(resp);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", cadir);
+	ssl = tls_client(tunnel, NULL, ca, "pass.test");
+	ck_assert_ptr_nonnull(ssl);
 	snprintf(req, sizeof(req),
 	    "GET http://api.test:%u/ok/ HTTP/1.1\r\nHost: api.test:%u\r\n\r\n",
 	    upstream_port(plain), upstream_port(plain));
@@ -920,6 +930,12 @@ START_TEST(feed_down_fails_closed_until_it_is_back)
 	ck_assert_ptr_nonnull(resp);
 	assert_denied(resp, "feed_unavailable");
 	free(resp);
+	/* A tunnel whose bytes it cannot judge is closed too. */
+	for (i = 0; i < 30 && !closed_now(tunnel); i++)
+		usleep(100000);
+	ck_assert_msg(closed_now(tunnel), "the passthrough tunnel is open");
+	SSL_free(ssl);
+	close(tunnel);
 	ck_assert_int_eq(daemon_restart(&broker), 0);
 	for (i = 0; i < 100; i++) {
 		resp = send_req(req);
