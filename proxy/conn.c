@@ -180,6 +180,17 @@ up_drop(struct pconn *c)
 	c->up_idle = false;
 }
 
+/* Hands an idle upstream to the job's pool; drops any other. */
+static void
+up_release(struct pconn *c)
+{
+	if (c->up != NULL && c->up_idle && !c->broker_route) {
+		job_pool_put(c->job, c->up, c->up_key, c->addr);
+		c->up = NULL;
+	}
+	up_drop(c);
+}
+
 static void
 request_reset(struct pconn *c)
 {
@@ -201,7 +212,7 @@ conn_close(struct pconn *c)
 		evdns_getaddrinfo_cancel(c->dns);
 	if (c->ai != NULL)
 		evutil_freeaddrinfo(c->ai);
-	up_drop(c);
+	up_release(c);
 	if (c->cl != NULL)
 		bufferevent_free(c->cl);
 	event_free(c->timer);
@@ -227,7 +238,7 @@ static void
 conn_finish(struct pconn *c)
 {
 	decision_log(c);
-	up_drop(c);
+	up_release(c);
 	c->state = CS_CLOSING;
 	bufferevent_disable(c->cl, EV_READ);
 	clock_gettime(CLOCK_MONOTONIC, &c->closing_since);
@@ -739,6 +750,14 @@ on_dns(int err, struct evutil_addrinfo *ai, void *arg)
 }
 
 static void
+up_callbacks(struct pconn *c)
+{
+	bufferevent_setcb(c->up, on_up_read, on_up_write, on_up_event, c);
+	bufferevent_setwatermark(c->up, EV_READ, 0, READ_HIGH);
+	bufferevent_setwatermark(c->up, EV_WRITE, FLOW_HIGH / 2, 0);
+}
+
+static void
 connect_to(struct pconn *c, const struct sockaddr *sa, socklen_t len)
 {
 	struct bufferevent *up;
@@ -780,9 +799,7 @@ connect_to(struct pconn *c, const struct sockaddr *sa, socklen_t len)
 		return;
 	}
 	c->up = up;
-	bufferevent_setcb(up, on_up_read, on_up_write, on_up_event, c);
-	bufferevent_setwatermark(up, EV_READ, 0, READ_HIGH);
-	bufferevent_setwatermark(up, EV_WRITE, FLOW_HIGH / 2, 0);
+	up_callbacks(c);
 	c->state = CS_CONNECT;
 	arm(c, c->p->cfg.connect_timeout_ms);
 	/* A failure is told to on_up_event, at once or later: c may be gone
@@ -866,8 +883,19 @@ go_upstream(struct pconn *c)
 		send_request(c);
 		return;
 	}
-	up_drop(c);
+	up_release(c);
 	snprintf(c->up_key, sizeof(c->up_key), "%s", key);
+	if (!c->broker_route &&
+	    (c->up = job_pool_take(c->job, key, c->addr, sizeof(c->addr))) !=
+		NULL) {
+		up_callbacks(c);
+		c->up_idle = true;
+		if (opening)
+			answer_connect(c);
+		else
+			send_request(c);
+		return;
+	}
 	if (c->broker_route) {
 		socklen_t len;
 		const struct sockaddr *sa = broker_addr(c->p->broker, &len);
@@ -955,15 +983,16 @@ exchange_done(struct pconn *c)
 	    c->body_done && !c->broker_route;
 
 	decision_log(c);
+	/* An upstream that can take another request waits for one: this
+	 * connection's next, or the job's pool. */
+	c->up_idle = reuse;
+	if (!reuse)
+		up_drop(c);
 	if (!c->keep_alive || c->resp.body == HTTP1_RESP_CLOSE ||
 	    !c->resp.keep_alive || !c->body_done) {
 		conn_finish(c);
 		return;
 	}
-	if (reuse)
-		c->up_idle = true;
-	else
-		up_drop(c);
 	request_reset(c);
 	http1_parser_init(&c->parser,
 	    c->tunnel ? HTTP1_MODE_ORIGIN : HTTP1_MODE_PROXY);

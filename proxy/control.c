@@ -261,12 +261,16 @@ int
 control_health(void *ctx, json_t *out)
 {
 	struct proxy *p = ctx;
-	unsigned open = 0;
+	unsigned open = 0, pooled = 0;
 	struct pjob *j;
 
 	TAILQ_FOREACH(j, &p->jobs, link)
-	if (!j->closed)
-		open++;
+	{
+		if (!j->closed)
+			open++;
+		pooled += j->npool;
+	}
+	json_object_set_new(out, "pooled", json_integer(pooled));
 	json_object_set_new(out, "feed",
 	    json_string(broker_feed_ok(p->broker) ? "ok" : "unavailable"));
 	json_object_set_new(out, "failing_closed",
@@ -281,12 +285,18 @@ void
 control_metrics(void *ctx, struct buf *out)
 {
 	struct proxy *p = ctx;
-	unsigned open = 0;
+	unsigned open = 0, pooled = 0;
 	struct pjob *j;
 
 	TAILQ_FOREACH(j, &p->jobs, link)
-	if (!j->closed)
-		open++;
+	{
+		if (!j->closed)
+			open++;
+		pooled += j->npool;
+	}
+	metrics_one(out, "cordon_proxy_upstream_pooled", "gauge",
+	    "Idle upstream connections kept for the jobs' next requests.",
+	    pooled);
 	metrics_header(out, "cordon_proxy_decisions_total", "counter",
 	    "Decisions logged, by outcome.");
 	metrics_sample(out, "cordon_proxy_decisions_total",

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <event2/bufferevent.h>
 #include <event2/listener.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,96 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+struct pooled {
+	TAILQ_ENTRY(pooled) link;
+	struct pjob *j;
+	struct bufferevent *bev;
+	struct timespec since;
+	char key[EGRESS_HOST_MAX + 16];
+	char addr[64];
+};
+
+static void
+pooled_free(struct pooled *e)
+{
+	TAILQ_REMOVE(&e->j->pool, e, link);
+	e->j->npool--;
+	bufferevent_free(e->bev);
+	free(e);
+}
+
+/* An idle upstream that speaks, or closes, is no longer of use. */
+static void
+on_pooled_read(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	pooled_free(arg);
+}
+
+static void
+on_pooled_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	pooled_free(arg);
+}
+
+static int64_t
+age_ms(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - t->tv_sec) * 1000 +
+	    (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+void
+job_pool_put(struct pjob *j, struct bufferevent *bev, const char *key,
+    const char *addr)
+{
+	struct pooled *e;
+
+	if (j->closed || j->npool >= POOL_MAX ||
+	    (e = calloc(1, sizeof(*e))) == NULL) {
+		bufferevent_free(bev);
+		return;
+	}
+	e->j = j;
+	e->bev = bev;
+	clock_gettime(CLOCK_MONOTONIC, &e->since);
+	snprintf(e->key, sizeof(e->key), "%s", key);
+	snprintf(e->addr, sizeof(e->addr), "%s", addr);
+	bufferevent_setcb(bev, on_pooled_read, NULL, on_pooled_event, e);
+	bufferevent_enable(bev, EV_READ);
+	TAILQ_INSERT_HEAD(&j->pool, e, link);
+	j->npool++;
+}
+
+struct bufferevent *
+job_pool_take(struct pjob *j, const char *key, char *addr, size_t addrlen)
+{
+	struct pooled *e, *next;
+	struct bufferevent *bev;
+
+	for (e = TAILQ_FIRST(&j->pool); e != NULL; e = next) {
+		next = TAILQ_NEXT(e, link);
+		if (age_ms(&e->since) > POOL_IDLE_MS) {
+			pooled_free(e);
+			continue;
+		}
+		if (strcmp(e->key, key) != 0)
+			continue;
+		bev = e->bev;
+		snprintf(addr, addrlen, "%s", e->addr);
+		TAILQ_REMOVE(&j->pool, e, link);
+		j->npool--;
+		free(e);
+		return bev;
+	}
+	return NULL;
+}
 
 struct pjob *
 job_find(struct proxy *p, const char *id)
@@ -138,6 +229,7 @@ job_open(struct proxy *p, const char *id, const json_t *egress,
 	snprintf(j->id, sizeof(j->id), "%s", id);
 	j->deadline = (time_t)json_integer_value(deadline);
 	TAILQ_INIT(&j->conns);
+	TAILQ_INIT(&j->pool);
 	buf_init(&j->log, JOB_LOG_MAX);
 	r = egress_rules_load(json_object_get(egress, "egress"), &j->rules, err,
 	    errlen);
@@ -176,6 +268,8 @@ job_close(struct pjob *j, const char *why)
 		conn_close(TAILQ_FIRST(&j->conns));
 		n++;
 	}
+	while (!TAILQ_EMPTY(&j->pool))
+		pooled_free(TAILQ_FIRST(&j->pool));
 	/* The CA's key dies with the job's right to reach anything. */
 	ca_free(j->ca);
 	j->ca = NULL;
@@ -222,6 +316,12 @@ job_sweep(struct proxy *p)
 
 	for (j = TAILQ_FIRST(&p->jobs); j != NULL; j = next) {
 		next = TAILQ_NEXT(j, link);
+		struct pooled *e, *enext;
+		for (e = TAILQ_FIRST(&j->pool); e != NULL; e = enext) {
+			enext = TAILQ_NEXT(e, link);
+			if (age_ms(&e->since) > POOL_IDLE_MS)
+				pooled_free(e);
+		}
 		if (j->closed && now - j->closed_at > JOB_LINGER_S) {
 			TAILQ_REMOVE(&p->jobs, j, link);
 			job_free(j);

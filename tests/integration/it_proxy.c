@@ -590,6 +590,64 @@ tls_exchange(SSL *ssl, const char *req)
 	return strdup(buf);
 }
 
+/* Waits (5 s at most) until the proxy holds n idle upstreams. */
+static void
+wait_pooled(int n)
+{
+	long st;
+	int got = -1;
+
+	for (int i = 0; i < 100 && got != n; i++) {
+		json_t *h = harness_get_json(&proxy, "/healthz", &st);
+		got = (int)json_integer_value(json_object_get(h, "pooled"));
+		json_decref(h);
+		if (got != n)
+			usleep(50000);
+	}
+	ck_assert_int_eq(got, n);
+}
+
+START_TEST(upstreams_are_pooled_across_connections)
+{
+	char req[512], *resp;
+	unsigned before = upstream_connections(plain);
+	unsigned tls_before = upstream_connections(tls_up);
+
+	/* Each job connection closes after one request; the upstream
+	 * connection behind it waits in the job's pool for the next. */
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/ok/ HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Connection: close\r\n\r\n",
+	    upstream_port(plain), upstream_port(plain));
+	for (int i = 0; i < 3; i++) {
+		resp = send_req(req);
+		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		free(resp);
+		wait_pooled(1);
+	}
+	ck_assert_uint_eq(upstream_connections(plain) - before, 1);
+
+	snprintf(req, sizeof(req),
+	    "GET /ok/ HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n",
+	    upstream_port(tls_up));
+	for (int i = 0; i < 3; i++) {
+		int fd = connect_tunnel(channel, "tls.test",
+		    upstream_port(tls_up), &resp);
+		ck_assert_int_ge(fd, 0);
+		free(resp);
+		SSL *ssl = tls_client(fd, job_ca, NULL, "tls.test");
+		ck_assert_ptr_nonnull(ssl);
+		resp = tls_exchange(ssl, req);
+		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		free(resp);
+		SSL_free(ssl);
+		close(fd);
+		wait_pooled(2); /* the plain one above, and this one */
+	}
+	ck_assert_uint_eq(upstream_connections(tls_up) - tls_before, 1);
+}
+END_TEST
+
 START_TEST(terminated_tls_checks_every_inner_request)
 {
 	char req[512], *resp;
@@ -994,6 +1052,7 @@ suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, allowed_http_passes_and_is_logged);
 	tcase_add_test(tc, keep_alive_reuses_both_connections);
+	tcase_add_test(tc, upstreams_are_pooled_across_connections);
 	tcase_add_loop_test(tc, each_refusal_has_its_reason_and_line, 0,
 	    (int)(sizeof(refusals) / sizeof(refusals[0])));
 	tcase_add_test(tc, oversize_and_nul_are_refused);
