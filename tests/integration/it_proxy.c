@@ -109,14 +109,15 @@ setup(void)
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", cadir);
 	write_file(hostsf,
 	    "127.0.0.1 api.test tls.test pass.test wrong.test private.test "
-	    "brokerport.test self.test other.test noaud.test\n");
+	    "brokerport.test self.test other.test noaud.test ws.test\n");
 	snprintf(path, sizeof(path), "%s/verifier.key", cadir);
 	write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
 	    "\"hosts_file\": \"%s\", \"upstream_ca_file\": \"%s/ca.pem\", "
-	    "\"follower\": \"proxy-test\"}",
+	    "\"follower\": \"proxy-test\", \"head_timeout_ms\": 2000, "
+	    "\"max_conns_per_job\": 16}",
 	    broker.base, path, broker.dir, hostsf, cadir);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 
@@ -129,7 +130,8 @@ setup(void)
 		      " {s:s, s:i, s:[s], s:s},"
 		      " {s:s, s:i, s:s, s:[s], s:s, s:[s]},"
 		      " {s:s, s:i, s:s, s:[s], s:s, s:[s]},"
-		      " {s:s, s:i, s:[s], s:s, s:[s]}],"
+		      " {s:s, s:i, s:[s], s:s, s:[s]},"
+		      " {s:s, s:i, s:[s], s:s, s:[s], s:b}],"
 		      " s:{s:i}}",
 	    "name", "proxy-test", "command", "/bin/true", "capabilities",
 	    "name", "x.read", "audience", "api", "params", "t", "1",
@@ -160,7 +162,10 @@ setup(void)
 	    "terminate", "methods", "GET", "reason", "self", "allow_cidrs", lo,
 	    /* 7: plain HTTP, no audience: no token may go there */
 	    "host", "noaud.test", "port", upstream_port(plain), "methods",
-	    "GET", "reason", "no tokens here", "allow_cidrs", lo, "limits",
+	    "GET", "reason", "no tokens here", "allow_cidrs", lo,
+	    /* 8: websockets allowed */
+	    "host", "ws.test", "port", upstream_port(plain), "methods", "GET",
+	    "reason", "a websocket", "allow_cidrs", lo, "upgrade", 1, "limits",
 	    "wall_seconds", 600);
 	ck_assert_ptr_nonnull(m);
 	json_decref(harness_expect(&broker, 200, "PUT",
@@ -352,6 +357,127 @@ START_TEST(keep_alive_reuses_both_connections)
 	close(fd);
 	ck_assert_uint_eq(upstream_connections(plain) - before, 1);
 	ck_assert_int_eq(count_lines(job, "allow", NULL, NULL), 4);
+}
+END_TEST
+
+START_TEST(upgrade_when_the_rule_allows_it)
+{
+	char req[512], buf[16];
+	char *resp;
+	int fd = unix_connect(channel);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "GET http://ws.test:%u/upgrade HTTP/1.1\r\nHost: ws.test:%u\r\n"
+	    "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+	    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	    "Sec-WebSocket-Version: 13\r\n\r\n",
+	    upstream_port(plain), upstream_port(plain));
+	resp = http_exchange(fd, req, strlen(req), 5000);
+	ck_assert_msg(status_of(resp) == 101, "%.300s", resp);
+	free(resp);
+	/* From here on, bytes both ways. */
+	ck_assert_int_eq(write(fd, "hello", 5), 5);
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 5);
+	ck_assert(memcmp(buf, "hello", 5) == 0);
+	close(fd);
+	ck_assert_int_eq(count_lines(job, "allow", NULL, NULL), 1);
+}
+END_TEST
+
+START_TEST(redirects_are_passed_back_not_followed)
+{
+	char req[512];
+	char *resp;
+
+	snprintf(req, sizeof(req),
+	    "GET http://noaud.test:%u/redirect HTTP/1.1\r\nHost: "
+	    "noaud.test:%u\r\n\r\n",
+	    upstream_port(plain), upstream_port(plain));
+	resp = send_req(req);
+	ck_assert_msg(status_of(resp) == 302, "%.300s", resp);
+	ck_assert_ptr_nonnull(strstr(resp, "Location: http://elsewhere.test/"));
+	free(resp);
+	ck_assert_uint_eq(upstream_requests(plain), 1);
+	ck_assert_int_eq(count_lines(job, "allow", NULL, NULL), 1);
+}
+END_TEST
+
+START_TEST(a_large_answer_flows_whole)
+{
+	char req[512];
+	char *resp, *body;
+
+	snprintf(req, sizeof(req),
+	    "GET http://noaud.test:%u/bytes/8000000 HTTP/1.1\r\nHost: "
+	    "noaud.test:%u\r\n\r\n",
+	    upstream_port(plain), upstream_port(plain));
+	resp = send_req(req);
+	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	body = strstr(resp, "\r\n\r\n");
+	ck_assert_ptr_nonnull(body);
+	ck_assert_uint_eq(strlen(body + 4), 8000000);
+	free(resp);
+	json_t *d = decisions(job);
+	ck_assert_int_ge(json_integer_value(
+			     json_object_get(json_array_get(d, 0),
+				 "bytes_down")),
+	    8000000);
+	json_decref(d);
+}
+END_TEST
+
+START_TEST(a_slow_head_times_out)
+{
+	static const char part[] = "GET http://api.test/ok/ HTTP/1.1\r\nHo";
+	int fd = unix_connect(channel);
+	char *resp;
+
+	ck_assert_int_ge(fd, 0);
+	/* head_timeout_ms is 2000 in this test's configuration. */
+	resp = http_exchange(fd, part, strlen(part), 8000);
+	close(fd);
+	ck_assert_msg(status_of(resp) == 408, "%.300s", resp);
+	ck_assert_ptr_nonnull(strstr(resp, "X-Cordon-Deny: timeout\r\n"));
+	free(resp);
+	ck_assert_int_eq(count_lines(job, "deny", "timeout", "head"), 1);
+}
+END_TEST
+
+START_TEST(connections_per_job_are_capped)
+{
+	int fds[16], extra;
+	char c;
+
+	/* max_conns_per_job is 16 in this test's configuration. */
+	for (int i = 0; i < 16; i++) {
+		fds[i] = unix_connect(channel);
+		ck_assert_int_ge(fds[i], 0);
+	}
+	/* Every one of them is accepted before the next is tried. */
+	for (int i = 0; i < 100; i++) {
+		json_t *h;
+		long st;
+		h = harness_get_json(&proxy, "/healthz", &st);
+		int n =
+		    (int)json_integer_value(json_object_get(h, "connections"));
+		json_decref(h);
+		if (n == 16)
+			break;
+		usleep(50000);
+	}
+	extra = unix_connect(channel);
+	ck_assert_int_ge(extra, 0);
+	struct pollfd pfd = { .fd = extra, .events = POLLIN };
+	ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+	ck_assert_int_eq(read(extra, &c, 1), 0); /* closed at once */
+	close(extra);
+	for (int i = 0; i < 16; i++)
+		close(fds[i]);
+	ck_assert_int_eq(count_lines(job, "deny", "too_many_connections", NULL),
+	    1);
 }
 END_TEST
 
@@ -1053,6 +1179,11 @@ suite(void)
 	tcase_add_test(tc, allowed_http_passes_and_is_logged);
 	tcase_add_test(tc, keep_alive_reuses_both_connections);
 	tcase_add_test(tc, upstreams_are_pooled_across_connections);
+	tcase_add_test(tc, upgrade_when_the_rule_allows_it);
+	tcase_add_test(tc, redirects_are_passed_back_not_followed);
+	tcase_add_test(tc, a_large_answer_flows_whole);
+	tcase_add_test(tc, a_slow_head_times_out);
+	tcase_add_test(tc, connections_per_job_are_capped);
 	tcase_add_loop_test(tc, each_refusal_has_its_reason_and_line, 0,
 	    (int)(sizeof(refusals) / sizeof(refusals[0])));
 	tcase_add_test(tc, oversize_and_nul_are_refused);
