@@ -17,6 +17,7 @@ static const char usage[] =
     "writes returned as a patch.\n"
     "\n"
     "commands:\n"
+    "  run       one job in the foreground (cordon run --help)\n"
     "  serve     the HTTP API for orchestrators (see cordon serve --help)\n"
     "  lint      check manifests as the broker will (cordon lint FILE...)\n"
     "\n"
@@ -37,6 +38,8 @@ main(int argc, char **argv)
 		printf("%s %s\n", LAUNCHER_PROG, CORDON_VERSION);
 		return 0;
 	}
+	if (strcmp(argv[1], "run") == 0)
+		return launcher_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "serve") == 0)
 		return launcher_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "lint") == 0)

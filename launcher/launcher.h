@@ -14,7 +14,23 @@
 
 struct launcher_config {
 	struct config_common common;
+	char *broker; /* "http://127.0.0.1:7701" */
+	char *proxy; /* the proxy's control API */
+	char *hatch;
+	char *launcher_key_file;
+	long long uid_base; /* each job runs as its own uid of this range */
+	long long uid_count;
 };
+
+/* The options both `cordon run` and `cordon serve` read. */
+extern const struct config_option launcher_options[];
+extern const size_t launcher_noptions;
+
+/* Defaults, then the file at path (NULL: none), then the directories:
+ * 0, or -1 with one line in err. */
+int launcher_config_load(struct launcher_config *cfg, const char *path,
+    char *err, size_t errlen);
+void launcher_config_free(struct launcher_config *cfg);
 
 struct launcher {
 	struct launcher_config cfg;
@@ -22,6 +38,9 @@ struct launcher {
 
 /* `cordon serve [flags]`: argv[0] is "serve". Returns the exit status. */
 int launcher_serve(int argc, char **argv);
+
+/* `cordon run --manifest NAME ...`: argv[0] is "run". */
+int launcher_run(int argc, char **argv);
 
 /* `cordon lint FILE...`: argv[0] is "lint". Returns the exit status. */
 int launcher_lint(int argc, char **argv);

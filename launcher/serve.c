@@ -8,10 +8,6 @@
 #include "service.h"
 #include "util.h"
 
-static const struct config_option launcher_options[] = {
-	CONFIG_COMMON_OPTIONS(offsetof(struct launcher_config, common)),
-};
-
 int
 launcher_serve(int argc, char **argv)
 {
@@ -26,8 +22,8 @@ launcher_serve(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	r = service_configure(&args, "cordon serve", "launcher",
-	    LAUNCHER_LISTEN, launcher_options, ARRAY_SIZE(launcher_options),
-	    &l.cfg, &l.cfg.common);
+	    LAUNCHER_LISTEN, launcher_options, launcher_noptions, &l.cfg,
+	    &l.cfg.common);
 	if (r >= 0)
 		goto out;
 	if (args.check_only) {
@@ -49,6 +45,6 @@ launcher_serve(int argc, char **argv)
 out:
 	if (fd >= 0)
 		close(fd);
-	config_common_free(&l.cfg.common);
+	launcher_config_free(&l.cfg);
 	return r;
 }

@@ -1,0 +1,901 @@
+/*
+ * `cordon run`: one job in the foreground, the whole path of DESIGN.md's
+ * launcher section. The broker makes the job, the hatch its workspace,
+ * the proxy its channel; the sandbox runs the command; one libevent loop
+ * then relays the job's 127.0.0.1:3128 to its channel, streams its
+ * output, renews its lease and watches the broker for a revoke, until the
+ * first of: the command ends, the wall clock, the output cap, an
+ * operator's revoke, a signal. Then the stop path, always in this order:
+ * revoke at the broker, kill the sandbox, close the channel, seal.
+ */
+#include "launcher.h"
+
+#include "http_client.h"
+#include "log.h"
+#include "sandbox.h"
+#include "util.h"
+
+#include "envelope.h"
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_LAUNCHER 125
+#define EXIT_REVOKE_FAILED 3
+#define CALL_MS 5000
+#define WATCH_MS 500 /* how often the broker is asked whether the job lives */
+#define MAX_INPUTS 64
+
+struct run {
+	struct launcher_config *cfg;
+	char key[128];
+	bool json;
+	const char *patch_out;
+
+	json_t *job; /* the broker's answer to POST /v1/jobs */
+	const char *id;
+	json_t *ws; /* the hatch's workspace */
+	char *channel;
+	char *ca_pem;
+	uid_t uid;
+	char uid_lock[512];
+
+	struct event_base *base;
+	struct sandbox sb;
+	struct evconnlistener *relay;
+	struct event *out_ev, *err_ev, *wall, *beat, *watch, *sigs[3], *chld;
+	int out_fd, err_fd;
+	struct buf out, err; /* kept for --json, capped */
+	uint64_t out_bytes;
+	uint64_t output_cap;
+
+	bool stopping;
+	const char *stop_reason;
+	int status; /* the sandbox's, as waitpid gives it */
+	bool exited;
+};
+
+/* --- calls to the services ------------------------------------------------ */
+
+static int
+call(struct run *r, const char *base, const char *method, const char *path,
+    json_t *body, struct httpc_answer *a)
+{
+	int rc =
+	    httpc_request(base, method, path, r->key, NULL, body, CALL_MS, a);
+
+	json_decref(body);
+	return rc;
+}
+
+static const char *
+answer_message(const struct httpc_answer *a)
+{
+	const char *m = json_string_value(json_object_get(a->json, "message"));
+
+	return m != NULL ? m : "no JSON answer";
+}
+
+/* --- the relay ------------------------------------------------------------ */
+
+static void
+relay_read(struct bufferevent *bev, void *arg)
+{
+	struct bufferevent *peer = arg;
+
+	evbuffer_add_buffer(bufferevent_get_output(peer),
+	    bufferevent_get_input(bev));
+}
+
+/* The peer's output has gone out: it ends too. */
+static void
+relay_flushed(struct bufferevent *bev, void *arg)
+{
+	(void)arg;
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		bufferevent_free(bev);
+}
+
+static void
+relay_gone(struct bufferevent *bev, short what, void *arg)
+{
+	(void)what;
+	(void)arg;
+	bufferevent_free(bev);
+}
+
+static void
+relay_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct bufferevent *peer = arg;
+
+	/* One side ended: what it sent still reaches the other, which then
+	 * ends too (an answer followed by a close is the common case). */
+	if (what & BEV_EVENT_EOF)
+		evbuffer_add_buffer(bufferevent_get_output(peer),
+		    bufferevent_get_input(bev));
+	bufferevent_free(bev);
+	bufferevent_disable(peer, EV_READ);
+	bufferevent_setcb(peer, NULL, relay_flushed, relay_gone, NULL);
+	relay_flushed(peer, NULL);
+}
+
+/* A connection from inside the job: joined to the job's channel. */
+static void
+on_relay(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	struct run *r = arg;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct bufferevent *in, *out;
+	int ch;
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", r->channel);
+	ch = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ch < 0 || connect(ch, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		if (ch >= 0)
+			close(ch);
+		close(fd);
+		return;
+	}
+	evutil_make_socket_nonblocking(ch);
+	in = bufferevent_socket_new(r->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	out = bufferevent_socket_new(r->base, ch, BEV_OPT_CLOSE_ON_FREE);
+	if (in == NULL || out == NULL) {
+		if (in != NULL)
+			bufferevent_free(in);
+		else
+			close(fd);
+		if (out != NULL)
+			bufferevent_free(out);
+		else
+			close(ch);
+		return;
+	}
+	bufferevent_setcb(in, relay_read, NULL, relay_event, out);
+	bufferevent_setcb(out, relay_read, NULL, relay_event, in);
+	bufferevent_enable(in, EV_READ | EV_WRITE);
+	bufferevent_enable(out, EV_READ | EV_WRITE);
+}
+
+/* --- stopping ------------------------------------------------------------- */
+
+static void
+stop(struct run *r, const char *reason)
+{
+	if (r->stopping)
+		return;
+	r->stopping = true;
+	r->stop_reason = reason;
+	event_base_loopexit(r->base, NULL);
+}
+
+/* --- output --------------------------------------------------------------- */
+
+static void
+on_output(evutil_socket_t fd, short what, void *arg)
+{
+	struct run *r = arg;
+	char buf[16384];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	bool is_err = fd == r->err_fd;
+
+	(void)what;
+	if (n <= 0) {
+		event_del(is_err ? r->err_ev : r->out_ev);
+		return;
+	}
+	r->out_bytes += (uint64_t)n;
+	if (r->json)
+		(void)buf_append(is_err ? &r->err : &r->out, buf, (size_t)n);
+	else {
+		/* What the job wrote is data an attacker chose: no escape
+		 * sequence reaches the terminal. */
+		json_t *c =
+		    envelope_clean((unsigned char *)buf, (size_t)n, (size_t)n);
+		const char *t = json_string_value(json_object_get(c, "text"));
+		if (t != NULL && write(is_err ? 2 : 1, t, strlen(t)) < 0) {
+			/* our own output gone: the job's goes nowhere */
+		}
+		json_decref(c);
+	}
+	if (r->output_cap > 0 && r->out_bytes > r->output_cap)
+		stop(r, "output_limit");
+}
+
+/* --- timers and signals --------------------------------------------------- */
+
+static void
+on_wall(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	stop(arg, "wall_clock");
+}
+
+static void
+on_beat(evutil_socket_t fd, short what, void *arg)
+{
+	struct run *r = arg;
+	struct httpc_answer a;
+	char path[128];
+
+	(void)fd;
+	(void)what;
+	snprintf(path, sizeof(path), "/v1/jobs/%s/heartbeat", r->id);
+	if (call(r, r->cfg->broker, "POST", path, NULL, &a) == 0) {
+		if (a.status == 409)
+			stop(r, "revoked");
+		httpc_answer_free(&a);
+	}
+}
+
+/* An operator's revoke at the broker stops the job within a second. */
+static void
+on_watch(evutil_socket_t fd, short what, void *arg)
+{
+	struct run *r = arg;
+	struct httpc_answer a;
+	char path[128];
+	const char *state;
+
+	(void)fd;
+	(void)what;
+	snprintf(path, sizeof(path), "/v1/jobs/%s", r->id);
+	if (call(r, r->cfg->broker, "GET", path, NULL, &a) < 0)
+		return;
+	state = json_string_value(json_object_get(a.json, "state"));
+	if (a.status == 200 && state != NULL && strcmp(state, "running") != 0)
+		stop(r, "revoked");
+	httpc_answer_free(&a);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct run *r = arg;
+
+	(void)what;
+	if (sig == SIGCHLD) {
+		int st = sandbox_wait(&r->sb, true);
+		if (st >= 0) {
+			r->status = st;
+			r->exited = true;
+			stop(r, "exit");
+		}
+		return;
+	}
+	stop(r, "interrupted");
+}
+
+/* --- setting up ----------------------------------------------------------- */
+
+static int
+read_key(const char *path, char *out, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (f == NULL)
+		return -errno;
+	n = fread(out, 1, len - 1, f);
+	fclose(f);
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+		n--;
+	out[n] = '\0';
+	return n >= 32 ? 0 : -EINVAL;
+}
+
+/* A uid of the configured range for this job alone, held by a lock file
+ * for as long as the job runs. */
+static int
+take_uid(struct run *r)
+{
+	char dir[400];
+	unsigned start;
+
+	snprintf(dir, sizeof(dir), "%s/uids", r->cfg->common.runtime_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	start = (unsigned)getpid();
+	for (long long i = 0; i < r->cfg->uid_count; i++) {
+		uid_t uid = (uid_t)(r->cfg->uid_base +
+		    (long long)((start + (unsigned long long)i) %
+			(unsigned long long)r->cfg->uid_count));
+		snprintf(r->uid_lock, sizeof(r->uid_lock), "%s/%u", dir, uid);
+		int fd = open(r->uid_lock,
+		    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			dprintf(fd, "%s\n", r->id);
+			close(fd);
+			r->uid = uid;
+			return 0;
+		}
+	}
+	r->uid_lock[0] = '\0';
+	return -EBUSY;
+}
+
+/* Exactly the manifest's env and what the launcher sets itself. */
+static char **
+job_env(struct run *r)
+{
+	json_t *env = json_object_get(r->job, "env");
+	size_t n = json_object_size(env), k = 0;
+	char **e = calloc(n + 16, sizeof(char *));
+	const char *name;
+	json_t *v;
+
+	if (e == NULL)
+		return NULL;
+	json_object_foreach(env, name, v)
+	{
+		if (json_is_string(v) &&
+		    asprintf(&e[k], "%s=%s", name, json_string_value(v)) > 0)
+			k++;
+	}
+	static const char *const fixed[] = {
+		"HTTP_PROXY=http://127.0.0.1:3128",
+		"HTTPS_PROXY=http://127.0.0.1:3128",
+		"http_proxy=http://127.0.0.1:3128",
+		"https_proxy=http://127.0.0.1:3128",
+		"NO_PROXY=",
+		"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
+		"HOME=/work",
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"TERM=dumb",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
+		e[k++] = strdup(fixed[i]);
+	if (asprintf(&e[k], "CORDON_JOB=%s", r->id) > 0)
+		k++;
+	e[k] = NULL;
+	return e;
+}
+
+static void
+strv_free(char **v)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+static long long
+limit(const struct run *r, const char *name)
+{
+	json_t *v = json_object_get(json_object_get(r->job, "limits"), name);
+
+	return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+/* --- the stop path -------------------------------------------------------- */
+
+struct outcome {
+	bool revoke_ok;
+	long long tokens_revoked;
+	char revoke_error[200];
+	long long allowed, denied;
+	char verdict[32];
+	char patch[600];
+	json_t *report;
+};
+
+static void
+stop_path(struct run *r, struct outcome *o)
+{
+	struct httpc_answer a;
+	char path[160];
+
+	/* 1. Tokens die first. */
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", r->id);
+	if (call(r, r->cfg->broker, "POST", path,
+		json_pack("{s:s}", "reason", r->stop_reason), &a) == 0) {
+		o->revoke_ok = a.status == 200;
+		o->tokens_revoked = json_integer_value(
+		    json_object_get(a.json, "tokens_revoked"));
+		if (!o->revoke_ok)
+			snprintf(o->revoke_error, sizeof(o->revoke_error),
+			    "%ld: %s", a.status, answer_message(&a));
+		httpc_answer_free(&a);
+	} else {
+		snprintf(o->revoke_error, sizeof(o->revoke_error),
+		    "the broker did not answer");
+	}
+	/* 2. Then every process of the sandbox. */
+	if (r->sb.pid > 0) {
+		sandbox_kill(&r->sb);
+		int st = sandbox_wait(&r->sb, false);
+		if (st >= 0 && !r->exited) {
+			r->status = st;
+			r->exited = true;
+		}
+	}
+	/* 3. The channel, and every connection on it. */
+	if (r->channel != NULL) {
+		snprintf(path, sizeof(path), "/v1/jobs/%s", r->id);
+		if (call(r, r->cfg->proxy, "DELETE", path, NULL, &a) == 0) {
+			o->allowed = json_integer_value(
+			    json_object_get(a.json, "allowed"));
+			o->denied = json_integer_value(
+			    json_object_get(a.json, "denied"));
+			httpc_answer_free(&a);
+		}
+	}
+	/* 4. The seal: what the job wrote, as a patch and a verdict. */
+	if (r->ws != NULL) {
+		snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", r->id);
+		if (call(r, r->cfg->hatch, "POST", path, NULL, &a) == 0) {
+			snprintf(o->verdict, sizeof(o->verdict), "%s",
+			    json_string_value(
+				json_object_get(a.json, "verdict"))
+				?: "unknown");
+			o->report = json_incref(a.json);
+			httpc_answer_free(&a);
+		}
+		snprintf(path, sizeof(path), "/v1/workspaces/%s/patch", r->id);
+		if (call(r, r->cfg->hatch, "GET", path, NULL, &a) == 0) {
+			if (a.status == 200) {
+				if (r->patch_out != NULL)
+					snprintf(o->patch, sizeof(o->patch),
+					    "%s", r->patch_out);
+				else
+					snprintf(o->patch, sizeof(o->patch),
+					    "%s/%s.patch",
+					    r->cfg->common.state_dir, r->id);
+				FILE *f = fopen(o->patch, "we");
+				if (f == NULL ||
+				    (a.body.len > 0 &&
+					fwrite(a.body.data, 1, a.body.len, f) !=
+					    a.body.len))
+					o->patch[0] = '\0';
+				if (f != NULL)
+					fclose(f);
+			}
+			httpc_answer_free(&a);
+		}
+		snprintf(path, sizeof(path), "/v1/workspaces/%s", r->id);
+		if (call(r, r->cfg->hatch, "DELETE", path, NULL, &a) == 0)
+			httpc_answer_free(&a);
+	}
+	if (r->uid_lock[0] != '\0')
+		(void)unlink(r->uid_lock);
+}
+
+/* --- flags ---------------------------------------------------------------- */
+
+static const char run_usage[] =
+    "usage: cordon run --manifest NAME [--input SRC[:DST]]... "
+    "[--patch-out FILE]\n"
+    "                  [--json] [--config FILE] [-- CMD ARGS...]\n";
+
+struct run_flags {
+	const char *manifest, *config, *patch_out;
+	bool json;
+	const char *inputs[MAX_INPUTS];
+	size_t ninputs;
+	char **cmd;
+};
+
+static int
+parse_flags(int argc, char **argv, struct run_flags *f)
+{
+	static const struct option opts[] = {
+		{ "manifest", required_argument, NULL, 'm' },
+		{ "input", required_argument, NULL, 'i' },
+		{ "patch-out", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			f->manifest = optarg;
+			break;
+		case 'i':
+			if (f->ninputs == MAX_INPUTS) {
+				fprintf(stderr,
+				    "cordon run: at most %d inputs\n",
+				    MAX_INPUTS);
+				return EXIT_USAGE;
+			}
+			f->inputs[f->ninputs++] = optarg;
+			break;
+		case 'p':
+			f->patch_out = optarg;
+			break;
+		case 'j':
+			f->json = true;
+			break;
+		case 'c':
+			f->config = optarg;
+			break;
+		case 'h':
+			fputs(run_usage, stdout);
+			return 0;
+		default:
+			fprintf(stderr,
+			    "cordon run: unknown or incomplete flag %s\n%s",
+			    argv[optind - 1], run_usage);
+			return EXIT_USAGE;
+		}
+	}
+	if (f->manifest == NULL) {
+		fprintf(stderr, "cordon run: --manifest is required\n%s",
+		    run_usage);
+		return EXIT_USAGE;
+	}
+	f->cmd = optind < argc ? argv + optind : NULL;
+	return -1;
+}
+
+static json_t *
+inputs_json(const struct run_flags *f)
+{
+	json_t *list = json_array();
+
+	for (size_t i = 0; i < f->ninputs; i++) {
+		const char *s = f->inputs[i], *colon = strchr(s, ':');
+		const char *base = strrchr(s, '/');
+		json_t *in = colon != NULL
+		    ? json_pack("{s:s%, s:s}", "src", s, (size_t)(colon - s),
+			  "dst", colon + 1)
+		    : json_pack("{s:s, s:s}", "src", s, "dst",
+			  base != NULL && base[1] != '\0' ? base + 1 : s);
+		json_array_append_new(list, in);
+	}
+	return list;
+}
+
+/* --- the report ----------------------------------------------------------- */
+
+static int
+exit_code(const struct run *r)
+{
+	if (!r->exited)
+		return EXIT_LAUNCHER;
+	return WIFEXITED(r->status) ? WEXITSTATUS(r->status)
+				    : 128 + WTERMSIG(r->status);
+}
+
+static void
+report(struct run *r, const struct outcome *o)
+{
+	int code = exit_code(r);
+
+	if (r->json) {
+		json_t *out = envelope_make((unsigned char *)r->out.data,
+		    r->out.len, (unsigned char *)r->err.data, r->err.len,
+		    r->output_cap > 0 ? r->output_cap : 1024 * 1024);
+		json_t *j =
+		    json_pack("{s:s, s:i, s:s, s:b, s:I, s:s?, s:s?, "
+			      "s:{s:I, s:I}, s:{s:s, s:s, s:s, s:s, s:s}, "
+			      "s:o, s:s?}",
+			"job", r->id, "exit_code", code, "stop_reason",
+			r->stop_reason, "revoked", o->revoke_ok,
+			"tokens_revoked", (json_int_t)o->tokens_revoked,
+			"patch", o->patch[0] != '\0' ? o->patch : NULL,
+			"verdict", o->verdict[0] != '\0' ? o->verdict : NULL,
+			"egress", "allowed", (json_int_t)o->allowed, "denied",
+			(json_int_t)o->denied, "limits", "wall_clock",
+			"launcher_timer", "memory", r->sb.limits.memory, "pids",
+			r->sb.limits.pids, "disk", "hatch_tmpfs", "output",
+			"launcher_count", "output", out, "revoke_error",
+			o->revoke_ok ? NULL : o->revoke_error);
+		char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+		if (text != NULL)
+			printf("%s\n", text);
+		free(text);
+		json_decref(j);
+		return;
+	}
+	fprintf(stderr,
+	    "cordon: job %s stopped (%s): exit %d; %lld token(s) revoked%s; "
+	    "egress %lld allowed, %lld denied; patch %s (%s)\n",
+	    r->id, r->stop_reason, code, o->tokens_revoked,
+	    o->revoke_ok ? "" : " -- REVOKE FAILED", o->allowed, o->denied,
+	    o->patch[0] != '\0' ? o->patch : "none",
+	    o->verdict[0] != '\0' ? o->verdict : "no verdict");
+	if (!o->revoke_ok)
+		fprintf(stderr, "cordon: the revoke failed: %s\n",
+		    o->revoke_error);
+}
+
+/* --- the run -------------------------------------------------------------- */
+
+static int
+start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
+{
+	struct httpc_answer a;
+	char path[160];
+	int pipes[2][2] = { { -1, -1 }, { -1, -1 } };
+	int rc;
+
+	/* 2. The workspace and the channel. */
+	rc = call(r, r->cfg->hatch, "POST", "/v1/workspaces",
+	    json_pack("{s:s, s:o, s:I, s:O?}", "job", r->id, "inputs",
+		inputs_json(f), "disk_mb",
+		(json_int_t)(limit(r, "disk_mb") > 0 ? limit(r, "disk_mb")
+						     : 256),
+		"return", json_object_get(r->job, "return")),
+	    &a);
+	if (rc < 0 || a.status != 201) {
+		snprintf(err, errlen, "the hatch: %s",
+		    rc < 0 ? "no answer" : answer_message(&a));
+		if (rc == 0)
+			httpc_answer_free(&a);
+		return -EIO;
+	}
+	r->ws = json_incref(a.json);
+	httpc_answer_free(&a);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", r->id);
+	rc = call(r, r->cfg->proxy, "POST", path, NULL, &a);
+	if (rc < 0 || a.status != 201) {
+		snprintf(err, errlen, "the proxy: %s",
+		    rc < 0 ? "no answer" : answer_message(&a));
+		if (rc == 0)
+			httpc_answer_free(&a);
+		return -EIO;
+	}
+	r->channel =
+	    strdup(json_string_value(json_object_get(a.json, "channel")) ?: "");
+	r->ca_pem =
+	    strdup(json_string_value(json_object_get(a.json, "ca_pem")) ?: "");
+	httpc_answer_free(&a);
+
+	/* 3. The sandbox. */
+	const char *lower = json_string_value(json_object_get(r->ws, "lower"));
+	const char *upper = json_string_value(json_object_get(r->ws, "upper"));
+	const char *work = json_string_value(json_object_get(r->ws, "work"));
+	if (lower == NULL || upper == NULL || work == NULL) {
+		snprintf(err, errlen, "the hatch gave no directories");
+		return -EIO;
+	}
+	if ((rc = take_uid(r)) < 0 ||
+	    (rc = sandbox_own_tree(lower, upper, work, r->uid, r->uid)) < 0) {
+		snprintf(err, errlen, "the job's uid: %s", strerror(-rc));
+		return rc;
+	}
+	char **envp = job_env(r);
+	char **argv = f->cmd;
+	char **mine = NULL;
+	if (argv == NULL) {
+		json_t *cmd = json_object_get(r->job, "command"), *v;
+		size_t i;
+		mine = calloc(json_array_size(cmd) + 1, sizeof(char *));
+		json_array_foreach(cmd, i, v) mine[i] =
+		    strdup(json_string_value(v) ?: "");
+		argv = mine;
+	}
+	if (envp == NULL || argv == NULL || argv[0] == NULL) {
+		strv_free(envp);
+		strv_free(mine);
+		snprintf(err, errlen, "no command to run");
+		return -EINVAL;
+	}
+	if (pipe2(pipes[0], O_CLOEXEC) < 0 || pipe2(pipes[1], O_CLOEXEC) < 0) {
+		strv_free(envp);
+		strv_free(mine);
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	struct sandbox_spec spec = {
+		.argv = argv,
+		.envp = envp,
+		.lower = lower,
+		.upper = upper,
+		.work = work,
+		.ca_pem = r->ca_pem,
+		.uid = r->uid,
+		.gid = r->uid,
+		.memory_mb = limit(r, "memory_mb"),
+		.pids = limit(r, "pids"),
+		.out_fd = pipes[0][1],
+		.err_fd = pipes[1][1],
+	};
+	rc = sandbox_spawn(&spec, &r->sb, err, errlen);
+	close(pipes[0][1]);
+	close(pipes[1][1]);
+	strv_free(envp);
+	strv_free(mine);
+	r->out_fd = pipes[0][0];
+	r->err_fd = pipes[1][0];
+	return rc;
+}
+
+static int
+loop(struct run *r)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct timeval wall = { limit(r, "wall_seconds") > 0
+		    ? (time_t)limit(r, "wall_seconds")
+		    : 900,
+		0 };
+	json_t *lease = json_object_get(r->job, "lease_seconds");
+	long long lease_ms =
+	    json_is_integer(lease) ? json_integer_value(lease) * 1000 : 30000;
+	struct timeval beat = { (time_t)(lease_ms / 3000),
+		(long)(lease_ms / 3 % 1000) * 1000 };
+	struct timeval watch = { 0, WATCH_MS * 1000 };
+
+	evutil_make_socket_nonblocking(r->sb.proxy_fd);
+	r->relay = evconnlistener_new(r->base, on_relay, r,
+	    LEV_OPT_CLOSE_ON_FREE, -1, r->sb.proxy_fd);
+	if (r->relay != NULL)
+		r->sb.proxy_fd = -1;
+	r->out_ev =
+	    event_new(r->base, r->out_fd, EV_READ | EV_PERSIST, on_output, r);
+	r->err_ev =
+	    event_new(r->base, r->err_fd, EV_READ | EV_PERSIST, on_output, r);
+	r->wall = evtimer_new(r->base, on_wall, r);
+	r->beat = event_new(r->base, -1, EV_PERSIST, on_beat, r);
+	r->watch = event_new(r->base, -1, EV_PERSIST, on_watch, r);
+	r->chld = evsignal_new(r->base, SIGCHLD, on_signal, r);
+	if (r->relay == NULL || r->out_ev == NULL || r->err_ev == NULL ||
+	    r->wall == NULL || r->beat == NULL || r->watch == NULL ||
+	    r->chld == NULL)
+		return -ENOMEM;
+	event_add(r->out_ev, NULL);
+	event_add(r->err_ev, NULL);
+	event_add(r->wall, &wall);
+	event_add(r->beat, &beat);
+	event_add(r->watch, &watch);
+	event_add(r->chld, NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+		r->sigs[i] = evsignal_new(r->base, sigs[i], on_signal, r);
+		if (r->sigs[i] != NULL)
+			event_add(r->sigs[i], NULL);
+	}
+	/* The command may have ended before SIGCHLD was watched. */
+	int st = sandbox_wait(&r->sb, true);
+	if (st >= 0) {
+		r->status = st;
+		r->exited = true;
+		stop(r, "exit");
+	} else {
+		event_base_dispatch(r->base);
+	}
+	/* What the job wrote before it ended is still in the pipes. */
+	if (r->exited)
+		for (int i = 0; i < 64; i++) {
+			if (event_base_loop(r->base, EVLOOP_NONBLOCK) != 0)
+				break;
+			if (!event_pending(r->out_ev, EV_READ, NULL) &&
+			    !event_pending(r->err_ev, EV_READ, NULL))
+				break;
+		}
+	return 0;
+}
+
+static void
+run_free(struct run *r)
+{
+	if (r->relay != NULL)
+		evconnlistener_free(r->relay);
+	struct event *evs[] = { r->out_ev, r->err_ev, r->wall, r->beat,
+		r->watch, r->chld, r->sigs[0], r->sigs[1], r->sigs[2] };
+	for (size_t i = 0; i < ARRAY_SIZE(evs); i++)
+		if (evs[i] != NULL)
+			event_free(evs[i]);
+	if (r->base != NULL)
+		event_base_free(r->base);
+	if (r->sb.proxy_fd >= 0)
+		close(r->sb.proxy_fd);
+	if (r->out_fd >= 0)
+		close(r->out_fd);
+	if (r->err_fd >= 0)
+		close(r->err_fd);
+	json_decref(r->job);
+	json_decref(r->ws);
+	free(r->channel);
+	free(r->ca_pem);
+	buf_free(&r->out);
+	buf_free(&r->err);
+	explicit_bzero(r->key, sizeof(r->key));
+}
+
+int
+launcher_run(int argc, char **argv)
+{
+	struct launcher_config cfg;
+	struct run r = { .cfg = &cfg, .out_fd = -1, .err_fd = -1 };
+	struct run_flags f = { 0 };
+	struct outcome o = { 0 };
+	struct httpc_answer a;
+	char err[400] = "";
+	int rc;
+
+	rc = parse_flags(argc, argv, &f);
+	if (rc >= 0)
+		return rc;
+	if (launcher_config_load(&cfg, f.config, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon run: %s\n", err);
+		return EXIT_CONFIG;
+	}
+	r.json = f.json;
+	r.patch_out = f.patch_out;
+	r.sb.pid = -1;
+	r.sb.proxy_fd = -1;
+	buf_init(&r.out, 1024 * 1024);
+	buf_init(&r.err, 1024 * 1024);
+	log_init("launcher", LEVEL_WARN);
+	if (geteuid() != 0) {
+		fprintf(stderr,
+		    "cordon run: must run as root: the sandbox "
+		    "needs namespaces and mounts\n");
+		rc = EXIT_LAUNCHER;
+		goto out;
+	}
+	if (cfg.launcher_key_file == NULL ||
+	    (rc = read_key(cfg.launcher_key_file, r.key, sizeof(r.key))) < 0) {
+		fprintf(stderr, "cordon run: the launcher key (%s): %s\n",
+		    cfg.launcher_key_file ?: "launcher_key_file not set",
+		    cfg.launcher_key_file ? strerror(EINVAL) : "configure it");
+		rc = EXIT_LAUNCHER;
+		goto out;
+	}
+	if (httpc_global_init() < 0 || (r.base = event_base_new()) == NULL) {
+		fprintf(stderr, "cordon run: out of memory\n");
+		rc = EXIT_LAUNCHER;
+		goto out;
+	}
+	/* 1. The job, at the broker. */
+	rc = call(&r, cfg.broker, "POST", "/v1/jobs",
+	    json_pack("{s:s}", "manifest", f.manifest), &a);
+	if (rc < 0 || a.status != 201) {
+		fprintf(stderr, "cordon run: the broker: %s\n",
+		    rc < 0 ? "no answer" : answer_message(&a));
+		if (rc == 0)
+			httpc_answer_free(&a);
+		rc = EXIT_LAUNCHER;
+		goto out;
+	}
+	r.job = json_incref(a.json);
+	httpc_answer_free(&a);
+	r.id = json_string_value(json_object_get(r.job, "job"));
+	r.output_cap = (uint64_t)limit(&r, "output_kb") * 1024;
+
+	/* From here on, whatever happens ends in the stop path. */
+	if (start(&r, &f, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon run: %s\n", err);
+		r.stop_reason = "launcher_error";
+	} else if (loop(&r) < 0) {
+		r.stop_reason = "launcher_error";
+	}
+	if (r.stop_reason == NULL)
+		r.stop_reason = "launcher_error";
+	stop_path(&r, &o);
+	report(&r, &o);
+	if (!o.revoke_ok)
+		rc = EXIT_REVOKE_FAILED;
+	else if (strcmp(r.stop_reason, "launcher_error") == 0)
+		rc = EXIT_LAUNCHER;
+	else
+		rc = exit_code(&r);
+	json_decref(o.report);
+out:
+	run_free(&r);
+	launcher_config_free(&cfg);
+	return rc;
+}

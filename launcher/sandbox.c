@@ -1,0 +1,550 @@
+/*
+ * Building the sandbox, in the order that makes each step possible and
+ * the next one safe:
+ *
+ *   parent                         child (pid 1 of a new pid namespace)
+ *   clone(NEWPID|NEWNS|NEWNET|     private mounts; lo up; listen on
+ *     NEWIPC|NEWUTS|NEWCGROUP)  ◄─ 127.0.0.1:3128, hand the socket over
+ *                                  build the root on a tmpfs, pivot_root,
+ *                                  fresh /proc, root read-only
+ *   write uid_map, gid_map      ◄─ unshare(NEWUSER), ask for the maps
+ *   "go"                        ─► setresuid/gid to the job's, drop every
+ *                                  capability, no_new_privs, rlimits,
+ *                                  seccomp; fork the command, reap
+ *
+ * Every failure in the child is one line written back on the control
+ * socket, and the child exits: the parent reports it and kills what is
+ * left. The child runs only async-signal-safe-ish code of its own: no
+ * allocation after the root is built but what exec needs.
+ */
+#include "sandbox.h"
+
+#include "filter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define ROOT "/tmp" /* where the new root is built, in our mount ns */
+#define HOST_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+struct child_arg {
+	const struct sandbox_spec *spec;
+	int ctl; /* the child's end of the control socket */
+};
+
+/* --- the child ------------------------------------------------------------ */
+
+/* Reports what failed on the control socket and exits. */
+static void __attribute__((noreturn, format(printf, 2, 3)))
+die(int ctl, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	int n, saved = errno;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n > 0 && (size_t)n < sizeof(msg) - 40)
+		snprintf(msg + n, sizeof(msg) - (size_t)n, ": %s",
+		    strerror(saved));
+	msg[0] = msg[0] == '\0' ? '?' : msg[0];
+	(void)send(ctl, msg, strlen(msg), MSG_NOSIGNAL);
+	_exit(126);
+}
+
+static void
+write_file(int ctl, const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	size_t n = strlen(text);
+
+	if (fd < 0 || write(fd, text, n) != (ssize_t)n)
+		die(ctl, "write %s", path);
+	close(fd);
+}
+
+static void
+bind_ro(int ctl, const char *src, const char *dst, unsigned long extra)
+{
+	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		die(ctl, "bind %s", src);
+	if (mount(NULL, dst, NULL,
+		MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | extra,
+		NULL) < 0)
+		die(ctl, "read-only %s", dst);
+}
+
+static void
+lo_up(int ctl)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	strcpy(ifr.ifr_name, "lo");
+	if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		die(ctl, "lo");
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		die(ctl, "lo up");
+	close(fd);
+}
+
+/* The socket the job's HTTP_PROXY points at, handed to the launcher. */
+static void
+proxy_socket(int ctl)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+		.sin_port = htons(SANDBOX_PROXY_PORT),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	char byte = 'L';
+	struct iovec iov = { &byte, 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} c = { 0 };
+	struct msghdr msg = { .msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = c.buf,
+		.msg_controllen = sizeof(c.buf) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    listen(fd, 128) < 0)
+		die(ctl, "listen on 127.0.0.1:%d", SANDBOX_PROXY_PORT);
+	CMSG_FIRSTHDR(&msg)->cmsg_level = SOL_SOCKET;
+	CMSG_FIRSTHDR(&msg)->cmsg_type = SCM_RIGHTS;
+	CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), &fd, sizeof(int));
+	if (sendmsg(ctl, &msg, MSG_NOSIGNAL) != 1)
+		die(ctl, "hand over the proxy socket");
+	close(fd);
+}
+
+/* The trust bundle: the host's public roots (for passthrough rules) and
+ * the job's CA (for terminated ones). */
+static void
+trust_bundle(int ctl, const char *path, const char *ca_pem)
+{
+	char buf[65536];
+	ssize_t n;
+	int in = open(HOST_BUNDLE, O_RDONLY | O_CLOEXEC);
+	int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	if (out < 0)
+		die(ctl, "write %s", path);
+	while (in >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			die(ctl, "write %s", path);
+	if (in >= 0)
+		close(in);
+	if (ca_pem != NULL &&
+	    (write(out, "\n", 1) != 1 ||
+		write(out, ca_pem, strlen(ca_pem)) != (ssize_t)strlen(ca_pem)))
+		die(ctl, "write %s", path);
+	close(out);
+}
+
+static void
+dev_node(int ctl, const char *name)
+{
+	char src[64], dst[64];
+
+	snprintf(src, sizeof(src), "/dev/%s", name);
+	snprintf(dst, sizeof(dst), ROOT "/dev/%s", name);
+	write_file(ctl, dst, "", 0666);
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+		die(ctl, "bind %s", src);
+}
+
+static void
+build_root(int ctl, const struct sandbox_spec *s)
+{
+	static const char *const links[][2] = { { "usr/bin", ROOT "/bin" },
+		{ "usr/sbin", ROOT "/sbin" }, { "usr/lib", ROOT "/lib" },
+		{ "usr/lib64", ROOT "/lib64" },
+		{ "usr/lib32", ROOT "/lib32" } };
+	static const char *const devs[] = { "null", "zero", "full", "random",
+		"urandom" };
+	static const char *const dirs[] = { "usr", "etc", "etc/ssl",
+		"etc/ssl/certs", "proc", "dev", "tmp", "work", "run",
+		".oldroot" };
+	char opts[4096], path[256];
+
+	if (mount("cordon", ROOT, "tmpfs", MS_NOSUID | MS_NODEV,
+		"mode=0755,size=16m") < 0)
+		die(ctl, "tmpfs root");
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), ROOT "/%s", dirs[i]);
+		if (mkdir(path, 0755) < 0)
+			die(ctl, "mkdir %s", path);
+	}
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		char target[64];
+		snprintf(target, sizeof(target), "/%s", links[i][0]);
+		if (access(target, F_OK) == 0 &&
+		    symlink(links[i][0], links[i][1]) < 0)
+			die(ctl, "symlink %s", links[i][1]);
+	}
+	bind_ro(ctl, "/usr", ROOT "/usr", 0);
+
+	write_file(ctl, ROOT "/etc/passwd",
+	    "root:x:0:0:root:/:/usr/sbin/nologin\n"
+	    "job:x:1000:1000:cordon job:/work:/bin/sh\n"
+	    "nobody:x:65534:65534:nobody:/:/usr/sbin/nologin\n",
+	    0644);
+	write_file(ctl, ROOT "/etc/group", "root:x:0:\njob:x:1000:\n", 0644);
+	write_file(ctl, ROOT "/etc/hosts", "127.0.0.1 localhost\n", 0644);
+	write_file(ctl, ROOT "/etc/hostname", "cordon\n", 0644);
+	write_file(ctl, ROOT "/etc/resolv.conf", "", 0644);
+	write_file(ctl, ROOT "/etc/nsswitch.conf",
+	    "passwd: files\ngroup: files\nhosts: files\n", 0644);
+	trust_bundle(ctl, ROOT "/etc/ssl/certs/ca-certificates.crt", s->ca_pem);
+
+	if (mount("dev", ROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
+		"mode=0755,size=64k") < 0)
+		die(ctl, "tmpfs /dev");
+	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++)
+		dev_node(ctl, devs[i]);
+	if (mkdir(ROOT "/dev/shm", 01777) < 0 ||
+	    symlink("/proc/self/fd", ROOT "/dev/fd") < 0)
+		die(ctl, "/dev");
+	if (mount("tmp", ROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+		"mode=1777,size=64m") < 0)
+		die(ctl, "tmpfs /tmp");
+	if (mount("run", ROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		"mode=0755,size=1m") < 0 ||
+	    mkdir(ROOT "/run/cordon", 0755) < 0)
+		die(ctl, "tmpfs /run");
+	if (s->tokens_json != NULL) {
+		write_file(ctl, ROOT "/run/cordon/tokens.json", s->tokens_json,
+		    0400);
+		if (chown(ROOT "/run/cordon/tokens.json", s->uid, s->gid) < 0)
+			die(ctl, "chown tokens.json");
+	}
+	/* The hatch's directories: what the job writes lands in upper and
+	 * comes back as a patch. No redirects, no metacopy, no index: the
+	 * seal reads upper alone. */
+	if (snprintf(opts, sizeof(opts),
+		"lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=off,"
+		"metacopy=off,index=off",
+		s->lower, s->upper, s->work) >= (int)sizeof(opts))
+		die(ctl, "overlay options too long");
+	if (mount("overlay", ROOT "/work", "overlay", MS_NOSUID | MS_NODEV,
+		opts) < 0)
+		die(ctl, "overlay /work");
+}
+
+static void
+enter_root(int ctl)
+{
+	if (chdir(ROOT) < 0 || syscall(SYS_pivot_root, ".", ".oldroot") < 0)
+		die(ctl, "pivot_root");
+	if (chdir("/") < 0 || umount2("/.oldroot", MNT_DETACH) < 0 ||
+	    rmdir("/.oldroot") < 0)
+		die(ctl, "leave the old root");
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		"hidepid=2") < 0)
+		die(ctl, "mount /proc");
+	if (mount(NULL, "/", NULL,
+		MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		die(ctl, "read-only root");
+	if (sethostname("cordon", 6) < 0)
+		die(ctl, "hostname");
+}
+
+/* Becomes the job's uid in a user namespace of its own, with nothing. */
+static void
+become_job(int ctl, const struct sandbox_spec *s)
+{
+	char go;
+
+	if (unshare(CLONE_NEWUSER) < 0)
+		die(ctl, "user namespace");
+	if (send(ctl, "M", 1, MSG_NOSIGNAL) != 1 || read(ctl, &go, 1) != 1 ||
+	    go != 'G')
+		die(ctl, "uid map");
+	if (setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID) < 0 ||
+	    setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID) < 0)
+		die(ctl, "become the job's uid");
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+		(void)prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+	if (syscall(SYS_capset, &h, d) < 0 ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		die(ctl, "drop capabilities");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		die(ctl, "no_new_privs");
+	(void)s;
+}
+
+static void
+limits(int ctl, const struct sandbox_spec *s)
+{
+	struct rlimit core = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &core) < 0)
+		die(ctl, "rlimit core");
+	if (s->memory_mb > 0) {
+		rlim_t b = (rlim_t)s->memory_mb * 1024 * 1024;
+		struct rlimit as = { b, b };
+		if (setrlimit(RLIMIT_AS, &as) < 0)
+			die(ctl, "rlimit memory");
+	}
+	if (s->pids > 0) {
+		/* Counted per real uid: the job's own, so per job. */
+		struct rlimit np = { (rlim_t)s->pids, (rlim_t)s->pids };
+		if (setrlimit(RLIMIT_NPROC, &np) < 0)
+			die(ctl, "rlimit pids");
+	}
+}
+
+static int
+child_main(void *arg)
+{
+	const struct child_arg *a = arg;
+	const struct sandbox_spec *s = a->spec;
+	int ctl = a->ctl, st;
+	pid_t job;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(126);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		die(ctl, "private mounts");
+	lo_up(ctl);
+	proxy_socket(ctl);
+	build_root(ctl, s);
+	enter_root(ctl);
+	become_job(ctl, s);
+	if (chdir("/work") < 0)
+		die(ctl, "chdir /work");
+	if (filter_apply() < 0)
+		die(ctl, "seccomp");
+	job = fork();
+	if (job < 0)
+		die(ctl, "fork");
+	if (job == 0) {
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(s->out_fd, 1) < 0 ||
+		    dup2(s->err_fd, 2) < 0)
+			die(ctl, "stdio");
+		/* The limits bind the command alone: the init stays able to
+		 * reap and report whatever the command does. */
+		limits(ctl, s);
+		close(ctl);
+		execve(s->argv[0], s->argv, s->envp);
+		dprintf(2, "cordon: cannot run %s: %s\n", s->argv[0],
+		    strerror(errno));
+		_exit(127);
+	}
+	/* Told, the launcher stops waiting; then pid 1 reaps until the
+	 * command ends, and its end is the sandbox's. */
+	(void)send(ctl, "R", 1, MSG_NOSIGNAL);
+	close(ctl);
+	close(s->out_fd);
+	close(s->err_fd);
+	for (;;) {
+		pid_t r = wait(&st);
+		if (r == job)
+			break;
+		if (r < 0 && errno != EINTR)
+			_exit(126);
+	}
+	kill(-1, SIGKILL);
+	while (wait(NULL) > 0 || errno == EINTR)
+		;
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+/* --- the parent ----------------------------------------------------------- */
+
+static int
+write_map(pid_t pid, const char *file, const char *text)
+{
+	char path[64];
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+static int
+recv_fd(int ctl, int *ret_fd, char *err, size_t errlen)
+{
+	char buf[256];
+	struct iovec iov = { buf, sizeof(buf) - 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} c;
+	struct msghdr msg = { .msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = c.buf,
+		.msg_controllen = sizeof(c.buf) };
+	ssize_t n = recvmsg(ctl, &msg, MSG_CMSG_CLOEXEC);
+	struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
+
+	if (n == 1 && buf[0] == 'L' && h != NULL &&
+	    h->cmsg_type == SCM_RIGHTS) {
+		memcpy(ret_fd, CMSG_DATA(h), sizeof(int));
+		return 0;
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	snprintf(err, errlen, "%s", n > 0 ? buf : "the sandbox died");
+	return -EIO;
+}
+
+int
+sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
+    size_t errlen)
+{
+	int sv[2], r;
+	char map[64], buf[256];
+	struct child_arg a = { .spec = spec };
+	ssize_t n;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->pid = -1;
+	ret->proxy_fd = -1;
+	ret->limits.memory = spec->memory_mb > 0 ? "rlimit_as" : "none";
+	ret->limits.pids = spec->pids > 0 ? "rlimit_nproc" : "none";
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		return -errno;
+	}
+	a.ctl = sv[1];
+	/* clone as fork does, on a copy of this stack: the child is pid 1
+	 * of its namespace and runs child_main to its end. */
+	ret->pid = (pid_t)syscall(SYS_clone,
+	    CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
+		CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD,
+	    NULL, NULL, NULL, 0);
+	if (ret->pid == 0)
+		_exit(child_main(&a));
+	r = -errno;
+	close(sv[1]);
+	if (ret->pid < 0) {
+		close(sv[0]);
+		snprintf(err, errlen, "clone: %s", strerror(-r));
+		return r;
+	}
+	r = recv_fd(sv[0], &ret->proxy_fd, err, errlen);
+	if (r < 0)
+		goto fail;
+	n = read(sv[0], buf, sizeof(buf) - 1);
+	if (n != 1 || buf[0] != 'M') {
+		buf[n > 0 ? n : 0] = '\0';
+		snprintf(err, errlen, "%s", n > 0 ? buf : "the sandbox died");
+		r = -EIO;
+		goto fail;
+	}
+	snprintf(map, sizeof(map), "%d %u 1\n", SANDBOX_UID, spec->uid);
+	if ((r = write_map(ret->pid, "uid_map", map)) < 0 ||
+	    (r = write_map(ret->pid, "setgroups", "deny")) < 0) {
+		snprintf(err, errlen, "uid_map: %s", strerror(-r));
+		goto fail;
+	}
+	snprintf(map, sizeof(map), "%d %u 1\n", SANDBOX_UID, spec->gid);
+	if ((r = write_map(ret->pid, "gid_map", map)) < 0) {
+		snprintf(err, errlen, "gid_map: %s", strerror(-r));
+		goto fail;
+	}
+	if (write(sv[0], "G", 1) != 1) {
+		snprintf(err, errlen, "the sandbox died");
+		r = -EIO;
+		goto fail;
+	}
+	n = read(sv[0], buf, sizeof(buf) - 1);
+	if (n != 1 || buf[0] != 'R') {
+		buf[n > 0 ? n : 0] = '\0';
+		snprintf(err, errlen, "%s", n > 0 ? buf : "the sandbox died");
+		r = -EIO;
+		goto fail;
+	}
+	close(sv[0]);
+	return 0;
+fail:
+	close(sv[0]);
+	sandbox_kill(ret);
+	(void)sandbox_wait(ret, false);
+	if (ret->proxy_fd >= 0)
+		close(ret->proxy_fd);
+	ret->proxy_fd = -1;
+	return r;
+}
+
+void
+sandbox_kill(struct sandbox *sb)
+{
+	if (sb->pid > 0)
+		(void)kill(sb->pid, SIGKILL);
+}
+
+int
+sandbox_wait(struct sandbox *sb, bool nohang)
+{
+	int st;
+	pid_t r;
+
+	if (sb->pid <= 0)
+		return -ECHILD;
+	do
+		r = waitpid(sb->pid, &st, nohang ? WNOHANG : 0);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return -EAGAIN;
+	if (r < 0)
+		return -errno;
+	sb->pid = -1;
+	return st;
+}
+
+static uid_t own_uid;
+static gid_t own_gid;
+
+static int
+own_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	return lchown(path, own_uid, own_gid) < 0 ? -1 : 0;
+}
+
+int
+sandbox_own_tree(const char *lower, const char *upper, const char *work,
+    uid_t uid, gid_t gid)
+{
+	own_uid = uid;
+	own_gid = gid;
+	if (nftw(lower, own_one, 32, FTW_PHYS) != 0 ||
+	    chown(upper, uid, gid) < 0 || chown(work, uid, gid) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,69 @@
+/*
+ * The sandbox: one job's processes in new pid, mount, net, ipc, uts and
+ * cgroup namespaces, then a user namespace of their own, as an
+ * unprivileged uid of the job's own, with no capabilities, no_new_privs
+ * and the seccomp filter. Their root is a read-only tmpfs holding the
+ * host's /usr and a synthesised /etc; /proc is theirs, /dev minimal, /tmp
+ * a tmpfs, /work the overlay of the hatch's directories. The network
+ * namespace has only lo: a socket listening on 127.0.0.1:3128 inside it
+ * is handed to the launcher, which relays each connection to the job's
+ * proxy channel. Nothing else leaves.
+ *
+ * The launcher must run as root: it makes the namespaces and mounts.
+ */
+#ifndef CORDON_LAUNCHER_SANDBOX_H
+#define CORDON_LAUNCHER_SANDBOX_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define SANDBOX_UID 1000 /* the job's uid inside its user namespace */
+#define SANDBOX_PROXY_PORT 3128
+
+struct sandbox_spec {
+	char *const *argv; /* the command; argv[0] a path inside */
+	char *const *envp; /* the whole environment: nothing is inherited */
+	const char *lower, *upper, *work; /* the hatch's directories */
+	const char *ca_pem; /* the job's CA, added to the trust bundle */
+	const char *tokens_json; /* /run/cordon/tokens.json, or NULL */
+	uid_t uid; /* the job's uid outside, its own */
+	gid_t gid;
+	long long memory_mb, pids; /* 0: no limit */
+	int out_fd, err_fd; /* the job's stdout and stderr */
+};
+
+/* How each limit was enforced, for the run's report. */
+struct sandbox_limits {
+	const char *memory; /* "rlimit_as" or "none" */
+	const char *pids; /* "rlimit_nproc" (per job: its own uid) or "none" */
+};
+
+struct sandbox {
+	pid_t pid; /* the pid namespace's init, in ours */
+	int proxy_fd; /* listening on 127.0.0.1:3128 in the job's netns */
+	struct sandbox_limits limits;
+};
+
+/*
+ * Starts the sandbox and the command in it. Returns 0 with *ret filled
+ * once the command is about to be executed (or has failed to be: its
+ * init then exits 127), or -errno with a one-line reason in err.
+ */
+int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret,
+    char *err, size_t errlen);
+
+/* Kills every process of the sandbox: its init, and with it its pid
+ * namespace. Idempotent. */
+void sandbox_kill(struct sandbox *sb);
+
+/* Waits for the init: its status as waitpid gives it, or -errno. With
+ * nohang, -EAGAIN while it runs. */
+int sandbox_wait(struct sandbox *sb, bool nohang);
+
+/* Hands the job's work tree to its uid: lchown of every file under
+ * lower, and of upper and work (the launcher does this before the
+ * spawn; the tree is the hatch's private copy). 0 or -errno. */
+int sandbox_own_tree(const char *lower, const char *upper, const char *work,
+    uid_t uid, gid_t gid);
+
+#endif

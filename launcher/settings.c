@@ -1,0 +1,67 @@
+/*
+ * The launcher's configuration: where the three services are, its key,
+ * and the range of uids its jobs run as. By default everything is on
+ * loopback and the key is the one the broker wrote under ./var, as the
+ * quickstart runs it.
+ */
+#include "launcher.h"
+
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define CFG(field) offsetof(struct launcher_config, field)
+
+const struct config_option launcher_options[] = {
+	CONFIG_COMMON_OPTIONS(CFG(common)),
+	{ "broker", CONFIG_STRING, CFG(broker), 0, 0 },
+	{ "proxy", CONFIG_STRING, CFG(proxy), 0, 0 },
+	{ "hatch", CONFIG_STRING, CFG(hatch), 0, 0 },
+	{ "launcher_key_file", CONFIG_STRING, CFG(launcher_key_file), 0, 0 },
+	{ "uid_base", CONFIG_INT, CFG(uid_base), 1000, 4000000000LL },
+	{ "uid_count", CONFIG_INT, CFG(uid_count), 1, 1000000 },
+};
+const size_t launcher_noptions = ARRAY_SIZE(launcher_options);
+
+int
+launcher_config_load(struct launcher_config *cfg, const char *path, char *err,
+    size_t errlen)
+{
+	const char *failed = NULL;
+	int r;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->common.log_level = LEVEL_INFO;
+	cfg->uid_base = 200000;
+	cfg->uid_count = 10000;
+	if (config_set_string(&cfg->broker, "http://127.0.0.1:7701") < 0 ||
+	    config_set_string(&cfg->proxy, "http://127.0.0.1:7702") < 0 ||
+	    config_set_string(&cfg->hatch, "http://127.0.0.1:7703") < 0 ||
+	    config_set_string(&cfg->launcher_key_file,
+		"var/broker/keys/launcher.key") < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (path != NULL &&
+	    config_load(path, launcher_options, launcher_noptions, cfg, err,
+		errlen) < 0)
+		return -1;
+	if ((r = config_default_dirs(&cfg->common, "launcher")) < 0 ||
+	    (r = config_make_dirs(&cfg->common, &failed)) < 0) {
+		snprintf(err, errlen, "%s: %s", failed ? failed : "directories",
+		    strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+void
+launcher_config_free(struct launcher_config *cfg)
+{
+	free(cfg->broker);
+	free(cfg->proxy);
+	free(cfg->hatch);
+	free(cfg->launcher_key_file);
+	config_common_free(&cfg->common);
+}
