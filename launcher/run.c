@@ -260,8 +260,15 @@ on_watch(evutil_socket_t fd, short what, void *arg)
 	if (call(r, r->cfg->broker, "GET", path, NULL, &a) < 0)
 		return;
 	state = json_string_value(json_object_get(a.json, "state"));
-	if (a.status == 200 && state != NULL && strcmp(state, "running") != 0)
-		stop(r, "revoked");
+	if (a.status == 200 && state != NULL && strcmp(state, "running") != 0) {
+		/* The broker's own sweep may have reached the deadline a
+		 * moment before the launcher's timer did: the same stop. */
+		const char *why =
+		    json_string_value(json_object_get(a.json, "stop_reason"));
+		stop(r,
+		    why != NULL && strcmp(why, "deadline") == 0 ? "wall_clock"
+								: "revoked");
+	}
 	httpc_answer_free(&a);
 }
 

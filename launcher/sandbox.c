@@ -177,7 +177,7 @@ dev_node(int ctl, const char *name)
 }
 
 static void
-build_root(int ctl, const struct sandbox_spec *s)
+build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 {
 	static const char *const links[][2] = { { "usr/bin", ROOT "/bin" },
 		{ "usr/sbin", ROOT "/sbin" }, { "usr/lib", ROOT "/lib" },
@@ -245,9 +245,10 @@ build_root(int ctl, const struct sandbox_spec *s)
 	 * comes back as a patch. No redirects, no metacopy, no index: the
 	 * seal reads upper alone. */
 	if (snprintf(opts, sizeof(opts),
-		"lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=off,"
-		"metacopy=off,index=off",
-		s->lower, s->upper, s->work) >= (int)sizeof(opts))
+		"lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,"
+		"workdir=/proc/self/fd/%d,redirect_dir=off,metacopy=off,"
+		"index=off",
+		dirs_fd[0], dirs_fd[1], dirs_fd[2]) >= (int)sizeof(opts))
 		die(ctl, "overlay options too long");
 	if (mount("overlay", ROOT "/work", "overlay", MS_NOSUID | MS_NODEV,
 		opts) < 0)
@@ -333,7 +334,19 @@ child_main(void *arg)
 		die(ctl, "private mounts");
 	lo_up(ctl);
 	proxy_socket(ctl);
-	build_root(ctl, s);
+	/* Held open before the new root covers where they are (the hatch's
+	 * directories may live under /tmp); named by descriptor, no path of
+	 * theirs needs escaping in the mount options. */
+	int dirs_fd[3];
+	const char *dirs[3] = { s->lower, s->upper, s->work };
+	for (int i = 0; i < 3; i++) {
+		dirs_fd[i] = open(dirs[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dirs_fd[i] < 0)
+			die(ctl, "open %s", dirs[i]);
+	}
+	build_root(ctl, s, dirs_fd);
+	for (int i = 0; i < 3; i++)
+		close(dirs_fd[i]);
 	enter_root(ctl);
 	become_job(ctl, s);
 	if (chdir("/work") < 0)

@@ -1,0 +1,448 @@
+/*
+ * The launcher end to end, and the day-one list of DESIGN.md as tests: a
+ * real broker, proxy and hatch, an upstream on 127.0.0.1, and `cordon
+ * run` making real namespaces. Each test runs a shell script inside the
+ * sandbox and reads what it printed from the run's JSON result.
+ */
+#include "harness.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct daemon broker, proxy, hatch;
+static struct upstream *plain;
+static char admin[128], launcher[128], verifier[128];
+static char cfgpath[400], inputs[300];
+
+static void
+read_key(const char *role, char *out, size_t len)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/var/broker/keys/%s.key", broker.dir,
+	    role);
+	ck_assert_int_eq(harness_read_line(path, out, len), 0);
+}
+
+static void
+write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static void
+put_manifest(const char *name, int wall)
+{
+	json_t *m = json_pack("{s:s, s:[s], s:{s:s}, "
+			      "s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}], "
+			      "s:[{s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s}], "
+			      "s:{s:i, s:i, s:i, s:i}, s:{s:[s]}}",
+	    "name", name, "command", "/bin/true", "env", "LANG", "C.UTF-8",
+	    "capabilities", "name", "x.read", "audience", "api", "params", "t",
+	    "1", "ttl_seconds", 900, "reason", "read x", "egress", "host",
+	    "api.test", "port", upstream_port(plain), "methods", "GET", "paths",
+	    "/ok/", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
+	    "audience", "api", "limits", "wall_seconds", wall, "memory_mb", 512,
+	    "pids", 64, "output_kb", 256, "return", "protected", ".github/**");
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
+	json_decref(harness_expect(&broker, 200, "PUT", path, admin, NULL, m));
+}
+
+static void
+setup(void)
+{
+	char cfg[2048], hostsf[400], path[400];
+	const char *dir;
+
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(daemon_start(&broker, "broker", NULL), 0);
+	read_key("admin", admin, sizeof(admin));
+	read_key("launcher", launcher, sizeof(launcher));
+	read_key("verifier", verifier, sizeof(verifier));
+	plain = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+
+	dir = harness_tmpdir();
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
+	write_file(hostsf, "127.0.0.1 api.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", dir);
+	write_file(path, verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-launcher-test\"}",
+	    broker.base, path, broker.dir, hostsf);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+
+	/* An input: a small repository. */
+	snprintf(inputs, sizeof(inputs), "%s", harness_tmpdir());
+	snprintf(path, sizeof(path), "%s/repo", inputs);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/repo/README.md", inputs);
+	write_file(path, "hello\n");
+	snprintf(cfg, sizeof(cfg),
+	    "{\"input_roots\": [\"%s\"], "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\"}",
+	    inputs, broker.dir);
+	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
+
+	dir = harness_tmpdir();
+	snprintf(cfgpath, sizeof(cfgpath), "%s/launcher.json", dir);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"state_dir\": \"%s/state\", \"uid_base\": 300000}",
+	    broker.base, proxy.base, hatch.base, broker.dir, dir);
+	write_file(cfgpath, cfg);
+	put_manifest("job-test", 60);
+	put_manifest("short-job", 2);
+}
+
+static void
+teardown(void)
+{
+	upstream_stop(plain);
+	daemon_stop(&hatch);
+	daemon_stop(&proxy);
+	daemon_stop(&broker);
+}
+
+/* Runs `cordon run --json` of manifest with script under /bin/sh -c:
+ * the result (json_decref it) and the exit status in *ret_status. */
+static json_t *
+run_json(const char *manifest, const char *script, int *ret_status)
+{
+	static char out[1 << 20], err[1 << 16];
+	char input[400];
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
+		"--config", cfgpath, "--manifest", (char *)manifest, "--input",
+		input, "--", "/bin/sh", "-c", (char *)script, NULL };
+	json_t *j;
+
+	/* script NULL: the command is env itself, with nothing between. */
+	if (script == NULL) {
+		argv[10] = "/usr/bin/env";
+		argv[11] = NULL;
+	}
+
+	snprintf(input, sizeof(input), "%s/repo:repo", inputs);
+	*ret_status = harness_run(argv, out, sizeof(out), err, sizeof(err));
+	j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "no JSON from cordon run (status %d): %s\n%s",
+	    *ret_status, out, err);
+	return j;
+}
+
+static const char *
+job_stdout(const json_t *j)
+{
+	return json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stdout"),
+		"text"));
+}
+
+/* Day one, 1: nothing of the launcher's environment inside. */
+START_TEST(the_environment_is_empty)
+{
+	static const char secret_convention[] =
+	    "(SECRET|TOKEN|PASSW|PWD|API_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|"
+	    "SESSION|_KEY$|^AWS_|^GCP_|^AZURE_|DSN$|DATABASE_URL)";
+	regex_t re;
+	int status;
+	json_t *j;
+	char *text, *line, *save;
+
+	setenv("AWS_SECRET_ACCESS_KEY",
+	    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", 1);
+	setenv("DATABASE_URL", "postgres://app:hunter2@db/prod", 1);
+	setenv("GITHUB_TOKEN", "ghp_0123456789abcdef0123456789abcdef0123", 1);
+	/* What a process inside reads of its own and of PID 1's. */
+	j = run_json("job-test",
+	    "tr '\\0' '\\n' </proc/self/environ; echo ---; "
+	    "tr '\\0' '\\n' </proc/1/environ 2>/dev/null; echo end",
+	    &status);
+	ck_assert_int_eq(status, 0);
+	text = strdup(job_stdout(j));
+	ck_assert_ptr_nonnull(strstr(text, "end"));
+	ck_assert_ptr_null(strstr(text, "hunter2"));
+	ck_assert_ptr_null(strstr(text, "wJalrXUtnFEMI"));
+	ck_assert_ptr_null(strstr(text, "ghp_"));
+	free(text);
+	json_decref(j);
+	/* The environment the command starts with, exactly. */
+	j = run_json("job-test", NULL, &status);
+	ck_assert_int_eq(status, 0);
+	text = strdup(job_stdout(j));
+	ck_assert_ptr_nonnull(strstr(text, "HTTP_PROXY=http://127.0.0.1:3128"));
+	ck_assert_ptr_nonnull(strstr(text, "LANG=C.UTF-8"));
+	ck_assert_int_eq(regcomp(&re, secret_convention,
+			     REG_EXTENDED | REG_ICASE),
+	    0);
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char name[256];
+		size_t n = strcspn(line, "=");
+		if (line[n] != '=' || n >= sizeof(name))
+			continue;
+		memcpy(name, line, n);
+		name[n] = '\0';
+		ck_assert_msg(regexec(&re, name, 0, NULL, 0) != 0,
+		    "a variable of the secret convention inside: %s", name);
+	}
+	regfree(&re);
+	free(text);
+	json_decref(j);
+}
+END_TEST
+
+/* Day one, 2 and 3: a capability of at most 15 minutes; default deny,
+ * every decision counted; no direct way out. */
+START_TEST(tokens_are_short_and_egress_goes_through_the_proxy)
+{
+	char script[2048];
+	int status;
+	json_t *j, *mint;
+	const char *out, *p;
+
+	snprintf(script, sizeof(script),
+	    "curl -s -X POST http://broker.cordon/v1/token "
+	    "-d '{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}'; echo; "
+	    "echo allowed=$(curl -s -o /dev/null -w '%%{http_code}' "
+	    "http://api.test:%u/ok/x); "
+	    "echo denied=$(curl -s -o /dev/null -w '%%{http_code}' "
+	    "http://api.test:%u/admin); "
+	    "curl -s --noproxy '*' -m 2 -o /dev/null %s/healthz; echo "
+	    "broker=$?; "
+	    "curl -s --noproxy '*' -m 2 -o /dev/null %s/healthz; echo "
+	    "proxy=$?; "
+	    "curl -s --noproxy '*' -m 2 -o /dev/null http://127.0.0.1:%u/; "
+	    "echo upstream=$?; "
+	    "curl -s --noproxy '*' -m 2 -o /dev/null http://192.0.2.1/; "
+	    "echo outside=$?",
+	    upstream_port(plain), upstream_port(plain), broker.base, proxy.base,
+	    upstream_port(plain));
+	j = run_json("job-test", script, &status);
+	ck_assert_int_eq(status, 0);
+	out = job_stdout(j);
+	mint = json_loadb(out, strcspn(out, "\n"), 0, NULL);
+	ck_assert_msg(mint != NULL, "no mint answer: %s", out);
+	ck_assert_ptr_nonnull(json_object_get(mint, "access_token"));
+	ck_assert_int_le(json_integer_value(
+			     json_object_get(mint, "expires_in")),
+	    900);
+	ck_assert_int_gt(json_integer_value(
+			     json_object_get(mint, "expires_in")),
+	    0);
+	json_decref(mint);
+	ck_assert_ptr_nonnull(strstr(out, "allowed=200"));
+	ck_assert_ptr_nonnull(strstr(out, "denied=403"));
+	/* Each direct attempt fails: no route out of the job's netns. */
+	for (p = strstr(out, "broker="); p != NULL; p = strchr(p + 1, '=')) {
+		if (strncmp(p - 6, "broker", 6) != 0 &&
+		    strncmp(p - 5, "proxy", 5) != 0 &&
+		    strncmp(p - 8, "upstream", 8) != 0 &&
+		    strncmp(p - 7, "outside", 7) != 0)
+			continue;
+		ck_assert_msg(p[1] != '0', "a direct connection worked: %s",
+		    out);
+	}
+	ck_assert_ptr_nonnull(strstr(out, "outside="));
+	json_t *e = json_object_get(j, "egress");
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "allowed")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "denied")), 1);
+	json_decref(j);
+}
+END_TEST
+
+static bool
+introspect_active(const char *tok)
+{
+	json_t *r = harness_expect(&broker, 200, "POST", "/v1/introspect",
+	    verifier, NULL, json_pack("{s:s}", "token", tok));
+	bool active = json_is_true(json_object_get(r, "active"));
+
+	json_decref(r);
+	return active;
+}
+
+/* The token the job printed as TOKEN=... */
+static char *
+printed_token(const char *out)
+{
+	const char *t = strstr(out, "TOKEN=crd_");
+
+	ck_assert_msg(t != NULL, "no token printed: %s", out);
+	return strndup(t + 6, 42);
+}
+
+/* Day one, 4: stopped by the wall clock, its token is dead. */
+START_TEST(the_wall_clock_stop_burns_the_token)
+{
+	int status;
+	json_t *j = run_json("short-job",
+	    "T=$(curl -s -X POST http://broker.cordon/v1/token "
+	    "-d '{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}' | "
+	    "sed -n 's/.*access_token\":\"\\([^\"]*\\)\".*/\\1/p'); "
+	    "echo TOKEN=$T; sleep 30",
+	    &status);
+	char *tok = printed_token(job_stdout(j));
+
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
+	    "wall_clock");
+	ck_assert(json_is_true(json_object_get(j, "revoked")));
+	ck_assert_int_eq(json_integer_value(
+			     json_object_get(j, "tokens_revoked")),
+	    1);
+	ck_assert(!introspect_active(tok));
+	free(tok);
+	json_decref(j);
+}
+END_TEST
+
+/* Day one, 4: an operator's revoke at the broker stops the job, and the
+ * token is refused at the broker and through the proxy. */
+START_TEST(an_operators_revoke_stops_the_job)
+{
+	char input[400], line[4096] = "", path[128];
+	int pipefd[2];
+	size_t n = 0;
+	pid_t pid;
+	char *tok, *jobid;
+
+	snprintf(input, sizeof(input), "%s/repo:repo", inputs);
+	ck_assert_int_eq(pipe(pipefd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		close(pipefd[0]);
+		execl(harness_bin("cordon"), "cordon", "run", "--config",
+		    cfgpath, "--manifest", "job-test", "--input", input, "--",
+		    "/bin/sh", "-c",
+		    "T=$(curl -s -X POST http://broker.cordon/v1/token "
+		    "-d '{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}' "
+		    "| "
+		    "sed -n 's/.*access_token\":\"\\([^\"]*\\)\".*/\\1/p'); "
+		    "echo JOB=$CORDON_JOB TOKEN=$T; sleep 60",
+		    (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	/* The job says who it is and what it holds. */
+	while (strchr(line, '\n') == NULL && n < sizeof(line) - 1) {
+		struct pollfd p = { .fd = pipefd[0], .events = POLLIN };
+		ck_assert_msg(poll(&p, 1, 20000) == 1, "the job said nothing");
+		ssize_t k = read(pipefd[0], line + n, sizeof(line) - 1 - n);
+		ck_assert_int_gt(k, 0);
+		n += (size_t)k;
+		line[n] = '\0';
+	}
+	tok = printed_token(line);
+	jobid = strndup(strstr(line, "JOB=") + 4,
+	    strcspn(strstr(line, "JOB=") + 4, " "));
+	ck_assert(introspect_active(tok));
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", jobid);
+	json_decref(harness_expect(&broker, 200, "POST", path, admin, NULL,
+	    json_pack("{s:s}", "reason", "operator test")));
+	ck_assert(!introspect_active(tok));
+	/* The launcher notices and runs its stop path. */
+	int st = -1;
+	for (int i = 0; i < 100; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break;
+		usleep(100000);
+	}
+	ck_assert_msg(WIFEXITED(st),
+	    "cordon run did not stop after the revoke");
+	ck_assert_int_ne(WEXITSTATUS(st), 125);
+	/* Its channel is gone: the proxy has nothing for the token. */
+	snprintf(path, sizeof(path), "/v1/jobs/%s/log", jobid);
+	json_t *log =
+	    harness_expect(&proxy, 200, "GET", path, launcher, NULL, NULL);
+	ck_assert_str_ne(json_string_value(json_object_get(log, "state")),
+	    "open");
+	json_decref(log);
+	close(pipefd[0]);
+	free(tok);
+	free(jobid);
+}
+END_TEST
+
+/* The sandbox's walls, and the return path. */
+START_TEST(the_sandbox_holds_and_writes_come_back_as_a_patch)
+{
+	int status;
+	json_t *j = run_json("job-test",
+	    "ls /home /root 2>&1 | head -2; test -e /etc/shadow && echo "
+	    "SHADOW; "
+	    "mount -t tmpfs x /tmp 2>/dev/null && echo MOUNTED; "
+	    "unshare -U true 2>/dev/null && echo USERNS; "
+	    "id -u; echo fixed > repo/README.md; "
+	    "mkdir -p repo/.github/workflows; echo 'on: push' > "
+	    "repo/.github/workflows/ci.yml; echo done",
+	    &status);
+	const char *out = job_stdout(j);
+	FILE *f;
+	char patch[8192] = "";
+
+	ck_assert_int_eq(status, 0);
+	ck_assert_msg(strstr(out, "done") != NULL, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "No such file"));
+	ck_assert_ptr_null(strstr(out, "SHADOW"));
+	ck_assert_ptr_null(strstr(out, "MOUNTED"));
+	ck_assert_ptr_null(strstr(out, "USERNS"));
+	ck_assert_ptr_nonnull(strstr(out, "1000\n"));
+	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")),
+	    "needs-review");
+	f = fopen(json_string_value(json_object_get(j, "patch")), "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_gt(fread(patch, 1, sizeof(patch) - 1, f), 0);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(patch, "+fixed"));
+	ck_assert_ptr_nonnull(strstr(patch, "repo/.github/workflows/ci.yml"));
+	json_decref(j);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("launcher");
+	TCase *tc = tcase_create("launcher");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, the_environment_is_empty);
+	tcase_add_test(tc, tokens_are_short_and_egress_goes_through_the_proxy);
+	tcase_add_test(tc, the_wall_clock_stop_burns_the_token);
+	tcase_add_test(tc, an_operators_revoke_stops_the_job);
+	tcase_add_test(tc, the_sandbox_holds_and_writes_come_back_as_a_patch);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
