@@ -487,7 +487,12 @@ judge(struct pconn *c)
 	c->d.host = raw; /* until normalised: a deny logs it as sent */
 	c->d.port = r->port;
 	if (!r->connect) {
-		c->path = strndup(c->head + r->path.off, r->path.len);
+		/* The head is not a string: copy the span, then end it. */
+		c->path = malloc(r->path.len + 1);
+		if (c->path != NULL) {
+			memcpy(c->path, c->head + r->path.off, r->path.len);
+			c->path[r->path.len] = '\0';
+		}
 		if (c->path == NULL) {
 			deny(c, "malformed", "out_of_memory");
 			return;
@@ -1059,6 +1064,32 @@ down(struct pconn *c, size_t n)
 	c->d.bytes_down += n;
 }
 
+/* The response head, as the client gets it: without the upstream's
+ * hop-by-hop fields, saying whether the connection stays. 0, or -1 when
+ * c was closed. */
+static int
+down_head(struct pconn *c, bool upgrade, bool close)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	size_t n = c->resp.head_len;
+	struct buf head;
+
+	buf_init(&head, HTTP1_HEAD_MAX + 64);
+	if (http1_response_rewrite((const char *)evbuffer_pullup(in,
+				       (ssize_t)n),
+		n, upgrade, close, &head) < 0) {
+		buf_free(&head);
+		up_drop(c);
+		fail(c, 502, "bad_upstream_response");
+		return -1;
+	}
+	evbuffer_drain(in, n);
+	evbuffer_add(bufferevent_get_output(c->cl), head.data, head.len);
+	c->d.bytes_down += head.len;
+	buf_free(&head);
+	return 0;
+}
+
 static void
 start_tunnel(struct pconn *c)
 {
@@ -1103,14 +1134,21 @@ pump_response(struct pconn *c)
 					return;
 				}
 				c->d.status = 101;
-				down(c, c->resp.head_len);
+				if (down_head(c, true, false) < 0)
+					return;
 				decision_log(c);
 				start_tunnel(c);
 				return;
 			}
-			down(c, c->resp.head_len);
-			if (c->resp.status < 200)
-				continue; /* 100 Continue: the real one follows */
+			if (c->resp.status < 200) {
+				/* 100 Continue: the real one follows. */
+				down(c, c->resp.head_len);
+				continue;
+			}
+			if (down_head(c, false,
+				!c->keep_alive || !c->resp.keep_alive ||
+				    c->resp.body == HTTP1_RESP_CLOSE) < 0)
+				return;
 			c->resp_head = true;
 			c->d.status = (int)c->resp.status;
 			c->resp_left = c->resp.content_length;

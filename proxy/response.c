@@ -289,3 +289,102 @@ http1_response_parse(const char *data, size_t len, bool head_request,
 	*ret_reason = r;
 	return -EBADMSG;
 }
+
+/* --- the head the client gets ------------------------------------------ */
+
+/* name[0..n) is one of the comma-separated tokens of v[0..vn). */
+static bool
+in_token_list(const char *v, size_t vn, const char *name, size_t n)
+{
+	size_t i = 0;
+
+	while (i < vn) {
+		size_t s;
+		while (i < vn && (is_ows((unsigned char)v[i]) || v[i] == ','))
+			i++;
+		s = i;
+		while (i < vn && v[i] != ',' && !is_ows((unsigned char)v[i]))
+			i++;
+		if (i - s == n && strncasecmp(v + s, name, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* One field line of a head the parser accepted. */
+struct field_line {
+	const char *name, *value, *line;
+	size_t nlen, vlen, len;
+};
+
+/* Reads the field line at offset at into f: the offset after it, or 0 at
+ * the empty line. */
+static size_t
+next_field(const char *head, size_t len, size_t at, struct field_line *f)
+{
+	const char *eol = memchr(head + at, '\r', len - at);
+	size_t end, colon;
+
+	if (eol == NULL || eol == head + at)
+		return 0; /* the empty line */
+	end = (size_t)(eol - head);
+	f->line = head + at;
+	f->len = end + 2 - at;
+	colon = at;
+	while (colon < end && head[colon] != ':')
+		colon++;
+	f->name = head + at;
+	f->nlen = colon - at;
+	size_t vs = colon + 1, ve = end;
+	while (vs < ve && is_ows((unsigned char)head[vs]))
+		vs++;
+	while (ve > vs && is_ows((unsigned char)head[ve - 1]))
+		ve--;
+	f->value = head + vs;
+	f->vlen = ve - vs;
+	return end + 2;
+}
+
+int
+http1_response_rewrite(const char *head, size_t len, bool upgrade, bool close,
+    struct buf *out)
+{
+	static const char *const hop[] = { "Connection", "Keep-Alive", "TE",
+		"Trailer", "Upgrade", "Proxy-Connection" };
+	const char *sl_end = memchr(head, '\r', len);
+	struct field_line f, c;
+	size_t at, k;
+	int r;
+
+	if (sl_end == NULL || len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4))
+		return -EINVAL;
+	at = (size_t)(sl_end - head) + 2;
+	r = buf_append(out, head, at);
+	while (r == 0 && (k = next_field(head, len, at, &f)) != 0) {
+		bool drop = false;
+		at = k;
+		/* A switched protocol needs its Connection and Upgrade. */
+		if (upgrade &&
+		    (eq_nocase(f.name, f.nlen, "Connection") ||
+			eq_nocase(f.name, f.nlen, "Upgrade"))) {
+			r = buf_append(out, f.line, f.len);
+			continue;
+		}
+		for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+			drop = drop || eq_nocase(f.name, f.nlen, hop[i]);
+		drop = drop ||
+		    (f.nlen >= 6 && strncasecmp(f.name, "Proxy-", 6) == 0);
+		for (size_t cat = (size_t)(sl_end - head) + 2, ck;
+		     !drop && (ck = next_field(head, len, cat, &c)) != 0;
+		     cat = ck)
+			drop = eq_nocase(c.name, c.nlen, "Connection") &&
+			    in_token_list(c.value, c.vlen, f.name, f.nlen);
+		if (!drop)
+			r = buf_append(out, f.line, f.len);
+	}
+	if (r == 0 && close && !upgrade)
+		r = buf_append(out, "Connection: close\r\n", 19);
+	if (r == 0)
+		r = buf_append(out, "\r\n", 2);
+	return r;
+}

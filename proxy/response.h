@@ -43,6 +43,7 @@
 #ifndef CORDON_RESPONSE_H
 #define CORDON_RESPONSE_H
 
+#include "buf.h"
 #include "http1.h"
 
 #include <stdbool.h>
@@ -96,5 +97,18 @@ struct http1_response {
  */
 int http1_response_parse(const char *data, size_t len, bool head_request,
     struct http1_response *resp, const char **ret_reason);
+
+/*
+ * Writes to out the head the job's client gets: head[0..len) (a complete
+ * head that http1_response_parse accepted) without its hop-by-hop fields
+ * (Connection, Keep-Alive, TE, Trailer, Upgrade, Proxy-*, and every field
+ * a Connection value names), plus "Connection: close" when the proxy will
+ * close the client's connection after this answer. With upgrade (a 101 the
+ * request asked for), Connection and Upgrade stay and nothing is added.
+ * The framing fields stay: the body is relayed as it is. 0, -EINVAL for a
+ * head without its empty line, or -E2BIG / -ENOMEM from out.
+ */
+int http1_response_rewrite(const char *head, size_t len, bool upgrade,
+    bool close, struct buf *out);
 
 #endif

@@ -291,6 +291,9 @@ START_TEST(allowed_http_passes_and_is_logged)
 	resp = send_req(req);
 	ck_assert_msg(status_of(resp) == 200, "got: %.300s", resp);
 	ck_assert_ptr_nonnull(strstr(resp, "\"target\":\"/ok/report?secret"));
+	/* It asked to close: it is told so, whatever the upstream said. */
+	ck_assert_ptr_nonnull(strstr(resp, "Connection: close\r\n"));
+	ck_assert_ptr_null(strcasestr(resp, "keep-alive"));
 	free(resp);
 
 	/* What reached the upstream: origin-form, Host as checked, the

@@ -571,6 +571,51 @@ START_TEST(test_field_count_limit)
 }
 END_TEST
 
+static void
+assert_rewritten(const char *head, bool upgrade, bool close, const char *want)
+{
+	struct buf out = BUF_INIT(1 << 16);
+
+	ck_assert_int_eq(http1_response_rewrite(head, strlen(head), upgrade,
+			     close, &out),
+	    0);
+	ck_assert_str_eq(buf_str(&out), want);
+	buf_free(&out);
+}
+
+/* The job's client never sees the upstream's hop-by-hop fields, and is
+ * told when the proxy will close. */
+START_TEST(test_rewrite_drops_hop_by_hop)
+{
+	assert_rewritten("HTTP/1.1 200 OK\r\n"
+			 "Connection: keep-alive, X-Hop\r\n"
+			 "X-Hop: 1\r\n"
+			 "Keep-Alive: timeout=5\r\n"
+			 "Proxy-Authenticate: Basic\r\n"
+			 "Content-Length: 5\r\n"
+			 "Server: up\r\n\r\n",
+	    false, true,
+	    "HTTP/1.1 200 OK\r\n"
+	    "Content-Length: 5\r\n"
+	    "Server: up\r\n"
+	    "Connection: close\r\n\r\n");
+	assert_rewritten("HTTP/1.1 204 No Content\r\nTrailer: x\r\n\r\n", false,
+	    false, "HTTP/1.1 204 No Content\r\n\r\n");
+	/* A switch the request asked for keeps what makes it one. */
+	assert_rewritten("HTTP/1.1 101 Switching Protocols\r\n"
+			 "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+			 "Keep-Alive: x\r\n\r\n",
+	    true, true,
+	    "HTTP/1.1 101 Switching Protocols\r\n"
+	    "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+	struct buf out = BUF_INIT(64);
+	ck_assert_int_eq(http1_response_rewrite("HTTP/1.1 200 OK\r\n", 17,
+			     false, false, &out),
+	    -EINVAL);
+	buf_free(&out);
+}
+END_TEST
+
 static Suite *
 response_suite(void)
 {
@@ -599,6 +644,7 @@ response_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_head_size_limit);
 	tcase_add_test(tc, test_field_count_limit);
+	tcase_add_test(tc, test_rewrite_drops_hop_by_hop);
 	suite_add_tcase(s, tc);
 	return s;
 }
