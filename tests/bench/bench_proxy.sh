@@ -1,0 +1,457 @@
+#!/usr/bin/env bash
+# cordon-proxy as a job's forward proxy against Debian's squid
+# (squid-openssl, ssl_bump), tinyproxy and mitmproxy, and against nginx
+# direct, all on loopback, every server with one worker where it has a
+# count (cordon-proxy is single-threaded; nginx, the upstream, has two):
+#
+#   plain HTTP, 100-byte file, 50 connections (wrk), keep-alive and a new
+#   connection per request: cordon, squid, tinyproxy, nginx direct, and
+#   nginx through the relay below (what the relay alone costs);
+#   HTTPS terminated by the proxy (CONNECT, then TLS with a leaf of the
+#   proxy's CA), 50 connections (tlsload.c), requests over kept-alive
+#   tunnels and one new tunnel per request: cordon, squid ssl_bump,
+#   mitmproxy;
+#   resident memory with 1,000 idle terminated tunnels: cordon (target:
+#   under 64 MiB), squid, mitmproxy.
+#
+# cordon is measured the way a sandbox reaches it: through a relay
+# (relay.c) from TCP 127.0.0.1 to the job's channel, as the launcher relays
+# the sandbox's 127.0.0.1:3128; its decision log stays on (one JSON line
+# per request to var/proxy/log/decisions.log and to stderr, a file here).
+# The name bench.test resolves to 127.0.0.1 for everyone: a line in
+# /etc/hosts for the peers (removed on exit), the same in cordon's
+# hosts_file. Leaf keys are ECDSA P-256 everywhere (cordon's own; squid's
+# and mitmproxy's take their CA's key, made P-256 here), as is nginx's.
+#
+#   BENCH_SECONDS (default 10) per run
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+secs=${BENCH_SECONDS:-10}
+bin=${CORDON_BIN_DIR:-$PWD/build/bin}
+here=$PWD/tests/bench
+tmp=$(mktemp -d)
+# squid runs as "proxy" and nginx's workers as "nobody": they read here.
+chmod 755 "$tmp"
+mark='# cordon-bench'
+pids=()
+cleanup() {
+	exec 9>&- 2>/dev/null || true
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if grep -q "$mark\$" /etc/hosts 2>/dev/null; then
+		# In place: /etc/hosts may be a mount point.
+		grep -v "$mark\$" /etc/hosts >"$tmp/hosts.orig" || true
+		cat "$tmp/hosts.orig" >/etc/hosts
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+say() { echo "bench_proxy: $*" >&2; }
+die() {
+	say "$*"
+	exit 1
+}
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# Waits up to 10 s for a command to succeed.
+wait_for() {
+	for _ in $(seq 1 100); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+rss_mib() {
+	awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"
+}
+cpu_ticks() { # pid: its and its children's user + system time, in ticks
+	local p t=0
+	for p in "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$t"
+}
+
+# 1,000 tunnels and their upstreams: two descriptors each, in every process.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+[ "$(ulimit -n)" -ge 4096 ] || die "ulimit -n $(ulimit -n): need 4096"
+
+cc -O2 -o "$tmp/relay" "$here/relay.c"
+cc -O2 -o "$tmp/tlsload" "$here/tlsload.c" -lssl -lcrypto -lpthread
+
+# --- names, certificates, the upstream ---------------------------------------
+
+if ! getent hosts bench.test >/dev/null; then
+	echo "127.0.0.1 bench.test $mark" >>/etc/hosts ||
+		die "cannot add bench.test to /etc/hosts"
+fi
+[ "$(getent hosts bench.test | awk '{print $1}')" = 127.0.0.1 ] ||
+	die "bench.test does not resolve to 127.0.0.1"
+echo "127.0.0.1 bench.test" >"$tmp/hosts"
+
+# One P-256 CA: it signs nginx's certificate, and squid and mitmproxy mint
+# their leaves with it (cordon makes its own CA per job).
+mkdir -p "$tmp/ca"
+(
+	cd "$tmp/ca"
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+		-out ca.key 2>/dev/null
+	openssl req -x509 -new -key ca.key -subj "/CN=cordon bench CA" \
+		-days 2 -out ca.pem -addext "basicConstraints=critical,CA:TRUE" \
+		-addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+		-out bench.key 2>/dev/null
+	openssl req -new -key bench.key -subj "/CN=bench.test" \
+		-out bench.csr 2>/dev/null
+	printf 'subjectAltName=DNS:bench.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >ext
+	openssl x509 -req -in bench.csr -CA ca.pem -CAkey ca.key \
+		-CAcreateserial -days 2 -extfile ext -out bench.pem 2>/dev/null
+)
+chmod 644 "$tmp/ca"/*
+
+np=$(free_port)
+ntp=$(free_port)
+mkdir -p "$tmp/nginx" "$tmp/www"
+head -c 99 /dev/zero | tr '\0' x >"$tmp/www/f100"
+echo >>"$tmp/www/f100"
+chmod 755 "$tmp/www" && chmod 644 "$tmp/www/f100"
+cat >"$tmp/nginx/nginx.conf" <<CONF
+worker_processes 2;
+worker_rlimit_nofile 16384;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log;
+daemon off;
+events { worker_connections 8192; }
+http {
+	access_log off;
+	client_body_temp_path $tmp/nginx;
+	proxy_temp_path $tmp/nginx;
+	fastcgi_temp_path $tmp/nginx;
+	uwsgi_temp_path $tmp/nginx;
+	scgi_temp_path $tmp/nginx;
+	keepalive_requests 1000000;
+	keepalive_timeout 300s;
+	server {
+		listen 127.0.0.1:$np;
+		listen unix:$tmp/nginx/nginx.sock;
+		listen 127.0.0.1:$ntp ssl;
+		ssl_certificate $tmp/ca/bench.pem;
+		ssl_certificate_key $tmp/ca/bench.key;
+		root $tmp/www;
+	}
+}
+CONF
+nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" &
+nginx_pid=$!
+pids+=("$nginx_pid")
+wait_for curl -sf "http://bench.test:$np/f100" || die "nginx did not start"
+wait_for curl -sf --cacert "$tmp/ca/ca.pem" "https://bench.test:$ntp/f100" ||
+	die "nginx (TLS) did not start"
+
+# --- cordon: broker, proxy, a job, its channel, the relay --------------------
+
+mkdir -p "$tmp/broker" "$tmp/proxy"
+# A long lease: the benchmark sends no heartbeats.
+echo '{"lease_seconds": 3600}' >"$tmp/broker/broker.json"
+(cd "$tmp/broker" && exec "$bin/cordon-broker" --listen 127.0.0.1:0 \
+	--config "$tmp/broker/broker.json") 2>"$tmp/broker/broker.log" &
+pids+=($!)
+listening() { # log file: the address it says it listens on
+	grep -m1 -o '"event":"listening","addr":"[^"]*"' "$1" | cut -d'"' -f8
+}
+is_listening() { [ -n "$(listening "$1")" ]; }
+wait_for is_listening "$tmp/broker/broker.log" ||
+	die "broker did not start: $(cat "$tmp/broker/broker.log")"
+broker=http://$(listening "$tmp/broker/broker.log")
+keys=$tmp/broker/var/broker/keys
+admin=$(cat "$keys/admin.key")
+launcher=$(cat "$keys/launcher.key")
+
+cat >"$tmp/proxy/proxy.json" <<CONF
+{"broker": "$broker", "broker_key_file": "$keys/verifier.key",
+ "launcher_key_file": "$keys/launcher.key",
+ "upstream_ca_file": "$tmp/ca/ca.pem", "hosts_file": "$tmp/hosts"}
+CONF
+(cd "$tmp/proxy" && exec "$bin/cordon-proxy" --listen 127.0.0.1:0 \
+	--config "$tmp/proxy/proxy.json") 2>"$tmp/proxy/stderr.log" &
+cordon_pid=$!
+pids+=("$cordon_pid")
+wait_for is_listening "$tmp/proxy/stderr.log" ||
+	die "proxy did not start: $(cat "$tmp/proxy/stderr.log")"
+control=http://$(listening "$tmp/proxy/stderr.log")
+
+curl -sf -X PUT -H "Authorization: Bearer $admin" \
+	"$broker/v1/manifests/bench" -d '{"name": "bench",
+ "command": ["/bin/true"],
+ "egress": [
+  {"host": "bench.test", "port": '"$np"', "methods": ["GET"],
+   "paths": ["/"], "reason": "bench", "allow_cidrs": ["127.0.0.0/8"]},
+  {"host": "bench.test", "port": '"$ntp"', "tls": "terminate",
+   "methods": ["GET"], "paths": ["/"], "reason": "bench tls",
+   "allow_cidrs": ["127.0.0.0/8"]}],
+ "limits": {"wall_seconds": 3600}}' >/dev/null ||
+	die "manifest refused"
+job=$(curl -sf -X POST -H "Authorization: Bearer $launcher" \
+	"$broker/v1/jobs" -d '{"manifest": "bench"}' |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["job"])')
+curl -sf -X POST -H "Authorization: Bearer $launcher" \
+	"$control/v1/jobs/$job" >"$tmp/proxy/channel.json" ||
+	die "no channel for $job: $(tail -5 "$tmp/proxy/stderr.log")"
+channel=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["channel"])' "$tmp/proxy/channel.json")
+python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ca_pem"], end="")' \
+	"$tmp/proxy/channel.json" >"$tmp/proxy/job-ca.pem"
+
+relay() { # name, unix socket path: starts a relay (relay_pid), its port in $tmp/name
+	"$tmp/relay" 0 "$2" >"$tmp/$1" &
+	relay_pid=$!
+	pids+=("$relay_pid")
+	wait_for grep -q '^ready' "$tmp/$1" || die "relay to $2 did not start"
+}
+relay relay.cordon "$channel"
+relay relay.nginx "$tmp/nginx/nginx.sock"
+relay_nginx_pid=$relay_pid
+rp=$(awk '/^ready/ {print $2}' "$tmp/relay.cordon")
+rnp=$(awk '/^ready/ {print $2}' "$tmp/relay.nginx")
+
+# --- the peers ---------------------------------------------------------------
+
+# squid: one worker, no cache, no access log; an ssl_bump port whose leaves
+# its certificate generator mints with the bench CA, and which verifies
+# nginx against that CA as cordon does.
+sp=$(free_port)
+sbp=$(free_port)
+sq=$tmp/squid
+mkdir -p "$sq"
+cp "$tmp/ca/ca.pem" "$tmp/ca/ca.key" "$sq/"
+/usr/lib/squid/security_file_certgen -c -s "$sq/ssl_db" -M 16MB >/dev/null
+cat >"$sq/squid.conf" <<CONF
+workers 1
+http_port 127.0.0.1:$sp
+http_port 127.0.0.1:$sbp ssl-bump tls-cert=$sq/ca.pem tls-key=$sq/ca.key generate-host-certificates=on dynamic_cert_mem_cache_size=16MB
+sslcrtd_program /usr/lib/squid/security_file_certgen -s $sq/ssl_db -M 16MB
+sslcrtd_children 4 startup=1 idle=1
+acl step1 at_step SslBump1
+ssl_bump peek step1
+ssl_bump bump all
+tls_outgoing_options cafile=$tmp/ca/ca.pem
+http_access allow localhost
+http_access deny all
+cache deny all
+access_log none
+cache_log $sq/cache.log
+pid_filename none
+coredump_dir $sq
+hosts_file $tmp/hosts
+visible_hostname bench
+max_filedescriptors 16384
+shutdown_lifetime 0 seconds
+cache_effective_user proxy
+CONF
+chown -R proxy:proxy "$sq"
+squid -N -f "$sq/squid.conf" 2>"$sq/stderr.log" &
+squid_pid=$!
+pids+=("$squid_pid")
+
+# tinyproxy: its defaults (a thread per connection, up to MaxClients).
+tp=$(free_port)
+mkdir -p "$tmp/tinyproxy"
+chown nobody "$tmp/tinyproxy"
+cat >"$tmp/tinyproxy/tinyproxy.conf" <<CONF
+User nobody
+Group nogroup
+Port $tp
+Listen 127.0.0.1
+Timeout 600
+MaxClients 100
+LogLevel Critical
+LogFile "$tmp/tinyproxy/tinyproxy.log"
+DisableViaHeader Yes
+Allow 127.0.0.1
+CONF
+tinyproxy -d -c "$tmp/tinyproxy/tinyproxy.conf" \
+	>"$tmp/tinyproxy/stderr.log" 2>&1 &
+tiny_pid=$!
+pids+=("$tiny_pid")
+
+# mitmproxy: mitmdump, quiet, its CA the bench CA (a P-256 key: its
+# leaves reuse it), verifying nginx against that CA.
+mp=$(free_port)
+mkdir -p "$tmp/mitm"
+cat "$tmp/ca/ca.key" "$tmp/ca/ca.pem" >"$tmp/mitm/mitmproxy-ca.pem"
+mitmdump -q --listen-host 127.0.0.1 -p "$mp" --set confdir="$tmp/mitm" \
+	--set ssl_verify_upstream_trusted_ca="$tmp/ca/ca.pem" \
+	--set termlog_verbosity=error --set flow_detail=0 \
+	>"$tmp/mitm/stderr.log" 2>&1 &
+mitm_pid=$!
+pids+=("$mitm_pid")
+
+# Every path answers the file before anything is measured; HTTPS with
+# the certificate checked against the CA that minted the proxy's leaf.
+url=http://bench.test:$np/f100
+surl=https://bench.test:$ntp/f100
+fetch() { # proxy port, url, [cacert]
+	local body
+	body=$(curl -sf --max-time 5 --proxy "http://127.0.0.1:$1" \
+		${3:+--cacert "$3"} "$2") && [ ${#body} -eq 99 ]
+}
+wait_for fetch "$rp" "$url" || die "cordon (plain) failed: $(tail -3 "$tmp/proxy/stderr.log")"
+wait_for fetch "$rp" "$surl" "$tmp/proxy/job-ca.pem" ||
+	die "cordon (TLS) failed: $(tail -3 "$tmp/proxy/stderr.log")"
+wait_for fetch "$sp" "$url" || die "squid failed: $(cat "$sq/cache.log")"
+wait_for fetch "$sbp" "$surl" "$tmp/ca/ca.pem" ||
+	die "squid ssl_bump failed: $(tail -5 "$sq/cache.log")"
+wait_for fetch "$tp" "$url" ||
+	die "tinyproxy failed: $(cat "$tmp/tinyproxy/stderr.log")"
+wait_for fetch "$mp" "$surl" "$tmp/ca/ca.pem" ||
+	die "mitmproxy failed: $(cat "$tmp/mitm/stderr.log")"
+wait_for curl -sf -H "Host: bench.test:$np" "http://127.0.0.1:$rnp/f100" ||
+	die "relay to nginx failed"
+
+# --- memory: 1,000 idle terminated tunnels ------------------------------------
+
+# Each proxy, before any other load, holds 1,000 tunnels that have done
+# CONNECT and the TLS handshake (and so each an upstream TLS connection
+# too), then idle; twice, closing them in between. The figure is the
+# second: a fresh heap counts buffers reserved but never written as not
+# resident, and a proxy that has run a while has no such heap.
+idle_rss() { # proxy port, pid: sets rss (MiB)
+	local ready
+	rm -f "$tmp/hold"
+	mkfifo "$tmp/hold"
+	"$tmp/tlsload" -m idle -c 1000 -d 120 -x "$1" -h bench.test \
+		-p "$ntp" <"$tmp/hold" >"$tmp/idle.out" &
+	local lp=$!
+	exec 9>"$tmp/hold"
+	for _ in $(seq 1 600); do
+		grep -q '^ready' "$tmp/idle.out" && break
+		sleep 0.1
+	done
+	ready=$(awk '/^ready/ {print $2}' "$tmp/idle.out")
+	[ "${ready:-0}" -eq 1000 ] ||
+		die "idle tunnels on port $1: $(cat "$tmp/idle.out")"
+	sleep 1
+	rss=$(rss_mib "$2")
+	exec 9>&-
+	wait "$lp" || true
+	sleep 1 # the proxies see the 1,000 closes
+}
+idle_twice() { # name, proxy port, pid: sets rss
+	local r0 r1
+	r0=$(rss_mib "$3")
+	idle_rss "$2" "$3"
+	r1=$rss
+	idle_rss "$2" "$3"
+	say "$1 RSS (MiB): $r0 idle, $r1 with 1000 tunnels," \
+		"$rss with 1000 tunnels again"
+}
+idle_twice cordon "$rp" "$cordon_pid"
+c_rss=$rss
+idle_twice squid "$sbp" "$squid_pid"
+s_rss=$rss
+idle_twice mitmproxy "$mp" "$mitm_pid"
+m_rss=$rss
+
+# --- throughput ----------------------------------------------------------------
+
+lua() { # path, host header, [close]: a wrk script
+	printf 'wrk.path = "%s"\nwrk.headers["Host"] = "%s"\n' "$1" "$2"
+	[ -z "${3:-}" ] || printf 'wrk.headers["Connection"] = "close"\n'
+}
+lua "$url" "bench.test:$np" >"$tmp/proxy.lua"
+lua "$url" "bench.test:$np" close >"$tmp/proxy-close.lua"
+lua /f100 "bench.test:$np" >"$tmp/direct.lua"
+lua /f100 "bench.test:$np" close >"$tmp/direct-close.lua"
+
+# The share of one core a process used since cpu_mark.
+cpu_mark() { t0=$(cpu_ticks "$1"); }
+cpu_since() { # pid
+	echo "$(cat "/proc/$1/comm") $(((($(cpu_ticks "$1") - t0) * 100 / $(getconf CLK_TCK)) / secs))%"
+}
+
+# wrk's 200 answers per second (answers that were not 200 are taken out
+# and reported), and the CPU the server used.
+wrk_rps() { # label, lua, port, server pid
+	local out
+	cpu_mark "$4"
+	out=$(wrk -t2 -c50 -d"${secs}s" -s "$2" "http://127.0.0.1:$3/")
+	awk -v label="$1" -v cpu="$(cpu_since "$4")" '
+		/requests in/ {n = $1}
+		/^Requests\/sec:/ {rps = $2}
+		/Non-2xx or 3xx responses:/ {bad = $NF}
+		/Socket errors:/ {errs = $0}
+		END {
+			ok = (n > 0) ? rps * (n - bad) / n : 0
+			printf "%s: %.1f req/s (%d answers, %d not 200%s), CPU: %s of a core\n",
+			    label, ok, n, bad, errs ? "; " errs : "", cpu > "/dev/stderr"
+			printf "%.1f\n", ok
+		}' <<<"$out"
+}
+tls_rps() { # label, mode, port, server pid
+	local out
+	cpu_mark "$4"
+	out=$("$tmp/tlsload" -m "$2" -c 50 -t 2 -d "$secs" -x "$3" \
+		-h bench.test -p "$ntp" -u /f100)
+	say "$1: $out, CPU: $(cpu_since "$4") of a core"
+	awk '{print $8}' <<<"$out"
+}
+
+decisions() { wc -l <"$tmp/proxy/var/proxy/log/decisions.log"; }
+d0=$(decisions)
+
+c_ka=$(wrk_rps "cordon, keep-alive" "$tmp/proxy.lua" "$rp" "$cordon_pid")
+s_ka=$(wrk_rps "squid, keep-alive" "$tmp/proxy.lua" "$sp" "$squid_pid")
+t_ka=$(wrk_rps "tinyproxy, keep-alive" "$tmp/proxy.lua" "$tp" "$tiny_pid")
+n_ka=$(wrk_rps "nginx direct, keep-alive" "$tmp/direct.lua" "$np" "$nginx_pid")
+r_ka=$(wrk_rps "nginx via relay, keep-alive" "$tmp/direct.lua" "$rnp" "$relay_nginx_pid")
+
+c_nk=$(wrk_rps "cordon, new connections" "$tmp/proxy-close.lua" "$rp" "$cordon_pid")
+s_nk=$(wrk_rps "squid, new connections" "$tmp/proxy-close.lua" "$sp" "$squid_pid")
+t_nk=$(wrk_rps "tinyproxy, new connections" "$tmp/proxy-close.lua" "$tp" "$tiny_pid")
+n_nk=$(wrk_rps "nginx direct, new connections" "$tmp/direct-close.lua" "$np" "$nginx_pid")
+r_nk=$(wrk_rps "nginx via relay, new connections" "$tmp/direct-close.lua" "$rnp" "$relay_nginx_pid")
+
+c_tk=$(tls_rps "cordon, TLS keep-alive" keepalive "$rp" "$cordon_pid")
+s_tk=$(tls_rps "squid, TLS keep-alive" keepalive "$sbp" "$squid_pid")
+m_tk=$(tls_rps "mitmproxy, TLS keep-alive" keepalive "$mp" "$mitm_pid")
+
+c_tn=$(tls_rps "cordon, TLS new tunnels" new "$rp" "$cordon_pid")
+s_tn=$(tls_rps "squid, TLS new tunnels" new "$sbp" "$squid_pid")
+m_tn=$(tls_rps "mitmproxy, TLS new tunnels" new "$mp" "$mitm_pid")
+
+d1=$(decisions)
+# Denials are expected only from tunnels tlsload leaves mid-handshake when
+# its time is up (kind mitm, reason tls).
+denied=$(tail -n +$((d0 + 1)) "$tmp/proxy/var/proxy/log/decisions.log" |
+	grep '"decision":"deny"' |
+	grep -o '"kind":"[a-z]*".*"reason":"[a-z_]*"' |
+	sed 's/"kind":"\([a-z]*\)".*"reason":"\([a-z_]*\)"/\1:\2/' |
+	sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}' ||
+	true)
+say "cordon decision log: $((d1 - d0)) lines during the runs," \
+	"denials: ${denied:-none}; RSS after the runs $(rss_mib "$cordon_pid") MiB"
+
+result() { # what, unit, better, cordon, peer, peer value
+	printf 'RESULT\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@"
+}
+what="proxy: HTTP keep-alive, 50 conns, 100 B"
+result "$what" req/s higher "$c_ka" squid "$s_ka"
+result "$what" req/s higher "$c_ka" tinyproxy "$t_ka"
+result "$what" req/s higher "$c_ka" nginx "$n_ka"
+result "$what" req/s higher "$c_ka" nginx-relay "$r_ka"
+what="proxy: HTTP new conn per request, 50 conns"
+result "$what" req/s higher "$c_nk" squid "$s_nk"
+result "$what" req/s higher "$c_nk" tinyproxy "$t_nk"
+result "$what" req/s higher "$c_nk" nginx "$n_nk"
+result "$what" req/s higher "$c_nk" nginx-relay "$r_nk"
+what="proxy: HTTPS terminated, kept-alive tunnels"
+result "$what" req/s higher "$c_tk" squid "$s_tk"
+result "$what" req/s higher "$c_tk" mitmproxy "$m_tk"
+what="proxy: HTTPS terminated, tunnel per request"
+result "$what" req/s higher "$c_tn" squid "$s_tn"
+result "$what" req/s higher "$c_tn" mitmproxy "$m_tn"
+what="proxy: RSS, 1000 idle TLS tunnels"
+result "$what" MiB lower "$c_rss" target 64
+result "$what" MiB lower "$c_rss" squid "$s_rss"
+result "$what" MiB lower "$c_rss" mitmproxy "$m_rss"

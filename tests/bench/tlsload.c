@@ -1,0 +1,571 @@
+/*
+ * A benchmark helper: HTTPS through a forward proxy, which wrk cannot do.
+ * Each connection sends "CONNECT host:port" to the proxy, then TLS inside
+ * the tunnel (SNI: host), then by mode:
+ *
+ *   keepalive  GET requests one after another over that one tunnel
+ *   new        one GET with "Connection: close" per tunnel, then a new
+ *              TCP connection, CONNECT and full handshake (no resumption)
+ *   idle       nothing: the tunnel is held open (for memory figures)
+ *
+ * The proxy's certificate is NOT verified (SSL_VERIFY_NONE): this measures,
+ * it trusts nothing it reads; the figures are only the count of complete
+ * 200 answers with the expected length. THREADS threads, each with its own
+ * epoll loop and CONNS/THREADS connections, like wrk.
+ *
+ *   tlsload -x PROXY_PORT -h HOST -p PORT [-u PATH] [-c CONNS]
+ *           [-t THREADS] [-d SECONDS] [-m keepalive|new|idle]
+ *
+ * keepalive, new: prints "requests N errors E seconds S rps R".
+ * idle: opens the tunnels at most 32 at a time per thread, prints
+ * "ready N failed F" once every one is open or has failed 3 times, then
+ * holds them until its standard input closes or -d seconds pass.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUF_SIZE (64 * 1024)
+#define IDLE_RAMP 32
+#define IDLE_TRIES 3
+
+enum mode { M_KEEPALIVE, M_NEW, M_IDLE };
+
+enum state {
+	S_TCP, /* connecting to the proxy */
+	S_CONNECT_SEND,
+	S_CONNECT_RECV,
+	S_HANDSHAKE,
+	S_SEND,
+	S_RECV,
+	S_IDLE,
+	S_OFF,
+};
+
+struct worker;
+
+struct conn {
+	struct worker *w;
+	int fd;
+	SSL *ssl;
+	enum state st;
+	uint32_t mask, armed; /* wanted, and what epoll watches */
+	bool close_after; /* the answer said Connection: close */
+	size_t out_off;
+	size_t len, need;
+	int tries;
+	char buf[BUF_SIZE];
+};
+
+struct worker {
+	pthread_t thread;
+	int ep;
+	struct conn *conns;
+	size_t nconns, next; /* idle mode: the next to open */
+	size_t inflight;
+	uint64_t requests, errors;
+	atomic_size_t ready, failed;
+};
+
+static enum mode mode = M_KEEPALIVE;
+static struct sockaddr_in proxy = { .sin_family = AF_INET };
+static const char *host;
+static SSL_CTX *ctx;
+static char connect_req[512], get_req[1024];
+static size_t connect_len, get_len;
+static atomic_bool stopping;
+static struct timespec deadline;
+
+static bool
+past(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > t->tv_sec ||
+	    (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+static void
+conn_drop(struct conn *c)
+{
+	if (c->ssl != NULL)
+		SSL_free(c->ssl);
+	c->ssl = NULL;
+	if (c->fd >= 0)
+		close(c->fd); /* also leaves the epoll set */
+	c->fd = -1;
+	c->st = S_OFF;
+	c->mask = c->armed = 0;
+}
+
+static int
+conn_open(struct conn *c)
+{
+	static const int one = 1;
+	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
+
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return -1;
+	(void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(c->fd, (struct sockaddr *)&proxy, sizeof(proxy)) < 0 &&
+	    errno != EINPROGRESS) {
+		conn_drop(c);
+		return -1;
+	}
+	c->st = S_TCP;
+	c->mask = c->armed = EPOLLOUT;
+	c->out_off = 0;
+	c->len = 0;
+	if (epoll_ctl(c->w->ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+		conn_drop(c);
+		return -1;
+	}
+	return 0;
+}
+
+/* The value of header name in the head, or NULL. */
+static const char *
+header(const char *head, size_t len, const char *name, size_t *ret_len)
+{
+	size_t n = strlen(name);
+	const char *p = memchr(head, '\n', len), *end = head + len;
+
+	while (p != NULL && p + 1 < end) {
+		const char *line = p + 1;
+		const char *eol = memchr(line, '\n', (size_t)(end - line));
+		if (eol == NULL)
+			break;
+		if ((size_t)(eol - line) > n + 1 && line[n] == ':' &&
+		    strncasecmp(line, name, n) == 0) {
+			const char *v = line + n + 1;
+			while (v < eol && (*v == ' ' || *v == '\t'))
+				v++;
+			const char *ve = eol;
+			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' '))
+				ve--;
+			*ret_len = (size_t)(ve - v);
+			return v;
+		}
+		p = eol;
+	}
+	return NULL;
+}
+
+/* A complete answer in c->buf: 1, with c->need its length and
+ * c->close_after set when the server ends the connection after it; 0 when
+ * more is needed; -1 when it is not a 200 with a Content-Length. */
+static int
+answer_complete(struct conn *c)
+{
+	const char *end = memmem(c->buf, c->len, "\r\n\r\n", 4);
+	const char *v;
+	size_t head, vlen;
+	char num[24];
+
+	if (c->need > 0)
+		return c->len >= c->need;
+	if (end == NULL)
+		return c->len < BUF_SIZE ? 0 : -1;
+	head = (size_t)(end - c->buf) + 4;
+	if (head < 12 || memcmp(c->buf, "HTTP/1.", 7) != 0 ||
+	    memcmp(c->buf + 9, "200", 3) != 0)
+		return -1;
+	v = header(c->buf, head, "Content-Length", &vlen);
+	if (v == NULL || vlen == 0 || vlen >= sizeof(num))
+		return -1;
+	memcpy(num, v, vlen);
+	num[vlen] = '\0';
+	c->need = head + strtoul(num, NULL, 10);
+	if (c->need > BUF_SIZE)
+		return -1;
+	v = header(c->buf, head, "Connection", &vlen);
+	c->close_after =
+	    v != NULL && vlen == 5 && strncasecmp(v, "close", 5) == 0;
+	return c->len >= c->need;
+}
+
+/* Runs c's state machine until it must wait: 0 (c->mask set), or -1. */
+static int
+advance(struct conn *c)
+{
+	struct worker *w = c->w;
+	ssize_t n;
+	int r, e;
+
+	for (;;) {
+		switch (c->st) {
+		case S_TCP: {
+			int err = 0;
+			socklen_t len = sizeof(err);
+			if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err,
+				&len) < 0 ||
+			    err != 0)
+				return -1;
+			c->st = S_CONNECT_SEND;
+			break;
+		}
+		case S_CONNECT_SEND:
+			n = write(c->fd, connect_req + c->out_off,
+			    connect_len - c->out_off);
+			if (n < 0) {
+				if (errno != EAGAIN)
+					return -1;
+				c->mask = EPOLLOUT;
+				return 0;
+			}
+			c->out_off += (size_t)n;
+			if (c->out_off == connect_len) {
+				c->st = S_CONNECT_RECV;
+				c->len = 0;
+			}
+			break;
+		case S_CONNECT_RECV:
+			n = read(c->fd, c->buf + c->len, BUF_SIZE - c->len);
+			if (n < 0) {
+				if (errno != EAGAIN)
+					return -1;
+				c->mask = EPOLLIN;
+				return 0;
+			}
+			if (n == 0)
+				return -1;
+			c->len += (size_t)n;
+			char *end = memmem(c->buf, c->len, "\r\n\r\n", 4);
+			if (end == NULL) {
+				if (c->len == BUF_SIZE)
+					return -1;
+				break;
+			}
+			/* Nothing may follow the answer before the client
+			 * speaks TLS. */
+			if (c->len < 12 || memcmp(c->buf + 9, "200", 3) != 0 ||
+			    end + 4 != c->buf + c->len)
+				return -1;
+			c->ssl = SSL_new(ctx);
+			if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1 ||
+			    SSL_set_tlsext_host_name(c->ssl, host) != 1)
+				return -1;
+			SSL_set_connect_state(c->ssl);
+			c->st = S_HANDSHAKE;
+			break;
+		case S_HANDSHAKE:
+			r = SSL_do_handshake(c->ssl);
+			if (r == 1) {
+				c->st = mode == M_IDLE ? S_IDLE : S_SEND;
+				c->out_off = 0;
+				if (mode == M_IDLE) {
+					atomic_fetch_add(&w->ready, 1);
+					w->inflight--;
+					c->mask = EPOLLIN;
+					return 0;
+				}
+				break;
+			}
+			e = SSL_get_error(c->ssl, r);
+			if (e == SSL_ERROR_WANT_READ ||
+			    e == SSL_ERROR_WANT_WRITE) {
+				c->mask = e == SSL_ERROR_WANT_READ ? EPOLLIN
+								   : EPOLLOUT;
+				return 0;
+			}
+			return -1;
+		case S_SEND:
+			r = SSL_write(c->ssl, get_req, (int)get_len);
+			if (r <= 0) {
+				e = SSL_get_error(c->ssl, r);
+				if (e == SSL_ERROR_WANT_READ ||
+				    e == SSL_ERROR_WANT_WRITE) {
+					c->mask = e == SSL_ERROR_WANT_READ
+					    ? EPOLLIN
+					    : EPOLLOUT;
+					return 0;
+				}
+				return -1;
+			}
+			c->st = S_RECV;
+			c->len = 0;
+			c->need = 0;
+			c->close_after = false;
+			break;
+		case S_RECV:
+			r = SSL_read(c->ssl, c->buf + c->len,
+			    (int)(BUF_SIZE - c->len));
+			if (r <= 0) {
+				e = SSL_get_error(c->ssl, r);
+				if (e == SSL_ERROR_WANT_READ ||
+				    e == SSL_ERROR_WANT_WRITE) {
+					c->mask = e == SSL_ERROR_WANT_READ
+					    ? EPOLLIN
+					    : EPOLLOUT;
+					return 0;
+				}
+				return -1;
+			}
+			c->len += (size_t)r;
+			r = answer_complete(c);
+			if (r < 0 || (r == 1 && c->len > c->need))
+				return -1; /* or an answer nobody asked for */
+			if (r == 0)
+				break;
+			w->requests++;
+			if (stopping)
+				return 1;
+			if (mode == M_NEW || c->close_after) {
+				conn_drop(c);
+				return conn_open(c) < 0 ? -1 : 1;
+			}
+			c->st = S_SEND;
+			break;
+		case S_IDLE: {
+			/* A session ticket, or the end: either way, drain. */
+			char scratch[4096];
+			r = SSL_read(c->ssl, scratch, sizeof(scratch));
+			if (r > 0)
+				break;
+			e = SSL_get_error(c->ssl, r);
+			if (e == SSL_ERROR_WANT_READ) {
+				c->mask = EPOLLIN;
+				return 0;
+			}
+			atomic_fetch_sub(&w->ready, 1);
+			atomic_fetch_add(&w->failed, 1);
+			conn_drop(c);
+			return 1;
+		}
+		case S_OFF:
+			return 1;
+		}
+	}
+}
+
+/* Idle mode: opens the next tunnels while fewer than IDLE_RAMP are on
+ * their way. */
+static void
+ramp(struct worker *w)
+{
+	while (w->inflight < IDLE_RAMP && w->next < w->nconns) {
+		struct conn *c = &w->conns[w->next++];
+		w->inflight++;
+		if (conn_open(c) < 0) {
+			w->inflight--;
+			atomic_fetch_add(&w->failed, 1);
+		}
+	}
+}
+
+static void
+on_event(struct conn *c)
+{
+	struct worker *w = c->w;
+	int r = advance(c);
+
+	if (r < 0) {
+		w->errors++;
+		conn_drop(c);
+		if (mode == M_IDLE) {
+			if (++c->tries < IDLE_TRIES && conn_open(c) == 0)
+				return;
+			w->inflight--;
+			atomic_fetch_add(&w->failed, 1);
+			ramp(w);
+			return;
+		}
+		if (!stopping)
+			(void)conn_open(c);
+		return;
+	}
+	if (mode == M_IDLE)
+		ramp(w);
+	if (r > 0 || c->fd < 0 || c->mask == c->armed)
+		return;
+	struct epoll_event ev = { .events = c->mask, .data.ptr = c };
+	if (epoll_ctl(w->ep, EPOLL_CTL_MOD, c->fd, &ev) < 0) {
+		w->errors++;
+		conn_drop(c);
+		return;
+	}
+	c->armed = c->mask;
+}
+
+static void *
+worker_run(void *arg)
+{
+	struct worker *w = arg;
+	struct epoll_event evs[256];
+
+	if (mode == M_IDLE) {
+		ramp(w);
+	} else {
+		for (size_t i = 0; i < w->nconns; i++)
+			if (conn_open(&w->conns[i]) < 0)
+				w->errors++;
+	}
+	while (!stopping) {
+		int n = epoll_wait(w->ep, evs, 256, 100);
+		if (mode != M_IDLE && past(&deadline))
+			break;
+		for (int i = 0; i < n; i++)
+			on_event(evs[i].data.ptr);
+	}
+	return NULL;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: tlsload -x PROXY_PORT -h HOST -p PORT [-u PATH] "
+	    "[-c CONNS] [-t THREADS] [-d SECONDS] [-m keepalive|new|idle]\n");
+	exit(64);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *path = "/";
+	long conns = 50, threads = 2, secs = 10, pport = 0, port = 0;
+	struct worker *ws;
+	struct timespec t0, t1;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "x:h:p:u:c:t:d:m:")) != -1) {
+		switch (opt) {
+		case 'x':
+			pport = strtol(optarg, NULL, 10);
+			break;
+		case 'h':
+			host = optarg;
+			break;
+		case 'p':
+			port = strtol(optarg, NULL, 10);
+			break;
+		case 'u':
+			path = optarg;
+			break;
+		case 'c':
+			conns = strtol(optarg, NULL, 10);
+			break;
+		case 't':
+			threads = strtol(optarg, NULL, 10);
+			break;
+		case 'd':
+			secs = strtol(optarg, NULL, 10);
+			break;
+		case 'm':
+			if (strcmp(optarg, "keepalive") == 0)
+				mode = M_KEEPALIVE;
+			else if (strcmp(optarg, "new") == 0)
+				mode = M_NEW;
+			else if (strcmp(optarg, "idle") == 0)
+				mode = M_IDLE;
+			else
+				usage();
+			break;
+		default:
+			usage();
+		}
+	}
+	if (host == NULL || pport <= 0 || pport > 65535 || port <= 0 ||
+	    port > 65535 || conns <= 0 || threads <= 0 || secs <= 0)
+		usage();
+	if (threads > conns)
+		threads = conns;
+	signal(SIGPIPE, SIG_IGN);
+	proxy.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	proxy.sin_port = htons((uint16_t)pport);
+	connect_len = (size_t)snprintf(connect_req, sizeof(connect_req),
+	    "CONNECT %s:%ld HTTP/1.1\r\nHost: %s:%ld\r\n\r\n", host, port, host,
+	    port);
+	get_len = (size_t)snprintf(get_req, sizeof(get_req),
+	    "GET %s HTTP/1.1\r\nHost: %s:%ld\r\n%s\r\n", path, host, port,
+	    mode == M_NEW ? "Connection: close\r\n" : "");
+	if (connect_len >= sizeof(connect_req) || get_len >= sizeof(get_req))
+		usage();
+
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (ctx == NULL)
+		return 1;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+
+	ws = calloc((size_t)threads, sizeof(*ws));
+	if (ws == NULL)
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	deadline = t0;
+	deadline.tv_sec += secs;
+	for (long i = 0; i < threads; i++) {
+		struct worker *w = &ws[i];
+		w->nconns = (size_t)(conns / threads + (i < conns % threads));
+		w->conns = calloc(w->nconns, sizeof(*w->conns));
+		w->ep = epoll_create1(EPOLL_CLOEXEC);
+		if (w->conns == NULL || w->ep < 0)
+			return 1;
+		for (size_t k = 0; k < w->nconns; k++) {
+			w->conns[k].w = w;
+			w->conns[k].fd = -1;
+			w->conns[k].st = S_OFF;
+		}
+		if (pthread_create(&w->thread, NULL, worker_run, w) != 0)
+			return 1;
+	}
+
+	if (mode == M_IDLE) {
+		size_t ready, failed;
+		do {
+			usleep(50 * 1000);
+			ready = failed = 0;
+			for (long i = 0; i < threads; i++) {
+				ready += atomic_load(&ws[i].ready);
+				failed += atomic_load(&ws[i].failed);
+			}
+		} while (ready + failed < (size_t)conns && !past(&deadline));
+		printf("ready %zu failed %zu\n", ready, failed);
+		fflush(stdout);
+		/* Held until stdin closes or the time is up. */
+		struct pollfd pfd = { .fd = 0, .events = POLLIN };
+		char b[64];
+		while (!past(&deadline)) {
+			if (poll(&pfd, 1, 100) > 0 &&
+			    read(0, b, sizeof(b)) <= 0)
+				break;
+		}
+	}
+	/* Idle mode stops here; the others at the deadline, on their own. */
+	if (mode == M_IDLE)
+		stopping = true;
+	uint64_t requests = 0, errors = 0;
+	for (long i = 0; i < threads; i++) {
+		pthread_join(ws[i].thread, NULL);
+		requests += ws[i].requests;
+		errors += ws[i].errors;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (mode != M_IDLE) {
+		double s = (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		printf("requests %llu errors %llu seconds %.2f rps %.1f\n",
+		    (unsigned long long)requests, (unsigned long long)errors, s,
+		    (double)requests / s);
+	}
+	return 0;
+}
