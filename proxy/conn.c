@@ -638,6 +638,9 @@ start_mitm(struct pconn *c)
 		return;
 	}
 	bufferevent_openssl_set_allow_dirty_shutdown(f, 1);
+	/* Requests are small: a small read keeps an idle tunnel small (the
+	 * filter reserves room for a whole read before it has the bytes). */
+	bufferevent_set_max_single_read(f, 4096);
 	c->cl = f;
 	bufferevent_setcb(c->cl, on_cl_read, on_cl_write, on_cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_READ, 0, READ_HIGH);
@@ -1501,6 +1504,8 @@ conn_tls_init(struct proxy *p)
 	SSL_CTX_set_mode(p->mitm_ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_mode(p->up_ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_verify(p->up_ctx, SSL_VERIFY_PEER, NULL);
+	/* One read for a record's header and body, not two. */
+	SSL_CTX_set_read_ahead(p->up_ctx, 1);
 	if (p->cfg.upstream_ca_file != NULL) {
 		if (SSL_CTX_load_verify_locations(p->up_ctx,
 			p->cfg.upstream_ca_file, NULL) != 1) {
