@@ -720,6 +720,8 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		.pids = limit(r, "pids"),
 		.out_fd = pipes[0][1],
 		.err_fd = pipes[1][1],
+		.secret = r->key,
+		.secret_len = sizeof(r->key),
 	};
 	rc = sandbox_spawn(&spec, &r->sb, err, errlen);
 	close(pipes[0][1]);

@@ -330,6 +330,13 @@ child_main(void *arg)
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(126);
+	/* PID 1 is a copy of the launcher: nothing of the launcher's
+	 * environment or key stays in it, not even in /proc/1/environ. */
+	for (char **e = environ; e != NULL && *e != NULL; e++)
+		explicit_bzero(*e, strlen(*e));
+	clearenv();
+	if (s->secret != NULL)
+		explicit_bzero(s->secret, s->secret_len);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		die(ctl, "private mounts");
 	lo_up(ctl);

@@ -30,6 +30,10 @@ struct sandbox_spec {
 	gid_t gid;
 	long long memory_mb, pids; /* 0: no limit */
 	int out_fd, err_fd; /* the job's stdout and stderr */
+	/* The launcher's secret (its key), wiped from the sandbox's copy of
+	 * the launcher's memory, as is the launcher's environment. */
+	char *secret;
+	size_t secret_len;
 };
 
 /* How each limit was enforced, for the run's report. */
