@@ -773,22 +773,6 @@ revoke_token(void *ctx, struct http_request *req, struct http_response *res)
 
 /* --- the revocation feed -------------------------------------------------- */
 
-static bool
-follower_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 63)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-			(s[i] >= 'A' && s[i] <= 'Z') ||
-			(s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
-			s[i] == '_' || s[i] == '.'))
-			return false;
-	return true;
-}
-
 struct poll_state {
 	char follower[64];
 	int64_t after;
@@ -837,7 +821,7 @@ revocations(void *ctx, struct http_request *req, struct http_response *res)
 		return;
 	if (follower == NULL)
 		follower = "default";
-	if (!follower_ok(follower)) {
+	if (!name_ok(follower, 63, "._-")) {
 		http_reply_error(res, 400, "malformed",
 		    "follower must be 1 to 63 of [A-Za-z0-9._-]");
 		return;

@@ -7,7 +7,9 @@
 #define CORDON_UTIL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -54,6 +56,24 @@ steal_fd(int *fd)
 	int r = *fd;
 	*fd = -1;
 	return r;
+}
+
+/* s is 1 to max of ASCII letters, digits and the bytes of extra: a name
+ * that is safe in a path, a URL and a log line (job ids, followers). */
+static inline bool
+name_ok(const char *s, size_t max, const char *extra)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+			(s[i] >= 'A' && s[i] <= 'Z') ||
+			(s[i] >= '0' && s[i] <= '9') ||
+			strchr(extra, s[i]) != NULL))
+			return false;
+	return true;
 }
 
 #endif

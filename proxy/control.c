@@ -24,22 +24,6 @@ struct control_open {
 	json_t *body; /* the broker's answer */
 };
 
-static bool
-job_id_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > JOB_ID_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-			(s[i] >= 'A' && s[i] <= 'Z') ||
-			(s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
-			s[i] == '-'))
-			return false;
-	return true;
-}
-
 static void
 open_free(void *arg)
 {
@@ -140,7 +124,7 @@ job_post(void *ctx, struct http_request *req, struct http_response *res)
 			open_reply(p, o, id, res);
 		return;
 	}
-	if (!job_id_ok(id)) {
+	if (!name_ok(id, JOB_ID_MAX, "_-")) {
 		http_reply_error(res, 400, "malformed",
 		    "a job id is 1 to %d of [A-Za-z0-9_-]", JOB_ID_MAX);
 		return;

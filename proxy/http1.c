@@ -8,6 +8,8 @@
  */
 #include "http1.h"
 
+#include "lex.h"
+
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
@@ -18,26 +20,6 @@ enum {
 	P_DONE,
 	P_FAILED,
 };
-
-static bool
-is_tchar(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return true;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static bool
-is_token(const char *s, size_t n)
-{
-	if (n == 0)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!is_tchar((unsigned char)s[i]))
-			return false;
-	return true;
-}
 
 static bool
 is_hex(unsigned char c)
@@ -54,19 +36,6 @@ hex_value(unsigned char c)
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
 	return c - 'A' + 10;
-}
-
-static bool
-is_ows(unsigned char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-/* s[0..n) equals the NUL-terminated lit, ignoring ASCII case. */
-static bool
-eq_nocase(const char *s, size_t n, const char *lit)
-{
-	return strlen(lit) == n && strncasecmp(s, lit, n) == 0;
 }
 
 /* --- targets and authorities ----------------------------------------- */
@@ -245,7 +214,7 @@ parse_request_line(struct http1_parser *p, const char *data, size_t start,
 	sp1 = memchr(s, ' ', n);
 	if (sp1 == NULL)
 		return "malformed";
-	if (!is_token(s, (size_t)(sp1 - s)))
+	if (!lex_token(s, (size_t)(sp1 - s)))
 		return "bad_method";
 	req->method = (struct http1_span){ start, (size_t)(sp1 - s) };
 	req->connect = req->method.len == 7 && memcmp(s, "CONNECT", 7) == 0;
@@ -281,23 +250,23 @@ parse_connection(struct http1_parser *p, const char *v, size_t n, bool *close,
 	while (i < n) {
 		size_t s, e;
 
-		while (i < n && (is_ows((unsigned char)v[i]) || v[i] == ','))
+		while (i < n && (lex_ows((unsigned char)v[i]) || v[i] == ','))
 			i++;
 		s = i;
-		while (i < n && v[i] != ',' && !is_ows((unsigned char)v[i]))
+		while (i < n && v[i] != ',' && !lex_ows((unsigned char)v[i]))
 			i++;
 		e = i;
-		while (i < n && is_ows((unsigned char)v[i]))
+		while (i < n && lex_ows((unsigned char)v[i]))
 			i++;
 		if (i < n && v[i] != ',')
 			return "bad_connection";
 		if (e == s)
 			continue;
-		if (!is_token(v + s, e - s))
+		if (!lex_token(v + s, e - s))
 			return "bad_connection";
-		if (eq_nocase(v + s, e - s, "close"))
+		if (lex_eq_nocase(v + s, e - s, "close"))
 			*close = true;
-		else if (eq_nocase(v + s, e - s, "keep-alive"))
+		else if (lex_eq_nocase(v + s, e - s, "keep-alive"))
 			*keep = true;
 	}
 	return NULL;
@@ -331,21 +300,21 @@ parse_field_line(struct http1_parser *p, const char *data, size_t start,
 	size_t n = end - start, nlen, vs, ve;
 	const char *v;
 
-	if (is_ows((unsigned char)s[0]))
+	if (lex_ows((unsigned char)s[0]))
 		return "obs_fold";
 	colon = memchr(s, ':', n);
 	if (colon == NULL)
 		return "malformed";
 	nlen = (size_t)(colon - s);
-	if (nlen > 0 && is_ows((unsigned char)s[nlen - 1]))
+	if (nlen > 0 && lex_ows((unsigned char)s[nlen - 1]))
 		return "space_before_colon";
-	if (!is_token(s, nlen))
+	if (!lex_token(s, nlen))
 		return "bad_header_name";
 	vs = nlen + 1;
 	ve = n;
-	while (vs < ve && is_ows((unsigned char)s[vs]))
+	while (vs < ve && lex_ows((unsigned char)s[vs]))
 		vs++;
-	while (ve > vs && is_ows((unsigned char)s[ve - 1]))
+	while (ve > vs && lex_ows((unsigned char)s[ve - 1]))
 		ve--;
 	for (size_t i = vs; i < ve; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -359,19 +328,19 @@ parse_field_line(struct http1_parser *p, const char *data, size_t start,
 		.value = { start + vs, ve - vs },
 	};
 	v = s + vs;
-	if (eq_nocase(s, nlen, "Host")) {
+	if (lex_eq_nocase(s, nlen, "Host")) {
 		if (p->seen_host)
 			return "duplicate_host";
 		p->seen_host = true;
 		p->host_value = (struct http1_span){ start + vs, ve - vs };
-	} else if (eq_nocase(s, nlen, "Content-Length")) {
+	} else if (lex_eq_nocase(s, nlen, "Content-Length")) {
 		if (p->seen_cl)
 			return "duplicate_cl";
 		if (p->seen_te)
 			return "cl_and_te";
 		p->seen_cl = true;
 		return parse_content_length(req, v, ve - vs);
-	} else if (eq_nocase(s, nlen, "Transfer-Encoding")) {
+	} else if (lex_eq_nocase(s, nlen, "Transfer-Encoding")) {
 		if (p->seen_te)
 			return "duplicate_te";
 		if (p->seen_cl)
@@ -379,10 +348,10 @@ parse_field_line(struct http1_parser *p, const char *data, size_t start,
 		p->seen_te = true;
 		if (req->minor_version == 0)
 			return "te_in_http10";
-		if (!eq_nocase(v, ve - vs, "chunked"))
+		if (!lex_eq_nocase(v, ve - vs, "chunked"))
 			return "unknown_te";
 		req->body = HTTP1_BODY_CHUNKED;
-	} else if (eq_nocase(s, nlen, "Upgrade")) {
+	} else if (lex_eq_nocase(s, nlen, "Upgrade")) {
 		req->upgrade = true;
 	}
 	return NULL;
@@ -400,7 +369,8 @@ finish_head(struct http1_parser *p, const char *data)
 
 	for (size_t i = 0; i < req->nheaders; i++) {
 		const struct http1_header *h = &req->headers[i];
-		if (!eq_nocase(data + h->name.off, h->name.len, "Connection"))
+		if (!lex_eq_nocase(data + h->name.off, h->name.len,
+			"Connection"))
 			continue;
 		r = parse_connection(p, data + h->value.off, h->value.len,
 		    &close, &keep);
@@ -533,33 +503,13 @@ http1_find_header(const struct http1_request *req, const char *data,
 {
 	for (size_t i = 0; i < req->nheaders; i++) {
 		const struct http1_header *h = &req->headers[i];
-		if (eq_nocase(data + h->name.off, h->name.len, name))
+		if (lex_eq_nocase(data + h->name.off, h->name.len, name))
 			return h;
 	}
 	return NULL;
 }
 
 /* --- the upstream head ----------------------------------------------- */
-
-/* name[0..n) is a token of the comma list v[0..vn). */
-static bool
-list_has_token(const char *v, size_t vn, const char *name, size_t n)
-{
-	size_t i = 0;
-
-	while (i < vn) {
-		size_t s;
-
-		while (i < vn && (is_ows((unsigned char)v[i]) || v[i] == ','))
-			i++;
-		s = i;
-		while (i < vn && v[i] != ',' && !is_ows((unsigned char)v[i]))
-			i++;
-		if (i - s == n && strncasecmp(v + s, name, n) == 0)
-			return true;
-	}
-	return false;
-}
 
 static bool
 is_hop_by_hop(const struct http1_request *req, const char *data,
@@ -568,24 +518,25 @@ is_hop_by_hop(const struct http1_request *req, const char *data,
 	static const char *const hop[] = { "Host", "Content-Length",
 		"Transfer-Encoding", "Connection", "Keep-Alive", "TE",
 		"Trailer" };
-	bool is_upgrade = eq_nocase(name, n, "Upgrade");
+	bool is_upgrade = lex_eq_nocase(name, n, "Upgrade");
 
 	if (is_upgrade)
 		return !(flags & HTTP1_KEEP_UPGRADE);
 	if (n >= 6 && strncasecmp(name, "Proxy-", 6) == 0)
 		return true;
 	if ((flags & HTTP1_DROP_CREDENTIALS) &&
-	    (eq_nocase(name, n, "Authorization") ||
-		eq_nocase(name, n, "Cookie") ||
+	    (lex_eq_nocase(name, n, "Authorization") ||
+		lex_eq_nocase(name, n, "Cookie") ||
 		(n >= 9 && strncasecmp(name, "X-Cordon-", 9) == 0)))
 		return true;
 	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
-		if (eq_nocase(name, n, hop[i]))
+		if (lex_eq_nocase(name, n, hop[i]))
 			return true;
 	for (size_t i = 0; i < req->nheaders; i++) {
 		const struct http1_header *h = &req->headers[i];
-		if (eq_nocase(data + h->name.off, h->name.len, "Connection") &&
-		    list_has_token(data + h->value.off, h->value.len, name, n))
+		if (lex_eq_nocase(data + h->name.off, h->name.len,
+			"Connection") &&
+		    lex_list_has(data + h->value.off, h->value.len, name, n))
 			return true;
 	}
 	return false;
@@ -595,7 +546,7 @@ static bool
 valid_extra(const struct http1_field *f)
 {
 	if (f->name == NULL || f->value == NULL ||
-	    !is_token(f->name, strlen(f->name)))
+	    !lex_token(f->name, strlen(f->name)))
 		return false;
 	for (const char *c = f->value; *c != '\0'; c++)
 		if (((unsigned char)*c < 0x20 && *c != '\t') || *c == 0x7f)
@@ -710,7 +661,7 @@ chunked_byte(struct http1_chunked *c, unsigned char b)
 				return "bad_chunk_size";
 		} else if (b == ';') {
 			c->state = C_EXT;
-		} else if (is_ows(b)) {
+		} else if (lex_ows(b)) {
 			c->state = C_SIZE_WS;
 		} else if (b == '\r') {
 			c->state = C_SIZE_LF;
@@ -721,7 +672,7 @@ chunked_byte(struct http1_chunked *c, unsigned char b)
 	case C_SIZE_WS:
 		if (b == ';')
 			c->state = C_EXT;
-		else if (!is_ows(b))
+		else if (!lex_ows(b))
 			return "bad_chunk_size";
 		return NULL;
 	case C_EXT:

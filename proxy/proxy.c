@@ -198,22 +198,6 @@ proxy_free(struct proxy *p)
 	config_common_free(&p->cfg.common);
 }
 
-static bool
-follower_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 63)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-			(s[i] >= 'A' && s[i] <= 'Z') ||
-			(s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
-			s[i] == '_' || s[i] == '.'))
-			return false;
-	return true;
-}
-
 /* The verifier key the proxy shows the broker, read once. */
 static int
 read_key(const char *path, char **ret)
@@ -343,7 +327,7 @@ main(int argc, char **argv)
 	    proxy_options, ARRAY_SIZE(proxy_options), &p.cfg, &p.cfg.common);
 	if (r >= 0)
 		goto out;
-	if (!follower_ok(p.cfg.follower)) {
+	if (!name_ok(p.cfg.follower, 63, "._-")) {
 		fprintf(stderr,
 		    "%s: follower: 1 to 63 of [A-Za-z0-9._-], not \"%s\"\n",
 		    PROXY_PROG, p.cfg.follower);

@@ -6,10 +6,10 @@
  * depends only on the bytes before the point where it is made, which is
  * what makes an answer given on a prefix the answer on the whole. Every
  * loop is bounded by the bytes given; nothing past them is read.
- *
- * The small lexical helpers repeat http1.c's, which keeps them static.
  */
 #include "response.h"
+
+#include "lex.h"
 
 #include <errno.h>
 #include <string.h>
@@ -23,44 +23,11 @@ struct resp_state {
 	bool conn_close, conn_keep;
 };
 
-static bool
-is_tchar(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return true;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static bool
-is_token(const char *s, size_t n)
-{
-	if (n == 0)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!is_tchar((unsigned char)s[i]))
-			return false;
-	return true;
-}
-
-static bool
-is_ows(unsigned char c)
-{
-	return c == ' ' || c == '\t';
-}
-
 /* A control character that no value or reason phrase may hold. */
 static bool
 is_bad_ctl(unsigned char c)
 {
 	return (c < 0x20 && c != '\t') || c == 0x7f;
-}
-
-/* s[0..n) equals the NUL-terminated lit, ignoring ASCII case. */
-static bool
-eq_nocase(const char *s, size_t n, const char *lit)
-{
-	return strlen(lit) == n && strncasecmp(s, lit, n) == 0;
 }
 
 /*
@@ -114,23 +81,23 @@ parse_connection(struct resp_state *st, const char *v, size_t n)
 	while (i < n) {
 		size_t s, e;
 
-		while (i < n && (is_ows((unsigned char)v[i]) || v[i] == ','))
+		while (i < n && (lex_ows((unsigned char)v[i]) || v[i] == ','))
 			i++;
 		s = i;
-		while (i < n && v[i] != ',' && !is_ows((unsigned char)v[i]))
+		while (i < n && v[i] != ',' && !lex_ows((unsigned char)v[i]))
 			i++;
 		e = i;
-		while (i < n && is_ows((unsigned char)v[i]))
+		while (i < n && lex_ows((unsigned char)v[i]))
 			i++;
 		if (i < n && v[i] != ',')
 			return "bad_connection";
 		if (e == s)
 			continue;
-		if (!is_token(v + s, e - s))
+		if (!lex_token(v + s, e - s))
 			return "bad_connection";
-		if (eq_nocase(v + s, e - s, "close"))
+		if (lex_eq_nocase(v + s, e - s, "close"))
 			st->conn_close = true;
-		else if (eq_nocase(v + s, e - s, "keep-alive"))
+		else if (lex_eq_nocase(v + s, e - s, "keep-alive"))
 			st->conn_keep = true;
 	}
 	return NULL;
@@ -164,27 +131,27 @@ parse_field_line(struct resp_state *st, const char *s, size_t n)
 	if (st->nfields == HTTP1_FIELDS_MAX)
 		return "headers_too_large";
 	st->nfields++;
-	if (is_ows((unsigned char)s[0]))
+	if (lex_ows((unsigned char)s[0]))
 		return "obs_fold";
 	colon = memchr(s, ':', n);
 	if (colon == NULL)
 		return "malformed";
 	nlen = (size_t)(colon - s);
-	if (nlen > 0 && is_ows((unsigned char)s[nlen - 1]))
+	if (nlen > 0 && lex_ows((unsigned char)s[nlen - 1]))
 		return "space_before_colon";
-	if (!is_token(s, nlen))
+	if (!lex_token(s, nlen))
 		return "bad_header_name";
 	vs = nlen + 1;
 	ve = n;
-	while (vs < ve && is_ows((unsigned char)s[vs]))
+	while (vs < ve && lex_ows((unsigned char)s[vs]))
 		vs++;
-	while (ve > vs && is_ows((unsigned char)s[ve - 1]))
+	while (ve > vs && lex_ows((unsigned char)s[ve - 1]))
 		ve--;
 	for (size_t i = vs; i < ve; i++)
 		if (is_bad_ctl((unsigned char)s[i]))
 			return "bad_header_value";
 	v = s + vs;
-	if (eq_nocase(s, nlen, "Content-Length")) {
+	if (lex_eq_nocase(s, nlen, "Content-Length")) {
 		if (st->seen_cl)
 			return "duplicate_cl";
 		if (st->seen_te)
@@ -192,7 +159,7 @@ parse_field_line(struct resp_state *st, const char *s, size_t n)
 		st->seen_cl = true;
 		return parse_content_length(st, v, ve - vs);
 	}
-	if (eq_nocase(s, nlen, "Transfer-Encoding")) {
+	if (lex_eq_nocase(s, nlen, "Transfer-Encoding")) {
 		if (st->seen_te)
 			return "duplicate_te";
 		if (st->seen_cl)
@@ -200,11 +167,11 @@ parse_field_line(struct resp_state *st, const char *s, size_t n)
 		st->seen_te = true;
 		if (st->resp.minor_version == 0)
 			return "te_in_http10";
-		if (!eq_nocase(v, ve - vs, "chunked"))
+		if (!lex_eq_nocase(v, ve - vs, "chunked"))
 			return "unknown_te";
 		return NULL;
 	}
-	if (eq_nocase(s, nlen, "Connection"))
+	if (lex_eq_nocase(s, nlen, "Connection"))
 		return parse_connection(st, v, ve - vs);
 	return NULL;
 }
@@ -292,25 +259,6 @@ http1_response_parse(const char *data, size_t len, bool head_request,
 
 /* --- the head the client gets ------------------------------------------ */
 
-/* name[0..n) is one of the comma-separated tokens of v[0..vn). */
-static bool
-in_token_list(const char *v, size_t vn, const char *name, size_t n)
-{
-	size_t i = 0;
-
-	while (i < vn) {
-		size_t s;
-		while (i < vn && (is_ows((unsigned char)v[i]) || v[i] == ','))
-			i++;
-		s = i;
-		while (i < vn && v[i] != ',' && !is_ows((unsigned char)v[i]))
-			i++;
-		if (i - s == n && strncasecmp(v + s, name, n) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* One field line of a head the parser accepted. */
 struct field_line {
 	const char *name, *value, *line;
@@ -336,9 +284,9 @@ next_field(const char *head, size_t len, size_t at, struct field_line *f)
 	f->name = head + at;
 	f->nlen = colon - at;
 	size_t vs = colon + 1, ve = end;
-	while (vs < ve && is_ows((unsigned char)head[vs]))
+	while (vs < ve && lex_ows((unsigned char)head[vs]))
 		vs++;
-	while (ve > vs && is_ows((unsigned char)head[ve - 1]))
+	while (ve > vs && lex_ows((unsigned char)head[ve - 1]))
 		ve--;
 	f->value = head + vs;
 	f->vlen = ve - vs;
@@ -365,20 +313,20 @@ http1_response_rewrite(const char *head, size_t len, bool upgrade, bool close,
 		at = k;
 		/* A switched protocol needs its Connection and Upgrade. */
 		if (upgrade &&
-		    (eq_nocase(f.name, f.nlen, "Connection") ||
-			eq_nocase(f.name, f.nlen, "Upgrade"))) {
+		    (lex_eq_nocase(f.name, f.nlen, "Connection") ||
+			lex_eq_nocase(f.name, f.nlen, "Upgrade"))) {
 			r = buf_append(out, f.line, f.len);
 			continue;
 		}
 		for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
-			drop = drop || eq_nocase(f.name, f.nlen, hop[i]);
+			drop = drop || lex_eq_nocase(f.name, f.nlen, hop[i]);
 		drop = drop ||
 		    (f.nlen >= 6 && strncasecmp(f.name, "Proxy-", 6) == 0);
 		for (size_t cat = (size_t)(sl_end - head) + 2, ck;
 		     !drop && (ck = next_field(head, len, cat, &c)) != 0;
 		     cat = ck)
-			drop = eq_nocase(c.name, c.nlen, "Connection") &&
-			    in_token_list(c.value, c.vlen, f.name, f.nlen);
+			drop = lex_eq_nocase(c.name, c.nlen, "Connection") &&
+			    lex_list_has(c.value, c.vlen, f.name, f.nlen);
 		if (!drop)
 			r = buf_append(out, f.line, f.len);
 	}

@@ -569,3 +569,25 @@ harness_read_line(const char *path, char *buf, size_t len)
 	buf[strcspn(buf, "\r\n")] = '\0';
 	return 0;
 }
+
+void
+harness_write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+void
+harness_broker_key(const struct daemon *broker, const char *role, char *out,
+    size_t len)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/var/broker/keys/%s.key", broker->dir,
+	    role);
+	ck_assert_msg(harness_read_line(path, out, len) == 0, "no key %s",
+	    path);
+}

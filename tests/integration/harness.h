@@ -89,6 +89,14 @@ void daemon_kill(struct daemon *d);
  * same address: 0 or -1. */
 int daemon_restart(struct daemon *d);
 
+/* Writes text to path (mode 0600), asserting it worked. */
+void harness_write_file(const char *path, const char *text);
+
+/* The broker's key for role ("admin", "launcher", "verifier"), as it
+ * wrote it under its state directory: asserted to be there. */
+void harness_broker_key(const struct daemon *broker, const char *role,
+    char *out, size_t len);
+
 /* Reads a file's first line into buf (newline dropped): 0 or -1. */
 int harness_read_line(const char *path, char *buf, size_t len);
 

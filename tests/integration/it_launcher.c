@@ -27,26 +27,6 @@ static char admin[128], launcher[128], verifier[128];
 static char cfgpath[400], inputs[300];
 
 static void
-read_key(const char *role, char *out, size_t len)
-{
-	char path[400];
-
-	snprintf(path, sizeof(path), "%s/var/broker/keys/%s.key", broker.dir,
-	    role);
-	ck_assert_int_eq(harness_read_line(path, out, len), 0);
-}
-
-static void
-write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-}
-
-static void
 put_manifest(const char *name, int wall)
 {
 	json_t *m = json_pack("{s:s, s:[s], s:{s:s}, "
@@ -74,17 +54,17 @@ setup(void)
 
 	signal(SIGPIPE, SIG_IGN);
 	ck_assert_int_eq(daemon_start(&broker, "broker", NULL), 0);
-	read_key("admin", admin, sizeof(admin));
-	read_key("launcher", launcher, sizeof(launcher));
-	read_key("verifier", verifier, sizeof(verifier));
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
+	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
 
 	dir = harness_tmpdir();
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
-	write_file(hostsf, "127.0.0.1 api.test\n");
+	harness_write_file(hostsf, "127.0.0.1 api.test\n");
 	snprintf(path, sizeof(path), "%s/verifier.key", dir);
-	write_file(path, verifier);
+	harness_write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
@@ -97,7 +77,7 @@ setup(void)
 	snprintf(path, sizeof(path), "%s/repo", inputs);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/repo/README.md", inputs);
-	write_file(path, "hello\n");
+	harness_write_file(path, "hello\n");
 	snprintf(cfg, sizeof(cfg),
 	    "{\"input_roots\": [\"%s\"], "
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\"}",
@@ -111,7 +91,7 @@ setup(void)
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
 	    "\"state_dir\": \"%s/state\", \"uid_base\": 300000}",
 	    broker.base, proxy.base, hatch.base, broker.dir, dir);
-	write_file(cfgpath, cfg);
+	harness_write_file(cfgpath, cfg);
 	put_manifest("job-test", 60);
 	put_manifest("short-job", 2);
 }

@@ -29,26 +29,6 @@ static char A[160], L[160];
 static char cadir[300];
 static char job[64], channel[300], job_ca[4096];
 
-static void
-read_key(const char *role, char *out, size_t len)
-{
-	char path[400];
-
-	snprintf(path, sizeof(path), "%s/var/broker/keys/%s.key", broker.dir,
-	    role);
-	ck_assert_int_eq(harness_read_line(path, out, len), 0);
-}
-
-static void
-write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-}
-
 static uint16_t
 port_of(const struct daemon *d)
 {
@@ -85,9 +65,9 @@ setup(void)
 
 	signal(SIGPIPE, SIG_IGN);
 	ck_assert_int_eq(daemon_start(&broker, "broker", NULL), 0);
-	read_key("admin", admin, sizeof(admin));
-	read_key("launcher", launcher, sizeof(launcher));
-	read_key("verifier", verifier, sizeof(verifier));
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
+	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
 	snprintf(A, sizeof(A), "%s", admin);
 	snprintf(L, sizeof(L), "%s", launcher);
 
@@ -107,11 +87,11 @@ setup(void)
 	/* Every test name resolves to loopback, through the proxy's own
 	 * resolver: the rules decide which may be reached. */
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", cadir);
-	write_file(hostsf,
+	harness_write_file(hostsf,
 	    "127.0.0.1 api.test tls.test pass.test wrong.test private.test "
 	    "brokerport.test self.test other.test noaud.test ws.test\n");
 	snprintf(path, sizeof(path), "%s/verifier.key", cadir);
-	write_file(path, verifier);
+	harness_write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "

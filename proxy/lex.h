@@ -1,0 +1,66 @@
+/*
+ * The lexical pieces of HTTP/1.1 (RFC 9110 5.6) that the request parser
+ * and the response parser share: tokens, optional whitespace, the list
+ * syntax of Connection, case-insensitive names.
+ */
+#ifndef CORDON_PROXY_LEX_H
+#define CORDON_PROXY_LEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+static inline bool
+lex_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return true;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static inline bool
+lex_token(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!lex_tchar((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+static inline bool
+lex_ows(unsigned char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* s[0..n) equals the NUL-terminated lit, ignoring ASCII case. */
+static inline bool
+lex_eq_nocase(const char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && strncasecmp(s, lit, n) == 0;
+}
+
+/* name[0..n) is one of the tokens of the comma list v[0..vn). */
+static inline bool
+lex_list_has(const char *v, size_t vn, const char *name, size_t n)
+{
+	size_t i = 0;
+
+	while (i < vn) {
+		size_t s;
+		while (i < vn && (lex_ows((unsigned char)v[i]) || v[i] == ','))
+			i++;
+		s = i;
+		while (i < vn && v[i] != ',' && !lex_ows((unsigned char)v[i]))
+			i++;
+		if (i - s == n && strncasecmp(v + s, name, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+#endif
