@@ -128,6 +128,11 @@ START_TEST(never_a_token_nor_a_second_line)
 	    strstr(json_string_value(json_object_get(v, "path")), "crd_****"));
 	ck_assert_str_eq(json_string_value(json_object_get(v, "decision")),
 	    "deny");
+	/* Escaped, not cut: the line reads back as what was sent. */
+	ck_assert_str_eq(json_string_value(json_object_get(v, "method")),
+	    "GET\r\nX-Injected: 1");
+	ck_assert_str_eq(json_string_value(json_object_get(v, "sni")),
+	    "?? bad utf-8");
 	json_decref(v);
 	free(line);
 
