@@ -18,6 +18,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  run       one job in the foreground (cordon run --help)\n"
+    "  stop      stop a job of cordon serve (cordon stop JOB)\n"
     "  serve     the HTTP API for orchestrators (see cordon serve --help)\n"
     "  lint      check manifests as the broker will (cordon lint FILE...)\n"
     "\n"
@@ -40,6 +41,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "run") == 0)
 		return launcher_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "stop") == 0)
+		return launcher_stop(argc - 1, argv + 1);
 	if (strcmp(argv[1], "serve") == 0)
 		return launcher_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "lint") == 0)

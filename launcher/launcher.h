@@ -8,6 +8,9 @@
 #define CORDON_LAUNCHER_H
 
 #include "config.h"
+#include "keys.h"
+
+#include <pthread.h>
 
 #define LAUNCHER_PROG "cordon"
 #define LAUNCHER_LISTEN "127.0.0.1:7704"
@@ -26,14 +29,24 @@ struct launcher_config {
 extern const struct config_option launcher_options[];
 extern const size_t launcher_noptions;
 
+/* The defaults alone: 0 or -ENOMEM. */
+int launcher_config_defaults(struct launcher_config *cfg);
+
 /* Defaults, then the file at path (NULL: none), then the directories:
  * 0, or -1 with one line in err. */
 int launcher_config_load(struct launcher_config *cfg, const char *path,
     char *err, size_t errlen);
 void launcher_config_free(struct launcher_config *cfg);
 
+struct sjob;
+
+/* `cordon serve`: the jobs it runs, each a `cordon run` of its own. */
 struct launcher {
 	struct launcher_config cfg;
+	const char *config_path; /* handed to each cordon run */
+	struct keyring keys;
+	pthread_mutex_t mu;
+	struct sjob *jobs; /* a list, newest first */
 };
 
 /* `cordon serve [flags]`: argv[0] is "serve". Returns the exit status. */
@@ -41,6 +54,9 @@ int launcher_serve(int argc, char **argv);
 
 /* `cordon run --manifest NAME ...`: argv[0] is "run". */
 int launcher_run(int argc, char **argv);
+
+/* `cordon stop JOB [--config FILE]`: asks cordon serve to stop JOB. */
+int launcher_stop(int argc, char **argv);
 
 /* `cordon lint FILE...`: argv[0] is "lint". Returns the exit status. */
 int launcher_lint(int argc, char **argv);

@@ -287,7 +287,8 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		}
 		return;
 	}
-	stop(r, "interrupted");
+	/* SIGTERM is how cordon serve (and so cordon stop) asks. */
+	stop(r, sig == SIGTERM ? "stopped" : "interrupted");
 }
 
 /* --- setting up ----------------------------------------------------------- */
@@ -494,6 +495,7 @@ static const char run_usage[] =
 struct run_flags {
 	const char *manifest, *config, *patch_out;
 	bool json;
+	int id_fd; /* told the job's id once the broker made it; -1: none */
 	const char *inputs[MAX_INPUTS];
 	size_t ninputs;
 	char **cmd;
@@ -508,6 +510,7 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		{ "patch-out", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "id-fd", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -537,6 +540,9 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 			break;
 		case 'c':
 			f->config = optarg;
+			break;
+		case 'f':
+			f->id_fd = atoi(optarg);
 			break;
 		case 'h':
 			fputs(run_usage, stdout);
@@ -829,7 +835,7 @@ launcher_run(int argc, char **argv)
 {
 	struct launcher_config cfg;
 	struct run r = { .cfg = &cfg, .out_fd = -1, .err_fd = -1 };
-	struct run_flags f = { 0 };
+	struct run_flags f = { .id_fd = -1 };
 	struct outcome o = { 0 };
 	struct httpc_answer a;
 	char err[400] = "";
@@ -883,6 +889,10 @@ launcher_run(int argc, char **argv)
 	r.job = json_incref(a.json);
 	httpc_answer_free(&a);
 	r.id = json_string_value(json_object_get(r.job, "job"));
+	if (f.id_fd >= 0) {
+		dprintf(f.id_fd, "%s\n", r.id);
+		close(f.id_fd);
+	}
 	r.output_cap = (uint64_t)limit(&r, "output_kb") * 1024;
 
 	/* From here on, whatever happens ends in the stop path. */

@@ -1,26 +1,388 @@
 /*
- * `cordon serve`: the launcher's HTTP API for orchestrators. Flags, log,
- * config, -n check, state dir, listen, serve until SIGTERM.
+ * `cordon serve`: the launcher's HTTP API for orchestrators. Each job is a
+ * `cordon run --json` of its own, a child of serve: the same code path as
+ * the command line, and a job whose launcher dies is still revoked by the
+ * broker's lease. serve answers POST /v1/jobs once the child has the job
+ * from the broker, reaps children and keeps their results, and stops a
+ * job by SIGTERM, which runs the child's stop path.
  */
 #include "launcher.h"
 
+#include "buf.h"
+#include "http_client.h"
+#include "http_server.h"
 #include "log.h"
 #include "service.h"
 #include "util.h"
 
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define RESULT_MAX (4 * 1024 * 1024)
+#define STOP_WAIT_MS 15000
+
+struct sjob {
+	struct sjob *next;
+	char id[64];
+	pid_t pid; /* 0 once reaped */
+	int result_fd; /* the child's stdout: its JSON result */
+	struct buf result;
+	int status;
+	bool done;
+	time_t started;
+};
+
+static struct sjob *
+find(struct launcher *l, const char *id)
+{
+	for (struct sjob *j = l->jobs; j != NULL; j = j->next)
+		if (strcmp(j->id, id) == 0)
+			return j;
+	return NULL;
+}
+
+/* Reads what a child wrote of its result, without waiting. */
+static void
+drain(struct sjob *j)
+{
+	char buf[16384];
+	ssize_t n;
+
+	while (
+	    j->result_fd >= 0 && (n = read(j->result_fd, buf, sizeof(buf))) > 0)
+		(void)buf_append(&j->result, buf, (size_t)n);
+}
+
+/* Every 100 ms: results read, children reaped. */
+static void
+tick(void *ctx)
+{
+	struct launcher *l = ctx;
+	int st;
+
+	pthread_mutex_lock(&l->mu);
+	for (struct sjob *j = l->jobs; j != NULL; j = j->next) {
+		if (j->done)
+			continue;
+		drain(j);
+		if (waitpid(j->pid, &st, WNOHANG) == j->pid) {
+			drain(j);
+			close(j->result_fd);
+			j->result_fd = -1;
+			j->status = st;
+			j->pid = 0;
+			j->done = true;
+			log_info("job_done", "{s:s, s:i}", "job", j->id,
+			    "status",
+			    WIFEXITED(st) ? WEXITSTATUS(st)
+					  : 128 + WTERMSIG(st));
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+static json_t *
+job_json(const struct sjob *j)
+{
+	json_t *result = j->done
+	    ? json_loadb(j->result.data != NULL ? j->result.data : "",
+		  j->result.len, 0, NULL)
+	    : NULL;
+
+	return json_pack("{s:s, s:s, s:I, s:o?}", "job", j->id, "state",
+	    j->done ? "done" : "running", "started", (json_int_t)j->started,
+	    "result", result);
+}
+
+/* Starts `cordon run --json` for the request: the child, and the job id
+ * it says once the broker made the job. */
+static int
+spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
+    size_t errlen)
+{
+	const char *manifest =
+	    json_string_value(json_object_get(body, "manifest"));
+	json_t *inputs = json_object_get(body, "inputs");
+	json_t *command = json_object_get(body, "command");
+	char *argv[256], *owned[128];
+	char buf[128];
+	size_t n = 0, nowned = 0, i;
+	int out[2], idp[2];
+	json_t *v;
+
+	argv[n++] = "cordon";
+	argv[n++] = "run";
+	argv[n++] = "--json";
+	argv[n++] = "--id-fd";
+	argv[n++] = "3";
+	if (l->config_path != NULL) {
+		argv[n++] = "--config";
+		argv[n++] = (char *)l->config_path;
+	}
+	argv[n++] = "--manifest";
+	argv[n++] = (char *)manifest;
+	json_array_foreach(inputs, i, v)
+	{
+		const char *src = json_string_value(json_object_get(v, "src"));
+		const char *dst = json_string_value(json_object_get(v, "dst"));
+		char *arg;
+		if (n > 180 || asprintf(&arg, "%s:%s", src, dst) < 0)
+			break;
+		argv[n++] = "--input";
+		argv[n++] = owned[nowned++] = arg;
+	}
+	if (json_array_size(command) > 0) {
+		argv[n++] = "--";
+		json_array_foreach(command, i, v)
+		{
+			if (n > 250)
+				break;
+			argv[n++] = (char *)json_string_value(v);
+		}
+	}
+	argv[n] = NULL;
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(idp, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	j->pid = fork();
+	if (j->pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		if (dup2(null, 0) < 0 || dup2(out[1], 1) < 0 ||
+		    dup2(idp[1], 3) < 0)
+			_exit(125);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execv("/proc/self/exe", argv);
+		_exit(125);
+	}
+	for (i = 0; i < nowned; i++)
+		free(owned[i]);
+	close(out[1]);
+	close(idp[1]);
+	if (j->pid < 0) {
+		close(out[0]);
+		close(idp[0]);
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -EIO;
+	}
+	j->result_fd = out[0];
+	(void)fcntl(out[0], F_SETFL, O_NONBLOCK);
+	/* The job's id comes once the broker made it; a refusal closes the
+	 * pipe without one and the child's result says why. */
+	struct pollfd p = { .fd = idp[0], .events = POLLIN };
+	ssize_t k = 0;
+	if (poll(&p, 1, 15000) == 1)
+		k = read(idp[0], buf, sizeof(buf) - 1);
+	close(idp[0]);
+	if (k <= 1 || buf[k - 1] != '\n') {
+		snprintf(err, errlen, "cordon run gave no job");
+		return -EIO;
+	}
+	buf[k - 1] = '\0';
+	if (!name_ok(buf, sizeof(j->id) - 1, "_-")) {
+		snprintf(err, errlen, "cordon run gave no job");
+		return -EIO;
+	}
+	memcpy(j->id, buf, strlen(buf) + 1);
+	return 0;
+}
+
+static void
+jobs_post(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct launcher *l = ctx;
+	json_t *body = http_request_body(req);
+	const char *manifest =
+	    json_string_value(json_object_get(body, "manifest"));
+	json_t *inputs = json_object_get(body, "inputs");
+	json_t *command = json_object_get(body, "command"), *v;
+	json_t *problems = json_array();
+	struct sjob *j;
+	char err[256];
+	size_t i;
+
+	if (manifest == NULL || !name_ok(manifest, 64, "._-"))
+		json_array_append_new(problems,
+		    json_pack("{s:s, s:s}", "field", "manifest", "problem",
+			"required: a manifest's name"));
+	if (inputs != NULL && !json_is_array(inputs))
+		json_array_append_new(problems,
+		    json_pack("{s:s, s:s}", "field", "inputs", "problem",
+			"a list of {src, dst}"));
+	json_array_foreach(inputs, i, v)
+	{
+		const char *src = json_string_value(json_object_get(v, "src"));
+		const char *dst = json_string_value(json_object_get(v, "dst"));
+		if (src == NULL || dst == NULL || strchr(src, ':') != NULL ||
+		    strchr(dst, ':') != NULL)
+			json_array_append_new(problems,
+			    json_pack("{s:s, s:s}", "field", "inputs",
+				"problem",
+				"each input is {src, dst}, without ':'"));
+	}
+	if (command != NULL &&
+	    (!json_is_array(command) || json_array_size(command) > 64))
+		json_array_append_new(problems,
+		    json_pack("{s:s, s:s}", "field", "command", "problem",
+			"a list of at most 64 strings"));
+	json_array_foreach(command, i, v) if (!json_is_string(v))
+	    json_array_append_new(problems,
+		json_pack("{s:s, s:s}", "field", "command", "problem",
+		    "a list of strings"));
+	if (json_array_size(problems) > 0) {
+		http_reply_json(res, 422,
+		    json_pack("{s:s, s:s, s:o}", "error", "invalid_job",
+			"message", "the job cannot be run as asked", "problems",
+			problems));
+		return;
+	}
+	json_decref(problems);
+	j = calloc(1, sizeof(*j));
+	if (j == NULL) {
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	buf_init(&j->result, RESULT_MAX);
+	j->result_fd = -1;
+	j->started = time(NULL);
+	if (spawn(l, body, j, err, sizeof(err)) < 0) {
+		if (j->pid > 0) {
+			/* What it said (a refused manifest, say) is the answer. */
+			int st;
+			waitpid(j->pid, &st, 0);
+			drain(j);
+			json_t *result =
+			    json_loadb(j->result.data != NULL ? j->result.data
+							      : "",
+				j->result.len, 0, NULL);
+			http_reply_json(res, 502,
+			    json_pack("{s:s, s:s, s:o?}", "error",
+				"job_not_started", "message", err, "result",
+				result));
+		} else {
+			http_reply_error(res, 500, "spawn_failed", "%s", err);
+		}
+		if (j->result_fd >= 0)
+			close(j->result_fd);
+		buf_free(&j->result);
+		free(j);
+		return;
+	}
+	log_info("job_started", "{s:s, s:s, s:i}", "job", j->id, "manifest",
+	    manifest, "pid", (int)j->pid);
+	pthread_mutex_lock(&l->mu);
+	j->next = l->jobs;
+	l->jobs = j;
+	http_reply_json(res, 201, job_json(j));
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void
+job_get(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct launcher *l = ctx;
+	struct sjob *j;
+
+	pthread_mutex_lock(&l->mu);
+	j = find(l, http_request_param(req, 0));
+	if (j == NULL)
+		http_reply_error(res, 404, "unknown_job",
+		    "this launcher runs no such job");
+	else
+		http_reply_json(res, 200, job_json(j));
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void
+job_stop(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct launcher *l = ctx;
+	struct sjob *j;
+	bool done = false;
+
+	pthread_mutex_lock(&l->mu);
+	j = find(l, http_request_param(req, 0));
+	if (j != NULL && !j->done)
+		kill(j->pid, SIGTERM);
+	pthread_mutex_unlock(&l->mu);
+	if (j == NULL) {
+		http_reply_error(res, 404, "unknown_job",
+		    "this launcher runs no such job");
+		return;
+	}
+	/* The child runs the stop path; its result is the answer. */
+	for (int waited = 0; waited < STOP_WAIT_MS && !done; waited += 50) {
+		pthread_mutex_lock(&l->mu);
+		done = j->done;
+		pthread_mutex_unlock(&l->mu);
+		if (!done)
+			usleep(50 * 1000);
+	}
+	pthread_mutex_lock(&l->mu);
+	http_reply_json(res, done ? 200 : 202, job_json(j));
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void
+job_output(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct launcher *l = ctx;
+	struct sjob *j;
+
+	pthread_mutex_lock(&l->mu);
+	j = find(l, http_request_param(req, 0));
+	if (j == NULL)
+		http_reply_error(res, 404, "unknown_job",
+		    "this launcher runs no such job");
+	else if (!j->done)
+		http_reply_error(res, 409, "running",
+		    "the output is given once the job has stopped");
+	else {
+		json_t *all = job_json(j);
+		json_t *out =
+		    json_object_get(json_object_get(all, "result"), "output");
+		if (out != NULL)
+			http_reply_json(res, 200, json_incref(out));
+		else
+			http_reply_error(res, 502, "no_output",
+			    "the job ended without a result");
+		json_decref(all);
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+static const struct http_route serve_routes[] = {
+	{ "POST", "/v1/jobs", ROLE_LAUNCHER, BODY_JSON, jobs_post },
+	{ "GET", "/v1/jobs/*", ROLE_LAUNCHER, BODY_NONE, job_get },
+	{ "POST", "/v1/jobs/*/stop", ROLE_LAUNCHER, BODY_JSON_OPTIONAL,
+	    job_stop },
+	{ "GET", "/v1/jobs/*/output", ROLE_LAUNCHER, BODY_NONE, job_output },
+};
+
 int
 launcher_serve(int argc, char **argv)
 {
-	struct launcher l = { 0 };
+	struct launcher l = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;
 
 	service_block_signals();
+	if (launcher_config_defaults(&l.cfg) < 0)
+		return EXIT_OSERR;
 	r = service_parse_args(argc, argv, "cordon serve",
 	    "The launcher's HTTP API for orchestrators.", &args);
 	if (r >= 0)
-		return r;
+		goto out;
+	l.config_path = args.config_path;
 	r = service_configure(&args, "cordon serve", "launcher",
 	    LAUNCHER_LISTEN, launcher_options, launcher_noptions, &l.cfg,
 	    &l.cfg.common);
@@ -32,6 +394,13 @@ launcher_serve(int argc, char **argv)
 	}
 
 	log_init("launcher", l.cfg.common.log_level);
+	if ((r = keyring_add_file(&l.keys, l.cfg.launcher_key_file,
+		 ROLE_LAUNCHER)) < 0) {
+		log_error("key_failed", "{s:s, s:s}", "path",
+		    l.cfg.launcher_key_file, "error", strerror(-r));
+		r = EXIT_CONFIG;
+		goto out;
+	}
 	r = service_open(&l.cfg.common, &fd, addr, sizeof(addr));
 	if (r >= 0)
 		goto out;
@@ -39,12 +408,103 @@ launcher_serve(int argc, char **argv)
 		.svc = "launcher",
 		.listen_fd = steal_fd(&fd),
 		.threads = 2,
+		.routes = serve_routes,
+		.nroutes = ARRAY_SIZE(serve_routes),
 		.ctx = &l,
+		.keys = &l.keys,
 	};
-	r = service_serve(&http, &l.cfg.common, addr, NULL, 0);
+	r = service_serve(&http, &l.cfg.common, addr, tick, 100);
+	/* Jobs die with their launcher: each runs its stop path. */
+	for (struct sjob *j = l.jobs; j != NULL; j = j->next)
+		if (!j->done)
+			kill(j->pid, SIGTERM);
+	for (struct sjob *j = l.jobs; j != NULL; j = j->next)
+		if (!j->done)
+			waitpid(j->pid, NULL, 0);
 out:
 	if (fd >= 0)
 		close(fd);
+	while (l.jobs != NULL) {
+		struct sjob *j = l.jobs;
+		l.jobs = j->next;
+		if (j->result_fd >= 0)
+			close(j->result_fd);
+		buf_free(&j->result);
+		free(j);
+	}
 	launcher_config_free(&l.cfg);
 	return r;
+}
+
+/* --- cordon stop -------------------------------------------------------- */
+
+int
+launcher_stop(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "serve", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct launcher_config cfg;
+	const char *config = NULL, *serve = "http://127.0.0.1:7704";
+	char err[300], key[128], path[160];
+	struct httpc_answer a;
+	FILE *f;
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'c')
+			config = optarg;
+		else if (c == 's')
+			serve = optarg;
+		else {
+			fprintf(stderr,
+			    "usage: cordon stop JOB [--config FILE] "
+			    "[--serve URL]\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1 || !name_ok(argv[optind], 63, "_-")) {
+		fprintf(stderr,
+		    "usage: cordon stop JOB [--config FILE] [--serve URL]\n");
+		return EXIT_USAGE;
+	}
+	if (launcher_config_load(&cfg, config, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon stop: %s\n", err);
+		return EXIT_CONFIG;
+	}
+	f = fopen(cfg.launcher_key_file, "re");
+	if (f == NULL || fgets(key, sizeof(key), f) == NULL) {
+		fprintf(stderr, "cordon stop: cannot read %s\n",
+		    cfg.launcher_key_file);
+		if (f != NULL)
+			fclose(f);
+		launcher_config_free(&cfg);
+		return EXIT_CONFIG;
+	}
+	fclose(f);
+	launcher_config_free(&cfg);
+	key[strcspn(key, "\r\n")] = '\0';
+	snprintf(path, sizeof(path), "/v1/jobs/%s/stop", argv[optind]);
+	if (httpc_global_init() < 0 ||
+	    httpc_request(serve, "POST", path, key, NULL, NULL, 20000, &a) <
+		0) {
+		explicit_bzero(key, sizeof(key));
+		fprintf(stderr,
+		    "cordon stop: cordon serve at %s did not answer\n", serve);
+		return EXIT_UNAVAIL;
+	}
+	explicit_bzero(key, sizeof(key));
+	if (a.status != 200) {
+		fprintf(stderr, "cordon stop: %ld: %.*s\n", a.status,
+		    (int)a.body.len, a.body.data != NULL ? a.body.data : "");
+		httpc_answer_free(&a);
+		return 1;
+	}
+	printf("%.*s", (int)a.body.len, a.body.data != NULL ? a.body.data : "");
+	httpc_answer_free(&a);
+	return 0;
 }

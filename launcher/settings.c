@@ -25,12 +25,8 @@ const struct config_option launcher_options[] = {
 const size_t launcher_noptions = ARRAY_SIZE(launcher_options);
 
 int
-launcher_config_load(struct launcher_config *cfg, const char *path, char *err,
-    size_t errlen)
+launcher_config_defaults(struct launcher_config *cfg)
 {
-	const char *failed = NULL;
-	int r;
-
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->common.log_level = LEVEL_INFO;
 	cfg->uid_base = 200000;
@@ -39,7 +35,19 @@ launcher_config_load(struct launcher_config *cfg, const char *path, char *err,
 	    config_set_string(&cfg->proxy, "http://127.0.0.1:7702") < 0 ||
 	    config_set_string(&cfg->hatch, "http://127.0.0.1:7703") < 0 ||
 	    config_set_string(&cfg->launcher_key_file,
-		"var/broker/keys/launcher.key") < 0) {
+		"var/broker/keys/launcher.key") < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int
+launcher_config_load(struct launcher_config *cfg, const char *path, char *err,
+    size_t errlen)
+{
+	const char *failed = NULL;
+	int r;
+
+	if (launcher_config_defaults(cfg) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}

@@ -404,6 +404,85 @@ START_TEST(the_sandbox_holds_and_writes_come_back_as_a_patch)
 }
 END_TEST
 
+/* Day one, 4, by cordon stop: a job of cordon serve, stopped, and its
+ * token dead. */
+START_TEST(cordon_serve_runs_and_cordon_stop_burns)
+{
+	struct daemon serve;
+	char cfg[2048], path[160], out[1 << 16], err[4096], base[128];
+	json_t *j, *r;
+	const char *id;
+	int i;
+
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"uid_base\": 310000}",
+	    broker.base, proxy.base, hatch.base, broker.dir);
+	ck_assert_int_eq(daemon_start(&serve, "launcher", cfg), 0);
+	/* Refused before anything starts. */
+	json_decref(harness_expect(&serve, 422, "POST", "/v1/jobs", launcher,
+	    NULL, json_pack("{s:i}", "manifest", 3)));
+	json_decref(harness_expect(&serve, 404, "GET", "/v1/jobs/job_nope",
+	    launcher, NULL, NULL));
+	json_decref(harness_expect(&serve, 401, "POST", "/v1/jobs", admin, NULL,
+	    json_pack("{s:s}", "manifest", "job-test")));
+
+	snprintf(path, sizeof(path), "%s/repo", inputs);
+	j = harness_expect(&serve, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s, s:[{s:s, s:s}], s:[s,s,s]}", "manifest",
+		"job-test", "inputs", "src", path, "dst", "repo", "command",
+		"/bin/sh", "-c",
+		"T=$(curl -s -X POST http://broker.cordon/v1/token "
+		"-d '{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}' "
+		"| sed -n 's/.*access_token\":\"\\([^\"]*\\)\".*/\\1/p'); "
+		"echo TOKEN=$T; sleep 60"));
+	id = json_string_value(json_object_get(j, "job"));
+	ck_assert_ptr_nonnull(id);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "state")),
+	    "running");
+	/* Wait until the job holds its token (the broker lists it). */
+	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+	for (i = 0; i < 100; i++) {
+		r = harness_expect(&broker, 200, "GET", path, launcher, NULL,
+		    NULL);
+		size_t n = json_array_size(json_object_get(r, "tokens"));
+		json_decref(r);
+		if (n == 1)
+			break;
+		usleep(100000);
+	}
+	ck_assert_int_lt(i, 100);
+
+	snprintf(base, sizeof(base), "%s", serve.base);
+	char *argv[] = { (char *)harness_bin("cordon"), "stop", (char *)id,
+		"--config", cfgpath, "--serve", base, NULL };
+	ck_assert_int_eq(harness_run(argv, out, sizeof(out), err, sizeof(err)),
+	    0);
+	r = json_loads(out, 0, NULL);
+	ck_assert_msg(r != NULL, "cordon stop said: %s %s", out, err);
+	json_t *res = json_object_get(r, "result");
+	ck_assert_str_eq(json_string_value(json_object_get(res, "stop_reason")),
+	    "stopped");
+	ck_assert(json_is_true(json_object_get(res, "revoked")));
+	char *tok = printed_token(json_string_value(
+	    json_object_get(json_object_get(json_object_get(res, "output"),
+				"stdout"),
+		"text")));
+	ck_assert(!introspect_active(tok));
+	free(tok);
+	json_decref(r);
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/output", id);
+	r = harness_expect(&serve, 200, "GET", path, launcher, NULL, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "trust")),
+	    "untrusted");
+	json_decref(r);
+	json_decref(j);
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -417,6 +496,7 @@ suite(void)
 	tcase_add_test(tc, the_wall_clock_stop_burns_the_token);
 	tcase_add_test(tc, an_operators_revoke_stops_the_job);
 	tcase_add_test(tc, the_sandbox_holds_and_writes_come_back_as_a_patch);
+	tcase_add_test(tc, cordon_serve_runs_and_cordon_stop_burns);
 	suite_add_tcase(s, tc);
 	return s;
 }
