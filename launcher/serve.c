@@ -394,13 +394,13 @@ launcher_serve(int argc, char **argv)
 	}
 
 	log_init("launcher", l.cfg.common.log_level);
+	/* Without its key serve still answers /healthz, and refuses every
+	 * job: the broker would refuse them anyway. */
 	if ((r = keyring_add_file(&l.keys, l.cfg.launcher_key_file,
-		 ROLE_LAUNCHER)) < 0) {
-		log_error("key_failed", "{s:s, s:s}", "path",
-		    l.cfg.launcher_key_file, "error", strerror(-r));
-		r = EXIT_CONFIG;
-		goto out;
-	}
+		 ROLE_LAUNCHER)) < 0)
+		log_warn("no_launcher_key", "{s:s, s:s, s:s}", "path",
+		    l.cfg.launcher_key_file, "error", strerror(-r), "effect",
+		    "every call is refused until the key can be read");
 	r = service_open(&l.cfg.common, &fd, addr, sizeof(addr));
 	if (r >= 0)
 		goto out;
