@@ -63,7 +63,8 @@ at_exit(void)
 {
 	for (size_t i = 0; i < MAX_DAEMONS; i++) {
 		struct daemon *d = running[i];
-		if (d == NULL)
+		/* pid 0 would be our own process group. */
+		if (d == NULL || d->pid <= 0)
 			continue;
 		fprintf(stderr, "harness: %s (pid %d) still running at exit\n",
 		    d->name, (int)d->pid);

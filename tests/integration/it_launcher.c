@@ -279,12 +279,20 @@ START_TEST(the_wall_clock_stop_burns_the_token)
 {
 	int status;
 	json_t *j = run_json("short-job",
-	    "T=$(curl -s -X POST http://broker.cordon/v1/token "
-	    "-d '{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}' | "
+	    "M=$(curl -s -X POST http://broker.cordon/v1/token "
+	    "-d '{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}'); "
+	    "T=$(echo \"$M\" | "
 	    "sed -n 's/.*access_token\":\"\\([^\"]*\\)\".*/\\1/p'); "
+	    "echo EXPIRES=$(echo \"$M\" | "
+	    "sed -n 's/.*expires_in\":\\([0-9]*\\).*/\\1/p'); "
 	    "echo TOKEN=$T; sleep 30",
 	    &status);
 	char *tok = printed_token(job_stdout(j));
+	/* Asked for 900 s, it got what was left of the job's 2 s. */
+	const char *e = strstr(job_stdout(j), "EXPIRES=");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_le(atoi(e + 8), 2);
+	ck_assert_int_ge(atoi(e + 8), 0);
 
 	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
 	    "wall_clock");
@@ -377,6 +385,11 @@ START_TEST(the_sandbox_holds_and_writes_come_back_as_a_patch)
 	    "SHADOW; "
 	    "mount -t tmpfs x /tmp 2>/dev/null && echo MOUNTED; "
 	    "unshare -U true 2>/dev/null && echo USERNS; "
+	    "python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_errno=True)\n"
+	    "for n,nr in ((\"ptrace\",101),(\"bpf\",321),(\"io_uring\",425),"
+	    "(\"keyctl\",250)):\n"
+	    " r=l.syscall(nr,0,0,0,0,0); print(n, r, "
+	    "os.strerror(ctypes.get_errno()))'; "
 	    "id -u; echo fixed > repo/README.md; "
 	    "mkdir -p repo/.github/workflows; echo 'on: push' > "
 	    "repo/.github/workflows/ci.yml; echo done",
@@ -392,6 +405,13 @@ START_TEST(the_sandbox_holds_and_writes_come_back_as_a_patch)
 	ck_assert_ptr_null(strstr(out, "MOUNTED"));
 	ck_assert_ptr_null(strstr(out, "USERNS"));
 	ck_assert_ptr_nonnull(strstr(out, "1000\n"));
+	/* Refused by the filter, with EPERM, not merely absent. */
+	ck_assert_msg(strstr(out, "ptrace -1 Operation not permitted") != NULL,
+	    "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "bpf -1 Operation not permitted"));
+	ck_assert_ptr_nonnull(
+	    strstr(out, "io_uring -1 Operation not permitted"));
+	ck_assert_ptr_nonnull(strstr(out, "keyctl -1 Operation not permitted"));
 	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")),
 	    "needs-review");
 	f = fopen(json_string_value(json_object_get(j, "patch")), "r");
@@ -470,6 +490,16 @@ START_TEST(cordon_serve_runs_and_cordon_stop_burns)
 				"stdout"),
 		"text")));
 	ck_assert(!introspect_active(tok));
+	/* Replayed from a new job, through the proxy: refused there too. */
+	char script[512];
+	int st;
+	snprintf(script, sizeof(script),
+	    "curl -s -o /dev/null -w 'replay=%%{http_code}' -H "
+	    "'Authorization: Bearer %s' http://api.test:%u/ok/x",
+	    tok, upstream_port(plain));
+	json_t *again = run_json("job-test", script, &st);
+	ck_assert_ptr_nonnull(strstr(job_stdout(again), "replay=403"));
+	json_decref(again);
 	free(tok);
 	json_decref(r);
 
@@ -480,6 +510,36 @@ START_TEST(cordon_serve_runs_and_cordon_stop_burns)
 	json_decref(r);
 	json_decref(j);
 	ck_assert_int_eq(daemon_stop(&serve), 0);
+}
+END_TEST
+
+/* The broker gone at the stop: the job is killed all the same, and the
+ * stop is a failure (exit 3), never a success. */
+START_TEST(a_failed_revoke_is_reported)
+{
+	pid_t bpid = broker.pid, killer;
+	int status;
+	json_t *j;
+
+	ck_assert_int_gt(bpid, 0);
+	killer = fork();
+	ck_assert_int_ge(killer, 0);
+	if (killer == 0) {
+		sleep(1);
+		kill(bpid, SIGKILL);
+		_exit(0);
+	}
+	j = run_json("short-job", "sleep 30", &status);
+	waitpid(killer, NULL, 0);
+	daemon_kill(&broker); /* dead already: reaped and forgotten */
+	ck_assert_int_eq(status, 3);
+	ck_assert(!json_is_true(json_object_get(j, "revoked")));
+	ck_assert_ptr_nonnull(
+	    json_string_value(json_object_get(j, "revoke_error")));
+	/* Killed: not the 30 s of its sleep. */
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
+	    "wall_clock");
+	json_decref(j);
 }
 END_TEST
 
@@ -497,6 +557,7 @@ suite(void)
 	tcase_add_test(tc, an_operators_revoke_stops_the_job);
 	tcase_add_test(tc, the_sandbox_holds_and_writes_come_back_as_a_patch);
 	tcase_add_test(tc, cordon_serve_runs_and_cordon_stop_burns);
+	tcase_add_test(tc, a_failed_revoke_is_reported);
 	suite_add_tcase(s, tc);
 	return s;
 }
