@@ -23,6 +23,7 @@ struct launcher_config {
 	char *launcher_key_file;
 	long long uid_base; /* each job runs as its own uid of this range */
 	long long uid_count;
+	char *cgroup_root; /* NULL: found, /sys/fs/cgroup[/unified] */
 };
 
 /* The options both `cordon run` and `cordon serve` read. */

@@ -10,6 +10,7 @@
  */
 #include "launcher.h"
 
+#include "cgroup.h"
 #include "http_client.h"
 #include "log.h"
 #include "sandbox.h"
@@ -51,6 +52,8 @@ struct run {
 	char *ca_pem;
 	uid_t uid;
 	char uid_lock[512];
+	char cgroup[700]; /* the job's cgroup, "" for none */
+	char cgroup_why[300]; /* why none */
 
 	struct event_base *base;
 	struct sandbox sb;
@@ -426,6 +429,8 @@ stop_path(struct run *r, struct outcome *o)
 		    "the broker did not answer");
 	}
 	/* 2. Then every process of the sandbox. */
+	if (r->cgroup[0] != '\0')
+		cgroup_kill(r->cgroup);
 	if (r->sb.pid > 0) {
 		sandbox_kill(&r->sb);
 		int st = sandbox_wait(&r->sb, false);
@@ -434,6 +439,8 @@ stop_path(struct run *r, struct outcome *o)
 			r->exited = true;
 		}
 	}
+	if (r->cgroup[0] != '\0')
+		cgroup_remove(r->cgroup);
 	/* 3. The channel, and every connection on it. */
 	if (r->channel != NULL) {
 		snprintf(path, sizeof(path), "/v1/jobs/%s", r->id);
@@ -598,12 +605,15 @@ report(struct run *r, const struct outcome *o)
 	int code = exit_code(r);
 
 	if (r->json) {
+		char cgroup_note[340];
+		snprintf(cgroup_note, sizeof(cgroup_note), "none: %s",
+		    r->cgroup_why[0] != '\0' ? r->cgroup_why : "not tried");
 		json_t *out = envelope_make((unsigned char *)r->out.data,
 		    r->out.len, (unsigned char *)r->err.data, r->err.len,
 		    r->output_cap > 0 ? r->output_cap : 1024 * 1024);
 		json_t *j =
 		    json_pack("{s:s, s:i, s:s, s:b, s:I, s:s?, s:s?, "
-			      "s:{s:I, s:I}, s:{s:s, s:s, s:s, s:s, s:s}, "
+			      "s:{s:I, s:I}, s:{s:s, s:s, s:s, s:s, s:s, s:s}, "
 			      "s:o, s:s?}",
 			"job", r->id, "exit_code", code, "stop_reason",
 			r->stop_reason, "revoked", o->revoke_ok,
@@ -614,7 +624,9 @@ report(struct run *r, const struct outcome *o)
 			(json_int_t)o->denied, "limits", "wall_clock",
 			"launcher_timer", "memory", r->sb.limits.memory, "pids",
 			r->sb.limits.pids, "disk", "hatch_tmpfs", "output",
-			"launcher_count", "output", out, "revoke_error",
+			"launcher_count", "cgroup",
+			r->cgroup[0] != '\0' ? r->cgroup : cgroup_note,
+			"output", out, "revoke_error",
 			o->revoke_ok ? NULL : o->revoke_error);
 		char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
 		if (text != NULL)
@@ -707,6 +719,13 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		snprintf(err, errlen, "no command to run");
 		return -EINVAL;
 	}
+	char root[600];
+	if (cgroup_probe(r->cfg->cgroup_root, root, sizeof(root), r->cgroup_why,
+		sizeof(r->cgroup_why)) == 0 &&
+	    cgroup_create(root, r->id, limit(r, "memory_mb"), limit(r, "pids"),
+		r->cgroup, sizeof(r->cgroup), r->cgroup_why,
+		sizeof(r->cgroup_why)) < 0)
+		r->cgroup[0] = '\0';
 	if (pipe2(pipes[0], O_CLOEXEC) < 0 || pipe2(pipes[1], O_CLOEXEC) < 0) {
 		strv_free(envp);
 		strv_free(mine);
@@ -724,6 +743,7 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		.gid = r->uid,
 		.memory_mb = limit(r, "memory_mb"),
 		.pids = limit(r, "pids"),
+		.cgroup_dir = r->cgroup[0] != '\0' ? r->cgroup : NULL,
 		.out_fd = pipes[0][1],
 		.err_fd = pipes[1][1],
 		.secret = r->key,

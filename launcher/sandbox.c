@@ -19,6 +19,7 @@
  */
 #include "sandbox.h"
 
+#include "cgroup.h"
 #include "filter.h"
 
 #include <errno.h>
@@ -306,13 +307,13 @@ limits(int ctl, const struct sandbox_spec *s)
 
 	if (setrlimit(RLIMIT_CORE, &core) < 0)
 		die(ctl, "rlimit core");
-	if (s->memory_mb > 0) {
+	if (s->memory_mb > 0 && s->cgroup_dir == NULL) {
 		rlim_t b = (rlim_t)s->memory_mb * 1024 * 1024;
 		struct rlimit as = { b, b };
 		if (setrlimit(RLIMIT_AS, &as) < 0)
 			die(ctl, "rlimit memory");
 	}
-	if (s->pids > 0) {
+	if (s->pids > 0 && s->cgroup_dir == NULL) {
 		/* Counted per real uid: the job's own, so per job. */
 		struct rlimit np = { (rlim_t)s->pids, (rlim_t)s->pids };
 		if (setrlimit(RLIMIT_NPROC, &np) < 0)
@@ -452,8 +453,12 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
 	memset(ret, 0, sizeof(*ret));
 	ret->pid = -1;
 	ret->proxy_fd = -1;
-	ret->limits.memory = spec->memory_mb > 0 ? "rlimit_as" : "none";
-	ret->limits.pids = spec->pids > 0 ? "rlimit_nproc" : "none";
+	ret->limits.memory = spec->memory_mb <= 0 ? "none"
+	    : spec->cgroup_dir != NULL            ? "cgroup_v2"
+						  : "rlimit_as";
+	ret->limits.pids = spec->pids <= 0 ? "none"
+	    : spec->cgroup_dir != NULL     ? "cgroup_v2"
+					   : "rlimit_nproc";
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		return -errno;
@@ -493,6 +498,13 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
 	snprintf(map, sizeof(map), "%d %u 1\n", SANDBOX_UID, spec->gid);
 	if ((r = write_map(ret->pid, "gid_map", map)) < 0) {
 		snprintf(err, errlen, "gid_map: %s", strerror(-r));
+		goto fail;
+	}
+	/* Into the job's cgroup before the command is forked: everything
+	 * it starts is counted there. */
+	if (spec->cgroup_dir != NULL &&
+	    (r = cgroup_add(spec->cgroup_dir, ret->pid)) < 0) {
+		snprintf(err, errlen, "cgroup: %s", strerror(-r));
 		goto fail;
 	}
 	if (write(sv[0], "G", 1) != 1) {

@@ -29,6 +29,9 @@ struct sandbox_spec {
 	uid_t uid; /* the job's uid outside, its own */
 	gid_t gid;
 	long long memory_mb, pids; /* 0: no limit */
+	/* The job's cgroup v2 (memory and pids set there), or NULL: then
+	 * memory and pids are rlimits of the command. */
+	const char *cgroup_dir;
 	int out_fd, err_fd; /* the job's stdout and stderr */
 	/* The launcher's secret (its key), wiped from the sandbox's copy of
 	 * the launcher's memory, as is the launcher's environment. */
@@ -38,8 +41,9 @@ struct sandbox_spec {
 
 /* How each limit was enforced, for the run's report. */
 struct sandbox_limits {
-	const char *memory; /* "rlimit_as" or "none" */
-	const char *pids; /* "rlimit_nproc" (per job: its own uid) or "none" */
+	const char *memory; /* "cgroup_v2", "rlimit_as" or "none" */
+	const char *pids; /* "cgroup_v2", "rlimit_nproc" (per job: its own
+			     uid) or "none" */
 };
 
 struct sandbox {

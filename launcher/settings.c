@@ -21,6 +21,7 @@ const struct config_option launcher_options[] = {
 	{ "launcher_key_file", CONFIG_STRING, CFG(launcher_key_file), 0, 0 },
 	{ "uid_base", CONFIG_INT, CFG(uid_base), 1000, 4000000000LL },
 	{ "uid_count", CONFIG_INT, CFG(uid_count), 1, 1000000 },
+	{ "cgroup_root", CONFIG_STRING, CFG(cgroup_root), 0, 0 },
 };
 const size_t launcher_noptions = ARRAY_SIZE(launcher_options);
 
@@ -71,5 +72,6 @@ launcher_config_free(struct launcher_config *cfg)
 	free(cfg->proxy);
 	free(cfg->hatch);
 	free(cfg->launcher_key_file);
+	free(cfg->cgroup_root);
 	config_common_free(&cfg->common);
 }

@@ -414,6 +414,19 @@ START_TEST(the_sandbox_holds_and_writes_come_back_as_a_patch)
 	ck_assert_ptr_nonnull(strstr(out, "keyctl -1 Operation not permitted"));
 	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")),
 	    "needs-review");
+	/* Each limit says how it was enforced; without a cgroup, why not. */
+	json_t *lim = json_object_get(j, "limits");
+	const char *mem = json_string_value(json_object_get(lim, "memory"));
+	const char *cg = json_string_value(json_object_get(lim, "cgroup"));
+	ck_assert_ptr_nonnull(mem);
+	ck_assert_ptr_nonnull(cg);
+	if (strcmp(mem, "cgroup_v2") != 0) {
+		ck_assert_str_eq(mem, "rlimit_as");
+		ck_assert_str_eq(json_string_value(
+				     json_object_get(lim, "pids")),
+		    "rlimit_nproc");
+		ck_assert_msg(strncmp(cg, "none: ", 6) == 0, "%s", cg);
+	}
 	f = fopen(json_string_value(json_object_get(j, "patch")), "r");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_uint_gt(fread(patch, 1, sizeof(patch) - 1, f), 0);
@@ -513,6 +526,68 @@ START_TEST(cordon_serve_runs_and_cordon_stop_burns)
 }
 END_TEST
 
+/* Where a cgroup v2 hierarchy offers memory and pids, the job gets its
+ * own, with the manifest's limits. This host's has neither controller, so
+ * the hierarchy here is a directory the test lays out as one; what is
+ * checked is what the launcher writes into it. */
+START_TEST(a_cgroup_of_its_own_where_there_is_one)
+{
+	char root[400], cfg[1200], path[600], line[128];
+	char *keep = strdup(cfgpath);
+	int status;
+	json_t *j, *lim;
+	FILE *f;
+
+	snprintf(root, sizeof(root), "%s", harness_tmpdir());
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", root);
+	harness_write_file(path, "cpuset cpu io memory hugetlb pids\n");
+	snprintf(cfgpath, sizeof(cfgpath), "%s/launcher-cg.json", root);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"state_dir\": \"%s/state\", \"uid_base\": 320000, "
+	    "\"cgroup_root\": \"%s\"}",
+	    broker.base, proxy.base, hatch.base, broker.dir, root, root);
+	harness_write_file(cfgpath, cfg);
+	j = run_json("job-test", "echo in", &status);
+	snprintf(cfgpath, sizeof(cfgpath), "%s", keep);
+	free(keep);
+	ck_assert_int_eq(status, 0);
+	lim = json_object_get(j, "limits");
+	ck_assert_str_eq(json_string_value(json_object_get(lim, "memory")),
+	    "cgroup_v2");
+	ck_assert_str_eq(json_string_value(json_object_get(lim, "pids")),
+	    "cgroup_v2");
+	snprintf(path, sizeof(path), "%s/cordon/%s", root,
+	    json_string_value(json_object_get(j, "job")));
+	ck_assert_str_eq(json_string_value(json_object_get(lim, "cgroup")),
+	    path);
+	struct {
+		const char *file, *want;
+	} files[] = { { "memory.max", "536870912" }, { "pids.max", "64" },
+		{ "memory.swap.max", "0" } };
+	for (size_t i = 0; i < 3; i++) {
+		char p2[700];
+		snprintf(p2, sizeof(p2), "%s/%s", path, files[i].file);
+		ck_assert_int_eq(harness_read_line(p2, line, sizeof(line)), 0);
+		ck_assert_str_eq(line, files[i].want);
+	}
+	/* The sandbox's init went in before the command was started. */
+	snprintf(line, sizeof(line), "%s/cgroup.procs", path);
+	f = fopen(line, "r");
+	ck_assert_ptr_nonnull(f);
+	int pid = 0;
+	ck_assert_int_eq(fscanf(f, "%d", &pid), 1);
+	ck_assert_int_gt(pid, 1);
+	fclose(f);
+	snprintf(line, sizeof(line), "%s/cgroup.subtree_control", root);
+	char ctl[128];
+	ck_assert_int_eq(harness_read_line(line, ctl, sizeof(ctl)), 0);
+	ck_assert_str_eq(ctl, "+memory +pids");
+	json_decref(j);
+}
+END_TEST
+
 /* The broker gone at the stop: the job is killed all the same, and the
  * stop is a failure (exit 3), never a success. */
 START_TEST(a_failed_revoke_is_reported)
@@ -558,6 +633,7 @@ suite(void)
 	tcase_add_test(tc, the_sandbox_holds_and_writes_come_back_as_a_patch);
 	tcase_add_test(tc, cordon_serve_runs_and_cordon_stop_burns);
 	tcase_add_test(tc, a_failed_revoke_is_reported);
+	tcase_add_test(tc, a_cgroup_of_its_own_where_there_is_one);
 	suite_add_tcase(s, tc);
 	return s;
 }
