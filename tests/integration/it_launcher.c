@@ -8,6 +8,7 @@
 #include "upstream.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -588,6 +589,70 @@ START_TEST(a_cgroup_of_its_own_where_there_is_one)
 }
 END_TEST
 
+/* A memory hog and a fork bomb hit the job's limits (512 MB, 64
+ * processes), and nothing of the job outlives it on the host. */
+START_TEST(a_hog_and_a_fork_bomb_hit_their_limits)
+{
+	int status;
+	/* The hog: a MemoryError under an rlimit, the OOM killer under a
+	 * cgroup; alive under neither. */
+	json_t *j = run_json("job-test",
+	    "python3 -c '\n"
+	    "try:\n"
+	    "    a = bytearray(1024 * 1024 * 1024); print(\"hog=alive\")\n"
+	    "except MemoryError:\n"
+	    "    print(\"hog=stopped\")'; echo hog_exit=$?; "
+	    "python3 -c '\n"
+	    "import os, time\n"
+	    "n = 0\n"
+	    "for i in range(500):\n"
+	    "    try:\n"
+	    "        pid = os.fork()\n"
+	    "    except OSError:\n"
+	    "        break\n"
+	    "    if pid == 0:\n"
+	    "        time.sleep(60); os._exit(0)\n"
+	    "    n += 1\n"
+	    "print(\"forked=%d\" % n)'",
+	    &status);
+	const char *out = job_stdout(j);
+	const char *f = strstr(out, "forked=");
+
+	ck_assert_int_eq(status, 0);
+	ck_assert_msg(strstr(out, "hog=alive") == NULL, "%s", out);
+	ck_assert_msg(strstr(out, "hog=stopped") != NULL ||
+		strstr(out, "hog_exit=137") != NULL,
+	    "%s", out);
+	ck_assert_msg(f != NULL, "%s", out);
+	ck_assert_int_lt(atoi(f + 7), 64);
+	ck_assert_int_gt(atoi(f + 7), 0);
+	json_decref(j);
+	/* Every process of the job is gone with it: none of its uids. */
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL) {
+		char path[300], line[256];
+		unsigned uid = 0;
+		FILE *st;
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+		st = fopen(path, "r");
+		if (st == NULL)
+			continue;
+		while (fgets(line, sizeof(line), st) != NULL)
+			if (sscanf(line, "Uid: %u", &uid) == 1)
+				break;
+		fclose(st);
+		ck_assert_msg(uid < 300000 || uid >= 310000,
+		    "process %s of a job's uid %u outlived the job", e->d_name,
+		    uid);
+	}
+	closedir(d);
+}
+END_TEST
+
 /* The broker gone at the stop: the job is killed all the same, and the
  * stop is a failure (exit 3), never a success. */
 START_TEST(a_failed_revoke_is_reported)
@@ -633,6 +698,7 @@ suite(void)
 	tcase_add_test(tc, the_sandbox_holds_and_writes_come_back_as_a_patch);
 	tcase_add_test(tc, cordon_serve_runs_and_cordon_stop_burns);
 	tcase_add_test(tc, a_failed_revoke_is_reported);
+	tcase_add_test(tc, a_hog_and_a_fork_bomb_hit_their_limits);
 	tcase_add_test(tc, a_cgroup_of_its_own_where_there_is_one);
 	suite_add_tcase(s, tc);
 	return s;
