@@ -40,6 +40,7 @@ bc
 squid-openssl
 tinyproxy
 mitmproxy
+bubblewrap
 "
 
 case "${1:-}" in

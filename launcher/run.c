@@ -39,6 +39,21 @@
 #define WATCH_MS 500 /* how often the broker is asked whether the job lives */
 #define MAX_INPUTS 64
 
+enum phase {
+	PH_BROKER,
+	PH_WORKSPACE,
+	PH_CHANNEL,
+	PH_SPAWN,
+	PH_RUN,
+	PH_REVOKE,
+	PH_KILL,
+	PH_CLOSE,
+	PH_SEAL,
+	PHASES
+};
+static const char *const phase_names[PHASES] = { "broker", "workspace",
+	"channel", "spawn", "run", "revoke", "kill", "close", "seal" };
+
 struct run {
 	struct launcher_config *cfg;
 	char key[128];
@@ -64,6 +79,10 @@ struct run {
 	uint64_t out_bytes;
 	uint64_t output_cap;
 
+	/* Milliseconds each phase took, for the result. */
+	struct timespec lap_at;
+	double laps[PHASES];
+
 	bool stopping;
 	const char *stop_reason;
 	int status; /* the sandbox's, as waitpid gives it */
@@ -71,6 +90,18 @@ struct run {
 };
 
 /* --- calls to the services ------------------------------------------------ */
+
+/* Ends phase ph: the time since the last lap is its. */
+static void
+lap(struct run *r, enum phase ph)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	r->laps[ph] = (double)(now.tv_sec - r->lap_at.tv_sec) * 1e3 +
+	    (double)(now.tv_nsec - r->lap_at.tv_nsec) / 1e6;
+	r->lap_at = now;
+}
 
 static int
 call(struct run *r, const char *base, const char *method, const char *path,
@@ -428,6 +459,7 @@ stop_path(struct run *r, struct outcome *o)
 		snprintf(o->revoke_error, sizeof(o->revoke_error),
 		    "the broker did not answer");
 	}
+	lap(r, PH_REVOKE);
 	/* 2. Then every process of the sandbox. */
 	if (r->cgroup[0] != '\0')
 		cgroup_kill(r->cgroup);
@@ -441,6 +473,7 @@ stop_path(struct run *r, struct outcome *o)
 	}
 	if (r->cgroup[0] != '\0')
 		cgroup_remove(r->cgroup);
+	lap(r, PH_KILL);
 	/* 3. The channel, and every connection on it. */
 	if (r->channel != NULL) {
 		snprintf(path, sizeof(path), "/v1/jobs/%s", r->id);
@@ -452,6 +485,7 @@ stop_path(struct run *r, struct outcome *o)
 			httpc_answer_free(&a);
 		}
 	}
+	lap(r, PH_CLOSE);
 	/* 4. The seal: what the job wrote, as a patch and a verdict. */
 	if (r->ws != NULL) {
 		snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", r->id);
@@ -490,6 +524,7 @@ stop_path(struct run *r, struct outcome *o)
 	}
 	if (r->uid_lock[0] != '\0')
 		(void)unlink(r->uid_lock);
+	lap(r, PH_SEAL);
 }
 
 /* --- flags ---------------------------------------------------------------- */
@@ -628,7 +663,20 @@ report(struct run *r, const struct outcome *o)
 			r->cgroup[0] != '\0' ? r->cgroup : cgroup_note,
 			"output", out, "revoke_error",
 			o->revoke_ok ? NULL : o->revoke_error);
-		char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+		json_t *t = json_object();
+		double total = 0;
+		for (int i = 0; i < PHASES; i++) {
+			json_object_set_new(t, phase_names[i],
+			    json_real(
+				(double)(long long)(r->laps[i] * 1000) / 1000));
+			total += r->laps[i];
+		}
+		json_object_set_new(t, "total",
+		    json_real((double)(long long)(total * 1000) / 1000));
+		json_object_set_new(j, "ms", t);
+		char *text = j != NULL
+		    ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6))
+		    : NULL;
 		if (text != NULL)
 			printf("%s\n", text);
 		free(text);
@@ -674,6 +722,7 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 	}
 	r->ws = json_incref(a.json);
 	httpc_answer_free(&a);
+	lap(r, PH_WORKSPACE);
 	snprintf(path, sizeof(path), "/v1/jobs/%s", r->id);
 	rc = call(r, r->cfg->proxy, "POST", path, NULL, &a);
 	if (rc < 0 || a.status != 201) {
@@ -688,6 +737,7 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 	r->ca_pem =
 	    strdup(json_string_value(json_object_get(a.json, "ca_pem")) ?: "");
 	httpc_answer_free(&a);
+	lap(r, PH_CHANNEL);
 
 	/* 3. The sandbox. */
 	const char *lower = json_string_value(json_object_get(r->ws, "lower"));
@@ -750,6 +800,7 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		.secret_len = sizeof(r->key),
 	};
 	rc = sandbox_spawn(&spec, &r->sb, err, errlen);
+	lap(r, PH_SPAWN);
 	close(pipes[0][1]);
 	close(pipes[1][1]);
 	strv_free(envp);
@@ -896,6 +947,7 @@ launcher_run(int argc, char **argv)
 		goto out;
 	}
 	/* 1. The job, at the broker. */
+	clock_gettime(CLOCK_MONOTONIC, &r.lap_at);
 	rc = call(&r, cfg.broker, "POST", "/v1/jobs",
 	    json_pack("{s:s}", "manifest", f.manifest), &a);
 	if (rc < 0 || a.status != 201) {
@@ -909,6 +961,7 @@ launcher_run(int argc, char **argv)
 	r.job = json_incref(a.json);
 	httpc_answer_free(&a);
 	r.id = json_string_value(json_object_get(r.job, "job"));
+	lap(&r, PH_BROKER);
 	if (f.id_fd >= 0) {
 		dprintf(f.id_fd, "%s\n", r.id);
 		close(f.id_fd);
@@ -922,6 +975,7 @@ launcher_run(int argc, char **argv)
 	} else if (loop(&r) < 0) {
 		r.stop_reason = "launcher_error";
 	}
+	lap(&r, PH_RUN);
 	if (r.stop_reason == NULL)
 		r.stop_reason = "launcher_error";
 	stop_path(&r, &o);

@@ -452,6 +452,10 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
 
 	memset(ret, 0, sizeof(*ret));
 	ret->pid = -1;
+	if ((r = filter_prepare()) < 0) {
+		snprintf(err, errlen, "seccomp filter: %s", strerror(-r));
+		return r;
+	}
 	ret->proxy_fd = -1;
 	ret->limits.memory = spec->memory_mb <= 0 ? "none"
 	    : spec->cgroup_dir != NULL            ? "cgroup_v2"
