@@ -239,39 +239,6 @@ parse_request_line(struct http1_parser *p, const char *data, size_t start,
 	return parse_target(p, data);
 }
 
-/* A Connection value: a comma list of tokens, empty elements allowed. */
-static const char *
-parse_connection(struct http1_parser *p, const char *v, size_t n, bool *close,
-    bool *keep)
-{
-	size_t i = 0;
-
-	(void)p;
-	while (i < n) {
-		size_t s, e;
-
-		while (i < n && (lex_ows((unsigned char)v[i]) || v[i] == ','))
-			i++;
-		s = i;
-		while (i < n && v[i] != ',' && !lex_ows((unsigned char)v[i]))
-			i++;
-		e = i;
-		while (i < n && lex_ows((unsigned char)v[i]))
-			i++;
-		if (i < n && v[i] != ',')
-			return "bad_connection";
-		if (e == s)
-			continue;
-		if (!lex_token(v + s, e - s))
-			return "bad_connection";
-		if (lex_eq_nocase(v + s, e - s, "close"))
-			*close = true;
-		else if (lex_eq_nocase(v + s, e - s, "keep-alive"))
-			*keep = true;
-	}
-	return NULL;
-}
-
 static const char *
 parse_content_length(struct http1_request *req, const char *v, size_t n)
 {
@@ -372,8 +339,8 @@ finish_head(struct http1_parser *p, const char *data)
 		if (!lex_eq_nocase(data + h->name.off, h->name.len,
 			"Connection"))
 			continue;
-		r = parse_connection(p, data + h->value.off, h->value.len,
-		    &close, &keep);
+		r = lex_connection(data + h->value.off, h->value.len, &close,
+		    &keep);
 		if (r != NULL)
 			return r;
 	}

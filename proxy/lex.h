@@ -63,4 +63,39 @@ lex_list_has(const char *v, size_t vn, const char *name, size_t n)
 	return false;
 }
 
+/*
+ * A Connection value: a comma list of tokens, empty elements allowed.
+ * Sets *close and *keep when it names close or keep-alive; NULL, or the
+ * refusal "bad_connection".
+ */
+static inline const char *
+lex_connection(const char *v, size_t n, bool *close, bool *keep)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t s, e;
+
+		while (i < n && (lex_ows((unsigned char)v[i]) || v[i] == ','))
+			i++;
+		s = i;
+		while (i < n && v[i] != ',' && !lex_ows((unsigned char)v[i]))
+			i++;
+		e = i;
+		while (i < n && lex_ows((unsigned char)v[i]))
+			i++;
+		if (i < n && v[i] != ',')
+			return "bad_connection";
+		if (e == s)
+			continue;
+		if (!lex_token(v + s, e - s))
+			return "bad_connection";
+		if (lex_eq_nocase(v + s, e - s, "close"))
+			*close = true;
+		else if (lex_eq_nocase(v + s, e - s, "keep-alive"))
+			*keep = true;
+	}
+	return NULL;
+}
+
 #endif

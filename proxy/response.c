@@ -72,37 +72,6 @@ parse_status_line(struct resp_state *st, const char *s, size_t n)
 	return NULL;
 }
 
-/* A Connection value: a comma list of tokens, empty elements allowed. */
-static const char *
-parse_connection(struct resp_state *st, const char *v, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		size_t s, e;
-
-		while (i < n && (lex_ows((unsigned char)v[i]) || v[i] == ','))
-			i++;
-		s = i;
-		while (i < n && v[i] != ',' && !lex_ows((unsigned char)v[i]))
-			i++;
-		e = i;
-		while (i < n && lex_ows((unsigned char)v[i]))
-			i++;
-		if (i < n && v[i] != ',')
-			return "bad_connection";
-		if (e == s)
-			continue;
-		if (!lex_token(v + s, e - s))
-			return "bad_connection";
-		if (lex_eq_nocase(v + s, e - s, "close"))
-			st->conn_close = true;
-		else if (lex_eq_nocase(v + s, e - s, "keep-alive"))
-			st->conn_keep = true;
-	}
-	return NULL;
-}
-
 static const char *
 parse_content_length(struct resp_state *st, const char *v, size_t n)
 {
@@ -172,7 +141,8 @@ parse_field_line(struct resp_state *st, const char *s, size_t n)
 		return NULL;
 	}
 	if (lex_eq_nocase(s, nlen, "Connection"))
-		return parse_connection(st, v, ve - vs);
+		return lex_connection(v, ve - vs, &st->conn_close,
+		    &st->conn_keep);
 	return NULL;
 }
 
