@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -66,7 +67,7 @@ struct run {
 	char *channel;
 	char *ca_pem;
 	uid_t uid;
-	char uid_lock[512];
+	int uid_fd; /* holds the uid's lock */
 	char cgroup[700]; /* the job's cgroup, "" for none */
 	char cgroup_why[300]; /* why none */
 
@@ -124,46 +125,87 @@ answer_message(const struct httpc_answer *a)
 
 /* --- the relay ------------------------------------------------------------ */
 
+/*
+ * One connection from inside the job and its twin on the channel. A side
+ * that ends its sending (EOF) is passed on as a half-close once what it
+ * sent has gone out, and the other direction goes on: a client that
+ * shuts down its writing and then reads the answer gets it.
+ */
+struct pair {
+	struct bufferevent *b[2];
+	bool eof[2]; /* b[i] said it sends no more */
+	bool shut[2]; /* b[i]'s writing side was shut down */
+};
+
+static int
+side(const struct pair *p, const struct bufferevent *bev)
+{
+	return p->b[0] == bev ? 0 : 1;
+}
+
+static bool
+drained(struct bufferevent *bev)
+{
+	return evbuffer_get_length(bufferevent_get_output(bev)) == 0;
+}
+
+static void
+pair_free(struct pair *p)
+{
+	bufferevent_free(p->b[0]);
+	bufferevent_free(p->b[1]);
+	free(p);
+}
+
+/* Passes on a half-close once b[i] has nothing left to write; ends the
+ * pair when both directions are done. Returns false if p is freed. */
+static bool
+pair_progress(struct pair *p)
+{
+	for (int i = 0; i < 2; i++)
+		if (p->eof[1 - i] && !p->shut[i] && drained(p->b[i])) {
+			(void)shutdown(bufferevent_getfd(p->b[i]), SHUT_WR);
+			p->shut[i] = true;
+		}
+	if (p->eof[0] && p->eof[1] && drained(p->b[0]) && drained(p->b[1])) {
+		pair_free(p);
+		return false;
+	}
+	return true;
+}
+
 static void
 relay_read(struct bufferevent *bev, void *arg)
 {
-	struct bufferevent *peer = arg;
+	struct pair *p = arg;
+	int i = side(p, bev);
 
-	evbuffer_add_buffer(bufferevent_get_output(peer),
+	evbuffer_add_buffer(bufferevent_get_output(p->b[1 - i]),
 	    bufferevent_get_input(bev));
 }
 
-/* The peer's output has gone out: it ends too. */
 static void
-relay_flushed(struct bufferevent *bev, void *arg)
+relay_write(struct bufferevent *bev, void *arg)
 {
-	(void)arg;
-	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		bufferevent_free(bev);
-}
-
-static void
-relay_gone(struct bufferevent *bev, short what, void *arg)
-{
-	(void)what;
-	(void)arg;
-	bufferevent_free(bev);
+	(void)bev;
+	(void)pair_progress(arg);
 }
 
 static void
 relay_event(struct bufferevent *bev, short what, void *arg)
 {
-	struct bufferevent *peer = arg;
+	struct pair *p = arg;
+	int i = side(p, bev);
 
-	/* One side ended: what it sent still reaches the other, which then
-	 * ends too (an answer followed by a close is the common case). */
-	if (what & BEV_EVENT_EOF)
-		evbuffer_add_buffer(bufferevent_get_output(peer),
-		    bufferevent_get_input(bev));
-	bufferevent_free(bev);
-	bufferevent_disable(peer, EV_READ);
-	bufferevent_setcb(peer, NULL, relay_flushed, relay_gone, NULL);
-	relay_flushed(peer, NULL);
+	if (!(what & BEV_EVENT_EOF)) {
+		pair_free(p); /* an error: the connection is gone both ways */
+		return;
+	}
+	evbuffer_add_buffer(bufferevent_get_output(p->b[1 - i]),
+	    bufferevent_get_input(bev));
+	p->eof[i] = true;
+	bufferevent_disable(bev, EV_READ);
+	(void)pair_progress(p);
 }
 
 /* A connection from inside the job: joined to the job's channel. */
@@ -174,6 +216,7 @@ on_relay(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct run *r = arg;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct bufferevent *in, *out;
+	struct pair *p;
 	int ch;
 
 	(void)l;
@@ -188,9 +231,11 @@ on_relay(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		return;
 	}
 	evutil_make_socket_nonblocking(ch);
+	p = calloc(1, sizeof(*p));
 	in = bufferevent_socket_new(r->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	out = bufferevent_socket_new(r->base, ch, BEV_OPT_CLOSE_ON_FREE);
-	if (in == NULL || out == NULL) {
+	if (p == NULL || in == NULL || out == NULL) {
+		free(p);
 		if (in != NULL)
 			bufferevent_free(in);
 		else
@@ -201,8 +246,10 @@ on_relay(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 			close(ch);
 		return;
 	}
-	bufferevent_setcb(in, relay_read, NULL, relay_event, out);
-	bufferevent_setcb(out, relay_read, NULL, relay_event, in);
+	p->b[0] = in;
+	p->b[1] = out;
+	bufferevent_setcb(in, relay_read, relay_write, relay_event, p);
+	bufferevent_setcb(out, relay_read, relay_write, relay_event, p);
 	bufferevent_enable(in, EV_READ | EV_WRITE);
 	bufferevent_enable(out, EV_READ | EV_WRITE);
 }
@@ -343,12 +390,16 @@ read_key(const char *path, char *out, size_t len)
 	return n >= 32 ? 0 : -EINVAL;
 }
 
-/* A uid of the configured range for this job alone, held by a lock file
- * for as long as the job runs. */
+/*
+ * A uid of the configured range for this job alone, held by a lock on a
+ * file named for it for as long as the launcher (and the sandbox's init,
+ * which shares the descriptor) lives: a launcher that dies frees its uid
+ * with it, and no two jobs ever share one.
+ */
 static int
 take_uid(struct run *r)
 {
-	char dir[400];
+	char dir[400], path[512];
 	unsigned start;
 
 	snprintf(dir, sizeof(dir), "%s/uids", r->cfg->common.runtime_dir);
@@ -359,17 +410,21 @@ take_uid(struct run *r)
 		uid_t uid = (uid_t)(r->cfg->uid_base +
 		    (long long)((start + (unsigned long long)i) %
 			(unsigned long long)r->cfg->uid_count));
-		snprintf(r->uid_lock, sizeof(r->uid_lock), "%s/%u", dir, uid);
-		int fd = open(r->uid_lock,
-		    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd >= 0) {
-			dprintf(fd, "%s\n", r->id);
+		snprintf(path, sizeof(path), "%s/%u", dir, uid);
+		int fd =
+		    open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return -errno;
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 			close(fd);
-			r->uid = uid;
-			return 0;
+			continue;
 		}
+		if (ftruncate(fd, 0) == 0)
+			dprintf(fd, "%d %s\n", (int)getpid(), r->id);
+		r->uid_fd = fd;
+		r->uid = uid;
+		return 0;
 	}
-	r->uid_lock[0] = '\0';
 	return -EBUSY;
 }
 
@@ -522,8 +577,9 @@ stop_path(struct run *r, struct outcome *o)
 		if (call(r, r->cfg->hatch, "DELETE", path, NULL, &a) == 0)
 			httpc_answer_free(&a);
 	}
-	if (r->uid_lock[0] != '\0')
-		(void)unlink(r->uid_lock);
+	if (r->uid_fd >= 0)
+		close(r->uid_fd);
+	r->uid_fd = -1;
 	lap(r, PH_SEAL);
 }
 
@@ -905,7 +961,10 @@ int
 launcher_run(int argc, char **argv)
 {
 	struct launcher_config cfg;
-	struct run r = { .cfg = &cfg, .out_fd = -1, .err_fd = -1 };
+	struct run r = { .cfg = &cfg,
+		.out_fd = -1,
+		.err_fd = -1,
+		.uid_fd = -1 };
 	struct run_flags f = { .id_fd = -1 };
 	struct outcome o = { 0 };
 	struct httpc_answer a;

@@ -93,6 +93,7 @@ struct pconn {
 	struct timespec t0;
 	int rule;
 	bool broker_route, upgrade_ok, keep_alive;
+	bool client_eof; /* the client sends no more; it may still read */
 	uint64_t body_left;
 	struct http1_chunked chunk;
 	bool body_done;
@@ -330,8 +331,9 @@ flow(struct pconn *c)
 
 	if (c->state == CS_CLOSING)
 		return;
-	cl_read = c->up == NULL ||
-	    evbuffer_get_length(bufferevent_get_output(c->up)) < FLOW_HIGH;
+	cl_read = !c->client_eof &&
+	    (c->up == NULL ||
+		evbuffer_get_length(bufferevent_get_output(c->up)) < FLOW_HIGH);
 	up_read =
 	    evbuffer_get_length(bufferevent_get_output(c->cl)) < FLOW_HIGH;
 	if (cl_read)
@@ -1332,6 +1334,17 @@ on_cl_event(struct bufferevent *bev, short what, void *arg)
 		c->d.detail = c->sni_problem != NULL ? c->sni_problem
 						     : "client_handshake";
 		conn_close(c);
+		return;
+	}
+	/* A client that has sent its whole request and shut down its
+	 * writing still gets the answer; the connection ends after it. */
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
+	    (c->state == CS_TOKEN || c->state == CS_DNS ||
+		c->state == CS_CONNECT ||
+		(c->state == CS_EXCHANGE && c->body_done))) {
+		c->client_eof = true;
+		c->keep_alive = false;
+		bufferevent_disable(c->cl, EV_READ);
 		return;
 	}
 	if (c->state == CS_TUNNEL && c->up != NULL) {

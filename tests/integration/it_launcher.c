@@ -218,9 +218,21 @@ START_TEST(tokens_are_short_and_egress_goes_through_the_proxy)
 	    "curl -s --noproxy '*' -m 2 -o /dev/null http://127.0.0.1:%u/; "
 	    "echo upstream=$?; "
 	    "curl -s --noproxy '*' -m 2 -o /dev/null http://192.0.2.1/; "
-	    "echo outside=$?",
+	    "echo outside=$?; "
+	    /* Through the relay with a half-close: the answer still comes. */
+	    "python3 -c 'import socket\n"
+	    "s = socket.create_connection((\"127.0.0.1\", 3128))\n"
+	    "s.sendall(b\"GET http://api.test:%u/ok/half HTTP/1.1\\r\\n"
+	    "Host: api.test:%u\\r\\nConnection: close\\r\\n\\r\\n\")\n"
+	    "s.shutdown(socket.SHUT_WR)\n"
+	    "d = b\"\"\n"
+	    "while True:\n"
+	    "    b = s.recv(65536)\n"
+	    "    if not b: break\n"
+	    "    d += b\n"
+	    "print(\"half=\" + d.split(b\" \")[1].decode())'",
 	    upstream_port(plain), upstream_port(plain), broker.base, proxy.base,
-	    upstream_port(plain));
+	    upstream_port(plain), upstream_port(plain), upstream_port(plain));
 	j = run_json("job-test", script, &status);
 	ck_assert_int_eq(status, 0);
 	out = job_stdout(j);
@@ -236,6 +248,7 @@ START_TEST(tokens_are_short_and_egress_goes_through_the_proxy)
 	json_decref(mint);
 	ck_assert_ptr_nonnull(strstr(out, "allowed=200"));
 	ck_assert_ptr_nonnull(strstr(out, "denied=403"));
+	ck_assert_msg(strstr(out, "half=200") != NULL, "%s", out);
 	/* Each direct attempt fails: no route out of the job's netns. */
 	for (p = strstr(out, "broker="); p != NULL; p = strchr(p + 1, '=')) {
 		if (strncmp(p - 6, "broker", 6) != 0 &&
@@ -248,7 +261,7 @@ START_TEST(tokens_are_short_and_egress_goes_through_the_proxy)
 	}
 	ck_assert_ptr_nonnull(strstr(out, "outside="));
 	json_t *e = json_object_get(j, "egress");
-	ck_assert_int_eq(json_integer_value(json_object_get(e, "allowed")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "allowed")), 3);
 	ck_assert_int_eq(json_integer_value(json_object_get(e, "denied")), 1);
 	json_decref(j);
 }

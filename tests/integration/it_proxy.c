@@ -343,6 +343,33 @@ START_TEST(keep_alive_reuses_both_connections)
 }
 END_TEST
 
+/* A client that sends its request and shuts down its writing still gets
+ * the whole answer. */
+START_TEST(a_half_closed_client_gets_its_answer)
+{
+	char req[512], buf[8192];
+	size_t n = 0;
+	ssize_t k;
+	int fd = unix_connect(channel);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/ok/half HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Connection: close\r\n\r\n",
+	    upstream_port(plain), upstream_port(plain));
+	ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	while (n < sizeof(buf) - 1 && poll(&p, 1, 5000) == 1 &&
+	    (k = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)k;
+	buf[n] = '\0';
+	close(fd);
+	ck_assert_msg(status_of(buf) == 200, "%.300s", buf);
+	ck_assert_ptr_nonnull(strstr(buf, "/ok/half"));
+}
+END_TEST
+
 START_TEST(upgrade_when_the_rule_allows_it)
 {
 	char req[512], buf[16];
@@ -1163,6 +1190,7 @@ suite(void)
 	tcase_add_test(tc, keep_alive_reuses_both_connections);
 	tcase_add_test(tc, upstreams_are_pooled_across_connections);
 	tcase_add_test(tc, upgrade_when_the_rule_allows_it);
+	tcase_add_test(tc, a_half_closed_client_gets_its_answer);
 	tcase_add_test(tc, redirects_are_passed_back_not_followed);
 	tcase_add_test(tc, a_large_answer_flows_whole);
 	tcase_add_test(tc, a_slow_head_times_out);
