@@ -602,6 +602,34 @@ START_TEST(a_cgroup_of_its_own_where_there_is_one)
 }
 END_TEST
 
+/* Bad input on the command line: one line and the documented status. */
+START_TEST(refusals_on_the_command_line)
+{
+	char out[4096], err[4096];
+	char *unknown[] = { (char *)harness_bin("cordon"), "run", "--config",
+		cfgpath, "--manifest", "no-such-manifest", "--", "/bin/true",
+		NULL };
+	char *noflag[] = { (char *)harness_bin("cordon"), "run", "--bogus",
+		NULL };
+	char *nomanifest[] = { (char *)harness_bin("cordon"), "run", "--json",
+		NULL };
+
+	ck_assert_int_eq(harness_run(unknown, out, sizeof(out), err,
+			     sizeof(err)),
+	    125);
+	ck_assert_msg(strstr(err, "cordon run: the broker:") != NULL, "%s",
+	    err);
+	ck_assert_ptr_null(strchr(strchr(err, '\n') + 1, '\n'));
+	ck_assert_int_eq(harness_run(noflag, out, sizeof(out), err,
+			     sizeof(err)),
+	    64);
+	ck_assert_int_eq(harness_run(nomanifest, out, sizeof(out), err,
+			     sizeof(err)),
+	    64);
+	ck_assert_ptr_nonnull(strstr(err, "--manifest is required"));
+}
+END_TEST
+
 /* A memory hog and a fork bomb hit the job's limits (512 MB, 64
  * processes), and nothing of the job outlives it on the host. */
 START_TEST(a_hog_and_a_fork_bomb_hit_their_limits)
@@ -711,6 +739,7 @@ suite(void)
 	tcase_add_test(tc, the_sandbox_holds_and_writes_come_back_as_a_patch);
 	tcase_add_test(tc, cordon_serve_runs_and_cordon_stop_burns);
 	tcase_add_test(tc, a_failed_revoke_is_reported);
+	tcase_add_test(tc, refusals_on_the_command_line);
 	tcase_add_test(tc, a_hog_and_a_fork_bomb_hit_their_limits);
 	tcase_add_test(tc, a_cgroup_of_its_own_where_there_is_one);
 	suite_add_tcase(s, tc);
