@@ -283,20 +283,31 @@ mint_at_start(struct broker *b, const char *job, int64_t deadline,
 static void
 create_job(void *ctx, struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = { "manifest" };
+	static const char *const fields[] = { "manifest", "canaries" };
 	struct broker *b = ctx;
 	json_t *body = http_request_body(req);
 	struct manifest_version m;
-	struct token_row rows[32];
-	char values[32][TOKEN_VALUE_MAX], rnd[JOB_ID_RANDOM + 1];
+	struct token_row rows[32 + CANARIES_MAX];
+	char values[32 + CANARIES_MAX][TOKEN_VALUE_MAX], rnd[JOB_ID_RANDOM + 1];
 	struct job j = { 0 };
-	size_t n = 0;
+	size_t n = 0, ncanaries = 0;
+	json_int_t want_canaries = -1;
 	const char *name;
 	int r;
 
 	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res) ||
 	    (name = string_field(body, "manifest", res)) == NULL)
 		return;
+	json_t *cv = json_object_get(body, "canaries");
+	if (cv != NULL) {
+		if (!json_is_integer(cv) || json_integer_value(cv) < 0 ||
+		    json_integer_value(cv) > CANARIES_MAX) {
+			http_reply_error(res, 422, "invalid_canaries",
+			    "canaries is a count from 0 to %d", CANARIES_MAX);
+			return;
+		}
+		want_canaries = json_integer_value(cv);
+	}
 	r = store_manifest_get(b->store, name, 0, &m);
 	if (r == -ENOENT) {
 		http_reply_error(res, 404, "unknown_manifest",
@@ -325,12 +336,29 @@ create_job(void *ctx, struct http_request *req, struct http_response *res)
 	    ? j.created + b->cfg.lease_seconds
 	    : j.deadline;
 
-	r = mint_at_start(b, j.id, j.deadline, m.body, rows, values,
-	    ARRAY_SIZE(rows), &n);
+	r = mint_at_start(b, j.id, j.deadline, m.body, rows, values, 32, &n);
+	/* Canaries: tokens of a capability no job has, planted where a
+	 * hostile job would look; any use of one is a tripwire. */
+	if (want_canaries < 0)
+		want_canaries =
+		    json_is_true(json_object_get(m.body, "canaries"))
+		    ? CANARIES_DEFAULT
+		    : 0;
+	for (; r == 0 && ncanaries < (size_t)want_canaries; ncanaries++) {
+		json_t *cap = json_pack("{s:s, s:s}", "name", CANARY_CAPABILITY,
+		    "audience", CANARY_CAPABILITY);
+		json_t *none = json_object();
+		r = capability_mint(b->pepper, j.id, j.deadline, cap, none,
+		    MANIFEST_MAX_TTL, values[n + ncanaries],
+		    &rows[n + ncanaries]);
+		json_decref(cap);
+		json_decref(none);
+	}
 	if (r == 0)
-		r = store_job_create(b->store, &j, rows, n, actor_of(req));
+		r = store_job_create(b->store, &j, rows, n + ncanaries,
+		    actor_of(req));
 	if (r < 0) {
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0; i < n + ncanaries; i++) {
 			OPENSSL_cleanse(values[i], sizeof(values[i]));
 			free(rows[i].params);
 		}
@@ -350,6 +378,12 @@ create_job(void *ctx, struct http_request *req, struct http_response *res)
 		free(rows[i].params);
 	}
 	atomic_fetch_add(&b->minted, n);
+	json_t *canaries = json_array();
+	for (size_t i = n; i < n + ncanaries; i++) {
+		json_array_append_new(canaries, json_string(values[i]));
+		OPENSSL_cleanse(values[i], sizeof(values[i]));
+		free(rows[i].params);
+	}
 	json_t *caps = json_array(), *c;
 	size_t i;
 	json_array_foreach(json_object_get(m.body, "capabilities"), i, c)
@@ -370,7 +404,7 @@ create_job(void *ctx, struct http_request *req, struct http_response *res)
 	    (json_int_t)n);
 	http_reply_json(res, 201,
 	    json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:O, s:o, s:o, "
-		      "s:o, s:o, s:o, s:o}",
+		      "s:o, s:o, s:o, s:o, s:o}",
 		"job", j.id, "manifest", name, "manifest_version",
 		(json_int_t)m.version, "manifest_sha256", m.sha256,
 		"lease_seconds", (json_int_t)b->cfg.lease_seconds, "created",
@@ -379,7 +413,7 @@ create_job(void *ctx, struct http_request *req, struct http_response *res)
 		env != NULL ? json_deep_copy(env) : json_object(), "egress",
 		manifest_egress(m.body), "limits", limits, "return",
 		ret != NULL ? json_incref(ret) : json_object(), "capabilities",
-		caps, "tokens", tokens));
+		caps, "tokens", tokens, "canaries", canaries));
 	manifest_version_free(&m);
 }
 
@@ -726,6 +760,22 @@ introspect(void *ctx, struct http_request *req, struct http_response *res)
 		atomic_fetch_add(&b->store_errors, 1);
 		http_reply_error(res, 503, "store_unavailable",
 		    "cannot check the token now; treat it as inactive");
+		return;
+	}
+	if (strcmp(t.capability, CANARY_CAPABILITY) == 0) {
+		/* A canary was used: whoever holds it read what the job was
+		 * never meant to use. The job is revoked now. */
+		struct revoke_result rr;
+		store_audit_async(b->store, "tripwire",
+		    json_pack("{s:s, s:s, s:s, s:s}", "job", t.job, "actor",
+			"broker", "token_id", t.id, "seen_by",
+			"introspection"));
+		log_warn("tripwire", "{s:s, s:s}", "job", t.job, "token_id",
+		    t.id);
+		if (revoke_job(b, t.job, "tripwire", "broker", &rr) < 0)
+			atomic_fetch_add(&b->store_errors, 1);
+		free(t.params);
+		http_reply_json(res, 200, json_pack("{s:b}", "active", 0));
 		return;
 	}
 	if (strcmp(t.state, "active") != 0 ||

@@ -15,6 +15,12 @@
 
 #include <stdatomic.h>
 
+/* Canaries: tokens of this capability are never a job's to use; any
+ * use revokes the job (a tripwire). A job gets CANARIES_DEFAULT when its
+ * manifest says "canaries": true, or what POST /v1/jobs asks. */
+#define CANARY_CAPABILITY "cordon.canary"
+#define CANARIES_DEFAULT 2
+#define CANARIES_MAX 8
 #define BROKER_PROG "cordon-broker"
 #define BROKER_LISTEN "127.0.0.1:7701"
 /* HTTP threads. Handlers that wait defer (long polls, acknowledgements,

@@ -1199,7 +1199,10 @@ op_audit(struct store *s, struct op *op)
 {
 	struct audit_one *a = op->arg;
 
-	return audit_append(s, a->event, NULL, NULL, a->detail);
+	/* The record's job and actor, when the detail names them. */
+	return audit_append(s, a->event,
+	    json_string_value(json_object_get(a->detail, "job")),
+	    json_string_value(json_object_get(a->detail, "actor")), a->detail);
 }
 
 static void
@@ -1207,8 +1210,7 @@ audit_async_done(void *arg, int result)
 {
 	/* Nobody waits for this one: a failure can only be told here. */
 	if (result < 0)
-		log_error("audit_failed", "{s:s, s:s}", "event", "auth_failed",
-		    "error", strerror(-result));
+		log_error("audit_failed", "{s:s}", "error", strerror(-result));
 	json_decref(arg);
 }
 

@@ -661,7 +661,8 @@ manifest_validate(const json_t *m, const char *name, json_t *problems,
     json_t *warnings)
 {
 	static const char *const keys[] = { "name", "description", "command",
-		"env", "capabilities", "egress", "limits", "return" };
+		"env", "capabilities", "egress", "limits", "return",
+		"canaries" };
 	json_t *v;
 
 	if (!json_is_object(m)) {
@@ -669,6 +670,9 @@ manifest_validate(const json_t *m, const char *name, json_t *problems,
 		return false;
 	}
 	problems_unknown_keys(m, "", keys, ARRAY_SIZE(keys), problems);
+	v = json_object_get(m, "canaries");
+	if (v != NULL && !json_is_boolean(v))
+		problems_add(problems, "canaries", "must be true or false");
 
 	v = json_object_get(m, "name");
 	if (!json_is_string(v) || !manifest_name_ok(json_string_value(v)))

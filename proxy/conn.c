@@ -84,6 +84,7 @@ struct pconn {
 	/* The request being judged or carried. */
 	struct http1_parser parser;
 	char *head;
+	size_t head_len;
 	bool head_started;
 	struct decision d;
 	bool d_open; /* d is waiting to be logged */
@@ -411,13 +412,38 @@ span_eq(const char *data, struct http1_span s, const char *v)
 	return s.len == strlen(v) && strncmp(data + s.off, v, s.len) == 0;
 }
 
-/* The bearer token of the request if it is a cordon token, else "". */
+static bool
+base62(char ch)
+{
+	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+	    (ch >= 'A' && ch <= 'Z');
+}
+
+/*
+ * The cordon token the request carries, else "": the bearer token, or
+ * else the first crd_ shape anywhere in the head (a header of its own, the
+ * path, the query). Wherever a job puts a token, it is checked like one;
+ * a canary anywhere in a head trips the wire at the broker.
+ */
 static void
 find_token(struct pconn *c)
 {
 	const struct http1_request *r = &c->parser.req;
 
 	c->token[0] = '\0';
+	for (size_t i = 0; i + 4 + 38 <= c->head_len; i++) {
+		const char *t = c->head + i;
+		size_t k = 4;
+		if (memcmp(t, "crd_", 4) != 0 || (i > 0 && base62(t[-1])))
+			continue;
+		while (k < 42 && base62(t[k]))
+			k++;
+		if (k == 42 && (i + 42 == c->head_len || !base62(t[42]))) {
+			memcpy(c->token, t, 42);
+			c->token[42] = '\0';
+			break;
+		}
+	}
 	for (size_t i = 0; i < r->nheaders; i++) {
 		const struct http1_header *h = &r->headers[i];
 		const char *v = c->head + h->value.off;
@@ -425,6 +451,7 @@ find_token(struct pconn *c)
 		    strncasecmp(c->head + h->name.off, "Authorization", 13) !=
 			0)
 			continue;
+		/* The bearer token wins over a shape seen elsewhere. */
 		if (h->value.len > 7 && strncasecmp(v, "Bearer ", 7) == 0 &&
 		    h->value.len - 7 < sizeof(c->token) &&
 		    strncmp(v + 7, "crd_", 4) == 0) {
@@ -1227,6 +1254,7 @@ try_head(struct pconn *c)
 		return;
 	}
 	c->head = malloc(used);
+	c->head_len = used;
 	if (c->head == NULL) {
 		conn_close(c);
 		return;

@@ -888,6 +888,61 @@ END_TEST
 
 /* --- bad input ------------------------------------------------------------ */
 
+/* --- canaries ------------------------------------------------------------- */
+
+START_TEST(a_canary_used_is_a_tripwire)
+{
+	char path[160];
+	json_t *j, *c;
+
+	put_manifest(manifest);
+	j = expect(201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s, s:i}", "manifest", "support-triage", "canaries",
+		2));
+	c = json_object_get(j, "canaries");
+	ck_assert_int_eq(json_array_size(c), 2);
+	const char *canary = json_string_value(json_array_get(c, 0));
+	char *job = strdup(json_string_value(json_object_get(j, "job")));
+	/* Shaped like any token: a scanner cannot tell it apart. */
+	ck_assert_int_eq(strncmp(canary, "crd_", 4), 0);
+	ck_assert_uint_eq(strlen(canary), 42);
+	char *honest = mint(job, "invoices.read",
+	    json_pack("{s:s}", "tenant", "4182"), NULL);
+	ck_assert(active(honest));
+
+	/* Used once: inactive, and the job with every token is revoked. */
+	ck_assert(!active(canary));
+	ck_assert(!active(honest));
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	json_t *st = expect(200, "GET", path, launcher, NULL, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(st, "state")),
+	    "revoked");
+	ck_assert_str_eq(json_string_value(json_object_get(st, "stop_reason")),
+	    "tripwire");
+	json_decref(st);
+	/* Audited as a tripwire, with the canary's id, never its value. */
+	snprintf(path, sizeof(path), "/v1/audit?job=%s", job);
+	json_t *a = expect(200, "GET", path, admin, NULL, NULL);
+	char *text = json_dumps(a, JSON_COMPACT);
+	ck_assert_ptr_nonnull(strstr(text, "\"event\":\"tripwire\""));
+	ck_assert_ptr_null(strstr(text, canary + 4));
+	free(text);
+	json_decref(a);
+	json_decref(j);
+	free(honest);
+	free(job);
+
+	/* A manifest can ask for them in every run; a bad count is refused. */
+	json_decref(expect(422, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s, s:i}", "manifest", "support-triage", "canaries",
+		99)));
+	j = expect(201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s}", "manifest", "support-triage"));
+	ck_assert_int_eq(json_array_size(json_object_get(j, "canaries")), 0);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(bad_input_gets_the_right_status)
 {
 	long status;
@@ -1005,6 +1060,7 @@ broker_suite(void)
 	tcase_add_test(tc, audit_chain_detects_a_missing_record);
 	tcase_add_test(tc, kill_9_loses_no_grant_and_no_revocation);
 	tcase_add_test(tc, bad_input_gets_the_right_status);
+	tcase_add_test(tc, a_canary_used_is_a_tripwire);
 	suite_add_tcase(s, tc);
 	return s;
 }
