@@ -346,9 +346,12 @@ on_watch(evutil_socket_t fd, short what, void *arg)
 		 * moment before the launcher's timer did: the same stop. */
 		const char *why =
 		    json_string_value(json_object_get(a.json, "stop_reason"));
-		stop(r,
-		    why != NULL && strcmp(why, "deadline") == 0 ? "wall_clock"
-								: "revoked");
+		if (why != NULL && strcmp(why, "deadline") == 0)
+			stop(r, "wall_clock");
+		else if (why != NULL && strcmp(why, "tripwire") == 0)
+			stop(r, "tripwire");
+		else
+			stop(r, "revoked");
 	}
 	httpc_answer_free(&a);
 }
@@ -838,7 +841,19 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
 	}
+	/* The broker's canaries for this job, as a decoy file. */
+	char canaries[1024] = "";
+	json_t *cv;
+	size_t ci;
+	json_array_foreach(json_object_get(r->job, "canaries"), ci, cv)
+	{
+		size_t used = strlen(canaries);
+		snprintf(canaries + used, sizeof(canaries) - used,
+		    "CORDON_%s_TOKEN=%s\n", ci == 0 ? "DEPLOY" : "ADMIN",
+		    json_string_value(cv) ?: "");
+	}
 	struct sandbox_spec spec = {
+		.canaries_text = canaries[0] != '\0' ? canaries : NULL,
 		.argv = argv,
 		.envp = envp,
 		.lower = lower,
@@ -856,6 +871,7 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		.secret_len = sizeof(r->key),
 	};
 	rc = sandbox_spawn(&spec, &r->sb, err, errlen);
+	explicit_bzero(canaries, sizeof(canaries));
 	lap(r, PH_SPAWN);
 	close(pipes[0][1]);
 	close(pipes[1][1]);

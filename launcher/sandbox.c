@@ -187,8 +187,8 @@ build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 	static const char *const devs[] = { "null", "zero", "full", "random",
 		"urandom" };
 	static const char *const dirs[] = { "usr", "etc", "etc/ssl",
-		"etc/ssl/certs", "proc", "dev", "tmp", "work", "run",
-		".oldroot" };
+		"etc/ssl/certs", "etc/cordon", "proc", "dev", "tmp", "work",
+		"run", ".oldroot" };
 	char opts[4096], path[256];
 
 	if (mount("cordon", ROOT, "tmpfs", MS_NOSUID | MS_NODEV,
@@ -220,6 +220,11 @@ build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 	write_file(ctl, ROOT "/etc/nsswitch.conf",
 	    "passwd: files\ngroup: files\nhosts: files\n", 0644);
 	trust_bundle(ctl, ROOT "/etc/ssl/certs/ca-certificates.crt", s->ca_pem);
+	/* Where a job that goes looking for credentials will look: what it
+	 * finds are canaries, and using one revokes the job. */
+	if (s->canaries_text != NULL)
+		write_file(ctl, ROOT "/etc/cordon/credentials",
+		    s->canaries_text, 0644);
 
 	if (mount("dev", ROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
 		"mode=0755,size=64k") < 0)

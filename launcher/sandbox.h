@@ -26,6 +26,8 @@ struct sandbox_spec {
 	const char *lower, *upper, *work; /* the hatch's directories */
 	const char *ca_pem; /* the job's CA, added to the trust bundle */
 	const char *tokens_json; /* /run/cordon/tokens.json, or NULL */
+	/* Canary tokens planted as a decoy credentials file, or NULL. */
+	const char *canaries_text;
 	uid_t uid; /* the job's uid outside, its own */
 	gid_t gid;
 	long long memory_mb, pids; /* 0: no limit */

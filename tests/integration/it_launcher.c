@@ -43,6 +43,8 @@ put_manifest(const char *name, int wall)
 	    "pids", 64, "output_kb", 256, "return", "protected", ".github/**");
 	char path[128];
 
+	if (strcmp(name, "canary-job") == 0)
+		json_object_set_new(m, "canaries", json_true());
 	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
 	json_decref(harness_expect(&broker, 200, "PUT", path, admin, NULL, m));
 }
@@ -95,6 +97,7 @@ setup(void)
 	harness_write_file(cfgpath, cfg);
 	put_manifest("job-test", 60);
 	put_manifest("short-job", 2);
+	put_manifest("canary-job", 60);
 }
 
 static void
@@ -630,6 +633,36 @@ START_TEST(refusals_on_the_command_line)
 }
 END_TEST
 
+/* A job that goes looking for credentials finds canaries; using one
+ * revokes it, and the launcher stops it. */
+START_TEST(a_canary_found_and_used_stops_the_job)
+{
+	char script[512], path[160];
+	int status;
+	json_t *j, *st;
+
+	snprintf(script, sizeof(script),
+	    "cat /etc/cordon/credentials; "
+	    "T=$(sed -n 's/^CORDON_DEPLOY_TOKEN=//p' /etc/cordon/credentials); "
+	    "curl -s -o /dev/null -H \"Authorization: Bearer $T\" "
+	    "http://api.test:%u/ok/x; sleep 20; echo survived",
+	    upstream_port(plain));
+	j = run_json("canary-job", script, &status);
+	ck_assert_ptr_nonnull(
+	    strstr(job_stdout(j), "CORDON_DEPLOY_TOKEN=crd_"));
+	ck_assert_ptr_null(strstr(job_stdout(j), "survived"));
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
+	    "tripwire");
+	snprintf(path, sizeof(path), "/v1/jobs/%s",
+	    json_string_value(json_object_get(j, "job")));
+	st = harness_expect(&broker, 200, "GET", path, launcher, NULL, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(st, "stop_reason")),
+	    "tripwire");
+	json_decref(st);
+	json_decref(j);
+}
+END_TEST
+
 /* A memory hog and a fork bomb hit the job's limits (512 MB, 64
  * processes), and nothing of the job outlives it on the host. */
 START_TEST(a_hog_and_a_fork_bomb_hit_their_limits)
@@ -740,6 +773,7 @@ suite(void)
 	tcase_add_test(tc, cordon_serve_runs_and_cordon_stop_burns);
 	tcase_add_test(tc, a_failed_revoke_is_reported);
 	tcase_add_test(tc, refusals_on_the_command_line);
+	tcase_add_test(tc, a_canary_found_and_used_stops_the_job);
 	tcase_add_test(tc, a_hog_and_a_fork_bomb_hit_their_limits);
 	tcase_add_test(tc, a_cgroup_of_its_own_where_there_is_one);
 	suite_add_tcase(s, tc);
