@@ -95,6 +95,13 @@ struct pconn {
 	int rule;
 	bool broker_route, upgrade_ok, keep_alive;
 	bool client_eof; /* the client sends no more; it may still read */
+	/* Tokens in a request body: the last bytes sent (a token may span
+	 * two reads), whether forwarding waits on an introspection, and the
+	 * one token already found good for this request. */
+	char body_tail[41];
+	size_t body_tail_len;
+	bool body_hold;
+	char body_ok[43];
 	uint64_t body_left;
 	struct http1_chunked chunk;
 	bool body_done;
@@ -419,6 +426,23 @@ base62(char ch)
 	    (ch >= 'A' && ch <= 'Z');
 }
 
+/* The first crd_ token shape in p[0..n): its offset, or -1. */
+static ssize_t
+token_shape(const char *p, size_t n)
+{
+	for (size_t i = 0; i + 42 <= n; i++) {
+		size_t k = 4;
+		if (memcmp(p + i, "crd_", 4) != 0 ||
+		    (i > 0 && base62(p[i - 1])))
+			continue;
+		while (k < 42 && base62(p[i + k]))
+			k++;
+		if (k == 42 && (i + 42 == n || !base62(p[i + 42])))
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
 /*
  * The cordon token the request carries, else "": the bearer token, or
  * else the first crd_ shape anywhere in the head (a header of its own, the
@@ -431,18 +455,10 @@ find_token(struct pconn *c)
 	const struct http1_request *r = &c->parser.req;
 
 	c->token[0] = '\0';
-	for (size_t i = 0; i + 4 + 38 <= c->head_len; i++) {
-		const char *t = c->head + i;
-		size_t k = 4;
-		if (memcmp(t, "crd_", 4) != 0 || (i > 0 && base62(t[-1])))
-			continue;
-		while (k < 42 && base62(t[k]))
-			k++;
-		if (k == 42 && (i + 42 == c->head_len || !base62(t[42]))) {
-			memcpy(c->token, t, 42);
-			c->token[42] = '\0';
-			break;
-		}
+	ssize_t at = token_shape(c->head, c->head_len);
+	if (at >= 0) {
+		memcpy(c->token, c->head + at, 42);
+		c->token[42] = '\0';
 	}
 	for (size_t i = 0; i < r->nheaders; i++) {
 		const struct http1_header *h = &r->headers[i];
@@ -504,6 +520,7 @@ judge(struct pconn *c)
 	char raw[EGRESS_HOST_MAX + 3];
 
 	decision_begin(c, c->tunnel ? "mitm" : r->connect ? "connect" : "http");
+	c->rule = -1;
 	if (r->method.len >= sizeof(c->method) || r->host.len >= sizeof(raw)) {
 		deny(c, "malformed", "too_long");
 		return;
@@ -998,6 +1015,9 @@ send_request(struct pconn *c)
 	buf_free(&out);
 
 	c->up_idle = false;
+	c->body_tail_len = 0;
+	c->body_hold = false;
+	memset(c->body_ok, 0, sizeof(c->body_ok));
 	c->body_done = r->body == HTTP1_BODY_NONE ||
 	    (r->body == HTTP1_BODY_LENGTH && r->content_length == 0);
 	c->body_left = r->body == HTTP1_BODY_LENGTH ? r->content_length : 0;
@@ -1040,17 +1060,112 @@ exchange_done(struct pconn *c)
 		try_head(c);
 }
 
+static void pump_body(struct pconn *c);
+
+static void
+on_body_introspect(void *arg, int status, json_t *body)
+{
+	struct pconn *c = arg;
+	json_t *active = json_object_get(body, "active");
+	const char *job = json_string_value(json_object_get(body, "job"));
+	const char *aud = json_string_value(json_object_get(body, "aud"));
+	const struct egress_rule *rule =
+	    c->rule >= 0 ? &c->job->rules.rule[c->rule] : NULL;
+	const char *why = NULL;
+
+	c->call = NULL;
+	if (status != 200 || !json_is_boolean(active))
+		why = "introspection_failed";
+	else if (!json_is_true(active))
+		why = "inactive";
+	else if (job == NULL || strcmp(job, c->job->id) != 0)
+		why = "other_job";
+	else if (rule == NULL || aud == NULL || rule->audience[0] == '\0' ||
+	    strcmp(aud, rule->audience) != 0)
+		why = "audience";
+	if (why != NULL) {
+		explicit_bzero(c->token, sizeof(c->token));
+		/* Part of the request went up: that connection is done. */
+		up_drop(c);
+		deny(c, "token", why);
+		return;
+	}
+	memcpy(c->body_ok, c->token, sizeof(c->body_ok));
+	explicit_bzero(c->token, sizeof(c->token));
+	c->body_hold = false;
+	pump_body(c);
+}
+
+/*
+ * Looks for a cordon token in the next body bytes p[0..n), with the end
+ * of what went before (a token may span two reads). One found, other than
+ * the one already found good, holds the body until the broker says whose
+ * it is: 0 to go on, -1 when held (or c closed).
+ */
+static int
+body_token_check(struct pconn *c, const char *p, size_t n)
+{
+	char edge[41 + 41];
+	size_t m = n < 41 ? n : 41;
+	ssize_t at;
+	const char *found = NULL;
+
+	memcpy(edge, c->body_tail, c->body_tail_len);
+	memcpy(edge + c->body_tail_len, p, m);
+	at = token_shape(edge, c->body_tail_len + m);
+	if (at >= 0 && (size_t)at < c->body_tail_len)
+		found = edge + at;
+	else if ((at = token_shape(p, n)) >= 0)
+		found = p + at;
+	if (found != NULL && memcmp(found, c->body_ok, 42) != 0) {
+		memcpy(c->token, found, 42);
+		c->token[42] = '\0';
+		json_t *q = json_pack("{s:s}", "token", c->token);
+		c->body_hold = true;
+		c->call = q != NULL
+		    ? broker_call(c->p->broker, "POST", "/v1/introspect", q,
+			  on_body_introspect, c)
+		    : NULL;
+		json_decref(q);
+		if (c->call == NULL) {
+			up_drop(c);
+			deny(c, "token", "introspection_failed");
+		}
+		return -1;
+	}
+	/* Keep the last bytes for a token that starts here and ends in the
+	 * next read. */
+	if (n >= 41) {
+		memcpy(c->body_tail, p + n - 41, 41);
+		c->body_tail_len = 41;
+	} else {
+		size_t keep =
+		    c->body_tail_len + n > 41 ? 41 - n : c->body_tail_len;
+		memmove(c->body_tail, c->body_tail + c->body_tail_len - keep,
+		    keep);
+		memcpy(c->body_tail + keep, p, n);
+		c->body_tail_len = keep + n;
+	}
+	return 0;
+}
+
 static void
 pump_body(struct pconn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->cl);
 	struct evbuffer *out = bufferevent_get_output(c->up);
 
-	while (!c->body_done && evbuffer_get_length(in) > 0) {
+	while (!c->body_done && !c->body_hold && evbuffer_get_length(in) > 0) {
 		size_t n = evbuffer_get_length(in);
 		if (c->parser.req.body == HTTP1_BODY_LENGTH) {
 			if (n > c->body_left)
 				n = (size_t)c->body_left;
+			if (n > 65536)
+				n = 65536;
+			if (body_token_check(c,
+				(const char *)evbuffer_pullup(in, (ssize_t)n),
+				n) < 0)
+				return;
 			evbuffer_remove_buffer(in, out, n);
 			c->body_left -= n;
 			c->d.bytes_up += n;
@@ -1070,6 +1185,8 @@ pump_body(struct pconn *c)
 			deny(c, "malformed", c->chunk.reason);
 			return;
 		}
+		if (len > 0 && body_token_check(c, data + off, len) < 0)
+			return;
 		if (len > 0) {
 			evbuffer_add_printf(out, "%zx\r\n", len);
 			evbuffer_add(out, data + off, len);

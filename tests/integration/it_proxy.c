@@ -1074,6 +1074,60 @@ START_TEST(a_canary_in_any_header_revokes_the_job)
 }
 END_TEST
 
+/* A token in a request body is checked like one in a header: the job's
+ * own, for the rule's audience, passes; a canary in an upload to an
+ * allowed host is stopped before it leaves, and trips the wire. */
+START_TEST(tokens_in_a_body_are_checked)
+{
+	char req[1024], body[256], path[160], *resp, *tok;
+	json_t *j = harness_expect(&broker, 201, "POST", "/v1/jobs", L, NULL,
+	    json_pack("{s:s, s:i}", "manifest", "proxy-test", "canaries", 1));
+	const char *id = json_string_value(json_object_get(j, "job"));
+	const char *canary = json_string_value(
+	    json_array_get(json_object_get(j, "canaries"), 0));
+	char chan[300];
+	json_t *o;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+	o = harness_expect(&proxy, 201, "POST", path, L, NULL, NULL);
+	snprintf(chan, sizeof(chan), "%s",
+	    json_string_value(json_object_get(o, "channel")));
+	json_decref(o);
+	tok = mint_via(chan, id);
+
+	/* Its own token, in a body, to a host of its audience: passes. */
+	snprintf(body, sizeof(body), "{\"token\": \"%s\"}", tok);
+	snprintf(req, sizeof(req),
+	    "POST http://api.test:%u/echo HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Content-Length: %zu\r\n\r\n%s",
+	    upstream_port(plain), upstream_port(plain), strlen(body), body);
+	resp = send_on(chan, req);
+	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	free(resp);
+	ck_assert_uint_eq(upstream_requests(plain), 1);
+
+	/* The canary, chunked and split across two chunks: never out. */
+	size_t half = 20;
+	snprintf(req, sizeof(req),
+	    "POST http://api.test:%u/echo HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n%zx\r\nleak=%.*s\r\n"
+	    "%zx\r\n%s\r\n0\r\n\r\n",
+	    upstream_port(plain), upstream_port(plain), half + 5, (int)half,
+	    canary, strlen(canary) - half, canary + half);
+	resp = send_on(chan, req);
+	if (resp[0] != '\0')
+		assert_denied(resp, "token");
+	free(resp);
+	ck_assert_uint_eq(upstream_requests(plain), 1);
+	o = harness_expect(&broker, 200, "GET", path, L, NULL, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "stop_reason")),
+	    "tripwire");
+	json_decref(o);
+	free(tok);
+	json_decref(j);
+}
+END_TEST
+
 /* True once fd's peer has closed (poll says so without waiting). */
 static bool
 closed_now(int fd)
@@ -1249,6 +1303,7 @@ suite(void)
 	tcase_add_test(tc, passthrough_checks_sni_only);
 	tcase_add_test(tc, one_job_cannot_use_anothers_identity);
 	tcase_add_test(tc, a_canary_in_any_header_revokes_the_job);
+	tcase_add_test(tc, tokens_in_a_body_are_checked);
 	tcase_add_test(tc, revoke_closes_the_jobs_tunnels_before_it_returns);
 	tcase_add_test(tc, feed_down_fails_closed_until_it_is_back);
 	tcase_add_test(tc, control_api_errors);
