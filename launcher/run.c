@@ -74,6 +74,7 @@ struct run {
 	struct event_base *base;
 	struct sandbox sb;
 	struct evconnlistener *relay;
+	struct pair *pairs; /* the relay's connections */
 	struct event *out_ev, *err_ev, *wall, *beat, *watch, *sigs[3], *chld;
 	int out_fd, err_fd;
 	struct buf out, err; /* kept for --json, capped */
@@ -132,6 +133,7 @@ answer_message(const struct httpc_answer *a)
  * shuts down its writing and then reads the answer gets it.
  */
 struct pair {
+	struct pair *next, **prev; /* in the run's list, for the end */
 	struct bufferevent *b[2];
 	bool eof[2]; /* b[i] said it sends no more */
 	bool shut[2]; /* b[i]'s writing side was shut down */
@@ -152,6 +154,9 @@ drained(struct bufferevent *bev)
 static void
 pair_free(struct pair *p)
 {
+	*p->prev = p->next;
+	if (p->next != NULL)
+		p->next->prev = p->prev;
 	bufferevent_free(p->b[0]);
 	bufferevent_free(p->b[1]);
 	free(p);
@@ -248,6 +253,11 @@ on_relay(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	p->b[0] = in;
 	p->b[1] = out;
+	p->next = r->pairs;
+	p->prev = &r->pairs;
+	if (r->pairs != NULL)
+		r->pairs->prev = &p->next;
+	r->pairs = p;
 	bufferevent_setcb(in, relay_read, relay_write, relay_event, p);
 	bufferevent_setcb(out, relay_read, relay_write, relay_event, p);
 	bufferevent_enable(in, EV_READ | EV_WRITE);
@@ -949,6 +959,8 @@ loop(struct run *r)
 static void
 run_free(struct run *r)
 {
+	while (r->pairs != NULL)
+		pair_free(r->pairs);
 	if (r->relay != NULL)
 		evconnlistener_free(r->relay);
 	struct event *evs[] = { r->out_ev, r->err_ev, r->wall, r->beat,
