@@ -8,6 +8,7 @@
 # with the median of each phase from the run's own "ms".
 #
 #   BENCH_RUNS (default 100 sandboxes, a third of it for cordon run)
+#   BENCH_WORKSPACES_TMPFS=1  the hatch's workspaces on a tmpfs
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${CORDON_BIN_DIR:-$PWD/build/bin}
@@ -17,7 +18,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	umount -R "$tmp"/hatch/var 2>/dev/null || true
+	umount -R "$tmp/hatch/var/hatch/workspaces" 2>/dev/null || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -51,6 +52,12 @@ wait_for() {
 }
 bp=$(free_port) pp=$(free_port) hp=$(free_port)
 mkdir -p "$tmp/broker" "$tmp/proxy" "$tmp/hatch" "$tmp/launcher" "$tmp/in"
+# BENCH_WORKSPACES_TMPFS=1: the hatch's workspaces on a tmpfs, as an
+# operator may mount them (docs/operations.md): no disk on the job's path.
+if [ "${BENCH_WORKSPACES_TMPFS:-0}" = 1 ]; then
+	mkdir -p "$tmp/hatch/var/hatch/workspaces"
+	mount -t tmpfs -o size=1g,mode=0700 tmpfs "$tmp/hatch/var/hatch/workspaces"
+fi
 (cd "$tmp/broker" && exec "$bin/cordon-broker" --listen "127.0.0.1:$bp") \
 	2>"$tmp/broker.log" &
 pids+=($!)
