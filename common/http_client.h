@@ -1,5 +1,5 @@
 /*
- * A blocking HTTP/JSON client over libcurl, for calls between cordon's
+ * A blocking HTTP/1.1 JSON client of our own, for calls between cordon's
  * processes: to a TCP address ("http://127.0.0.1:7701") or to a unix
  * socket ("unix:/run/cordon/proxy/job.sock"). Answers are read with a cap
  * and parsed as JSON when they say they are JSON. Nothing is retried here:
@@ -20,7 +20,8 @@ struct httpc_answer {
 	struct buf body; /* the raw body, always */
 };
 
-/* Once per process, before any thread starts: 0 or -EIO. */
+/* Once per process, before any thread starts: 0 or -EIO. (Nothing to do
+ * since the client is our own; kept for its callers.) */
 int httpc_global_init(void);
 
 /*

@@ -24,7 +24,6 @@ sqlite3
 libseccomp-dev
 check
 libsubunit-dev
-libcurl4-openssl-dev
 curl
 python3
 git

@@ -6,8 +6,10 @@
 
 #include "util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: cordon COMMAND [ARGS]\n"
@@ -43,8 +45,18 @@ main(int argc, char **argv)
 		return launcher_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "stop") == 0)
 		return launcher_stop(argc - 1, argv + 1);
-	if (strcmp(argv[1], "serve") == 0)
-		return launcher_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "serve") == 0) {
+		char path[4096];
+		int r = launcher_sibling("cordon-serve", path, sizeof(path));
+		if (r == 0) {
+			argv[1] = path;
+			execv(path, argv + 1);
+			r = -errno;
+		}
+		fprintf(stderr, "cordon: cannot run cordon-serve: %s\n",
+		    strerror(-r));
+		return EXIT_OSERR;
+	}
 	if (strcmp(argv[1], "lint") == 0)
 		return launcher_lint(argc - 1, argv + 1);
 	fprintf(stderr, "cordon: unknown command \"%s\" (try cordon --help)\n",

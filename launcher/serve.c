@@ -160,7 +160,7 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		execv("/proc/self/exe", argv);
+		execv(l->cordon, argv);
 		_exit(125);
 	}
 	for (i = 0; i < nowned; i++)
@@ -383,6 +383,12 @@ launcher_serve(int argc, char **argv)
 	if (r >= 0)
 		goto out;
 	l.config_path = args.config_path;
+	if ((r = launcher_sibling("cordon", l.cordon, sizeof(l.cordon))) < 0) {
+		fprintf(stderr, "cordon serve: cannot find cordon: %s\n",
+		    strerror(-r));
+		r = EXIT_OSERR;
+		goto out;
+	}
 	r = service_configure(&args, "cordon serve", "launcher",
 	    LAUNCHER_LISTEN, launcher_options, launcher_noptions, &l.cfg,
 	    &l.cfg.common);
@@ -434,77 +440,4 @@ out:
 	}
 	launcher_config_free(&l.cfg);
 	return r;
-}
-
-/* --- cordon stop -------------------------------------------------------- */
-
-int
-launcher_stop(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "serve", required_argument, NULL, 's' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct launcher_config cfg;
-	const char *config = NULL, *serve = "http://127.0.0.1:7704";
-	char err[300], key[128], path[160];
-	struct httpc_answer a;
-	FILE *f;
-	int c;
-
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'c')
-			config = optarg;
-		else if (c == 's')
-			serve = optarg;
-		else {
-			fprintf(stderr,
-			    "usage: cordon stop JOB [--config FILE] "
-			    "[--serve URL]\n");
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc - 1 || !name_ok(argv[optind], 63, "_-")) {
-		fprintf(stderr,
-		    "usage: cordon stop JOB [--config FILE] [--serve URL]\n");
-		return EXIT_USAGE;
-	}
-	if (launcher_config_load(&cfg, config, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cordon stop: %s\n", err);
-		return EXIT_CONFIG;
-	}
-	f = fopen(cfg.launcher_key_file, "re");
-	if (f == NULL || fgets(key, sizeof(key), f) == NULL) {
-		fprintf(stderr, "cordon stop: cannot read %s\n",
-		    cfg.launcher_key_file);
-		if (f != NULL)
-			fclose(f);
-		launcher_config_free(&cfg);
-		return EXIT_CONFIG;
-	}
-	fclose(f);
-	launcher_config_free(&cfg);
-	key[strcspn(key, "\r\n")] = '\0';
-	snprintf(path, sizeof(path), "/v1/jobs/%s/stop", argv[optind]);
-	if (httpc_global_init() < 0 ||
-	    httpc_request(serve, "POST", path, key, NULL, NULL, 20000, &a) <
-		0) {
-		explicit_bzero(key, sizeof(key));
-		fprintf(stderr,
-		    "cordon stop: cordon serve at %s did not answer\n", serve);
-		return EXIT_UNAVAIL;
-	}
-	explicit_bzero(key, sizeof(key));
-	if (a.status != 200) {
-		fprintf(stderr, "cordon stop: %ld: %.*s\n", a.status,
-		    (int)a.body.len, a.body.data != NULL ? a.body.data : "");
-		httpc_answer_free(&a);
-		return 1;
-	}
-	printf("%.*s", (int)a.body.len, a.body.data != NULL ? a.body.data : "");
-	httpc_answer_free(&a);
-	return 0;
 }

@@ -8,8 +8,11 @@
 
 #include "util.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CFG(field) offsetof(struct launcher_config, field)
 
@@ -74,4 +77,23 @@ launcher_config_free(struct launcher_config *cfg)
 	free(cfg->launcher_key_file);
 	free(cfg->cgroup_root);
 	config_common_free(&cfg->common);
+}
+
+int
+launcher_sibling(const char *name, char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n < 0)
+		return -errno;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (slash == NULL)
+		return -EINVAL;
+	*slash = '\0';
+	if ((size_t)snprintf(out, len, "%s/%s", self, name) >= len)
+		return -ENAMETOOLONG;
+	return 0;
 }

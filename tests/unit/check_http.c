@@ -335,24 +335,40 @@ START_TEST(client_errors)
 }
 END_TEST
 
-/* A plain HTTP server on a unix socket that answers one request. */
+/* A plain HTTP server on a unix socket that answers requests with the
+ * answers below, one each, in turn. */
+static const char *const unix_answers[] = {
+	"HTTP/1.1 200 OK\r\n"
+	"Content-Type: application/json\r\n"
+	"Content-Length: 12\r\n"
+	"Connection: close\r\n\r\n"
+	"{\"via\":\"un\"}",
+	/* Chunked, split in the middle of the JSON. */
+	"HTTP/1.1 201 Created\r\n"
+	"Content-Type: application/json; charset=utf-8\r\n"
+	"Transfer-Encoding: chunked\r\n\r\n"
+	"7\r\n{\"via\":\r\n6;x=1\r\n\"ch\"}\n\r\n0\r\n\r\n",
+	/* A Content-Length the answer does not keep: cut short. */
+	"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",
+	/* No length: to the close; not JSON. */
+	"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n\r\nno",
+};
+
 static void *
 unix_server(void *arg)
 {
 	int lfd = *(int *)arg, c;
 	char req[4096];
-	static const char ans[] = "HTTP/1.1 200 OK\r\n"
-				  "Content-Type: application/json\r\n"
-				  "Content-Length: 12\r\n"
-				  "Connection: close\r\n\r\n"
-				  "{\"via\":\"un\"}";
 
-	c = accept(lfd, NULL, NULL);
-	if (c < 0)
-		return NULL;
-	(void)!read(c, req, sizeof(req));
-	(void)!write(c, ans, sizeof(ans) - 1);
-	close(c);
+	for (size_t i = 0; i < sizeof(unix_answers) / sizeof(unix_answers[0]);
+	     i++) {
+		c = accept(lfd, NULL, NULL);
+		if (c < 0)
+			return NULL;
+		(void)!read(c, req, sizeof(req));
+		(void)!write(c, unix_answers[i], strlen(unix_answers[i]));
+		close(c);
+	}
 	return NULL;
 }
 
@@ -374,11 +390,28 @@ START_TEST(client_unix_socket)
 	ck_assert_int_eq(httpc_request(target, "GET", "/x", NULL, NULL, NULL,
 			     2000, &a),
 	    0);
-	pthread_join(t, NULL);
 	ck_assert_int_eq(a.status, 200);
 	ck_assert_str_eq(json_string_value(json_object_get(a.json, "via")),
 	    "un");
 	httpc_answer_free(&a);
+	ck_assert_int_eq(httpc_request(target, "POST", "/x", NULL, NULL, NULL,
+			     2000, &a),
+	    0);
+	ck_assert_int_eq(a.status, 201);
+	ck_assert_str_eq(json_string_value(json_object_get(a.json, "via")),
+	    "ch");
+	httpc_answer_free(&a);
+	ck_assert_int_eq(httpc_request(target, "GET", "/x", NULL, NULL, NULL,
+			     2000, &a),
+	    -EIO);
+	ck_assert_int_eq(httpc_request(target, "GET", "/x", NULL, NULL, NULL,
+			     2000, &a),
+	    0);
+	ck_assert_int_eq(a.status, 404);
+	ck_assert_ptr_null(a.json);
+	ck_assert_str_eq(buf_str(&a.body), "no");
+	httpc_answer_free(&a);
+	pthread_join(t, NULL);
 	close(lfd);
 	unlink(sun.sun_path);
 	rmdir(dir);
