@@ -1030,23 +1030,49 @@ START_TEST(one_job_cannot_use_anothers_identity)
 }
 END_TEST
 
+/* A job with one canary, and its channel: the broker's answer (the job
+ * and the canary in it; json_decref it) and the channel's path. */
+static json_t *
+canary_job(char *chan, size_t len)
+{
+	char path[160];
+	json_t *j = harness_expect(&broker, 201, "POST", "/v1/jobs", L, NULL,
+	    json_pack("{s:s, s:i}", "manifest", "proxy-test", "canaries", 1));
+	json_t *o;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s",
+	    json_string_value(json_object_get(j, "job")));
+	o = harness_expect(&proxy, 201, "POST", path, L, NULL, NULL);
+	snprintf(chan, len, "%s",
+	    json_string_value(json_object_get(o, "channel")));
+	json_decref(o);
+	return j;
+}
+
+/* Asserts the broker stopped job by a tripwire. */
+static void
+assert_tripped(const char *id)
+{
+	char path[160];
+	json_t *o;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+	o = harness_expect(&broker, 200, "GET", path, L, NULL, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "stop_reason")),
+	    "tripwire");
+	json_decref(o);
+}
+
 /* A canary anywhere in a request, not only as a bearer token, trips the
  * wire: the request is refused and the job revoked at the broker. */
 START_TEST(a_canary_in_any_header_revokes_the_job)
 {
-	char path[160], chan[300], req[512], *resp;
-	json_t *j = harness_expect(&broker, 201, "POST", "/v1/jobs", L, NULL,
-	    json_pack("{s:s, s:i}", "manifest", "proxy-test", "canaries", 1));
+	char chan[300], req[512], *resp;
+	json_t *j = canary_job(chan, sizeof(chan));
 	const char *id = json_string_value(json_object_get(j, "job"));
 	const char *canary = json_string_value(
 	    json_array_get(json_object_get(j, "canaries"), 0));
-	json_t *o;
 
-	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-	o = harness_expect(&proxy, 201, "POST", path, L, NULL, NULL);
-	snprintf(chan, sizeof(chan), "%s",
-	    json_string_value(json_object_get(o, "channel")));
-	json_decref(o);
 	snprintf(req, sizeof(req),
 	    "GET http://api.test:%u/ok/x HTTP/1.1\r\nHost: api.test:%u\r\n"
 	    "X-Api-Key: %s\r\n\r\n",
@@ -1058,10 +1084,7 @@ START_TEST(a_canary_in_any_header_revokes_the_job)
 		assert_denied(resp, "token");
 	free(resp);
 	ck_assert_uint_eq(upstream_requests(plain), 0);
-	o = harness_expect(&broker, 200, "GET", path, L, NULL, NULL);
-	ck_assert_str_eq(json_string_value(json_object_get(o, "stop_reason")),
-	    "tripwire");
-	json_decref(o);
+	assert_tripped(id);
 	/* And the proxy, told by the feed, closed the job's channel. */
 	int fd;
 	for (int i = 0; i < 50 && (fd = unix_connect(chan)) >= 0; i++) {
@@ -1079,20 +1102,12 @@ END_TEST
  * allowed host is stopped before it leaves, and trips the wire. */
 START_TEST(tokens_in_a_body_are_checked)
 {
-	char req[1024], body[256], path[160], *resp, *tok;
-	json_t *j = harness_expect(&broker, 201, "POST", "/v1/jobs", L, NULL,
-	    json_pack("{s:s, s:i}", "manifest", "proxy-test", "canaries", 1));
+	char req[1024], body[256], chan[300], *resp, *tok;
+	json_t *j = canary_job(chan, sizeof(chan));
 	const char *id = json_string_value(json_object_get(j, "job"));
 	const char *canary = json_string_value(
 	    json_array_get(json_object_get(j, "canaries"), 0));
-	char chan[300];
-	json_t *o;
 
-	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-	o = harness_expect(&proxy, 201, "POST", path, L, NULL, NULL);
-	snprintf(chan, sizeof(chan), "%s",
-	    json_string_value(json_object_get(o, "channel")));
-	json_decref(o);
 	tok = mint_via(chan, id);
 
 	/* Its own token, in a body, to a host of its audience: passes. */
@@ -1119,10 +1134,7 @@ START_TEST(tokens_in_a_body_are_checked)
 		assert_denied(resp, "token");
 	free(resp);
 	ck_assert_uint_eq(upstream_requests(plain), 1);
-	o = harness_expect(&broker, 200, "GET", path, L, NULL, NULL);
-	ck_assert_str_eq(json_string_value(json_object_get(o, "stop_reason")),
-	    "tripwire");
-	json_decref(o);
+	assert_tripped(id);
 	free(tok);
 	json_decref(j);
 }
