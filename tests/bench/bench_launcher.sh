@@ -94,16 +94,17 @@ cat >"$tmp/launcher/launcher.json" <<JSON
  "state_dir": "$tmp/launcher/var", "uid_base": 260000}
 JSON
 n=$(( runs / 3 > 5 ? runs / 3 : 5 ))
-for _ in $(seq 1 "$n"); do
-	s=$(date +%s%N)
-	"$bin/cordon" run --json --config "$tmp/launcher/launcher.json" \
-		--manifest bench --input "$tmp/in/repo:repo" -- /bin/true \
-		>"$tmp/run.json" || die "cordon run failed: $(cat "$tmp/run.json")"
-	e=$(date +%s%N)
-	echo "$(( (e - s) / 1000 ))" >>"$tmp/wall.us"
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["ms"]
-print(" ".join("%s=%s" % (k, d[k]) for k in d))' "$tmp/run.json" >>"$tmp/phases"
-done
+# Timed like the sandboxes above (spawn to exit, from one process); each
+# run's JSON result (one line) comes out on the same stdout.
+"$bin/bench_sandbox" "$n" "$tmp/sb" -- "$bin/cordon" run --json \
+	--config "$tmp/launcher/launcher.json" --manifest bench \
+	--input "$tmp/in/repo:repo" -- /bin/true >"$tmp/runs.out" ||
+	die "cordon run failed: $(tail -2 "$tmp/runs.out")"
+grep -E '^[0-9.]+$' "$tmp/runs.out" | awk '{print $1 * 1000}' >"$tmp/wall.us"
+grep '^{' "$tmp/runs.out" | python3 -c 'import json,sys
+for l in sys.stdin:
+    d = json.loads(l)["ms"]
+    print(" ".join("%s=%s" % (k, d[k]) for k in d))' >"$tmp/phases"
 wall=$(awk '{print $1/1000}' "$tmp/wall.us" | median)
 echo "bench_launcher: cordon run of /bin/true, 100 files in, median of $n: $wall ms (the process, start to exit)" >&2
 for ph in broker workspace channel spawn run revoke kill close seal total; do
