@@ -127,12 +127,23 @@ call(struct run *r, const char *base, const char *method, const char *path,
 	return rc;
 }
 
+/* A service's error as one line: its message, and the first of its
+ * problems when it lists them. */
 static const char *
 answer_message(const struct httpc_answer *a)
 {
+	static __thread char line[400];
 	const char *m = json_string_value(json_object_get(a->json, "message"));
+	json_t *p = json_array_get(json_object_get(a->json, "problems"), 0);
 
-	return m != NULL ? m : "no JSON answer";
+	if (m == NULL)
+		return "no JSON answer";
+	if (p == NULL)
+		return m;
+	snprintf(line, sizeof(line), "%s: %s: %s", m,
+	    json_string_value(json_object_get(p, "field")) ?: "",
+	    json_string_value(json_object_get(p, "problem")) ?: "");
+	return line;
 }
 
 /* --- the relay ------------------------------------------------------------ */
@@ -1058,6 +1069,8 @@ launcher_run(int argc, char **argv)
 	r.json = f.json;
 	r.patch_out = f.patch_out;
 	r.sb.pid = -1;
+	/* Until a sandbox says how it enforced them: not at all. */
+	r.sb.limits.memory = r.sb.limits.pids = "none";
 	r.sb.proxy_fd = -1;
 	buf_init(&r.out, 1024 * 1024);
 	buf_init(&r.err, 1024 * 1024);

@@ -638,6 +638,30 @@ START_TEST(refusals_on_the_command_line)
 			     sizeof(err)),
 	    64);
 	ck_assert_ptr_nonnull(strstr(err, "--manifest is required"));
+
+	/* The hatch refuses the input while the proxy made the channel: the
+	 * stop path still revokes, and closes the channel. */
+	char *badinput[] = { (char *)harness_bin("cordon"), "run", "--json",
+		"--config", cfgpath, "--manifest", "job-test", "--input",
+		"/etc:etc", "--", "/bin/true", NULL };
+	char path[160];
+	ck_assert_int_eq(harness_run(badinput, out, sizeof(out), err,
+			     sizeof(err)),
+	    125);
+	ck_assert_msg(strstr(err, "cordon run: the hatch:") != NULL, "%s", err);
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
+	    "launcher_error");
+	ck_assert(json_is_true(json_object_get(j, "revoked")));
+	snprintf(path, sizeof(path), "/v1/jobs/%s/log",
+	    json_string_value(json_object_get(j, "job")));
+	json_t *log =
+	    harness_expect(&proxy, 200, "GET", path, launcher, NULL, NULL);
+	ck_assert_str_ne(json_string_value(json_object_get(log, "state")),
+	    "open");
+	json_decref(log);
+	json_decref(j);
 }
 END_TEST
 
