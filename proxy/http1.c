@@ -263,31 +263,11 @@ parse_field_line(struct http1_parser *p, const char *data, size_t start,
     size_t end)
 {
 	struct http1_request *req = &p->req;
-	const char *s = data + start, *colon;
-	size_t n = end - start, nlen, vs, ve;
-	const char *v;
+	const char *s = data + start, *v, *bad;
+	size_t nlen, vs, ve;
 
-	if (lex_ows((unsigned char)s[0]))
-		return "obs_fold";
-	colon = memchr(s, ':', n);
-	if (colon == NULL)
-		return "malformed";
-	nlen = (size_t)(colon - s);
-	if (nlen > 0 && lex_ows((unsigned char)s[nlen - 1]))
-		return "space_before_colon";
-	if (!lex_token(s, nlen))
-		return "bad_header_name";
-	vs = nlen + 1;
-	ve = n;
-	while (vs < ve && lex_ows((unsigned char)s[vs]))
-		vs++;
-	while (ve > vs && lex_ows((unsigned char)s[ve - 1]))
-		ve--;
-	for (size_t i = vs; i < ve; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if ((c < 0x20 && c != '\t') || c == 0x7f)
-			return "bad_header_value";
-	}
+	if ((bad = lex_field_line(s, end - start, &nlen, &vs, &ve)) != NULL)
+		return bad;
 	if (req->nheaders == HTTP1_FIELDS_MAX)
 		return "headers_too_large";
 	req->headers[req->nheaders++] = (struct http1_header){

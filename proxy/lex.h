@@ -63,6 +63,51 @@ lex_list_has(const char *v, size_t vn, const char *name, size_t n)
 	return false;
 }
 
+/* A control character that no field value may hold (HTAB may). */
+static inline bool
+lex_bad_ctl(unsigned char c)
+{
+	return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+/*
+ * Splits a field line s[0..n) (without its CRLF) into a name s[0..*ret_nlen)
+ * and a value s[*ret_vs..*ret_ve), whitespace around it trimmed: NULL, or
+ * the refusal (obs_fold, malformed, space_before_colon, bad_header_name,
+ * bad_header_value). Requests and responses are read the same way.
+ */
+static inline const char *
+lex_field_line(const char *s, size_t n, size_t *ret_nlen, size_t *ret_vs,
+    size_t *ret_ve)
+{
+	const char *colon;
+	size_t nlen, vs, ve;
+
+	if (lex_ows((unsigned char)s[0]))
+		return "obs_fold";
+	colon = memchr(s, ':', n);
+	if (colon == NULL)
+		return "malformed";
+	nlen = (size_t)(colon - s);
+	if (nlen > 0 && lex_ows((unsigned char)s[nlen - 1]))
+		return "space_before_colon";
+	if (!lex_token(s, nlen))
+		return "bad_header_name";
+	vs = nlen + 1;
+	ve = n;
+	while (vs < ve && lex_ows((unsigned char)s[vs]))
+		vs++;
+	while (ve > vs && lex_ows((unsigned char)s[ve - 1]))
+		ve--;
+	for (size_t i = vs; i < ve; i++)
+		if (lex_bad_ctl((unsigned char)s[i]))
+			return "bad_header_value";
+	*ret_nlen = nlen;
+	*ret_vs = vs;
+	*ret_ve = ve;
+	return NULL;
+}
+
 /*
  * A Connection value: a comma list of tokens, empty elements allowed.
  * Sets *close and *keep when it names close or keep-alive; NULL, or the

@@ -23,13 +23,6 @@ struct resp_state {
 	bool conn_close, conn_keep;
 };
 
-/* A control character that no value or reason phrase may hold. */
-static bool
-is_bad_ctl(unsigned char c)
-{
-	return (c < 0x20 && c != '\t') || c == 0x7f;
-}
-
 /*
  * "HTTP/1.x SP 3DIGIT [SP reason-phrase]" in s[0..n). The version is
  * what comes before the first SP, so "HTTP/1.10" is a bad version, not
@@ -66,7 +59,7 @@ parse_status_line(struct resp_state *st, const char *s, size_t n)
 	if (status < 100 || status > 599)
 		return "bad_status";
 	for (size_t i = c + 3; i < n; i++)
-		if (is_bad_ctl((unsigned char)s[i]))
+		if (lex_bad_ctl((unsigned char)s[i]))
 			return "malformed";
 	st->resp.status = status;
 	return NULL;
@@ -94,31 +87,14 @@ parse_content_length(struct resp_state *st, const char *v, size_t n)
 static const char *
 parse_field_line(struct resp_state *st, const char *s, size_t n)
 {
-	const char *colon, *v;
+	const char *v, *bad;
 	size_t nlen, vs, ve;
 
 	if (st->nfields == HTTP1_FIELDS_MAX)
 		return "headers_too_large";
 	st->nfields++;
-	if (lex_ows((unsigned char)s[0]))
-		return "obs_fold";
-	colon = memchr(s, ':', n);
-	if (colon == NULL)
-		return "malformed";
-	nlen = (size_t)(colon - s);
-	if (nlen > 0 && lex_ows((unsigned char)s[nlen - 1]))
-		return "space_before_colon";
-	if (!lex_token(s, nlen))
-		return "bad_header_name";
-	vs = nlen + 1;
-	ve = n;
-	while (vs < ve && lex_ows((unsigned char)s[vs]))
-		vs++;
-	while (ve > vs && lex_ows((unsigned char)s[ve - 1]))
-		ve--;
-	for (size_t i = vs; i < ve; i++)
-		if (is_bad_ctl((unsigned char)s[i]))
-			return "bad_header_value";
+	if ((bad = lex_field_line(s, n, &nlen, &vs, &ve)) != NULL)
+		return bad;
 	v = s + vs;
 	if (lex_eq_nocase(s, nlen, "Content-Length")) {
 		if (st->seen_cl)
