@@ -242,17 +242,10 @@ parse_request_line(struct http1_parser *p, const char *data, size_t start,
 static const char *
 parse_content_length(struct http1_request *req, const char *v, size_t n)
 {
-	uint64_t cl = 0;
+	uint64_t cl;
 
-	if (n == 0)
+	if (!lex_content_length(v, n, HTTP1_CL_MAX, &cl))
 		return "bad_cl";
-	for (size_t i = 0; i < n; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return "bad_cl";
-		cl = cl * 10 + (uint64_t)(v[i] - '0');
-		if (cl > HTTP1_CL_MAX)
-			return "bad_cl";
-	}
 	req->body = HTTP1_BODY_LENGTH;
 	req->content_length = cl;
 	return NULL;

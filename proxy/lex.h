@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -106,6 +107,26 @@ lex_field_line(const char *s, size_t n, size_t *ret_nlen, size_t *ret_vs,
 	*ret_vs = vs;
 	*ret_ve = ve;
 	return NULL;
+}
+
+/* A Content-Length value, 1*DIGIT up to max, into *ret: true, or false
+ * for anything else (the caller's "bad_cl"). */
+static inline bool
+lex_content_length(const char *v, size_t n, uint64_t max, uint64_t *ret)
+{
+	uint64_t cl = 0;
+
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return false;
+		cl = cl * 10 + (uint64_t)(v[i] - '0');
+		if (cl > max)
+			return false;
+	}
+	*ret = cl;
+	return true;
 }
 
 /*

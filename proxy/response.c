@@ -68,17 +68,10 @@ parse_status_line(struct resp_state *st, const char *s, size_t n)
 static const char *
 parse_content_length(struct resp_state *st, const char *v, size_t n)
 {
-	uint64_t cl = 0;
+	uint64_t cl;
 
-	if (n == 0)
+	if (!lex_content_length(v, n, HTTP1_CL_MAX, &cl))
 		return "bad_cl";
-	for (size_t i = 0; i < n; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return "bad_cl";
-		cl = cl * 10 + (uint64_t)(v[i] - '0');
-		if (cl > HTTP1_CL_MAX)
-			return "bad_cl";
-	}
 	st->resp.content_length = cl;
 	return NULL;
 }
