@@ -10,6 +10,8 @@
  */
 #include "feed.h"
 
+#include "util.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -46,15 +48,6 @@ struct feed {
 	struct waiter *waiters;
 };
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool
 connected(const struct follower *fl, int64_t now)
 {
@@ -76,7 +69,7 @@ all_acked(struct feed *f, int64_t seq, int64_t now)
 static void
 wake(struct feed *f, bool (*done)(struct feed *, struct waiter *, int64_t))
 {
-	int64_t now = now_ms();
+	int64_t now = monotonic_ms();
 
 	for (struct waiter **p = &f->waiters; *p != NULL;) {
 		struct waiter *w = *p;
@@ -119,7 +112,7 @@ timer_main(void *arg)
 
 	pthread_mutex_lock(&f->mu);
 	while (!f->stopping) {
-		int64_t next = now_ms() + 1000;
+		int64_t next = monotonic_ms() + 1000;
 		struct timespec ts;
 
 		for (struct waiter *w = f->waiters; w != NULL; w = w->next)
@@ -225,7 +218,7 @@ feed_poll(struct feed *f, const char *name, int64_t after, int wait_s,
     struct http_request *req)
 {
 	struct follower *fl;
-	int64_t now = now_ms();
+	int64_t now = monotonic_ms();
 	int r = 1;
 
 	pthread_mutex_lock(&f->mu);
@@ -260,7 +253,7 @@ feed_poll(struct feed *f, const char *name, int64_t after, int wait_s,
 int64_t
 feed_poll_done(struct feed *f, const char *name)
 {
-	int64_t now = now_ms(), head;
+	int64_t now = monotonic_ms(), head;
 	struct follower *fl;
 
 	pthread_mutex_lock(&f->mu);
@@ -287,7 +280,7 @@ feed_publish(struct feed *f, int64_t seq)
 int
 feed_wait_acks(struct feed *f, int64_t seq, struct http_request *req)
 {
-	int64_t now = now_ms();
+	int64_t now = monotonic_ms();
 	int r = 1;
 
 	pthread_mutex_lock(&f->mu);
@@ -311,7 +304,7 @@ feed_acks_result(struct feed *f, int64_t seq)
 	int64_t now;
 
 	pthread_mutex_lock(&f->mu);
-	now = now_ms();
+	now = monotonic_ms();
 	for (size_t i = 0; i < f->n; i++) {
 		struct follower *fl = &f->f[i];
 
@@ -340,7 +333,7 @@ feed_followers(struct feed *f)
 	int64_t now;
 
 	pthread_mutex_lock(&f->mu);
-	now = now_ms();
+	now = monotonic_ms();
 	for (size_t i = 0; i < f->n; i++)
 		n += connected(&f->f[i], now);
 	pthread_mutex_unlock(&f->mu);

@@ -40,21 +40,12 @@ httpc_answer_free(struct httpc_answer *a)
 	buf_free(&a->body);
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Waits for events on fd until the deadline: 0, or -ETIMEDOUT. */
 static int
 wait_fd(int fd, short events, int64_t deadline)
 {
 	for (;;) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - monotonic_ms();
 		struct pollfd p = { .fd = fd, .events = events };
 		int r;
 
@@ -232,7 +223,7 @@ httpc_request(const char *base, const char *method, const char *path,
 	struct httpc_answer a = { .body =
 				      BUF_INIT(HTTPC_MAX_ANSWER + HEAD_MAX) };
 	struct buf req = BUF_INIT(HEAD_MAX + HTTPC_MAX_ANSWER);
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = monotonic_ms() + timeout_ms;
 	char host[300], *head_end, buf[16384];
 	bool has_body = strcmp(method, "POST") == 0 ||
 	    strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;

@@ -141,16 +141,6 @@ count_status(struct http_server *srv, unsigned status)
 	atomic_fetch_add(&srv->answered[i], 1);
 }
 
-static double
-elapsed_ms(const struct timespec *t0)
-{
-	struct timespec t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 +
-	    (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
 /* Sends res on req's connection; consumes res. */
 static enum MHD_Result
 send_response(struct http_request *req, struct http_response *res)

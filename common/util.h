@@ -8,8 +8,10 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -56,6 +58,27 @@ steal_fd(int *fd)
 	int r = *fd;
 	*fd = -1;
 	return r;
+}
+
+/* The monotonic clock, in milliseconds. */
+static inline int64_t
+monotonic_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Milliseconds since t, on the monotonic clock. */
+static inline double
+elapsed_ms(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) * 1e3 +
+	    (double)(now.tv_nsec - t->tv_nsec) / 1e6;
 }
 
 /* s is 1 to max of ASCII letters, digits and the bytes of extra: a name

@@ -94,26 +94,12 @@ struct run {
 
 /* --- calls to the services ------------------------------------------------ */
 
-static double
-ms_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) * 1e3 +
-	    (double)(now.tv_nsec - t->tv_nsec) / 1e6;
-}
-
 /* Ends phase ph: the time since the last lap is its. */
 static void
 lap(struct run *r, enum phase ph)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	r->laps[ph] = (double)(now.tv_sec - r->lap_at.tv_sec) * 1e3 +
-	    (double)(now.tv_nsec - r->lap_at.tv_nsec) / 1e6;
-	r->lap_at = now;
+	r->laps[ph] = elapsed_ms(&r->lap_at);
+	clock_gettime(CLOCK_MONOTONIC, &r->lap_at);
 }
 
 static int
@@ -757,7 +743,7 @@ report(struct run *r, const struct outcome *o)
 		json_t *t = json_object();
 		/* The workspace and the channel overlap: the total is the
 		 * time from the first call to the seal, not their sum. */
-		double total = ms_since(&r->started);
+		double total = elapsed_ms(&r->started);
 		for (int i = 0; i < PHASES; i++)
 			json_object_set_new(t, phase_names[i],
 			    json_real(
@@ -806,7 +792,7 @@ channel_thread(void *arg)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cc->rc = call(cc->r, cc->r->cfg->proxy, "POST", cc->path, NULL, &cc->a);
-	cc->ms = ms_since(&t0);
+	cc->ms = elapsed_ms(&t0);
 	return NULL;
 }
 
@@ -835,7 +821,7 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 						     : 256),
 		"return", json_object_get(r->job, "return")),
 	    &a);
-	r->laps[PH_WORKSPACE] = ms_since(&t0);
+	r->laps[PH_WORKSPACE] = elapsed_ms(&t0);
 	if (threaded)
 		pthread_join(cc.thread, NULL);
 	r->laps[PH_CHANNEL] = cc.ms;

@@ -62,20 +62,10 @@ struct broker_link {
 	unsigned nrecent;
 };
 
-static int64_t
-ms_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)(now.tv_sec - t->tv_sec) * 1000 +
-	    (now.tv_nsec - t->tv_nsec) / 1000000;
-}
-
 bool
 broker_feed_ok(const struct broker_link *b)
 {
-	return b->ok && ms_since(&b->last_answer) <= FEED_FAIL_CLOSED_MS;
+	return b->ok && elapsed_ms(&b->last_answer) <= FEED_FAIL_CLOSED_MS;
 }
 
 int64_t
@@ -359,7 +349,7 @@ on_feed_check(evutil_socket_t fd, short what, void *arg)
 	if (b->ok && !broker_feed_ok(b)) {
 		b->ok = false;
 		log_warn("feed_silent", "{s:i, s:s}", "ms",
-		    (int)ms_since(&b->last_answer), "effect",
+		    (int)elapsed_ms(&b->last_answer), "effect",
 		    "every request is refused until the feed answers");
 		/* Requests are refused one by one from now on; a tunnel whose
 		 * bytes the proxy cannot judge is closed. */

@@ -128,16 +128,6 @@ static void on_up_event(struct bufferevent *bev, short what, void *arg);
 static void try_head(struct pconn *c);
 static void go_upstream(struct pconn *c);
 
-static double
-ms_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) * 1e3 +
-	    (double)(now.tv_nsec - t->tv_nsec) / 1e6;
-}
-
 static void
 arm(struct pconn *c, long long ms)
 {
@@ -154,7 +144,7 @@ decision_log(struct pconn *c)
 	if (!c->d_open)
 		return;
 	c->d_open = false;
-	c->d.ms = ms_since(&c->t0);
+	c->d.ms = elapsed_ms(&c->t0);
 	c->d.addr = c->addr;
 	job_log(c->job, &c->d);
 }
@@ -1605,7 +1595,8 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 		}
 		return;
 	case CS_CLOSING:
-		if (flushed(c) || ms_since(&c->closing_since) > CLOSE_FLUSH_MS)
+		if (flushed(c) ||
+		    elapsed_ms(&c->closing_since) > CLOSE_FLUSH_MS)
 			conn_close(c);
 		else
 			arm(c, 20);

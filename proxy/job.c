@@ -53,16 +53,6 @@ on_pooled_event(struct bufferevent *bev, short what, void *arg)
 	pooled_free(arg);
 }
 
-static int64_t
-age_ms(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)(now.tv_sec - t->tv_sec) * 1000 +
-	    (now.tv_nsec - t->tv_nsec) / 1000000;
-}
-
 void
 job_pool_put(struct pjob *j, struct bufferevent *bev, const char *key,
     const char *addr)
@@ -93,7 +83,7 @@ job_pool_take(struct pjob *j, const char *key, char *addr, size_t addrlen)
 
 	for (e = TAILQ_FIRST(&j->pool); e != NULL; e = next) {
 		next = TAILQ_NEXT(e, link);
-		if (age_ms(&e->since) > POOL_IDLE_MS) {
+		if (elapsed_ms(&e->since) > POOL_IDLE_MS) {
 			pooled_free(e);
 			continue;
 		}
@@ -319,7 +309,7 @@ job_sweep(struct proxy *p)
 		struct pooled *e, *enext;
 		for (e = TAILQ_FIRST(&j->pool); e != NULL; e = enext) {
 			enext = TAILQ_NEXT(e, link);
-			if (age_ms(&e->since) > POOL_IDLE_MS)
+			if (elapsed_ms(&e->since) > POOL_IDLE_MS)
 				pooled_free(e);
 		}
 		if (j->closed && now - j->closed_at > JOB_LINGER_S) {
