@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -177,6 +178,23 @@ path_write_all(int fd, const void *data, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int
+path_write_text(const char *dir, const char *file, const char *text)
+{
+	char path[PATH_MAX];
+	int fd, r;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	r = path_write_all(fd, text, strlen(text));
+	close(fd);
+	return r;
 }
 
 int

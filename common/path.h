@@ -55,6 +55,11 @@ int path_read_file(const char *path, size_t max, char **ret_data,
  * 0 or -errno. */
 int path_write_all(int fd, const void *data, size_t n);
 
+/* Writes text to dir/file in one go (created 0644 if it is not there):
+ * for the kernel's control files (uid_map, cgroup.procs, memory.max...).
+ * 0 or -errno. */
+int path_write_text(const char *dir, const char *file, const char *text);
+
 /*
  * Writes a secret to a new file of mode 0600, failing with -EEXIST rather
  * than replacing one, and syncs it: 0 or -errno. On failure no partial

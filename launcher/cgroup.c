@@ -7,6 +7,8 @@
  */
 #include "cgroup.h"
 
+#include "path.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,22 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int
-write_text(const char *dir, const char *file, const char *text)
-{
-	char path[600];
-	int fd, r = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	fd = open(path, O_WRONLY | O_CLOEXEC | O_CREAT, 0644);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-		r = -errno;
-	close(fd);
-	return r;
-}
 
 static bool
 has_word(const char *list, const char *word)
@@ -97,9 +83,9 @@ cgroup_create(const char *root, const char *job, long long memory_mb,
 		return r;
 	}
 	/* Controllers pass down one level at a time. */
-	if ((r = write_text(root, "cgroup.subtree_control", "+memory +pids")) <
-		0 ||
-	    (r = write_text(parent, "cgroup.subtree_control",
+	if ((r = path_write_text(root, "cgroup.subtree_control",
+		 "+memory +pids")) < 0 ||
+	    (r = path_write_text(parent, "cgroup.subtree_control",
 		 "+memory +pids")) < 0) {
 		snprintf(why, whylen, "enabling memory and pids: %s",
 		    strerror(-r));
@@ -113,16 +99,16 @@ cgroup_create(const char *root, const char *job, long long memory_mb,
 	}
 	if (memory_mb > 0) {
 		snprintf(value, sizeof(value), "%lld", memory_mb * 1024 * 1024);
-		if ((r = write_text(ret_dir, "memory.max", value)) < 0) {
+		if ((r = path_write_text(ret_dir, "memory.max", value)) < 0) {
 			snprintf(why, whylen, "memory.max: %s", strerror(-r));
 			goto fail;
 		}
 		/* No way around the cap through swap; absent without it. */
-		(void)write_text(ret_dir, "memory.swap.max", "0");
+		(void)path_write_text(ret_dir, "memory.swap.max", "0");
 	}
 	if (pids > 0) {
 		snprintf(value, sizeof(value), "%lld", pids);
-		if ((r = write_text(ret_dir, "pids.max", value)) < 0) {
+		if ((r = path_write_text(ret_dir, "pids.max", value)) < 0) {
 			snprintf(why, whylen, "pids.max: %s", strerror(-r));
 			goto fail;
 		}
@@ -139,7 +125,7 @@ cgroup_add(const char *dir, pid_t pid)
 	char value[32];
 
 	snprintf(value, sizeof(value), "%d", (int)pid);
-	return write_text(dir, "cgroup.procs", value);
+	return path_write_text(dir, "cgroup.procs", value);
 }
 
 void
@@ -151,7 +137,7 @@ cgroup_kill(const char *dir)
 
 	/* cgroup.kill (5.14) ends every process at once; before it, each
 	 * listed one (the pid namespace's end takes the rest). */
-	if (write_text(dir, "cgroup.kill", "1") == 0)
+	if (path_write_text(dir, "cgroup.kill", "1") == 0)
 		return;
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	f = fopen(path, "re");

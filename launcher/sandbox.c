@@ -21,6 +21,7 @@
 
 #include "cgroup.h"
 #include "filter.h"
+#include "path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -405,22 +406,6 @@ child_main(void *arg)
 /* --- the parent ----------------------------------------------------------- */
 
 static int
-write_map(pid_t pid, const char *file, const char *text)
-{
-	char path[64];
-	int fd, r = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-		r = -errno;
-	close(fd);
-	return r;
-}
-
-static int
 recv_fd(int ctl, int *ret_fd, char *err, size_t errlen)
 {
 	char buf[256];
@@ -451,7 +436,7 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
     size_t errlen)
 {
 	int sv[2], r;
-	char map[64], buf[256];
+	char map[64], buf[256], proc[32];
 	struct child_arg a = { .spec = spec };
 	ssize_t n;
 
@@ -498,14 +483,15 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
 		r = -EIO;
 		goto fail;
 	}
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)ret->pid);
 	snprintf(map, sizeof(map), "%d %u 1\n", SANDBOX_UID, spec->uid);
-	if ((r = write_map(ret->pid, "uid_map", map)) < 0 ||
-	    (r = write_map(ret->pid, "setgroups", "deny")) < 0) {
+	if ((r = path_write_text(proc, "uid_map", map)) < 0 ||
+	    (r = path_write_text(proc, "setgroups", "deny")) < 0) {
 		snprintf(err, errlen, "uid_map: %s", strerror(-r));
 		goto fail;
 	}
 	snprintf(map, sizeof(map), "%d %u 1\n", SANDBOX_UID, spec->gid);
-	if ((r = write_map(ret->pid, "gid_map", map)) < 0) {
+	if ((r = path_write_text(proc, "gid_map", map)) < 0) {
 		snprintf(err, errlen, "gid_map: %s", strerror(-r));
 		goto fail;
 	}
