@@ -87,6 +87,19 @@ tick(void *ctx)
 	pthread_mutex_unlock(&l->mu);
 }
 
+/* The job the request names, or NULL with a 404 answered; l->mu held. */
+static struct sjob *
+find_or_404(struct launcher *l, struct http_request *req,
+    struct http_response *res)
+{
+	struct sjob *j = find(l, http_request_param(req, 0));
+
+	if (j == NULL)
+		http_reply_error(res, 404, "unknown_job",
+		    "this launcher runs no such job");
+	return j;
+}
+
 static json_t *
 job_json(const struct sjob *j)
 {
@@ -292,11 +305,8 @@ job_get(void *ctx, struct http_request *req, struct http_response *res)
 	struct sjob *j;
 
 	pthread_mutex_lock(&l->mu);
-	j = find(l, http_request_param(req, 0));
-	if (j == NULL)
-		http_reply_error(res, 404, "unknown_job",
-		    "this launcher runs no such job");
-	else
+	j = find_or_404(l, req, res);
+	if (j != NULL)
 		http_reply_json(res, 200, job_json(j));
 	pthread_mutex_unlock(&l->mu);
 }
@@ -309,15 +319,12 @@ job_stop(void *ctx, struct http_request *req, struct http_response *res)
 	bool done = false;
 
 	pthread_mutex_lock(&l->mu);
-	j = find(l, http_request_param(req, 0));
+	j = find_or_404(l, req, res);
 	if (j != NULL && !j->done)
 		kill(j->pid, SIGTERM);
 	pthread_mutex_unlock(&l->mu);
-	if (j == NULL) {
-		http_reply_error(res, 404, "unknown_job",
-		    "this launcher runs no such job");
+	if (j == NULL)
 		return;
-	}
 	/* The child runs the stop path; its result is the answer. */
 	for (int waited = 0; waited < STOP_WAIT_MS && !done; waited += 50) {
 		pthread_mutex_lock(&l->mu);
@@ -338,11 +345,12 @@ job_output(void *ctx, struct http_request *req, struct http_response *res)
 	struct sjob *j;
 
 	pthread_mutex_lock(&l->mu);
-	j = find(l, http_request_param(req, 0));
-	if (j == NULL)
-		http_reply_error(res, 404, "unknown_job",
-		    "this launcher runs no such job");
-	else if (!j->done)
+	j = find_or_404(l, req, res);
+	if (j == NULL) {
+		pthread_mutex_unlock(&l->mu);
+		return;
+	}
+	if (!j->done)
 		http_reply_error(res, 409, "running",
 		    "the output is given once the job has stopped");
 	else {

@@ -241,19 +241,28 @@ control_stopping(void *ctx)
 	proxy_kick(p);
 }
 
+/* Jobs with an open channel, and idle upstreams pooled for them. */
+static void
+count_jobs(struct proxy *p, unsigned *ret_open, unsigned *ret_pooled)
+{
+	struct pjob *j;
+
+	*ret_open = *ret_pooled = 0;
+	TAILQ_FOREACH(j, &p->jobs, link)
+	{
+		if (!j->closed)
+			(*ret_open)++;
+		*ret_pooled += j->npool;
+	}
+}
+
 int
 control_health(void *ctx, json_t *out)
 {
 	struct proxy *p = ctx;
-	unsigned open = 0, pooled = 0;
-	struct pjob *j;
+	unsigned open, pooled;
 
-	TAILQ_FOREACH(j, &p->jobs, link)
-	{
-		if (!j->closed)
-			open++;
-		pooled += j->npool;
-	}
+	count_jobs(p, &open, &pooled);
 	json_object_set_new(out, "pooled", json_integer(pooled));
 	json_object_set_new(out, "feed",
 	    json_string(broker_feed_ok(p->broker) ? "ok" : "unavailable"));
@@ -269,15 +278,9 @@ void
 control_metrics(void *ctx, struct buf *out)
 {
 	struct proxy *p = ctx;
-	unsigned open = 0, pooled = 0;
-	struct pjob *j;
+	unsigned open, pooled;
 
-	TAILQ_FOREACH(j, &p->jobs, link)
-	{
-		if (!j->closed)
-			open++;
-		pooled += j->npool;
-	}
+	count_jobs(p, &open, &pooled);
 	metrics_one(out, "cordon_proxy_upstream_pooled", "gauge",
 	    "Idle upstream connections kept for the jobs' next requests.",
 	    pooled);
