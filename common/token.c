@@ -71,11 +71,28 @@ token_generate(char out[TOKEN_LEN + 1])
 	return 0;
 }
 
-static int
-is_base62(char c)
+bool
+token_is_base62(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') ||
 	    (c >= 'a' && c <= 'z');
+}
+
+ssize_t
+token_find(const char *s, size_t n)
+{
+	for (size_t i = 0; i + TOKEN_LEN <= n; i++) {
+		size_t k = TOKEN_PREFIX_LEN;
+		if (memcmp(s + i, TOKEN_PREFIX, TOKEN_PREFIX_LEN) != 0 ||
+		    (i > 0 && token_is_base62(s[i - 1])))
+			continue;
+		while (k < TOKEN_LEN && token_is_base62(s[i + k]))
+			k++;
+		if (k == TOKEN_LEN &&
+		    (i + TOKEN_LEN == n || !token_is_base62(s[i + TOKEN_LEN])))
+			return (ssize_t)i;
+	}
+	return -1;
 }
 
 int
@@ -86,7 +103,7 @@ token_parse(const char *s, size_t len)
 	if (len != TOKEN_LEN || memcmp(s, TOKEN_PREFIX, TOKEN_PREFIX_LEN) != 0)
 		return -EINVAL;
 	for (size_t i = TOKEN_PREFIX_LEN; i < TOKEN_LEN; i++)
-		if (!is_base62(s[i]))
+		if (!token_is_base62(s[i]))
 			return -EINVAL;
 	token_checksum(s + TOKEN_PREFIX_LEN, crc);
 	if (memcmp(crc, s + TOKEN_PREFIX_LEN + TOKEN_BODY_LEN, TOKEN_CRC_LEN) !=

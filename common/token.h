@@ -7,8 +7,10 @@
 #ifndef CORDON_TOKEN_H
 #define CORDON_TOKEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define TOKEN_PREFIX "crd_"
 #define TOKEN_PREFIX_LEN 4
@@ -33,6 +35,14 @@ int token_parse(const char *s, size_t len);
 
 /* CRC32 (IEEE 802.3, as zlib computes it) of n bytes. */
 uint32_t token_crc32(const void *p, size_t n);
+
+/* A character of a token's body: [0-9A-Za-z]. */
+bool token_is_base62(char c);
+
+/* The offset of the first token shape in s[0..n) ("crd_" and 38 base62
+ * characters, with no base62 character on either side: the checksum is
+ * not checked, so a typo is found too), or -1. */
+ssize_t token_find(const char *s, size_t n);
 
 /* Writes the 6-character base62 checksum of body into out (no NUL). */
 void token_checksum(const char body[TOKEN_BODY_LEN], char out[TOKEN_CRC_LEN]);

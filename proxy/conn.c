@@ -22,6 +22,7 @@
 #include "log.h"
 #include "response.h"
 #include "sni.h"
+#include "token.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -409,30 +410,6 @@ span_eq(const char *data, struct http1_span s, const char *v)
 	return s.len == strlen(v) && strncmp(data + s.off, v, s.len) == 0;
 }
 
-static bool
-base62(char ch)
-{
-	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
-	    (ch >= 'A' && ch <= 'Z');
-}
-
-/* The first crd_ token shape in p[0..n): its offset, or -1. */
-static ssize_t
-token_shape(const char *p, size_t n)
-{
-	for (size_t i = 0; i + 42 <= n; i++) {
-		size_t k = 4;
-		if (memcmp(p + i, "crd_", 4) != 0 ||
-		    (i > 0 && base62(p[i - 1])))
-			continue;
-		while (k < 42 && base62(p[i + k]))
-			k++;
-		if (k == 42 && (i + 42 == n || !base62(p[i + 42])))
-			return (ssize_t)i;
-	}
-	return -1;
-}
-
 /*
  * The cordon token the request carries, else "": the bearer token, or
  * else the first crd_ shape anywhere in the head (a header of its own, the
@@ -445,7 +422,7 @@ find_token(struct pconn *c)
 	const struct http1_request *r = &c->parser.req;
 
 	c->token[0] = '\0';
-	ssize_t at = token_shape(c->head, c->head_len);
+	ssize_t at = token_find(c->head, c->head_len);
 	if (at >= 0) {
 		memcpy(c->token, c->head + at, 42);
 		c->token[42] = '\0';
@@ -1102,10 +1079,10 @@ body_token_check(struct pconn *c, const char *p, size_t n)
 
 	memcpy(edge, c->body_tail, c->body_tail_len);
 	memcpy(edge + c->body_tail_len, p, m);
-	at = token_shape(edge, c->body_tail_len + m);
+	at = token_find(edge, c->body_tail_len + m);
 	if (at >= 0 && (size_t)at < c->body_tail_len)
 		found = edge + at;
-	else if ((at = token_shape(p, n)) >= 0)
+	else if ((at = token_find(p, n)) >= 0)
 		found = p + at;
 	if (found != NULL && memcmp(found, c->body_ok, 42) != 0) {
 		memcpy(c->token, found, 42);

@@ -7,16 +7,10 @@
 
 #include "buf.h"
 #include "log.h"
+#include "token.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static bool
-is_base62(char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') ||
-	    (c >= 'a' && c <= 'z');
-}
 
 size_t
 decision_redact(char *s, size_t len)
@@ -29,7 +23,7 @@ decision_redact(char *s, size_t len)
 			s[i + 3] == '_'))
 			continue;
 		size_t k = i + 4;
-		while (k < len && is_base62(s[k]))
+		while (k < len && token_is_base62(s[k]))
 			k++;
 		/* A token's shape, or the start of one: nothing of it stays. */
 		if (k - (i + 4) >= 8) {

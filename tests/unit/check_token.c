@@ -12,6 +12,7 @@
 #include <check.h>
 #include <errno.h>
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -254,6 +255,29 @@ START_TEST(test_crc32_check_values)
 }
 END_TEST
 
+/* Where the proxy looks for tokens in what a job sends. */
+START_TEST(test_find_token_shapes)
+{
+	char tok[TOKEN_LEN + 1], text[200];
+
+	ck_assert_int_eq(token_generate(tok), 0);
+	snprintf(text, sizeof(text), "X-Key: %s\r\n", tok);
+	ck_assert_int_eq(token_find(text, strlen(text)), 7);
+	/* Inside a longer run of base62: not a token. */
+	snprintf(text, sizeof(text), "a%s", tok);
+	ck_assert_int_eq(token_find(text, strlen(text)), -1);
+	snprintf(text, sizeof(text), "%sZ", tok);
+	ck_assert_int_eq(token_find(text, strlen(text)), -1);
+	/* Cut short, or at the very end of the bytes. */
+	ck_assert_int_eq(token_find(tok, TOKEN_LEN - 1), -1);
+	ck_assert_int_eq(token_find(tok, TOKEN_LEN), 0);
+	/* A checksum typo is still a token's shape. */
+	tok[TOKEN_LEN - 1] = tok[TOKEN_LEN - 1] == 'a' ? 'b' : 'a';
+	ck_assert_int_eq(token_find(tok, TOKEN_LEN), 0);
+	ck_assert_int_eq(token_find("crd_", 4), -1);
+}
+END_TEST
+
 static Suite *
 token_suite(void)
 {
@@ -276,6 +300,7 @@ token_suite(void)
 	tcase_add_test(tc, test_wrong_length_refused);
 	tcase_add_test(tc, test_wrong_prefix_refused);
 	tcase_add_test(tc, test_wrong_alphabet_refused);
+	tcase_add_test(tc, test_find_token_shapes);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("crc32");
