@@ -26,12 +26,6 @@
 
 #define HEAD_MAX (64 * 1024)
 
-int
-httpc_global_init(void)
-{
-	return 0;
-}
-
 void
 httpc_answer_free(struct httpc_answer *a)
 {

@@ -20,10 +20,6 @@ struct httpc_answer {
 	struct buf body; /* the raw body, always */
 };
 
-/* Once per process, before any thread starts: 0 or -EIO. (Nothing to do
- * since the client is our own; kept for its callers.) */
-int httpc_global_init(void);
-
 /*
  * Sends method base+path with an optional bearer key, an optional extra
  * header ("Name: value") and an optional JSON body (borrowed), waiting at

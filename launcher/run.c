@@ -1076,7 +1076,7 @@ launcher_run(int argc, char **argv)
 		rc = EXIT_LAUNCHER;
 		goto out;
 	}
-	if (httpc_global_init() < 0 || (r.base = event_base_new()) == NULL) {
+	if ((r.base = event_base_new()) == NULL) {
 		fprintf(stderr, "cordon run: out of memory\n");
 		rc = EXIT_LAUNCHER;
 		goto out;

@@ -62,9 +62,8 @@ launcher_stop(int argc, char **argv)
 	launcher_config_free(&cfg);
 	key[strcspn(key, "\r\n")] = '\0';
 	snprintf(path, sizeof(path), "/v1/jobs/%s/stop", argv[optind]);
-	if (httpc_global_init() < 0 ||
-	    httpc_request(serve, "POST", path, key, NULL, NULL, 20000, &a) <
-		0) {
+	if (httpc_request(serve, "POST", path, key, NULL, NULL, 20000, &a) <
+	    0) {
 		explicit_bzero(key, sizeof(key));
 		fprintf(stderr,
 		    "cordon stop: cordon serve at %s did not answer\n", serve);

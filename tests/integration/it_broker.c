@@ -1068,7 +1068,5 @@ broker_suite(void)
 int
 main(void)
 {
-	if (httpc_global_init() < 0)
-		return 1;
 	return harness_main(broker_suite());
 }

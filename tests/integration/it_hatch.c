@@ -584,7 +584,5 @@ hatch_suite(void)
 int
 main(void)
 {
-	if (httpc_global_init() < 0)
-		return 1;
 	return harness_main(hatch_suite());
 }

@@ -478,7 +478,5 @@ roundtrip_suite(void)
 int
 main(void)
 {
-	if (httpc_global_init() < 0)
-		return 1;
 	return harness_main(roundtrip_suite());
 }

@@ -91,7 +91,6 @@ start(void)
 		.keys = &ring,
 	};
 	ck_assert_int_eq(http_server_start(&cfg, &srv), 0);
-	ck_assert_int_eq(httpc_global_init(), 0);
 }
 
 static void
