@@ -6,6 +6,7 @@
 #include "seal.h"
 
 #include "buf.h"
+#include "digest.h"
 #include "envelope.h"
 #include "log.h"
 #include "path.h"
@@ -94,17 +95,6 @@ decode(const json_t *output, const char *field, unsigned char **ret,
 	*ret = out;
 	*ret_len = (size_t)len - pad;
 	return 0;
-}
-
-static void
-sha256_hex(const void *data, size_t len, char out[65])
-{
-	unsigned char md[32];
-	unsigned int n = sizeof(md);
-
-	EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
-	for (size_t i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
 int
