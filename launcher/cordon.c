@@ -22,6 +22,7 @@ static const char usage[] =
     "  run       one job in the foreground (cordon run --help)\n"
     "  stop      stop a job of cordon serve (cordon stop JOB)\n"
     "  serve     the HTTP API for orchestrators (see cordon serve --help)\n"
+    "  drill     run a hostile job against a manifest (cordon drill --help)\n"
     "  lint      check manifests as the broker will (cordon lint FILE...)\n"
     "\n"
     "  cordon --help | --version\n";
@@ -57,6 +58,8 @@ main(int argc, char **argv)
 		    strerror(-r));
 		return EXIT_OSERR;
 	}
+	if (strcmp(argv[1], "drill") == 0)
+		return launcher_drill(argc - 1, argv + 1);
 	if (strcmp(argv[1], "lint") == 0)
 		return launcher_lint(argc - 1, argv + 1);
 	fprintf(stderr, "cordon: unknown command \"%s\" (try cordon --help)\n",

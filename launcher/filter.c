@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -44,6 +45,15 @@ static const char *const refused[] = {
 static const unsigned long ns_flags[] = { CLONE_NEWUSER, CLONE_NEWNS,
 	CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP,
 	CLONE_NEWTIME };
+
+bool
+filter_refuses(const char *name)
+{
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (strcmp(refused[i], name) == 0)
+			return true;
+	return false;
+}
 
 unsigned
 filter_refused_count(void)

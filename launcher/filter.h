@@ -11,6 +11,8 @@
 #ifndef CORDON_LAUNCHER_FILTER_H
 #define CORDON_LAUNCHER_FILTER_H
 
+#include <stdbool.h>
+
 /*
  * Loads the filter into the calling process (which must have set
  * no_new_privs, or hold CAP_SYS_ADMIN): every later exec keeps it. 0 or
@@ -25,6 +27,10 @@ int filter_apply(void);
  * without it filter_apply compiles each time.
  */
 int filter_prepare(void);
+
+/* Whether the filter refuses the system call of this name whatever its
+ * arguments (so that a report can say an EPERM came from seccomp). */
+bool filter_refuses(const char *name);
 
 /* How many system calls the filter refuses (for the run's report). */
 unsigned filter_refused_count(void);

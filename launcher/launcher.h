@@ -24,6 +24,11 @@ struct launcher_config {
 	long long uid_base; /* each job runs as its own uid of this range */
 	long long uid_count;
 	char *cgroup_root; /* NULL: found, /sys/fs/cgroup[/unified] */
+	/* `cordon drill` only: where it stages its agent (a directory under
+	 * one of the hatch's input_roots), and the broker's verifier key to
+	 * replay a stopped job's token at introspection (NULL: not tried). */
+	char *drill_dir;
+	char *verifier_key_file;
 };
 
 /* The options both `cordon run` and `cordon serve` read. */
@@ -65,6 +70,9 @@ int launcher_run(int argc, char **argv);
 
 /* `cordon stop JOB [--config FILE]`: asks cordon serve to stop JOB. */
 int launcher_stop(int argc, char **argv);
+
+/* `cordon drill --manifest NAME [--json]`: argv[0] is "drill". */
+int launcher_drill(int argc, char **argv);
 
 /* `cordon lint FILE...`: argv[0] is "lint". Returns the exit status. */
 int launcher_lint(int argc, char **argv);

@@ -11,6 +11,7 @@
 #include "launcher.h"
 
 #include "cgroup.h"
+#include "digest.h"
 #include "http_client.h"
 #include "log.h"
 #include "sandbox.h"
@@ -609,12 +610,14 @@ stop_path(struct run *r, struct outcome *o)
 static const char run_usage[] =
     "usage: cordon run --manifest NAME [--input SRC[:DST]]... "
     "[--patch-out FILE]\n"
-    "                  [--json] [--config FILE] [-- CMD ARGS...]\n";
+    "                  [--canaries N] [--json] [--config FILE] "
+    "[-- CMD ARGS...]\n";
 
 struct run_flags {
 	const char *manifest, *config, *patch_out;
 	bool json;
 	int id_fd; /* told the job's id once the broker made it; -1: none */
+	int canaries; /* planted in the sandbox; -1: as the manifest says */
 	const char *inputs[MAX_INPUTS];
 	size_t ninputs;
 	char **cmd;
@@ -630,6 +633,7 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		{ "json", no_argument, NULL, 'j' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "id-fd", required_argument, NULL, 'f' },
+		{ "canaries", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -662,6 +666,16 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 			break;
 		case 'f':
 			f->id_fd = atoi(optarg);
+			break;
+		case 'k':
+			if (optarg[0] < '0' || optarg[0] > '8' ||
+			    optarg[1] != '\0') {
+				fprintf(stderr,
+				    "cordon run: --canaries is a count from 0 "
+				    "to 8\n");
+				return EXIT_USAGE;
+			}
+			f->canaries = optarg[0] - '0';
 			break;
 		case 'h':
 			fputs(run_usage, stdout);
@@ -711,6 +725,25 @@ exit_code(const struct run *r)
 				    : 128 + WTERMSIG(r->status);
 }
 
+static json_t *
+canary_digests(const json_t *job)
+{
+	json_t *list = json_object_get(job, "canaries"), *v, *out;
+	size_t i;
+
+	if (json_array_size(list) == 0 || (out = json_array()) == NULL)
+		return NULL;
+	json_array_foreach(list, i, v)
+	{
+		char hex[SHA256_HEX_LEN + 1];
+		const char *t = json_string_value(v) ?: "";
+
+		sha256_hex(t, strlen(t), hex);
+		json_array_append_new(out, json_string(hex));
+	}
+	return out;
+}
+
 static void
 report(struct run *r, const struct outcome *o)
 {
@@ -751,6 +784,18 @@ report(struct run *r, const struct outcome *o)
 		json_object_set_new(t, "total",
 		    json_real((double)(long long)(total * 1000) / 1000));
 		json_object_set_new(j, "ms", t);
+		/* What the hatch flagged and what the patch holds. */
+		if (o->report != NULL) {
+			json_object_set(j, "flags",
+			    json_object_get(o->report, "flags"));
+			json_object_set(j, "changes",
+			    json_object_get(o->report, "changes"));
+		}
+		/* The canaries planted, as digests: whoever holds a token
+		 * can tell whether it was one of them. */
+		json_t *digests = canary_digests(r->job);
+		if (digests != NULL)
+			json_object_set_new(j, "canary_sha256", digests);
 		char *text = j != NULL
 		    ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6))
 		    : NULL;
@@ -1039,7 +1084,7 @@ launcher_run(int argc, char **argv)
 		.out_fd = -1,
 		.err_fd = -1,
 		.uid_fd = -1 };
-	struct run_flags f = { .id_fd = -1 };
+	struct run_flags f = { .id_fd = -1, .canaries = -1 };
 	struct outcome o = { 0 };
 	struct httpc_answer a;
 	char err[400] = "";
@@ -1084,8 +1129,10 @@ launcher_run(int argc, char **argv)
 	/* 1. The job, at the broker. */
 	clock_gettime(CLOCK_MONOTONIC, &r.lap_at);
 	r.started = r.lap_at;
-	rc = call(&r, cfg.broker, "POST", "/v1/jobs",
-	    json_pack("{s:s}", "manifest", f.manifest), &a);
+	json_t *ask = json_pack("{s:s}", "manifest", f.manifest);
+	if (ask != NULL && f.canaries >= 0)
+		json_object_set_new(ask, "canaries", json_integer(f.canaries));
+	rc = call(&r, cfg.broker, "POST", "/v1/jobs", ask, &a);
 	if (rc < 0 || a.status != 201) {
 		fprintf(stderr, "cordon run: the broker: %s\n",
 		    rc < 0 ? "no answer" : answer_message(&a));

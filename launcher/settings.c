@@ -25,6 +25,8 @@ const struct config_option launcher_options[] = {
 	{ "uid_base", CONFIG_INT, CFG(uid_base), 1000, 4000000000LL },
 	{ "uid_count", CONFIG_INT, CFG(uid_count), 1, 1000000 },
 	{ "cgroup_root", CONFIG_STRING, CFG(cgroup_root), 0, 0 },
+	{ "drill_dir", CONFIG_STRING, CFG(drill_dir), 0, 0 },
+	{ "verifier_key_file", CONFIG_STRING, CFG(verifier_key_file), 0, 0 },
 };
 const size_t launcher_noptions = ARRAY_SIZE(launcher_options);
 
@@ -76,6 +78,8 @@ launcher_config_free(struct launcher_config *cfg)
 	free(cfg->hatch);
 	free(cfg->launcher_key_file);
 	free(cfg->cgroup_root);
+	free(cfg->drill_dir);
+	free(cfg->verifier_key_file);
 	config_common_free(&cfg->common);
 }
 

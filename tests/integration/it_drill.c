@@ -1,0 +1,264 @@
+/*
+ * `cordon drill` end to end: the hostile agent against a real broker,
+ * proxy and hatch, an upstream on 127.0.0.1 and real namespaces. Against
+ * a sound manifest every attempt is stopped and the drill exits 0; with
+ * an allowlist entry that opens the broker's port, the drill reports the
+ * row that escaped and exits 1: the drill can fail.
+ */
+#include "harness.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static struct daemon broker, proxy, hatch;
+static struct upstream *plain;
+static char admin[128], verifier[128];
+static char cfgpath[400];
+
+/* The manifest of it_launcher's jobs; weak adds a rule for the hatch's
+ * port, under a name that resolves to 127.0.0.1 (the broker's own port
+ * the proxy refuses whatever the rules say). */
+static void
+put_manifest(const char *name, bool weak)
+{
+	json_t *m = json_pack("{s:s, s:[s], s:{s:s}, "
+			      "s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}], "
+			      "s:[{s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s}], "
+			      "s:{s:i, s:i, s:i, s:i, s:i}, s:{s:[s]}}",
+	    "name", name, "command", "/bin/true", "env", "LANG", "C.UTF-8",
+	    "capabilities", "name", "x.read", "audience", "api", "params", "t",
+	    "1", "ttl_seconds", 900, "reason", "read x", "egress", "host",
+	    "api.test", "port", upstream_port(plain), "methods", "GET", "paths",
+	    "/ok/", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
+	    "audience", "api", "limits", "wall_seconds", 120, "memory_mb", 256,
+	    "pids", 64, "output_kb", 1024, "disk_mb", 64, "return", "protected",
+	    ".github/**");
+	char path[128];
+
+	if (weak) {
+		const char *port = strrchr(hatch.base, ':') + 1;
+		json_array_append_new(json_object_get(m, "egress"),
+		    json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host",
+			"svc.test", "port", atoi(port), "methods", "GET",
+			"paths", "/", "reason", "a mistake", "allow_cidrs",
+			"127.0.0.0/8"));
+	}
+	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
+	json_decref(harness_expect(&broker, 200, "PUT", path, admin, NULL, m));
+}
+
+static void
+setup(void)
+{
+	char cfg[2048], hostsf[400], path[400], inputs[300];
+	const char *dir;
+
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(daemon_start(&broker, "broker", NULL), 0);
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
+	plain = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+
+	dir = harness_tmpdir();
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
+	harness_write_file(hostsf, "127.0.0.1 api.test\n127.0.0.1 svc.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", dir);
+	harness_write_file(path, verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-drill-test\"}",
+	    broker.base, path, broker.dir, hostsf);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+
+	snprintf(inputs, sizeof(inputs), "%s", harness_tmpdir());
+	snprintf(cfg, sizeof(cfg),
+	    "{\"input_roots\": [\"%s\"], "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\"}",
+	    inputs, broker.dir);
+	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
+
+	dir = harness_tmpdir();
+	snprintf(cfgpath, sizeof(cfgpath), "%s/launcher.json", dir);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"verifier_key_file\": \"%s\", \"drill_dir\": \"%s/drill\", "
+	    "\"state_dir\": \"%s/state\", \"uid_base\": 310000}",
+	    broker.base, proxy.base, hatch.base, broker.dir, path, inputs, dir);
+	harness_write_file(cfgpath, cfg);
+	put_manifest("drill-job", false);
+	put_manifest("drill-weak", true);
+}
+
+static void
+teardown(void)
+{
+	upstream_stop(plain);
+	daemon_stop(&hatch);
+	daemon_stop(&proxy);
+	daemon_stop(&broker);
+}
+
+static int
+drill(const char *manifest, bool json, char *out, size_t outlen)
+{
+	static char err[1 << 16];
+	char *argv[] = { (char *)harness_bin("cordon"), "drill", "--config",
+		cfgpath, "--manifest", (char *)manifest, json ? "--json" : NULL,
+		NULL };
+
+	return harness_run(argv, out, outlen, err, sizeof(err));
+}
+
+static const json_t *
+row(const json_t *report, const char *attempt)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(report, "attempts"), i, v)
+	{
+		if (strcmp(json_string_value(json_object_get(v, "attempt")),
+			attempt) == 0)
+			return v;
+	}
+	ck_abort_msg("no row %s", attempt);
+	return NULL;
+}
+
+static void
+assert_row(const json_t *report, const char *attempt, const char *result,
+    const char *where_has)
+{
+	const json_t *r = row(report, attempt);
+	const char *res = json_string_value(json_object_get(r, "result"));
+	const char *where = json_string_value(json_object_get(r, "where"));
+
+	ck_assert_msg(strcmp(res, result) == 0 && strstr(where, where_has),
+	    "%s: %s, %s (wanted %s, \"%s\")", attempt, res, where, result,
+	    where_has);
+}
+
+/* Every attempt of the drill against a sound manifest ends where it
+ * should, and the drill says so with exit 0. */
+START_TEST(the_drill_stops_every_attempt)
+{
+	static char out[1 << 20];
+	static const char *const proxied[] = { "proxy_unlisted",
+		"proxy_method_path", "proxy_host_mismatch", "proxy_smuggle",
+		"proxy_connect_broker", "proxy_service_ports" };
+	static const char *const seccomp[] = { "mount", "ptrace", "userns",
+		"bpf", "io_uring", "keyctl" };
+	int status = drill("drill-job", true, out, sizeof(out));
+	json_t *j = json_loads(out, 0, NULL);
+
+	ck_assert_msg(j != NULL, "no JSON (status %d): %s", status, out);
+	ck_assert_msg(status == 0, "status %d: %s", status, out);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "escaped")), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
+	    "tripwire");
+	/* Identity: nothing to take but the canaries. */
+	assert_row(j, "env", "stopped", "");
+	assert_row(j, "proc1_environ", "stopped", "");
+	assert_row(j, "host_files", "stopped", "ENOENT");
+	assert_row(j, "find_tokens", "stopped", "2 planted canaries");
+	assert_row(j, "launcher_memory", "stopped", "seccomp");
+	/* Reachability: around the proxy there is nothing; through it,
+	 * each trick is refused. */
+	assert_row(j, "direct_tcp", "stopped", "network namespace");
+	assert_row(j, "dns", "stopped", "network namespace");
+	for (size_t i = 0; i < sizeof(proxied) / sizeof(proxied[0]); i++)
+		assert_row(j, proxied[i], "stopped", "proxy: refused");
+	assert_row(j, "exfil_canary", "stopped", "tripwire");
+	/* The return path: each write is flagged by the hatch or refused
+	 * by the sandbox. */
+	assert_row(j, "write_workflow", "stopped", "protected_path");
+	assert_row(j, "write_git_hook", "stopped", "protected_path");
+	assert_row(j, "symlink_etc", "stopped", "symlink_absolute");
+	assert_row(j, "symlink_up", "stopped", "symlink_escapes");
+	assert_row(j, "setuid_file", "stopped", "setuid");
+	assert_row(j, "fifo", "stopped", "fifo");
+	assert_row(j, "sparse_file", "stopped", "file_too_large");
+	assert_row(j, "big_file", "stopped", "ENOSPC");
+	/* Escape: the filter, the limits. */
+	for (size_t i = 0; i < sizeof(seccomp) / sizeof(seccomp[0]); i++)
+		assert_row(j, seccomp[i], "stopped", "seccomp");
+	assert_row(j, "fork_bomb", "stopped", "pids limit");
+	assert_row(j, "memory_hog", "stopped", "memory limit");
+	/* Outliving: the token the job printed is dead at the broker and
+	 * through a new job's channel. */
+	assert_row(j, "stop_revoke", "stopped", "revoked");
+	assert_row(j, "replay_broker", "stopped", "inactive");
+	assert_row(j, "replay_channel", "stopped", "token");
+	json_decref(j);
+}
+END_TEST
+
+/* One allowlist entry too many, and the drill fails with the row that
+ * escaped, in the table and in the exit status. */
+START_TEST(a_weakened_manifest_fails_the_drill)
+{
+	static char out[1 << 20];
+	int status = drill("drill-weak", true, out, sizeof(out));
+	json_t *j = json_loads(out, 0, NULL);
+
+	ck_assert_msg(j != NULL, "no JSON (status %d): %s", status, out);
+	ck_assert_int_eq(status, 1);
+	ck_assert_int_ge(json_integer_value(json_object_get(j, "escaped")), 1);
+	assert_row(j, "proxy_service_ports", "ESCAPED", "svc.test");
+	json_decref(j);
+
+	status = drill("drill-weak", false, out, sizeof(out));
+	ck_assert_int_eq(status, 1);
+	ck_assert_ptr_nonnull(strstr(out, "ESCAPED"));
+	ck_assert_ptr_nonnull(strstr(out, "svc.test"));
+}
+END_TEST
+
+/* Refusals: a one-line error and the documented status. */
+START_TEST(drill_refusals)
+{
+	static char out[1 << 16], err[1 << 16];
+	char *nomanifest[] = { (char *)harness_bin("cordon"), "drill",
+		"--config", cfgpath, NULL };
+	char *unknown[] = { (char *)harness_bin("cordon"), "drill", "--config",
+		cfgpath, "--manifest", "no-such-manifest", NULL };
+
+	ck_assert_int_eq(harness_run(nomanifest, out, sizeof(out), err,
+			     sizeof(err)),
+	    64);
+	ck_assert_ptr_nonnull(strstr(err, "--manifest is required"));
+	ck_assert_int_eq(harness_run(unknown, out, sizeof(out), err,
+			     sizeof(err)),
+	    125);
+	ck_assert_ptr_nonnull(strstr(err, "cordon drill: the broker"));
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("drill");
+	TCase *tc = tcase_create("drill");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, the_drill_stops_every_attempt);
+	tcase_add_test(tc, a_weakened_manifest_fails_the_drill);
+	tcase_add_test(tc, drill_refusals);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
