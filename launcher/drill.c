@@ -518,6 +518,18 @@ judge(struct drill *d, const struct attempt *a, struct row *w,
 		    w->evidence);
 		return;
 	}
+	/* The proxy answered before the trick could be played (a CONNECT
+	 * refused, an upstream it cannot reach): the attempt ended there,
+	 * and the row says the check it aimed at was not reached. */
+	if (a->judge == J_PROXY && strcmp(result, "untested") == 0 &&
+	    strcmp(ev(w->evidence, "http", v1, sizeof(v1)), "") != 0) {
+		ev(w->evidence, "deny", v2, sizeof(v2));
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where), "proxy: %s %s: %s",
+		    v2[0] != '\0' ? "refused," : "answered", v2[0] ? v2 : v1,
+		    w->detail);
+		return;
+	}
 	if (strcmp(result, "untested") == 0) {
 		w->result = "untested";
 		snprintf(w->where, sizeof(w->where), "%s", w->detail);

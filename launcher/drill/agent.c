@@ -2832,6 +2832,14 @@ main(int argc, char **argv)
 		    "usage: cordon-drill-agent INSTRUCTIONS_FILE\n");
 		return EX_USAGE;
 	}
+	/* A job never runs as root; the host's root would get what the
+	 * attempts ask for (a mount over /tmp, a new hostname). */
+	if (geteuid() == 0) {
+		fprintf(stderr,
+		    "cordon-drill-agent: refusing to run as root: it is "
+		    "cordon drill's hostile job, for its sandbox only\n");
+		return EX_USAGE;
+	}
 	if ((text = slurp(argv[1], INSTRUCTIONS_MAX, &len)) == NULL) {
 		fprintf(stderr, "cordon-drill-agent: %s: %s\n", argv[1],
 		    strerror(errno));

@@ -20,36 +20,54 @@ static struct upstream *plain;
 static char admin[128], verifier[128];
 static char cfgpath[400];
 
-/* The manifest of it_launcher's jobs; weak adds a rule for the hatch's
- * port, under a name that resolves to 127.0.0.1 (the broker's own port
+/* The example manifest (deploy/examples/support-triage.json), its
+ * invoices API moved to the test upstream's port. */
+static void
+put_example(void)
+{
+	json_error_t e;
+	json_t *m = json_load_file(CORDON_SOURCE_DIR
+	    "/deploy/examples/support-triage.json",
+	    0, &e);
+	json_t *rule;
+	size_t i;
+
+	ck_assert_msg(m != NULL, "the example manifest: %s", e.text);
+	json_array_foreach(json_object_get(m, "egress"), i, rule)
+	{
+		if (strcmp(json_string_value(json_object_get(rule, "host")),
+			"invoices.internal") == 0)
+			json_object_set_new(rule, "port",
+			    json_integer(upstream_port(plain)));
+	}
+	json_decref(harness_expect(&broker, 200, "PUT",
+	    "/v1/manifests/support-triage", admin, NULL, m));
+}
+
+/* A small manifest with a rule for the hatch's port, under a name that
+ * resolves to 127.0.0.1: an operator's mistake (the broker's own port
  * the proxy refuses whatever the rules say). */
 static void
-put_manifest(const char *name, bool weak)
+put_weak(void)
 {
-	json_t *m = json_pack("{s:s, s:[s], s:{s:s}, "
+	const char *port = strrchr(hatch.base, ':') + 1;
+	json_t *m = json_pack("{s:s, s:[s], "
 			      "s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}], "
-			      "s:[{s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s}], "
-			      "s:{s:i, s:i, s:i, s:i, s:i}, s:{s:[s]}}",
-	    "name", name, "command", "/bin/true", "env", "LANG", "C.UTF-8",
-	    "capabilities", "name", "x.read", "audience", "api", "params", "t",
-	    "1", "ttl_seconds", 900, "reason", "read x", "egress", "host",
+			      "s:[{s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s}, "
+			      "{s:s, s:i, s:[s], s:[s], s:s, s:[s]}], "
+			      "s:{s:i, s:i, s:i, s:i, s:i}}",
+	    "name", "drill-weak", "command", "/bin/true", "capabilities",
+	    "name", "x.read", "audience", "api", "params", "t", "1",
+	    "ttl_seconds", 900, "reason", "read x", "egress", "host",
 	    "api.test", "port", upstream_port(plain), "methods", "GET", "paths",
 	    "/ok/", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
-	    "audience", "api", "limits", "wall_seconds", 120, "memory_mb", 256,
-	    "pids", 64, "output_kb", 1024, "disk_mb", 64, "return", "protected",
-	    ".github/**");
-	char path[128];
+	    "audience", "api", "host", "svc.test", "port", atoi(port),
+	    "methods", "GET", "paths", "/", "reason", "a mistake",
+	    "allow_cidrs", "127.0.0.0/8", "limits", "wall_seconds", 120,
+	    "memory_mb", 256, "pids", 64, "output_kb", 1024, "disk_mb", 64);
 
-	if (weak) {
-		const char *port = strrchr(hatch.base, ':') + 1;
-		json_array_append_new(json_object_get(m, "egress"),
-		    json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host",
-			"svc.test", "port", atoi(port), "methods", "GET",
-			"paths", "/", "reason", "a mistake", "allow_cidrs",
-			"127.0.0.0/8"));
-	}
-	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
-	json_decref(harness_expect(&broker, 200, "PUT", path, admin, NULL, m));
+	json_decref(harness_expect(&broker, 200, "PUT",
+	    "/v1/manifests/drill-weak", admin, NULL, m));
 }
 
 static void
@@ -67,7 +85,9 @@ setup(void)
 
 	dir = harness_tmpdir();
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
-	harness_write_file(hostsf, "127.0.0.1 api.test\n127.0.0.1 svc.test\n");
+	harness_write_file(hostsf,
+	    "127.0.0.1 api.test\n127.0.0.1 svc.test\n"
+	    "127.0.0.1 invoices.internal\n127.0.0.1 api.github.com\n");
 	snprintf(path, sizeof(path), "%s/verifier.key", dir);
 	harness_write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
@@ -93,8 +113,8 @@ setup(void)
 	    "\"state_dir\": \"%s/state\", \"uid_base\": 310000}",
 	    broker.base, proxy.base, hatch.base, broker.dir, path, inputs, dir);
 	harness_write_file(cfgpath, cfg);
-	put_manifest("drill-job", false);
-	put_manifest("drill-weak", true);
+	put_example();
+	put_weak();
 }
 
 static void
@@ -146,7 +166,7 @@ assert_row(const json_t *report, const char *attempt, const char *result,
 	    where_has);
 }
 
-/* Every attempt of the drill against a sound manifest ends where it
+/* Every attempt of the drill against the example manifest ends where it
  * should, and the drill says so with exit 0. */
 START_TEST(the_drill_stops_every_attempt)
 {
@@ -156,12 +176,13 @@ START_TEST(the_drill_stops_every_attempt)
 		"proxy_connect_broker", "proxy_service_ports" };
 	static const char *const seccomp[] = { "mount", "ptrace", "userns",
 		"bpf", "io_uring", "keyctl" };
-	int status = drill("drill-job", true, out, sizeof(out));
+	int status = drill("support-triage", true, out, sizeof(out));
 	json_t *j = json_loads(out, 0, NULL);
 
 	ck_assert_msg(j != NULL, "no JSON (status %d): %s", status, out);
 	ck_assert_msg(status == 0, "status %d: %s", status, out);
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "escaped")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "untested")), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
 	    "tripwire");
 	/* Identity: nothing to take but the canaries. */
@@ -170,12 +191,16 @@ START_TEST(the_drill_stops_every_attempt)
 	assert_row(j, "host_files", "stopped", "ENOENT");
 	assert_row(j, "find_tokens", "stopped", "2 planted canaries");
 	assert_row(j, "launcher_memory", "stopped", "seccomp");
+	assert_row(j, "audience", "stopped", "proxy: refused");
 	/* Reachability: around the proxy there is nothing; through it,
 	 * each trick is refused. */
 	assert_row(j, "direct_tcp", "stopped", "network namespace");
 	assert_row(j, "dns", "stopped", "network namespace");
 	for (size_t i = 0; i < sizeof(proxied) / sizeof(proxied[0]); i++)
 		assert_row(j, proxied[i], "stopped", "proxy: refused");
+	/* api.github.com is loopback here, which its rule does not allow:
+	 * the CONNECT is refused before any TLS. */
+	assert_row(j, "proxy_sni_mismatch", "stopped", "private_addr");
 	assert_row(j, "exfil_canary", "stopped", "tripwire");
 	/* The return path: each write is flagged by the hatch or refused
 	 * by the sandbox. */
