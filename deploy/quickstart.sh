@@ -92,11 +92,11 @@ cmake --build "$build" -j"$(nproc)" 2>&1 |
 	{ grep -v -E '^(\[ *[0-9]+%\] |gmake|make)' || true; }
 
 say "3/4 starting the services on loopback (state and logs under ./var/)"
-mkdir -p "$var/log"
+mkdir -p "$var/log" "$var/inputs"
 # The hatch copies inputs only from where an operator says, and answers
 # only the launcher's key (the broker writes it on its first start).
 cat >"$var/hatch.json" <<JSON
-{"input_roots": ["$top/deploy/examples"],
+{"input_roots": ["$top/deploy/examples", "$var/inputs"],
  "launcher_key_file": "$var/broker/keys/launcher.key"}
 JSON
 # The proxy calls the broker with the verifier key, answers only the
@@ -174,7 +174,8 @@ else
 	show "(deploy/examples/jobs/triage.sh: reads its input, asks for a capability,"
 	show " calls an API, tries a host off its list, edits a file, writes a workflow)"
 	cat >"$var/launcher.json" <<JSON
-{"state_dir": "$var/launcher", "launcher_key_file": "$K/launcher.key"}
+{"state_dir": "$var/launcher", "launcher_key_file": "$K/launcher.key",
+ "drill_dir": "$var/inputs/drill", "verifier_key_file": "$K/verifier.key"}
 JSON
 	# Long step: the sandbox is built, the job runs, the stop path runs.
 	show "running… (the sandbox is built, the job runs, the stop path runs)"
@@ -207,6 +208,12 @@ for l in t.splitlines():
 	show "verdict: $(field verdict <<<"$result")"
 	show "the patch ($(wc -l <"$var/quickstart.patch") lines, ./var/quickstart.patch):"
 	sed -n '1,30p' "$var/quickstart.patch" | sed 's/^/      /'
+	echo
+	echo "  the drill: the same manifest against a hostile job (docs/drill.md)"
+	show "cordon drill --manifest support-triage: an input file of instructions,"
+	show "a program that follows them, and where each attempt ended"
+	"$top/$build/bin/cordon" drill --config "$var/launcher.json" \
+		--manifest support-triage | sed 's/^/    /' || true
 fi
 echo
 for svc in $services; do
