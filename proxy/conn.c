@@ -102,6 +102,7 @@ struct pconn {
 	char body_tail[41];
 	size_t body_tail_len;
 	bool body_hold;
+	bool up_eof_held; /* the upstream closed while the body was held */
 	char body_ok[43];
 	uint64_t body_left;
 	struct http1_chunked chunk;
@@ -984,6 +985,7 @@ send_request(struct pconn *c)
 	c->up_idle = false;
 	c->body_tail_len = 0;
 	c->body_hold = false;
+	c->up_eof_held = false;
 	memset(c->body_ok, 0, sizeof(c->body_ok));
 	c->body_done = r->body == HTTP1_BODY_NONE ||
 	    (r->body == HTTP1_BODY_LENGTH && r->content_length == 0);
@@ -1055,6 +1057,13 @@ on_body_introspect(void *arg, int status, json_t *body)
 		/* Part of the request went up: that connection is done. */
 		up_drop(c);
 		deny(c, "token", why);
+		return;
+	}
+	if (c->up_eof_held) {
+		/* Cleared, but the upstream is gone before the body went. */
+		explicit_bzero(c->token, sizeof(c->token));
+		up_drop(c);
+		fail(c, 502, "upstream_closed");
 		return;
 	}
 	memcpy(c->body_ok, c->token, sizeof(c->body_ok));
@@ -1169,6 +1178,9 @@ pump_body(struct pconn *c)
 	flow(c);
 	if (c->body_done && c->resp_done)
 		exchange_done(c);
+	else if (!c->resp_done && c->up != NULL &&
+	    evbuffer_get_length(bufferevent_get_input(c->up)) > 0)
+		pump_response(c); /* an answer that waited for the body */
 }
 
 /* Moves n bytes of the upstream's answer to the client. */
@@ -1224,6 +1236,10 @@ pump_response(struct pconn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->up);
 
+	/* No answer while the body is held at a token: an upstream that
+	 * answers early does not get a request past the broker's check. */
+	if (c->body_hold)
+		return;
 	for (;;) {
 		size_t n = evbuffer_get_length(in);
 		if (c->resp_done || n == 0)
@@ -1503,6 +1519,11 @@ on_up_event(struct bufferevent *bev, short what, void *arg)
 							  : "connect_failed");
 		return;
 	case CS_EXCHANGE:
+		if (c->body_hold) {
+			/* The broker's answer on the body decides. */
+			c->up_eof_held = true;
+			return;
+		}
 		if (c->resp_head && c->resp.body == HTTP1_RESP_CLOSE) {
 			pump_response(c);
 			c->resp_done = true;
