@@ -505,6 +505,49 @@ limit(const struct run *r, const char *name)
 
 /* --- the stop path -------------------------------------------------------- */
 
+/* A call to the proxy on a thread of its own, while the main thread
+ * calls the hatch: the two never need each other's answer. */
+struct proxy_call {
+	struct run *r;
+	pthread_t thread;
+	bool threaded;
+	const char *method;
+	char path[160];
+	int rc;
+	struct httpc_answer a;
+	double ms;
+};
+
+static void *
+proxy_call_run(void *arg)
+{
+	struct proxy_call *pc = arg;
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pc->rc =
+	    call(pc->r, pc->r->cfg->proxy, pc->method, pc->path, NULL, &pc->a);
+	pc->ms = elapsed_ms(&t0);
+	return NULL;
+}
+
+static void
+proxy_call_start(struct proxy_call *pc)
+{
+	pc->threaded =
+	    pthread_create(&pc->thread, NULL, proxy_call_run, pc) == 0;
+	if (!pc->threaded)
+		proxy_call_run(pc);
+}
+
+static void
+proxy_call_wait(struct proxy_call *pc)
+{
+	if (pc->threaded)
+		pthread_join(pc->thread, NULL);
+	pc->threaded = false;
+}
+
 struct outcome {
 	bool revoke_ok;
 	long long tokens_revoked;
@@ -514,6 +557,24 @@ struct outcome {
 	char patch[600];
 	json_t *report;
 };
+
+/* The patch, where --patch-out or the state directory says. */
+static void
+write_patch(struct run *r, struct outcome *o, const void *data, size_t len)
+{
+	FILE *f;
+
+	if (r->patch_out != NULL)
+		snprintf(o->patch, sizeof(o->patch), "%s", r->patch_out);
+	else
+		snprintf(o->patch, sizeof(o->patch), "%s/%s.patch",
+		    r->cfg->common.state_dir, r->id);
+	f = fopen(o->patch, "we");
+	if (f == NULL || (len > 0 && fwrite(data, 1, len, f) != len))
+		o->patch[0] = '\0';
+	if (f != NULL && fclose(f) != 0)
+		o->patch[0] = '\0';
+}
 
 static void
 stop_path(struct run *r, struct outcome *o)
@@ -551,19 +612,14 @@ stop_path(struct run *r, struct outcome *o)
 	if (r->cgroup[0] != '\0')
 		cgroup_remove(r->cgroup);
 	lap(r, PH_KILL);
-	/* 3. The channel, and every connection on it. */
+	/* 3. The channel, and every connection on it; and 4. the seal, at
+	 * once: the job is dead, and neither needs the other. */
+	struct proxy_call close_call = { .r = r, .method = "DELETE", .rc = -1 };
 	if (r->channel != NULL) {
-		snprintf(path, sizeof(path), "/v1/jobs/%s", r->id);
-		if (call(r, r->cfg->proxy, "DELETE", path, NULL, &a) == 0) {
-			o->allowed = json_integer_value(
-			    json_object_get(a.json, "allowed"));
-			o->denied = json_integer_value(
-			    json_object_get(a.json, "denied"));
-			httpc_answer_free(&a);
-		}
+		snprintf(close_call.path, sizeof(close_call.path),
+		    "/v1/jobs/%s", r->id);
+		proxy_call_start(&close_call);
 	}
-	lap(r, PH_CLOSE);
-	/* 4. The seal: what the job wrote, as a patch and a verdict. */
 	if (r->ws != NULL) {
 		snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", r->id);
 		if (call(r, r->cfg->hatch, "POST", path, NULL, &a) == 0) {
@@ -574,25 +630,16 @@ stop_path(struct run *r, struct outcome *o)
 			o->report = json_incref(a.json);
 			httpc_answer_free(&a);
 		}
+		/* An empty patch, as the seal says, is not fetched. */
+		json_t *bytes =
+		    json_object_get(json_object_get(o->report, "patch"),
+			"bytes");
 		snprintf(path, sizeof(path), "/v1/workspaces/%s/patch", r->id);
-		if (call(r, r->cfg->hatch, "GET", path, NULL, &a) == 0) {
-			if (a.status == 200) {
-				if (r->patch_out != NULL)
-					snprintf(o->patch, sizeof(o->patch),
-					    "%s", r->patch_out);
-				else
-					snprintf(o->patch, sizeof(o->patch),
-					    "%s/%s.patch",
-					    r->cfg->common.state_dir, r->id);
-				FILE *f = fopen(o->patch, "we");
-				if (f == NULL ||
-				    (a.body.len > 0 &&
-					fwrite(a.body.data, 1, a.body.len, f) !=
-					    a.body.len))
-					o->patch[0] = '\0';
-				if (f != NULL)
-					fclose(f);
-			}
+		if (json_is_integer(bytes) && json_integer_value(bytes) == 0)
+			write_patch(r, o, "", 0);
+		else if (call(r, r->cfg->hatch, "GET", path, NULL, &a) == 0) {
+			if (a.status == 200)
+				write_patch(r, o, a.body.data, a.body.len);
 			httpc_answer_free(&a);
 		}
 		snprintf(path, sizeof(path), "/v1/workspaces/%s", r->id);
@@ -603,6 +650,15 @@ stop_path(struct run *r, struct outcome *o)
 		close(r->uid_fd);
 	r->uid_fd = -1;
 	lap(r, PH_SEAL);
+	proxy_call_wait(&close_call);
+	r->laps[PH_CLOSE] = close_call.ms;
+	if (close_call.rc == 0) {
+		o->allowed = json_integer_value(
+		    json_object_get(close_call.a.json, "allowed"));
+		o->denied = json_integer_value(
+		    json_object_get(close_call.a.json, "denied"));
+		httpc_answer_free(&close_call.a);
+	}
 }
 
 /* --- flags ---------------------------------------------------------------- */
@@ -819,28 +875,6 @@ report(struct run *r, const struct outcome *o)
 
 /* --- the run -------------------------------------------------------------- */
 
-/* The proxy's channel, asked for on a thread of its own. */
-struct channel_call {
-	struct run *r;
-	pthread_t thread;
-	char path[160];
-	int rc;
-	struct httpc_answer a;
-	double ms;
-};
-
-static void *
-channel_thread(void *arg)
-{
-	struct channel_call *cc = arg;
-	struct timespec t0;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	cc->rc = call(cc->r, cc->r->cfg->proxy, "POST", cc->path, NULL, &cc->a);
-	cc->ms = elapsed_ms(&t0);
-	return NULL;
-}
-
 static int
 start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 {
@@ -850,15 +884,12 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 
 	/* 2. The workspace and the channel, asked for at once: neither
 	 * needs the other. */
-	struct channel_call cc = { .r = r };
-	bool threaded;
+	struct proxy_call cc = { .r = r, .method = "POST" };
 	struct timespec t0;
 
 	snprintf(cc.path, sizeof(cc.path), "/v1/jobs/%s", r->id);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	threaded = pthread_create(&cc.thread, NULL, channel_thread, &cc) == 0;
-	if (!threaded)
-		channel_thread(&cc);
+	proxy_call_start(&cc);
 	rc = call(r, r->cfg->hatch, "POST", "/v1/workspaces",
 	    json_pack("{s:s, s:o, s:I, s:O?}", "job", r->id, "inputs",
 		inputs_json(f), "disk_mb",
@@ -867,8 +898,7 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		"return", json_object_get(r->job, "return")),
 	    &a);
 	r->laps[PH_WORKSPACE] = elapsed_ms(&t0);
-	if (threaded)
-		pthread_join(cc.thread, NULL);
+	proxy_call_wait(&cc);
 	r->laps[PH_CHANNEL] = cc.ms;
 	clock_gettime(CLOCK_MONOTONIC, &r->lap_at);
 	/* Whatever was made is undone by the stop path, even if the other
