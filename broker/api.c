@@ -6,6 +6,7 @@
  */
 #include "broker.h"
 
+#include "bodies.h"
 #include "log.h"
 #include "manifest.h"
 #include "metrics.h"
@@ -70,36 +71,19 @@ reply_problems(struct http_response *res, const char *code, json_t *problems)
 		"problems", problems));
 }
 
-/* Refuses (422) a body with fields other than allowed. */
+/*
+ * Answers a body's refusal (bodies.h): 422 invalid_request with its
+ * problems, and false; true when it passed. Steals problems.
+ */
 static bool
-fields_ok(const json_t *body, const char *const *allowed, size_t n,
-    struct http_response *res)
+body_passed(int r, json_t *problems, struct http_response *res)
 {
-	json_t *problems = json_array();
-
-	problems_unknown_keys(body, "", allowed, n, problems);
-	if (json_array_size(problems) == 0) {
+	if (r == 0) {
 		json_decref(problems);
 		return true;
 	}
 	reply_problems(res, "invalid_request", problems);
 	return false;
-}
-
-/* A required string field; 422 when absent or not a string. */
-static const char *
-string_field(const json_t *body, const char *name, struct http_response *res)
-{
-	json_t *v = json_object_get(body, name);
-
-	if (json_is_string(v) &&
-	    strlen(json_string_value(v)) == json_string_length(v) &&
-	    json_string_length(v) > 0)
-		return json_string_value(v);
-	reply_problems(res, "invalid_request",
-	    json_pack("[{s:s, s:s}]", "field", name, "problem",
-		"required: a non-empty string"));
-	return NULL;
 }
 
 /* Parses a query argument as an integer in [min, max]; absent = dflt. */
@@ -283,9 +267,8 @@ mint_at_start(struct broker *b, const char *job, int64_t deadline,
 static void
 create_job(void *ctx, struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = { "manifest", "canaries" };
 	struct broker *b = ctx;
-	json_t *body = http_request_body(req);
+	json_t *problems = json_array();
 	struct manifest_version m;
 	struct token_row rows[32 + CANARIES_MAX];
 	char values[32 + CANARIES_MAX][TOKEN_VALUE_MAX], rnd[JOB_ID_RANDOM + 1];
@@ -295,19 +278,16 @@ create_job(void *ctx, struct http_request *req, struct http_response *res)
 	const char *name;
 	int r;
 
-	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res) ||
-	    (name = string_field(body, "manifest", res)) == NULL)
+	r = body_create_job(http_request_body(req), &name, &want_canaries,
+	    problems);
+	if (r == -ERANGE) {
+		json_decref(problems);
+		http_reply_error(res, 422, "invalid_canaries",
+		    "canaries is a count from 0 to %d", CANARIES_MAX);
 		return;
-	json_t *cv = json_object_get(body, "canaries");
-	if (cv != NULL) {
-		if (!json_is_integer(cv) || json_integer_value(cv) < 0 ||
-		    json_integer_value(cv) > CANARIES_MAX) {
-			http_reply_error(res, 422, "invalid_canaries",
-			    "canaries is a count from 0 to %d", CANARIES_MAX);
-			return;
-		}
-		want_canaries = json_integer_value(cv);
 	}
+	if (!body_passed(r, problems, res))
+		return;
 	r = store_manifest_get(b->store, name, 0, &m);
 	if (r == -ENOENT) {
 		http_reply_error(res, 404, "unknown_manifest",
@@ -509,31 +489,21 @@ revoke_answer(struct broker *b, const char *job, const struct revoke_result *rr,
 static void
 revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = { "reason" };
 	struct broker *b = ctx;
 	struct revoke_result *rr = http_request_state(req);
 	const char *job = http_request_param(req, 0);
-	json_t *body = http_request_body(req);
 	const char *reason = NULL;
+	json_t *problems;
 	int r;
 
 	if (rr != NULL) { /* resumed: the followers had their chance */
 		revoke_answer(b, job, rr, res);
 		return;
 	}
-	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res))
+	problems = json_array();
+	r = body_revoke_job(http_request_body(req), &reason, problems);
+	if (!body_passed(r, problems, res))
 		return;
-	if (body != NULL && json_object_get(body, "reason") != NULL) {
-		json_t *v = json_object_get(body, "reason");
-		if (!json_is_string(v) || json_string_length(v) > 120 ||
-		    strlen(json_string_value(v)) != json_string_length(v)) {
-			reply_problems(res, "invalid_request",
-			    json_pack("[{s:s, s:s}]", "field", "reason",
-				"problem", "a string of at most 120 bytes"));
-			return;
-		}
-		reason = json_string_value(v);
-	}
 	if (reason == NULL || reason[0] == '\0')
 		reason = (http_request_roles(req) & ROLE_ADMIN) ? "operator"
 								: "stopped";
@@ -602,8 +572,6 @@ mint_committed(void *arg, int result)
 static void
 mint_request(void *ctx, struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = { "capability", "params",
-		"ttl_seconds" };
 	struct mint_state *st;
 	struct broker *b = ctx;
 	json_t *body = http_request_body(req), *cap, *problems;
@@ -624,8 +592,9 @@ mint_request(void *ctx, struct http_request *req, struct http_response *res)
 		    "channel");
 		return;
 	}
-	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res) ||
-	    (name = string_field(body, "capability", res)) == NULL)
+	problems = json_array();
+	r = body_mint(body, &name, problems);
+	if (!body_passed(r, problems, res))
 		return;
 	if (job_and_manifest(b, job, &j, &m, res) < 0)
 		return;
@@ -731,17 +700,16 @@ mint(void *ctx, struct http_request *req, struct http_response *res)
 static void
 introspect(void *ctx, struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = { "token" };
 	struct broker *b = ctx;
-	json_t *body = http_request_body(req);
+	json_t *problems = json_array();
 	unsigned char hash[STORE_HASH_LEN];
 	char job_state[16];
 	struct token_row t;
 	const char *token;
 	int r;
 
-	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res) ||
-	    (token = string_field(body, "token", res)) == NULL)
+	r = body_introspect(http_request_body(req), &token, problems);
+	if (!body_passed(r, problems, res))
 		return;
 	atomic_fetch_add(&b->introspected, 1);
 	/* A typo or a made-up token: refused before any database read. */
@@ -798,16 +766,15 @@ introspect(void *ctx, struct http_request *req, struct http_response *res)
 static void
 revoke_token(void *ctx, struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = { "token", "token_type_hint" };
 	struct broker *b = ctx;
-	json_t *body = http_request_body(req);
+	json_t *problems = json_array();
 	unsigned char hash[STORE_HASH_LEN];
 	const char *token;
 	bool found = false;
 	int r;
 
-	if (!fields_ok(body, fields, ARRAY_SIZE(fields), res) ||
-	    (token = string_field(body, "token", res)) == NULL)
+	r = body_revoke_token(http_request_body(req), &token, problems);
+	if (!body_passed(r, problems, res))
 		return;
 	/* RFC 7009: an unknown token is answered like a revoked one. */
 	if (token_parse(token, strlen(token)) == 0 &&
