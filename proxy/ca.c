@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CA_CN_MAX 64 /* characters in a commonName */
+
 struct leaf {
 	char host[EGRESS_HOST_MAX + 1];
 	X509 *cert;
@@ -204,7 +206,7 @@ int
 ca_leaf(struct job_ca *ca, const char *host, X509 **ret_cert,
     EVP_PKEY **ret_key)
 {
-	char norm[EGRESS_HOST_MAX + 1], san[EGRESS_HOST_MAX + 8];
+	char norm[EGRESS_HOST_MAX + 1], san[EGRESS_HOST_MAX + 16];
 	time_t now = time(NULL);
 	struct leaf *l;
 
@@ -221,14 +223,19 @@ ca_leaf(struct job_ca *ca, const char *host, X509 **ret_cert,
 	l = &ca->leaves[ca->nleaves];
 	l->key = new_key();
 	l->cert = X509_new();
-	snprintf(san, sizeof(san), "DNS:%s", norm);
+	/* A commonName holds at most 64 characters (RFC 5280's
+	 * ub-common-name): a longer name goes without one, its subject
+	 * empty and so its SAN critical (RFC 5280, 4.1.2.6). */
+	bool cn = strlen(norm) <= CA_CN_MAX;
+	snprintf(san, sizeof(san), "%sDNS:%s", cn ? "" : "critical,", norm);
 	X509_NAME *name =
 	    l->cert != NULL ? X509_get_subject_name(l->cert) : NULL;
 	if (l->key == NULL || l->cert == NULL ||
 	    X509_set_version(l->cert, 2) != 1 || random_serial(l->cert) < 0 ||
 	    set_validity(l->cert, now - 60, ca->not_after) < 0 ||
-	    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-		(const unsigned char *)norm, -1, -1, 0) != 1 ||
+	    (cn &&
+		X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+		    (const unsigned char *)norm, -1, -1, 0) != 1) ||
 	    X509_set_issuer_name(l->cert, X509_get_subject_name(ca->cert)) !=
 		1 ||
 	    X509_set_pubkey(l->cert, l->key) != 1 ||

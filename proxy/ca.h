@@ -35,11 +35,13 @@ void ca_free(struct job_ca *ca);
 const char *ca_pem(const struct job_ca *ca);
 
 /*
- * A leaf for host (exactly, as its only SAN), signed by ca, valid no
- * longer than the CA, with a random serial; made once per host and
- * cached. The certificate and key stay owned by ca. 0, -E2BIG (more than
- * CA_MAX_LEAVES hosts), -EINVAL or -EIO. It does not judge host: the rules
- * do, before; the name constraints make a wrong leaf worthless.
+ * A leaf for host (exactly, as its only SAN, and as its CN when it fits
+ * a CN's 64 characters: a longer name has an empty subject and a critical
+ * SAN), signed by ca, valid no longer than the CA, with a random serial;
+ * made once per host and cached. The certificate and key stay owned by
+ * ca. 0, -E2BIG (more than CA_MAX_LEAVES hosts), -EINVAL or -EIO. It does
+ * not judge host: the rules do, before; the name constraints make a wrong
+ * leaf worthless.
  */
 int ca_leaf(struct job_ca *ca, const char *host, X509 **ret_cert,
     EVP_PKEY **ret_key);
