@@ -335,7 +335,9 @@ fnv1a(const unsigned char *p, size_t n)
 static int
 side_split(struct side *s, const unsigned char *data, size_t len)
 {
-	const unsigned char *p = data, *end = data + len;
+	/* No data (an added or deleted file's other side): no lines, and
+	 * no arithmetic on NULL. */
+	const unsigned char *p = data, *end = data != NULL ? data + len : data;
 	size_t n = 0, i = 0;
 
 	for (const unsigned char *q = p; q < end; n++) {

@@ -268,19 +268,26 @@ delete_lower(struct walk *w, const char *rel, int depth)
 		if (depth > UPPER_MAX_DEPTH)
 			return -ELOOP;
 		r = list_dir(w->lower, rel, &names, &n);
+		if (r < 0)
+			return r;
 		for (size_t i = 0; r == 0 && i < n; i++) {
 			r = join(child, sizeof(child), rel, names[i]);
 			if (r == 0)
 				r = delete_lower(w, child, depth + 1);
 		}
-		if (r >= 0)
-			free_names(names, n);
+		free_names(names, n);
 		return r;
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
 		return 0;
 	r = read_side(w, w->lower, rel, &st, &old);
-	if (r == 0)
+	if (r == -EFBIG) {
+		/* Its deletion would not fit: as for a file written. */
+		policy_flag(w->p, rel, "file_too_large",
+		    "larger than the job's max_patch_kb: left out of the patch",
+		    VERDICT_REFUSED);
+		r = 0;
+	} else if (r == 0)
 		r = emit(w, rel, &old, &none);
 	free_side(&old);
 	return r;
