@@ -4,8 +4,11 @@
  */
 #include "policy.h"
 
+#include "buf.h"
 #include "copyin.h"
+#include "patch.h"
 
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -132,13 +135,28 @@ policy_glob_match(const char *pattern, const char *path)
 	    n > 0 && pattern[n - 1] == '/' ? n - 1 : n, base, strlen(base));
 }
 
+json_t *
+policy_path_json(const char *path)
+{
+	json_t *j = json_string(path);
+	struct buf b;
+
+	if (j != NULL)
+		return j;
+	buf_init(&b, 4 * PATH_MAX + 8);
+	if (patch_quote_path(&b, "", path) == 0)
+		j = json_stringn(b.data, b.len);
+	buf_free(&b);
+	return j;
+}
+
 void
 policy_flag(struct policy *p, const char *path, const char *flag,
     const char *reason, enum verdict v)
 {
 	json_array_append_new(p->flags,
-	    json_pack("{s:s, s:s, s:s, s:s}", "path", path, "flag", flag,
-		"reason", reason, "verdict", verdict_names[v]));
+	    json_pack("{s:o, s:s, s:s, s:s}", "path", policy_path_json(path),
+		"flag", flag, "reason", reason, "verdict", verdict_names[v]));
 	if (v > p->verdict)
 		p->verdict = v;
 }
@@ -167,6 +185,16 @@ protected_by(const struct policy *p, const char *path)
 		}
 	}
 	return NULL;
+}
+
+void
+policy_check_deletion(struct policy *p, const char *path)
+{
+	if (protected_by(p, path) != NULL)
+		policy_flag(p, path, "protected_path",
+		    "a deletion where CI, hooks or tools look for instructions "
+		    "(protected)",
+		    VERDICT_NEEDS_REVIEW);
 }
 
 void

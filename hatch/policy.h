@@ -44,6 +44,13 @@ void policy_free(struct policy *p);
  */
 bool policy_glob_match(const char *pattern, const char *path);
 
+/*
+ * A path for the report: as it is when it is UTF-8, else as the patch
+ * names it (git's quoted form, "\377bad"), so that no change and no flag
+ * goes missing from the report for its name. NULL only without memory.
+ */
+json_t *policy_path_json(const char *path);
+
 /* Flags path (relative to the workspace) with a reason and a verdict. */
 void policy_flag(struct policy *p, const char *path, const char *flag,
     const char *reason, enum verdict v);
@@ -56,6 +63,9 @@ void policy_flag(struct policy *p, const char *path, const char *flag,
  */
 void policy_check_entry(struct policy *p, const char *path, mode_t mode,
     const char *link_target);
+
+/* Judges the deletion of a file or link of lower: a protected path. */
+void policy_check_deletion(struct policy *p, const char *path);
 
 const char *policy_verdict_name(enum verdict v);
 

@@ -232,7 +232,8 @@ emit(struct walk *w, const char *rel, const struct side *old,
 		w->stats->modified++;
 	}
 	json_array_append_new(w->changes,
-	    json_pack("{s:s, s:s}", "path", rel, "change", change));
+	    json_pack("{s:o, s:s}", "path", policy_path_json(rel), "change",
+		change));
 	return 0;
 }
 
@@ -280,6 +281,7 @@ delete_lower(struct walk *w, const char *rel, int depth)
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
 		return 0;
+	policy_check_deletion(w->p, rel);
 	r = read_side(w, w->lower, rel, &st, &old);
 	if (r == -EFBIG) {
 		/* Its deletion would not fit: as for a file written. */

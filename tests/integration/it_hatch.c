@@ -299,6 +299,24 @@ seal(const char *job, json_t *output)
 	return expect(200, "POST", path, KEY, output);
 }
 
+/* Whether report's changes hold path with the change given. */
+static bool
+changed(const json_t *report, const char *path, const char *change)
+{
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(json_object_get(report, "changes"), i, c)
+	{
+		if (strcmp(json_string_value(json_object_get(c, "path")),
+			path) == 0 &&
+		    strcmp(json_string_value(json_object_get(c, "change")),
+			change) == 0)
+			return true;
+	}
+	return false;
+}
+
 static bool
 flagged(const json_t *report, const char *path, const char *flag,
     const char *verdict)
@@ -388,10 +406,16 @@ START_TEST(verdicts)
 	write_file(p, "#!/bin/sh\n", 04755);
 	snprintf(p, sizeof(p), "%s/repo/pipe", u);
 	ck_assert_int_eq(mkfifo(p, 0644), 0);
+	/* A name that is not UTF-8 is in the report as the patch names it,
+	 * with its flags: nothing goes missing for its name. */
+	snprintf(p, sizeof(p), "%s/repo/\377su", u);
+	write_file(p, "#!/bin/sh\n", 04755);
 	r = seal("v_bad", NULL);
 	ck_assert_str_eq(verdict(r), "refused");
 	ck_assert(flagged(r, "repo/su", "setuid", "refused"));
 	ck_assert(flagged(r, "repo/pipe", "fifo", "refused"));
+	ck_assert(flagged(r, "\"repo/\\377su\"", "setuid", "refused"));
+	ck_assert(changed(r, "\"repo/\\377su\"", "added"));
 	json_decref(r);
 	free(u);
 }
@@ -498,30 +522,14 @@ START_TEST(seal_api)
 }
 END_TEST
 
-/* Whether report's changes hold path with the change given. */
-static bool
-changed(const json_t *report, const char *path, const char *change)
-{
-	size_t i;
-	json_t *c;
-
-	json_array_foreach(json_object_get(report, "changes"), i, c)
-	{
-		if (strcmp(json_string_value(json_object_get(c, "path")),
-			path) == 0 &&
-		    strcmp(json_string_value(json_object_get(c, "change")),
-			change) == 0)
-			return true;
-	}
-	return false;
-}
-
 START_TEST(whiteouts_and_opaque_directories)
 {
 	char mnt[600], opts[2048], p[700];
 	json_t *v, *r;
 
 	make_repo("wo");
+	snprintf(p, sizeof(p), "%s/wo/Jenkinsfile", roots);
+	write_file(p, "pipeline {}\n", 0644);
 	snprintf(p, sizeof(p), "%s/wo", roots);
 	v = expect(201, "POST", "/v1/workspaces", KEY,
 	    json_pack("{s:s, s:[{s:s, s:s}], s:i}", "job", "wo", "inputs",
@@ -538,6 +546,9 @@ START_TEST(whiteouts_and_opaque_directories)
 	/* A deletion (a whiteout), and src/ replaced whole (opaque): its
 	 * main.c rewritten, its link gone, a new file beside. */
 	snprintf(p, sizeof(p), "%s/repo/README", mnt);
+	ck_assert_int_eq(unlink(p), 0);
+	/* Deleting a protected path is a change to where CI looks, too. */
+	snprintf(p, sizeof(p), "%s/repo/Jenkinsfile", mnt);
 	ck_assert_int_eq(unlink(p), 0);
 	snprintf(p, sizeof(p), "%s/repo/src/readme", mnt);
 	ck_assert_int_eq(unlink(p), 0);
@@ -557,7 +568,11 @@ START_TEST(whiteouts_and_opaque_directories)
 	ck_assert(changed(r, "repo/src/readme", "deleted"));
 	ck_assert(changed(r, "repo/src/main.c", "modified"));
 	ck_assert(changed(r, "repo/src/new.c", "added"));
-	ck_assert_int_eq(json_array_size(json_object_get(r, "changes")), 4);
+	ck_assert(changed(r, "repo/Jenkinsfile", "deleted"));
+	ck_assert(
+	    flagged(r, "repo/Jenkinsfile", "protected_path", "needs-review"));
+	ck_assert_str_eq(verdict(r), "needs-review");
+	ck_assert_int_eq(json_array_size(json_object_get(r, "changes")), 5);
 	json_decref(r);
 }
 END_TEST
