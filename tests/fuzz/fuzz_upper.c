@@ -1237,8 +1237,13 @@ check_flags(const json_t *flags, enum verdict verdict, const json_t *changes,
 		const char *p = json_string_value(json_object_get(c, "path"));
 		const struct node *u = find(&upper, p);
 
-		if (!is_file(u) || merged(p) != u)
-			continue; /* a deletion */
+		if (!is_file(u) || merged(p) != u) {
+			/* A deletion: under a protected path, flagged too. */
+			if (protected_path(p))
+				FUZZ_ASSERT(
+				    flagged(flags, p, "protected_path"));
+			continue;
+		}
 		if (u->kind == K_REG && (u->mode & S_IWOTH))
 			FUZZ_ASSERT(flagged(flags, p, "world_writable"));
 		if (protected_path(p))
