@@ -588,7 +588,12 @@ judge(struct drill *d, const struct attempt *a, struct row *w,
 			return;
 		}
 		ev(w->evidence, "path", v1, sizeof(v1));
-		if (hatch_flags(d, v1, flags, sizeof(flags)))
+		if (!json_is_array(json_object_get(d->result, "flags"))) {
+			/* Without the seal's report nothing can be judged. */
+			w->result = "untested";
+			snprintf(w->where, sizeof(w->where),
+			    "the hatch gave no seal report to judge %s by", v1);
+		} else if (hatch_flags(d, v1, flags, sizeof(flags)))
 			snprintf(w->where, sizeof(w->where), "hatch: %s",
 			    flags);
 		else if (in_changes(d, v1)) {
