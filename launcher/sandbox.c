@@ -29,6 +29,7 @@
 #include <linux/capability.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -303,6 +304,14 @@ become_job(int ctl, const struct sandbox_spec *s)
 		die(ctl, "drop capabilities");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		die(ctl, "no_new_privs");
+	/* The change of uid cleared the parent-death signal: armed again,
+	 * or a launcher killed from here on would leave its job running.
+	 * One that died before holds its end of ctl no more. */
+	struct pollfd p = { .fd = ctl, .events = POLLIN };
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		die(ctl, "parent-death signal");
+	if (poll(&p, 1, 0) != 0)
+		_exit(126);
 	(void)s;
 }
 
