@@ -182,7 +182,7 @@ setup(void)
 	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
 	    "\"verifier_key_file\": \"%s\", \"drill_dir\": \"%s/drill\", "
-	    "\"state_dir\": \"%s/state\", \"uid_base\": 310000}",
+	    "\"state_dir\": \"%s/state\", \"uid_base\": 330000}",
 	    broker.base, proxy.base, hatch.base, broker.dir, path, inputs, dir);
 	harness_write_file(cfgpath, cfg);
 	put_example();
