@@ -1,0 +1,144 @@
+# Helpers shared by the soak scripts (soak_proxy.sh, soak_broker.sh,
+# soak_serve.sh), sourced, never run. Each script sets $soak (its name, for
+# messages) and $tmp (its temporary directory) before sourcing this, and
+# adds the pids it starts to the array pids, killed by soak_cleanup.
+# shellcheck shell=bash
+: "${soak:?}" "${tmp:?}"
+
+pids=()
+soak_extra_cleanup() { :; }
+# Stops what the script started and is still its child (a pid reaped
+# and reused by another process is left alone), the last started first,
+# each waited for.
+soak_cleanup() {
+	local i p
+	set +e
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		p=${pids[i]}
+		[ "$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')" = $$ ] || continue
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	soak_extra_cleanup
+	if [ "${CORDON_KEEP_TMP:-0}" = 1 ]; then
+		echo "$soak: kept $tmp" >&2
+	else
+		rm -rf "$tmp"
+	fi
+}
+
+say() { echo "$soak: $*" >&2; }
+die() {
+	say "$*"
+	exit 1
+}
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# Waits up to 10 s for a command to succeed.
+wait_for() {
+	local _
+	for _ in $(seq 1 100); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# The address a service's log says it listens on.
+listening() {
+	grep -m1 -o '"event":"listening","addr":"[^"]*"' "$1" | cut -d'"' -f8
+}
+is_listening() { [ -n "$(listening "$1")" ]; }
+json_get() { # key: that key of the JSON object on stdin
+	python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
+}
+
+# --- what each daemon holds --------------------------------------------------
+
+fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+rss_mib() { awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+# What a process's descriptors are: "N kind" lines (a file's path, socket,
+# pipe, anon_inode:[eventfd], ...), then its TCP sockets by state.
+fd_kinds() { # pid
+	find "/proc/$1/fd" -mindepth 1 -maxdepth 1 -printf '%l\n' 2>/dev/null |
+		sed 's/:\[[0-9]*\]$//' | sort | uniq -c
+	ss -tanp 2>/dev/null | awk -v p="pid=$1," 'index($0, p) {print "tcp " $1}' |
+		sort | uniq -c
+}
+# Records fds and RSS of each daemon (name=pid ...) under a label: start,
+# end; and what the descriptors are, to say what grew.
+declare -A soak_fds soak_rss
+sample() { # label name=pid...
+	local label=$1 np name pid
+	shift
+	for np in "$@"; do
+		name=${np%%=*} pid=${np#*=}
+		kill -0 "$pid" 2>/dev/null || die "$name (pid $pid) is gone"
+		soak_fds[$label,$name]=$(fds "$pid")
+		soak_rss[$label,$name]=$(rss_mib "$pid")
+		fd_kinds "$pid" >"$tmp/fds.$label.$name"
+	done
+}
+
+# --- wrk ---------------------------------------------------------------------
+
+to_ms() { # a wrk duration (12.3us, 4.5ms, 1.2s, 2m): in ms
+	awk -v v="$1" 'BEGIN {
+		if (v ~ /us$/) { sub(/us$/, "", v); printf "%.2f", v / 1000 }
+		else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.2f", v }
+		else if (v ~ /m$/) { sub(/m$/, "", v); printf "%.2f", v * 60000 }
+		else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.2f", v * 1000 }
+		else printf "%s", v }'
+}
+# From wrk --latency's output: "requests non2xx connect read write timeout
+# p50_ms p99_ms".
+wrk_figures() { # file
+	local p50 p99
+	p50=$(awk '$1 == "50%" {print $2}' "$1")
+	p99=$(awk '$1 == "99%" {print $2}' "$1")
+	awk -v p50="$(to_ms "${p50:-0}")" -v p99="$(to_ms "${p99:-0}")" '
+		/requests in/ {n = $1}
+		/Non-2xx or 3xx responses:/ {bad = $NF}
+		/Socket errors:/ {
+			gsub(/,/, "")
+			for (i = 3; i < NF; i += 2) err[$i] = $(i + 1)
+		}
+		END {
+			printf "%d %d %d %d %d %d %s %s\n", n, bad, err["connect"],
+			    err["read"], err["write"], err["timeout"], p50, p99
+		}' "$1"
+}
+
+# --- the table ---------------------------------------------------------------
+
+# Prints the table: a title, the errors, each daemon's fds and RSS at
+# start and end, then the rows added with row (latencies and the like). An
+# fd count that grew, or an RSS that grew by more than SOAK_RSS_NOISE
+# percent (default 10) plus 2 MiB, is marked GREW.
+soak_rows=()
+row() { # what start end
+	soak_rows+=("$(printf '%-32s %18s %18s' "$1" "$2" "$3")")
+}
+table() { # title errors errors-detail name...
+	local title=$1 errors=$2 detail=$3 n s e mark r
+	shift 3
+	local noise=${SOAK_RSS_NOISE:-10}
+	echo
+	echo "== $soak: $title"
+	printf '%-32s %18s %18s %8s\n' "" start end change
+	printf '%-32s %18s %18s %8s  %s\n' "errors (target 0)" - "$errors" - "$detail"
+	for n in "$@"; do
+		s=${soak_fds[start,$n]} e=${soak_fds[end,$n]}
+		mark=
+		[ "$e" -le "$s" ] || mark="  GREW"
+		printf '%-32s %18s %18s %+8d%s\n' "$n fds" "$s" "$e" $((e - s)) "$mark"
+		[ -z "$mark" ] || say "$n's descriptors, start then end:" \
+			"$(diff "$tmp/fds.start.$n" "$tmp/fds.end.$n" | grep '^[<>]' | tr '\n' ';')"
+		s=${soak_rss[start,$n]} e=${soak_rss[end,$n]}
+		mark=$(awk -v s="$s" -v e="$e" -v k="$noise" \
+			'BEGIN { if (e > s * (1 + k / 100) + 2) print "  GREW" }')
+		printf '%-32s %18s %18s %+8.1f%s\n' "$n VmRSS MiB" "$s" "$e" \
+			"$(awk -v s="$s" -v e="$e" 'BEGIN {print e - s}')" "$mark"
+	done
+	for r in "${soak_rows[@]}"; do echo "$r"; done
+}
