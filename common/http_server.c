@@ -73,12 +73,21 @@ http_reply_error(struct http_response *res, unsigned status, const char *code,
 {
 	char msg[512];
 	va_list ap;
+	json_t *body;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	http_reply_json(res, status,
-	    json_pack("{s:s, s:s}", "error", code, "message", msg));
+	body = json_pack("{s:s, s:s}", "error", code, "message", msg);
+	if (body == NULL) {
+		/* Not UTF-8 (a method of raw bytes, or a character cut by
+		 * the cap): the answer must still be an error, never none. */
+		for (char *c = msg; *c != '\0'; c++)
+			if ((unsigned char)*c >= 0x80)
+				*c = '?';
+		body = json_pack("{s:s, s:s}", "error", code, "message", msg);
+	}
+	http_reply_json(res, status, body);
 }
 
 void
@@ -596,9 +605,10 @@ hexval(char c)
 }
 
 /*
- * Decodes %XX in the path and in query arguments, in place, except %00:
- * a decoded NUL would cut "/v1/jobs/a%00/x" short and route it elsewhere.
- * Left as "%00", it fails every check that follows.
+ * Decodes %XX in the path and in query arguments, in place, except %00
+ * and %2F: a decoded NUL would cut "/v1/jobs/a%00/x" short, and a decoded
+ * slash would make "/v1/jobs/a%2Fheartbeat" another route. Left as they
+ * are, they fail every check that follows (a segment is [A-Za-z0-9._-]).
  */
 static size_t
 unescape(void *cls, struct MHD_Connection *conn, char *s)
@@ -612,7 +622,8 @@ unescape(void *cls, struct MHD_Connection *conn, char *s)
 		int hi, lo;
 
 		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 &&
-		    (lo = hexval(r[2])) >= 0 && (hi | lo) != 0) {
+		    (lo = hexval(r[2])) >= 0 && (hi | lo) != 0 &&
+		    hi * 16 + lo != '/') {
 			*w++ = (char)(hi * 16 + lo);
 			r += 3;
 		} else
@@ -628,14 +639,23 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static const char answered[] =
+	    "Error processing request (HTTP response code is ";
+	struct http_server *srv = cls;
 	char msg[512];
+	unsigned code;
 	size_t n;
 
-	(void)cls;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
 	while (n > 0 && msg[n - 1] == '\n')
 		msg[--n] = '\0';
+	/* The library answers a head it cannot take (a malformed request
+	 * line, an oversize head: 400, 414, 431, 505) by itself, and says
+	 * so only here: count the answer with the others. */
+	if (srv != NULL && strncmp(msg, answered, sizeof(answered) - 1) == 0 &&
+	    sscanf(msg + sizeof(answered) - 1, "%u", &code) == 1)
+		count_status(srv, code);
 	log_warn("http_library", "{s:s}", "message", msg);
 }
 
@@ -664,7 +684,7 @@ http_server_start(const struct http_server_config *cfg,
 		flags |= MHD_USE_INTERNAL_POLLING_THREAD;
 	struct MHD_OptionItem opts[] = {
 		/* First, so that MHD's own complaints come out as JSON too. */
-		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL },
+		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, srv },
 		{ MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd, NULL },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv },
 		{ MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape, NULL },
