@@ -12,6 +12,7 @@
 #include "http_client.h"
 #include "http_server.h"
 #include "log.h"
+#include "problems.h"
 #include "service.h"
 #include "util.h"
 
@@ -208,9 +209,20 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 	return 0;
 }
 
+/* 422 with the problems listed; steals problems. */
+static void
+reply_problems(struct http_response *res, const char *code, const char *message,
+    json_t *problems)
+{
+	http_reply_json(res, 422,
+	    json_pack("{s:s, s:s, s:o}", "error", code, "message", message,
+		"problems", problems));
+}
+
 static void
 jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 {
+	static const char *const fields[] = { "manifest", "inputs", "command" };
 	struct launcher *l = ctx;
 	json_t *body = http_request_body(req);
 	const char *manifest =
@@ -222,25 +234,35 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 	char err[256];
 	size_t i;
 
+	/* A typo must not pass as "not asked for". */
+	problems_unknown_keys(body, "", fields, ARRAY_SIZE(fields), problems);
 	if (manifest == NULL || !name_ok(manifest, 64, "._-"))
 		json_array_append_new(problems,
 		    json_pack("{s:s, s:s}", "field", "manifest", "problem",
 			"required: a manifest's name"));
-	if (inputs != NULL && !json_is_array(inputs))
+	/* The hatch takes at most 64; more would be cut short below. */
+	if (inputs != NULL &&
+	    (!json_is_array(inputs) || json_array_size(inputs) > 64))
 		json_array_append_new(problems,
 		    json_pack("{s:s, s:s}", "field", "inputs", "problem",
-			"a list of {src, dst}"));
-	json_array_foreach(inputs, i, v)
-	{
-		const char *src = json_string_value(json_object_get(v, "src"));
-		const char *dst = json_string_value(json_object_get(v, "dst"));
-		if (src == NULL || dst == NULL || strchr(src, ':') != NULL ||
-		    strchr(dst, ':') != NULL)
-			json_array_append_new(problems,
-			    json_pack("{s:s, s:s}", "field", "inputs",
-				"problem",
-				"each input is {src, dst}, without ':'"));
-	}
+			"a list of at most 64 {src, dst}"));
+	else
+		json_array_foreach(inputs, i, v)
+		{
+			const char *src =
+			    json_string_value(json_object_get(v, "src"));
+			const char *dst =
+			    json_string_value(json_object_get(v, "dst"));
+			if (src == NULL || dst == NULL ||
+			    json_object_size(v) != 2 ||
+			    strchr(src, ':') != NULL ||
+			    strchr(dst, ':') != NULL)
+				json_array_append_new(problems,
+				    json_pack("{s:s, s:s}", "field", "inputs",
+					"problem",
+					"each input is {src, dst}, without "
+					"':'"));
+		}
 	if (command != NULL &&
 	    (!json_is_array(command) || json_array_size(command) > 64))
 		json_array_append_new(problems,
@@ -251,10 +273,8 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 		json_pack("{s:s, s:s}", "field", "command", "problem",
 		    "a list of strings"));
 	if (json_array_size(problems) > 0) {
-		http_reply_json(res, 422,
-		    json_pack("{s:s, s:s, s:o}", "error", "invalid_job",
-			"message", "the job cannot be run as asked", "problems",
-			problems));
+		reply_problems(res, "invalid_job",
+		    "the job cannot be run as asked", problems);
 		return;
 	}
 	json_decref(problems);
@@ -315,9 +335,19 @@ static void
 job_stop(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct launcher *l = ctx;
+	json_t *problems = json_array();
 	struct sjob *j;
 	bool done = false;
 
+	/* The body is optional and has no fields: whatever it holds is a
+	 * mistake, refused before anything is stopped. */
+	problems_unknown_keys(http_request_body(req), "", NULL, 0, problems);
+	if (json_array_size(problems) > 0) {
+		reply_problems(res, "invalid_request", "the body has no fields",
+		    problems);
+		return;
+	}
+	json_decref(problems);
 	pthread_mutex_lock(&l->mu);
 	j = find_or_404(l, req, res);
 	if (j != NULL && !j->done)

@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "problems.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -129,6 +130,18 @@ job_post(void *ctx, struct http_request *req, struct http_response *res)
 		    "a job id is 1 to %d of [A-Za-z0-9_-]", JOB_ID_MAX);
 		return;
 	}
+	/* The body is optional and has no fields: whatever it holds is a
+	 * mistake, refused before the broker is asked. */
+	json_t *problems = json_array();
+	problems_unknown_keys(http_request_body(req), "", NULL, 0, problems);
+	if (json_array_size(problems) > 0) {
+		http_reply_json(res, 422,
+		    json_pack("{s:s, s:s, s:o}", "error", "invalid_request",
+			"message", "the body has no fields", "problems",
+			problems));
+		return;
+	}
+	json_decref(problems);
 	if (job_find(p, id) != NULL) {
 		http_reply_error(res, 409, "exists",
 		    "the job already has a channel");
