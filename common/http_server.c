@@ -49,6 +49,7 @@ struct http_request {
 	struct buf raw;
 	json_t *body;
 	bool too_large;
+	uint64_t dropped; /* body bytes nobody will read */
 	bool answered;
 	bool parsed; /* body checked: a resumed request skips it */
 	bool deferred; /* the handler deferred during this call */
@@ -488,20 +489,23 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url,
 		atomic_fetch_add(&srv->in_flight, 1);
 		return begin_request(req, url);
 	}
-	if (req->answered) {
-		/* Answered early (404, 413, ...): drop whatever still comes. */
-		*upload_data_size = 0;
-		return MHD_YES;
-	}
 	if (*upload_data_size > 0) {
-		if (!req->too_large &&
+		if (!req->answered && !req->too_large &&
 		    buf_append(&req->raw, upload_data, *upload_data_size) < 0) {
 			req->too_large = true;
 			buf_free(&req->raw);
 		}
+		/* A body answered early (404, 413, ...) or over the cap is
+		 * dropped as it comes; one that runs on past twice the cap
+		 * (a chunked upload need not end) closes the connection. */
+		if (req->answered || req->too_large)
+			req->dropped += *upload_data_size;
 		*upload_data_size = 0;
-		return MHD_YES;
+		return req->dropped > 2 * (uint64_t)srv->cfg.max_body ? MHD_NO
+								      : MHD_YES;
 	}
+	if (req->answered)
+		return MHD_YES;
 	return finish_request(req);
 }
 

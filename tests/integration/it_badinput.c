@@ -1584,6 +1584,39 @@ START_TEST(slow_and_half_closed_clients)
 	for (int s = 0; s < NSVC; s++)
 		normal_request((enum svc)s);
 
+	/* A chunked upload that never ends: cut once it runs past twice
+	 * the cap, not read forever. */
+	for (int s = 0; s < NSVC; s++) {
+		static char chunk[65536 + 16];
+		size_t sent = 0, n;
+		int fd = dial((enum svc)s);
+
+		snprintf(req, sizeof(req),
+		    "POST %s HTTP/1.1\r\nHost: x\r\n"
+		    "Authorization: Bearer %s\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n",
+		    body_path[s], keys[s == BROKER ? VERIFIER : LAUNCHER]);
+		send_all(fd, req, strlen(req));
+		n = (size_t)snprintf(chunk, sizeof(chunk), "10000\r\n");
+		memset(chunk + n, ' ', 65536);
+		memcpy(chunk + n + 65536, "\r\n", 2);
+		n += 65536 + 2;
+		while (sent < 16 * CAP) {
+			ssize_t k = send(fd, chunk, n, MSG_NOSIGNAL);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			sent += (size_t)k;
+		}
+		if (sent >= 16 * CAP)
+			bad("%s: an endless chunked upload was still read "
+			    "after "
+			    "%zu bytes",
+			    svc_names[s], sent);
+		close(fd);
+	}
+
 	/* The slow ones are timed out (MHD: 30 s without a byte). The
 	 * deadline is only there so that a server that never does fails. */
 	for (int s = 0; s < NSVC; s++)
