@@ -40,6 +40,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -148,16 +149,17 @@ proxy_socket(int ctl)
 static void
 trust_bundle(int ctl, const char *path, const char *ca_pem)
 {
-	char buf[65536];
-	ssize_t n;
+	ssize_t n = 0;
 	int in = open(HOST_BUNDLE, O_RDONLY | O_CLOEXEC);
 	int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 
 	if (out < 0)
 		die(ctl, "write %s", path);
-	while (in >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			die(ctl, "write %s", path);
+	/* In the kernel: 215 KB not copied through here and back. */
+	while (in >= 0 && (n = sendfile(out, in, NULL, 1 << 20)) > 0)
+		;
+	if (n < 0)
+		die(ctl, "write %s", path);
 	if (in >= 0)
 		close(in);
 	if (ca_pem != NULL &&
