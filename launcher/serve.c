@@ -27,6 +27,10 @@
 
 #define RESULT_MAX (4 * 1024 * 1024)
 #define STOP_WAIT_MS 15000
+/* Finished jobs kept for GET: the newest this many, and any that ended
+ * less than KEEP_SECONDS ago. */
+#define KEEP_DONE 1000
+#define KEEP_SECONDS 60
 
 struct sjob {
 	struct sjob *next;
@@ -36,7 +40,7 @@ struct sjob {
 	struct buf result;
 	int status;
 	bool done;
-	time_t started;
+	time_t started, ended;
 };
 
 static struct sjob *
@@ -60,30 +64,48 @@ drain(struct sjob *j)
 		(void)buf_append(&j->result, buf, (size_t)n);
 }
 
-/* Every 100 ms: results read, children reaped. */
+/* Reads what j's child wrote and reaps it if it ended; l->mu held. */
+static void
+reap(struct sjob *j)
+{
+	int st;
+
+	if (j->done)
+		return;
+	drain(j);
+	if (waitpid(j->pid, &st, WNOHANG) != j->pid)
+		return;
+	drain(j);
+	close(j->result_fd);
+	j->result_fd = -1;
+	j->status = st;
+	j->pid = 0;
+	j->done = true;
+	j->ended = time(NULL);
+	log_info("job_done", "{s:s, s:i}", "job", j->id, "status",
+	    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+/* Every 100 ms: results read, children reaped, and the oldest finished
+ * jobs past KEEP_DONE forgotten (their GET answers 404 then). */
 static void
 tick(void *ctx)
 {
 	struct launcher *l = ctx;
-	int st;
+	time_t now = time(NULL);
+	size_t done = 0;
 
 	pthread_mutex_lock(&l->mu);
-	for (struct sjob *j = l->jobs; j != NULL; j = j->next) {
-		if (j->done)
+	for (struct sjob **p = &l->jobs, *j; (j = *p) != NULL;) {
+		reap(j);
+		if (j->done && ++done > KEEP_DONE &&
+		    now - j->ended > KEEP_SECONDS) {
+			*p = j->next;
+			buf_free(&j->result);
+			free(j);
 			continue;
-		drain(j);
-		if (waitpid(j->pid, &st, WNOHANG) == j->pid) {
-			drain(j);
-			close(j->result_fd);
-			j->result_fd = -1;
-			j->status = st;
-			j->pid = 0;
-			j->done = true;
-			log_info("job_done", "{s:s, s:i}", "job", j->id,
-			    "status",
-			    WIFEXITED(st) ? WEXITSTATUS(st)
-					  : 128 + WTERMSIG(st));
 		}
+		p = &j->next;
 	}
 	pthread_mutex_unlock(&l->mu);
 }
@@ -326,8 +348,10 @@ job_get(void *ctx, struct http_request *req, struct http_response *res)
 
 	pthread_mutex_lock(&l->mu);
 	j = find_or_404(l, req, res);
-	if (j != NULL)
+	if (j != NULL) {
+		reap(j); /* a poller sees the end at once, not at the tick */
 		http_reply_json(res, 200, job_json(j));
+	}
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -356,12 +380,13 @@ job_stop(void *ctx, struct http_request *req, struct http_response *res)
 	if (j == NULL)
 		return;
 	/* The child runs the stop path; its result is the answer. */
-	for (int waited = 0; waited < STOP_WAIT_MS && !done; waited += 50) {
+	for (int waited = 0; waited < STOP_WAIT_MS && !done; waited += 10) {
 		pthread_mutex_lock(&l->mu);
+		reap(j);
 		done = j->done;
 		pthread_mutex_unlock(&l->mu);
 		if (!done)
-			usleep(50 * 1000);
+			usleep(10 * 1000);
 	}
 	pthread_mutex_lock(&l->mu);
 	http_reply_json(res, done ? 200 : 202, job_json(j));
