@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,6 +420,11 @@ run_agent(const struct drill *d, const char *config, const char *dir)
 		_exit(127);
 	}
 	close(p[1]);
+	/* A ^C reaches the job's cordon run too (one process group): it
+	 * runs the stop path and gives its result, which the drill still
+	 * reports, and then unstages. */
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	sigaction(SIGINT, &ign, &old);
 	buf_init(&out, 64 * 1024 * 1024);
 	for (char b[65536];;) {
 		ssize_t k = read(p[0], b, sizeof(b));
@@ -430,6 +436,7 @@ run_agent(const struct drill *d, const char *config, const char *dir)
 	close(p[0]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	sigaction(SIGINT, &old, NULL);
 	json_t *j = out.len > 0 ? json_loadb(out.data, out.len, 0, NULL) : NULL;
 	buf_free(&out);
 	return j;
