@@ -39,7 +39,8 @@ proxy_kick(struct proxy *p)
 {
 	static const struct timeval now = { 0, 0 };
 
-	evtimer_add(p->http_tick, &now);
+	if (p->http_tick != NULL)
+		evtimer_add(p->http_tick, &now);
 }
 
 static void
@@ -161,6 +162,9 @@ proxy_free(struct proxy *p)
 		TAILQ_REMOVE(&p->jobs, j, link);
 		job_free(j);
 	}
+	/* Before the events go: stopping the control API resumes what it
+	 * held and kicks http_tick. */
+	http_server_stop(p->http, 0);
 	if (p->sweep != NULL)
 		event_free(p->sweep);
 	if (p->http_ev != NULL)
@@ -174,7 +178,6 @@ proxy_free(struct proxy *p)
 	for (size_t i = 0; i < ARRAY_SIZE(p->sigs); i++)
 		if (p->sigs[i] != NULL)
 			event_free(p->sigs[i]);
-	http_server_stop(p->http, 0);
 	broker_link_free(p->broker);
 	if (p->dns != NULL)
 		evdns_base_free(p->dns, 1);
