@@ -40,6 +40,7 @@ squid-openssl
 tinyproxy
 mitmproxy
 bubblewrap
+valgrind
 "
 
 case "${1:-}" in
