@@ -592,3 +592,66 @@ harness_broker_key(const struct daemon *broker, const char *role, char *out,
 	ck_assert_msg(harness_read_line(path, out, len) == 0, "no key %s",
 	    path);
 }
+
+void
+stack_start(struct stack *s, const struct stack_options *o)
+{
+	char cfg[2048], hostsf[400], keyfile[400];
+	const char *dir;
+
+	ck_assert_int_eq(daemon_start(&s->broker, "broker", o->broker_config),
+	    0);
+	harness_broker_key(&s->broker, "admin", s->admin, sizeof(s->admin));
+	harness_broker_key(&s->broker, "launcher", s->launcher,
+	    sizeof(s->launcher));
+	harness_broker_key(&s->broker, "verifier", s->verifier,
+	    sizeof(s->verifier));
+	snprintf(keyfile, sizeof(keyfile), "%s/var/broker/keys/launcher.key",
+	    s->broker.dir);
+
+	dir = harness_tmpdir();
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
+	harness_write_file(hostsf, o->hosts != NULL ? o->hosts : "");
+	snprintf(s->verifier_file, sizeof(s->verifier_file), "%s/verifier.key",
+	    dir);
+	harness_write_file(s->verifier_file, s->verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s\", \"hosts_file\": \"%s\", "
+	    "\"follower\": \"proxy-test\"}",
+	    s->broker.base, s->verifier_file, keyfile, hostsf);
+	ck_assert_int_eq(daemon_start(&s->proxy, "proxy", cfg), 0);
+
+	snprintf(s->inputs, sizeof(s->inputs), "%s", harness_tmpdir());
+	snprintf(cfg, sizeof(cfg),
+	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\"}",
+	    s->inputs, keyfile);
+	ck_assert_int_eq(daemon_start(&s->hatch, "hatch", cfg), 0);
+
+	snprintf(s->launcher_dir, sizeof(s->launcher_dir), "%s",
+	    harness_tmpdir());
+	snprintf(s->launcher_cfg, sizeof(s->launcher_cfg), "%s/launcher.json",
+	    s->launcher_dir);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
+	    "\"launcher_key_file\": \"%s\", \"state_dir\": \"%s/state\", "
+	    "\"runtime_dir\": \"%s/run\", \"uid_base\": %d, "
+	    "\"uid_count\": 1000",
+	    s->broker.base, s->proxy.base, s->hatch.base, keyfile,
+	    s->launcher_dir, s->launcher_dir, o->uid_base);
+	if (o->drill)
+		snprintf(cfg + strlen(cfg), sizeof(cfg) - strlen(cfg),
+		    ", \"verifier_key_file\": \"%s\", "
+		    "\"drill_dir\": \"%s/drill\"",
+		    s->verifier_file, s->inputs);
+	snprintf(cfg + strlen(cfg), sizeof(cfg) - strlen(cfg), "}");
+	harness_write_file(s->launcher_cfg, cfg);
+}
+
+void
+stack_stop(struct stack *s)
+{
+	daemon_stop(&s->hatch);
+	daemon_stop(&s->proxy);
+	daemon_stop(&s->broker);
+}

@@ -100,4 +100,36 @@ void harness_broker_key(const struct daemon *broker, const char *role,
 /* Reads a file's first line into buf (newline dropped): 0 or -1. */
 int harness_read_line(const char *path, char *buf, size_t len);
 
+/*
+ * The three services and a launcher's configuration, as the tests of
+ * `cordon run` use them: the broker (with broker_config, NULL for the
+ * defaults) and its three keys; the proxy, with the verifier key's copy
+ * and a hosts_file of hosts (lines "127.0.0.1 name"); the hatch, whose
+ * input root is inputs; and launcher_cfg, a launcher configuration for
+ * them with its own state, runtime directory and uids [uid_base,
+ * uid_base + 1000); with drill, also the verifier key's copy and a
+ * drill_dir under the input root, for `cordon drill`.
+ */
+struct stack {
+	struct daemon broker, proxy, hatch;
+	char admin[128], launcher[128], verifier[128];
+	char verifier_file[400]; /* the copy of the verifier key */
+	char inputs[300]; /* the hatch's input root */
+	char launcher_cfg[400];
+	char launcher_dir[300]; /* state/ and run/ of the launcher */
+};
+
+struct stack_options {
+	const char *broker_config;
+	const char *hosts;
+	int uid_base;
+	bool drill;
+};
+
+/* Starts s as o says, asserting each step. */
+void stack_start(struct stack *s, const struct stack_options *o);
+
+/* Stops the hatch, the proxy and the broker. */
+void stack_stop(struct stack *s);
+
 #endif

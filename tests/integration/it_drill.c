@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static struct daemon broker, proxy, hatch;
+static struct stack st;
 static struct upstream *plain;
 
 /*
@@ -88,8 +88,6 @@ early_start(void)
 	ck_assert_int_eq(pthread_create(&early.thread, NULL, early_serve, NULL),
 	    0);
 }
-static char admin[128], verifier[128];
-static char cfgpath[400];
 
 /* The example manifest (deploy/examples/support-triage.json), its
  * invoices API moved to the test upstream's port. */
@@ -111,8 +109,8 @@ put_example(void)
 			json_object_set_new(rule, "port",
 			    json_integer(early.port));
 	}
-	json_decref(harness_expect(&broker, 200, "PUT",
-	    "/v1/manifests/support-triage", admin, NULL, m));
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/support-triage", st.admin, NULL, m));
 }
 
 /* A small manifest with a rule for the hatch's port, under a name that
@@ -121,7 +119,7 @@ put_example(void)
 static void
 put_weak(void)
 {
-	const char *port = strrchr(hatch.base, ':') + 1;
+	const char *port = strrchr(st.hatch.base, ':') + 1;
 	json_t *m = json_pack("{s:s, s:[s], "
 			      "s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}], "
 			      "s:[{s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s}, "
@@ -137,54 +135,24 @@ put_weak(void)
 	    "allow_cidrs", "127.0.0.0/8", "limits", "wall_seconds", 120,
 	    "memory_mb", 256, "pids", 64, "output_kb", 1024, "disk_mb", 64);
 
-	json_decref(harness_expect(&broker, 200, "PUT",
-	    "/v1/manifests/drill-weak", admin, NULL, m));
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/drill-weak", st.admin, NULL, m));
 }
 
 static void
 setup(void)
 {
-	char cfg[2048], hostsf[400], path[400], inputs[300];
-	const char *dir;
+	static const struct stack_options o = { .uid_base = 330000,
+		.drill = true,
+		.hosts = "127.0.0.1 api.test\n127.0.0.1 svc.test\n"
+			 "127.0.0.1 invoices.internal\n"
+			 "127.0.0.1 api.github.com\n" };
 
 	signal(SIGPIPE, SIG_IGN);
-	ck_assert_int_eq(daemon_start(&broker, "broker", NULL), 0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
 	early_start();
-
-	dir = harness_tmpdir();
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
-	harness_write_file(hostsf,
-	    "127.0.0.1 api.test\n127.0.0.1 svc.test\n"
-	    "127.0.0.1 invoices.internal\n127.0.0.1 api.github.com\n");
-	snprintf(path, sizeof(path), "%s/verifier.key", dir);
-	harness_write_file(path, verifier);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
-	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-drill-test\"}",
-	    broker.base, path, broker.dir, hostsf);
-	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
-
-	snprintf(inputs, sizeof(inputs), "%s", harness_tmpdir());
-	snprintf(cfg, sizeof(cfg),
-	    "{\"input_roots\": [\"%s\"], "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\"}",
-	    inputs, broker.dir);
-	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
-
-	dir = harness_tmpdir();
-	snprintf(cfgpath, sizeof(cfgpath), "%s/launcher.json", dir);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
-	    "\"verifier_key_file\": \"%s\", \"drill_dir\": \"%s/drill\", "
-	    "\"state_dir\": \"%s/state\", \"uid_base\": 330000}",
-	    broker.base, proxy.base, hatch.base, broker.dir, path, inputs, dir);
-	harness_write_file(cfgpath, cfg);
+	stack_start(&st, &o);
 	put_example();
 	put_weak();
 }
@@ -196,9 +164,7 @@ teardown(void)
 	shutdown(early.fd, SHUT_RDWR);
 	pthread_join(early.thread, NULL);
 	close(early.fd);
-	daemon_stop(&hatch);
-	daemon_stop(&proxy);
-	daemon_stop(&broker);
+	stack_stop(&st);
 }
 
 static int
@@ -206,8 +172,8 @@ drill(const char *manifest, bool json, char *out, size_t outlen)
 {
 	static char err[1 << 16];
 	char *argv[] = { (char *)harness_bin("cordon"), "drill", "--config",
-		cfgpath, "--manifest", (char *)manifest, json ? "--json" : NULL,
-		NULL };
+		st.launcher_cfg, "--manifest", (char *)manifest,
+		json ? "--json" : NULL, NULL };
 
 	return harness_run(argv, out, outlen, err, sizeof(err));
 }
@@ -333,9 +299,9 @@ START_TEST(drill_refusals)
 {
 	static char out[1 << 16], err[1 << 16];
 	char *nomanifest[] = { (char *)harness_bin("cordon"), "drill",
-		"--config", cfgpath, NULL };
+		"--config", st.launcher_cfg, NULL };
 	char *unknown[] = { (char *)harness_bin("cordon"), "drill", "--config",
-		cfgpath, "--manifest", "no-such-manifest", NULL };
+		st.launcher_cfg, "--manifest", "no-such-manifest", NULL };
 
 	ck_assert_int_eq(harness_run(nomanifest, out, sizeof(out), err,
 			     sizeof(err)),

@@ -80,51 +80,31 @@ put_manifest(const char *name)
 static void
 services(int lease_seconds)
 {
-	char cfg[2048], hostsf[400], path[400];
-	const char *dir;
+	static struct stack st;
+	struct stack_options o = { .uid_base = UID_BASE,
+		.hosts = "127.0.0.1 api.test\n" };
+	char cfg[64], path[400];
 
 	snprintf(cfg, sizeof(cfg), "{\"lease_seconds\": %d}", lease_seconds);
-	ck_assert_int_eq(daemon_start(&broker, "broker", cfg), 0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
+	o.broker_config = cfg;
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
+	stack_start(&st, &o);
+	/* The tests restart and kill them by these names. */
+	broker = st.broker;
+	proxy = st.proxy;
+	hatch = st.hatch;
+	memcpy(admin, st.admin, sizeof(admin));
+	memcpy(launcher, st.launcher, sizeof(launcher));
+	memcpy(verifier, st.verifier, sizeof(verifier));
+	snprintf(cfgpath, sizeof(cfgpath), "%s", st.launcher_cfg);
+	snprintf(inputs, sizeof(inputs), "%s", st.inputs);
+	snprintf(launcher_run, sizeof(launcher_run), "%s/run", st.launcher_dir);
 
-	dir = harness_tmpdir();
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
-	harness_write_file(hostsf, "127.0.0.1 api.test\n");
-	snprintf(path, sizeof(path), "%s/verifier.key", dir);
-	harness_write_file(path, verifier);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
-	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-faults-test\"}",
-	    broker.base, path, broker.dir, hostsf);
-	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
-
-	snprintf(inputs, sizeof(inputs), "%s", harness_tmpdir());
 	snprintf(path, sizeof(path), "%s/repo", inputs);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/repo/README.md", inputs);
 	harness_write_file(path, "hello\n");
-	snprintf(cfg, sizeof(cfg),
-	    "{\"input_roots\": [\"%s\"], "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\"}",
-	    inputs, broker.dir);
-	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
-
-	dir = harness_tmpdir();
-	snprintf(cfgpath, sizeof(cfgpath), "%s/launcher.json", dir);
-	snprintf(launcher_run, sizeof(launcher_run), "%s/run", dir);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
-	    "\"state_dir\": \"%s/state\", \"runtime_dir\": \"%s\", "
-	    "\"uid_base\": %d, \"uid_count\": %d}",
-	    broker.base, proxy.base, hatch.base, broker.dir, dir, launcher_run,
-	    UID_BASE, UID_COUNT);
-	harness_write_file(cfgpath, cfg);
 	put_manifest("fault-job");
 }
 

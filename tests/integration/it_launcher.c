@@ -52,49 +52,30 @@ put_manifest(const char *name, int wall)
 static void
 setup(void)
 {
-	char cfg[2048], hostsf[400], path[400];
-	const char *dir;
+	static struct stack st;
+	static const struct stack_options o = { .uid_base = 300000,
+		.hosts = "127.0.0.1 api.test\n" };
+	char path[400];
 
 	signal(SIGPIPE, SIG_IGN);
-	ck_assert_int_eq(daemon_start(&broker, "broker", NULL), 0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
-
-	dir = harness_tmpdir();
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
-	harness_write_file(hostsf, "127.0.0.1 api.test\n");
-	snprintf(path, sizeof(path), "%s/verifier.key", dir);
-	harness_write_file(path, verifier);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
-	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-launcher-test\"}",
-	    broker.base, path, broker.dir, hostsf);
-	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+	stack_start(&st, &o);
+	/* The tests restart and stop them by these names. */
+	broker = st.broker;
+	proxy = st.proxy;
+	hatch = st.hatch;
+	memcpy(admin, st.admin, sizeof(admin));
+	memcpy(launcher, st.launcher, sizeof(launcher));
+	memcpy(verifier, st.verifier, sizeof(verifier));
+	snprintf(cfgpath, sizeof(cfgpath), "%s", st.launcher_cfg);
+	snprintf(inputs, sizeof(inputs), "%s", st.inputs);
 
 	/* An input: a small repository. */
-	snprintf(inputs, sizeof(inputs), "%s", harness_tmpdir());
 	snprintf(path, sizeof(path), "%s/repo", inputs);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/repo/README.md", inputs);
 	harness_write_file(path, "hello\n");
-	snprintf(cfg, sizeof(cfg),
-	    "{\"input_roots\": [\"%s\"], "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\"}",
-	    inputs, broker.dir);
-	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
-
-	dir = harness_tmpdir();
-	snprintf(cfgpath, sizeof(cfgpath), "%s/launcher.json", dir);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
-	    "\"state_dir\": \"%s/state\", \"uid_base\": 300000}",
-	    broker.base, proxy.base, hatch.base, broker.dir, dir);
-	harness_write_file(cfgpath, cfg);
 	put_manifest("job-test", 60);
 	put_manifest("short-job", 2);
 	put_manifest("canary-job", 60);
