@@ -3,6 +3,7 @@
  * temporary directory, always stopped, their logs shown on failure.
  */
 #include "harness.h"
+#include "util.h"
 
 #include "http_client.h"
 
@@ -26,15 +27,6 @@
 static struct daemon *running[MAX_DAEMONS];
 static char testdir[300]; /* <root>/<pid of the test process> */
 static pid_t testdir_owner;
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int
 rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -346,8 +338,8 @@ daemon_spawn(struct daemon *d)
 			break;
 		}
 
-	t0 = now_ms();
-	while (now_ms() - t0 < 10000) {
+	t0 = (double)monotonic_ms();
+	while ((double)monotonic_ms() - t0 < 10000) {
 		long status = 0;
 		if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
 			fprintf(stderr, "harness: %s exited during start\n",
@@ -409,13 +401,13 @@ daemon_kill(struct daemon *d)
 int
 daemon_stop(struct daemon *d)
 {
-	double t0 = now_ms();
+	double t0 = (double)monotonic_ms();
 	int status;
 
 	if (d->pid <= 0)
 		return -1;
 	kill(d->pid, SIGTERM);
-	while (now_ms() - t0 < 10000) {
+	while ((double)monotonic_ms() - t0 < 10000) {
 		pid_t r = waitpid(d->pid, &status, WNOHANG);
 		if (r == d->pid) {
 			int code = WIFEXITED(status) ? WEXITSTATUS(status)
@@ -458,7 +450,7 @@ harness_run(char *const argv[], char *out, size_t outlen, char *err,
 	const char *dir = harness_tmpdir();
 	int po[2], pe[2], status;
 	size_t gout = 0, gerr = 0;
-	double t0 = now_ms();
+	double t0 = (double)monotonic_ms();
 	pid_t pid;
 
 	if (pipe2(po, O_CLOEXEC | O_NONBLOCK) < 0 ||
@@ -486,7 +478,7 @@ harness_run(char *const argv[], char *out, size_t outlen, char *err,
 		drain(pe[0], err, errlen, &gerr);
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			break;
-		if (now_ms() - t0 > 10000) {
+		if ((double)monotonic_ms() - t0 > 10000) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 			status = -1;

@@ -11,6 +11,7 @@
  */
 #include "harness.h"
 #include "upstream.h"
+#include "util.h"
 
 #include "digest.h"
 #include "http_client.h"
@@ -43,15 +44,6 @@ static struct upstream *plain;
 static char admin[128], launcher[128], verifier[128];
 static char cfgpath[400], inputs[300], launcher_run[400];
 static char tmpfs_dir[400]; /* the full-disk test's tmpfs, "" when none */
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void
 put_manifest(const char *name)
@@ -187,11 +179,11 @@ bg_pump(struct bgjob *b, int ms)
 static const char *
 bg_expect(struct bgjob *b, size_t from, const char *want, int ms)
 {
-	double end = now_ms() + ms;
+	double end = (double)monotonic_ms() + ms;
 	const char *hit;
 
 	while ((hit = strstr(b->out + from, want)) == NULL) {
-		double left = end - now_ms();
+		double left = end - (double)monotonic_ms();
 		ck_assert_msg(left > 0 && !b->eof,
 		    "the job did not print \"%s\" (within %d ms): %s", want, ms,
 		    b->out);
@@ -217,14 +209,14 @@ bg_count(const struct bgjob *b, size_t from, const char *s)
 static int
 bg_wait(struct bgjob *b, int ms)
 {
-	double end = now_ms() + ms;
+	double end = (double)monotonic_ms() + ms;
 	int st;
 
 	for (;;) {
 		pid_t r = waitpid(b->pid, &st, WNOHANG);
 		if (r == b->pid)
 			break;
-		if (now_ms() > end) {
+		if ((double)monotonic_ms() > end) {
 			kill(b->pid, SIGKILL);
 			waitpid(b->pid, NULL, 0);
 			ck_abort_msg("cordon run did not end within %d ms: %s",
@@ -234,7 +226,7 @@ bg_wait(struct bgjob *b, int ms)
 	}
 	/* What is still in the pipe; whatever else holds it open (nothing
 	 * should) does not hold the test. */
-	while (!b->eof && now_ms() < end)
+	while (!b->eof && (double)monotonic_ms() < end)
 		bg_pump(b, 100);
 	close(b->fd);
 	b->pid = 0;
@@ -519,8 +511,8 @@ START_TEST(a_dead_launchers_job_is_revoked_by_its_lease)
 	    "a process of the job (uid %u) outlived its launcher", uid);
 
 	/* The lease (2 s) lapses: the broker revokes the job by itself. */
-	end = now_ms() + 15000;
-	while (now_ms() < end) {
+	end = (double)monotonic_ms() + 15000;
+	while ((double)monotonic_ms() < end) {
 		json_decref(j);
 		j = job_at_broker(job);
 		state = json_string_value(json_object_get(j, "state"));
@@ -544,7 +536,7 @@ START_TEST(a_dead_launchers_job_is_revoked_by_its_lease)
 
 	/* The proxy heard it on the feed and closed the channel itself. */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
-	end = now_ms() + 10000;
+	end = (double)monotonic_ms() + 10000;
 	for (;;) {
 		j = harness_expect(&proxy, 200, "GET", path, launcher, NULL,
 		    NULL);
@@ -553,7 +545,7 @@ START_TEST(a_dead_launchers_job_is_revoked_by_its_lease)
 		json_decref(j);
 		if (closed)
 			break;
-		ck_assert_msg(now_ms() < end,
+		ck_assert_msg((double)monotonic_ms() < end,
 		    "the proxy kept the dead launcher's channel open");
 		usleep(100000);
 	}
