@@ -295,6 +295,20 @@ delete_lower(struct walk *w, const char *rel, int depth)
 	return r;
 }
 
+static bool
+is_opaque(int root, const char *rel)
+{
+	_cleanup_close_ int fd =
+	    path_open_beneath(root, rel, O_RDONLY | O_DIRECTORY, 0, true);
+	char v;
+
+	if (fd < 0)
+		return false;
+	return (fgetxattr(fd, "trusted.overlay.opaque", &v, 1) == 1 &&
+		   v == 'y') ||
+	    (fgetxattr(fd, "user.overlay.opaque", &v, 1) == 1 && v == 'y');
+}
+
 /*
  * Below an opaque directory nothing of lower shows through: emits the
  * deletion of every lower entry under rel that upper does not have at the
@@ -327,26 +341,14 @@ delete_lower_not_in_upper(struct walk *w, const char *rel, int depth)
 			r = delete_lower(w, child, depth + 1);
 		else if (u < 0)
 			r = u;
-		else if (S_ISDIR(lst.st_mode) && S_ISDIR(ust.st_mode))
+		else if (S_ISDIR(lst.st_mode) && S_ISDIR(ust.st_mode) &&
+		    !is_opaque(w->upper, child))
 			r = delete_lower_not_in_upper(w, child, depth + 1);
-		/* Otherwise upper's walk replaces it (a whiteout too). */
+		/* Otherwise upper's walk replaces it (a whiteout, or an
+		 * opaque directory, whose walk deletes what it hides). */
 	}
 	free_names(names, n);
 	return r;
-}
-
-static bool
-is_opaque(int root, const char *rel)
-{
-	_cleanup_close_ int fd =
-	    path_open_beneath(root, rel, O_RDONLY | O_DIRECTORY, 0, true);
-	char v;
-
-	if (fd < 0)
-		return false;
-	return (fgetxattr(fd, "trusted.overlay.opaque", &v, 1) == 1 &&
-		   v == 'y') ||
-	    (fgetxattr(fd, "user.overlay.opaque", &v, 1) == 1 && v == 'y');
 }
 
 static int walk_dir(struct walk *w, const char *rel, bool lower_dir, int depth);
