@@ -90,20 +90,16 @@ print_log(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	return 0;
 }
 
-/*
- * Unmounts whatever a test left mounted under root (a failed test's hatch
- * workspaces, its overlays), deepest first, so that removal can proceed.
- */
-static void
-unmount_under(const char *root)
+size_t
+harness_mounts_under(const char *root, char **out, size_t max)
 {
-	char line[8192], *mounts[256];
+	char line[8192];
 	size_t n = 0, len = strlen(root);
 	FILE *f = fopen("/proc/self/mountinfo", "r");
 
 	if (f == NULL)
-		return;
-	while (n < 256 && fgets(line, sizeof(line), f) != NULL) {
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f) != NULL) {
 		/* The fifth field is the mount point. */
 		char *p = line;
 		for (int i = 0; i < 4 && p != NULL; i++) {
@@ -115,10 +111,24 @@ unmount_under(const char *root)
 			continue;
 		p[strcspn(p, " ")] = '\0';
 		if (strncmp(p, root, len) == 0 &&
-		    (p[len] == '/' || p[len] == '\0'))
-			mounts[n++] = strdup(p);
+		    (p[len] == '/' || p[len] == '\0') &&
+		    (out[n] = strdup(p)) != NULL)
+			n++;
 	}
 	fclose(f);
+	return n;
+}
+
+/*
+ * Unmounts whatever a test left mounted under root (a failed test's hatch
+ * workspaces, its overlays), deepest first, so that removal can proceed.
+ */
+static void
+unmount_under(const char *root)
+{
+	char *mounts[256];
+	size_t n = harness_mounts_under(root, mounts, 256);
+
 	while (n > 0) {
 		umount2(mounts[--n], MNT_DETACH);
 		free(mounts[n]);

@@ -97,6 +97,10 @@ void harness_write_file(const char *path, const char *text);
 void harness_broker_key(const struct daemon *broker, const char *role,
     char *out, size_t len);
 
+/* The mount points at or under root, in mount order (strdup'd: free
+ * each), at most max: how many. */
+size_t harness_mounts_under(const char *root, char **out, size_t max);
+
 /* Reads a file's first line into buf (newline dropped): 0 or -1. */
 int harness_read_line(const char *path, char *buf, size_t len);
 

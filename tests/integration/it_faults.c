@@ -325,28 +325,12 @@ workspace_dir(const char *job, char *out, size_t len)
 static int
 mounts_under(const char *root)
 {
-	char line[8192];
-	size_t len = strlen(root);
-	int n = 0;
-	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char *mounts[256];
+	size_t n = harness_mounts_under(root, mounts, 256);
 
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char *p = line; /* the fifth field is the mount point */
-		for (int i = 0; i < 4 && p != NULL; i++) {
-			p = strchr(p, ' ');
-			if (p != NULL)
-				p++;
-		}
-		if (p == NULL)
-			continue;
-		p[strcspn(p, " ")] = '\0';
-		if (strncmp(p, root, len) == 0 &&
-		    (p[len] == '/' || p[len] == '\0'))
-			n++;
-	}
-	fclose(f);
-	return n;
+	for (size_t i = 0; i < n; i++)
+		free(mounts[i]);
+	return (int)n;
 }
 
 /* The uid job runs as, from the lock file the launcher holds for it
