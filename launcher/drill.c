@@ -665,10 +665,13 @@ judge_tokens(struct drill *d, struct row *w)
 		    "%zu live token(s) readable, the first at %s", real, where);
 	} else {
 		w->result = "stopped";
-		snprintf(w->where, sizeof(w->where),
+		int n = snprintf(w->where, sizeof(w->where),
 		    "sandbox: no token but the %zu planted canaries (each one "
-		    "a tripwire) and the job's own %zu",
-		    canaries, own);
+		    "a tripwire)",
+		    canaries);
+		if (own > 0 && n > 0 && (size_t)n < sizeof(w->where))
+			snprintf(w->where + n, sizeof(w->where) - (size_t)n,
+			    " and the %zu handed to the job at its start", own);
 	}
 }
 
