@@ -158,23 +158,6 @@ struct drill {
 
 /* --- small things --------------------------------------------------------- */
 
-static int
-read_key_file(const char *path, char *out, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, out, len - 1);
-	close(fd);
-	if (n <= 0)
-		return -EINVAL;
-	out[n] = '\0';
-	out[strcspn(out, "\r\n")] = '\0';
-	return out[0] != '\0' ? 0 : -EINVAL;
-}
-
 /* The value of key in "k=v k=v" evidence, or "". */
 static const char *
 ev(const char *evidence, const char *key, char *out, size_t len)
@@ -808,7 +791,8 @@ replay_broker(struct drill *d, struct row *w)
 	int rc;
 
 	if (d->cfg.verifier_key_file == NULL ||
-	    read_key_file(d->cfg.verifier_key_file, vkey, sizeof(vkey)) < 0) {
+	    launcher_read_key(d->cfg.verifier_key_file, vkey, sizeof(vkey)) <
+		0) {
 		w->result = "untested";
 		snprintf(w->where, sizeof(w->where),
 		    "no verifier key to introspect with (verifier_key_file: "
@@ -1090,7 +1074,8 @@ launcher_drill(int argc, char **argv)
 		    "run does\n");
 		goto out;
 	}
-	if (read_key_file(d.cfg.launcher_key_file, d.key, sizeof(d.key)) < 0) {
+	if (launcher_read_key(d.cfg.launcher_key_file, d.key, sizeof(d.key)) <
+	    0) {
 		fprintf(stderr,
 		    "cordon drill: the launcher key (%s) cannot be "
 		    "read\n",

@@ -56,6 +56,10 @@ struct launcher {
 	struct sjob *jobs; /* a list, newest first */
 };
 
+/* Reads a key file (one line, the key) into out: 0, -errno, or -EINVAL
+ * for a key under 32 characters. */
+int launcher_read_key(const char *path, char *out, size_t len);
+
 /* The path of the program name beside this one (cordon and cordon-serve
  * are installed side by side): 0 or -errno. */
 int launcher_sibling(const char *name, char *out, size_t len);

@@ -396,22 +396,6 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
 /* --- setting up ----------------------------------------------------------- */
 
-static int
-read_key(const char *path, char *out, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (f == NULL)
-		return -errno;
-	n = fread(out, 1, len - 1, f);
-	fclose(f);
-	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
-		n--;
-	out[n] = '\0';
-	return n >= 32 ? 0 : -EINVAL;
-}
-
 /*
  * A uid of the configured range for this job alone, held by a lock on a
  * file named for it for as long as the launcher (and the sandbox's init,
@@ -1144,7 +1128,8 @@ launcher_run(int argc, char **argv)
 		goto out;
 	}
 	if (cfg.launcher_key_file == NULL ||
-	    (rc = read_key(cfg.launcher_key_file, r.key, sizeof(r.key))) < 0) {
+	    (rc = launcher_read_key(cfg.launcher_key_file, r.key,
+		 sizeof(r.key))) < 0) {
 		fprintf(stderr, "cordon run: the launcher key (%s): %s\n",
 		    cfg.launcher_key_file ?: "launcher_key_file not set",
 		    cfg.launcher_key_file ? strerror(EINVAL) : "configure it");

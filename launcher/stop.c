@@ -23,7 +23,6 @@ launcher_stop(int argc, char **argv)
 	const char *config = NULL, *serve = "http://127.0.0.1:7704";
 	char err[300], key[128], path[160];
 	struct httpc_answer a;
-	FILE *f;
 	int c;
 
 	opterr = 0;
@@ -49,18 +48,13 @@ launcher_stop(int argc, char **argv)
 		fprintf(stderr, "cordon stop: %s\n", err);
 		return EXIT_CONFIG;
 	}
-	f = fopen(cfg.launcher_key_file, "re");
-	if (f == NULL || fgets(key, sizeof(key), f) == NULL) {
+	if (launcher_read_key(cfg.launcher_key_file, key, sizeof(key)) < 0) {
 		fprintf(stderr, "cordon stop: cannot read %s\n",
 		    cfg.launcher_key_file);
-		if (f != NULL)
-			fclose(f);
 		launcher_config_free(&cfg);
 		return EXIT_CONFIG;
 	}
-	fclose(f);
 	launcher_config_free(&cfg);
-	key[strcspn(key, "\r\n")] = '\0';
 	snprintf(path, sizeof(path), "/v1/jobs/%s/stop", argv[optind]);
 	if (httpc_request(serve, "POST", path, key, NULL, NULL, 20000, &a) <
 	    0) {
