@@ -58,19 +58,6 @@ reply_job_error(struct broker *b, struct http_response *res, int r)
 		reply_store_error(b, res, r);
 }
 
-/* 422 with the problems listed; steals problems. */
-static void
-reply_problems(struct http_response *res, const char *code, json_t *problems)
-{
-	char msg[64];
-
-	snprintf(msg, sizeof(msg), "%zu problem%s", json_array_size(problems),
-	    json_array_size(problems) == 1 ? "" : "s");
-	http_reply_json(res, 422,
-	    json_pack("{s:s, s:s, s:o}", "error", code, "message", msg,
-		"problems", problems));
-}
-
 /*
  * Answers a body's refusal (bodies.h): 422 invalid_request with its
  * problems, and false; true when it passed. Steals problems.
@@ -82,7 +69,7 @@ body_passed(int r, json_t *problems, struct http_response *res)
 		json_decref(problems);
 		return true;
 	}
-	reply_problems(res, "invalid_request", problems);
+	http_reply_problems(res, "invalid_request", NULL, problems);
 	return false;
 }
 

@@ -69,6 +69,23 @@ http_reply_json(struct http_response *res, unsigned status, json_t *body)
 }
 
 void
+http_reply_problems(struct http_response *res, const char *code,
+    const char *message, json_t *problems)
+{
+	char count[64];
+
+	if (message == NULL) {
+		snprintf(count, sizeof(count), "%zu problem%s",
+		    json_array_size(problems),
+		    json_array_size(problems) == 1 ? "" : "s");
+		message = count;
+	}
+	http_reply_json(res, 422,
+	    json_pack("{s:s, s:s, s:o}", "error", code, "message", message,
+		"problems", problems));
+}
+
+void
 http_reply_error(struct http_response *res, unsigned status, const char *code,
     const char *fmt, ...)
 {

@@ -142,6 +142,10 @@ void http_reply_json(struct http_response *res, unsigned status, json_t *body);
 void http_reply_error(struct http_response *res, unsigned status,
     const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Sets the answer to 422 {"error": code, "message", "problems": problems}
+ * (stolen); message NULL says how many problems there are. */
+void http_reply_problems(struct http_response *res, const char *code,
+    const char *message, json_t *problems);
 /* Sets the answer to text of a static content type (copied). */
 void http_reply_text(struct http_response *res, unsigned status,
     const char *content_type, const char *text, size_t len);

@@ -15,18 +15,6 @@
 #include <errno.h>
 #include <string.h>
 
-static void
-reply_problems(struct http_response *res, json_t *problems)
-{
-	char msg[64];
-
-	snprintf(msg, sizeof(msg), "%zu problem%s", json_array_size(problems),
-	    json_array_size(problems) == 1 ? "" : "s");
-	http_reply_json(res, 422,
-	    json_pack("{s:s, s:s, s:o}", "error", "invalid_workspace",
-		"message", msg, "problems", problems));
-}
-
 /* True when one of a and b is the other or lies beneath it. */
 static bool
 paths_overlap(const char *a, const char *b)
@@ -128,7 +116,7 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 			n++;
 		}
 	if (json_array_size(problems) > 0) {
-		reply_problems(res, problems);
+		http_reply_problems(res, "invalid_workspace", NULL, problems);
 		goto out;
 	}
 
@@ -148,7 +136,7 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 	} else if (r == -EINVAL) {
 		log_info("workspace_refused", "{s:s, s:I}", "job", job,
 		    "problems", (json_int_t)json_array_size(problems));
-		reply_problems(res, problems);
+		http_reply_problems(res, "invalid_workspace", NULL, problems);
 	} else {
 		json_decref(problems);
 		log_error("workspace_failed", "{s:s, s:s}", "job", job, "error",
@@ -235,7 +223,7 @@ seal(void *ctx, struct http_request *req, struct http_response *res)
 	else if (v != NULL)
 		output_kb = (long)json_integer_value(v);
 	if (json_array_size(problems) > 0) {
-		reply_problems(res, problems);
+		http_reply_problems(res, "invalid_workspace", NULL, problems);
 		return;
 	}
 	json_decref(problems);

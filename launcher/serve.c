@@ -231,16 +231,6 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 	return 0;
 }
 
-/* 422 with the problems listed; steals problems. */
-static void
-reply_problems(struct http_response *res, const char *code, const char *message,
-    json_t *problems)
-{
-	http_reply_json(res, 422,
-	    json_pack("{s:s, s:s, s:o}", "error", code, "message", message,
-		"problems", problems));
-}
-
 static void
 jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 {
@@ -295,7 +285,7 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 		json_pack("{s:s, s:s}", "field", "command", "problem",
 		    "a list of strings"));
 	if (json_array_size(problems) > 0) {
-		reply_problems(res, "invalid_job",
+		http_reply_problems(res, "invalid_job",
 		    "the job cannot be run as asked", problems);
 		return;
 	}
@@ -367,8 +357,8 @@ job_stop(void *ctx, struct http_request *req, struct http_response *res)
 	 * mistake, refused before anything is stopped. */
 	problems_unknown_keys(http_request_body(req), "", NULL, 0, problems);
 	if (json_array_size(problems) > 0) {
-		reply_problems(res, "invalid_request", "the body has no fields",
-		    problems);
+		http_reply_problems(res, "invalid_request",
+		    "the body has no fields", problems);
 		return;
 	}
 	json_decref(problems);

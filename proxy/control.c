@@ -135,10 +135,8 @@ job_post(void *ctx, struct http_request *req, struct http_response *res)
 	json_t *problems = json_array();
 	problems_unknown_keys(http_request_body(req), "", NULL, 0, problems);
 	if (json_array_size(problems) > 0) {
-		http_reply_json(res, 422,
-		    json_pack("{s:s, s:s, s:o}", "error", "invalid_request",
-			"message", "the body has no fields", "problems",
-			problems));
+		http_reply_problems(res, "invalid_request",
+		    "the body has no fields", problems);
 		return;
 	}
 	json_decref(problems);
