@@ -18,6 +18,7 @@
 #include "util.h"
 
 #include "envelope.h"
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -38,6 +39,7 @@
 
 #define EXIT_LAUNCHER 125
 #define EXIT_REVOKE_FAILED 3
+#define EXIT_PATCH_KEPT 4 /* the patch is not out; the workspace is kept */
 #define CALL_MS 5000
 #define WATCH_MS 500 /* how often the broker is asked whether the job lives */
 #define MAX_INPUTS 64
@@ -540,13 +542,18 @@ struct outcome {
 	char verdict[32];
 	char patch[600];
 	json_t *report;
+	/* Why the workspace was kept at the hatch; "" when it was removed
+	 * (or there was none). */
+	char kept[800];
 };
 
-/* The patch, where --patch-out or the state directory says. */
-static void
+/* The patch, where --patch-out or the state directory says: whether all
+ * of it is there. A patch cut short is removed, never left looking whole. */
+static bool
 write_patch(struct run *r, struct outcome *o, const void *data, size_t len)
 {
 	FILE *f;
+	bool ok;
 
 	if (r->patch_out != NULL)
 		snprintf(o->patch, sizeof(o->patch), "%s", r->patch_out);
@@ -554,10 +561,93 @@ write_patch(struct run *r, struct outcome *o, const void *data, size_t len)
 		snprintf(o->patch, sizeof(o->patch), "%s/%s.patch",
 		    r->cfg->common.state_dir, r->id);
 	f = fopen(o->patch, "we");
-	if (f == NULL || (len > 0 && fwrite(data, 1, len, f) != len))
-		o->patch[0] = '\0';
+	ok = f != NULL && (len == 0 || fwrite(data, 1, len, f) == len);
 	if (f != NULL && fclose(f) != 0)
+		ok = false;
+	if (!ok) {
+		snprintf(o->kept, sizeof(o->kept),
+		    "the patch could not be written to %s: %s", o->patch,
+		    strerror(errno));
+		if (f != NULL)
+			unlink(o->patch);
 		o->patch[0] = '\0';
+	}
+	return ok;
+}
+
+/*
+ * 4. The seal, the patch saved, and only then the workspace removed. When
+ * any step fails the workspace stays at the hatch, sealed or not, so what
+ * the job wrote is not lost: the reason lands in o->kept, and an operator
+ * can seal again and fetch the patch (docs/operations.md).
+ */
+static void
+collect(struct run *r, struct outcome *o)
+{
+	struct httpc_answer a;
+	char path[160];
+	bool saved = false;
+	json_t *patch;
+
+	snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", r->id);
+	if (call(r, r->cfg->hatch, "POST", path, NULL, &a) != 0) {
+		snprintf(o->kept, sizeof(o->kept),
+		    "the hatch did not answer the seal");
+		return;
+	}
+	if (a.status != 200) {
+		snprintf(o->kept, sizeof(o->kept), "the seal failed: %ld: %s",
+		    a.status, answer_message(&a));
+		httpc_answer_free(&a);
+		return;
+	}
+	snprintf(o->verdict, sizeof(o->verdict), "%s",
+	    json_string_value(json_object_get(a.json, "verdict")) ?: "unknown");
+	o->report = json_incref(a.json);
+	httpc_answer_free(&a);
+
+	/* An empty patch, as the seal says, is not fetched; any other is
+	 * checked against the digest the seal gave. */
+	patch = json_object_get(o->report, "patch");
+	const char *want =
+	    json_string_value(json_object_get(patch, "sha256")) ?: "";
+	json_t *bytes = json_object_get(patch, "bytes");
+	snprintf(path, sizeof(path), "/v1/workspaces/%s/patch", r->id);
+	if (json_is_integer(bytes) && json_integer_value(bytes) == 0)
+		saved = write_patch(r, o, "", 0);
+	else if (call(r, r->cfg->hatch, "GET", path, NULL, &a) != 0)
+		snprintf(o->kept, sizeof(o->kept),
+		    "the hatch did not answer for the patch");
+	else {
+		char got[SHA256_HEX_LEN + 1];
+		sha256_hex(a.body.data != NULL ? a.body.data : "", a.body.len,
+		    got);
+		if (a.status != 200)
+			snprintf(o->kept, sizeof(o->kept),
+			    "fetching the patch failed: %ld: %s", a.status,
+			    answer_message(&a));
+		else if (strcmp(got, want) != 0)
+			snprintf(o->kept, sizeof(o->kept),
+			    "the patch fetched is not the one sealed "
+			    "(sha256 %.12s, the seal said %.12s)",
+			    got, want);
+		else
+			saved = write_patch(r, o, a.body.data, a.body.len);
+		httpc_answer_free(&a);
+	}
+	if (!saved)
+		return;
+	snprintf(path, sizeof(path), "/v1/workspaces/%s", r->id);
+	if (call(r, r->cfg->hatch, "DELETE", path, NULL, &a) != 0)
+		snprintf(o->kept, sizeof(o->kept),
+		    "the hatch did not answer the removal");
+	else {
+		if (a.status != 200)
+			snprintf(o->kept, sizeof(o->kept),
+			    "removing it failed: %ld: %s", a.status,
+			    answer_message(&a));
+		httpc_answer_free(&a);
+	}
 }
 
 static void
@@ -604,32 +694,8 @@ stop_path(struct run *r, struct outcome *o)
 		    "/v1/jobs/%s", r->id);
 		proxy_call_start(&close_call);
 	}
-	if (r->ws != NULL) {
-		snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", r->id);
-		if (call(r, r->cfg->hatch, "POST", path, NULL, &a) == 0) {
-			snprintf(o->verdict, sizeof(o->verdict), "%s",
-			    json_string_value(
-				json_object_get(a.json, "verdict"))
-				?: "unknown");
-			o->report = json_incref(a.json);
-			httpc_answer_free(&a);
-		}
-		/* An empty patch, as the seal says, is not fetched. */
-		json_t *bytes =
-		    json_object_get(json_object_get(o->report, "patch"),
-			"bytes");
-		snprintf(path, sizeof(path), "/v1/workspaces/%s/patch", r->id);
-		if (json_is_integer(bytes) && json_integer_value(bytes) == 0)
-			write_patch(r, o, "", 0);
-		else if (call(r, r->cfg->hatch, "GET", path, NULL, &a) == 0) {
-			if (a.status == 200)
-				write_patch(r, o, a.body.data, a.body.len);
-			httpc_answer_free(&a);
-		}
-		snprintf(path, sizeof(path), "/v1/workspaces/%s", r->id);
-		if (call(r, r->cfg->hatch, "DELETE", path, NULL, &a) == 0)
-			httpc_answer_free(&a);
-	}
+	if (r->ws != NULL)
+		collect(r, o);
 	if (r->uid_fd >= 0)
 		close(r->uid_fd);
 	r->uid_fd = -1;
@@ -813,6 +879,9 @@ report(struct run *r, const struct outcome *o)
 			r->cgroup[0] != '\0' ? r->cgroup : cgroup_note,
 			"output", out, "revoke_error",
 			o->revoke_ok ? NULL : o->revoke_error);
+		if (o->kept[0] != '\0')
+			json_object_set_new(j, "workspace_kept",
+			    json_string(o->kept));
 		json_t *t = json_object();
 		/* The workspace and the channel overlap: the total is the
 		 * time from the first call to the seal, not their sum. */
@@ -855,6 +924,10 @@ report(struct run *r, const struct outcome *o)
 	if (!o->revoke_ok)
 		fprintf(stderr, "cordon: the revoke failed: %s\n",
 		    o->revoke_error);
+	if (o->kept[0] != '\0')
+		fprintf(stderr,
+		    "cordon: the workspace of %s is kept at the hatch: %s\n",
+		    r->id, o->kept);
 }
 
 /* --- the run -------------------------------------------------------------- */
@@ -1182,6 +1255,8 @@ launcher_run(int argc, char **argv)
 		rc = EXIT_REVOKE_FAILED;
 	else if (strcmp(r.stop_reason, "launcher_error") == 0)
 		rc = EXIT_LAUNCHER;
+	else if (o.kept[0] != '\0')
+		rc = EXIT_PATCH_KEPT;
 	else
 		rc = exit_code(&r);
 	json_decref(o.report);

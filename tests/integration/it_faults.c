@@ -791,8 +791,11 @@ START_TEST(a_hatch_crash_during_the_seal_can_seal_again)
 	/* Right before the seal: the hatch dies, then the job is stopped. */
 	daemon_kill(&hatch);
 	revoke_job(job, "stop it");
-	bg_wait(b, 15000);
-	ck_assert_msg(strstr(b->out, "(no verdict)") != NULL,
+	ck_assert_int_eq(bg_wait(b, 15000), 4);
+	ck_assert_msg(strstr(b->out, "(no verdict)") != NULL &&
+		strstr(b->out,
+		    "is kept at the hatch: the hatch did not "
+		    "answer the seal") != NULL,
 	    "the launcher did not say the seal failed: %s", b->out);
 	ck_assert_int_eq(mounts_under(ws), 1);
 

@@ -7,6 +7,8 @@
 #include "harness.h"
 #include "upstream.h"
 
+#include "http_client.h"
+
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -770,6 +772,56 @@ START_TEST(a_failed_revoke_is_reported)
 }
 END_TEST
 
+/*
+ * A patch the launcher cannot write out (here: --patch-out in a directory
+ * that does not exist) is not lost with the workspace: cordon run exits 4
+ * and says why, and the workspace stays at the hatch, sealed, its patch
+ * there to fetch.
+ */
+START_TEST(a_patch_not_saved_keeps_the_workspace)
+{
+	static char out[1 << 16], err[1 << 14];
+	char input[400], dest[400], path[200];
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
+		"--config", cfgpath, "--manifest", "job-test", "--input", input,
+		"--patch-out", dest, "--", "/bin/sh", "-c",
+		"echo kept > repo/NEW.md", NULL };
+	struct httpc_answer a;
+	const char *job, *why;
+	int status;
+	json_t *j;
+
+	snprintf(input, sizeof(input), "%s/repo:repo", inputs);
+	snprintf(dest, sizeof(dest), "%s/no-such-dir/out.patch",
+	    harness_tmpdir());
+	status = harness_run(argv, out, sizeof(out), err, sizeof(err));
+	j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "%s %s", out, err);
+	ck_assert_int_eq(status, 4);
+	ck_assert(json_is_true(json_object_get(j, "revoked")));
+	ck_assert_ptr_null(json_string_value(json_object_get(j, "patch")));
+	why = json_string_value(json_object_get(j, "workspace_kept"));
+	ck_assert_msg(why != NULL &&
+		strstr(why, "could not be written") != NULL,
+	    "%s", out);
+	job = json_string_value(json_object_get(j, "job"));
+
+	/* Still at the hatch, sealed: the patch holds the job's write. */
+	snprintf(path, sizeof(path), "/v1/workspaces/%s/patch", job);
+	ck_assert_int_eq(httpc_request(hatch.base, "GET", path, launcher, NULL,
+			     NULL, 10000, &a),
+	    0);
+	ck_assert_int_eq(a.status, 200);
+	ck_assert_ptr_nonnull(a.body.data);
+	ck_assert_ptr_nonnull(strstr(a.body.data, "+kept"));
+	httpc_answer_free(&a);
+	snprintf(path, sizeof(path), "/v1/workspaces/%s", job);
+	json_decref(
+	    harness_expect(&hatch, 200, "DELETE", path, launcher, NULL, NULL));
+	json_decref(j);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -785,6 +837,7 @@ suite(void)
 	tcase_add_test(tc, the_sandbox_holds_and_writes_come_back_as_a_patch);
 	tcase_add_test(tc, cordon_serve_runs_and_cordon_stop_burns);
 	tcase_add_test(tc, a_failed_revoke_is_reported);
+	tcase_add_test(tc, a_patch_not_saved_keeps_the_workspace);
 	tcase_add_test(tc, refusals_on_the_command_line);
 	tcase_add_test(tc, a_canary_found_and_used_stops_the_job);
 	tcase_add_test(tc, a_hog_and_a_fork_bomb_hit_their_limits);
