@@ -42,7 +42,7 @@
 static struct daemon broker, proxy, hatch;
 static struct upstream *plain;
 static char admin[128], launcher[128], verifier[128];
-static char cfgpath[400], inputs[300], launcher_run[400];
+static char cfgpath[400], inputs[300], launcher_run[400], launcher_state[400];
 static char tmpfs_dir[400]; /* the full-disk test's tmpfs, "" when none */
 
 static void
@@ -92,6 +92,8 @@ services(int lease_seconds)
 	snprintf(cfgpath, sizeof(cfgpath), "%s", st.launcher_cfg);
 	snprintf(inputs, sizeof(inputs), "%s", st.inputs);
 	snprintf(launcher_run, sizeof(launcher_run), "%s/run", st.launcher_dir);
+	snprintf(launcher_state, sizeof(launcher_state), "%s/state",
+	    st.launcher_dir);
 
 	snprintf(path, sizeof(path), "%s/repo", inputs);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
@@ -359,10 +361,10 @@ job_uid(const char *job)
 	return uid;
 }
 
-/* Live processes running as want (zombies hold nothing and are not
- * counted). */
+/* Live processes running as a uid in [lo, hi) (zombies hold nothing and
+ * are not counted). */
 static int
-processes_of(unsigned want)
+processes_in(unsigned lo, unsigned hi)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -386,10 +388,16 @@ processes_of(unsigned want)
 				break;
 		}
 		fclose(st);
-		n += uid == want && state != 'Z';
+		n += uid >= lo && uid < hi && state != 'Z';
 	}
 	closedir(d);
 	return n;
+}
+
+static int
+processes_of(unsigned uid)
+{
+	return processes_in(uid, uid + 1);
 }
 
 /* Seals job's workspace at the hatch and checks that the patch it serves
@@ -990,6 +998,290 @@ START_TEST(a_full_disk_refuses_mints_and_grants_nothing)
 }
 END_TEST
 
+/* --- 6: kill -9 at a random point ------------------------------------- */
+
+/*
+ * The tests above kill at chosen points. These rounds kill one of the four
+ * at a random moment of a whole job (make the job, copy in, open the
+ * channel, mint, send requests, write, revoke, close, seal, fetch, remove),
+ * restart it, and check what must hold wherever the kill landed:
+ *
+ *   - every job the broker made ends revoked, every token of it revoked,
+ *     and the token the job printed is dead at introspection;
+ *   - the proxy holds no open channel for it;
+ *   - no process of the job's uid range is left;
+ *   - what the job wrote is not lost: its workspace is still at the hatch
+ *     and seals with the write in the patch, or the launcher saved the
+ *     patch with it; a workspace the job never ran in is removable;
+ *   - afterwards nothing is mounted under the hatch's workspaces, and the
+ *     audit chain holds.
+ *
+ * The seed is printed; CORDON_FAULT_SEED=N replays the same victims and
+ * points.
+ */
+#define JOB_SCRIPT                                                             \
+	MINT_FN                                                                \
+	"echo JOB=$CORDON_JOB; T=$(mint); echo TOKEN=$T; "                     \
+	"echo early > repo/EARLY.md && echo WROTE; i=0; "                      \
+	"while [ $i -lt 4 ]; do i=$((i+1)); curl -s -m 1 -o /dev/null "        \
+	"http://api.test:%u/ok/r; done; mkdir repo/gen; j=0; "                 \
+	"while [ $j -lt 150 ]; do j=$((j+1)); echo l > repo/gen/f$j; "         \
+	"done; echo DONE"
+
+#define ROUNDS 16
+
+/* The audit's length: what a round's new records come after. */
+static long
+audit_length(void)
+{
+	json_t *v = harness_expect(&broker, 200, "GET", "/v1/audit?verify=1",
+	    admin, NULL, NULL);
+	long n = (long)json_integer_value(json_object_get(v, "records"));
+
+	json_decref(v);
+	return n;
+}
+
+/* The jobs the broker made after the audit's record `after`. */
+static json_t *
+jobs_made_after(long after)
+{
+	char path[96];
+	json_t *v, *rec, *jobs = json_array();
+	size_t i;
+
+	snprintf(path, sizeof(path), "/v1/audit?after=%ld&limit=10000", after);
+	v = harness_expect(&broker, 200, "GET", path, admin, NULL, NULL);
+	json_array_foreach(json_object_get(v, "records"), i, rec)
+	{
+		const char *ev =
+		    json_string_value(json_object_get(rec, "event"));
+		if (ev != NULL && strcmp(ev, "job_created") == 0)
+			json_array_append(jobs, json_object_get(rec, "job"));
+	}
+	json_decref(v);
+	return jobs;
+}
+
+/* Live processes in this file's uid range. */
+static int
+processes_in_range(void)
+{
+	return processes_in(UID_BASE, UID_BASE + UID_COUNT);
+}
+
+/* Whether the file at path holds want. */
+static bool
+file_holds(const char *path, const char *want)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (f == NULL)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, want) != NULL;
+}
+
+/* What the job with id job printed as NAME=, or NULL (free it). */
+static char *
+printed_by(const struct bgjob *b, const char *job, const char *name)
+{
+	char *j = strstr(b->out, "JOB=") ? printed(b, "JOB") : NULL;
+	char *v = NULL;
+
+	char key[32];
+
+	snprintf(key, sizeof(key), "%s=", name);
+	if (j != NULL && strcmp(j, job) == 0 && strstr(b->out, key) != NULL)
+		v = printed(b, name);
+	free(j);
+	return v;
+}
+
+/* Everything that must hold for job once the round's kill is over. */
+static void
+job_ended_clean(const struct bgjob *b, const char *job, const char *round)
+{
+	char path[PATH_MAX], ws[PATH_MAX], *tok;
+	const char *state = NULL;
+	bool wrote, open = true;
+	json_t *j = NULL, *t;
+	struct stat st;
+	double end;
+	size_t i;
+	long code;
+
+	/* Revoked, by its launcher or by its lease. */
+	end = (double)monotonic_ms() + 15000;
+	for (;;) {
+		json_decref(j);
+		j = job_at_broker(job);
+		state = json_string_value(json_object_get(j, "state"));
+		if ((state != NULL && strcmp(state, "revoked") == 0) ||
+		    (double)monotonic_ms() > end)
+			break;
+		usleep(200000);
+	}
+	ck_assert_msg(state != NULL && strcmp(state, "revoked") == 0,
+	    "%s: job %s is not revoked: %s", round, job,
+	    json_dumps(j, JSON_COMPACT));
+	fprintf(stderr, "it_faults:   %s revoked (%s) after %.0f ms\n", job,
+	    json_string_value(json_object_get(j, "stop_reason")),
+	    (double)monotonic_ms() - end + 15000);
+	json_array_foreach(json_object_get(j, "tokens"), i, t)
+	    ck_assert_msg(strcmp(json_string_value(json_object_get(t, "state"))
+				  ?: "",
+			      "revoked") == 0,
+		"%s: a token of %s is not revoked: %s", round, job,
+		json_dumps(j, JSON_COMPACT));
+	json_decref(j);
+	tok = printed_by(b, job, "TOKEN");
+	if (tok != NULL && strncmp(tok, "crd_", 4) == 0)
+		ck_assert_msg(!introspect_active(tok),
+		    "%s: the job's token is alive", round);
+	free(tok);
+
+	/* No open channel at the proxy (a restarted proxy knows none). */
+	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
+	for (end = (double)monotonic_ms() + 10000;
+	     open && (double)monotonic_ms() < end;) {
+		j = harness_call(&proxy, "GET", path, launcher, NULL, NULL,
+		    &code);
+		state = json_string_value(json_object_get(j, "state"));
+		open = code == 200 &&
+		    (state == NULL || strcmp(state, "open") == 0);
+		json_decref(j);
+		if (open)
+			usleep(100000);
+	}
+	ck_assert_msg(!open, "%s: the proxy keeps %s's channel open", round,
+	    job);
+
+	/* What the job wrote is somewhere: at the hatch, or in the
+	 * launcher's patch. */
+	wrote = strstr(b->out, "WROTE") != NULL;
+	workspace_dir(job, ws, sizeof(ws));
+	if (lstat(ws, &st) == 0) {
+		snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", job);
+		j = harness_call(&hatch, "POST", path, launcher, NULL, NULL,
+		    &code);
+		json_decref(j);
+		if (code == 200) {
+			json_t *rep = seal_and_check(job);
+			ck_assert_msg(!wrote ||
+				report_changes(rep, "repo/EARLY.md"),
+			    "%s: the job's write is not in the seal: %s", round,
+			    json_dumps(rep, JSON_COMPACT));
+			json_decref(rep);
+		} else {
+			/* Only a workspace the job never ran in. */
+			ck_assert_msg(code == 404 || code == 409,
+			    "%s: the seal of %s answered %ld", round, job,
+			    code);
+			ck_assert_msg(!wrote,
+			    "%s: the job wrote, and its workspace does not "
+			    "seal (%ld)",
+			    round, code);
+		}
+		delete_workspace(job);
+	} else if (wrote) {
+		snprintf(path, sizeof(path), "%s/%s.patch", launcher_state,
+		    job);
+		ck_assert_msg(file_holds(path, "+early"),
+		    "%s: the job wrote, its workspace is gone and %s does not "
+		    "hold the write",
+		    round, path);
+	}
+}
+
+START_TEST(a_kill_at_a_random_point_loses_nothing)
+{
+	static const char *const victims[] = { "launcher", "broker", "proxy",
+		"hatch" };
+	struct bgjob *b = malloc(sizeof(*b));
+	char script[2048], round[160], ws_root[PATH_MAX];
+	const char *env = getenv("CORDON_FAULT_SEED");
+	unsigned seed = env != NULL ? (unsigned)strtoul(env, NULL, 10)
+				    : (unsigned)time(NULL) ^ (unsigned)getpid();
+	double t0, span;
+	int order[ROUNDS];
+
+	ck_assert_ptr_nonnull(b);
+	fprintf(stderr, "it_faults: random kills with CORDON_FAULT_SEED=%u\n",
+	    seed);
+	services(2);
+	snprintf(script, sizeof(script), JOB_SCRIPT, upstream_port(plain));
+	workspace_dir("", ws_root, sizeof(ws_root));
+
+	/* An unharmed job first: how long one takes, end to end. */
+	t0 = (double)monotonic_ms();
+	bg_start(b, script);
+	ck_assert_int_eq(bg_wait(b, 60000), 0);
+	ck_assert_ptr_nonnull(strstr(b->out, "DONE"));
+	span = (double)monotonic_ms() - t0;
+
+	/* Each of the four as often, in an order of the seed's. */
+	for (int i = 0; i < ROUNDS; i++)
+		order[i] = i % 4;
+	for (int i = ROUNDS - 1; i > 0; i--) {
+		int k = (int)(rand_r(&seed) % (unsigned)(i + 1)), x = order[i];
+		order[i] = order[k];
+		order[k] = x;
+	}
+	for (int i = 0; i < ROUNDS; i++) {
+		const char *who = victims[order[i]];
+		/* Anywhere in the job, and a little past its end. */
+		int at = (int)(rand_r(&seed) % (unsigned)(span * 1.1 + 1));
+		long after = audit_length();
+		struct daemon *d = order[i] == 1 ? &broker
+		    : order[i] == 2              ? &proxy
+		    : order[i] == 3              ? &hatch
+						 : NULL;
+		json_t *jobs, *v;
+		size_t k;
+		int status;
+
+		t0 = (double)monotonic_ms();
+		bg_start(b, script);
+		while ((double)monotonic_ms() - t0 < at)
+			bg_pump(b,
+			    (int)(at - ((double)monotonic_ms() - t0)) + 1);
+		if (d == NULL)
+			kill(b->pid, SIGKILL);
+		else {
+			daemon_kill(d);
+			ck_assert_int_eq(daemon_restart(d), 0);
+		}
+		status = bg_wait(b, 60000);
+		snprintf(round, sizeof(round),
+		    "round %d (kill -9 %s at %d ms of %.0f, exit %d)", i + 1,
+		    who, at, span, status);
+		jobs = jobs_made_after(after);
+		fprintf(stderr, "it_faults: %s: %zu job(s) to check\n", round,
+		    json_array_size(jobs));
+		ck_assert_msg(json_array_size(jobs) <= 1, "%s: %zu jobs", round,
+		    json_array_size(jobs));
+		json_array_foreach(jobs, k, v)
+		    job_ended_clean(b, json_string_value(v), round);
+		json_decref(jobs);
+
+		/* Nothing left behind, whatever the round did. */
+		ck_assert_msg(mounts_under(ws_root) == 0,
+		    "%s: a mount is left under %s", round, ws_root);
+		for (int w = 0; w < 100 && processes_in_range() > 0; w++)
+			usleep(100000);
+		ck_assert_msg(processes_in_range() == 0,
+		    "%s: a process of a job is left", round);
+		audit_holds();
+	}
+	free(b);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -1003,6 +1295,11 @@ suite(void)
 	tcase_add_test(tc, a_proxy_crash_closes_the_channel_for_good);
 	tcase_add_test(tc, a_hatch_crash_during_the_seal_can_seal_again);
 	tcase_add_test(tc, a_full_disk_refuses_mints_and_grants_nothing);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("random");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, a_kill_at_a_random_point_loses_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
