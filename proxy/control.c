@@ -252,34 +252,42 @@ control_stopping(void *ctx)
 	proxy_kick(p);
 }
 
-/* Jobs with an open channel, and idle upstreams pooled for them. */
-static void
-count_jobs(struct proxy *p, unsigned *ret_open, unsigned *ret_pooled)
-{
-	struct pjob *j;
+struct job_counts {
+	unsigned open; /* jobs with an open channel */
+	unsigned closed; /* closed, their log kept for the linger */
+	unsigned pooled; /* idle upstream connections kept for them */
+};
 
-	*ret_open = *ret_pooled = 0;
+static struct job_counts
+count_jobs(const struct proxy *p)
+{
+	struct job_counts n = { 0 };
+	const struct pjob *j;
+
 	TAILQ_FOREACH(j, &p->jobs, link)
 	{
-		if (!j->closed)
-			(*ret_open)++;
-		*ret_pooled += j->npool;
+		if (j->closed)
+			n.closed++;
+		else
+			n.open++;
+		n.pooled += j->npool;
 	}
+	return n;
 }
 
 int
 control_health(void *ctx, json_t *out)
 {
 	struct proxy *p = ctx;
-	unsigned open, pooled;
+	struct job_counts n = count_jobs(p);
 
-	count_jobs(p, &open, &pooled);
-	json_object_set_new(out, "pooled", json_integer(pooled));
+	json_object_set_new(out, "pooled", json_integer(n.pooled));
 	json_object_set_new(out, "feed",
 	    json_string(broker_feed_ok(p->broker) ? "ok" : "unavailable"));
 	json_object_set_new(out, "failing_closed",
 	    json_boolean(!broker_feed_ok(p->broker)));
-	json_object_set_new(out, "jobs", json_integer(open));
+	json_object_set_new(out, "jobs", json_integer(n.open));
+	json_object_set_new(out, "jobs_closed", json_integer(n.closed));
 	json_object_set_new(out, "connections",
 	    json_integer((json_int_t)p->conns_open));
 	return 0;
@@ -289,12 +297,11 @@ void
 control_metrics(void *ctx, struct buf *out)
 {
 	struct proxy *p = ctx;
-	unsigned open, pooled;
+	struct job_counts n = count_jobs(p);
 
-	count_jobs(p, &open, &pooled);
 	metrics_one(out, "cordon_proxy_upstream_pooled", "gauge",
 	    "Idle upstream connections kept for the jobs' next requests.",
-	    pooled);
+	    n.pooled);
 	metrics_header(out, "cordon_proxy_decisions_total", "counter",
 	    "Decisions logged, by outcome.");
 	metrics_sample(out, "cordon_proxy_decisions_total",
@@ -302,7 +309,9 @@ control_metrics(void *ctx, struct buf *out)
 	metrics_sample(out, "cordon_proxy_decisions_total", "decision=\"deny\"",
 	    p->denied);
 	metrics_one(out, "cordon_proxy_jobs", "gauge",
-	    "Jobs with an open channel.", open);
+	    "Jobs with an open channel.", n.open);
+	metrics_one(out, "cordon_proxy_jobs_closed", "gauge",
+	    "Closed jobs whose decision log is still kept.", n.closed);
 	metrics_one(out, "cordon_proxy_connections", "gauge",
 	    "Connections open on every channel.", p->conns_open);
 	metrics_one(out, "cordon_proxy_feed_ok", "gauge",

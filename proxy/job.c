@@ -3,7 +3,7 @@
  * socket the launcher relays the sandbox's traffic to), its open
  * connections and its decision log. Closing a job (revoked at the broker,
  * or deleted by the launcher) closes the channel and every connection at
- * once; its log stays readable for JOB_LINGER_S.
+ * once; its log stays readable for closed_job_linger_seconds.
  */
 #include "proxy.h"
 
@@ -312,7 +312,8 @@ job_sweep(struct proxy *p)
 			if (elapsed_ms(&e->since) > POOL_IDLE_MS)
 				pooled_free(e);
 		}
-		if (j->closed && now - j->closed_at > JOB_LINGER_S) {
+		if (j->closed &&
+		    now - j->closed_at >= j->p->cfg.closed_job_linger_s) {
 			TAILQ_REMOVE(&p->jobs, j, link);
 			job_free(j);
 		}

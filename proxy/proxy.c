@@ -32,6 +32,8 @@ static const struct config_option proxy_options[] = {
 	    600000 },
 	{ "idle_timeout_ms", CONFIG_INT, CFG(idle_timeout_ms), 100, 3600000 },
 	{ "head_timeout_ms", CONFIG_INT, CFG(head_timeout_ms), 100, 600000 },
+	{ "closed_job_linger_seconds", CONFIG_INT, CFG(closed_job_linger_s), 0,
+	    86400 },
 };
 
 void
@@ -141,8 +143,8 @@ proxy_events(struct proxy *p)
 			return -ENOMEM;
 	}
 	p->sweep = event_new(p->base, -1, EV_PERSIST, on_sweep, p);
-	struct timeval minute = { 60, 0 };
-	if (p->sweep == NULL || event_add(p->sweep, &minute) < 0)
+	struct timeval second = { 1, 0 };
+	if (p->sweep == NULL || event_add(p->sweep, &second) < 0)
 		return -ENOMEM;
 	if (wd > 0) {
 		struct timeval tv = { wd / 1000, (wd % 1000) * 1000 };
@@ -311,7 +313,8 @@ main(int argc, char **argv)
 		    .max_conns_per_job = 1024,
 		    .connect_timeout_ms = 10000,
 		    .idle_timeout_ms = 60000,
-		    .head_timeout_ms = 10000 } };
+		    .head_timeout_ms = 10000,
+		    .closed_job_linger_s = 600 } };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;

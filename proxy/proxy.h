@@ -35,7 +35,6 @@
 
 #define JOB_ID_MAX 63
 /* A revoked or deleted job's log stays readable this long. */
-#define JOB_LINGER_S 600
 /* Per job, the decision lines kept for GET /v1/jobs/{job}/log. */
 #define JOB_LOG_MAX (4 * 1024 * 1024)
 /* Without an answer from the revocation feed for this long, every request
@@ -55,6 +54,7 @@ struct proxy_config {
 	long long connect_timeout_ms;
 	long long idle_timeout_ms;
 	long long head_timeout_ms;
+	long long closed_job_linger_s; /* a closed job's log stays this long */
 };
 
 struct pconn;
@@ -185,7 +185,8 @@ struct bufferevent *job_pool_take(struct pjob *j, const char *key, char *addr,
 /* The revocation feed went silent: closes what cannot be judged request by
  * request (passthrough and upgraded tunnels) in every job. */
 void job_feed_lost(struct proxy *p);
-/* Forgets closed jobs older than JOB_LINGER_S. */
+/* Forgets jobs closed longer than closed_job_linger_seconds ago, and idle
+ * pooled connections. */
 void job_sweep(struct proxy *p);
 /* Writes one decision: to the log file, stderr and the job's log. */
 void job_log(struct pjob *j, const struct decision *d);

@@ -14,13 +14,21 @@
 # serve's child processes, jobs the broker revoked (one per job) and left to lapse
 # (none). Errors: failed jobs. Exit status 1 if there was any.
 #
+# Every 100 jobs the proxy's VmRSS and the jobs it still keeps (its
+# /healthz) are sampled: a closed job's log stays in the proxy for
+# closed_job_linger_seconds, so its memory should grow for that long and
+# then stay level. SOAK_PROXY_LINGER sets it (default 600, the proxy's own
+# default); a run longer than the linger shows the level.
+#
 #   SOAK_JOBS=1000 ./tests/bench/soak_serve.sh        (as root)
 #   SOAK_WORKSPACES_TMPFS=1  the hatch's workspaces on a tmpfs
+#   SOAK_JOBS=6000 SOAK_PROXY_LINGER=60 ./tests/bench/soak_serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 soak=soak_serve
 njobs=${SOAK_JOBS:-1000}
 nwarm=${SOAK_WARMUP_JOBS:-10}
+linger=${SOAK_PROXY_LINGER:-600}
 bin=${CORDON_BIN_DIR:-$PWD/build/bin}
 here=$PWD/tests/bench
 tmp=$(mktemp -d)
@@ -65,7 +73,7 @@ broker_pid=$started broker=$addr
 K=$tmp/broker/var/broker/keys
 cat >"$tmp/proxy/proxy.json" <<JSON
 {"broker": "$broker", "broker_key_file": "$K/verifier.key",
- "launcher_key_file": "$K/launcher.key"}
+ "launcher_key_file": "$K/launcher.key", "closed_job_linger_seconds": $linger}
 JSON
 start proxy "$tmp/proxy" "$bin/cordon-proxy" --config "$tmp/proxy/proxy.json"
 proxy_pid=$started proxy=$addr
@@ -179,10 +187,22 @@ lapsed0=$(metric cordon_broker_jobs_lapsed_total)
 
 say "soak: $njobs jobs, one after another"
 t0=$(date +%s)
-run_jobs "$njobs" | tee "$tmp/soak.out" | awk -v n="$njobs" -v soak="$soak" '
+run_jobs "$njobs" | tee "$tmp/soak.out" | awk -v n="$njobs" -v soak="$soak" \
+	-v pid="$proxy_pid" -v health="$proxy/healthz" -v series="$tmp/series" -v t0="$t0" '
 	{ done++ }
 	/^fail/ { print soak ": " $0 > "/dev/stderr" }
-	done % 100 == 0 { printf "%s: %d of %d jobs\n", soak, done, n > "/dev/stderr" }'
+	done % 100 == 0 {
+		rss = "-"; kept = "-"
+		while ((getline line < ("/proc/" pid "/status")) > 0)
+			if (line ~ /^VmRSS:/) { split(line, f); rss = sprintf("%.1f", f[2] / 1024) }
+		close("/proc/" pid "/status")
+		cmd = "curl -sf " health; cmd | getline h; close(cmd)
+		if (match(h, /"jobs_closed":[0-9]+/)) kept = substr(h, RSTART + 14, RLENGTH - 14)
+		"date +%s" | getline now; close("date +%s")
+		printf "%d %d %s %s\n", done, now - t0, rss, kept >> series
+		printf "%s: %d of %d jobs, %d s: proxy RSS %s MiB, %s closed jobs kept\n",
+			soak, done, n, now - t0, rss, kept > "/dev/stderr"
+	}'
 t1=$(date +%s)
 sleep 1
 sample end "${daemons[@]}"
@@ -208,6 +228,12 @@ row "job wall (client) p50 ms" - "$(pct 2 50)"
 row "job wall (client) p99 ms" - "$(pct 2 99)"
 row "job ms.total (launcher) p50 ms" - "$(pct 3 50)"
 row "job ms.total (launcher) p99 ms" - "$(pct 3 99)"
+if [ -s "$tmp/series" ]; then
+	# The proxy's memory over the run: a tenth of the samples, and the last.
+	step=$(( ($(wc -l <"$tmp/series") + 9) / 10 ))
+	row "proxy RSS MiB / closed jobs kept (linger ${linger}s)" - \
+		"$(awk -v s="$step" 'NR % s == 0 {printf "%s%d s: %s/%s", sep, $2, $3, $4; sep = ", "}' "$tmp/series")"
+fi
 table "$njobs jobs through cordon serve, one after another" "$failed" \
 	"failed jobs $failed of $njobs" broker proxy hatch serve
 [ "$failed" -eq 0 ]

@@ -97,7 +97,7 @@ setup(void)
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
 	    "\"hosts_file\": \"%s\", \"upstream_ca_file\": \"%s/ca.pem\", "
 	    "\"follower\": \"proxy-test\", \"head_timeout_ms\": 2000, "
-	    "\"max_conns_per_job\": 16}",
+	    "\"max_conns_per_job\": 16, \"closed_job_linger_seconds\": 5}",
 	    broker.base, path, broker.dir, hostsf, cadir);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 
@@ -1285,6 +1285,25 @@ START_TEST(control_api_errors)
 	ck_assert_int_lt(unix_connect(channel), 0);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
 	json_decref(harness_expect(&proxy, 200, "GET", path, L, NULL, NULL));
+	j = harness_expect(&proxy, 200, "GET", "/healthz", NULL, NULL, NULL);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "jobs")), 0);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(j, "jobs_closed")), 1);
+	json_decref(j);
+	/* And then, past closed_job_linger_seconds (5 here), the job is
+	 * forgotten: its memory is the proxy's again. */
+	long status = 200;
+	for (int i = 0; i < 150 && status == 200; i++) {
+		json_decref(
+		    harness_call(&proxy, "GET", path, L, NULL, NULL, &status));
+		if (status == 200)
+			usleep(100000);
+	}
+	json_decref(harness_expect(&proxy, 404, "GET", path, L, NULL, NULL));
+	j = harness_expect(&proxy, 200, "GET", "/healthz", NULL, NULL, NULL);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(j, "jobs_closed")), 0);
+	json_decref(j);
 }
 END_TEST
 
