@@ -1287,8 +1287,8 @@ START_TEST(control_api_errors)
 	json_decref(harness_expect(&proxy, 200, "GET", path, L, NULL, NULL));
 	j = harness_expect(&proxy, 200, "GET", "/healthz", NULL, NULL, NULL);
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "jobs")), 0);
-	ck_assert_int_eq(
-	    json_integer_value(json_object_get(j, "jobs_closed")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "jobs_closed")),
+	    1);
 	json_decref(j);
 	/* And then, past closed_job_linger_seconds (5 here), the job is
 	 * forgotten: its memory is the proxy's again. */
@@ -1301,8 +1301,8 @@ START_TEST(control_api_errors)
 	}
 	json_decref(harness_expect(&proxy, 404, "GET", path, L, NULL, NULL));
 	j = harness_expect(&proxy, 200, "GET", "/healthz", NULL, NULL, NULL);
-	ck_assert_int_eq(
-	    json_integer_value(json_object_get(j, "jobs_closed")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "jobs_closed")),
+	    0);
 	json_decref(j);
 }
 END_TEST
