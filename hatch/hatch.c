@@ -7,6 +7,7 @@
 #include "log.h"
 #include "service.h"
 #include "util.h"
+#include "workspace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -90,6 +91,20 @@ main(int argc, char **argv)
 		r = EXIT_OSERR;
 		goto out;
 	}
+	json_t *gone = json_array();
+	if (gone == NULL) {
+		r = EXIT_OSERR;
+		goto out;
+	}
+	if (workspace_discard_unfinished(h.workspaces, gone) < 0)
+		log_warn("workspace_discard_failed", "{s:s, s:s}", "root",
+		    h.workspaces, "effect",
+		    "an unfinished workspace is left; DELETE it");
+	if (json_array_size(gone) > 0)
+		log_info("workspaces_discarded", "{s:O, s:s}", "jobs", gone,
+		    "reason",
+		    "unfinished: the hatch stopped while making them");
+	json_decref(gone);
 	if (h.cfg.launcher_key_file == NULL)
 		log_warn("no_launcher_key", "{s:s}", "effect",
 		    "every workspace call is refused until launcher_key_file "

@@ -10,6 +10,7 @@
 #include "problems.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -175,12 +176,17 @@ workspace_create(const char *root, const char *job,
 	    (int)disk_mb, "inputs", copied, "return",
 	    ret_policy != NULL ? json_deep_copy(ret_policy) : json_object());
 	char *text = meta != NULL ? json_dumps(meta, JSON_COMPACT) : NULL;
-	char metapath[PATH_MAX];
+	char metapath[PATH_MAX], part[PATH_MAX];
 	json_decref(meta);
+	/* Written whole, then renamed: a workspace has its meta.json only
+	 * once it is complete (workspace_discard_unfinished). */
 	snprintf(metapath, sizeof(metapath), "%s/meta.json", dir);
-	r = text != NULL ? path_write_secret(metapath, text, strlen(text))
+	snprintf(part, sizeof(part), "%s/meta.json.part", dir);
+	r = text != NULL ? path_write_secret(part, text, strlen(text))
 			 : -ENOMEM;
 	free(text);
+	if (r == 0 && rename(part, metapath) < 0)
+		r = -errno;
 	if (r < 0)
 		goto fail;
 	*ret = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o}", "job", job, "lower",
@@ -190,6 +196,36 @@ workspace_create(const char *root, const char *job,
 fail:
 	json_decref(copied);
 	remove_workspace_dir(dir);
+	return r;
+}
+
+int
+workspace_discard_unfinished(const char *root, json_t *discarded)
+{
+	DIR *d = opendir(root);
+	struct dirent *e;
+	int r = 0;
+
+	if (d == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d)) != NULL) {
+		char dir[PATH_MAX - 64], meta[PATH_MAX];
+		struct stat st;
+
+		if (!workspace_job_ok(e->d_name))
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", root, e->d_name);
+		snprintf(meta, sizeof(meta), "%s/meta.json", dir);
+		if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    lstat(meta, &st) == 0 || errno != ENOENT)
+			continue;
+		if (remove_workspace_dir(dir) < 0)
+			r = -EIO;
+		else
+			json_array_append_new(discarded,
+			    json_string(e->d_name));
+	}
+	closedir(d);
 	return r;
 }
 

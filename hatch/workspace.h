@@ -56,4 +56,13 @@ int workspace_create(const char *root, const char *job,
 /* Unmounts and removes job's workspace: 0, or -ENOENT. */
 int workspace_delete(const char *root, const char *job);
 
+/*
+ * At start: removes every workspace under root that has no meta.json. Such
+ * a workspace was being made when the hatch stopped; its create never
+ * answered, so no job ran in it. Its tmpfs is unmounted. The jobs whose
+ * workspaces went are appended to discarded. 0, or -EIO when one could not
+ * be removed (the others still are).
+ */
+int workspace_discard_unfinished(const char *root, json_t *discarded);
+
 #endif

@@ -166,6 +166,57 @@ START_TEST(copy_in_and_remove)
 }
 END_TEST
 
+/*
+ * A workspace the hatch was making when it stopped (no meta.json yet: its
+ * create never answered, so no job ran in it) is removed at the next
+ * start, tmpfs and all; a finished one is kept, to be sealed.
+ */
+START_TEST(an_unfinished_workspace_goes_at_start)
+{
+	const char *repo = make_repo("repo");
+	char half[600], rw[700], p[700];
+	json_t *v;
+
+	v = expect(201, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", "job_done", "inputs",
+		"src", repo, "dst", "repo"));
+	snprintf(half, sizeof(half), "%s",
+	    json_string_value(json_object_get(v, "lower")));
+	json_decref(v);
+	/* Beside it, one as a crash would leave it: lower copied, the tmpfs
+	 * mounted, meta.json half written. */
+	*strrchr(half, '/') = '\0';
+	*strrchr(half, '/') = '\0';
+	strcat(half, "/job_half");
+	ck_assert_int_eq(mkdir(half, 0700), 0);
+	snprintf(p, sizeof(p), "%s/lower", half);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/lower/x", half);
+	write_file(p, "x\n", 0644);
+	snprintf(rw, sizeof(rw), "%s/rw", half);
+	ck_assert_int_eq(mkdir(rw, 0755), 0);
+	ck_assert_int_eq(mount("tmpfs", rw, "tmpfs", MS_NOSUID | MS_NODEV,
+			     "size=1m"),
+	    0);
+	snprintf(p, sizeof(p), "%s/meta.json.part", half);
+	write_file(p, "{\"job\": \"job_h", 0600);
+
+	ck_assert_int_eq(daemon_stop(&hatch), 0);
+	ck_assert_int_eq(daemon_restart(&hatch), 0);
+	ck_assert_int_eq(access(half, F_OK), -1);
+	ck_assert(!mounted(half));
+	json_decref(
+	    expect(404, "DELETE", "/v1/workspaces/job_half", KEY, NULL));
+	/* The finished one is there, and seals. */
+	v = expect(200, "POST", "/v1/workspaces/job_done/seal", KEY, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "verdict")),
+	    "clean");
+	json_decref(v);
+	json_decref(
+	    expect(200, "DELETE", "/v1/workspaces/job_done", KEY, NULL));
+}
+END_TEST
+
 /* True when problems hold one naming path (or field) with the text. */
 static bool
 has_problem(const json_t *v, const char *key, const char *name,
@@ -592,6 +643,7 @@ hatch_suite(void)
 	tcase_add_test(tc, oversize_and_full_disk);
 	tcase_add_test(tc, seal_api);
 	tcase_add_test(tc, whiteouts_and_opaque_directories);
+	tcase_add_test(tc, an_unfinished_workspace_goes_at_start);
 	suite_add_tcase(s, tc);
 	return s;
 }
