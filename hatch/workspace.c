@@ -199,6 +199,9 @@ fail:
 	return r;
 }
 
+/* A workspace being removed is renamed .<job>.deleting first. */
+#define TRASH_SUFFIX ".deleting"
+
 int
 workspace_discard_unfinished(const char *root, json_t *discarded)
 {
@@ -212,12 +215,17 @@ workspace_discard_unfinished(const char *root, json_t *discarded)
 		char dir[PATH_MAX - 64], meta[PATH_MAX];
 		struct stat st;
 
-		if (!workspace_job_ok(e->d_name))
+		size_t n = strlen(e->d_name), k = strlen(TRASH_SUFFIX);
+		bool trash = e->d_name[0] == '.' && n > k + 1 &&
+		    strcmp(e->d_name + n - k, TRASH_SUFFIX) == 0;
+
+		if (!trash && !workspace_job_ok(e->d_name))
 			continue;
 		snprintf(dir, sizeof(dir), "%s/%s", root, e->d_name);
 		snprintf(meta, sizeof(meta), "%s/meta.json", dir);
-		if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
-		    lstat(meta, &st) == 0 || errno != ENOENT)
+		if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		if (!trash && (lstat(meta, &st) == 0 || errno != ENOENT))
 			continue;
 		if (remove_workspace_dir(dir) < 0)
 			r = -EIO;
@@ -232,7 +240,7 @@ workspace_discard_unfinished(const char *root, json_t *discarded)
 int
 workspace_delete(const char *root, const char *job)
 {
-	char dir[PATH_MAX - 64];
+	char dir[PATH_MAX - 64], trash[PATH_MAX];
 	struct stat st;
 
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", root, job) >=
@@ -242,5 +250,11 @@ workspace_delete(const char *root, const char *job)
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	return remove_workspace_dir(dir);
+	/* Out of sight first, in one step: a hatch that dies while removing
+	 * it leaves no half of a workspace under the job's name, only trash
+	 * that the next start clears. */
+	snprintf(trash, sizeof(trash), "%s/.%s" TRASH_SUFFIX, root, job);
+	if (rename(dir, trash) < 0)
+		return -errno;
+	return remove_workspace_dir(trash);
 }

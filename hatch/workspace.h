@@ -57,10 +57,11 @@ int workspace_create(const char *root, const char *job,
 int workspace_delete(const char *root, const char *job);
 
 /*
- * At start: removes every workspace under root that has no meta.json. Such
- * a workspace was being made when the hatch stopped; its create never
- * answered, so no job ran in it. Its tmpfs is unmounted. The jobs whose
- * workspaces went are appended to discarded. 0, or -EIO when one could not
+ * At start: removes every workspace under root that has no meta.json, and
+ * what a removal cut short left. A workspace without meta.json was being
+ * made when the hatch stopped; its create never answered, so no job ran in
+ * it. Tmpfs mounts are unmounted. The names of what went are appended to
+ * discarded. 0, or -EIO when one could not
  * be removed (the others still are).
  */
 int workspace_discard_unfinished(const char *root, json_t *discarded);

@@ -24,6 +24,7 @@ static const char usage[] =
     "  serve     the HTTP API for orchestrators (see cordon serve --help)\n"
     "  drill     run a hostile job against a manifest (cordon drill --help)\n"
     "  lint      check manifests as the broker will (cordon lint FILE...)\n"
+    "  recover   finish the jobs of launchers that died (cordon recover)\n"
     "\n"
     "  cordon --help | --version\n";
 
@@ -62,6 +63,8 @@ main(int argc, char **argv)
 		return launcher_drill(argc - 1, argv + 1);
 	if (strcmp(argv[1], "lint") == 0)
 		return launcher_lint(argc - 1, argv + 1);
+	if (strcmp(argv[1], "recover") == 0)
+		return launcher_recover(argc - 1, argv + 1);
 	fprintf(stderr, "cordon: unknown command \"%s\" (try cordon --help)\n",
 	    argv[1]);
 	return EXIT_USAGE;

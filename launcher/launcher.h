@@ -8,9 +8,12 @@
 #define CORDON_LAUNCHER_H
 
 #include "config.h"
+#include "http_client.h"
 #include "keys.h"
 
+#include <jansson.h>
 #include <pthread.h>
+#include <stdbool.h>
 
 #define LAUNCHER_PROG "cordon"
 #define LAUNCHER_LISTEN "127.0.0.1:7704"
@@ -54,6 +57,8 @@ struct launcher {
 	struct keyring keys;
 	pthread_mutex_t mu;
 	struct sjob *jobs; /* a list, newest first */
+	pid_t recover_pid; /* a `cordon recover` running, or 0 */
+	time_t recover_at; /* when the next one runs */
 };
 
 /* Reads a key file (one line, the key) into out: 0, -errno, or -EINVAL
@@ -63,6 +68,51 @@ int launcher_read_key(const char *path, char *out, size_t len);
 /* The path of the program name beside this one (cordon and cordon-serve
  * are installed side by side): 0 or -errno. */
 int launcher_sibling(const char *name, char *out, size_t len);
+
+/* A service's error as one line: its message, and the first of its
+ * problems when it lists them (a buffer of the thread's). */
+const char *launcher_answer_message(const struct httpc_answer *a);
+
+/* What the hatch gave back at a job's end. */
+struct collected {
+	bool none; /* the hatch has no workspace for the job */
+	char verdict[32]; /* "" when there was no seal */
+	char patch[600]; /* where the patch was written whole; "" when not */
+	json_t *report; /* the seal's answer, or NULL */
+	/* Why the workspace is kept at the hatch; "" when it was removed (or
+	 * there was none). */
+	char kept[800];
+};
+
+/*
+ * Seals job's workspace at hatch, fetches the patch, checks it against the
+ * seal's sha256 and writes it whole to patch_path, and only then removes
+ * the workspace. When a step fails the workspace stays and c->kept says
+ * why. json_decref(c->report) after.
+ */
+void launcher_collect(const char *hatch, const char *key, const char *job,
+    const char *patch_path, struct collected *c);
+
+/*
+ * The record of a job in flight, <state_dir>/running/<job>, created and
+ * locked for as long as the descriptor in *ret_fd is open: 0 or -errno.
+ * launcher_record_close removes it only when finished says the stop path
+ * got to its end; otherwise `cordon recover` finishes the job.
+ */
+int launcher_record_open(const char *state_dir, const char *job,
+    const char *patch, int *ret_fd);
+void launcher_record_close(const char *state_dir, const char *job, int fd,
+    bool finished);
+
+/* Finishes every job whose record is not held by a live launcher; one
+ * object per job tried is appended to out. The number left for another
+ * try, or -errno. */
+int launcher_recover_all(const struct launcher_config *cfg, const char *key,
+    json_t *out);
+
+/* `cordon recover [--json] [--config FILE]`: argv[0] is "recover". Exit
+ * 0 when nothing is left, 1 when a job is left for the next try. */
+int launcher_recover(int argc, char **argv);
 
 /* `cordon serve [flags]`, run by cordon-serve: cordon execs it, so that
  * the command line never loads the HTTP server (libmicrohttpd and gnutls

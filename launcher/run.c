@@ -68,10 +68,13 @@ struct run {
 	json_t *job; /* the broker's answer to POST /v1/jobs */
 	const char *id;
 	json_t *ws; /* the hatch's workspace */
+	bool ws_asked; /* the hatch was asked for one (it may exist even
+			  when the answer never came) */
 	char *channel;
 	char *ca_pem;
 	uid_t uid;
 	int uid_fd; /* holds the uid's lock */
+	int record_fd; /* holds the lock on the job's record (recover.c) */
 	char cgroup[700]; /* the job's cgroup, "" for none */
 	char cgroup_why[300]; /* why none */
 
@@ -114,25 +117,6 @@ call(struct run *r, const char *base, const char *method, const char *path,
 
 	json_decref(body);
 	return rc;
-}
-
-/* A service's error as one line: its message, and the first of its
- * problems when it lists them. */
-static const char *
-answer_message(const struct httpc_answer *a)
-{
-	static __thread char line[400];
-	const char *m = json_string_value(json_object_get(a->json, "message"));
-	json_t *p = json_array_get(json_object_get(a->json, "problems"), 0);
-
-	if (m == NULL)
-		return "no JSON answer";
-	if (p == NULL)
-		return m;
-	snprintf(line, sizeof(line), "%s: %s: %s", m,
-	    json_string_value(json_object_get(p, "field")) ?: "",
-	    json_string_value(json_object_get(p, "problem")) ?: "");
-	return line;
 }
 
 /* --- the relay ------------------------------------------------------------ */
@@ -539,115 +523,18 @@ struct outcome {
 	long long tokens_revoked;
 	char revoke_error[200];
 	long long allowed, denied;
-	char verdict[32];
-	char patch[600];
-	json_t *report;
-	/* Why the workspace was kept at the hatch; "" when it was removed
-	 * (or there was none). */
-	char kept[800];
+	struct collected c; /* the seal, the patch, the workspace */
 };
 
-/* The patch, where --patch-out or the state directory says: whether all
- * of it is there. A patch cut short is removed, never left looking whole. */
-static bool
-write_patch(struct run *r, struct outcome *o, const void *data, size_t len)
-{
-	FILE *f;
-	bool ok;
-
-	if (r->patch_out != NULL)
-		snprintf(o->patch, sizeof(o->patch), "%s", r->patch_out);
-	else
-		snprintf(o->patch, sizeof(o->patch), "%s/%s.patch",
-		    r->cfg->common.state_dir, r->id);
-	f = fopen(o->patch, "we");
-	ok = f != NULL && (len == 0 || fwrite(data, 1, len, f) == len);
-	if (f != NULL && fclose(f) != 0)
-		ok = false;
-	if (!ok) {
-		snprintf(o->kept, sizeof(o->kept),
-		    "the patch could not be written to %s: %s", o->patch,
-		    strerror(errno));
-		if (f != NULL)
-			unlink(o->patch);
-		o->patch[0] = '\0';
-	}
-	return ok;
-}
-
-/*
- * 4. The seal, the patch saved, and only then the workspace removed. When
- * any step fails the workspace stays at the hatch, sealed or not, so what
- * the job wrote is not lost: the reason lands in o->kept, and an operator
- * can seal again and fetch the patch (docs/operations.md).
- */
+/* Where the patch goes: --patch-out, or the state directory. */
 static void
-collect(struct run *r, struct outcome *o)
+patch_path(const struct run *r, char *out, size_t len)
 {
-	struct httpc_answer a;
-	char path[160];
-	bool saved = false;
-	json_t *patch;
-
-	snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", r->id);
-	if (call(r, r->cfg->hatch, "POST", path, NULL, &a) != 0) {
-		snprintf(o->kept, sizeof(o->kept),
-		    "the hatch did not answer the seal");
-		return;
-	}
-	if (a.status != 200) {
-		snprintf(o->kept, sizeof(o->kept), "the seal failed: %ld: %s",
-		    a.status, answer_message(&a));
-		httpc_answer_free(&a);
-		return;
-	}
-	snprintf(o->verdict, sizeof(o->verdict), "%s",
-	    json_string_value(json_object_get(a.json, "verdict")) ?: "unknown");
-	o->report = json_incref(a.json);
-	httpc_answer_free(&a);
-
-	/* An empty patch, as the seal says, is not fetched; any other is
-	 * checked against the digest the seal gave. */
-	patch = json_object_get(o->report, "patch");
-	const char *want =
-	    json_string_value(json_object_get(patch, "sha256")) ?: "";
-	json_t *bytes = json_object_get(patch, "bytes");
-	snprintf(path, sizeof(path), "/v1/workspaces/%s/patch", r->id);
-	if (json_is_integer(bytes) && json_integer_value(bytes) == 0)
-		saved = write_patch(r, o, "", 0);
-	else if (call(r, r->cfg->hatch, "GET", path, NULL, &a) != 0)
-		snprintf(o->kept, sizeof(o->kept),
-		    "the hatch did not answer for the patch");
-	else {
-		char got[SHA256_HEX_LEN + 1];
-		sha256_hex(a.body.data != NULL ? a.body.data : "", a.body.len,
-		    got);
-		if (a.status != 200)
-			snprintf(o->kept, sizeof(o->kept),
-			    "fetching the patch failed: %ld: %s", a.status,
-			    answer_message(&a));
-		else if (strcmp(got, want) != 0)
-			snprintf(o->kept, sizeof(o->kept),
-			    "the patch fetched is not the one sealed "
-			    "(sha256 %.12s, the seal said %.12s)",
-			    got, want);
-		else
-			saved = write_patch(r, o, a.body.data, a.body.len);
-		httpc_answer_free(&a);
-	}
-	if (!saved)
-		return;
-	snprintf(path, sizeof(path), "/v1/workspaces/%s", r->id);
-	if (call(r, r->cfg->hatch, "DELETE", path, NULL, &a) != 0)
-		snprintf(o->kept, sizeof(o->kept),
-		    "the hatch did not answer the removal");
-	else {
-		if (a.status != 200)
-			snprintf(o->kept, sizeof(o->kept),
-			    "removing it failed: %ld: %s", a.status,
-			    answer_message(&a));
-		httpc_answer_free(&a);
-	}
+	if (r->patch_out != NULL)
+		snprintf(out, len, "%s", r->patch_out);
+	else
+		snprintf(out, len, "%s/%s.patch", r->cfg->common.state_dir,
+		    r->id);
 }
 
 static void
@@ -665,7 +552,7 @@ stop_path(struct run *r, struct outcome *o)
 		    json_object_get(a.json, "tokens_revoked"));
 		if (!o->revoke_ok)
 			snprintf(o->revoke_error, sizeof(o->revoke_error),
-			    "%ld: %s", a.status, answer_message(&a));
+			    "%ld: %s", a.status, launcher_answer_message(&a));
 		httpc_answer_free(&a);
 	} else {
 		snprintf(o->revoke_error, sizeof(o->revoke_error),
@@ -694,8 +581,11 @@ stop_path(struct run *r, struct outcome *o)
 		    "/v1/jobs/%s", r->id);
 		proxy_call_start(&close_call);
 	}
-	if (r->ws != NULL)
-		collect(r, o);
+	if (r->ws_asked) {
+		char dest[600];
+		patch_path(r, dest, sizeof(dest));
+		launcher_collect(r->cfg->hatch, r->key, r->id, dest, &o->c);
+	}
 	if (r->uid_fd >= 0)
 		close(r->uid_fd);
 	r->uid_fd = -1;
@@ -869,9 +759,10 @@ report(struct run *r, const struct outcome *o)
 			"job", r->id, "exit_code", code, "stop_reason",
 			r->stop_reason, "revoked", o->revoke_ok,
 			"tokens_revoked", (json_int_t)o->tokens_revoked,
-			"patch", o->patch[0] != '\0' ? o->patch : NULL,
-			"verdict", o->verdict[0] != '\0' ? o->verdict : NULL,
-			"egress", "allowed", (json_int_t)o->allowed, "denied",
+			"patch", o->c.patch[0] != '\0' ? o->c.patch : NULL,
+			"verdict",
+			o->c.verdict[0] != '\0' ? o->c.verdict : NULL, "egress",
+			"allowed", (json_int_t)o->allowed, "denied",
 			(json_int_t)o->denied, "limits", "wall_clock",
 			"launcher_timer", "memory", r->sb.limits.memory, "pids",
 			r->sb.limits.pids, "disk", "hatch_tmpfs", "output",
@@ -879,9 +770,9 @@ report(struct run *r, const struct outcome *o)
 			r->cgroup[0] != '\0' ? r->cgroup : cgroup_note,
 			"output", out, "revoke_error",
 			o->revoke_ok ? NULL : o->revoke_error);
-		if (o->kept[0] != '\0')
+		if (o->c.kept[0] != '\0')
 			json_object_set_new(j, "workspace_kept",
-			    json_string(o->kept));
+			    json_string(o->c.kept));
 		json_t *t = json_object();
 		/* The workspace and the channel overlap: the total is the
 		 * time from the first call to the seal, not their sum. */
@@ -894,11 +785,11 @@ report(struct run *r, const struct outcome *o)
 		    json_real((double)(long long)(total * 1000) / 1000));
 		json_object_set_new(j, "ms", t);
 		/* What the hatch flagged and what the patch holds. */
-		if (o->report != NULL) {
+		if (o->c.report != NULL) {
 			json_object_set(j, "flags",
-			    json_object_get(o->report, "flags"));
+			    json_object_get(o->c.report, "flags"));
 			json_object_set(j, "changes",
-			    json_object_get(o->report, "changes"));
+			    json_object_get(o->c.report, "changes"));
 		}
 		/* The canaries planted, as digests: whoever holds a token
 		 * can tell whether it was one of them. */
@@ -919,15 +810,15 @@ report(struct run *r, const struct outcome *o)
 	    "egress %lld allowed, %lld denied; patch %s (%s)\n",
 	    r->id, r->stop_reason, code, o->tokens_revoked,
 	    o->revoke_ok ? "" : " -- REVOKE FAILED", o->allowed, o->denied,
-	    o->patch[0] != '\0' ? o->patch : "none",
-	    o->verdict[0] != '\0' ? o->verdict : "no verdict");
+	    o->c.patch[0] != '\0' ? o->c.patch : "none",
+	    o->c.verdict[0] != '\0' ? o->c.verdict : "no verdict");
 	if (!o->revoke_ok)
 		fprintf(stderr, "cordon: the revoke failed: %s\n",
 		    o->revoke_error);
-	if (o->kept[0] != '\0')
+	if (o->c.kept[0] != '\0')
 		fprintf(stderr,
 		    "cordon: the workspace of %s is kept at the hatch: %s\n",
-		    r->id, o->kept);
+		    r->id, o->c.kept);
 }
 
 /* --- the run -------------------------------------------------------------- */
@@ -947,6 +838,7 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 	snprintf(cc.path, sizeof(cc.path), "/v1/jobs/%s", r->id);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	proxy_call_start(&cc);
+	r->ws_asked = true;
 	rc = call(r, r->cfg->hatch, "POST", "/v1/workspaces",
 	    json_pack("{s:s, s:o, s:I, s:O?}", "job", r->id, "inputs",
 		inputs_json(f), "disk_mb",
@@ -972,11 +864,11 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 	}
 	if (rc < 0 || a.status != 201) {
 		snprintf(err, errlen, "the hatch: %s",
-		    rc < 0 ? "no answer" : answer_message(&a));
+		    rc < 0 ? "no answer" : launcher_answer_message(&a));
 		rc = -EIO;
 	} else if (cc.rc < 0 || cc.a.status != 201) {
 		snprintf(err, errlen, "the proxy: %s",
-		    cc.rc < 0 ? "no answer" : answer_message(&cc.a));
+		    cc.rc < 0 ? "no answer" : launcher_answer_message(&cc.a));
 		rc = -EIO;
 	}
 	if (a.status != 0 || a.json != NULL || a.body.data != NULL)
@@ -1170,7 +1062,8 @@ launcher_run(int argc, char **argv)
 	struct run r = { .cfg = &cfg,
 		.out_fd = -1,
 		.err_fd = -1,
-		.uid_fd = -1 };
+		.uid_fd = -1,
+		.record_fd = -1 };
 	struct run_flags f = { .id_fd = -1, .canaries = -1 };
 	struct outcome o = { 0 };
 	struct httpc_answer a;
@@ -1223,7 +1116,7 @@ launcher_run(int argc, char **argv)
 	rc = call(&r, cfg.broker, "POST", "/v1/jobs", ask, &a);
 	if (rc < 0 || a.status != 201) {
 		fprintf(stderr, "cordon run: the broker: %s\n",
-		    rc < 0 ? "no answer" : answer_message(&a));
+		    rc < 0 ? "no answer" : launcher_answer_message(&a));
 		if (rc == 0)
 			httpc_answer_free(&a);
 		rc = EXIT_LAUNCHER;
@@ -1239,8 +1132,17 @@ launcher_run(int argc, char **argv)
 	}
 	r.output_cap = (uint64_t)limit(&r, "output_kb") * 1024;
 
-	/* From here on, whatever happens ends in the stop path. */
-	if (start(&r, &f, err, sizeof(err)) < 0) {
+	/* From here on, whatever happens ends in the stop path; the record
+	 * lets `cordon recover` end it if this launcher cannot. */
+	char dest[600];
+	patch_path(&r, dest, sizeof(dest));
+	if ((rc = launcher_record_open(cfg.common.state_dir, r.id, dest,
+		 &r.record_fd)) < 0) {
+		fprintf(stderr,
+		    "cordon run: the job's record in %s/running: %s\n",
+		    cfg.common.state_dir, strerror(-rc));
+		r.stop_reason = "launcher_error";
+	} else if (start(&r, &f, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon run: %s\n", err);
 		r.stop_reason = "launcher_error";
 	} else if (loop(&r) < 0) {
@@ -1251,15 +1153,23 @@ launcher_run(int argc, char **argv)
 		r.stop_reason = "launcher_error";
 	stop_path(&r, &o);
 	report(&r, &o);
+	bool finished = o.revoke_ok && o.c.kept[0] == '\0';
+	if (!finished && r.record_fd >= 0)
+		fprintf(stderr,
+		    "cordon: job %s is left for `cordon recover` to finish\n",
+		    r.id);
+	launcher_record_close(cfg.common.state_dir, r.id, r.record_fd,
+	    finished);
+	r.record_fd = -1;
 	if (!o.revoke_ok)
 		rc = EXIT_REVOKE_FAILED;
 	else if (strcmp(r.stop_reason, "launcher_error") == 0)
 		rc = EXIT_LAUNCHER;
-	else if (o.kept[0] != '\0')
+	else if (o.c.kept[0] != '\0')
 		rc = EXIT_PATCH_KEPT;
 	else
 		rc = exit_code(&r);
-	json_decref(o.report);
+	json_decref(o.c.report);
 out:
 	run_free(&r);
 	launcher_config_free(&cfg);

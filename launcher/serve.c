@@ -31,6 +31,9 @@
  * less than KEEP_SECONDS ago. */
 #define KEEP_DONE 1000
 #define KEEP_SECONDS 60
+/* `cordon recover` runs this often, at start, and soon after a job whose
+ * stop path may not have finished. */
+#define RECOVER_EVERY 30
 
 struct sjob {
 	struct sjob *next;
@@ -66,7 +69,7 @@ drain(struct sjob *j)
 
 /* Reads what j's child wrote and reaps it if it ended; l->mu held. */
 static void
-reap(struct sjob *j)
+reap(struct launcher *l, struct sjob *j)
 {
 	int st;
 
@@ -84,9 +87,56 @@ reap(struct sjob *j)
 	j->ended = time(NULL);
 	log_info("job_done", "{s:s, s:i}", "job", j->id, "status",
 	    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	/* Killed, or its revoke or its patch not done: cordon run left its
+	 * record, and recover finishes the job. */
+	if (!WIFEXITED(st) || WEXITSTATUS(st) == 3 || WEXITSTATUS(st) == 4 ||
+	    WEXITSTATUS(st) == 125)
+		l->recover_at = 0;
 }
 
-/* Every 100 ms: results read, children reaped, and the oldest finished
+/* `cordon recover` as a child of its own, when it is time and none runs;
+ * its lines go to serve's stderr. l->mu held. */
+static void
+recover_tick(struct launcher *l, time_t now)
+{
+	char *argv[] = { "cordon", "recover", "--config",
+		(char *)l->config_path, NULL };
+	int st;
+
+	if (l->recover_pid > 0) {
+		if (waitpid(l->recover_pid, &st, WNOHANG) != l->recover_pid)
+			return;
+		l->recover_pid = 0;
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			log_warn("recover_left", "{s:i, s:s}", "status",
+			    WIFEXITED(st) ? WEXITSTATUS(st)
+					  : 128 + WTERMSIG(st),
+			    "effect", "a job is not finished; tried again");
+	}
+	if (now < l->recover_at)
+		return;
+	l->recover_at = now + RECOVER_EVERY;
+	if (l->config_path == NULL)
+		argv[2] = NULL;
+	l->recover_pid = fork();
+	if (l->recover_pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		if (dup2(null, 0) < 0 || dup2(null, 1) < 0)
+			_exit(125);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execv(l->cordon, argv);
+		_exit(125);
+	}
+	if (l->recover_pid < 0) {
+		l->recover_pid = 0;
+		log_warn("recover_failed", "{s:s}", "error", strerror(errno));
+	}
+}
+
+/* Every 100 ms: results read, children reaped, `cordon recover` run when
+ * due, and the oldest finished
  * jobs past KEEP_DONE forgotten (their GET answers 404 then). */
 static void
 tick(void *ctx)
@@ -97,7 +147,7 @@ tick(void *ctx)
 
 	pthread_mutex_lock(&l->mu);
 	for (struct sjob **p = &l->jobs, *j; (j = *p) != NULL;) {
-		reap(j);
+		reap(l, j);
 		if (j->done && ++done > KEEP_DONE &&
 		    now - j->ended > KEEP_SECONDS) {
 			*p = j->next;
@@ -107,6 +157,7 @@ tick(void *ctx)
 		}
 		p = &j->next;
 	}
+	recover_tick(l, now);
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -339,7 +390,7 @@ job_get(void *ctx, struct http_request *req, struct http_response *res)
 	pthread_mutex_lock(&l->mu);
 	j = find_or_404(l, req, res);
 	if (j != NULL) {
-		reap(j); /* a poller sees the end at once, not at the tick */
+		reap(l, j); /* a poller sees the end at once, not at the tick */
 		http_reply_json(res, 200, job_json(j));
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -372,7 +423,7 @@ job_stop(void *ctx, struct http_request *req, struct http_response *res)
 	/* The child runs the stop path; its result is the answer. */
 	for (int waited = 0; waited < STOP_WAIT_MS && !done; waited += 10) {
 		pthread_mutex_lock(&l->mu);
-		reap(j);
+		reap(l, j);
 		done = j->done;
 		pthread_mutex_unlock(&l->mu);
 		if (!done)
@@ -480,6 +531,8 @@ launcher_serve(int argc, char **argv)
 	for (struct sjob *j = l.jobs; j != NULL; j = j->next)
 		if (!j->done)
 			waitpid(j->pid, NULL, 0);
+	if (l.recover_pid > 0)
+		waitpid(l.recover_pid, NULL, 0);
 out:
 	if (fd >= 0)
 		close(fd);

@@ -45,6 +45,8 @@ static char admin[128], launcher[128], verifier[128];
 static char cfgpath[400], inputs[300], launcher_run[400], launcher_state[400];
 static char tmpfs_dir[400]; /* the full-disk test's tmpfs, "" when none */
 
+static bool file_holds(const char *path, const char *want);
+
 static void
 put_manifest(const char *name)
 {
@@ -459,6 +461,32 @@ delete_workspace(const char *job)
 	    "the workspace %s is still on disk", ws);
 }
 
+/* `cordon recover --json`: its answer (json_decref it), its exit status
+ * in *status. */
+static json_t *
+recover(int *status)
+{
+	static char out[1 << 16], err[1 << 14];
+	char *argv[] = { (char *)harness_bin("cordon"), "recover", "--json",
+		"--config", cfgpath, NULL };
+	json_t *j;
+
+	*status = harness_run(argv, out, sizeof(out), err, sizeof(err));
+	j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "cordon recover said: %s %s", out, err);
+	return j;
+}
+
+/* The record of job at the launcher (recover.c): whether it is there. */
+static bool
+record_exists(const char *job)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/running/%s", launcher_state, job);
+	return access(path, F_OK) == 0;
+}
+
 /* --- 1: the launcher dies ----------------------------------------------- */
 
 /*
@@ -466,9 +494,11 @@ delete_workspace(const char *job)
  * it (the sandbox's init has PDEATHSIG); the broker's dead man's switch
  * revokes the job once its lease lapses, and with it the token the job
  * held; the proxy closes the channel on that revocation. The launcher
- * never reached its stop path, so the workspace is still there: it can
- * be sealed (the job's writes are not lost) and removed, and then nothing
- * of it is mounted.
+ * never reached its stop path, so the workspace is still there, and the
+ * job's record with it: `cordon recover` (what a restarted launcher runs)
+ * finishes the job, and saves the patch with what the job wrote; then
+ * nothing of it is mounted. While the launcher lived, recover left its
+ * job alone.
  */
 START_TEST(a_dead_launchers_job_is_revoked_by_its_lease)
 {
@@ -492,6 +522,15 @@ START_TEST(a_dead_launchers_job_is_revoked_by_its_lease)
 	ck_assert(introspect_active(tok));
 	uid = job_uid(job);
 	ck_assert_int_gt(processes_of(uid), 0);
+
+	/* A live launcher's job is not recover's. */
+	ck_assert(record_exists(job));
+	j = recover(&i);
+	ck_assert_int_eq(i, 0);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "jobs")), 0);
+	json_decref(j);
+	j = NULL;
+	ck_assert(introspect_active(tok));
 
 	kill(b->pid, SIGKILL);
 	ck_assert_int_eq(bg_wait(b, 10000), 128 + SIGKILL);
@@ -543,22 +582,109 @@ START_TEST(a_dead_launchers_job_is_revoked_by_its_lease)
 	}
 
 	/* The workspace is left as the job left it: still mounted, not
-	 * sealed. Sealing it recovers what the job wrote; deleting it
-	 * leaves nothing. */
+	 * sealed, and the record says so. */
 	workspace_dir(job, ws, sizeof(ws));
 	ck_assert_int_eq(mounts_under(ws), 1);
 	snprintf(path, sizeof(path), "/v1/workspaces/%s/report", job);
 	json_decref(
 	    harness_expect(&hatch, 409, "GET", path, launcher, NULL, NULL));
-	rep = seal_and_check(job);
-	ck_assert_msg(report_changes(rep, "repo/PARTIAL"), "%s",
-	    json_dumps(rep, JSON_COMPACT));
-	json_decref(rep);
-	delete_workspace(job);
+	ck_assert(record_exists(job));
+
+	/* recover finishes it: sealed, the patch out, the workspace gone. */
+	j = recover(&i);
+	ck_assert_int_eq(i, 0);
+	rep = json_array_get(json_object_get(j, "jobs"), 0);
+	ck_assert_msg(rep != NULL &&
+		strcmp(json_string_value(json_object_get(rep, "job")), job) ==
+		    0,
+	    "%s", json_dumps(j, JSON_COMPACT));
+	ck_assert_str_eq(json_string_value(json_object_get(rep, "revoked")),
+	    "revoked");
+	const char *patch = json_string_value(
+	    json_object_get(json_object_get(rep, "workspace"), "patch"));
+	ck_assert_ptr_nonnull(patch);
+	ck_assert_msg(file_holds(patch, "+partial"), "%s holds no write",
+	    patch);
+	json_decref(j);
+	ck_assert_int_eq(mounts_under(ws), 0);
+	ck_assert_int_eq(access(ws, F_OK), -1);
+	ck_assert(!record_exists(job));
+	/* And once is enough. */
+	j = recover(&i);
+	ck_assert_int_eq(i, 0);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "jobs")), 0);
+	json_decref(j);
 	audit_holds();
 	free(job);
 	free(tok);
 	free(b);
+}
+END_TEST
+
+/*
+ * The same death under cordon serve: serve sees its child killed and runs
+ * `cordon recover` itself. The job is revoked by recover (launcher_lost)
+ * long before its 30 s lease would lapse, the patch holds what the job
+ * wrote, and neither workspace nor record is left.
+ */
+START_TEST(serve_finishes_the_job_of_a_killed_child)
+{
+	static char cfg[8192];
+	struct daemon serve;
+	char path[600], ws[PATH_MAX], *job;
+	json_t *j, *rec;
+	pid_t child;
+	double end;
+	FILE *f;
+	size_t n;
+
+	services(30);
+	f = fopen(cfgpath, "re");
+	ck_assert_ptr_nonnull(f);
+	n = fread(cfg, 1, sizeof(cfg) - 1, f);
+	fclose(f);
+	cfg[n] = '\0';
+	ck_assert_int_eq(daemon_start(&serve, "launcher", cfg), 0);
+
+	snprintf(path, sizeof(path), "%s/repo", inputs);
+	j = harness_expect(&serve, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s, s:[{s:s, s:s}], s:[s,s,s]}", "manifest",
+		"fault-job", "inputs", "src", path, "dst", "repo", "command",
+		"/bin/sh", "-c", "echo partial > repo/PARTIAL.md; sleep 60"));
+	job = strdup(json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	workspace_dir(job, ws, sizeof(ws));
+	snprintf(path, sizeof(path), "%s/rw/upper/repo/PARTIAL.md", ws);
+	for (end = (double)monotonic_ms() + 15000;
+	     access(path, F_OK) != 0 && (double)monotonic_ms() < end;)
+		usleep(50000);
+	ck_assert_msg(access(path, F_OK) == 0, "the job wrote nothing");
+
+	/* Its cordon run, by the pid its record names. */
+	snprintf(path, sizeof(path), "%s/running/%s", launcher_state, job);
+	rec = json_load_file(path, 0, NULL);
+	child = (pid_t)json_integer_value(json_object_get(rec, "pid"));
+	json_decref(rec);
+	ck_assert_int_gt(child, 0);
+	ck_assert_int_eq(kill(child, SIGKILL), 0);
+
+	for (end = (double)monotonic_ms() + 20000;
+	     (record_exists(job) || access(ws, F_OK) == 0) &&
+	     (double)monotonic_ms() < end;)
+		usleep(100000);
+	ck_assert_msg(!record_exists(job), "serve left the record");
+	ck_assert_msg(access(ws, F_OK) != 0, "serve left the workspace");
+	ck_assert_int_eq(mounts_under(ws), 0);
+	snprintf(path, sizeof(path), "%s/%s.patch", launcher_state, job);
+	ck_assert_msg(file_holds(path, "+partial"), "%s", path);
+	j = job_at_broker(job);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "state")),
+	    "revoked");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
+	    "launcher_lost");
+	json_decref(j);
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+	free(job);
 }
 END_TEST
 
@@ -1010,11 +1136,10 @@ END_TEST
  *     and the token the job printed is dead at introspection;
  *   - the proxy holds no open channel for it;
  *   - no process of the job's uid range is left;
- *   - what the job wrote is not lost: its workspace is still at the hatch
- *     and seals with the write in the patch, or the launcher saved the
- *     patch with it; a workspace the job never ran in is removable;
- *   - afterwards nothing is mounted under the hatch's workspaces, and the
- *     audit chain holds.
+ *   - once `cordon recover` has run (as a restarted launcher does), what
+ *     the job wrote is in its patch, whether the launcher or recover saved
+ *     it, no workspace and no record of it are left, nothing is mounted
+ *     under the hatch's workspaces, and the audit chain holds.
  *
  * The seed is printed; CORDON_FAULT_SEED=N replays the same victims and
  * points.
@@ -1161,41 +1286,17 @@ job_ended_clean(const struct bgjob *b, const char *job, const char *round)
 	ck_assert_msg(!open, "%s: the proxy keeps %s's channel open", round,
 	    job);
 
-	/* What the job wrote is somewhere: at the hatch, or in the
-	 * launcher's patch. */
+	/* recover ran: the workspace is gone, and what the job wrote is in
+	 * the patch, whoever saved it (the launcher or recover). */
 	wrote = strstr(b->out, "WROTE") != NULL;
 	workspace_dir(job, ws, sizeof(ws));
-	if (lstat(ws, &st) == 0) {
-		snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", job);
-		j = harness_call(&hatch, "POST", path, launcher, NULL, NULL,
-		    &code);
-		json_decref(j);
-		if (code == 200) {
-			json_t *rep = seal_and_check(job);
-			ck_assert_msg(!wrote ||
-				report_changes(rep, "repo/EARLY.md"),
-			    "%s: the job's write is not in the seal: %s", round,
-			    json_dumps(rep, JSON_COMPACT));
-			json_decref(rep);
-		} else {
-			/* Only a workspace the job never ran in. */
-			ck_assert_msg(code == 404 || code == 409,
-			    "%s: the seal of %s answered %ld", round, job,
-			    code);
-			ck_assert_msg(!wrote,
-			    "%s: the job wrote, and its workspace does not "
-			    "seal (%ld)",
-			    round, code);
-		}
-		delete_workspace(job);
-	} else if (wrote) {
-		snprintf(path, sizeof(path), "%s/%s.patch", launcher_state,
-		    job);
-		ck_assert_msg(file_holds(path, "+early"),
-		    "%s: the job wrote, its workspace is gone and %s does not "
-		    "hold the write",
-		    round, path);
-	}
+	ck_assert_msg(lstat(ws, &st) < 0 && errno == ENOENT,
+	    "%s: the workspace of %s is still at the hatch", round, job);
+	ck_assert_msg(!record_exists(job), "%s: the record of %s is left",
+	    round, job);
+	snprintf(path, sizeof(path), "%s/%s.patch", launcher_state, job);
+	ck_assert_msg(!wrote || file_holds(path, "+early"),
+	    "%s: the job wrote, and %s does not hold the write", round, path);
 }
 
 START_TEST(a_kill_at_a_random_point_loses_nothing)
@@ -1257,6 +1358,13 @@ START_TEST(a_kill_at_a_random_point_loses_nothing)
 			ck_assert_int_eq(daemon_restart(d), 0);
 		}
 		status = bg_wait(b, 60000);
+		/* The sandbox goes with its launcher. */
+		for (int w = 0; w < 100 && processes_in_range() > 0; w++)
+			usleep(100000);
+		/* What a restarted launcher does first. */
+		int rst;
+		json_decref(recover(&rst));
+		ck_assert_int_eq(rst, 0);
 		snprintf(round, sizeof(round),
 		    "round %d (kill -9 %s at %d ms of %.0f, exit %d)", i + 1,
 		    who, at, span, status);
@@ -1272,8 +1380,6 @@ START_TEST(a_kill_at_a_random_point_loses_nothing)
 		/* Nothing left behind, whatever the round did. */
 		ck_assert_msg(mounts_under(ws_root) == 0,
 		    "%s: a mount is left under %s", round, ws_root);
-		for (int w = 0; w < 100 && processes_in_range() > 0; w++)
-			usleep(100000);
 		ck_assert_msg(processes_in_range() == 0,
 		    "%s: a process of a job is left", round);
 		audit_holds();
@@ -1291,6 +1397,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, a_dead_launchers_job_is_revoked_by_its_lease);
+	tcase_add_test(tc, serve_finishes_the_job_of_a_killed_child);
 	tcase_add_test(tc, a_broker_crash_revives_no_token);
 	tcase_add_test(tc, a_proxy_crash_closes_the_channel_for_good);
 	tcase_add_test(tc, a_hatch_crash_during_the_seal_can_seal_again);

@@ -169,12 +169,13 @@ END_TEST
 /*
  * A workspace the hatch was making when it stopped (no meta.json yet: its
  * create never answered, so no job ran in it) is removed at the next
- * start, tmpfs and all; a finished one is kept, to be sealed.
+ * start, tmpfs and all, as is what a removal cut short left; a finished
+ * one is kept, to be sealed.
  */
 START_TEST(an_unfinished_workspace_goes_at_start)
 {
 	const char *repo = make_repo("repo");
-	char half[600], rw[700], p[700];
+	char half[600], rw[700], p[700], trash[700];
 	json_t *v;
 
 	v = expect(201, "POST", "/v1/workspaces", KEY,
@@ -201,10 +202,22 @@ START_TEST(an_unfinished_workspace_goes_at_start)
 	snprintf(p, sizeof(p), "%s/meta.json.part", half);
 	write_file(p, "{\"job\": \"job_h", 0600);
 
+	/* And one a removal cut short: renamed aside, its tmpfs mounted. */
+	snprintf(trash, sizeof(trash), "%s", half);
+	strcpy(strrchr(trash, '/') + 1, ".job_gone.deleting");
+	ck_assert_int_eq(mkdir(trash, 0700), 0);
+	snprintf(p, sizeof(p), "%s/rw", trash);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	ck_assert_int_eq(mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV,
+			     "size=1m"),
+	    0);
+
 	ck_assert_int_eq(daemon_stop(&hatch), 0);
 	ck_assert_int_eq(daemon_restart(&hatch), 0);
 	ck_assert_int_eq(access(half, F_OK), -1);
 	ck_assert(!mounted(half));
+	ck_assert_int_eq(access(trash, F_OK), -1);
+	ck_assert(!mounted(trash));
 	json_decref(
 	    expect(404, "DELETE", "/v1/workspaces/job_half", KEY, NULL));
 	/* The finished one is there, and seals. */

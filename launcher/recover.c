@@ -1,0 +1,351 @@
+/*
+ * Jobs a launcher did not finish. Each `cordon run` keeps a record,
+ * <state_dir>/running/<job>, from the moment the broker made the job until
+ * its stop path has revoked it and brought its workspace back, and holds a
+ * lock on it all that time (so does the sandbox's init, which shares the
+ * descriptor). A record whose lock is free is a launcher that died, or a
+ * stop path that could not finish (the broker or the hatch down).
+ *
+ * `cordon recover` finishes each such job in the stop path's order: the
+ * revoke at the broker first, then the channel at the proxy, then the
+ * seal, the patch written out and the workspace removed. The record goes
+ * only when all of that is done; otherwise the next recover tries again.
+ * cordon serve runs it at start, every 30 s, and when one of its jobs
+ * ends badly.
+ */
+#include "launcher.h"
+
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RECOVER_MS 5000
+
+int
+launcher_record_open(const char *state_dir, const char *job, const char *patch,
+    int *ret_fd)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 80];
+	json_t *rec;
+	char *text;
+	int fd, r = 0;
+
+	snprintf(dir, sizeof(dir), "%s/running", state_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s", dir, job);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+	    0600);
+	if (fd < 0)
+		return -errno;
+	rec = json_pack("{s:s, s:i, s:s}", "job", job, "pid", (int)getpid(),
+	    "patch", patch);
+	text = rec != NULL ? json_dumps(rec, JSON_COMPACT) : NULL;
+	json_decref(rec);
+	if (flock(fd, LOCK_EX) < 0)
+		r = -errno;
+	else if (text == NULL)
+		r = -ENOMEM;
+	else if (dprintf(fd, "%s\n", text) < 0)
+		r = -EIO;
+	free(text);
+	if (r < 0) {
+		unlink(path);
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+void
+launcher_record_close(const char *state_dir, const char *job, int fd,
+    bool finished)
+{
+	char path[PATH_MAX + 80];
+
+	if (fd < 0)
+		return;
+	/* Unlinked while still locked: no recover can take it between. */
+	if (finished) {
+		snprintf(path, sizeof(path), "%s/running/%s", state_dir, job);
+		unlink(path);
+	}
+	close(fd);
+}
+
+/* A record's contents: its job and where its patch goes (NULL: the state
+ * directory's default). */
+static json_t *
+record_read(int fd, const char *name)
+{
+	char buf[4096];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	json_t *rec;
+
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	rec = json_loads(buf, 0, NULL);
+	if (rec == NULL ||
+	    strcmp(json_string_value(json_object_get(rec, "job")) ?: "",
+		name) != 0) {
+		json_decref(rec);
+		return NULL;
+	}
+	return rec;
+}
+
+/*
+ * The record's lock, if its launcher is gone. A launcher that has just
+ * died may leave its sandbox's init holding the lock for a moment (it
+ * dies by PDEATHSIG): when the launcher's pid is gone, the lock is waited
+ * for, a second at most.
+ */
+static bool
+take_lock(int fd, const char *name)
+{
+	json_t *rec;
+	pid_t pid;
+
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return true;
+	rec = record_read(fd, name);
+	pid = (pid_t)json_integer_value(json_object_get(rec, "pid"));
+	json_decref(rec);
+	if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+		return false; /* its launcher lives */
+	for (int i = 0; i < 20; i++) {
+		usleep(50000);
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Finishes the job of the record name in dir, when its launcher is gone.
+ * Adds what it did to out (an object per job; "left" set when the record
+ * stays). Returns 1 when a job was finished, 0 when there was nothing to
+ * do (its launcher lives), -1 when the job is left for another try.
+ */
+static int
+recover_one(const struct launcher_config *cfg, const char *key, int dirfd,
+    const char *name, json_t *out)
+{
+	struct httpc_answer a;
+	struct collected c = { 0 };
+	char path[400], dest[PATH_MAX + 80];
+	const char *left = NULL;
+	struct stat st;
+	json_t *rec, *e;
+	int fd;
+
+	fd = openat(dirfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0; /* finished meanwhile */
+	if (!take_lock(fd, name) || fstat(fd, &st) < 0 || st.st_nlink == 0) {
+		close(fd); /* its launcher lives, or another recover took it */
+		return 0;
+	}
+	e = json_pack("{s:s}", "job", name);
+	rec = record_read(fd, name);
+	if (rec == NULL) {
+		/* Not a record of ours: said, and kept for an operator. */
+		json_object_set_new(e, "left",
+		    json_string("the record is not readable"));
+		json_array_append_new(out, e);
+		close(fd);
+		return -1;
+	}
+	const char *patch = json_string_value(json_object_get(rec, "patch"));
+	if (patch != NULL && patch[0] != '\0')
+		snprintf(dest, sizeof(dest), "%s", patch);
+	else
+		snprintf(dest, sizeof(dest), "%s/%s.patch",
+		    cfg->common.state_dir, name);
+
+	/* 1. Tokens die first. A job the broker does not know has none. */
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", name);
+	json_t *why = json_pack("{s:s}", "reason", "launcher_lost");
+	int rc = httpc_request(cfg->broker, "POST", path, key, NULL, why,
+	    RECOVER_MS, &a);
+	json_decref(why);
+	if (rc != 0)
+		left = "the broker did not answer the revoke";
+	else {
+		if (a.status == 200 || a.status == 404)
+			json_object_set_new(e, "revoked",
+			    json_string(
+				a.status == 200 ? "revoked" : "unknown_job"));
+		else {
+			static __thread char line[500];
+			snprintf(line, sizeof(line),
+			    "the revoke failed: %ld: %s", a.status,
+			    launcher_answer_message(&a));
+			left = line;
+		}
+		httpc_answer_free(&a);
+	}
+	/* 2. The channel (a proxy closes it on the revoke itself; this is
+	 * for a proxy that missed the feed). Its answer changes nothing. */
+	if (left == NULL) {
+		snprintf(path, sizeof(path), "/v1/jobs/%s", name);
+		if (httpc_request(cfg->proxy, "DELETE", path, key, NULL, NULL,
+			RECOVER_MS, &a) == 0)
+			httpc_answer_free(&a);
+		/* 3. The workspace. */
+		launcher_collect(cfg->hatch, key, name, dest, &c);
+		if (c.kept[0] != '\0')
+			left = c.kept;
+		else if (c.none)
+			json_object_set_new(e, "workspace",
+			    json_string("none at the hatch"));
+		else
+			json_object_set_new(e, "workspace",
+			    json_pack("{s:s, s:s}", "patch", c.patch, "verdict",
+				c.verdict));
+	}
+	if (left != NULL)
+		json_object_set_new(e, "left", json_string(left));
+	else
+		unlinkat(dirfd, name, 0);
+	json_decref(c.report);
+	json_array_append_new(out, e);
+	json_decref(rec);
+	close(fd);
+	return left != NULL ? -1 : 1;
+}
+
+int
+launcher_recover_all(const struct launcher_config *cfg, const char *key,
+    json_t *out)
+{
+	char dir[PATH_MAX];
+	struct dirent *d;
+	int dirfd, left = 0;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s/running", cfg->common.state_dir);
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	dp = fdopendir(dirfd);
+	if (dp == NULL) {
+		close(dirfd);
+		return -errno;
+	}
+	while ((d = readdir(dp)) != NULL)
+		if (name_ok(d->d_name, 63, "_-") &&
+		    recover_one(cfg, key, dirfd, d->d_name, out) < 0)
+			left++;
+	closedir(dp);
+	return left;
+}
+
+static const char recover_usage[] =
+    "usage: cordon recover [--json] [--config FILE]\n";
+
+int
+launcher_recover(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct launcher_config cfg;
+	const char *config = NULL;
+	char err[300], key[128];
+	bool as_json = false;
+	json_t *out, *e;
+	size_t i;
+	int c, left;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'c')
+			config = optarg;
+		else if (c == 'j')
+			as_json = true;
+		else if (c == 'h') {
+			printf("%s\nFinishes the jobs of launchers that died: "
+			       "revoke, channel closed, seal, patch out, "
+			       "workspace removed.\n",
+			    recover_usage);
+			return 0;
+		} else {
+			fputs(recover_usage, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fputs(recover_usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (launcher_config_load(&cfg, config, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon recover: %s\n", err);
+		return EXIT_CONFIG;
+	}
+	if (launcher_read_key(cfg.launcher_key_file, key, sizeof(key)) < 0) {
+		fprintf(stderr,
+		    "cordon recover: cannot read the launcher key %s\n",
+		    cfg.launcher_key_file);
+		launcher_config_free(&cfg);
+		return EXIT_CONFIG;
+	}
+	out = json_array();
+	left = out != NULL ? launcher_recover_all(&cfg, key, out) : -ENOMEM;
+	explicit_bzero(key, sizeof(key));
+	if (left < 0) {
+		fprintf(stderr, "cordon recover: %s/running: %s\n",
+		    cfg.common.state_dir, strerror(-left));
+		json_decref(out);
+		launcher_config_free(&cfg);
+		return EXIT_OSERR;
+	}
+	if (as_json) {
+		json_t *j = json_pack("{s:O, s:i}", "jobs", out, "left", left);
+		char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+		if (text != NULL)
+			printf("%s\n", text);
+		free(text);
+		json_decref(j);
+	}
+	json_array_foreach(out, i, e)
+	{
+		const char *job = json_string_value(json_object_get(e, "job"));
+		const char *why = json_string_value(json_object_get(e, "left"));
+		json_t *ws = json_object_get(e, "workspace");
+		if (as_json)
+			break;
+		if (why != NULL)
+			fprintf(stderr,
+			    "cordon recover: %s: left for the next try: %s\n",
+			    job, why);
+		else if (json_is_string(ws))
+			fprintf(stderr,
+			    "cordon recover: %s: %s; no workspace\n", job,
+			    json_string_value(json_object_get(e, "revoked")));
+		else
+			fprintf(stderr,
+			    "cordon recover: %s: %s; patch %s (%s)\n", job,
+			    json_string_value(json_object_get(e, "revoked")),
+			    json_string_value(json_object_get(ws, "patch")),
+			    json_string_value(json_object_get(ws, "verdict")));
+	}
+	json_decref(out);
+	launcher_config_free(&cfg);
+	return left > 0 ? 1 : 0;
+}
