@@ -133,6 +133,10 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 		json_decref(problems);
 		http_reply_error(res, 409, "workspace_exists",
 		    "job %s already has a workspace", job);
+	} else if (r == -ESTALE) {
+		json_decref(problems);
+		http_reply_error(res, 409, "workspace_closed",
+		    "job %s had its workspace removed; a job gets one", job);
 	} else if (r == -EINVAL) {
 		log_info("workspace_refused", "{s:s, s:I}", "job", job,
 		    "problems", (json_int_t)json_array_size(problems));

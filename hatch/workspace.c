@@ -19,7 +19,24 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+/* Beside the workspaces, under names no job has (a job's never starts with
+ * a dot): .<job>.deleting, a workspace being removed, and .<job>.gone, a
+ * job whose workspace is closed for good (workspace_delete), kept a week. */
+#define TRASH_SUFFIX ".deleting"
+#define GONE_SUFFIX ".gone"
+#define GONE_KEEP_S (7 * 24 * 3600)
+
+/* Whether name is .<something><suffix>. */
+static bool
+dot_suffixed(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), k = strlen(suffix);
+
+	return name[0] == '.' && n > k + 1 && strcmp(name + n - k, suffix) == 0;
+}
 
 bool
 workspace_job_ok(const char *s)
@@ -111,11 +128,16 @@ workspace_create(const char *root, const char *job,
 
 	if (path_mkdir_p(root, 0700) < 0)
 		return -errno;
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", root, job) >=
-	    sizeof(dir)) {
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/.%s" GONE_SUFFIX, root,
+		job) >= sizeof(dir)) {
 		json_decref(copied);
 		return -ENAMETOOLONG;
 	}
+	if (access(dir, F_OK) == 0) {
+		json_decref(copied);
+		return -ESTALE;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", root, job);
 	snprintf(lower, sizeof(lower), "%s/lower", dir);
 	snprintf(rw, sizeof(rw), "%s/rw", dir);
 	snprintf(upper, sizeof(upper), "%s/upper", rw);
@@ -199,9 +221,6 @@ fail:
 	return r;
 }
 
-/* A workspace being removed is renamed .<job>.deleting first. */
-#define TRASH_SUFFIX ".deleting"
-
 int
 workspace_discard_unfinished(const char *root, json_t *discarded)
 {
@@ -213,15 +232,18 @@ workspace_discard_unfinished(const char *root, json_t *discarded)
 		return errno == ENOENT ? 0 : -errno;
 	while ((e = readdir(d)) != NULL) {
 		char dir[PATH_MAX - 64], meta[PATH_MAX];
+		bool trash = dot_suffixed(e->d_name, TRASH_SUFFIX);
 		struct stat st;
 
-		size_t n = strlen(e->d_name), k = strlen(TRASH_SUFFIX);
-		bool trash = e->d_name[0] == '.' && n > k + 1 &&
-		    strcmp(e->d_name + n - k, TRASH_SUFFIX) == 0;
-
+		snprintf(dir, sizeof(dir), "%s/%s", root, e->d_name);
+		if (dot_suffixed(e->d_name, GONE_SUFFIX)) {
+			if (lstat(dir, &st) == 0 && S_ISREG(st.st_mode) &&
+			    time(NULL) - st.st_mtime > GONE_KEEP_S)
+				unlink(dir);
+			continue;
+		}
 		if (!trash && !workspace_job_ok(e->d_name))
 			continue;
-		snprintf(dir, sizeof(dir), "%s/%s", root, e->d_name);
 		snprintf(meta, sizeof(meta), "%s/meta.json", dir);
 		if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
@@ -246,8 +268,21 @@ workspace_delete(const char *root, const char *job)
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", root, job) >=
 	    sizeof(dir))
 		return -ENAMETOOLONG;
-	if (lstat(dir, &st) < 0)
-		return -errno;
+	if (lstat(dir, &st) < 0) {
+		/* None: the job's workspace is closed all the same, so that a
+		 * create still on its way (from a launcher that died) cannot
+		 * make one that no one would ever remove. */
+		int r = -errno;
+		if (r == -ENOENT) {
+			snprintf(trash, sizeof(trash), "%s/.%s" GONE_SUFFIX,
+			    root, job);
+			int fd = open(trash,
+			    O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+			if (fd >= 0)
+				close(fd);
+		}
+		return r;
+	}
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
 	/* Out of sight first, in one step: a hatch that dies while removing

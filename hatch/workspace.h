@@ -41,7 +41,8 @@ char *workspace_check_input(const struct config_strings *roots, size_t i,
 /*
  * Creates job's workspace under root (the workspaces directory): copies
  * each input into lower/<dst>, mounts a tmpfs of disk_mb at rw/, makes
- * upper/ and work/ in it. -EEXIST when the job has one; -EINVAL with
+ * upper/ and work/ in it. -EEXIST when the job has one, -ESTALE when its
+ * workspace was closed (workspace_delete); -EINVAL with
  * problems listed (a fifo in an input, a link out of it, two inputs at
  * one dst), and nothing left behind; -ENOSPC, -EPERM (no right to mount)
  * or -errno otherwise. ret_policy (the manifest's "return": protected
@@ -53,12 +54,16 @@ int workspace_create(const char *root, const char *job,
     const struct workspace_input *inputs, size_t ninputs, long disk_mb,
     const json_t *ret_policy, json_t *problems, json_t **ret);
 
-/* Unmounts and removes job's workspace: 0, or -ENOENT. */
+/*
+ * Unmounts and removes job's workspace: 0, or -ENOENT when it has none.
+ * Either way the job's workspace is then closed: a later workspace_create
+ * for it answers -ESTALE (a job gets one workspace).
+ */
 int workspace_delete(const char *root, const char *job);
 
 /*
  * At start: removes every workspace under root that has no meta.json, and
- * what a removal cut short left. A workspace without meta.json was being
+ * what a removal cut short left (and forgets closed jobs after a week). A workspace without meta.json was being
  * made when the hatch stopped; its create never answered, so no job ran in
  * it. Tmpfs mounts are unmounted. The names of what went are appended to
  * discarded. 0, or -EIO when one could not

@@ -72,8 +72,14 @@ launcher_collect(const char *hatch, const char *key, const char *job,
 		return;
 	}
 	if (a.status == 404) {
+		/* None (yet): closed, so that a create still on its way to
+		 * the hatch cannot make one after this. */
 		c->none = true;
 		httpc_answer_free(&a);
+		snprintf(path, sizeof(path), "/v1/workspaces/%s", job);
+		if (httpc_request(hatch, "DELETE", path, key, NULL, NULL,
+			COLLECT_MS, &a) == 0)
+			httpc_answer_free(&a);
 		return;
 	}
 	if (a.status != 200) {

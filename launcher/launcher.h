@@ -42,7 +42,7 @@ extern const size_t launcher_noptions;
 int launcher_config_defaults(struct launcher_config *cfg);
 
 /* Defaults, then the file at path (NULL: none), then the directories:
- * 0, or -1 with one line in err. */
+ * 0, or -1 with one line in err (and nothing left to free). */
 int launcher_config_load(struct launcher_config *cfg, const char *path,
     char *err, size_t errlen);
 void launcher_config_free(struct launcher_config *cfg);

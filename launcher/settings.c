@@ -59,12 +59,15 @@ launcher_config_load(struct launcher_config *cfg, const char *path, char *err,
 	}
 	if (path != NULL &&
 	    config_load(path, launcher_options, launcher_noptions, cfg, err,
-		errlen) < 0)
+		errlen) < 0) {
+		launcher_config_free(cfg);
 		return -1;
+	}
 	if ((r = config_default_dirs(&cfg->common, "launcher")) < 0 ||
 	    (r = config_make_dirs(&cfg->common, &failed)) < 0) {
 		snprintf(err, errlen, "%s: %s", failed ? failed : "directories",
 		    strerror(-r));
+		launcher_config_free(cfg);
 		return -1;
 	}
 	return 0;

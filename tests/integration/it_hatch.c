@@ -163,6 +163,18 @@ START_TEST(copy_in_and_remove)
 	ck_assert(!mounted(dir));
 	json_decref(expect(404, "DELETE", "/v1/workspaces/job_a", KEY, NULL));
 	json_decref(v);
+	/* A job gets one workspace: removed, it is closed. */
+	json_decref(expect(409, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[]}", "job", "job_a", "inputs")));
+	/* And a DELETE that finds none closes it too: a create from a
+	 * launcher that died before its answer cannot come after. */
+	json_decref(
+	    expect(404, "DELETE", "/v1/workspaces/job_late", KEY, NULL));
+	v = expect(409, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[]}", "job", "job_late", "inputs"));
+	ck_assert_str_eq(json_string_value(json_object_get(v, "error")),
+	    "workspace_closed");
+	json_decref(v);
 }
 END_TEST
 

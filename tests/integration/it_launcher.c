@@ -621,6 +621,19 @@ START_TEST(refusals_on_the_command_line)
 			     sizeof(err)),
 	    64);
 	ck_assert_ptr_nonnull(strstr(err, "--manifest is required"));
+	char *recover_extra[] = { (char *)harness_bin("cordon"), "recover",
+		"job_x", NULL };
+	char *recover_badcfg[] = { (char *)harness_bin("cordon"), "recover",
+		"--config", "/nonexistent/launcher.json", NULL };
+	ck_assert_int_eq(harness_run(recover_extra, out, sizeof(out), err,
+			     sizeof(err)),
+	    64);
+	ck_assert_int_eq(harness_run(recover_badcfg, out, sizeof(out), err,
+			     sizeof(err)),
+	    78);
+	ck_assert_msg(strncmp(err, "cordon recover: ", 16) == 0 &&
+		strchr(err, '\n') == err + strlen(err) - 1,
+	    "%s", err);
 
 	/* The hatch refuses the input while the proxy made the channel: the
 	 * stop path still revokes, and closes the channel. */
