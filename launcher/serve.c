@@ -94,6 +94,28 @@ reap(struct launcher *l, struct sjob *j)
 		l->recover_at = 0;
 }
 
+/* cordon with argv, as a child: stdin from /dev/null, stdout to out (or
+ * /dev/null when -1), fd 3 to fd3 (when not -1), stderr serve's, signals
+ * unblocked. The child's pid, or -1. */
+static pid_t
+fork_cordon(struct launcher *l, char **argv, int out, int fd3)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		sigset_t none;
+		if (dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
+		    (fd3 >= 0 && dup2(fd3, 3) < 0))
+			_exit(125);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execv(l->cordon, argv);
+		_exit(125);
+	}
+	return pid;
+}
+
 /* `cordon recover` as a child of its own, when it is time and none runs;
  * its lines go to serve's stderr. l->mu held. */
 static void
@@ -118,17 +140,7 @@ recover_tick(struct launcher *l, time_t now)
 	l->recover_at = now + RECOVER_EVERY;
 	if (l->config_path == NULL)
 		argv[2] = NULL;
-	l->recover_pid = fork();
-	if (l->recover_pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		if (dup2(null, 0) < 0 || dup2(null, 1) < 0)
-			_exit(125);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execv(l->cordon, argv);
-		_exit(125);
-	}
+	l->recover_pid = fork_cordon(l, argv, -1, -1);
 	if (l->recover_pid < 0) {
 		l->recover_pid = 0;
 		log_warn("recover_failed", "{s:s}", "error", strerror(errno));
@@ -238,18 +250,7 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
 	}
-	j->pid = fork();
-	if (j->pid == 0) {
-		int null = open("/dev/null", O_RDONLY);
-		if (dup2(null, 0) < 0 || dup2(out[1], 1) < 0 ||
-		    dup2(idp[1], 3) < 0)
-			_exit(125);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execv(l->cordon, argv);
-		_exit(125);
-	}
+	j->pid = fork_cordon(l, argv, out[1], idp[1]);
 	for (i = 0; i < nowned; i++)
 		free(owned[i]);
 	close(out[1]);

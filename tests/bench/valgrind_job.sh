@@ -10,8 +10,10 @@
 # exec'd, are not. The job mints a token at http://broker.cordon/v1/token
 # through the proxy, calls the one upstream it may (python3 -m http.server
 # on 127.0.0.1, named by the proxy's hosts_file) with it, is refused
-# another host, and writes a file (the seal has a patch). Then the daemons
-# are stopped with SIGTERM and each valgrind log is read.
+# another host, and writes a file (the seal has a patch). A second job's
+# launcher (native) is then killed with SIGKILL, and `cordon recover`
+# under valgrind finishes that job. Then the daemons are stopped with
+# SIGTERM and each valgrind log is read.
 #
 # The hatch needs openat2(2), which valgrind 3.19 (Debian 12's) does not
 # know: where this valgrind lacks it, the job's hatch runs natively and a
@@ -264,6 +266,41 @@ else
 	fi
 fi
 
+# --- cordon recover -------------------------------------------------------------
+
+# A second job, its launcher (native) killed with SIGKILL once the job has
+# written; then `cordon recover` under valgrind finishes it: revoke, seal,
+# the patch out, the workspace removed.
+say "cordon recover: a second job's launcher killed, then recover under valgrind"
+"$bin/cordon" run --config "$tmp/launcher/launcher.json" --manifest valgrind-job \
+	--input "$tmp/in/repo:repo" -- /bin/sh -c \
+	'printf "left by a dead launcher\n" >repo/LEFT.md; sleep 900' \
+	</dev/null >/dev/null 2>"$tmp/run2.err" &
+run2=$!
+pids+=("$run2")
+recover_ok=0 job2=
+for ((i = 0; i < 600; i++)); do
+	job2=$(ls "$tmp/launcher/state/running" 2>/dev/null | head -1)
+	[ -n "$job2" ] && [ -e "$tmp/hatch/state/workspaces/$job2/rw/upper/repo/LEFT.md" ] && break
+	sleep 0.5
+done
+kill -KILL "$run2" 2>/dev/null || true
+wait "$run2" 2>/dev/null || true
+sleep 1 # the sandbox's init dies with its launcher
+mapfile -t pre < <(vg "--log-file=$vglogs/recover.%p.log")
+recover_status=0
+"${pre[@]}" "$bin/cordon" recover --json --config "$tmp/launcher/launcher.json" \
+	>"$tmp/recover.out" 2>"$tmp/recover.err" || recover_status=$?
+say "recover of $job2: $(cat "$tmp/recover.out")"
+if [ -n "$job2" ] && [ "$recover_status" = 0 ] &&
+	grep -q '^+left by a dead launcher' "$tmp/launcher/state/$job2.patch" 2>/dev/null &&
+	[ ! -e "$tmp/hatch/state/workspaces/$job2" ]; then
+	recover_ok=1
+else
+	say "recover did not finish the job (exit $recover_status): $(tail -3 "$tmp/recover.err")"
+	job_ok=0
+fi
+
 # --- the second hatch (without openat2 under valgrind) ------------------------
 
 if [ "$hatch_vg" = no ]; then
@@ -376,9 +413,12 @@ for k in "${kids[@]}"; do
 		row_of fork "  its fork (ns pid $kp)" "yes (a fork of cordon run)" "$k"
 	fi
 done
+status_of[recover]=$recover_status
+mapfile -t logs < <(logs_of recover)
+row_of recover "cordon recover" "yes: a killed launcher's job finished" "${logs[@]}"
 line "the job (sh, curl)" "no: exec'd programs, not cordon's code" - - - - - -
 line "upstream (python3)" "no: not cordon's code" - - - - - -
-for name in "${daemons[@]}" run; do
+for name in "${daemons[@]}" run recover; do
 	[ "${status_of[$name]}" = 0 ] || fail=1
 done
 echo "job: $([ "$job_ok" = 1 ] && echo ok || echo FAILED); valgrind logs: $vglogs$([ "${CORDON_KEEP_TMP:-0}" = 1 ] || echo ' (removed; CORDON_KEEP_TMP=1 keeps them)')"
