@@ -285,7 +285,7 @@ for ((i = 0; i < 600; i++)); do
 	sleep 0.5
 done
 kill -KILL "$run2" 2>/dev/null || true
-wait "$run2" 2>/dev/null || true
+{ wait "$run2"; } 2>/dev/null || true
 sleep 1 # the sandbox's init dies with its launcher
 mapfile -t pre < <(vg "--log-file=$vglogs/recover.%p.log")
 recover_status=0
