@@ -1,10 +1,11 @@
 /*
- * Faults: kill -9 of each process at a point of a job, then a restart,
- * and a full disk under the broker's database. What is checked is what
- * an operator relies on afterwards: the job ends revoked, no token comes
- * back to life, the proxy lets nothing through that it cannot judge, the
- * workspace can still be sealed or removed and nothing stays mounted, and
- * the broker grants nothing it could not record.
+ * Faults: kill -9 of each process at a chosen point of a job and at
+ * random points, then a restart (for the launcher, `cordon recover`), and
+ * a full disk under the broker's database. What is checked is what an
+ * operator relies on afterwards: the job ends revoked, no token comes back
+ * to life, the proxy lets nothing through that it cannot judge, what the
+ * job wrote comes back as its patch, nothing stays mounted, and the broker
+ * grants nothing it could not record.
  *
  * The real broker, proxy and hatch, an upstream on 127.0.0.1, and `cordon
  * run` making real namespaces (as root). Every wait has a deadline.
