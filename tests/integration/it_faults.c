@@ -1336,8 +1336,13 @@ START_TEST(a_kill_at_a_random_point_loses_nothing)
 	}
 	for (int i = 0; i < ROUNDS; i++) {
 		const char *who = victims[order[i]];
-		/* Anywhere in the job, and a little past its end. */
-		int at = (int)(rand_r(&seed) % (unsigned)(span * 1.1 + 1));
+		/* Anywhere in the job, and a little past its end; every
+		 * other round in its last 40% and past it, where the stop
+		 * path (revoke, close, seal, fetch, removal) is. */
+		int at = i % 2 == 0
+		    ? (int)(rand_r(&seed) % (unsigned)(span * 1.1 + 1))
+		    : (int)(span * 0.6) +
+			(int)(rand_r(&seed) % (unsigned)(span * 0.5 + 1));
 		long after = audit_length();
 		struct daemon *d = order[i] == 1 ? &broker
 		    : order[i] == 2              ? &proxy
