@@ -46,7 +46,7 @@ write_patch(struct collected *c, const void *data, size_t len)
 		ok = false;
 	if (!ok) {
 		snprintf(c->kept, sizeof(c->kept),
-		    "the patch could not be written to %s: %s", c->patch,
+		    "the patch could not be written to %.600s: %s", c->patch,
 		    strerror(errno));
 		if (f != NULL)
 			unlink(c->patch);
@@ -99,9 +99,12 @@ launcher_collect(const char *hatch, const char *key, const char *job,
 	const char *want =
 	    json_string_value(json_object_get(patch, "sha256")) ?: "";
 	json_t *bytes = json_object_get(patch, "bytes");
-	snprintf(c->patch, sizeof(c->patch), "%s", patch_path);
 	snprintf(path, sizeof(path), "/v1/workspaces/%s/patch", job);
-	if (json_is_integer(bytes) && json_integer_value(bytes) == 0)
+	if ((size_t)snprintf(c->patch, sizeof(c->patch), "%s", patch_path) >=
+	    sizeof(c->patch))
+		snprintf(c->kept, sizeof(c->kept),
+		    "the patch's path is too long");
+	else if (json_is_integer(bytes) && json_integer_value(bytes) == 0)
 		saved = write_patch(c, "", 0);
 	else if (httpc_request(hatch, "GET", path, key, NULL, NULL, COLLECT_MS,
 		     &a) != 0)

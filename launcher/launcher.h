@@ -12,6 +12,7 @@
 #include "keys.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 
@@ -77,7 +78,8 @@ const char *launcher_answer_message(const struct httpc_answer *a);
 struct collected {
 	bool none; /* the hatch has no workspace for the job */
 	char verdict[32]; /* "" when there was no seal */
-	char patch[600]; /* where the patch was written whole; "" when not */
+	char patch
+	    [PATH_MAX]; /* where the patch was written whole; "" when not */
 	json_t *report; /* the seal's answer, or NULL */
 	/* Why the workspace is kept at the hatch; "" when it was removed (or
 	 * there was none). */

@@ -88,7 +88,7 @@ launcher_record_close(const char *state_dir, const char *job, int fd,
 static json_t *
 record_read(int fd, const char *name)
 {
-	char buf[4096];
+	char buf[3 * PATH_MAX];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 	json_t *rec;
 
@@ -144,7 +144,7 @@ recover_one(const struct launcher_config *cfg, const char *key, int dirfd,
 {
 	struct httpc_answer a;
 	struct collected c = { 0 };
-	char path[400], dest[PATH_MAX + 80];
+	char path[400], dest[2 * PATH_MAX];
 	const char *left = NULL;
 	struct stat st;
 	json_t *rec, *e;
@@ -162,11 +162,12 @@ recover_one(const struct launcher_config *cfg, const char *key, int dirfd,
 	 * job; only where the patch goes is lost, and the default is used. */
 	rec = record_read(fd, name);
 	const char *patch = json_string_value(json_object_get(rec, "patch"));
-	if (patch != NULL && patch[0] != '\0')
-		snprintf(dest, sizeof(dest), "%s", patch);
-	else
+	if (patch == NULL || patch[0] == '\0')
 		snprintf(dest, sizeof(dest), "%s/%s.patch",
 		    cfg->common.state_dir, name);
+	else if ((size_t)snprintf(dest, sizeof(dest), "%s", patch) >=
+	    sizeof(dest))
+		dest[0] = '\0'; /* refused by launcher_collect below */
 
 	/* 1. Tokens die first. A job the broker does not know has none. */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", name);

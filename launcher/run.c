@@ -25,6 +25,7 @@
 #include <event2/listener.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -582,7 +583,7 @@ stop_path(struct run *r, struct outcome *o)
 		proxy_call_start(&close_call);
 	}
 	if (r->ws_asked) {
-		char dest[600];
+		char dest[PATH_MAX];
 		patch_path(r, dest, sizeof(dest));
 		launcher_collect(r->cfg->hatch, r->key, r->id, dest, &o->c);
 	}
@@ -652,6 +653,12 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 			f->inputs[f->ninputs++] = optarg;
 			break;
 		case 'p':
+			if (strlen(optarg) > 1024) {
+				fprintf(stderr,
+				    "cordon run: --patch-out is longer than "
+				    "1024 bytes\n");
+				return EXIT_USAGE;
+			}
 			f->patch_out = optarg;
 			break;
 		case 'j':
@@ -1134,9 +1141,14 @@ launcher_run(int argc, char **argv)
 
 	/* From here on, whatever happens ends in the stop path; the record
 	 * lets `cordon recover` end it if this launcher cannot. */
-	char dest[600];
+	char dest[PATH_MAX], cwd[PATH_MAX], where[2 * PATH_MAX];
 	patch_path(&r, dest, sizeof(dest));
-	if ((rc = launcher_record_open(cfg.common.state_dir, r.id, dest,
+	/* Absolute: recover runs from anywhere. */
+	if (dest[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL)
+		snprintf(where, sizeof(where), "%s/%s", cwd, dest);
+	else
+		snprintf(where, sizeof(where), "%s", dest);
+	if ((rc = launcher_record_open(cfg.common.state_dir, r.id, where,
 		 &r.record_fd)) < 0) {
 		fprintf(stderr,
 		    "cordon run: the job's record in %s/running: %s\n",
