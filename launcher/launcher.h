@@ -112,8 +112,9 @@ void launcher_record_close(const char *state_dir, const char *job, int fd,
 int launcher_recover_all(const struct launcher_config *cfg, const char *key,
     json_t *out);
 
-/* `cordon recover [--json] [--config FILE]`: argv[0] is "recover". Exit
- * 0 when nothing is left, 1 when a job is left for the next try. */
+/* `cordon recover [--json | --log] [--config FILE]`: argv[0] is
+ * "recover". Exit 0 when nothing is left, 1 when a job is left for the
+ * next try. */
 int launcher_recover(int argc, char **argv);
 
 /* `cordon serve [flags]`, run by cordon-serve: cordon execs it, so that

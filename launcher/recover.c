@@ -15,6 +15,7 @@
  */
 #include "launcher.h"
 
+#include "log.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -248,7 +249,7 @@ launcher_recover_all(const struct launcher_config *cfg, const char *key,
 }
 
 static const char recover_usage[] =
-    "usage: cordon recover [--json] [--config FILE]\n";
+    "usage: cordon recover [--json | --log] [--config FILE]\n";
 
 int
 launcher_recover(int argc, char **argv)
@@ -256,13 +257,14 @@ launcher_recover(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "log", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct launcher_config cfg;
 	const char *config = NULL;
 	char err[300], key[128];
-	bool as_json = false;
+	bool as_json = false, as_log = false;
 	json_t *out, *e;
 	size_t i;
 	int c, left;
@@ -274,6 +276,8 @@ launcher_recover(int argc, char **argv)
 			config = optarg;
 		else if (c == 'j')
 			as_json = true;
+		else if (c == 'l')
+			as_log = true;
 		else if (c == 'h') {
 			printf("%s\nFinishes the jobs of launchers that died: "
 			       "revoke, channel closed, seal, patch out, "
@@ -300,6 +304,7 @@ launcher_recover(int argc, char **argv)
 		launcher_config_free(&cfg);
 		return EXIT_CONFIG;
 	}
+	log_init("launcher", as_log ? LEVEL_INFO : LEVEL_WARN);
 	out = json_array();
 	left = out != NULL ? launcher_recover_all(&cfg, key, out) : -ENOMEM;
 	explicit_bzero(key, sizeof(key));
@@ -325,6 +330,17 @@ launcher_recover(int argc, char **argv)
 		json_t *ws = json_object_get(e, "workspace");
 		if (as_json)
 			break;
+		if (as_log) {
+			if (why != NULL)
+				log_warn("job_left", "{s:s, s:s}", "job", job,
+				    "reason", why);
+			else
+				log_info("job_recovered", "{s:s, s:O?, s:O?}",
+				    "job", job, "revoked",
+				    json_object_get(e, "revoked"), "workspace",
+				    ws);
+			continue;
+		}
 		if (why != NULL)
 			fprintf(stderr,
 			    "cordon recover: %s: left for the next try: %s\n",

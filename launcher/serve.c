@@ -116,12 +116,12 @@ fork_cordon(struct launcher *l, char **argv, int out, int fd3)
 	return pid;
 }
 
-/* `cordon recover` as a child of its own, when it is time and none runs;
- * its lines go to serve's stderr. l->mu held. */
+/* `cordon recover --log` as a child of its own, when it is time and none
+ * runs; its JSON log lines go to serve's stderr. l->mu held. */
 static void
 recover_tick(struct launcher *l, time_t now)
 {
-	char *argv[] = { "cordon", "recover", "--config",
+	char *argv[] = { "cordon", "recover", "--log", "--config",
 		(char *)l->config_path, NULL };
 	int st;
 
@@ -139,7 +139,7 @@ recover_tick(struct launcher *l, time_t now)
 		return;
 	l->recover_at = now + RECOVER_EVERY;
 	if (l->config_path == NULL)
-		argv[2] = NULL;
+		argv[3] = NULL;
 	l->recover_pid = fork_cordon(l, argv, -1, -1);
 	if (l->recover_pid < 0) {
 		l->recover_pid = 0;

@@ -684,6 +684,21 @@ START_TEST(serve_finishes_the_job_of_a_killed_child)
 	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
 	    "launcher_lost");
 	json_decref(j);
+	/* serve's log says so, in its own JSON lines. */
+	json_t *lines = daemon_log_lines(&serve), *line;
+	bool logged = false;
+	size_t k;
+	json_array_foreach(lines, k, line)
+	{
+		const char *ev =
+		    json_string_value(json_object_get(line, "event"));
+		const char *lj =
+		    json_string_value(json_object_get(line, "job"));
+		logged |= ev != NULL && strcmp(ev, "job_recovered") == 0 &&
+		    lj != NULL && strcmp(lj, job) == 0;
+	}
+	json_decref(lines);
+	ck_assert_msg(logged, "serve's log has no job_recovered for %s", job);
 	ck_assert_int_eq(daemon_stop(&serve), 0);
 	free(job);
 }
