@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RECOVER_MS 5000
@@ -35,7 +36,7 @@ int
 launcher_record_open(const char *state_dir, const char *job, const char *patch,
     int *ret_fd)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 80];
+	char dir[PATH_MAX], path[PATH_MAX + 80], part[PATH_MAX + 80];
 	json_t *rec;
 	char *text;
 	int fd, r = 0;
@@ -43,8 +44,11 @@ launcher_record_open(const char *state_dir, const char *job, const char *patch,
 	snprintf(dir, sizeof(dir), "%s/running", state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
+	/* Made under a name recover skips, locked and written, then renamed:
+	 * a recover never sees the record unlocked. */
 	snprintf(path, sizeof(path), "%s/%s", dir, job);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+	snprintf(part, sizeof(part), "%s/.%s", dir, job);
+	fd = open(part, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
 	    0600);
 	if (fd < 0)
 		return -errno;
@@ -58,9 +62,11 @@ launcher_record_open(const char *state_dir, const char *job, const char *patch,
 		r = -ENOMEM;
 	else if (dprintf(fd, "%s\n", text) < 0)
 		r = -EIO;
+	else if (rename(part, path) < 0)
+		r = -errno;
 	free(text);
 	if (r < 0) {
-		unlink(path);
+		unlink(part);
 		close(fd);
 		return r;
 	}
@@ -240,10 +246,26 @@ launcher_recover_all(const struct launcher_config *cfg, const char *key,
 		close(dirfd);
 		return -errno;
 	}
-	while ((d = readdir(dp)) != NULL)
+	while ((d = readdir(dp)) != NULL) {
+		/* A record its launcher died making (before the broker's job
+		 * had a workspace): nothing to finish, the lease revokes. One
+		 * a minute old, so as not to race a launcher making it. */
+		if (d->d_name[0] == '.' && name_ok(d->d_name + 1, 63, "_-")) {
+			int fd = openat(dirfd, d->d_name,
+			    O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			struct stat st;
+			if (fd >= 0 && fstat(fd, &st) == 0 &&
+			    time(NULL) - st.st_mtime > 60 &&
+			    flock(fd, LOCK_EX | LOCK_NB) == 0)
+				unlinkat(dirfd, d->d_name, 0);
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
 		if (name_ok(d->d_name, 63, "_-") &&
 		    recover_one(cfg, key, dirfd, d->d_name, out) < 0)
 			left++;
+	}
 	closedir(dp);
 	return left;
 }
