@@ -11,10 +11,14 @@
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *s = strndup((const char *)data, size);
+	/* Copied and ended: the input has no NUL of its own (strndup would
+	 * look for one past its end). */
+	char *s = malloc(size + 1);
 
 	if (s == NULL)
 		return 0;
+	memcpy(s, data, size);
+	s[size] = '\0';
 	if (path_is_safe_relative(s)) {
 		FUZZ_ASSERT(s[0] != '\0' && s[0] != '/');
 		for (char *c = s, *end; *c != '\0'; c = end + (*end == '/')) {
