@@ -18,7 +18,8 @@
 # The hatch needs openat2(2), which valgrind 3.19 (Debian 12's) does not
 # know: where this valgrind lacks it, the job's hatch runs natively and a
 # second hatch under valgrind answers what it can (below); the table says
-# which ran how.
+# which ran how. ./tests/bench/get_valgrind.sh unpacks Debian 13's, which
+# knows it: PATH=$PWD/build-valgrind/bin:$PATH before this script.
 #
 # Prints, per process: whether it ran under valgrind, its valgrind
 # errors, the bytes definitely, indirectly and possibly lost and still
