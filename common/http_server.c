@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "problems.h"
 #include "util.h"
 
 #include <errno.h>
@@ -83,6 +84,21 @@ http_reply_problems(struct http_response *res, const char *code,
 	http_reply_json(res, 422,
 	    json_pack("{s:s, s:s, s:o}", "error", code, "message", message,
 		"problems", problems));
+}
+
+bool
+http_refuse_body_fields(struct http_request *req, struct http_response *res)
+{
+	json_t *problems = json_array();
+
+	problems_unknown_keys(http_request_body(req), "", NULL, 0, problems);
+	if (json_array_size(problems) == 0) {
+		json_decref(problems);
+		return false;
+	}
+	http_reply_problems(res, "invalid_request", "the body has no fields",
+	    problems);
+	return true;
 }
 
 void

@@ -146,6 +146,10 @@ void http_reply_error(struct http_response *res, unsigned status,
  * (stolen); message NULL says how many problems there are. */
 void http_reply_problems(struct http_response *res, const char *code,
     const char *message, json_t *problems);
+/* For an endpoint whose body is optional and has no fields: true when the
+ * request's body holds any, with the 422 invalid_request answered. */
+bool http_refuse_body_fields(struct http_request *req,
+    struct http_response *res);
 /* Sets the answer to text of a static content type (copied). */
 void http_reply_text(struct http_response *res, unsigned status,
     const char *content_type, const char *text, size_t len);

@@ -301,15 +301,13 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 	/* A typo must not pass as "not asked for". */
 	problems_unknown_keys(body, "", fields, ARRAY_SIZE(fields), problems);
 	if (manifest == NULL || !name_ok(manifest, 64, "._-"))
-		json_array_append_new(problems,
-		    json_pack("{s:s, s:s}", "field", "manifest", "problem",
-			"required: a manifest's name"));
+		problems_add(problems, "manifest",
+		    "required: a manifest's name");
 	/* The hatch takes at most 64; more would be cut short below. */
 	if (inputs != NULL &&
 	    (!json_is_array(inputs) || json_array_size(inputs) > 64))
-		json_array_append_new(problems,
-		    json_pack("{s:s, s:s}", "field", "inputs", "problem",
-			"a list of at most 64 {src, dst}"));
+		problems_add(problems, "inputs",
+		    "a list of at most 64 {src, dst}");
 	else
 		json_array_foreach(inputs, i, v)
 		{
@@ -321,21 +319,15 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 			    json_object_size(v) != 2 ||
 			    strchr(src, ':') != NULL ||
 			    strchr(dst, ':') != NULL)
-				json_array_append_new(problems,
-				    json_pack("{s:s, s:s}", "field", "inputs",
-					"problem",
-					"each input is {src, dst}, without "
-					"':'"));
+				problems_add(problems, "inputs",
+				    "each input is {src, dst}, without ':'");
 		}
 	if (command != NULL &&
 	    (!json_is_array(command) || json_array_size(command) > 64))
-		json_array_append_new(problems,
-		    json_pack("{s:s, s:s}", "field", "command", "problem",
-			"a list of at most 64 strings"));
+		problems_add(problems, "command",
+		    "a list of at most 64 strings");
 	json_array_foreach(command, i, v) if (!json_is_string(v))
-	    json_array_append_new(problems,
-		json_pack("{s:s, s:s}", "field", "command", "problem",
-		    "a list of strings"));
+	    problems_add(problems, "command", "a list of strings");
 	if (json_array_size(problems) > 0) {
 		http_reply_problems(res, "invalid_job",
 		    "the job cannot be run as asked", problems);
@@ -401,19 +393,13 @@ static void
 job_stop(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct launcher *l = ctx;
-	json_t *problems = json_array();
 	struct sjob *j;
 	bool done = false;
 
-	/* The body is optional and has no fields: whatever it holds is a
-	 * mistake, refused before anything is stopped. */
-	problems_unknown_keys(http_request_body(req), "", NULL, 0, problems);
-	if (json_array_size(problems) > 0) {
-		http_reply_problems(res, "invalid_request",
-		    "the body has no fields", problems);
+	/* Whatever the body holds is a mistake, refused before anything is
+	 * stopped. */
+	if (http_refuse_body_fields(req, res))
 		return;
-	}
-	json_decref(problems);
 	pthread_mutex_lock(&l->mu);
 	j = find_or_404(l, req, res);
 	if (j != NULL && !j->done)

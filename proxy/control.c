@@ -130,16 +130,10 @@ job_post(void *ctx, struct http_request *req, struct http_response *res)
 		    "a job id is 1 to %d of [A-Za-z0-9_-]", JOB_ID_MAX);
 		return;
 	}
-	/* The body is optional and has no fields: whatever it holds is a
-	 * mistake, refused before the broker is asked. */
-	json_t *problems = json_array();
-	problems_unknown_keys(http_request_body(req), "", NULL, 0, problems);
-	if (json_array_size(problems) > 0) {
-		http_reply_problems(res, "invalid_request",
-		    "the body has no fields", problems);
+	/* Whatever the body holds is a mistake, refused before the broker
+	 * is asked. */
+	if (http_refuse_body_fields(req, res))
 		return;
-	}
-	json_decref(problems);
 	if (job_find(p, id) != NULL) {
 		http_reply_error(res, 409, "exists",
 		    "the job already has a channel");
