@@ -557,6 +557,18 @@ harness_expect(const struct daemon *d, long want, const char *method,
 	return v;
 }
 
+bool
+harness_token_active(const struct daemon *broker, const char *verifier,
+    const char *tok)
+{
+	json_t *r = harness_expect(broker, 200, "POST", "/v1/introspect",
+	    verifier, NULL, json_pack("{s:s}", "token", tok));
+	bool active = json_is_true(json_object_get(r, "active"));
+
+	json_decref(r);
+	return active;
+}
+
 int
 harness_read_line(const char *path, char *buf, size_t len)
 {

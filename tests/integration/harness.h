@@ -104,6 +104,11 @@ size_t harness_mounts_under(const char *root, char **out, size_t max);
 /* Reads a file's first line into buf (newline dropped): 0 or -1. */
 int harness_read_line(const char *path, char *buf, size_t len);
 
+/* Whether broker's introspection, asked with the verifier key, says tok
+ * is active (asserting it answered 200). */
+bool harness_token_active(const struct daemon *broker, const char *verifier,
+    const char *tok);
+
 /*
  * The three services and a launcher's configuration, as the tests of
  * `cordon run` use them: the broker (with broker_config, NULL for the

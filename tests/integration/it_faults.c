@@ -273,15 +273,11 @@ request_loop(char *out, size_t len)
 
 /* --- what the services say --------------------------------------------- */
 
+/* Whether the broker says tok is active. */
 static bool
 introspect_active(const char *tok)
 {
-	json_t *r = harness_expect(&broker, 200, "POST", "/v1/introspect",
-	    verifier, NULL, json_pack("{s:s}", "token", tok));
-	bool active = json_is_true(json_object_get(r, "active"));
-
-	json_decref(r);
-	return active;
+	return harness_token_active(&broker, verifier, tok);
 }
 
 /* The broker's view of the job (json_decref it). */

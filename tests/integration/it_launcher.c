@@ -253,15 +253,11 @@ START_TEST(tokens_are_short_and_egress_goes_through_the_proxy)
 }
 END_TEST
 
+/* Whether the broker says tok is active. */
 static bool
 introspect_active(const char *tok)
 {
-	json_t *r = harness_expect(&broker, 200, "POST", "/v1/introspect",
-	    verifier, NULL, json_pack("{s:s}", "token", tok));
-	bool active = json_is_true(json_object_get(r, "active"));
-
-	json_decref(r);
-	return active;
+	return harness_token_active(&broker, verifier, tok);
 }
 
 /* The token the job printed as TOKEN=... */
