@@ -6,10 +6,9 @@
 : "${soak:?}" "${tmp:?}"
 
 pids=()
-soak_extra_cleanup() { :; }
 # Stops what the script started and is still its child (a pid reaped
 # and reused by another process is left alone), the last started first,
-# each waited for.
+# each waited for; unmounts what is left under $tmp and removes it.
 soak_cleanup() {
 	local i p
 	set +e
@@ -19,7 +18,10 @@ soak_cleanup() {
 		kill "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
-	soak_extra_cleanup
+	# Whatever is left mounted under $tmp (a hatch's workspaces) goes,
+	# so that the directory can.
+	{ grep -o " $tmp/[^ ]*" /proc/self/mounts || true; } | sort -r |
+		while read -r p; do umount -l "$p" 2>/dev/null; done
 	if [ "${CORDON_KEEP_TMP:-0}" = 1 ]; then
 		echo "$soak: kept $tmp" >&2
 	else

@@ -45,13 +45,6 @@ start_timeout=${VG_START_TIMEOUT:-300}
 tmp=$(mktemp -d /tmp/cordon-vg.XXXXXX)
 # shellcheck source-path=SCRIPTDIR source=soak_lib.sh
 . "$here/soak_lib.sh"
-# Whatever the hatch left mounted under the directory goes, so that the
-# directory can.
-soak_extra_cleanup() {
-	local m
-	{ grep -o " $tmp/[^ ]*" /proc/self/mounts || true; } | sort -r |
-		while read -r m; do umount -l "$m" 2>/dev/null || true; done
-}
 trap soak_cleanup EXIT
 
 [ "$(id -u)" = 0 ] || die "must run as root (namespaces, mounts)"
