@@ -880,7 +880,7 @@ apply_hunks(struct cursor *c, const struct version *old, unsigned char **ret,
 		size_t len;
 
 		any = true;
-		next_line(c, &line, &len);
+		FUZZ_ASSERT(next_line(c, &line, &len));
 		e = parse_range(line + 3, '-', &s1, &c1);
 		FUZZ_ASSERT(*e == ' ');
 		e = parse_range(e + 1, '+', &s2, &c2);
@@ -979,7 +979,7 @@ apply_section(struct cursor *c, const char *path, struct version *v)
 	/* The extended header. */
 	while (c->p < c->end && !peek_prefix(c, "diff --git ") &&
 	    !peek_prefix(c, "--- ") && !peek_prefix(c, "GIT binary patch\n")) {
-		next_line(c, &line, &len);
+		FUZZ_ASSERT(next_line(c, &line, &len));
 		char text[128];
 		snprintf(text, sizeof(text), "%.*s", (int)len, line);
 		if (sscanf(text, "new file mode %o", &m) == 1) {
@@ -1310,7 +1310,7 @@ check_walk(const struct buf *patch, const json_t *changes,
 		version_of(find(&lower, p), &v);
 		while (peek_prefix(&c, "diff --git ")) {
 			struct cursor at = c;
-			next_line(&at, &line, &len);
+			FUZZ_ASSERT(next_line(&at, &line, &len));
 			section_path(line, len, sp);
 			if (strcmp(sp, p) != 0)
 				break;
