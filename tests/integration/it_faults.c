@@ -40,7 +40,7 @@
 #define UID_BASE 340000
 #define UID_COUNT 1000
 
-static struct daemon broker, proxy, hatch;
+static struct daemon *broker, *proxy, *hatch;
 static struct upstream *plain;
 static char admin[128], launcher[128], verifier[128];
 static char cfgpath[400], inputs[300], launcher_run[400], launcher_state[400];
@@ -65,7 +65,7 @@ put_manifest(const char *name)
 	char path[128];
 
 	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
-	json_decref(harness_expect(&broker, 200, "PUT", path, admin, NULL, m));
+	json_decref(harness_expect(broker, 200, "PUT", path, admin, NULL, m));
 }
 
 /*
@@ -86,9 +86,9 @@ services(int lease_seconds)
 	ck_assert_ptr_nonnull(plain);
 	stack_start(&st, &o);
 	/* The tests restart and kill them by these names. */
-	broker = st.broker;
-	proxy = st.proxy;
-	hatch = st.hatch;
+	broker = &st.broker;
+	proxy = &st.proxy;
+	hatch = &st.hatch;
 	memcpy(admin, st.admin, sizeof(admin));
 	memcpy(launcher, st.launcher, sizeof(launcher));
 	memcpy(verifier, st.verifier, sizeof(verifier));
@@ -114,13 +114,14 @@ setup(void)
 static void
 teardown(void)
 {
-	struct daemon *ds[] = { &hatch, &proxy, &broker };
+	struct daemon *ds[] = { hatch, proxy, broker };
 
 	upstream_stop(plain);
 	plain = NULL;
 	for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
-		if (ds[i]->pid > 0)
+		if (ds[i] != NULL && ds[i]->pid > 0)
 			daemon_stop(ds[i]);
+	hatch = proxy = broker = NULL;
 	if (tmpfs_dir[0] != '\0')
 		umount2(tmpfs_dir, MNT_DETACH);
 }
@@ -277,7 +278,7 @@ request_loop(char *out, size_t len)
 static bool
 introspect_active(const char *tok)
 {
-	return harness_token_active(&broker, verifier, tok);
+	return harness_token_active(broker, verifier, tok);
 }
 
 /* The broker's view of the job (json_decref it). */
@@ -287,7 +288,7 @@ job_at_broker(const char *job)
 	char path[160];
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	return harness_expect(&broker, 200, "GET", path, admin, NULL, NULL);
+	return harness_expect(broker, 200, "GET", path, admin, NULL, NULL);
 }
 
 static void
@@ -296,14 +297,14 @@ revoke_job(const char *job, const char *reason)
 	char path[160];
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", job);
-	json_decref(harness_expect(&broker, 200, "POST", path, admin, NULL,
+	json_decref(harness_expect(broker, 200, "POST", path, admin, NULL,
 	    json_pack("{s:s}", "reason", reason)));
 }
 
 static void
 audit_holds(void)
 {
-	json_t *v = harness_expect(&broker, 200, "GET", "/v1/audit?verify=1",
+	json_t *v = harness_expect(broker, 200, "GET", "/v1/audit?verify=1",
 	    admin, NULL, NULL);
 
 	ck_assert_msg(json_is_true(json_object_get(v, "ok")),
@@ -318,7 +319,7 @@ workspace_dir(const char *job, char *out, size_t len)
 {
 	char real[PATH_MAX];
 
-	ck_assert_ptr_nonnull(realpath(hatch.dir, real));
+	ck_assert_ptr_nonnull(realpath(hatch->dir, real));
 	snprintf(out, len, "%s/var/hatch/workspaces/%s", real, job);
 }
 
@@ -409,11 +410,11 @@ seal_and_check(const char *job)
 	json_t *rep;
 
 	snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", job);
-	rep = harness_expect(&hatch, 200, "POST", path, launcher, NULL, NULL);
+	rep = harness_expect(hatch, 200, "POST", path, launcher, NULL, NULL);
 	ck_assert(json_is_true(
 	    json_object_get(json_object_get(rep, "patch"), "complete")));
 	snprintf(path, sizeof(path), "/v1/workspaces/%s/patch", job);
-	ck_assert_int_eq(httpc_request(hatch.base, "GET", path, launcher, NULL,
+	ck_assert_int_eq(httpc_request(hatch->base, "GET", path, launcher, NULL,
 			     NULL, 10000, &a),
 	    0);
 	ck_assert_int_eq(a.status, 200);
@@ -452,7 +453,7 @@ delete_workspace(const char *job)
 	workspace_dir(job, ws, sizeof(ws));
 	snprintf(path, sizeof(path), "/v1/workspaces/%s", job);
 	json_decref(
-	    harness_expect(&hatch, 200, "DELETE", path, launcher, NULL, NULL));
+	    harness_expect(hatch, 200, "DELETE", path, launcher, NULL, NULL));
 	ck_assert_int_eq(mounts_under(ws), 0);
 	ck_assert_msg(lstat(ws, &st) < 0 && errno == ENOENT,
 	    "the workspace %s is still on disk", ws);
@@ -566,7 +567,7 @@ START_TEST(a_dead_launchers_job_is_revoked_by_its_lease)
 	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
 	end = (double)monotonic_ms() + 10000;
 	for (;;) {
-		j = harness_expect(&proxy, 200, "GET", path, launcher, NULL,
+		j = harness_expect(proxy, 200, "GET", path, launcher, NULL,
 		    NULL);
 		state = json_string_value(json_object_get(j, "state"));
 		bool closed = state != NULL && strcmp(state, "open") != 0;
@@ -584,7 +585,7 @@ START_TEST(a_dead_launchers_job_is_revoked_by_its_lease)
 	ck_assert_int_eq(mounts_under(ws), 1);
 	snprintf(path, sizeof(path), "/v1/workspaces/%s/report", job);
 	json_decref(
-	    harness_expect(&hatch, 409, "GET", path, launcher, NULL, NULL));
+	    harness_expect(hatch, 409, "GET", path, launcher, NULL, NULL));
 	ck_assert(record_exists(job));
 
 	/* recover finishes it: sealed, the patch out, the workspace gone. */
@@ -733,16 +734,16 @@ START_TEST(a_broker_crash_revives_no_token)
 
 	/* One of the job's tokens revoked alone (RFC 7009), and another
 	 * job revoked whole, the instant before the crash. */
-	j = harness_expect(&broker, 200, "POST", "/v1/revoke", admin, NULL,
+	j = harness_expect(broker, 200, "POST", "/v1/revoke", admin, NULL,
 	    json_pack("{s:s}", "token", t1));
 	ck_assert(json_is_true(json_object_get(j, "revoked")));
 	json_decref(j);
-	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	j = harness_expect(broker, 201, "POST", "/v1/jobs", launcher, NULL,
 	    json_pack("{s:s}", "manifest", "fault-job"));
 	snprintf(other, sizeof(other), "%s",
 	    json_string_value(json_object_get(j, "job")));
 	json_decref(j);
-	j = harness_expect(&broker, 200, "POST", "/v1/token", verifier,
+	j = harness_expect(broker, 200, "POST", "/v1/token", verifier,
 	    (snprintf(path, sizeof(path), "X-Cordon-Job: %s", other), path),
 	    json_pack("{s:s, s:{s:s}}", "capability", "x.read", "params", "t",
 		"1"));
@@ -751,7 +752,7 @@ START_TEST(a_broker_crash_revives_no_token)
 	char *tb = strdup(other_tok);
 	json_decref(j);
 	revoke_job(other, "before the crash");
-	daemon_kill(&broker);
+	daemon_kill(broker);
 
 	/* Down: the job's requests are refused, none passes. */
 	off = b->n;
@@ -768,7 +769,7 @@ START_TEST(a_broker_crash_revives_no_token)
 	ck_assert_int_eq(bg_count(b, off, " 200:"), 0);
 	ck_assert_uint_eq(upstream_requests(plain), passed);
 
-	ck_assert_int_eq(daemon_restart(&broker), 0);
+	ck_assert_int_eq(daemon_restart(broker), 0);
 	/* Back: nothing revoked came back to life. */
 	ck_assert(!introspect_active(t1));
 	ck_assert(!introspect_active(tb));
@@ -825,14 +826,14 @@ START_TEST(a_proxy_crash_closes_the_channel_for_good)
 	bg_expect(b, 0, "req 1 200:", 20000);
 	job = printed(b, "JOB");
 
-	daemon_kill(&proxy);
+	daemon_kill(proxy);
 	passed = upstream_requests(plain);
 	/* The first failure: every request after it was sent after the
 	 * kill. */
 	hit = bg_expect(b, b->n, " 000:", 15000);
 	off = (size_t)(hit - b->out);
 
-	ck_assert_int_eq(daemon_restart(&proxy), 0);
+	ck_assert_int_eq(daemon_restart(proxy), 0);
 	/* The job goes on asking after the restart: nothing passes. */
 	restarted = b->n;
 	for (k = 0; bg_count(b, restarted, "req ") < 5; k++) {
@@ -844,7 +845,7 @@ START_TEST(a_proxy_crash_closes_the_channel_for_good)
 	    "a request passed after the proxy died: %s", b->out + off);
 	ck_assert_uint_eq(upstream_requests(plain), passed);
 	/* The old channel's socket takes no connection. */
-	ck_assert_ptr_nonnull(realpath(proxy.dir, real));
+	ck_assert_ptr_nonnull(realpath(proxy->dir, real));
 	snprintf(chan, sizeof(chan), "%s/var/proxy/run/channels/%s.sock", real,
 	    job);
 	ck_assert_int_lt(unix_connect(chan), 0);
@@ -935,7 +936,7 @@ START_TEST(a_hatch_crash_during_the_seal_can_seal_again)
 	workspace_dir(job, ws, sizeof(ws));
 
 	/* Right before the seal: the hatch dies, then the job is stopped. */
-	daemon_kill(&hatch);
+	daemon_kill(hatch);
 	revoke_job(job, "stop it");
 	ck_assert_int_eq(bg_wait(b, 15000), 4);
 	ck_assert_msg(strstr(b->out, "(no verdict)") != NULL &&
@@ -945,26 +946,26 @@ START_TEST(a_hatch_crash_during_the_seal_can_seal_again)
 	    "the launcher did not say the seal failed: %s", b->out);
 	ck_assert_int_eq(mounts_under(ws), 1);
 
-	ck_assert_int_eq(daemon_restart(&hatch), 0);
+	ck_assert_int_eq(daemon_restart(hatch), 0);
 	snprintf(path, sizeof(path), "/v1/workspaces/%s/report", job);
 	json_decref(
-	    harness_expect(&hatch, 409, "GET", path, launcher, NULL, NULL));
+	    harness_expect(hatch, 409, "GET", path, launcher, NULL, NULL));
 
 	/* During the seal (best effort: the kill may land before it or
 	 * after it; each must end the same). */
 	memset(&c, 0, sizeof(c));
-	snprintf(c.base, sizeof(c.base), "%s", hatch.base);
+	snprintf(c.base, sizeof(c.base), "%s", hatch->base);
 	snprintf(c.path, sizeof(c.path), "/v1/workspaces/%s/seal", job);
 	snprintf(c.key, sizeof(c.key), "%s", launcher);
 	ck_assert_int_eq(pthread_create(&c.thread, NULL, seal_thread, &c), 0);
 	usleep(20000);
-	daemon_kill(&hatch);
+	daemon_kill(hatch);
 	pthread_join(c.thread, NULL);
 	ck_assert_msg(c.rc < 0 || c.status == 200, "the seal answered %ld",
 	    c.status);
 	ck_assert_int_eq(mounts_under(ws), 1);
 
-	ck_assert_int_eq(daemon_restart(&hatch), 0);
+	ck_assert_int_eq(daemon_restart(hatch), 0);
 	rep = seal_and_check(job);
 	ck_assert(report_changes(rep, "repo/README.md"));
 	ck_assert(report_changes(rep, "repo/gen/f1999.txt"));
@@ -1009,7 +1010,7 @@ mint_for(const char *job, long want)
 	char header[160];
 
 	snprintf(header, sizeof(header), "X-Cordon-Job: %s", job);
-	return harness_expect(&broker, want, "POST", "/v1/token", verifier,
+	return harness_expect(broker, want, "POST", "/v1/token", verifier,
 	    header,
 	    json_pack("{s:s, s:{s:s}}", "capability", "x.read", "params", "t",
 		"1"));
@@ -1034,7 +1035,7 @@ store_errors(void)
 	const char *p;
 	long n;
 
-	ck_assert_int_eq(httpc_request(broker.base, "GET", "/metrics", NULL,
+	ck_assert_int_eq(httpc_request(broker->base, "GET", "/metrics", NULL,
 			     NULL, NULL, 10000, &a),
 	    0);
 	ck_assert_int_eq(a.status, 200);
@@ -1065,6 +1066,7 @@ assert_store_refused(json_t *v)
  */
 START_TEST(a_full_disk_refuses_mints_and_grants_nothing)
 {
+	static struct daemon own_broker;
 	char cfg[600], path[600], filler[500], job[64];
 	json_t *j;
 	const char *tok;
@@ -1076,7 +1078,8 @@ START_TEST(a_full_disk_refuses_mints_and_grants_nothing)
 			     MS_NOSUID | MS_NODEV, "size=4m,mode=0700"),
 	    0);
 	snprintf(cfg, sizeof(cfg), "{\"state_dir\": \"%s\"}", tmpfs_dir);
-	ck_assert_int_eq(daemon_start(&broker, "broker", cfg), 0);
+	broker = &own_broker;
+	ck_assert_int_eq(daemon_start(broker, "broker", cfg), 0);
 	snprintf(path, sizeof(path), "%s/keys/admin.key", tmpfs_dir);
 	ck_assert_int_eq(harness_read_line(path, admin, sizeof(admin)), 0);
 	snprintf(path, sizeof(path), "%s/keys/launcher.key", tmpfs_dir);
@@ -1088,7 +1091,7 @@ START_TEST(a_full_disk_refuses_mints_and_grants_nothing)
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
 	put_manifest("fault-job");
-	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	j = harness_expect(broker, 201, "POST", "/v1/jobs", launcher, NULL,
 	    json_pack("{s:s}", "manifest", "fault-job"));
 	snprintf(job, sizeof(job), "%s",
 	    json_string_value(json_object_get(j, "job")));
@@ -1101,10 +1104,10 @@ START_TEST(a_full_disk_refuses_mints_and_grants_nothing)
 	/* Mints, jobs, manifests and revokes: refused, not pretended. */
 	for (int i = 0; i < 3; i++)
 		assert_store_refused(mint_for(job, 503));
-	assert_store_refused(harness_expect(&broker, 503, "POST", "/v1/jobs",
+	assert_store_refused(harness_expect(broker, 503, "POST", "/v1/jobs",
 	    launcher, NULL, json_pack("{s:s}", "manifest", "fault-job")));
 	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", job);
-	assert_store_refused(harness_expect(&broker, 503, "POST", path, admin,
+	assert_store_refused(harness_expect(broker, 503, "POST", path, admin,
 	    NULL, json_pack("{s:s}", "reason", "disk full")));
 	/* Reads still answer: nothing was granted, nothing claimed. */
 	ck_assert_uint_eq(tokens_of(job), 1);
@@ -1126,11 +1129,11 @@ START_TEST(a_full_disk_refuses_mints_and_grants_nothing)
 	ck_assert_uint_eq(tokens_of(job), 2);
 	revoke_job(job, "done");
 	ck_assert(!introspect_active(t0));
-	json_decref(harness_expect(&broker, 201, "POST", "/v1/jobs", launcher,
+	json_decref(harness_expect(broker, 201, "POST", "/v1/jobs", launcher,
 	    NULL, json_pack("{s:s}", "manifest", "fault-job")));
 	audit_holds();
 	free(t0);
-	ck_assert_int_eq(daemon_stop(&broker), 0);
+	ck_assert_int_eq(daemon_stop(broker), 0);
 	ck_assert_int_eq(umount2(tmpfs_dir, 0), 0);
 	tmpfs_dir[0] = '\0';
 }
@@ -1171,7 +1174,7 @@ END_TEST
 static long
 audit_length(void)
 {
-	json_t *v = harness_expect(&broker, 200, "GET", "/v1/audit?verify=1",
+	json_t *v = harness_expect(broker, 200, "GET", "/v1/audit?verify=1",
 	    admin, NULL, NULL);
 	long n = (long)json_integer_value(json_object_get(v, "records"));
 
@@ -1188,7 +1191,7 @@ jobs_made_after(long after)
 	size_t i;
 
 	snprintf(path, sizeof(path), "/v1/audit?after=%ld&limit=10000", after);
-	v = harness_expect(&broker, 200, "GET", path, admin, NULL, NULL);
+	v = harness_expect(broker, 200, "GET", path, admin, NULL, NULL);
 	json_array_foreach(json_object_get(v, "records"), i, rec)
 	{
 		const char *ev =
@@ -1286,7 +1289,7 @@ job_ended_clean(const struct bgjob *b, const char *job, const char *round)
 	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
 	for (end = (double)monotonic_ms() + 10000;
 	     open && (double)monotonic_ms() < end;) {
-		j = harness_call(&proxy, "GET", path, launcher, NULL, NULL,
+		j = harness_call(proxy, "GET", path, launcher, NULL, NULL,
 		    &code);
 		state = json_string_value(json_object_get(j, "state"));
 		open = code == 200 &&
@@ -1355,9 +1358,9 @@ START_TEST(a_kill_at_a_random_point_loses_nothing)
 		    : (int)(span * 0.6) +
 			(int)(rand_r(&seed) % (unsigned)(span * 0.5 + 1));
 		long after = audit_length();
-		struct daemon *d = order[i] == 1 ? &broker
-		    : order[i] == 2              ? &proxy
-		    : order[i] == 3              ? &hatch
+		struct daemon *d = order[i] == 1 ? broker
+		    : order[i] == 2              ? proxy
+		    : order[i] == 3              ? hatch
 						 : NULL;
 		json_t *jobs, *v;
 		size_t k;

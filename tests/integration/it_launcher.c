@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct daemon broker, proxy, hatch;
+static struct daemon *broker, *proxy, *hatch;
 static struct upstream *plain;
 static char admin[128], launcher[128], verifier[128];
 static char cfgpath[400], inputs[300];
@@ -48,7 +48,7 @@ put_manifest(const char *name, int wall)
 	if (strcmp(name, "canary-job") == 0)
 		json_object_set_new(m, "canaries", json_true());
 	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
-	json_decref(harness_expect(&broker, 200, "PUT", path, admin, NULL, m));
+	json_decref(harness_expect(broker, 200, "PUT", path, admin, NULL, m));
 }
 
 static void
@@ -64,9 +64,9 @@ setup(void)
 	ck_assert_ptr_nonnull(plain);
 	stack_start(&st, &o);
 	/* The tests restart and stop them by these names. */
-	broker = st.broker;
-	proxy = st.proxy;
-	hatch = st.hatch;
+	broker = &st.broker;
+	proxy = &st.proxy;
+	hatch = &st.hatch;
 	memcpy(admin, st.admin, sizeof(admin));
 	memcpy(launcher, st.launcher, sizeof(launcher));
 	memcpy(verifier, st.verifier, sizeof(verifier));
@@ -87,9 +87,9 @@ static void
 teardown(void)
 {
 	upstream_stop(plain);
-	daemon_stop(&hatch);
-	daemon_stop(&proxy);
-	daemon_stop(&broker);
+	daemon_stop(hatch);
+	daemon_stop(proxy);
+	daemon_stop(broker);
 }
 
 /* Runs `cordon run --json` of manifest with script under /bin/sh -c:
@@ -217,8 +217,9 @@ START_TEST(tokens_are_short_and_egress_goes_through_the_proxy)
 	    "    if not b: break\n"
 	    "    d += b\n"
 	    "print(\"half=\" + d.split(b\" \")[1].decode())'",
-	    upstream_port(plain), upstream_port(plain), broker.base, proxy.base,
-	    upstream_port(plain), upstream_port(plain), upstream_port(plain));
+	    upstream_port(plain), upstream_port(plain), broker->base,
+	    proxy->base, upstream_port(plain), upstream_port(plain),
+	    upstream_port(plain));
 	j = run_json("job-test", script, &status);
 	ck_assert_int_eq(status, 0);
 	out = job_stdout(j);
@@ -257,7 +258,7 @@ END_TEST
 static bool
 introspect_active(const char *tok)
 {
-	return harness_token_active(&broker, verifier, tok);
+	return harness_token_active(broker, verifier, tok);
 }
 
 /* The token the job printed as TOKEN=... */
@@ -354,7 +355,7 @@ START_TEST(an_operators_revoke_stops_the_job)
 	ck_assert(introspect_active(tok));
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", jobid);
-	json_decref(harness_expect(&broker, 200, "POST", path, admin, NULL,
+	json_decref(harness_expect(broker, 200, "POST", path, admin, NULL,
 	    json_pack("{s:s}", "reason", "operator test")));
 	ck_assert(!introspect_active(tok));
 	/* The launcher notices and runs its stop path. */
@@ -370,7 +371,7 @@ START_TEST(an_operators_revoke_stops_the_job)
 	/* Its channel is gone: the proxy has nothing for the token. */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/log", jobid);
 	json_t *log =
-	    harness_expect(&proxy, 200, "GET", path, launcher, NULL, NULL);
+	    harness_expect(proxy, 200, "GET", path, launcher, NULL, NULL);
 	ck_assert_str_ne(json_string_value(json_object_get(log, "state")),
 	    "open");
 	json_decref(log);
@@ -455,7 +456,7 @@ START_TEST(cordon_serve_runs_and_cordon_stop_burns)
 	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
 	    "\"uid_base\": 310000}",
-	    broker.base, proxy.base, hatch.base, broker.dir);
+	    broker->base, proxy->base, hatch->base, broker->dir);
 	ck_assert_int_eq(daemon_start(&serve, "launcher", cfg), 0);
 	/* Refused before anything starts. */
 	json_decref(harness_expect(&serve, 422, "POST", "/v1/jobs", launcher,
@@ -481,7 +482,7 @@ START_TEST(cordon_serve_runs_and_cordon_stop_burns)
 	/* Wait until the job holds its token (the broker lists it). */
 	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
 	for (i = 0; i < 100; i++) {
-		r = harness_expect(&broker, 200, "GET", path, launcher, NULL,
+		r = harness_expect(broker, 200, "GET", path, launcher, NULL,
 		    NULL);
 		size_t n = json_array_size(json_object_get(r, "tokens"));
 		json_decref(r);
@@ -551,7 +552,7 @@ START_TEST(a_cgroup_of_its_own_where_there_is_one)
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
 	    "\"state_dir\": \"%s/state\", \"uid_base\": 320000, "
 	    "\"cgroup_root\": \"%s\"}",
-	    broker.base, proxy.base, hatch.base, broker.dir, root, root);
+	    broker->base, proxy->base, hatch->base, broker->dir, root, root);
 	harness_write_file(cfgpath, cfg);
 	j = run_json("job-test", "echo in", &status);
 	snprintf(cfgpath, sizeof(cfgpath), "%s", keep);
@@ -649,7 +650,7 @@ START_TEST(refusals_on_the_command_line)
 	snprintf(path, sizeof(path), "/v1/jobs/%s/log",
 	    json_string_value(json_object_get(j, "job")));
 	json_t *log =
-	    harness_expect(&proxy, 200, "GET", path, launcher, NULL, NULL);
+	    harness_expect(proxy, 200, "GET", path, launcher, NULL, NULL);
 	ck_assert_str_ne(json_string_value(json_object_get(log, "state")),
 	    "open");
 	json_decref(log);
@@ -679,7 +680,7 @@ START_TEST(a_canary_found_and_used_stops_the_job)
 	    "tripwire");
 	snprintf(path, sizeof(path), "/v1/jobs/%s",
 	    json_string_value(json_object_get(j, "job")));
-	st = harness_expect(&broker, 200, "GET", path, launcher, NULL, NULL);
+	st = harness_expect(broker, 200, "GET", path, launcher, NULL, NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(st, "stop_reason")),
 	    "tripwire");
 	json_decref(st);
@@ -755,7 +756,7 @@ END_TEST
  * stop is a failure (exit 3), never a success. */
 START_TEST(a_failed_revoke_is_reported)
 {
-	pid_t bpid = broker.pid, killer;
+	pid_t bpid = broker->pid, killer;
 	int status;
 	json_t *j;
 
@@ -769,7 +770,7 @@ START_TEST(a_failed_revoke_is_reported)
 	}
 	j = run_json("short-job", "sleep 30", &status);
 	waitpid(killer, NULL, 0);
-	daemon_kill(&broker); /* dead already: reaped and forgotten */
+	daemon_kill(broker); /* dead already: reaped and forgotten */
 	ck_assert_int_eq(status, 3);
 	ck_assert(!json_is_true(json_object_get(j, "revoked")));
 	ck_assert_ptr_nonnull(
@@ -817,7 +818,7 @@ START_TEST(a_patch_not_saved_keeps_the_workspace)
 
 	/* Still at the hatch, sealed: the patch holds the job's write. */
 	snprintf(path, sizeof(path), "/v1/workspaces/%s/patch", job);
-	ck_assert_int_eq(httpc_request(hatch.base, "GET", path, launcher, NULL,
+	ck_assert_int_eq(httpc_request(hatch->base, "GET", path, launcher, NULL,
 			     NULL, 10000, &a),
 	    0);
 	ck_assert_int_eq(a.status, 200);
@@ -826,7 +827,7 @@ START_TEST(a_patch_not_saved_keeps_the_workspace)
 	httpc_answer_free(&a);
 	snprintf(path, sizeof(path), "/v1/workspaces/%s", job);
 	json_decref(
-	    harness_expect(&hatch, 200, "DELETE", path, launcher, NULL, NULL));
+	    harness_expect(hatch, 200, "DELETE", path, launcher, NULL, NULL));
 	json_decref(j);
 }
 END_TEST
