@@ -146,7 +146,11 @@ send_all(int fd, const char *p, size_t n, int64_t deadline)
 			if (r < 0)
 				return r;
 		} else {
-			return -EIO;
+			/* EPIPE, ECONNRESET: the peer stopped reading, maybe
+			 * after an early answer (a 413) worth reading. */
+			return k < 0 && (errno == EPIPE || errno == ECONNRESET)
+			    ? -EPIPE
+			    : -EIO;
 		}
 	}
 	return 0;
@@ -223,7 +227,7 @@ httpc_request(const char *base, const char *method, const char *path,
 	    strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
 	size_t head_len, blen, vlen;
 	const char *v;
-	bool json;
+	bool json, cut;
 	int fd, r;
 
 	*ret = (struct httpc_answer){ .body = BUF_INIT(0) };
@@ -252,13 +256,19 @@ httpc_request(const char *base, const char *method, const char *path,
 	if (req.data != NULL)
 		explicit_bzero(req.data, req.len); /* the bearer key */
 	buf_free(&req);
+	/* A server that refuses a body answers before it has read it all,
+	 * then closes, and the rest of the upload meets a reset: its answer
+	 * is already here, as curl finds it. */
+	cut = r == -EPIPE;
+	if (cut)
+		r = 0;
 	/* The whole answer, to the close. */
 	while (r == 0) {
 		ssize_t k = recv(fd, buf, sizeof(buf), 0);
 		if (k > 0) {
 			if (buf_append(&a.body, buf, (size_t)k) < 0)
 				r = -EFBIG;
-		} else if (k == 0) {
+		} else if (k == 0 || (cut && errno == ECONNRESET)) {
 			break;
 		} else if (errno == EAGAIN || errno == EINTR) {
 			r = wait_fd(fd, POLLIN, deadline);
