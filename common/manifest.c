@@ -603,12 +603,21 @@ static const struct limit {
 	{ "output_kb", 1, 65536, 1024 },
 };
 
+/* limits.cpus, a fraction of cores enforced as a CFS quota of cpus times
+ * the 100 ms period: 0.01 is the kernel's smallest quota (1 ms); 64 is
+ * more cores than a host that runs these jobs has; 1 by default, so that
+ * a job told nothing cannot take every core of a shared host. */
+#define CPUS_MIN 0.01
+#define CPUS_MAX 64.0
+#define CPUS_DEFAULT 1.0
+
 static void
 check_limits(const json_t *l, json_t *problems)
 {
 	static const char *const keys[] = { "wall_seconds", "memory_mb", "pids",
-		"disk_mb", "output_kb" };
+		"disk_mb", "output_kb", "cpus" };
 	char field[64];
+	json_t *cpus = json_object_get(l, "cpus");
 
 	if (!json_is_object(l)) {
 		problems_add(problems, "limits", "must be an object");
@@ -626,6 +635,11 @@ check_limits(const json_t *l, json_t *problems)
 			    "must be an integer, %lld to %lld", limits[i].min,
 			    limits[i].max);
 	}
+	if (cpus != NULL &&
+	    (!json_is_number(cpus) || json_number_value(cpus) < CPUS_MIN ||
+		json_number_value(cpus) > CPUS_MAX))
+		problems_add(problems, "limits.cpus",
+		    "must be a number of cores, %g to %g", CPUS_MIN, CPUS_MAX);
 }
 
 static void
@@ -780,6 +794,9 @@ manifest_limits(const json_t *m)
 		    json_integer(
 			v != NULL ? json_integer_value(v) : limits[i].dflt));
 	}
+	json_t *cpus = l != NULL ? json_object_get(l, "cpus") : NULL;
+	json_object_set_new(out, "cpus",
+	    json_real(cpus != NULL ? json_number_value(cpus) : CPUS_DEFAULT));
 	return out;
 }
 

@@ -954,7 +954,41 @@ START_TEST(test_limits_defaults)
 	    256);
 	ck_assert_int_eq(json_integer_value(json_object_get(l, "output_kb")),
 	    1024);
-	ck_assert_uint_eq(json_object_size(l), 5);
+	ck_assert(json_is_real(json_object_get(l, "cpus")));
+	ck_assert(json_real_value(json_object_get(l, "cpus")) == 1.0);
+	ck_assert_uint_eq(json_object_size(l), 6);
+	json_decref(l);
+	json_decref(m);
+}
+END_TEST
+
+/* limits.cpus: a fraction of cores, 0.01 (the kernel's 1 ms of quota in
+ * a 100 ms period) to 64; given, it comes back as a real. */
+START_TEST(test_limits_cpus)
+{
+	static const char *const ok[] = { "0.01", "0.5", "1", "2", "64",
+		"63.5" };
+	static const char *const bad[] = { "0", "-1", "0.009", "64.5", "1e9",
+		"\"1\"", "true", "null", "[1]" };
+	char text[64];
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(text, sizeof(text), "{\"cpus\": %s}", ok[i]);
+		assert_valid(with("limits", text), ok[i]);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "{\"cpus\": %s}", bad[i]);
+		assert_refused(with("limits", text), "limits.cpus", bad[i]);
+	}
+	json_t *m = parse("{\"name\": \"t\", \"limits\": {\"cpus\": 2}}");
+	json_t *l = manifest_limits(m);
+	ck_assert(json_is_real(json_object_get(l, "cpus")));
+	ck_assert(json_real_value(json_object_get(l, "cpus")) == 2.0);
+	json_decref(l);
+	json_decref(m);
+	m = parse("{\"name\": \"t\", \"limits\": {\"cpus\": 0.25}}");
+	l = manifest_limits(m);
+	ck_assert(json_real_value(json_object_get(l, "cpus")) == 0.25);
 	json_decref(l);
 	json_decref(m);
 }
@@ -1274,6 +1308,7 @@ manifest_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_limits_bounds);
 	tcase_add_test(tc, test_limits_defaults);
+	tcase_add_test(tc, test_limits_cpus);
 	tcase_add_test(tc, test_return_fields);
 	suite_add_tcase(s, tc);
 
