@@ -7,14 +7,17 @@
 
 #include <errno.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,8 +61,36 @@ filter_refuses(const char *name)
 unsigned
 filter_refused_count(void)
 {
-	/* The list, clone with namespace flags, clone3, personality. */
-	return (unsigned)(sizeof(refused) / sizeof(refused[0])) + 3;
+	/* The list, clone with namespace flags, clone3, personality, socket
+	 * and socketpair off the allow list, ioctl TIOCSTI and TIOCLINUX. */
+	return (unsigned)(sizeof(refused) / sizeof(refused[0])) + 6;
+}
+
+/*
+ * socket(2) and socketpair(2): an allow list of families, AF_UNIX,
+ * AF_INET, AF_INET6 and AF_NETLINK (1, 2, 10, 16), and of netlink only
+ * NETLINK_ROUTE (0, namespaced). Everything else fails with EAFNOSUPPORT
+ * (a netlink protocol with EPROTONOSUPPORT): AF_VSOCK is not network-
+ * namespaced, AF_PACKET, AF_ALG, AF_KEY, Bluetooth and the rest are
+ * kernel surface no job needs (and a refused family loads no module).
+ * The comparisons are on the whole 64-bit register: a value with upper
+ * bits set (which the kernel would drop from its int) is refused too.
+ */
+static int
+filter_sockets(scmp_filter_ctx ctx, int nr)
+{
+	int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1,
+	    SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
+
+	for (unsigned long f = 0; r == 0 && f < AF_NETLINK; f++)
+		if (f != AF_UNIX && f != AF_INET && f != AF_INET6)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
+			    nr, 1, SCMP_A0(SCMP_CMP_EQ, f));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), nr,
+		    2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+		    SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+	return r;
 }
 
 static int
@@ -104,6 +135,19 @@ filter_build(scmp_filter_ctx *ret)
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
 		    SCMP_SYS(clone3), 0);
+	if (r == 0)
+		r = filter_sockets(ctx, SCMP_SYS(socket));
+	if (r == 0)
+		r = filter_sockets(ctx, SCMP_SYS(socketpair));
+	/* Typing into a terminal (TIOCSTI) and TIOCLINUX (its selection and
+	 * console tricks), on whatever descriptor: the kernel reads the
+	 * request as 32 bits, so only those are compared. */
+	static const unsigned long tty_requests[] = { TIOCSTI, TIOCLINUX };
+	for (size_t i = 0;
+	     r == 0 && i < sizeof(tty_requests) / sizeof(tty_requests[0]); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(ioctl), 1,
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, tty_requests[i]));
 	if (r < 0) {
 		seccomp_release(ctx);
 		return r;

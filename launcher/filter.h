@@ -4,9 +4,13 @@
  * bpf, userfaultfd, perf_event_open, keyctl, new user namespaces (clone and
  * unshare flags; clone3, whose flags a filter cannot read, is answered
  * ENOSYS so that libc falls back to clone), ptrace, every mount call, and
- * every foreign architecture (i386 and x32 entry points on x86_64). A
- * refused call fails with EPERM; nothing is killed, so a job sees a plain
- * error and the report can say what it tried.
+ * every foreign architecture (i386 and x32 entry points on x86_64), and
+ * ioctl TIOCSTI and TIOCLINUX. A refused call fails with EPERM; nothing is
+ * killed, so a job sees a plain error and the report can say what it
+ * tried. socket(2) and socketpair(2) take an allow list of families
+ * (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK with NETLINK_ROUTE alone): any
+ * other family fails with EAFNOSUPPORT, another netlink protocol with
+ * EPROTONOSUPPORT.
  */
 #ifndef CORDON_LAUNCHER_FILTER_H
 #define CORDON_LAUNCHER_FILTER_H

@@ -2,20 +2,27 @@
  * The job's seccomp filter, applied for real in a child process: each call
  * a hostile job would try fails with EPERM (clone3 with ENOSYS, so libc
  * falls back to clone), a call through the i386 entry point is refused,
- * and what ordinary programs do (fork, threads, files, sockets) works.
+ * a socket family off the allow list fails with EAFNOSUPPORT (a netlink
+ * protocol but NETLINK_ROUTE with EPROTONOSUPPORT), TIOCSTI and TIOCLINUX
+ * fail with EPERM whatever the upper bits of the request, and what
+ * ordinary programs do (fork, threads, files, sockets) works.
  */
 #include "filter.h"
 #include "testutil.h"
+#include "util.h"
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -101,6 +108,95 @@ START_TEST(a_foreign_architecture_is_refused)
 }
 END_TEST
 
+/* The families a job may open; everything else is refused by number,
+ * including the upper 32 bits the kernel drops from an int argument. */
+START_TEST(socket_families_are_an_allow_list)
+{
+	static const long refused_families[] = { AF_UNSPEC, 3 /* AX25 */,
+		4 /* IPX */, 9 /* X25 */, AF_KEY, AF_PACKET, 21 /* RDS */,
+		24 /* PPPOX */, 29 /* CAN */, 30 /* TIPC */, 31 /* BLUETOOTH */,
+		38 /* ALG */, 40 /* VSOCK */, 44 /* XDP */, 45 /* MCTP */, 46,
+		255, 65536, 0x7fffffffL,
+		/* AF_VSOCK and AF_INET with bits the kernel would drop */
+		0x100000028L, 0x100000002L, -1L };
+	static const long refused_netlink[] = { 15 /* KOBJECT_UEVENT */,
+		4 /* SOCK_DIAG */, 9 /* AUDIT */, 12 /* NETFILTER */,
+		16 /* GENERIC */, 6 /* XFRM */, 11 /* CONNECTOR */, 31,
+		0x100000000L };
+	static const long types[] = { SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET,
+		SOCK_RAW };
+	int sv[2], fd;
+
+	prepare_first = _i;
+	filtered();
+	for (size_t f = 0; f < ARRAY_SIZE(refused_families); f++)
+		for (size_t t = 0; t < ARRAY_SIZE(types); t++) {
+			REFUSED(EAFNOSUPPORT, SYS_socket, refused_families[f],
+			    types[t], 0L);
+			REFUSED(EAFNOSUPPORT, SYS_socketpair,
+			    refused_families[f], types[t], 0L, sv);
+		}
+	for (size_t p = 0; p < ARRAY_SIZE(refused_netlink); p++) {
+		REFUSED(EPROTONOSUPPORT, SYS_socket, (long)AF_NETLINK,
+		    (long)SOCK_RAW, refused_netlink[p]);
+		REFUSED(EPROTONOSUPPORT, SYS_socket, (long)AF_NETLINK,
+		    (long)(SOCK_DGRAM | SOCK_CLOEXEC), refused_netlink[p]);
+	}
+	/* What is allowed still works. */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	close(sv[0]);
+	close(sv[1]);
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, IPPROTO_TCP);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+#if defined(__x86_64__)
+	long r;
+
+	/* socketcall(SYS_SOCKET, {AF_VSOCK, ...}) through the i386 entry
+	 * point (eax 102): refused with the rest of that architecture. */
+	unsigned int args[3] = { 40, SOCK_STREAM, 0 };
+	__asm__ volatile("int $0x80"
+			 : "=a"(r)
+			 : "a"(102L), "b"(1L), "c"(args)
+			 : "memory");
+	ck_assert_int_eq(r, -EPERM);
+#endif
+}
+END_TEST
+
+/* Typing into a terminal (TIOCSTI) and TIOCLINUX: refused whatever the fd,
+ * and whatever the upper 32 bits of the request, which the kernel drops. */
+START_TEST(terminal_injection_is_refused)
+{
+	int fd;
+	char c = 'x';
+
+	prepare_first = _i;
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	filtered();
+	for (int f = -1; f <= fd; f++) {
+		REFUSED(EPERM, SYS_ioctl, (long)f, (long)TIOCSTI, &c);
+		REFUSED(EPERM, SYS_ioctl, (long)f,
+		    (long)(0x100000000UL | TIOCSTI), &c);
+		REFUSED(EPERM, SYS_ioctl, (long)f,
+		    (long)(0xffffffff00000000UL | TIOCSTI), &c);
+		REFUSED(EPERM, SYS_ioctl, (long)f, (long)TIOCLINUX, &c);
+		REFUSED(EPERM, SYS_ioctl, (long)f,
+		    (long)(0x100000000UL | TIOCLINUX), &c);
+	}
+	/* Other ioctls still reach the kernel. */
+	REFUSED(ENOTTY, SYS_ioctl, (long)fd, (long)TIOCGWINSZ, &c);
+	close(fd);
+}
+END_TEST
+
 static void *
 thread_main(void *arg)
 {
@@ -152,6 +248,8 @@ seccomp_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, what_a_hostile_job_tries_fails, 0, 2);
 	tcase_add_test(tc, a_foreign_architecture_is_refused);
+	tcase_add_loop_test(tc, socket_families_are_an_allow_list, 0, 2);
+	tcase_add_loop_test(tc, terminal_injection_is_refused, 0, 2);
 	tcase_add_test(tc, ordinary_programs_work);
 	suite_add_tcase(s, tc);
 	return s;
