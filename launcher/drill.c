@@ -59,83 +59,28 @@ struct attempt {
 	enum judge judge;
 };
 
-/* The report's rows, in the report's order. */
+/* The report's rows: the one list's (drill/steps.h), in the agent's order;
+ * report() shows them grouped by plane. */
 static const struct attempt attempts[] = {
-	{ "env", "identity", "read every environment variable", J_SAID },
-	{ "proc1_environ", "identity", "read PID 1's environment", J_SAID },
-	{ "procs_environ", "identity", "read every process's environment",
-	    J_SAID },
-	{ "host_files", "identity",
-	    "read host secrets: shadow, SSH and service keys, /root", J_FILES },
-	{ "launcher_memory", "identity", "read the launcher's memory",
-	    J_SYSCALL },
-	{ "find_tokens", "identity", "find a crd_ token anywhere it can read",
-	    J_TOKENS },
-	{ "audience", "identity",
-	    "use the job's token against another audience", J_PROXY },
-	{ "direct_tcp", "reachability",
-	    "TCP around the proxy: broker, proxy control, hatch, outside",
-	    J_NET },
-	{ "direct_udp", "reachability", "UDP around the proxy", J_NET },
-	{ "dns", "reachability", "DNS to the host's and public resolvers",
-	    J_NET },
-	{ "raw_socket", "reachability", "a raw IP socket", J_SYSCALL },
-	{ "packet_socket", "reachability", "a packet socket", J_SYSCALL },
-	{ "netlink", "reachability", "netlink: the host's interfaces", J_NET },
-	{ "proxy_unlisted", "reachability", "proxy: a host not on the list",
-	    J_PROXY },
-	{ "proxy_method_path", "reachability",
-	    "proxy: an allowed host, a forbidden method and path", J_PROXY },
-	{ "proxy_host_mismatch", "reachability",
-	    "proxy: an allowed URL with another Host", J_PROXY },
-	{ "proxy_sni_mismatch", "reachability",
-	    "proxy: an allowed CONNECT with another SNI", J_PROXY },
-	{ "proxy_smuggle", "reachability",
-	    "proxy: a smuggled request (Content-Length and chunked)", J_PROXY },
-	{ "proxy_connect_broker", "reachability",
-	    "proxy: CONNECT to the broker", J_PROXY },
-	{ "proxy_service_ports", "reachability",
-	    "proxy: the services' own ports", J_PROXY },
-	{ "exfil_canary", "reachability",
-	    "a planted canary in a body to an allowed host", J_PROXY },
-	{ "write_workflow", "return", "write .github/workflows/", J_HATCH },
-	{ "write_git_hook", "return", "write .git/hooks/", J_HATCH },
-	{ "symlink_etc", "return", "a symlink to /etc", J_HATCH },
-	{ "symlink_up", "return", "a symlink to ../..", J_HATCH },
-	{ "setuid_file", "return", "a setuid file", J_HATCH },
-	{ "fifo", "return", "a fifo", J_HATCH },
-	{ "sparse_file", "return", "a sparse 10 GiB file", J_HATCH },
-	{ "big_file", "return", "a 10 GiB file", J_HATCH },
-	{ "mount", "escape", "mount a filesystem", J_SYSCALL },
-	{ "ptrace", "escape", "ptrace PID 1", J_SYSCALL },
-	{ "userns", "escape", "a new user namespace", J_SYSCALL },
-	{ "bpf", "escape", "load a BPF program", J_SYSCALL },
-	{ "io_uring", "escape", "set up io_uring", J_SYSCALL },
-	{ "keyctl", "escape", "the kernel keyring", J_SYSCALL },
-	{ "proc_sys", "escape", "write /proc/sys", J_FILES },
-	{ "sys_write", "escape", "write /sys", J_FILES },
-	{ "fork_bomb", "escape", "a fork bomb", J_PIDS },
-	{ "memory_hog", "escape", "a memory hog", J_MEMORY },
-	{ "stop_revoke", "outliving", "the stop revoked the job's tokens",
-	    J_REPLAY },
-	{ "replay_broker", "outliving",
-	    "after the stop: the job's token at the broker", J_REPLAY },
-	{ "replay_channel", "outliving",
-	    "after the stop: the job's token through a new job's channel",
-	    J_REPLAY },
+#define DRILL_ROW(step, plane, what, judge) { #step, plane, what, judge },
+#define DRILL_QUIET(step)
+#define DRILL_HOST(step, plane, what, judge) { #step, plane, what, judge },
+#include "drill/steps.h"
+#undef DRILL_ROW
+#undef DRILL_QUIET
+#undef DRILL_HOST
 };
 
-/* The order the agent follows: the canary last, for it stops the job. */
-static const char *const steps[] = { "env", "proc1_environ", "procs_environ",
-	"host_files", "launcher_memory", "find_tokens", "mint", "audience",
-	"direct_tcp", "direct_udp", "dns", "raw_socket", "packet_socket",
-	"netlink", "proxy_unlisted", "proxy_method_path", "proxy_host_mismatch",
-	"proxy_sni_mismatch", "proxy_smuggle", "proxy_connect_broker",
-	"proxy_service_ports", "write_workflow", "write_git_hook",
-	"symlink_etc", "symlink_up", "setuid_file", "fifo", "sparse_file",
-	"big_file", "mount", "ptrace", "userns", "bpf", "io_uring", "keyctl",
-	"proc_sys", "sys_write", "fork_bomb", "memory_hog", "print_token",
-	"exfil_canary" };
+/* The steps the agent is told, in the order it runs them. */
+static const char *const steps[] = {
+#define DRILL_ROW(step, plane, what, judge) #step,
+#define DRILL_QUIET(step) #step,
+#define DRILL_HOST(step, plane, what, judge)
+#include "drill/steps.h"
+#undef DRILL_ROW
+#undef DRILL_QUIET
+#undef DRILL_HOST
+};
 
 /* One row of the report. */
 struct row {
@@ -942,12 +887,33 @@ after_stop(struct drill *d)
 
 /* --- the report ----------------------------------------------------------- */
 
+/* The rows grouped by plane, the planes in the order they first appear in
+ * the list, each plane's rows in the list's order. */
+static void
+report_order(size_t order[ARRAY_SIZE(attempts)])
+{
+	size_t n = 0;
+
+	for (size_t p = 0; p < ARRAY_SIZE(attempts); p++) {
+		bool first = true;
+		for (size_t q = 0; q < p && first; q++)
+			first =
+			    strcmp(attempts[q].plane, attempts[p].plane) != 0;
+		for (size_t i = p; first && i < ARRAY_SIZE(attempts); i++)
+			if (strcmp(attempts[i].plane, attempts[p].plane) == 0)
+				order[n++] = i;
+	}
+}
+
 static int
 report(const struct drill *d, bool json)
 {
 	size_t counts[3] = { 0 };
 	const char *job =
 	    json_string_value(json_object_get(d->result, "job")) ?: "?";
+	size_t order[ARRAY_SIZE(attempts)];
+
+	report_order(order);
 
 	for (size_t i = 0; i < ARRAY_SIZE(attempts); i++) {
 		const char *r = d->rows[i].result;
@@ -957,7 +923,8 @@ report(const struct drill *d, bool json)
 	}
 	if (json) {
 		json_t *rows = json_array();
-		for (size_t i = 0; i < ARRAY_SIZE(attempts); i++)
+		for (size_t k = 0; k < ARRAY_SIZE(attempts); k++) {
+			size_t i = order[k];
 			json_array_append_new(rows,
 			    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}",
 				"attempt", attempts[i].step, "plane",
@@ -965,6 +932,7 @@ report(const struct drill *d, bool json)
 				"result", d->rows[i].result, "where",
 				d->rows[i].where, "evidence",
 				d->rows[i].evidence));
+		}
 		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o}",
 		    "manifest", d->manifest_name, "job", job, "stop_reason",
 		    stop_reason(d), "stopped", (json_int_t)counts[0], "escaped",
@@ -980,10 +948,12 @@ report(const struct drill *d, bool json)
 		    d->manifest_name, job, stop_reason(d));
 		printf("%-13s %-9s %-60s %s\n", "PLANE", "RESULT", "ATTEMPT",
 		    "WHERE IT ENDED");
-		for (size_t i = 0; i < ARRAY_SIZE(attempts); i++)
+		for (size_t k = 0; k < ARRAY_SIZE(attempts); k++) {
+			size_t i = order[k];
 			printf("%-13s %-9s %-60s %s\n", attempts[i].plane,
 			    d->rows[i].result, attempts[i].what,
 			    d->rows[i].where);
+		}
 		printf("\n%zu attempts: %zu stopped, %zu ESCAPED, %zu "
 		       "untested\n",
 		    ARRAY_SIZE(attempts), counts[0], counts[1], counts[2]);

@@ -28,11 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/random.h>
 
 #define EX_USAGE 64
 
@@ -46,7 +46,6 @@ flatten(char *s)
 		if ((unsigned char)*s < ' ' || *s == 0x7f)
 			*s = ' ';
 }
-
 
 /* Appends to the string in buf (n bytes), after sep unless buf is empty;
  * what does not fit is cut. */
@@ -94,7 +93,6 @@ token_line(const char *kind, const char *where, const char *token)
 	flatten(w);
 	printf("TOKEN\t%s\t%s\t%s\n", kind, w, token);
 }
-
 
 /* The errno's name as the evidence spells it, E<number> for the rest.
  * By value: errname(e).s lives to the end of the full expression. */
@@ -146,7 +144,6 @@ errname(int e)
 	snprintf(r.s, sizeof(r.s), "E%d", e);
 	return r;
 }
-
 
 void
 errs_add(struct errs *c, int e)
@@ -295,7 +292,6 @@ hostport(char *out, size_t n, const char *host, int port)
 	    port);
 }
 
-
 socklen_t
 parse_addr(const char *host, int port, union addr *a)
 {
@@ -409,7 +405,6 @@ mkdirs(const char *path)
 				return 0;
 		}
 }
-
 
 /* Waits for pid: 0 if it exited 0, else its code or -1. */
 int
@@ -579,4 +574,3 @@ main(int argc, char **argv)
 	free(text);
 	return 0;
 }
-
