@@ -387,11 +387,12 @@ create_job(void *ctx, struct http_request *req, struct http_response *res)
 static json_t *
 job_json(const struct job *j)
 {
-	return json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:s?}", "job",
-	    j->id, "manifest", j->manifest, "manifest_version",
+	return json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:s?}",
+	    "job", j->id, "manifest", j->manifest, "manifest_version",
 	    (json_int_t)j->manifest_version, "state", j->state, "created",
 	    (json_int_t)j->created, "deadline", (json_int_t)j->deadline,
-	    "lease_expires", (json_int_t)j->lease_expires, "stop_reason",
+	    "lease_expires", (json_int_t)j->lease_expires, "tokens_minted",
+	    (json_int_t)j->tokens_minted, "stop_reason",
 	    j->stop_reason[0] != '\0' ? j->stop_reason : NULL);
 }
 
@@ -532,8 +533,83 @@ struct mint_state {
 	struct http_request *req;
 	struct token_row row;
 	char value[TOKEN_VALUE_MAX];
+	int64_t max_tokens;
 	atomic_int result;
 };
+
+/* Seconds on the monotonic clock, for the mint buckets. */
+static double
+now_s(void)
+{
+	return (double)monotonic_ms() / 1000.0;
+}
+
+/*
+ * 429 token_ceiling: job holds all the tokens its manifest allows. The
+ * first refusal (of this broker's run) is audited, the others counted.
+ */
+static void
+refuse_ceiling(struct broker *b, const char *job, int64_t max_tokens,
+    struct http_response *res)
+{
+	atomic_fetch_add(&b->refused_mints, 1);
+	atomic_fetch_add(&b->ceiling_mints, 1);
+	if (throttle_ceiling_reached(b->throttle, job, now_s())) {
+		log_warn("token_ceiling", "{s:s, s:I}", "job", job,
+		    "max_tokens", (json_int_t)max_tokens);
+		if (store_audit_async(b->store, "token_ceiling",
+			json_pack("{s:s, s:s, s:I}", "job", job, "actor",
+			    "broker", "max_tokens", (json_int_t)max_tokens)) <
+		    0)
+			log_error("audit_failed", "{s:s}", "event",
+			    "token_ceiling");
+	}
+	http_reply_json(res, 429,
+	    json_pack("{s:s, s:s, s:I}", "error", "token_ceiling", "message",
+		"the job has minted every token its manifest allows "
+		"(mint.max_tokens); nothing was granted",
+		"max_tokens", (json_int_t)max_tokens));
+}
+
+/*
+ * Takes one mint from the job's bucket: true when within the rate, else
+ * false after answering 429 mint_rate_limited with Retry-After. The
+ * first refusal of a run is audited, the others counted.
+ */
+static bool
+mint_rate_ok(struct broker *b, const char *job, const struct manifest_mint *lim,
+    struct http_response *res)
+{
+	int64_t retry = 1;
+	char secs[24];
+	enum throttle_verdict v = throttle_take(b->throttle, job,
+	    lim->per_minute, lim->burst, now_s(), &retry);
+
+	if (v == THROTTLE_PASS)
+		return true;
+	atomic_fetch_add(&b->refused_mints, 1);
+	atomic_fetch_add(&b->rate_limited_mints, 1);
+	if (v == THROTTLE_LIMITED_FIRST) {
+		log_warn("mint_rate_limited", "{s:s, s:I, s:I}", "job", job,
+		    "per_minute", (json_int_t)lim->per_minute, "burst",
+		    (json_int_t)lim->burst);
+		if (store_audit_async(b->store, "mint_rate_limited",
+			json_pack("{s:s, s:s, s:I, s:I}", "job", job, "actor",
+			    "broker", "per_minute", (json_int_t)lim->per_minute,
+			    "burst", (json_int_t)lim->burst)) < 0)
+			log_error("audit_failed", "{s:s}", "event",
+			    "mint_rate_limited");
+	}
+	http_reply_json(res, 429,
+	    json_pack("{s:s, s:s, s:I}", "error", "mint_rate_limited",
+		"message",
+		"the job asks for tokens faster than its manifest allows "
+		"(mint.per_minute, mint.burst); retry later",
+		"retry_after", (json_int_t)retry));
+	snprintf(secs, sizeof(secs), "%lld", (long long)retry);
+	http_reply_header(res, "Retry-After", secs);
+	return false;
+}
 
 static void
 mint_state_free(void *p)
@@ -564,6 +640,7 @@ mint_request(void *ctx, struct http_request *req, struct http_response *res)
 	json_t *body = http_request_body(req), *cap, *problems;
 	const char *job = NULL, *name;
 	struct manifest_version m;
+	struct manifest_mint lim;
 	struct job j;
 	int64_t ttl;
 	int r;
@@ -590,6 +667,18 @@ mint_request(void *ctx, struct http_request *req, struct http_response *res)
 		manifest_version_free(&m);
 		http_reply_error(res, 403, "job_revoked",
 		    "the job is revoked (%s)", j.stop_reason);
+		return;
+	}
+	/* Every request of the job counts toward its rate, refused or not;
+	 * one at its ceiling is refused before any write. */
+	manifest_mint(m.body, &lim);
+	if (!mint_rate_ok(b, j.id, &lim, res)) {
+		manifest_version_free(&m);
+		return;
+	}
+	if (j.tokens_minted >= lim.max_tokens) {
+		manifest_version_free(&m);
+		refuse_ceiling(b, j.id, lim.max_tokens, res);
 		return;
 	}
 	cap = manifest_capability(m.body, name);
@@ -624,6 +713,7 @@ mint_request(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	http_request_set_state(req, st, mint_state_free);
 	st->req = req;
+	st->max_tokens = lim.max_tokens;
 	r = capability_mint(b->pepper, j.id, j.deadline, cap,
 	    json_object_get(body, "params"), ttl, st->value, &st->row);
 	manifest_version_free(&m);
@@ -633,8 +723,8 @@ mint_request(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	/* Answered once durable: the request waits, its thread does not. */
 	http_request_defer(req);
-	r = store_token_insert_async(b->store, &st->row, "verifier",
-	    mint_committed, st);
+	r = store_token_insert_async(b->store, &st->row, lim.max_tokens,
+	    "verifier", mint_committed, st);
 	if (r < 0) {
 		atomic_store(&st->result, r);
 		http_request_resume(req);
@@ -651,6 +741,10 @@ mint_answer(struct broker *b, struct http_request *req, struct mint_state *st,
 		atomic_fetch_add(&b->refused_mints, 1);
 		http_reply_error(res, 403, "job_revoked",
 		    "the job was revoked meanwhile; nothing was granted");
+		return;
+	}
+	if (r == -EDQUOT) { /* a parallel mint took the last one */
+		refuse_ceiling(b, st->row.job, st->max_tokens, res);
 		return;
 	}
 	if (r < 0) {
@@ -928,6 +1022,12 @@ broker_metrics(void *ctx, struct buf *out)
 	metrics_one(out, "cordon_broker_mints_refused_total", "counter",
 	    "Token requests refused (no job, revoked, beyond the ceiling).",
 	    atomic_load(&b->refused_mints));
+	metrics_one(out, "cordon_broker_mints_rate_limited_total", "counter",
+	    "Token requests refused 429 for the job's mint rate.",
+	    atomic_load(&b->rate_limited_mints));
+	metrics_one(out, "cordon_broker_mints_at_ceiling_total", "counter",
+	    "Token requests refused 429 at the job's mint.max_tokens.",
+	    atomic_load(&b->ceiling_mints));
 	metrics_one(out, "cordon_broker_introspections_total", "counter",
 	    "Introspection requests.", atomic_load(&b->introspected));
 	metrics_one(out, "cordon_broker_introspections_active_total", "counter",

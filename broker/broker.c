@@ -96,6 +96,8 @@ broker_open(struct broker *b)
 	r = store_revocation_head(b->store, &head);
 	if (r == 0 && (b->feed = feed_new(head)) == NULL)
 		r = -ENOMEM;
+	if (r == 0 && (b->throttle = throttle_new()) == NULL)
+		r = -ENOMEM;
 	if (r < 0)
 		log_error("feed_failed", "{s:s}", "error", strerror(-r));
 	else
@@ -109,6 +111,7 @@ broker_close(struct broker *b)
 {
 	store_close(b->store);
 	feed_free(b->feed);
+	throttle_free(b->throttle);
 	OPENSSL_cleanse(b->pepper, sizeof(b->pepper));
 	config_common_free(&b->cfg.common);
 	free(b->cfg.keys_dir);

@@ -12,13 +12,12 @@
 #include "http_server.h"
 #include "keys.h"
 #include "store.h"
+#include "throttle.h"
 
 #include <stdatomic.h>
 
-/* Canaries: tokens of this capability are never a job's to use; any
- * use revokes the job (a tripwire). A job gets CANARIES_DEFAULT when its
- * manifest says "canaries": true, or what POST /v1/jobs asks. */
-#define CANARY_CAPABILITY "cordon.canary"
+/* Canaries (CANARY_CAPABILITY, store.h): a job gets CANARIES_DEFAULT
+ * when its manifest says "canaries": true, or what POST /v1/jobs asks. */
 #define CANARIES_DEFAULT 2
 #define CANARIES_MAX 8
 #define BROKER_PROG "cordon-broker"
@@ -41,9 +40,10 @@ struct broker {
 	struct keyring keys;
 	struct store *store;
 	struct feed *feed;
+	struct throttle *throttle; /* each job's mint rate */
 	unsigned char pepper[PEPPER_LEN];
 	atomic_uint_fast64_t minted, introspected, active, revoked_jobs, lapsed,
-	    refused_mints, store_errors;
+	    refused_mints, store_errors, rate_limited_mints, ceiling_mints;
 };
 
 /* The broker's routes, for the HTTP glue; ctx is the struct broker. */

@@ -90,7 +90,7 @@ capability_within(const json_t *cap, const json_t *params, const json_t *ttl,
 	const char *key;
 	json_t *v;
 	char field[96];
-	size_t before = json_array_size(problems);
+	size_t before = json_array_size(problems), unlisted = 0;
 
 	if (!json_is_object(params)) {
 		problems_add(problems, "params",
@@ -103,21 +103,35 @@ capability_within(const json_t *cap, const json_t *params, const json_t *ttl,
 		json_t *allow = json_object_get(ceiling, key);
 
 		snprintf(field, sizeof(field), "params.%.64s", key);
-		if (allow == NULL)
+		if (allow != NULL && allowed(allow, v))
+			continue;
+		if (json_array_size(problems) - before >=
+		    CAPABILITY_MAX_PROBLEMS)
+			unlisted++;
+		else if (allow == NULL)
 			problems_add(problems, field,
 			    "not a parameter of this capability");
-		else if (!allowed(allow, v))
+		else
 			problems_add(problems, field,
 			    "outside the manifest's ceiling");
 	}
 	json_object_foreach((json_t *)ceiling, key, v)
 	{
 		snprintf(field, sizeof(field), "params.%.64s", key);
-		if (json_object_get(params, key) == NULL)
+		if (json_object_get(params, key) != NULL)
+			continue;
+		if (json_array_size(problems) - before >=
+		    CAPABILITY_MAX_PROBLEMS)
+			unlisted++;
+		else
 			problems_add(problems, field,
 			    "missing: leaving it out would ask for every "
 			    "value");
 	}
+	/* A body of made-up keys is not answered key by key. */
+	if (unlisted > 0)
+		problems_add(problems, "params",
+		    "%zu more problems, not listed", unlisted);
 	*ret_ttl = max_ttl;
 	if (ttl != NULL) {
 		if (!json_is_integer(ttl) || json_integer_value(ttl) < 1)

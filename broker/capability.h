@@ -27,9 +27,11 @@ int capability_hash(const unsigned char pepper[PEPPER_LEN], const char *token,
  * Checks a request for capability cap (the manifest's entry) against its
  * ceiling: every parameter of the ceiling named, each with an allowed
  * value, nothing else; a ttl_seconds no longer than the capability's.
- * Broader is refused, never narrowed. On refusal appends problems and
- * returns false. *ret_ttl gets the ttl to grant.
+ * Broader is refused, never narrowed. On refusal appends problems (the
+ * parameters' first CAPABILITY_MAX_PROBLEMS, then one saying how many
+ * more) and returns false. *ret_ttl gets the ttl to grant.
  */
+#define CAPABILITY_MAX_PROBLEMS 16
 bool capability_within(const json_t *cap, const json_t *params,
     const json_t *ttl, json_t *problems, int64_t *ret_ttl);
 

@@ -33,6 +33,7 @@ enum stmt_id {
 	ST_JOB_LEASE,
 	ST_JOB_REVOKE,
 	ST_JOB_LAPSED,
+	ST_JOB_COUNT_TOKEN,
 	ST_TOKENS_REVOKE_JOB,
 	ST_TOKEN_INS,
 	ST_TOKEN_LOOKUP,
@@ -60,8 +61,8 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_MANIFEST_INS] = "INSERT INTO manifests (name, version, sha256, "
 			    "body, created) VALUES (?, ?, ?, ?, ?)",
 	[ST_JOB_GET] = "SELECT id, manifest, manifest_version, state, created, "
-		       "deadline, lease_expires, stop_reason, tokens_revoked "
-		       "FROM jobs WHERE id = ?",
+		       "deadline, lease_expires, stop_reason, tokens_revoked, "
+		       "tokens_minted FROM jobs WHERE id = ?",
 	[ST_JOB_INS] = "INSERT INTO jobs (id, manifest, manifest_version, "
 		       "state, created, deadline, lease_expires) VALUES (?, ?, "
 		       "?, 'running', ?, ?, ?)",
@@ -75,6 +76,8 @@ static const char *const stmt_sql[ST_MAX] = {
 			  "'deadline' ELSE 'lease_expired' END FROM jobs "
 			  "WHERE state = 'running' AND (lease_expires <= ?1 "
 			  "OR deadline <= ?1) LIMIT ?2",
+	[ST_JOB_COUNT_TOKEN] = "UPDATE jobs SET tokens_minted = tokens_minted "
+			       "+ 1 WHERE id = ?",
 	[ST_TOKENS_REVOKE_JOB] = "UPDATE tokens SET state = 'revoked' WHERE "
 				 "job = ? AND state = 'active'",
 	[ST_TOKEN_INS] = "INSERT INTO tokens (hash, id, job, capability, "
@@ -118,8 +121,8 @@ static const char schema[] =
     " state TEXT NOT NULL CHECK (state IN ('running', 'revoked')),"
     " created INTEGER NOT NULL, deadline INTEGER NOT NULL,"
     " lease_expires INTEGER NOT NULL, stop_reason TEXT NOT NULL DEFAULT '',"
-    " tokens_revoked INTEGER NOT NULL DEFAULT 0, revoked_at INTEGER)"
-    " WITHOUT ROWID;"
+    " tokens_revoked INTEGER NOT NULL DEFAULT 0, revoked_at INTEGER,"
+    " tokens_minted INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS jobs_running ON jobs (state, lease_expires);"
     "CREATE TABLE IF NOT EXISTS tokens ("
     " hash BLOB PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
@@ -585,6 +588,74 @@ store_write_async(struct store *s, op_fn fn, void *arg, store_done_fn on_done,
 	return 0;
 }
 
+/*
+ * The schema version the database says it has: 1 for one made before
+ * versions were kept (or a fresh one, which has no meta table yet).
+ */
+static int64_t
+schema_version(struct conn *c)
+{
+	sqlite3_stmt *st;
+	int64_t v = 1;
+
+	if (sqlite3_prepare_v2(c->db,
+		"SELECT value FROM meta WHERE key = 'schema_version'", -1, &st,
+		NULL) != SQLITE_OK)
+		return 1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Version 1 to 2: the jobs' mint count, from the tokens they hold. */
+static const char migrate_1_2[] =
+    "ALTER TABLE jobs ADD COLUMN tokens_minted INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE jobs SET tokens_minted = (SELECT count(*) FROM tokens t WHERE"
+    " t.job = jobs.id AND t.capability != '" CANARY_CAPABILITY "');";
+
+/* Brings the schema to STORE_SCHEMA_VERSION, in one transaction. */
+static int
+schema_upgrade(struct conn *c)
+{
+	int64_t v = schema_version(c);
+	sqlite3_stmt *st;
+	int has_column = 0, r;
+
+	if (v > STORE_SCHEMA_VERSION)
+		return -EPROTONOSUPPORT;
+	r = exec(c, schema);
+	if (r < 0 || v == STORE_SCHEMA_VERSION)
+		return r;
+	r = exec(c, "BEGIN IMMEDIATE");
+	if (r < 0)
+		return r;
+	/* A fresh database has the column from the schema already. */
+	if (sqlite3_prepare_v2(c->db,
+		"SELECT count(*) FROM pragma_table_info('jobs') WHERE name = "
+		"'tokens_minted'",
+		-1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			has_column = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (!has_column)
+		r = exec(c, migrate_1_2);
+	if (r == 0 && (st = stmt(c, ST_META_SET)) == NULL)
+		r = -EIO;
+	if (r == 0) {
+		sqlite3_bind_text(st, 1, "schema_version", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, STORE_SCHEMA_VERSION);
+		r = sqlite_errno(sqlite3_step(st));
+		sqlite3_reset(st);
+	}
+	if (r == 0)
+		r = exec(c, "COMMIT");
+	if (r < 0)
+		exec(c, "ROLLBACK");
+	return r;
+}
+
 int
 store_open(const char *path, struct store **ret)
 {
@@ -604,7 +675,7 @@ store_open(const char *path, struct store **ret)
 	}
 	r = conn_open(path, &s->w);
 	if (r == 0)
-		r = exec(&s->w, schema);
+		r = schema_upgrade(&s->w);
 	if (r == 0)
 		r = audit_load_head(s);
 	if (r == 0 && pthread_create(&s->writer, NULL, writer_main, s) != 0)
@@ -781,7 +852,15 @@ insert_token(struct store *s, const struct token_row *t, const char *actor)
 		t->audience, "exp", (json_int_t)t->exp);
 	rc = audit_append(s, "token_minted", t->job, actor, d);
 	json_decref(d);
-	return rc;
+	if (rc < 0 || strcmp(t->capability, CANARY_CAPABILITY) == 0)
+		return rc;
+	st = stmt(&s->w, ST_JOB_COUNT_TOKEN);
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, t->job, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : sqlite_errno(rc);
 }
 
 struct job_create {
@@ -842,6 +921,7 @@ read_job(sqlite3_stmt *st, struct job *j)
 	j->lease_expires = sqlite3_column_int64(st, 6);
 	copy_col(j->stop_reason, sizeof(j->stop_reason), st, 7);
 	j->tokens_revoked = sqlite3_column_int64(st, 8);
+	j->tokens_minted = sqlite3_column_int64(st, 9);
 }
 
 /* Reads job id on connection c: 0, -ENOENT or -errno. */
@@ -1035,6 +1115,7 @@ store_jobs_lapsed(struct store *s, int64_t now, size_t max, json_t **ret_ids)
 
 struct token_insert {
 	const struct token_row *t;
+	int64_t max_tokens;
 	const char *actor;
 };
 
@@ -1050,12 +1131,16 @@ op_token_insert(struct store *s, struct op *op)
 	/* Checked in the same transaction: a revoke cannot slip between. */
 	if (strcmp(j.state, "running") != 0)
 		return -ESTALE;
+	/* So is the count: parallel mints queue here, one at a time. */
+	if (j.tokens_minted >= a->max_tokens)
+		return -EDQUOT;
 	return insert_token(s, a->t, a->actor);
 }
 
 int
 store_token_insert_async(struct store *s, const struct token_row *t,
-    const char *actor, store_done_fn on_done, void *done_arg)
+    int64_t max_tokens, const char *actor, store_done_fn on_done,
+    void *done_arg)
 {
 	struct token_insert *a = malloc(sizeof(*a));
 	int r;
@@ -1063,6 +1148,7 @@ store_token_insert_async(struct store *s, const struct token_row *t,
 	if (a == NULL)
 		return -ENOMEM;
 	a->t = t;
+	a->max_tokens = max_tokens;
 	a->actor = actor;
 	r = store_write_async(s, op_token_insert, a, on_done, done_arg);
 	if (r < 0)

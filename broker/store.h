@@ -19,10 +19,21 @@
 
 #define STORE_HASH_LEN 32 /* HMAC-SHA256 of a token */
 #define TOKEN_VALUE_MAX 48 /* a token's value and its NUL */
+/* The schema this store writes; an older one is migrated at open. */
+#define STORE_SCHEMA_VERSION 2
+/* Canaries: tokens of this capability are never a job's to use; any
+ * use revokes the job (a tripwire). They do not count toward a job's
+ * mint ceiling: the broker plants them, the job does not ask. */
+#define CANARY_CAPABILITY "cordon.canary"
 
 struct store;
 
-/* Opens (creating if needed) the database at path: 0 or -errno. */
+/*
+ * Opens (creating if needed) the database at path: 0 or -errno. A
+ * database of schema version 1 (before the mint ceiling) is migrated in
+ * one transaction; one of a newer version than STORE_SCHEMA_VERSION is
+ * refused with -EPROTONOSUPPORT and left as it is.
+ */
 int store_open(const char *path, struct store **ret);
 /* Finishes the writes under way and closes. NULL is fine. */
 void store_close(struct store *s);
@@ -61,6 +72,8 @@ struct job {
 	int64_t created, deadline, lease_expires;
 	char stop_reason[128]; /* "" while running */
 	int64_t tokens_revoked;
+	int64_t
+	    tokens_minted; /* ever, canaries left out: the ceiling's count */
 };
 
 /* A token row, as stored: never its value, only its HMAC. */
@@ -77,7 +90,7 @@ struct token_row {
 
 /*
  * Creates job j (state "running") with the tokens minted at its start,
- * each audited. j->id must be fresh.
+ * each audited and counted (canaries are not). j->id must be fresh.
  */
 int store_job_create(struct store *s, const struct job *j,
     const struct token_row *tokens, size_t ntokens, const char *actor);
@@ -122,11 +135,14 @@ typedef void (*store_done_fn)(void *arg, int result);
  * Queues the insert of a minted token of a running job, audited, and
  * returns 0 (or -errno, and on_done is never called). on_done(done_arg,
  * result) runs after the commit; result is -ESTALE when the job was no
- * longer running (revoked meanwhile): then nothing is stored. t and actor
- * must stay valid until then.
+ * longer running (revoked meanwhile), -EDQUOT when the job has minted
+ * max_tokens already: then nothing is stored. The count is checked and
+ * raised in the transaction of the insert, so parallel mints never pass
+ * it. t and actor must stay valid until then.
  */
 int store_token_insert_async(struct store *s, const struct token_row *t,
-    const char *actor, store_done_fn on_done, void *done_arg);
+    int64_t max_tokens, const char *actor, store_done_fn on_done,
+    void *done_arg);
 
 /* Looks a token up by HMAC, with its job's state: -ENOENT when unknown.
  * Free ret->params. */

@@ -332,6 +332,59 @@ check_capabilities(const json_t *caps, json_t *problems)
 	}
 }
 
+/*
+ * The mint limits: how many tokens a job may ever hold (those minted at
+ * start count, canaries do not) and how fast it may ask for them (a
+ * bucket of burst, refilled per_minute a minute). Defaults for a job that
+ * needs a handful of tokens; a manifest that needs more says so, and the
+ * change is reviewed like any other of the identity plane.
+ */
+static const struct mint_limit {
+	const char *key;
+	long long min, max, dflt;
+} mint_limits[] = {
+	{ "max_tokens", 1, 10000000, MANIFEST_MINT_MAX_TOKENS },
+	{ "per_minute", 1, 10000000, MANIFEST_MINT_PER_MINUTE },
+	{ "burst", 1, 1000000, MANIFEST_MINT_BURST },
+};
+
+static void
+check_mint(const json_t *mint, const json_t *caps, json_t *problems)
+{
+	static const char *const keys[] = { "max_tokens", "per_minute",
+		"burst" };
+	size_t i, at_start = 0;
+	json_t *c;
+	char field[64];
+
+	if (!json_is_object(mint)) {
+		problems_add(problems, "mint", "must be an object");
+		return;
+	}
+	problems_unknown_keys(mint, "mint", keys, ARRAY_SIZE(keys), problems);
+	for (i = 0; i < ARRAY_SIZE(mint_limits); i++) {
+		json_t *v = json_object_get(mint, mint_limits[i].key);
+		snprintf(field, sizeof(field), "mint.%s", mint_limits[i].key);
+		if (v != NULL &&
+		    (!json_is_integer(v) ||
+			json_integer_value(v) < mint_limits[i].min ||
+			json_integer_value(v) > mint_limits[i].max))
+			problems_add(problems, field,
+			    "must be an integer, %lld to %lld",
+			    mint_limits[i].min, mint_limits[i].max);
+	}
+	json_array_foreach(caps, i, c)
+	{
+		at_start += json_is_true(json_object_get(c, "mint_at_start"));
+	}
+	json_t *max = json_object_get(mint, "max_tokens");
+	if (json_is_integer(max) && json_integer_value(max) >= 1 &&
+	    (size_t)json_integer_value(max) < at_start)
+		problems_add(problems, "mint.max_tokens",
+		    "below the %zu capabilities minted at start, which count",
+		    at_start);
+}
+
 /* Lowercase letters, digits, '-' and '.'; labels 1..63; total <= 253. */
 static bool
 hostname_ok(const char *h)
@@ -675,8 +728,8 @@ manifest_validate(const json_t *m, const char *name, json_t *problems,
     json_t *warnings)
 {
 	static const char *const keys[] = { "name", "description", "command",
-		"env", "capabilities", "egress", "limits", "return",
-		"canaries" };
+		"env", "capabilities", "egress", "limits", "return", "canaries",
+		"mint" };
 	json_t *v;
 
 	if (!json_is_object(m)) {
@@ -722,6 +775,8 @@ manifest_validate(const json_t *m, const char *name, json_t *problems,
 		check_env(v, problems);
 	if ((v = json_object_get(m, "capabilities")) != NULL)
 		check_capabilities(v, problems);
+	if ((v = json_object_get(m, "mint")) != NULL)
+		check_mint(v, json_object_get(m, "capabilities"), problems);
 	if ((v = json_object_get(m, "egress")) != NULL)
 		check_egress(v, problems, warnings);
 	if ((v = json_object_get(m, "limits")) != NULL)
@@ -751,7 +806,7 @@ manifest_planes(const json_t *prev, const json_t *next)
 	json_t *nl = json_object_get(next, "limits");
 
 	if (prev == NULL || differs(prev, next, "env") ||
-	    differs(prev, next, "capabilities"))
+	    differs(prev, next, "capabilities") || differs(prev, next, "mint"))
 		json_array_append_new(planes, json_string("identity"));
 	if (prev == NULL || differs(prev, next, "egress"))
 		json_array_append_new(planes, json_string("reachability"));
@@ -798,6 +853,21 @@ manifest_limits(const json_t *m)
 	json_object_set_new(out, "cpus",
 	    json_real(cpus != NULL ? json_number_value(cpus) : CPUS_DEFAULT));
 	return out;
+}
+
+void
+manifest_mint(const json_t *m, struct manifest_mint *ret)
+{
+	json_t *mint = json_object_get(m, "mint");
+	int64_t v[ARRAY_SIZE(mint_limits)];
+
+	for (size_t i = 0; i < ARRAY_SIZE(mint_limits); i++) {
+		json_t *x = json_object_get(mint, mint_limits[i].key);
+		v[i] = x != NULL ? json_integer_value(x) : mint_limits[i].dflt;
+	}
+	ret->max_tokens = v[0];
+	ret->per_minute = v[1];
+	ret->burst = v[2];
 }
 
 json_t *

@@ -11,10 +11,15 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #define MANIFEST_MAX_EGRESS 12
 #define MANIFEST_WARN_EGRESS 6
 #define MANIFEST_MAX_TTL 900
+/* The mint limits' defaults (manifest.md, "mint"). */
+#define MANIFEST_MINT_MAX_TOKENS 256
+#define MANIFEST_MINT_PER_MINUTE 60
+#define MANIFEST_MINT_BURST 20
 
 /*
  * Validates m against every rule. Appends each problem to problems as
@@ -42,6 +47,14 @@ char *manifest_canonical(const json_t *m, char ret_sha256[65]);
 
 /* The manifest's limits with defaults filled in: a new object. */
 json_t *manifest_limits(const json_t *m);
+
+/* A job's mint limits: tokens it may ever hold, and its rate. */
+struct manifest_mint {
+	int64_t max_tokens, per_minute, burst;
+};
+
+/* m's (validated) mint limits with the defaults filled in, into *ret. */
+void manifest_mint(const json_t *m, struct manifest_mint *ret);
 
 /* The capability named name in m, borrowed, or NULL. */
 json_t *manifest_capability(const json_t *m, const char *name);

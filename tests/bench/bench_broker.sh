@@ -42,7 +42,8 @@ curl -sf -X PUT -H "Authorization: Bearer $admin" "$url/v1/manifests/bench" -d '
  "name": "bench",
  "capabilities": [{"name": "invoices.read", "audience": "invoices-api",
    "params": {"tenant": ["4182"]}, "ttl_seconds": 900, "reason": "bench"}],
- "egress": [], "limits": {"wall_seconds": 3600}}' >/dev/null
+ "egress": [], "limits": {"wall_seconds": 3600},
+ "mint": {"max_tokens": 10000000, "per_minute": 10000000, "burst": 1000000}}' >/dev/null
 job=$(curl -sf -X POST -H "Authorization: Bearer $launcher" "$url/v1/jobs" \
 	-d '{"manifest": "bench"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["job"])')
 mint_body='{"capability": "invoices.read", "params": {"tenant": "4182"}}'

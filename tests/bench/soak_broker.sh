@@ -71,7 +71,8 @@ curl -sf -X PUT -H "Authorization: Bearer $admin" "$url/v1/manifests/soak" -d '{
  "name": "soak",
  "capabilities": [{"name": "invoices.read", "audience": "invoices-api",
    "params": {"tenant": ["4182"]}, "ttl_seconds": 900, "reason": "soak"}],
- "egress": [], "limits": {"wall_seconds": '"$wall"'}}' >/dev/null ||
+ "egress": [], "limits": {"wall_seconds": '"$wall"'},
+ "mint": {"max_tokens": 10000000, "per_minute": 10000000, "burst": 1000000}}' >/dev/null ||
 	die "manifest refused"
 new_job() {
 	curl -sf -X POST -H "Authorization: Bearer $launcher" "$url/v1/jobs" \

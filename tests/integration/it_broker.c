@@ -3,7 +3,9 @@
  * validation, tokens within a 15-minute ceiling and the manifest's params,
  * introspection across every way a token dies (and across a restart), the
  * revocation feed and its acknowledgements, the audit chain, a crash in
- * the middle of work, and bad input of every kind.
+ * the middle of work, bad input of every kind, and the mint ceiling and
+ * rate: a job's N+1th token, a burst, and parallel mints racing the count,
+ * each refused with 429 and audited once.
  */
 #include "harness.h"
 #include "http_client.h"
@@ -1041,6 +1043,306 @@ START_TEST(bad_input_gets_the_right_status)
 }
 END_TEST
 
+/* --- the mint ceiling and rate ---------------------------------------------- */
+
+/* A broker whose jobs never lapse during a test: the fixture's 3 s lease
+ * would revoke a job while a test waits on the broker. */
+static void
+long_lease(void)
+{
+	ck_assert_int_eq(daemon_stop(&broker), 0);
+	ck_assert_int_eq(daemon_start(&broker, "broker",
+			     "{\"lease_seconds\": 3600, \"log_level\": "
+			     "\"info\"}"),
+	    0);
+	read_keys(&broker);
+}
+
+/* One capability asked for, one minted at start; mint limits as given. */
+static void
+put_limited(const char *name, const char *mint_limits)
+{
+	char text[1024], path[128];
+	int n = snprintf(text, sizeof(text),
+	    "{\"name\": \"%s\", \"capabilities\": ["
+	    " {\"name\": \"invoices.read\", \"audience\": \"invoices-api\","
+	    "  \"params\": {\"tenant\": [\"4182\"]}, \"reason\": \"r\"},"
+	    " {\"name\": \"tickets.read\", \"audience\": \"tickets-api\","
+	    "  \"params\": {\"queue\": [\"support\"]}, \"reason\": \"r\","
+	    "  \"mint_at_start\": true}]%s%s}",
+	    name, mint_limits != NULL ? ", \"mint\": " : "",
+	    mint_limits != NULL ? mint_limits : "");
+	ck_assert(n > 0 && (size_t)n < sizeof(text));
+	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
+	json_decref(
+	    expect(200, "PUT", path, admin, NULL, json_loads(text, 0, NULL)));
+}
+
+static char *
+new_job_of(const char *manifest_name, int canaries)
+{
+	json_t *j = expect(201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s, s:i}", "manifest", manifest_name, "canaries",
+		canaries));
+	char *id = strdup(json_string_value(json_object_get(j, "job")));
+
+	json_decref(j);
+	return id;
+}
+
+/* One mint of invoices.read for job: the status, and the error in
+ * ret_error (when not NULL, "" for a grant). */
+static long
+try_mint(const struct daemon *d, const char *key, const char *job,
+    char *ret_error, size_t len)
+{
+	char hdr[128];
+	long status;
+	json_t *body = json_pack("{s:s, s:{s:s}}", "capability",
+	    "invoices.read", "params", "tenant", "4182");
+	json_t *a;
+
+	snprintf(hdr, sizeof(hdr), "X-Cordon-Job: %s", job);
+	a = harness_call(d, "POST", "/v1/token", key, hdr, body, &status);
+	json_decref(body);
+	if (ret_error != NULL) {
+		const char *e = json_string_value(json_object_get(a, "error"));
+		snprintf(ret_error, len, "%s",
+		    status == 200 ? "" : (e != NULL ? e : "(no error)"));
+	}
+	json_decref(a);
+	return status;
+}
+
+/* How many audit records of job there are, counting event only when not
+ * NULL. A heartbeat first: it is written after every record queued
+ * before it, so the count is of committed records. */
+static size_t
+audit_count(const char *job, const char *event)
+{
+	char path[160];
+	json_t *a, *r;
+	size_t i, n = 0;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/heartbeat", job);
+	json_decref(harness_call(&broker, "POST", path, launcher, NULL, NULL,
+	    &(long){ 0 }));
+	snprintf(path, sizeof(path), "/v1/audit?job=%s&limit=10000", job);
+	a = expect(200, "GET", path, admin, NULL, NULL);
+	json_array_foreach(json_object_get(a, "records"), i, r)
+	{
+		const char *e = json_string_value(json_object_get(r, "event"));
+		n += event == NULL || (e != NULL && strcmp(e, event) == 0);
+	}
+	json_decref(a);
+	return n;
+}
+
+/* How many tokens GET /v1/jobs/{job} lists. */
+static size_t
+tokens_of(const char *job)
+{
+	char path[128];
+	json_t *j;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = expect(200, "GET", path, admin, NULL, NULL);
+	n = json_array_size(json_object_get(j, "tokens"));
+	json_decref(j);
+	return n;
+}
+
+START_TEST(a_job_mints_no_more_than_its_ceiling)
+{
+	char err[64];
+	json_t *a;
+
+	long_lease();
+	/* Four in all: the one minted at start counts, canaries do not. */
+	put_limited("capped",
+	    "{\"max_tokens\": 4, \"per_minute\": 60000, \"burst\": 1000}");
+	char *job = new_job_of("capped", 2);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(try_mint(&broker, verifier, job, err,
+				     sizeof(err)),
+		    200);
+	size_t before = audit_count(job, NULL);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(try_mint(&broker, verifier, job, err,
+				     sizeof(err)),
+		    429);
+		ck_assert_str_eq(err, "token_ceiling");
+	}
+	/* Five refusals, one record. */
+	ck_assert_uint_eq(audit_count(job, NULL), before + 1);
+	ck_assert_uint_eq(audit_count(job, "token_ceiling"), 1);
+	ck_assert_uint_eq(tokens_of(job), 4 + 2);
+
+	/* The answer says what the ceiling is. */
+	char hdr[128];
+	snprintf(hdr, sizeof(hdr), "X-Cordon-Job: %s", job);
+	a = expect(429, "POST", "/v1/token", verifier, hdr,
+	    json_pack("{s:s, s:{s:s}}", "capability", "invoices.read", "params",
+		"tenant", "4182"));
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "max_tokens")),
+	    4);
+	json_decref(a);
+
+	/* Per job: another job of the same manifest mints. */
+	char *other = new_job_of("capped", 0);
+	ck_assert_int_eq(try_mint(&broker, verifier, other, err, sizeof(err)),
+	    200);
+
+	/* The count is durable: a restarted broker refuses too. */
+	ck_assert_int_eq(daemon_stop(&broker), 0);
+	ck_assert_int_eq(daemon_restart(&broker), 0);
+	ck_assert_int_eq(try_mint(&broker, verifier, job, err, sizeof(err)),
+	    429);
+	ck_assert_str_eq(err, "token_ceiling");
+	ck_assert_uint_eq(tokens_of(job), 4 + 2);
+	free(other);
+	free(job);
+}
+END_TEST
+
+/* The seconds since t0 (CLOCK_MONOTONIC). */
+static double
+since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) +
+	    (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Fires n mints at job one after the other: how many were granted; each
+ * refusal must be 429 mint_rate_limited. *ret_secs gets how long it took. */
+static int
+mint_burst(const char *job, int n, double *ret_secs)
+{
+	struct timespec t0;
+	char err[64];
+	int granted = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < n; i++) {
+		long st = try_mint(&broker, verifier, job, err, sizeof(err));
+		if (st == 200) {
+			granted++;
+			continue;
+		}
+		ck_assert_msg(st == 429 &&
+			strcmp(err, "mint_rate_limited") == 0,
+		    "mint %d: %ld %s", i, st, err);
+	}
+	*ret_secs = since(&t0);
+	return granted;
+}
+
+START_TEST(a_burst_of_mints_is_limited)
+{
+	double secs;
+	int granted;
+
+	long_lease();
+	/* Without a "mint" object, the defaults: a burst of 20, then 60 a
+	 * minute. The bounds allow for the tokens that came back while the
+	 * burst ran, however slow it was. */
+	put_limited("defaults", NULL);
+	char *job = new_job_of("defaults", 0);
+	granted = mint_burst(job, 40, &secs);
+	ck_assert_int_ge(granted, 20);
+	ck_assert_int_le(granted, 20 + 1 + (int)secs);
+	free(job);
+
+	/* One a minute after a burst of 5. */
+	put_limited("throttled",
+	    "{\"max_tokens\": 1000, \"per_minute\": 1, \"burst\": 5}");
+	job = new_job_of("throttled", 0);
+	size_t before = audit_count(job, NULL);
+	granted = mint_burst(job, 30, &secs);
+	ck_assert_int_ge(granted, 5);
+	ck_assert_int_le(granted, 5 + 1 + (int)(secs / 60));
+
+	/* 429 with Retry-After, in whole seconds. */
+	char hv[160], hdr[128], out[8192], errout[1024];
+	snprintf(hv, sizeof(hv), "Authorization: Bearer %s", verifier);
+	snprintf(hdr, sizeof(hdr), "X-Cordon-Job: %s", job);
+	char url[160];
+	snprintf(url, sizeof(url), "%s/v1/token", broker.base);
+	char *argv[] = { "/usr/bin/curl", "-s", "-i", "-X", "POST", "-H", hv,
+		"-H", hdr, "-d",
+		"{\"capability\": \"invoices.read\", \"params\": "
+		"{\"tenant\": \"4182\"}}",
+		url, NULL };
+	ck_assert_int_eq(harness_run(argv, out, sizeof(out), errout,
+			     sizeof(errout)),
+	    0);
+	ck_assert_msg(strncmp(out, "HTTP/1.1 429", 12) == 0, "%s", out);
+	char *ra = strcasestr(out, "\r\nRetry-After: ");
+	ck_assert_msg(ra != NULL, "%s", out);
+	long retry = strtol(ra + 15, NULL, 10);
+	ck_assert_int_ge(retry, 1);
+	ck_assert_int_le(retry, 60);
+	ck_assert_ptr_nonnull(strstr(out, "\"error\":\"mint_rate_limited\""));
+
+	/* Every grant audited, the burst of refusals once. */
+	ck_assert_uint_eq(audit_count(job, NULL), before + (size_t)granted + 1);
+	ck_assert_uint_eq(audit_count(job, "mint_rate_limited"), 1);
+	free(job);
+}
+END_TEST
+
+#define RACERS 8
+#define RACER_MINTS 8
+
+static const char *race_job;
+static atomic_int race_granted, race_other;
+
+static void *
+racer(void *arg)
+{
+	char err[64];
+
+	(void)arg;
+	for (int i = 0; i < RACER_MINTS; i++) {
+		long st =
+		    try_mint(&broker, verifier, race_job, err, sizeof(err));
+		if (st == 200)
+			atomic_fetch_add(&race_granted, 1);
+		else if (st != 429 || strcmp(err, "token_ceiling") != 0)
+			atomic_fetch_add(&race_other, 1);
+	}
+	return NULL;
+}
+
+START_TEST(parallel_mints_never_pass_the_ceiling)
+{
+	pthread_t t[RACERS];
+
+	long_lease();
+	put_limited("raced",
+	    "{\"max_tokens\": 10, \"per_minute\": 600000, \"burst\": 10000}");
+	char *job = new_job_of("raced", 0);
+	race_job = job;
+	atomic_store(&race_granted, 0);
+	atomic_store(&race_other, 0);
+	for (int i = 0; i < RACERS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, racer, NULL), 0);
+	for (int i = 0; i < RACERS; i++)
+		pthread_join(t[i], NULL);
+	/* 64 asked at once: nine granted (one was minted at start). */
+	ck_assert_int_eq(atomic_load(&race_granted), 9);
+	ck_assert_int_eq(atomic_load(&race_other), 0);
+	ck_assert_uint_eq(tokens_of(job), 10);
+	ck_assert_uint_eq(audit_count(job, "token_minted"), 10);
+	ck_assert_uint_eq(audit_count(job, "token_ceiling"), 1);
+	free(job);
+}
+END_TEST
+
 static Suite *
 broker_suite(void)
 {
@@ -1061,6 +1363,9 @@ broker_suite(void)
 	tcase_add_test(tc, kill_9_loses_no_grant_and_no_revocation);
 	tcase_add_test(tc, bad_input_gets_the_right_status);
 	tcase_add_test(tc, a_canary_used_is_a_tripwire);
+	tcase_add_test(tc, a_job_mints_no_more_than_its_ceiling);
+	tcase_add_test(tc, a_burst_of_mints_is_limited);
+	tcase_add_test(tc, parallel_mints_never_pass_the_ceiling);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -210,6 +210,36 @@ START_TEST(test_within_lists_everything)
 }
 END_TEST
 
+/* A params object of made-up keys is refused with the first
+ * CAPABILITY_MAX_PROBLEMS problems and one that counts the rest: a 1 MiB
+ * body must not come back as a refusal many times its size. */
+START_TEST(test_within_huge_params_one_problem)
+{
+	json_t *cap = invoices();
+	json_t *params = json_object(), *problems = json_array();
+	char key[32];
+	int64_t ttl;
+
+	for (int i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		json_object_set_new(params, key, json_string("v"));
+	}
+	ck_assert(!capability_within(cap, params, NULL, problems, &ttl));
+	ck_assert_uint_eq(json_array_size(problems),
+	    CAPABILITY_MAX_PROBLEMS + 1);
+	ck_assert_uint_eq(testutil_count_field(problems, "params"), 1);
+	ck_assert_ptr_nonnull(
+	    strstr(json_string_value(
+		       json_object_get(json_array_get(problems,
+					   CAPABILITY_MAX_PROBLEMS),
+			   "problem")),
+		"4986 more"));
+	json_decref(problems);
+	json_decref(params);
+	json_decref(cap);
+}
+END_TEST
+
 /* --- capability_mint ------------------------------------------------- */
 
 static void
@@ -484,6 +514,7 @@ capability_suite(void)
 	tcase_add_test(tc, test_within_ttl);
 	tcase_add_test(tc, test_within_integer_params);
 	tcase_add_test(tc, test_within_lists_everything);
+	tcase_add_test(tc, test_within_huge_params_one_problem);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("mint");

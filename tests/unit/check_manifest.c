@@ -994,6 +994,100 @@ START_TEST(test_limits_cpus)
 }
 END_TEST
 
+/* mint: the tokens a job may ever hold and how fast it may ask. */
+START_TEST(test_mint_bounds_and_defaults)
+{
+	static const struct {
+		const char *key;
+		long long min, max;
+	} rows[] = {
+		{ "max_tokens", 1, 10000000 },
+		{ "per_minute", 1, 10000000 },
+		{ "burst", 1, 1000000 },
+	};
+	struct manifest_mint lim;
+	char text[96], field[64];
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		snprintf(field, sizeof(field), "mint.%s", rows[i].key);
+		snprintf(text, sizeof(text), "{\"%s\": %lld}", rows[i].key,
+		    rows[i].min);
+		assert_valid(with("mint", text), field);
+		snprintf(text, sizeof(text), "{\"%s\": %lld}", rows[i].key,
+		    rows[i].max);
+		assert_valid(with("mint", text), field);
+		snprintf(text, sizeof(text), "{\"%s\": %lld}", rows[i].key,
+		    rows[i].min - 1);
+		assert_refused(with("mint", text), field, text);
+		snprintf(text, sizeof(text), "{\"%s\": %lld}", rows[i].key,
+		    rows[i].max + 1);
+		assert_refused(with("mint", text), field, text);
+		snprintf(text, sizeof(text), "{\"%s\": \"5\"}", rows[i].key);
+		assert_refused(with("mint", text), field, text);
+	}
+	assert_refused(with("mint", "{\"max\": 5}"), "mint.max",
+	    "an unknown key");
+	assert_refused(with("mint", "[]"), "mint", "a list");
+
+	/* Tokens minted at start count: a ceiling below them is refused. */
+	json_t *m = with_cap(CAP("\"params\": {\"t\": [\"1\"]}, "
+				 "\"mint_at_start\": true"));
+	json_object_set_new(m, "mint", parse("{\"max_tokens\": 1}"));
+	assert_valid(json_deep_copy(m), "one minted at start, a ceiling of 1");
+	json_object_set_new(m, "mint", parse("{\"max_tokens\": 0}"));
+	assert_refused(m, "mint.max_tokens", "a ceiling of 0");
+	m = parse(
+	    "{\"name\": \"t\", \"capabilities\": ["
+	    "{" CAP(
+		"\"params\": {\"t\": [1]}, \"mint_at_start\": true") "},"
+								     "{\"name\""
+								     ": \"b\", "
+								     "\"audienc"
+								     "e\": "
+								     "\"b\", "
+								     "\"reason"
+								     "\": "
+								     "\"r\","
+								     " \"params"
+								     "\": "
+								     "{\"t\": "
+								     "[1]}, "
+								     "\"mint_"
+								     "at_"
+								     "start\": "
+								     "true}],"
+								     " \"mint\""
+								     ": "
+								     "{\"max_"
+								     "tokens\":"
+								     " 1}}");
+	assert_refused(m, "mint.max_tokens", "two minted at start, 1 allowed");
+
+	m = parse("{\"name\": \"t\"}");
+	manifest_mint(m, &lim);
+	ck_assert_int_eq(lim.max_tokens, MANIFEST_MINT_MAX_TOKENS);
+	ck_assert_int_eq(lim.per_minute, MANIFEST_MINT_PER_MINUTE);
+	ck_assert_int_eq(lim.burst, MANIFEST_MINT_BURST);
+	json_decref(m);
+	m = parse("{\"name\": \"t\", \"mint\": {\"per_minute\": 7}}");
+	manifest_mint(m, &lim);
+	ck_assert_int_eq(lim.per_minute, 7);
+	ck_assert_int_eq(lim.max_tokens, MANIFEST_MINT_MAX_TOKENS);
+	json_decref(m);
+
+	/* A change of the mint limits is a change of the identity plane. */
+	json_t *a = parse("{\"name\": \"t\"}");
+	json_t *b = parse("{\"name\": \"t\", \"mint\": {\"burst\": 2}}");
+	json_t *planes = manifest_planes(a, b);
+	ck_assert_uint_eq(json_array_size(planes), 1);
+	ck_assert_str_eq(json_string_value(json_array_get(planes, 0)),
+	    "identity");
+	json_decref(planes);
+	json_decref(a);
+	json_decref(b);
+}
+END_TEST
+
 START_TEST(test_return_fields)
 {
 	assert_valid(with("return",
@@ -1309,6 +1403,7 @@ manifest_suite(void)
 	tcase_add_test(tc, test_limits_bounds);
 	tcase_add_test(tc, test_limits_defaults);
 	tcase_add_test(tc, test_limits_cpus);
+	tcase_add_test(tc, test_mint_bounds_and_defaults);
 	tcase_add_test(tc, test_return_fields);
 	suite_add_tcase(s, tc);
 
