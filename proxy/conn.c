@@ -551,7 +551,11 @@ judge(struct pconn *c)
 	c->rule = egress_match(&c->job->rules, c->host, r->port, c->method,
 	    r->connect ? NULL : c->d.path, &reason);
 	if (c->rule < 0) {
-		deny(c, reason, NULL);
+		/* A path with two readings says which spelling it was. */
+		deny(c, reason,
+		    strcmp(reason, "path") == 0
+			? egress_path_problem(c->d.path, strlen(c->d.path))
+			: NULL);
 		return;
 	}
 	c->d.rule = c->rule;

@@ -99,6 +99,117 @@ START_TEST(paths_with_one_reading)
 }
 END_TEST
 
+/*
+ * Issue 16, item 1: every spelling that some server in common use (Tomcat
+ * and Spring, nginx, Apache, Express, Go, Python) reads as another path
+ * than the text says. Each is refused, with what was wrong as its detail.
+ */
+static const struct {
+	const char *path, *detail;
+} two_readings[] = {
+	/* Tomcat and Spring cut a segment at ';': "..;" is "..". */
+	{ "/ok/..;/admin/secret.txt", "semicolon" },
+	{ "/ok/..;x=1/admin/secret.txt", "semicolon" },
+	{ "/ok/.;/..;/admin/secret.txt", "semicolon" },
+	{ "/ok/a;jsessionid=1", "semicolon" },
+	{ "/ok/..%3b/admin", "semicolon" },
+	{ "/ok/..%3B/admin", "semicolon" },
+	/* One more decoding makes a dot, a slash or a backslash. */
+	{ "/ok/%252e%252e/x", "double_encoding" },
+	{ "/ok/%252E%252E/x", "double_encoding" },
+	{ "/ok/%25%32%65/x", "double_encoding" },
+	{ "/ok/a%252fb", "double_encoding" },
+	{ "/ok/%2e%2e/x", "encoded_dot" },
+	{ "/ok/%2E./x", "encoded_dot" },
+	{ "/ok/.%2e/x", "encoded_dot" },
+	{ "/ok/%2e/x", "encoded_dot" },
+	{ "/ok/a%2fb", "encoded_slash" },
+	{ "/ok/a%2Fb", "encoded_slash" },
+	{ "/ok/a%5cb", "backslash" },
+	{ "/ok/a%5Cb", "backslash" },
+	{ "/ok/..\\admin", "backslash" },
+	{ "/ok\\..\\admin", "backslash" },
+	/* NUL and control bytes, encoded (raw ones never pass the parser). */
+	{ "/ok/a%00b", "control" },
+	{ "/ok/..%00/x", "control" },
+	{ "/ok/a%0ab", "control" },
+	{ "/ok/a%0D%0Ab", "control" },
+	{ "/ok/a%7fb", "control" },
+	{ "/ok/a%09", "control" },
+	/* Dot segments as sent, and segments that end in a dot (Windows
+	 * servers drop it: "admin." is "admin"). */
+	{ "/ok/../admin", "dot_segment" },
+	{ "/ok/./x", "dot_segment" },
+	{ "/ok/..", "dot_segment" },
+	{ "/ok/.", "dot_segment" },
+	{ "/ok/.../x", "dot_segment" },
+	{ "/ok/admin./x", "trailing_dot" },
+	{ "/ok/x.", "trailing_dot" },
+	/* Empty segments: nginx merges them, others do not. */
+	{ "/ok//admin", "empty_segment" },
+	{ "//ok/x", "empty_segment" },
+	{ "/ok/x//", "empty_segment" },
+	/* Overlong and broken UTF-8, and characters that NFKC reads as
+	 * '.', '/', '\' or ';'. */
+	{ "/ok/%c0%ae%c0%ae/x", "bad_utf8" },
+	{ "/ok/%C0%AF", "bad_utf8" },
+	{ "/ok/%e0%80%ae", "bad_utf8" },
+	{ "/ok/%f0%80%80%ae", "bad_utf8" },
+	{ "/ok/%c3", "bad_utf8" },
+	{ "/ok/%a9", "bad_utf8" },
+	{ "/ok/%ed%a0%80", "bad_utf8" },
+	{ "/ok/%f4%90%80%80", "bad_utf8" },
+	{ "/ok/%ef%bc%8e%ef%bc%8e/x", "confusable" },
+	{ "/ok/%ef%bc%8f", "confusable" },
+	{ "/ok/%ef%bc%bc", "confusable" },
+	{ "/ok/%e2%80%a4", "confusable" },
+	/* '%' without two hex digits. */
+	{ "/ok/a%", "bad_escape" },
+	{ "/ok/a%4", "bad_escape" },
+	{ "/ok/a%zz", "bad_escape" },
+	{ "/ok/%u002e%u002e/x", "bad_escape" },
+	{ "/ok/a%%32e", "bad_escape" },
+	/* Not a path of its own. */
+	{ "", "not_absolute" },
+	{ "ok/x", "not_absolute" },
+	{ "*", "not_absolute" },
+};
+
+START_TEST(paths_with_two_readings_are_refused)
+{
+	for (size_t i = 0; i < sizeof(two_readings) / sizeof(two_readings[0]);
+	     i++) {
+		const char *p = two_readings[i].path;
+		const char *why = egress_path_problem(p, strlen(p));
+		ck_assert_msg(egress_path_ok(p, strlen(p)) < 0,
+		    "\"%s\" accepted", p);
+		ck_assert_msg(why != NULL &&
+			strcmp(why, two_readings[i].detail) == 0,
+		    "\"%s\": %s, not %s", p, why ? why : "(null)",
+		    two_readings[i].detail);
+	}
+	/* Raw bytes no server reads the same way either. */
+	ck_assert_int_lt(egress_path_ok("/ok/\x01", 5), 0);
+	ck_assert_int_lt(egress_path_ok("/ok/\xc3\xa9", 6), 0);
+	ck_assert_int_lt(egress_path_ok("/ok/a b", 7), 0);
+}
+END_TEST
+
+/* What still passes: one reading everywhere. */
+START_TEST(paths_with_one_reading_still_pass)
+{
+	static const char *const ok[] = { "/ok/", "/ok/report", "/ok/a..b/c",
+		"/ok/.well-known/x", "/ok/v1.2/x", "/ok/a%20b", "/ok/%41%42",
+		"/ok/caf%C3%A9", "/ok/%e2%82%ac", "/ok/%f0%9f%98%80",
+		"/ok/a-b_c~d", "/ok/x?q=../..;%2e%00", "/ok/x?", "/ok/%3f",
+		"/ok/%23", "/ok/a=b&c", "/ok/%2B" };
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		ck_assert_msg(egress_path_ok(ok[i], strlen(ok[i])) == 0,
+		    "\"%s\" refused", ok[i]);
+}
+END_TEST
+
 START_TEST(default_deny_with_reasons)
 {
 	const char *why = NULL;
@@ -333,6 +444,8 @@ egress_suite(void)
 	tcase_add_test(tc, hosts_normalise_one_way);
 	tcase_add_test(tc, ip_literals_in_any_spelling);
 	tcase_add_test(tc, paths_with_one_reading);
+	tcase_add_test(tc, paths_with_two_readings_are_refused);
+	tcase_add_test(tc, paths_with_one_reading_still_pass);
 	tcase_add_test(tc, default_deny_with_reasons);
 	tcase_add_test(tc, rules_that_cannot_be_read_are_refused);
 	tcase_add_test(tc, refused_address_ranges);
