@@ -76,8 +76,7 @@ struct run {
 	uid_t uid;
 	int uid_fd; /* holds the uid's lock */
 	int record_fd; /* holds the lock on the job's record (recover.c) */
-	char cgroup[700]; /* the job's cgroup, "" for none */
-	char cgroup_why[300]; /* why none */
+	struct cgroup_job cg; /* the job's cgroups, or none and why */
 
 	struct event_base *base;
 	struct sandbox sb;
@@ -561,8 +560,7 @@ stop_path(struct run *r, struct outcome *o)
 	}
 	lap(r, PH_REVOKE);
 	/* 2. Then every process of the sandbox. */
-	if (r->cgroup[0] != '\0')
-		cgroup_kill(r->cgroup);
+	cgroup_job_kill(&r->cg);
 	if (r->sb.pid > 0) {
 		sandbox_kill(&r->sb);
 		int st = sandbox_wait(&r->sb, false);
@@ -571,8 +569,10 @@ stop_path(struct run *r, struct outcome *o)
 			r->exited = true;
 		}
 	}
-	if (r->cgroup[0] != '\0')
-		cgroup_remove(r->cgroup);
+	/* What its cgroups counted, and whether its disk is full, before
+	 * they go. */
+	cgroup_job_end(&r->cg,
+	    json_string_value(json_object_get(r->ws, "upper")));
 	lap(r, PH_KILL);
 	/* 3. The channel, and every connection on it; and 4. the seal, at
 	 * once: the job is dead, and neither needs the other. */
@@ -753,15 +753,12 @@ report(struct run *r, const struct outcome *o)
 	int code = exit_code(r);
 
 	if (r->json) {
-		char cgroup_note[340];
-		snprintf(cgroup_note, sizeof(cgroup_note), "none: %s",
-		    r->cgroup_why[0] != '\0' ? r->cgroup_why : "not tried");
 		json_t *out = envelope_make((unsigned char *)r->out.data,
 		    r->out.len, (unsigned char *)r->err.data, r->err.len,
 		    r->output_cap > 0 ? r->output_cap : 1024 * 1024);
 		json_t *j =
 		    json_pack("{s:s, s:i, s:s, s:b, s:I, s:s?, s:s?, "
-			      "s:{s:I, s:I}, s:{s:s, s:s, s:s, s:s, s:s, s:s}, "
+			      "s:{s:I, s:I}, s:{s:s, s:s, s:s, s:s, s:s}, "
 			      "s:o, s:s?}",
 			"job", r->id, "exit_code", code, "stop_reason",
 			r->stop_reason, "revoked", o->revoke_ok,
@@ -773,10 +770,9 @@ report(struct run *r, const struct outcome *o)
 			(json_int_t)o->denied, "limits", "wall_clock",
 			"launcher_timer", "memory", r->sb.limits.memory, "pids",
 			r->sb.limits.pids, "disk", "hatch_tmpfs", "output",
-			"launcher_count", "cgroup",
-			r->cgroup[0] != '\0' ? r->cgroup : cgroup_note,
-			"output", out, "revoke_error",
+			"launcher_count", "output", out, "revoke_error",
 			o->revoke_ok ? NULL : o->revoke_error);
+		cgroup_job_report(&r->cg, j, r->stop_reason, o->c.report);
 		if (o->c.kept[0] != '\0')
 			json_object_set_new(j, "workspace_kept",
 			    json_string(o->c.kept));
@@ -812,13 +808,15 @@ report(struct run *r, const struct outcome *o)
 		json_decref(j);
 		return;
 	}
+	const char *hit = cgroup_job_hit(&r->cg, r->stop_reason, o->c.report);
 	fprintf(stderr,
 	    "cordon: job %s stopped (%s): exit %d; %lld token(s) revoked%s; "
-	    "egress %lld allowed, %lld denied; patch %s (%s)\n",
+	    "egress %lld allowed, %lld denied; patch %s (%s); %s%s\n",
 	    r->id, r->stop_reason, code, o->tokens_revoked,
 	    o->revoke_ok ? "" : " -- REVOKE FAILED", o->allowed, o->denied,
 	    o->c.patch[0] != '\0' ? o->c.patch : "none",
-	    o->c.verdict[0] != '\0' ? o->c.verdict : "no verdict");
+	    o->c.verdict[0] != '\0' ? o->c.verdict : "no verdict",
+	    hit != NULL ? "limit hit: " : "no limit hit", hit ?: "");
 	if (!o->revoke_ok)
 		fprintf(stderr, "cordon: the revoke failed: %s\n",
 		    o->revoke_error);
@@ -915,13 +913,9 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		snprintf(err, errlen, "no command to run");
 		return -EINVAL;
 	}
-	char root[600];
-	if (cgroup_probe(r->cfg->cgroup_root, root, sizeof(root), r->cgroup_why,
-		sizeof(r->cgroup_why)) == 0 &&
-	    cgroup_create(root, r->id, limit(r, "memory_mb"), limit(r, "pids"),
-		r->cgroup, sizeof(r->cgroup), r->cgroup_why,
-		sizeof(r->cgroup_why)) < 0)
-		r->cgroup[0] = '\0';
+	/* Its cgroups (else its cgroup says why, and rlimits apply). */
+	(void)cgroup_job_create(&r->cg, r->cfg->cgroup_root, NULL, r->id,
+	    json_object_get(r->job, "limits"));
 	if (pipe2(pipes[0], O_CLOEXEC) < 0 || pipe2(pipes[1], O_CLOEXEC) < 0) {
 		strv_free(envp);
 		strv_free(mine);
@@ -939,7 +933,16 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		    "CORDON_%s_TOKEN=%s\n", ci == 0 ? "DEPLOY" : "ADMIN",
 		    json_string_value(cv) ?: "");
 	}
+	/* The broker's start tokens (mint_at_start), for the job's
+	 * /run/cordon/tokens.json: never its environment. */
+	json_t *minted = json_object_get(r->job, "tokens");
+	minted = json_array_size(minted) > 0
+	    ? json_pack("{s:O}", "tokens", minted)
+	    : NULL;
+	char *tokens = minted != NULL ? json_dumps(minted, JSON_COMPACT) : NULL;
+	json_decref(minted);
 	struct sandbox_spec spec = {
+		.tokens_json = tokens,
 		.canaries_text = canaries[0] != '\0' ? canaries : NULL,
 		.argv = argv,
 		.envp = envp,
@@ -951,7 +954,7 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		.gid = r->uid,
 		.memory_mb = limit(r, "memory_mb"),
 		.pids = limit(r, "pids"),
-		.cgroup_dir = r->cgroup[0] != '\0' ? r->cgroup : NULL,
+		.cgroup_dir = cgroup_job_dirs(&r->cg),
 		.out_fd = pipes[0][1],
 		.err_fd = pipes[1][1],
 		.secret = r->key,
@@ -959,6 +962,9 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 	};
 	rc = sandbox_spawn(&spec, &r->sb, err, errlen);
 	explicit_bzero(canaries, sizeof(canaries));
+	if (tokens != NULL)
+		explicit_bzero(tokens, strlen(tokens));
+	free(tokens);
 	lap(r, PH_SPAWN);
 	close(pipes[0][1]);
 	close(pipes[1][1]);

@@ -3,14 +3,18 @@
  * the next one safe:
  *
  *   parent                         child (pid 1 of a new pid namespace)
- *   clone(NEWPID|NEWNS|NEWNET|     private mounts; lo up; listen on
- *     NEWIPC|NEWUTS|NEWCGROUP)  ◄─ 127.0.0.1:3128, hand the socket over
+ *   clone(NEWPID|NEWNS|NEWNET|     setsid; only ctl and the job's stdout
+ *     NEWIPC|NEWUTS|NEWCGROUP)     and stderr kept open (0-2 /dev/null);
+ *                                  private mounts; lo up; listen on
+ *                               ◄─ 127.0.0.1:3128, hand the socket over
  *                                  build the root on a tmpfs, pivot_root,
- *                                  fresh /proc, root read-only
+ *                                  fresh /proc, host information in it
+ *                                  masked, root read-only
  *   write uid_map, gid_map      ◄─ unshare(NEWUSER), ask for the maps
  *   "go"                        ─► setresuid/gid to the job's, drop every
  *                                  capability, no_new_privs, rlimits,
- *                                  seccomp; fork the command, reap
+ *                                  seccomp; fork the command (its fds
+ *                                  exactly 0, 1, 2), reap
  *
  * Every failure in the child is one line written back on the control
  * socket, and the child exits: the parent reports it and kills what is
@@ -231,7 +235,7 @@ build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 		    s->canaries_text, 0644);
 
 	if (mount("dev", ROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
-		"mode=0755,size=64k") < 0)
+		"mode=0755,size=64k,nr_inodes=64") < 0)
 		die(ctl, "tmpfs /dev");
 	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++)
 		dev_node(ctl, devs[i]);
@@ -239,7 +243,7 @@ build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 	    symlink("/proc/self/fd", ROOT "/dev/fd") < 0)
 		die(ctl, "/dev");
 	if (mount("tmp", ROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-		"mode=1777,size=64m") < 0)
+		"mode=1777,size=64m,nr_inodes=16384") < 0)
 		die(ctl, "tmpfs /tmp");
 	if (mount("run", ROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		"mode=0755,size=1m") < 0 ||
@@ -265,6 +269,50 @@ build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 		die(ctl, "overlay /work");
 }
 
+/* Host information in the fresh /proc, as Docker's default hides it:
+ * files masked by /dev/null, directories by an empty read-only tmpfs; and
+ * the paths that write to the kernel, read-only. Absent ones are skipped.
+ * /sys is not mounted at all. */
+static void
+mask_proc(int ctl)
+{
+	static const char *const masked[] = { "/proc/asound", "/proc/acpi",
+		"/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+		"/proc/scsi", "/proc/cmdline", "/proc/config.gz" };
+	static const char *const read_only[] = { "/proc/bus", "/proc/fs",
+		"/proc/irq", "/proc/sys", "/proc/sysrq-trigger" };
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
+		if (lstat(masked[i], &st) < 0) {
+			if (errno == ENOENT)
+				continue;
+			die(ctl, "stat %s", masked[i]);
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (mount("masked", masked[i], "tmpfs",
+				MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				"mode=0555,size=4k") < 0)
+				die(ctl, "mask %s", masked[i]);
+		} else if (mount("/dev/null", masked[i], NULL, MS_BIND, NULL) <
+			0 ||
+		    mount(NULL, masked[i], NULL,
+			MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+			    MS_NOEXEC,
+			NULL) < 0)
+			die(ctl, "mask %s", masked[i]);
+	}
+	for (size_t i = 0; i < sizeof(read_only) / sizeof(read_only[0]); i++) {
+		if (lstat(read_only[i], &st) < 0) {
+			if (errno == ENOENT)
+				continue;
+			die(ctl, "stat %s", read_only[i]);
+		}
+		bind_ro(ctl, read_only[i], read_only[i], MS_NOEXEC);
+	}
+}
+
 static void
 enter_root(int ctl)
 {
@@ -276,6 +324,7 @@ enter_root(int ctl)
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		"hidepid=2") < 0)
 		die(ctl, "mount /proc");
+	mask_proc(ctl);
 	if (mount(NULL, "/", NULL,
 		MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
 		die(ctl, "read-only root");
@@ -338,16 +387,81 @@ limits(int ctl, const struct sandbox_spec *s)
 	}
 }
 
+/* Closes every descriptor from lo up but the ones in keep (at most 3,
+ * each >= lo): 0 or -errno. */
+static int
+close_all_but(int lo, const int *keep, size_t n)
+{
+	int k[3];
+
+	if (n > 3)
+		return -EINVAL;
+	if (n > 0)
+		memcpy(k, keep, n * sizeof(int));
+	for (size_t i = 1; i < n; i++) /* sorted, three at most */
+		for (size_t j = i; j > 0 && k[j - 1] > k[j]; j--) {
+			int t = k[j];
+			k[j] = k[j - 1];
+			k[j - 1] = t;
+		}
+	for (size_t i = 0; i <= n; i++) {
+		unsigned int hi = i < n ? (unsigned int)k[i] - 1 : ~0U;
+		if (i < n && k[i] < lo)
+			return -EINVAL;
+		if ((unsigned int)lo <= hi &&
+		    syscall(SYS_close_range, (unsigned int)lo, hi, 0) < 0)
+			return -errno;
+		if (i < n)
+			lo = k[i] + 1;
+	}
+	return 0;
+}
+
+/*
+ * PID 1 holds a copy of every descriptor the launcher had, its own and any
+ * its parent left without O_CLOEXEC (a directory, a terminal): it keeps
+ * the control socket and the job's stdout and stderr (moved above 2 if
+ * need be), puts /dev/null on 0, 1 and 2, and closes everything else.
+ */
+static void
+only_our_fds(int *ctl, int *out, int *err)
+{
+	int *fds[3] = { ctl, out, err };
+	int null;
+
+	for (int i = 0; i < 3; i++)
+		if (*fds[i] <= 2) {
+			int moved = fcntl(*fds[i], F_DUPFD_CLOEXEC, 3);
+			if (moved < 0)
+				_exit(126); /* not even ctl to say why */
+			*fds[i] = moved;
+		}
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+	    dup2(null, 2) < 0)
+		die(*ctl, "/dev/null");
+	int keep[3] = { *ctl, *out, *err };
+	errno = -close_all_but(3, keep, *out == *err ? 2 : 3);
+	if (errno != 0)
+		die(*ctl, "close the launcher's descriptors");
+}
+
 static int
 child_main(void *arg)
 {
 	const struct child_arg *a = arg;
 	const struct sandbox_spec *s = a->spec;
-	int ctl = a->ctl, st;
+	int ctl = a->ctl, out = s->out_fd, err = s->err_fd, st;
 	pid_t job;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(126);
+	/* A session and a process group of the sandbox's own, with no
+	 * controlling terminal: kill(0, ...) from the job, the terminal's
+	 * signals and a job control SIGCONT stay inside. */
+	if (setsid() < 0)
+		die(ctl, "setsid");
+	only_our_fds(&ctl, &out, &err);
 	/* PID 1 is a copy of the launcher: nothing of the launcher's
 	 * environment or key stays in it, not even in /proc/1/environ. */
 	for (char **e = environ; e != NULL && *e != NULL; e++)
@@ -383,13 +497,17 @@ child_main(void *arg)
 		die(ctl, "fork");
 	if (job == 0) {
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(s->out_fd, 1) < 0 ||
-		    dup2(s->err_fd, 2) < 0)
+		if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 ||
+		    dup2(err, 2) < 0)
 			die(ctl, "stdio");
 		/* The limits bind the command alone: the init stays able to
 		 * reap and report whatever the command does. */
 		limits(ctl, s);
-		close(ctl);
+		/* The command holds 0, 1 and 2, nothing else. */
+		if (close_all_but(3, NULL, 0) < 0) {
+			dprintf(2, "cordon: cannot close descriptors\n");
+			_exit(126);
+		}
 		execve(s->argv[0], s->argv, s->envp);
 		dprintf(2, "cordon: cannot run %s: %s\n", s->argv[0],
 		    strerror(errno));
@@ -399,8 +517,9 @@ child_main(void *arg)
 	 * command ends, and its end is the sandbox's. */
 	(void)send(ctl, "R", 1, MSG_NOSIGNAL);
 	close(ctl);
-	close(s->out_fd);
-	close(s->err_fd);
+	close(out);
+	if (err != out)
+		close(err);
 	for (;;) {
 		pid_t r = wait(&st);
 		if (r == job)
@@ -459,10 +578,10 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
 	}
 	ret->proxy_fd = -1;
 	ret->limits.memory = spec->memory_mb <= 0 ? "none"
-	    : spec->cgroup_dir != NULL            ? "cgroup_v2"
-						  : "rlimit_as";
+	    : spec->cgroup_dir != NULL ? cgroup_kind(spec->cgroup_dir)
+				       : "rlimit_as";
 	ret->limits.pids = spec->pids <= 0 ? "none"
-	    : spec->cgroup_dir != NULL     ? "cgroup_v2"
+	    : spec->cgroup_dir != NULL     ? cgroup_kind(spec->cgroup_dir)
 					   : "rlimit_nproc";
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));

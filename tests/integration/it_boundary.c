@@ -1,0 +1,482 @@
+/*
+ * The sandbox's boundary as a hostile job meets it (issue 15, items 1, 2,
+ * 3, 7, 8). `cordon run`, the real binary, is started the way an operator's
+ * root shell would start it: in a session whose controlling terminal is a
+ * pty, in a process group with a stopped root process, holding
+ * descriptors without O_CLOEXEC on a host directory (fd 7), on / (fd 10),
+ * an O_PATH one (fd 9) and the terminal (fd 8). The job (jobs/boundary/
+ * probe.py, copied in) lists its descriptors and tries each way out:
+ * /proc/self/fd, openat, TIOCSTI on every fd, kill(0) and kill(-1),
+ * F_SETOWN at the outside process, socket families off the allow list,
+ * netlink's uevents, raw sockets, a host abstract socket, the masked and
+ * read-only /proc paths and /sys. The shell side then checks that the
+ * stopped process is still stopped and that nothing was typed into the
+ * terminal. A second test reads the start tokens in
+ * /run/cordon/tokens.json and sees them die at the stop.
+ */
+#include "harness.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct stack stk;
+
+static void
+setup(void)
+{
+	static const struct stack_options o = { .uid_base = 360000 };
+	char path[400], *text;
+	FILE *f;
+	long n;
+
+	signal(SIGPIPE, SIG_IGN);
+	stack_start(&stk, &o);
+	json_t *m = json_pack("{s:s, s:[s], s:{s:s}, "
+			      "s:[{s:s, s:s, s:{s:[s]}, s:i, s:s, s:b}], "
+			      "s:[{s:s, s:i, s:[s], s:s}], "
+			      "s:{s:i, s:i, s:i, s:i}}",
+	    "name", "boundary", "command", "/bin/true", "env", "LANG",
+	    "C.UTF-8", "capabilities", "name", "x.read", "audience", "api",
+	    "params", "t", "1", "ttl_seconds", 900, "reason", "read x",
+	    "mint_at_start", 1, "egress", "host", "api.test", "port", 8080,
+	    "methods", "GET", "reason", "the api", "limits", "wall_seconds", 60,
+	    "memory_mb", 512, "pids", 64, "output_kb", 256);
+	json_decref(harness_expect(&stk.broker, 200, "PUT",
+	    "/v1/manifests/boundary", stk.admin, NULL, m));
+
+	/* The input: the probe, copied in as /work/repo/probe.py. */
+	snprintf(path, sizeof(path), "%s/repo", stk.inputs);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	f = fopen(CORDON_SOURCE_DIR "/tests/integration/jobs/boundary/probe.py",
+	    "re");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	ck_assert_int_gt(n, 0);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/repo/probe.py", stk.inputs);
+	harness_write_file(path, text);
+	free(text);
+}
+
+static void
+teardown(void)
+{
+	stack_stop(&stk);
+}
+
+/* Reads fd into buf (capped, NUL-terminated) as long as it gives. */
+static void
+drain_into(int fd, char *buf, size_t cap, size_t *len, bool *eof)
+{
+	for (;;) {
+		ssize_t n;
+		if (*len + 1 >= cap) {
+			char sink[4096];
+			n = read(fd, sink, sizeof(sink));
+		} else {
+			n = read(fd, buf + *len, cap - 1 - *len);
+			if (n > 0)
+				*len += (size_t)n;
+		}
+		if (n == 0)
+			*eof = true;
+		if (n <= 0)
+			break;
+	}
+	buf[*len] = '\0';
+}
+
+/* What the shell side saw once `cordon run` had ended. */
+struct shell_report {
+	char victim_state; /* /proc/<victim>/stat's state: 'T' stopped */
+	int continued; /* waitpid saw WIFCONTINUED */
+	int queued; /* bytes waiting in the terminal's input queue */
+	int status; /* cordon run's exit status */
+};
+
+/*
+ * The operator's shell, in the child L: a session of its own with the pty
+ * as its controlling terminal; a stopped root process V leading a process
+ * group, and cordon run (C) in that group, with the inherited fds. Writes
+ * a struct shell_report to rep and exits.
+ */
+static void __attribute__((noreturn)) operators_shell(const char *slave_path,
+    const char *hostdir, char **argv, int out, int err, int rep)
+{
+	int slave, st;
+	struct shell_report r = { .victim_state = '?' };
+	pid_t c, v;
+	char path[64], stat[512] = "", vbuf[16], *p;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (setsid() < 0)
+		_exit(120);
+	/* No O_NOCTTY: a session leader opening a terminal makes it its
+	 * controlling one, as a login does. */
+	slave = open(slave_path, O_RDWR);
+	if (slave < 0)
+		_exit(121);
+	v = fork();
+	if (v == 0) {
+		setpgid(0, 0);
+		for (;;)
+			pause();
+	}
+	if (v < 0)
+		_exit(122);
+	setpgid(v, v);
+	kill(v, SIGSTOP);
+	if (waitpid(v, &st, WUNTRACED) != v || !WIFSTOPPED(st))
+		_exit(123);
+	/* The probe's arguments: the victim's pid, which is its group's. */
+	snprintf(vbuf, sizeof(vbuf), "%d", (int)v);
+	for (char **a = argv; *a != NULL; a++)
+		if (strcmp(*a, "VICTIM") == 0)
+			*a = vbuf;
+	c = fork();
+	if (c == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		int dir = open(hostdir, O_RDONLY | O_DIRECTORY);
+		int opath = open(hostdir, O_PATH | O_DIRECTORY);
+		int root = open("/", O_RDONLY | O_DIRECTORY);
+		/* In the stopped process's group, in the shell's session. */
+		if (setpgid(0, v) < 0)
+			_exit(124);
+		/* Without O_CLOEXEC, as a careless parent leaves them. */
+		if (null < 0 || dir < 0 || opath < 0 || root < 0 ||
+		    dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
+		    dup2(dir, 7) < 0 || dup2(slave, 8) < 0 ||
+		    dup2(opath, 9) < 0 || dup2(root, 10) < 0)
+			_exit(125);
+		execv(argv[0], argv);
+		_exit(126);
+	}
+	if (c < 0)
+		_exit(127);
+	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (waitpid(v, &st, WNOHANG | WCONTINUED) == v && WIFCONTINUED(st))
+		r.continued = 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)v);
+	if (harness_read_line(path, stat, sizeof(stat)) == 0 &&
+	    (p = strrchr(stat, ')')) != NULL && p[1] == ' ')
+		r.victim_state = p[2];
+	if (ioctl(slave, FIONREAD, &r.queued) < 0)
+		r.queued = -1;
+	kill(v, SIGKILL);
+	waitpid(v, NULL, 0);
+	if (write(rep, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		_exit(127);
+	_exit(0);
+}
+
+/* The result the probe printed for name, or NULL. */
+static const char *
+probe_says(const char *text, const char *name, char *buf, size_t len)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = text; p != NULL && *p != '\0';
+	     p = strchr(p, '\n'), p = p != NULL ? p + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && p[n] == ' ') {
+			size_t l = strcspn(p + n + 1, "\n");
+			snprintf(buf, len, "%.*s", (int)l, p + n + 1);
+			return buf;
+		}
+	return NULL;
+}
+
+/* What the probe showed that it should not have: every one, so that a
+ * failure lists them all. */
+static char problems[1 << 14];
+
+static void problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+problem(const char *fmt, ...)
+{
+	size_t used = strlen(problems);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(problems + used, sizeof(problems) - used, fmt, ap);
+	va_end(ap);
+	used = strlen(problems);
+	snprintf(problems + used, sizeof(problems) - used, "\n");
+}
+
+/* Every line of the probe whose name starts with prefix says want (one
+ * of a '|'-separated list); at least one such line. */
+static void
+all_say(const char *text, const char *prefix, const char *want)
+{
+	size_t n = strlen(prefix), seen = 0;
+
+	for (const char *p = text; p != NULL && *p != '\0';
+	     p = strchr(p, '\n'), p = p != NULL ? p + 1 : NULL) {
+		if (strncmp(p, prefix, n) != 0)
+			continue;
+		const char *v = strchr(p, ' ');
+		size_t l = v != NULL ? strcspn(v + 1, "\n") : 0;
+		bool ok = false;
+		for (const char *w = want; v != NULL && *w != '\0';) {
+			size_t wl = strcspn(w, "|");
+			if (wl == l && strncmp(w, v + 1, l) == 0)
+				ok = true;
+			w += wl + (w[wl] == '|');
+		}
+		if (!ok)
+			problem("%.*s (want %s)", (int)strcspn(p, "\n"), p,
+			    want);
+		seen++;
+	}
+	if (seen == 0)
+		problem("no %s line", prefix);
+}
+
+START_TEST(the_callers_descriptors_session_and_group_stay_outside)
+{
+	static char out[1 << 18], err[1 << 16];
+	char input[400], cfg[400], hostdir[300], path[400], slave_path[64];
+	char abstract[64], b[256];
+	size_t outlen = 0, errlen = 0;
+	bool out_eof = false, err_eof = false;
+	int po[2], pe[2], pr[2], master, ls, st;
+	struct shell_report r = { 0 };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	time_t t0 = time(NULL);
+	pid_t shell;
+
+	snprintf(hostdir, sizeof(hostdir), "%s", harness_tmpdir());
+	snprintf(path, sizeof(path), "%s/host-secret", hostdir);
+	harness_write_file(path, "the host's\n");
+	snprintf(input, sizeof(input), "%s/repo:repo", stk.inputs);
+	snprintf(cfg, sizeof(cfg), "%s", stk.launcher_cfg);
+	/* A host abstract unix socket: the job's netns has its own. */
+	snprintf(abstract, sizeof(abstract), "cordon-boundary-%d",
+	    (int)getpid());
+	memcpy(sun.sun_path + 1, abstract, strlen(abstract));
+	ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(ls, 0);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&sun,
+			     (socklen_t)(offsetof(struct sockaddr_un,
+					     sun_path) +
+				 1 + strlen(abstract))),
+	    0);
+	ck_assert_int_eq(listen(ls, 8), 0);
+
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	ck_assert_int_ge(master, 0);
+	ck_assert_int_eq(grantpt(master), 0);
+	ck_assert_int_eq(unlockpt(master), 0);
+	ck_assert_int_eq(ptsname_r(master, slave_path, sizeof(slave_path)), 0);
+	ck_assert_int_eq(pipe2(po, O_CLOEXEC | O_NONBLOCK), 0);
+	ck_assert_int_eq(pipe2(pe, O_CLOEXEC | O_NONBLOCK), 0);
+	ck_assert_int_eq(pipe2(pr, O_CLOEXEC), 0);
+
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
+		"--config", cfg, "--manifest", "boundary", "--input", input,
+		"--", "/usr/bin/python3", "/work/repo/probe.py", "VICTIM",
+		"VICTIM", abstract, hostdir, NULL };
+	fflush(NULL);
+	shell = fork();
+	ck_assert_int_ge(shell, 0);
+	if (shell == 0)
+		operators_shell(slave_path, hostdir, argv, po[1], pe[1], pr[1]);
+	close(po[1]);
+	close(pe[1]);
+	close(pr[1]);
+	while (!(out_eof && err_eof) && time(NULL) - t0 < 60) {
+		struct pollfd p[2] = { { po[0], POLLIN, 0 },
+			{ pe[0], POLLIN, 0 } };
+		poll(p, 2, 200);
+		drain_into(po[0], out, sizeof(out), &outlen, &out_eof);
+		drain_into(pe[0], err, sizeof(err), &errlen, &err_eof);
+	}
+	ck_assert_msg(out_eof && err_eof, "cordon run did not end: %s", err);
+	ck_assert_int_eq(read(pr[0], &r, sizeof(r)), (ssize_t)sizeof(r));
+	ck_assert_int_eq(waitpid(shell, &st, 0), shell);
+	close(po[0]);
+	close(pe[0]);
+	close(pr[0]);
+	close(master);
+	close(ls);
+
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "no JSON from cordon run (%d): %s\n%s",
+	    r.status, out, err);
+	const char *text = json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stdout"),
+		"text"));
+	const char *etext = json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stderr"),
+		"text"));
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(probe_says(text, "end", b, sizeof(b)) != NULL,
+	    "the probe did not finish:\n%s\n%s", text, etext ?: "");
+
+	/* 1. Exactly 0, 1 and 2, none of them the host's. */
+	all_say(text, "fds", "0,1,2");
+	all_say(text, "host_reached", "none");
+	all_say(text, "proc1_", "ENOENT|EACCES|EPERM");
+	all_say(text, "dev_tty", "ENOENT|ENXIO|EACCES");
+	all_say(text, "tiocsti_", "EPERM");
+	all_say(text, "tioclinux_", "EPERM");
+	/* A session and a group of the sandbox's own (its PID 1's), no
+	 * controlling terminal. */
+	all_say(text, "sid", "1");
+	all_say(text, "pgrp", "1");
+	all_say(text, "tty_nr", "0");
+	/* 3. The stopped root process in the caller's group stayed stopped;
+	 * nothing was typed into the caller's terminal; SIGIO owners can
+	 * name nothing outside. */
+	if (r.victim_state != 'T' || r.continued != 0)
+		problem("the stopped process outside was resumed (state %c, "
+			"continued %d)",
+		    r.victim_state, r.continued);
+	if (r.queued != 0)
+		problem("%d bytes typed into the caller's terminal", r.queued);
+	all_say(text, "setown_", "ESRCH");
+	/* 2. Socket families: an allow list. */
+	all_say(text, "socket_", "EAFNOSUPPORT");
+	all_say(text, "netlink_KOBJECT_UEVENT", "EPROTONOSUPPORT");
+	all_say(text, "netlink_SOCK_DIAG", "EPROTONOSUPPORT");
+	all_say(text, "netlink_AUDIT", "EPROTONOSUPPORT");
+	all_say(text, "netlink_NETFILTER", "EPROTONOSUPPORT");
+	all_say(text, "netlink_GENERIC", "EPROTONOSUPPORT");
+	all_say(text, "netlink_XFRM", "EPROTONOSUPPORT");
+	all_say(text, "netlink_CONNECTOR", "EPROTONOSUPPORT");
+	all_say(text, "netlink_ROUTE", "ok");
+	all_say(text, "raw_inet", "EPERM|EACCES");
+	all_say(text, "ping_inet", "EPERM|EACCES");
+	all_say(text, "unix_abstract_host", "ECONNREFUSED");
+	all_say(text, "inet_relay", "ok");
+	all_say(text, "inet6", "ok");
+	/* 7. Host information: masked, read-only, or not there. */
+	all_say(text, "read_", "0|ENOENT");
+	all_say(text, "list_/proc/", "0|ENOENT");
+	all_say(text, "list_/sys", "ENOENT");
+	all_say(text, "ro_", "ro|absent");
+	if (r.status != 0)
+		problem("cordon run exited %d", r.status);
+	ck_assert_msg(problems[0] == '\0', "the boundary leaks:\n%s", problems);
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(start_tokens_are_in_the_file_and_die_at_the_stop)
+{
+	static char out[1 << 16], err[1 << 16];
+	char input[400], b[4096];
+	size_t outlen = 0, errlen = 0;
+	bool out_eof = false, err_eof = false;
+	int po[2], pe[2], st;
+	time_t t0 = time(NULL);
+	pid_t pid;
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--config",
+		stk.launcher_cfg, "--manifest", "boundary", "--input", input,
+		"--", "/bin/sh", "-c",
+		"stat -c 'mode=%a uid=%u' /run/cordon/tokens.json; "
+		"echo env=$(env | grep -c crd_); "
+		"echo tokens=$(cat /run/cordon/tokens.json); echo READY; "
+		"exec sleep 60",
+		NULL };
+
+	snprintf(input, sizeof(input), "%s/repo:repo", stk.inputs);
+	ck_assert_int_eq(pipe2(po, O_CLOEXEC | O_NONBLOCK), 0);
+	ck_assert_int_eq(pipe2(pe, O_CLOEXEC | O_NONBLOCK), 0);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	while (
+	    strstr(out, "READY") == NULL && !out_eof && time(NULL) - t0 < 60) {
+		struct pollfd p[2] = { { po[0], POLLIN, 0 },
+			{ pe[0], POLLIN, 0 } };
+		poll(p, 2, 200);
+		drain_into(po[0], out, sizeof(out), &outlen, &out_eof);
+		drain_into(pe[0], err, sizeof(err), &errlen, &err_eof);
+	}
+	ck_assert_msg(strstr(out, "READY") != NULL, "no READY: %s\n%s", out,
+	    err);
+	/* Read-only to the job's uid alone; in no environment variable. */
+	ck_assert_msg(strstr(out, "mode=400 uid=1000") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "env=0") != NULL, "%s", out);
+	const char *t = strstr(out, "tokens=");
+	ck_assert_ptr_nonnull(t);
+	json_t *file = json_loadb(t + 7, strcspn(t + 7, "\n"), 0, NULL);
+	ck_assert_msg(file != NULL, "tokens.json is not JSON: %s", out);
+	json_t *tokens = json_object_get(file, "tokens");
+	ck_assert_int_eq(json_array_size(tokens), 1);
+	json_t *one = json_array_get(tokens, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(one, "capability")),
+	    "x.read");
+	const char *tok =
+	    json_string_value(json_object_get(one, "access_token"));
+	ck_assert_ptr_nonnull(tok);
+	snprintf(b, sizeof(b), "%s", tok);
+	json_decref(file);
+	ck_assert_msg(harness_token_active(&stk.broker, stk.verifier, b),
+	    "the start token is not active while the job runs");
+
+	/* The stop (SIGTERM to cordon run) revokes it. */
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	close(po[0]);
+	close(pe[0]);
+	ck_assert(!harness_token_active(&stk.broker, stk.verifier, b));
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("boundary");
+	TCase *tc = tcase_create("boundary");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc,
+	    the_callers_descriptors_session_and_group_stay_outside);
+	tcase_add_test(tc, start_tokens_are_in_the_file_and_die_at_the_stop);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
