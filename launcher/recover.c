@@ -15,6 +15,7 @@
  */
 #include "launcher.h"
 
+#include "cgroup.h"
 #include "log.h"
 #include "util.h"
 
@@ -198,6 +199,8 @@ recover_one(const struct launcher_config *cfg, const char *key, int dirfd,
 		}
 		httpc_answer_free(&a);
 	}
+	/* Its processes died with its init; its cgroups stay until here. */
+	(void)cgroup_job_sweep(cfg->cgroup_root, NULL, name);
 	/* 2. The channel (a proxy closes it on the revoke itself; this is
 	 * for a proxy that missed the feed). Its answer changes nothing. */
 	if (left == NULL) {
