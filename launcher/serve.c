@@ -103,11 +103,15 @@ fork_cordon(struct launcher *l, char **argv, int out, int fd3)
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
+		/* O_CLOEXEC: its copies on 0 (and 1) are what cordon gets. */
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		sigset_t none;
 		if (dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
 		    (fd3 >= 0 && dup2(fd3, 3) < 0))
 			_exit(125);
+		/* Nothing else of serve's, nor what serve's parent left
+		 * open without O_CLOEXEC. */
+		closefrom(fd3 >= 0 ? 4 : 3);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		execv(l->cordon, argv);

@@ -12,11 +12,14 @@
  * read-only /proc paths and /sys. The shell side then checks that the
  * stopped process is still stopped and that nothing was typed into the
  * terminal. A second test reads the start tokens in
- * /run/cordon/tokens.json and sees them die at the stop.
+ * /run/cordon/tokens.json and sees them die at the stop; a third looks at
+ * the descriptors of cordon serve's `cordon run` and of the sandbox's
+ * PID 1 from outside.
  */
 #include "harness.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -460,6 +463,114 @@ START_TEST(start_tokens_are_in_the_file_and_die_at_the_stop)
 }
 END_TEST
 
+/* The descriptors of process pid that are /dev/null (the device, from
+ * wherever it is mounted), as "0,5". */
+static void
+null_fds(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	struct stat null, sb;
+
+	buf[0] = '\0';
+	ck_assert_int_eq(stat("/dev/null", &null), 0);
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+		if (stat(path, &sb) == 0 && S_ISCHR(sb.st_mode) &&
+		    sb.st_rdev == null.st_rdev)
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%d",
+			    buf[0] != '\0' ? "," : "", fd);
+	}
+}
+
+/* The descriptors of process pid, as "0,1,2". */
+static void
+all_fds(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	struct stat sb;
+
+	buf[0] = '\0';
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+		if (lstat(path, &sb) == 0)
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%d",
+			    buf[0] != '\0' ? "," : "", fd);
+	}
+}
+
+/* The first child of pid (its main thread's), or 0. */
+static pid_t
+first_child(pid_t pid)
+{
+	char path[64], line[256];
+	DIR *d;
+	struct dirent *e;
+	pid_t child = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while (child == 0 && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
+		    (int)pid, e->d_name);
+		if (harness_read_line(path, line, sizeof(line)) == 0)
+			child = (pid_t)strtol(line, NULL, 10);
+	}
+	closedir(d);
+	return child;
+}
+
+/* cordon serve's `cordon run` children hold no stray copy of serve's
+ * /dev/null, and the sandbox's PID 1 holds /dev/null on 0-2 and nothing
+ * else, whatever the launcher had open. */
+START_TEST(serve_and_the_sandbox_init_leak_no_descriptor)
+{
+	struct daemon serve;
+	char cfg[2048], path[160], fds[256];
+	pid_t run = 0, init = 0;
+	json_t *j;
+
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"proxy\": \"%s\", \"hatch\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"uid_base\": 361000}",
+	    stk.broker.base, stk.proxy.base, stk.hatch.base, stk.broker.dir);
+	ck_assert_int_eq(daemon_start(&serve, "launcher", cfg), 0);
+	snprintf(path, sizeof(path), "%s/repo", stk.inputs);
+	j = harness_expect(&serve, 201, "POST", "/v1/jobs", stk.launcher, NULL,
+	    json_pack("{s:s, s:[{s:s, s:s}], s:[s,s]}", "manifest", "boundary",
+		"inputs", "src", path, "dst", "repo", "command", "/bin/sleep",
+		"60"));
+	const char *id = json_string_value(json_object_get(j, "job"));
+	ck_assert_ptr_nonnull(id);
+	/* serve -> cordon run -> the sandbox's PID 1 -> sleep. */
+	for (int i = 0; i < 300 && init == 0; i++) {
+		run = first_child(serve.pid);
+		init = run > 0 ? first_child(run) : 0;
+		if (init > 0 && first_child(init) == 0)
+			init = 0; /* not yet the job's */
+		if (init == 0)
+			usleep(100000);
+	}
+	ck_assert_msg(init > 0, "no sandbox under serve");
+	null_fds(run, fds, sizeof(fds));
+	ck_assert_msg(strcmp(fds, "0") == 0, "cordon run holds /dev/null on %s",
+	    fds);
+	all_fds(init, fds, sizeof(fds));
+	ck_assert_msg(strcmp(fds, "0,1,2") == 0, "the sandbox's PID 1 holds %s",
+	    fds);
+	null_fds(init, fds, sizeof(fds));
+	ck_assert_str_eq(fds, "0,1,2");
+	snprintf(path, sizeof(path), "/v1/jobs/%s/stop", id);
+	json_decref(harness_call(&serve, "POST", path, stk.launcher, NULL, NULL,
+	    &(long){ 0 }));
+	json_decref(j);
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -471,6 +582,7 @@ suite(void)
 	tcase_add_test(tc,
 	    the_callers_descriptors_session_and_group_stay_outside);
 	tcase_add_test(tc, start_tokens_are_in_the_file_and_die_at_the_stop);
+	tcase_add_test(tc, serve_and_the_sandbox_init_leak_no_descriptor);
 	suite_add_tcase(s, tc);
 	return s;
 }
