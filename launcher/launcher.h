@@ -33,6 +33,9 @@ struct launcher_config {
 	 * replay a stopped job's token at introspection (NULL: not tried). */
 	char *drill_dir;
 	char *verifier_key_file;
+	/* `cordon serve` only: the key that signs a job's callback (NULL:
+	 * callbacks refused). */
+	char *callback_key_file;
 };
 
 /* The options both `cordon run` and `cordon serve` read. */

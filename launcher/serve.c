@@ -4,20 +4,30 @@
  * the command line, and a job whose launcher dies is still revoked by the
  * broker's lease. serve answers POST /v1/jobs once the child has the job
  * from the broker, reaps children and keeps their results, and stops a
- * job by SIGTERM, which runs the child's stop path.
+ * job by SIGTERM, which runs the child's stop path. It lists its jobs,
+ * serves a finished job's patch and report, turns every line its children
+ * write on stderr into a JSON log line (and keeps the reason a job could
+ * not run), replays a POST that carries an Idempotency-Key it has seen,
+ * and tells a job's callback URL, in a signed POST, that the job ended.
  */
 #include "launcher.h"
 
 #include "buf.h"
+#include "digest.h"
 #include "http_client.h"
 #include "http_server.h"
 #include "log.h"
+#include "metrics.h"
+#include "path.h"
 #include "problems.h"
 #include "service.h"
 #include "util.h"
 
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,16 +44,72 @@
 /* `cordon recover` runs this often, at start, and soon after a job whose
  * stop path may not have finished. */
 #define RECOVER_EVERY 30
+/* The manifest's own caps: serve takes what the broker would. */
+#define MAX_INPUTS 64
+#define MAX_COMMAND 256
+#define IDEM_MAX 128
+/* POSTs with an Idempotency-Key being started at once. */
+#define STARTING_MAX 16
+#define CALLBACK_URL_MAX 1024
+#define CALLBACK_TRIES 3
+#define CALLBACK_MS 5000
+/* A patch is fetched from the hatch within the client's cap: no larger
+ * one is ever written. */
+#define PATCH_MAX HTTPC_MAX_ANSWER
+#define LIST_DEFAULT 100
+#define LIST_MAX 1000
 
 struct sjob {
 	struct sjob *next;
 	char id[64];
+	char manifest[65];
 	pid_t pid; /* 0 once reaped */
 	int result_fd; /* the child's stdout: its JSON result */
+	int err_fd; /* the child's stderr: its lines become log lines */
 	struct buf result;
+	json_t *res; /* the result, parsed once the child ended */
+	char line[1024]; /* a stderr line not yet whole */
+	size_t linelen;
+	char error[512]; /* why cordon run failed, in its words; "" */
 	int status;
 	bool done;
 	time_t started, ended;
+	int64_t started_ms;
+	char idem[IDEM_MAX + 1]; /* its Idempotency-Key, or "" */
+	char idem_sha[SHA256_HEX_LEN + 1]; /* of the body that came with it */
+	char *callback; /* told when the job ends, or NULL */
+};
+
+/* A callback to send: the signed body and where. */
+struct callback {
+	struct callback *next;
+	char job[64];
+	char *url;
+	json_t *body;
+};
+
+static const char *const stop_reasons[] = { "exit", "wall_clock",
+	"output_limit", "revoked", "tripwire", "stopped", "interrupted",
+	"launcher_error", "none", "other" };
+static const unsigned duration_le[] = { 1, 5, 10, 30, 60, 300, 900, 3600 };
+
+/* serve's state: the launcher's, and what the API adds; l.mu guards all
+ * of it. */
+struct serve {
+	struct launcher l;
+	unsigned char callback_key[256];
+	size_t callback_key_len; /* 0: callbacks refused */
+	char starting[STARTING_MAX][IDEM_MAX + 1];
+	uint64_t started_total, not_started_total;
+	uint64_t ended_total[ARRAY_SIZE(stop_reasons)];
+	uint64_t duration_bucket[ARRAY_SIZE(duration_le)];
+	uint64_t duration_count;
+	double duration_sum;
+	uint64_t callbacks_sent, callbacks_failed;
+	struct callback *queue, **queue_tail;
+	pthread_cond_t queue_cond;
+	pthread_t callback_thread;
+	bool callback_thread_started, stopping;
 };
 
 static struct sjob *
@@ -53,6 +119,80 @@ find(struct launcher *l, const char *id)
 		if (strcmp(j->id, id) == 0)
 			return j;
 	return NULL;
+}
+
+static void
+sjob_free(struct sjob *j)
+{
+	if (j == NULL)
+		return;
+	if (j->result_fd >= 0)
+		close(j->result_fd);
+	if (j->err_fd >= 0)
+		close(j->err_fd);
+	buf_free(&j->result);
+	json_decref(j->res);
+	free(j->callback);
+	free(j);
+}
+
+/* One line cordon run wrote on stderr, as a log line of serve's: its own
+ * JSON log lines pass with the job added, any other is wrapped; the first
+ * "cordon run: " line is why the job failed. */
+static void
+said(struct sjob *j, const char *line)
+{
+	json_t *o = line[0] == '{' ? json_loads(line, 0, NULL) : NULL;
+
+	if (json_is_object(o)) {
+		if (j->id[0] != '\0' && json_object_get(o, "job") == NULL)
+			json_object_set_new(o, "job", json_string(j->id));
+		char *text = json_dumps(o, JSON_COMPACT);
+		if (text != NULL) {
+			size_t n = strlen(text);
+			text[n] = '\n';
+			/* One write: a line never mixes with another's. */
+			if (write(2, text, n + 1) < 0) {
+				/* the log is gone: nothing to tell */
+			}
+			free(text);
+		}
+		json_decref(o);
+		return;
+	}
+	json_decref(o);
+	log_warn("job_said", "{s:s?, s:s, s:s}", "job",
+	    j->id[0] != '\0' ? j->id : NULL, "manifest", j->manifest, "line",
+	    line);
+	if (j->error[0] == '\0' && strncmp(line, "cordon run: ", 12) == 0)
+		snprintf(j->error, sizeof(j->error), "%s", line + 12);
+}
+
+/* Reads what a child wrote on stderr, without waiting: each whole line is
+ * said; at the end (eof), a line cut short too. */
+static void
+drain_err(struct sjob *j, bool eof)
+{
+	char buf[4096];
+	ssize_t n;
+
+	while (j->err_fd >= 0 && (n = read(j->err_fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\n' ||
+			    j->linelen == sizeof(j->line) - 1) {
+				j->line[j->linelen] = '\0';
+				said(j, j->line);
+				j->linelen = 0;
+				if (buf[i] == '\n')
+					continue;
+			}
+			j->line[j->linelen++] = buf[i];
+		}
+	if (eof && j->linelen > 0) {
+		j->line[j->linelen] = '\0';
+		said(j, j->line);
+		j->linelen = 0;
+	}
 }
 
 /* Reads what a child wrote of its result, without waiting. */
@@ -65,12 +205,68 @@ drain(struct sjob *j)
 	while (
 	    j->result_fd >= 0 && (n = read(j->result_fd, buf, sizeof(buf))) > 0)
 		(void)buf_append(&j->result, buf, (size_t)n);
+	drain_err(j, false);
+}
+
+static size_t
+reason_index(const char *reason)
+{
+	if (reason == NULL)
+		return ARRAY_SIZE(stop_reasons) - 2; /* none */
+	for (size_t i = 0; i < ARRAY_SIZE(stop_reasons) - 2; i++)
+		if (strcmp(stop_reasons[i], reason) == 0)
+			return i;
+	return ARRAY_SIZE(stop_reasons) - 1; /* other */
+}
+
+/* A field of a finished job's result, or NULL. */
+static json_t *
+result_get(const struct sjob *j, const char *name)
+{
+	return json_object_get(j->res, name);
+}
+
+/* A finished job's summary: what GET /v1/jobs lists and what a callback
+ * says. */
+static json_t *
+summary_json(const struct sjob *j)
+{
+	return json_pack("{s:s, s:s, s:s, s:I, s:o, s:O?, s:O?, s:O?, s:s?}",
+	    "job", j->id, "state", j->done ? "done" : "running", "manifest",
+	    j->manifest, "started", (json_int_t)j->started, "ended",
+	    j->done ? json_integer((json_int_t)j->ended) : json_null(),
+	    "exit_code", result_get(j, "exit_code"), "stop_reason",
+	    result_get(j, "stop_reason"), "verdict", result_get(j, "verdict"),
+	    "error", j->error[0] != '\0' ? j->error : NULL);
+}
+
+static void
+callback_queue(struct serve *s, struct sjob *j)
+{
+	struct callback *c = calloc(1, sizeof(*c));
+	json_t *body = summary_json(j);
+
+	if (c == NULL || body == NULL) {
+		free(c);
+		json_decref(body);
+		s->callbacks_failed++;
+		log_warn("callback_failed", "{s:s, s:s}", "job", j->id, "error",
+		    "out of memory");
+		return;
+	}
+	memcpy(c->job, j->id, sizeof(c->job));
+	c->url = steal_pointer(&j->callback);
+	c->body = body;
+	*s->queue_tail = c;
+	s->queue_tail = &c->next;
+	pthread_cond_signal(&s->queue_cond);
 }
 
 /* Reads what j's child wrote and reaps it if it ended; l->mu held. */
 static void
-reap(struct launcher *l, struct sjob *j)
+reap(struct serve *s, struct sjob *j)
 {
+	struct launcher *l = &s->l;
 	int st;
 
 	if (j->done)
@@ -79,14 +275,36 @@ reap(struct launcher *l, struct sjob *j)
 	if (waitpid(j->pid, &st, WNOHANG) != j->pid)
 		return;
 	drain(j);
+	drain_err(j, true);
 	close(j->result_fd);
 	j->result_fd = -1;
+	if (j->err_fd >= 0)
+		close(j->err_fd);
+	j->err_fd = -1;
 	j->status = st;
 	j->pid = 0;
 	j->done = true;
 	j->ended = time(NULL);
+	j->res = json_loadb(j->result.data != NULL ? j->result.data : "",
+	    j->result.len, 0, NULL);
+	if (!json_is_object(j->res)) {
+		json_decref(j->res);
+		j->res = NULL;
+	}
+	/* The text is in res now; the buffer would double the memory. */
+	buf_free(&j->result);
 	log_info("job_done", "{s:s, s:i}", "job", j->id, "status",
 	    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	s->ended_total[reason_index(
+	    json_string_value(result_get(j, "stop_reason")))]++;
+	double secs = (double)(monotonic_ms() - j->started_ms) / 1000;
+	for (size_t i = 0; i < ARRAY_SIZE(duration_le); i++)
+		if (secs <= duration_le[i])
+			s->duration_bucket[i]++;
+	s->duration_count++;
+	s->duration_sum += secs;
+	if (j->callback != NULL)
+		callback_queue(s, j);
 	/* Killed, or its revoke or its patch not done: cordon run left its
 	 * record, and recover finishes the job. */
 	if (!WIFEXITED(st) || WEXITSTATUS(st) == 3 || WEXITSTATUS(st) == 4 ||
@@ -95,10 +313,10 @@ reap(struct launcher *l, struct sjob *j)
 }
 
 /* cordon with argv, as a child: stdin from /dev/null, stdout to out (or
- * /dev/null when -1), fd 3 to fd3 (when not -1), stderr serve's, signals
- * unblocked. The child's pid, or -1. */
+ * /dev/null when -1), fd 3 to fd3 (when not -1), stderr to err (serve's
+ * when -1), signals unblocked. The child's pid, or -1. */
 static pid_t
-fork_cordon(struct launcher *l, char **argv, int out, int fd3)
+fork_cordon(struct launcher *l, char **argv, int out, int fd3, int err)
 {
 	pid_t pid = fork();
 
@@ -107,7 +325,8 @@ fork_cordon(struct launcher *l, char **argv, int out, int fd3)
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		sigset_t none;
 		if (dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
-		    (fd3 >= 0 && dup2(fd3, 3) < 0))
+		    (fd3 >= 0 && dup2(fd3, 3) < 0) ||
+		    (err >= 0 && dup2(err, 2) < 0))
 			_exit(125);
 		/* Nothing else of serve's, nor what serve's parent left
 		 * open without O_CLOEXEC. */
@@ -144,7 +363,7 @@ recover_tick(struct launcher *l, time_t now)
 	l->recover_at = now + RECOVER_EVERY;
 	if (l->config_path == NULL)
 		argv[3] = NULL;
-	l->recover_pid = fork_cordon(l, argv, -1, -1);
+	l->recover_pid = fork_cordon(l, argv, -1, -1, -1);
 	if (l->recover_pid < 0) {
 		l->recover_pid = 0;
 		log_warn("recover_failed", "{s:s}", "error", strerror(errno));
@@ -157,18 +376,18 @@ recover_tick(struct launcher *l, time_t now)
 static void
 tick(void *ctx)
 {
-	struct launcher *l = ctx;
+	struct serve *s = ctx;
+	struct launcher *l = &s->l;
 	time_t now = time(NULL);
 	size_t done = 0;
 
 	pthread_mutex_lock(&l->mu);
 	for (struct sjob **p = &l->jobs, *j; (j = *p) != NULL;) {
-		reap(l, j);
+		reap(s, j);
 		if (j->done && ++done > KEEP_DONE &&
 		    now - j->ended > KEEP_SECONDS) {
 			*p = j->next;
-			buf_free(&j->result);
-			free(j);
+			sjob_free(j);
 			continue;
 		}
 		p = &j->next;
@@ -176,6 +395,110 @@ tick(void *ctx)
 	recover_tick(l, now);
 	pthread_mutex_unlock(&l->mu);
 }
+
+/* --- callbacks ------------------------------------------------------------ */
+
+/* POSTs c's body to its URL, signed: whether a 2xx came back. */
+static bool
+callback_send(struct serve *s, const struct callback *c, char *err,
+    size_t errlen)
+{
+	const char *rest = c->url + 7; /* past "http://" */
+	const char *slash = strchr(rest, '/');
+	char base[CALLBACK_URL_MAX + 8], header[128], hex[65];
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned maclen = 0;
+	struct httpc_answer a;
+	char *text;
+	bool ok;
+	int r;
+
+	snprintf(base, sizeof(base), "%.*s",
+	    (int)(slash != NULL ? (size_t)(slash - c->url) : strlen(c->url)),
+	    c->url);
+	/* The bytes signed are the bytes the client sends: the same dump. */
+	text = json_dumps(c->body, JSON_COMPACT);
+	if (text == NULL ||
+	    HMAC(EVP_sha256(), s->callback_key, (int)s->callback_key_len,
+		(unsigned char *)text, strlen(text), mac, &maclen) == NULL) {
+		free(text);
+		snprintf(err, errlen, "cannot sign the body");
+		return false;
+	}
+	free(text);
+	for (unsigned i = 0; i < maclen && i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+	snprintf(header, sizeof(header), "X-Cordon-Signature: sha256=%s", hex);
+	r = httpc_request(base, "POST", slash != NULL ? slash : "/", NULL,
+	    header, c->body, CALLBACK_MS, &a);
+	if (r < 0) {
+		snprintf(err, errlen, "no answer: %s", strerror(-r));
+		return false;
+	}
+	ok = a.status >= 200 && a.status < 300;
+	if (!ok)
+		snprintf(err, errlen, "answered %ld", a.status);
+	httpc_answer_free(&a);
+	return ok;
+}
+
+/* The callbacks' own thread: each is tried up to CALLBACK_TRIES times, 1 s
+ * then 4 s apart; once serve stops, each left is tried once. */
+static void *
+callback_worker(void *arg)
+{
+	struct serve *s = arg;
+	struct launcher *l = &s->l;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		struct callback *c = s->queue;
+		if (c == NULL) {
+			if (s->stopping)
+				break;
+			pthread_cond_wait(&s->queue_cond, &l->mu);
+			continue;
+		}
+		s->queue = c->next;
+		if (s->queue == NULL)
+			s->queue_tail = &s->queue;
+		char err[160] = "";
+		bool ok = false;
+		int tries = 0;
+		while (!ok && tries < CALLBACK_TRIES) {
+			if (tries > 0) {
+				/* Woken early when serve stops. */
+				struct timespec until;
+				clock_gettime(CLOCK_REALTIME, &until);
+				until.tv_sec += tries == 1 ? 1 : 4;
+				if (s->stopping)
+					break;
+				pthread_cond_timedwait(&s->queue_cond, &l->mu,
+				    &until);
+			}
+			tries++;
+			pthread_mutex_unlock(&l->mu);
+			ok = callback_send(s, c, err, sizeof(err));
+			pthread_mutex_lock(&l->mu);
+		}
+		if (ok) {
+			s->callbacks_sent++;
+			log_info("callback_sent", "{s:s, s:i}", "job", c->job,
+			    "tries", tries);
+		} else {
+			s->callbacks_failed++;
+			log_warn("callback_failed", "{s:s, s:i, s:s}", "job",
+			    c->job, "tries", tries, "error", err);
+		}
+		free(c->url);
+		json_decref(c->body);
+		free(c);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+/* --- the API -------------------------------------------------------------- */
 
 /* The job the request names, or NULL with a 404 answered; l->mu held. */
 static struct sjob *
@@ -193,30 +516,29 @@ find_or_404(struct launcher *l, struct http_request *req,
 static json_t *
 job_json(const struct sjob *j)
 {
-	json_t *result = j->done
-	    ? json_loadb(j->result.data != NULL ? j->result.data : "",
-		  j->result.len, 0, NULL)
-	    : NULL;
+	json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:o, s:O?}", "job", j->id,
+	    "state", j->done ? "done" : "running", "manifest", j->manifest,
+	    "started", (json_int_t)j->started, "ended",
+	    j->done ? json_integer((json_int_t)j->ended) : json_null(),
+	    "result", j->res);
 
-	return json_pack("{s:s, s:s, s:I, s:o?}", "job", j->id, "state",
-	    j->done ? "done" : "running", "started", (json_int_t)j->started,
-	    "result", result);
+	if (o != NULL && j->error[0] != '\0')
+		json_object_set_new(o, "error", json_string(j->error));
+	return o;
 }
 
 /* Starts `cordon run --json` for the request: the child, and the job id
- * it says once the broker made the job. */
+ * it says once the broker made it. */
 static int
 spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
     size_t errlen)
 {
-	const char *manifest =
-	    json_string_value(json_object_get(body, "manifest"));
 	json_t *inputs = json_object_get(body, "inputs");
 	json_t *command = json_object_get(body, "command");
-	char *argv[256], *owned[128];
+	char *argv[16 + 2 * MAX_INPUTS + MAX_COMMAND], *owned[MAX_INPUTS];
 	char buf[128];
 	size_t n = 0, nowned = 0, i;
-	int out[2], idp[2];
+	int out[2], idp[2], errp[2];
 	json_t *v;
 
 	argv[n++] = "cordon";
@@ -229,44 +551,59 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 		argv[n++] = (char *)l->config_path;
 	}
 	argv[n++] = "--manifest";
-	argv[n++] = (char *)manifest;
+	argv[n++] = j->manifest;
+	/* Checked by jobs_post: at most MAX_INPUTS, MAX_COMMAND. */
 	json_array_foreach(inputs, i, v)
 	{
 		const char *src = json_string_value(json_object_get(v, "src"));
 		const char *dst = json_string_value(json_object_get(v, "dst"));
 		char *arg;
-		if (n > 180 || asprintf(&arg, "%s:%s", src, dst) < 0)
+		if (asprintf(&arg, "%s:%s", src, dst) < 0)
 			break;
 		argv[n++] = "--input";
 		argv[n++] = owned[nowned++] = arg;
 	}
 	if (json_array_size(command) > 0) {
 		argv[n++] = "--";
-		json_array_foreach(command, i, v)
-		{
-			if (n > 250)
-				break;
-			argv[n++] = (char *)json_string_value(v);
-		}
+		json_array_foreach(command, i, v) argv[n++] =
+		    (char *)json_string_value(v);
 	}
 	argv[n] = NULL;
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(idp, O_CLOEXEC) < 0) {
+	if (pipe2(out, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
 	}
-	j->pid = fork_cordon(l, argv, out[1], idp[1]);
+	if (pipe2(idp, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		close(out[0]);
+		close(out[1]);
+		return -errno;
+	}
+	if (pipe2(errp, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		close(out[0]);
+		close(out[1]);
+		close(idp[0]);
+		close(idp[1]);
+		return -errno;
+	}
+	j->pid = fork_cordon(l, argv, out[1], idp[1], errp[1]);
 	for (i = 0; i < nowned; i++)
 		free(owned[i]);
 	close(out[1]);
 	close(idp[1]);
+	close(errp[1]);
 	if (j->pid < 0) {
 		close(out[0]);
 		close(idp[0]);
+		close(errp[0]);
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		return -EIO;
 	}
 	j->result_fd = out[0];
+	j->err_fd = errp[0];
 	(void)fcntl(out[0], F_SETFL, O_NONBLOCK);
+	(void)fcntl(errp[0], F_SETFL, O_NONBLOCK);
 	/* The job's id comes once the broker made it; a refusal closes the
 	 * pipe without one and the child's result says why. */
 	struct pollfd p = { .fd = idp[0], .events = POLLIN };
@@ -287,19 +624,46 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 	return 0;
 }
 
-static void
-jobs_post(void *ctx, struct http_request *req, struct http_response *res)
+/* An Idempotency-Key serve takes: 1 to IDEM_MAX visible ASCII bytes. */
+static bool
+idem_ok(const char *k)
 {
-	static const char *const fields[] = { "manifest", "inputs", "command" };
-	struct launcher *l = ctx;
-	json_t *body = http_request_body(req);
+	size_t n = strlen(k);
+
+	if (n == 0 || n > IDEM_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (k[i] <= 0x20 || k[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/* A callback serve can call: http://host[:port][/path], visible ASCII. */
+static bool
+callback_ok(const char *u)
+{
+	size_t n = strlen(u);
+
+	if (n > CALLBACK_URL_MAX || strncmp(u, "http://", 7) != 0 || n == 7 ||
+	    u[7] == '/')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (u[i] <= 0x20 || u[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/* The body's problems, each added to problems. */
+static void
+check_job(struct serve *s, json_t *body, json_t *problems)
+{
+	static const char *const fields[] = { "manifest", "inputs", "command",
+		"callback" };
 	const char *manifest =
 	    json_string_value(json_object_get(body, "manifest"));
 	json_t *inputs = json_object_get(body, "inputs");
 	json_t *command = json_object_get(body, "command"), *v;
-	json_t *problems = json_array();
-	struct sjob *j;
-	char err[256];
+	json_t *callback = json_object_get(body, "callback");
 	size_t i;
 
 	/* A typo must not pass as "not asked for". */
@@ -307,9 +671,9 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 	if (manifest == NULL || !name_ok(manifest, 64, "._-"))
 		problems_add(problems, "manifest",
 		    "required: a manifest's name");
-	/* The hatch takes at most 64; more would be cut short below. */
+	/* The hatch takes at most 64. */
 	if (inputs != NULL &&
-	    (!json_is_array(inputs) || json_array_size(inputs) > 64))
+	    (!json_is_array(inputs) || json_array_size(inputs) > MAX_INPUTS))
 		problems_add(problems, "inputs",
 		    "a list of at most 64 {src, dst}");
 	else
@@ -326,68 +690,247 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 				problems_add(problems, "inputs",
 				    "each input is {src, dst}, without ':'");
 		}
+	/* The manifest's cap, so that a command the broker would store is
+	 * one serve runs. */
 	if (command != NULL &&
-	    (!json_is_array(command) || json_array_size(command) > 64))
+	    (!json_is_array(command) || json_array_size(command) > MAX_COMMAND))
 		problems_add(problems, "command",
-		    "a list of at most 64 strings");
+		    "a list of at most 256 strings");
 	json_array_foreach(command, i, v) if (!json_is_string(v))
 	    problems_add(problems, "command", "a list of strings");
+	if (callback != NULL &&
+	    (!json_is_string(callback) ||
+		!callback_ok(json_string_value(callback))))
+		problems_add(problems, "callback",
+		    "an http:// URL of at most 1024 visible characters");
+	else if (callback != NULL && s->callback_key_len == 0)
+		problems_add(problems, "callback",
+		    "serve has no callback_key_file: a callback is signed, "
+		    "or not sent");
+}
+
+/* With an Idempotency-Key: the job it made (answered again), or a refusal,
+ * or a slot taken while this POST starts the job. true when answered;
+ * l->mu held. */
+static bool
+idem_claim(struct serve *s, const char *key, const char *sha,
+    struct http_response *res, int *ret_slot)
+{
+	struct launcher *l = &s->l;
+	int free_slot = -1;
+
+	for (struct sjob *j = l->jobs; j != NULL; j = j->next) {
+		if (strcmp(j->idem, key) != 0)
+			continue;
+		if (strcmp(j->idem_sha, sha) != 0) {
+			http_reply_error(res, 422, "idempotency_key_reused",
+			    "this Idempotency-Key came with another body "
+			    "(job %s)",
+			    j->id);
+			return true;
+		}
+		reap(s, j);
+		http_reply_json(res, 200, job_json(j));
+		http_reply_header(res, "Idempotent-Replayed", "true");
+		return true;
+	}
+	for (int i = 0; i < STARTING_MAX; i++) {
+		if (strcmp(s->starting[i], key) == 0) {
+			http_reply_error(res, 409, "idempotency_key_in_use",
+			    "a job with this Idempotency-Key is starting; "
+			    "ask again");
+			return true;
+		}
+		if (s->starting[i][0] == '\0' && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot < 0) {
+		http_reply_error(res, 503, "unavailable",
+		    "too many jobs with an Idempotency-Key are starting");
+		return true;
+	}
+	snprintf(s->starting[free_slot], sizeof(s->starting[free_slot]), "%s",
+	    key);
+	*ret_slot = free_slot;
+	return false;
+}
+
+static void
+jobs_post(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct serve *s = ctx;
+	struct launcher *l = &s->l;
+	json_t *body = http_request_body(req);
+	const char *key = http_request_header(req, "Idempotency-Key");
+	json_t *problems = json_array();
+	char err[512], sha[SHA256_HEX_LEN + 1] = "";
+	struct sjob *j;
+	int slot = -1;
+
+	check_job(s, body, problems);
+	if (key != NULL && !idem_ok(key))
+		problems_add(problems, "Idempotency-Key",
+		    "1 to 128 visible ASCII characters");
 	if (json_array_size(problems) > 0) {
 		http_reply_problems(res, "invalid_job",
 		    "the job cannot be run as asked", problems);
 		return;
 	}
 	json_decref(problems);
+	if (key != NULL) {
+		char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+		if (canon == NULL) {
+			http_reply_error(res, 500, "internal", "out of memory");
+			return;
+		}
+		sha256_hex(canon, strlen(canon), sha);
+		free(canon);
+		pthread_mutex_lock(&l->mu);
+		bool answered = idem_claim(s, key, sha, res, &slot);
+		pthread_mutex_unlock(&l->mu);
+		if (answered)
+			return;
+	}
 	j = calloc(1, sizeof(*j));
 	if (j == NULL) {
 		http_reply_error(res, 500, "internal", "out of memory");
-		return;
+		goto out;
 	}
 	buf_init(&j->result, RESULT_MAX);
-	j->result_fd = -1;
+	j->result_fd = j->err_fd = -1;
 	j->started = time(NULL);
+	j->started_ms = monotonic_ms();
+	snprintf(j->manifest, sizeof(j->manifest), "%s",
+	    json_string_value(json_object_get(body, "manifest")));
+	if (key != NULL) {
+		snprintf(j->idem, sizeof(j->idem), "%s", key);
+		memcpy(j->idem_sha, sha, sizeof(j->idem_sha));
+	}
+	if (json_object_get(body, "callback") != NULL &&
+	    (j->callback = strdup(json_string_value(
+		 json_object_get(body, "callback")))) == NULL) {
+		sjob_free(j);
+		http_reply_error(res, 500, "internal", "out of memory");
+		goto out;
+	}
 	if (spawn(l, body, j, err, sizeof(err)) < 0) {
 		if (j->pid > 0) {
 			/* What it said (a refused manifest, say) is the answer. */
 			int st;
 			waitpid(j->pid, &st, 0);
 			drain(j);
+			drain_err(j, true);
 			json_t *result =
 			    json_loadb(j->result.data != NULL ? j->result.data
 							      : "",
 				j->result.len, 0, NULL);
 			http_reply_json(res, 502,
 			    json_pack("{s:s, s:s, s:o?}", "error",
-				"job_not_started", "message", err, "result",
+				"job_not_started", "message",
+				j->error[0] != '\0' ? j->error : err, "result",
 				result));
+			log_warn("job_not_started", "{s:s, s:s}", "manifest",
+			    j->manifest, "error",
+			    j->error[0] != '\0' ? j->error : err);
 		} else {
 			http_reply_error(res, 500, "spawn_failed", "%s", err);
 		}
-		if (j->result_fd >= 0)
-			close(j->result_fd);
-		buf_free(&j->result);
-		free(j);
-		return;
+		sjob_free(j);
+		pthread_mutex_lock(&l->mu);
+		s->not_started_total++;
+		pthread_mutex_unlock(&l->mu);
+		goto out;
 	}
 	log_info("job_started", "{s:s, s:s, s:i}", "job", j->id, "manifest",
-	    manifest, "pid", (int)j->pid);
+	    j->manifest, "pid", (int)j->pid);
 	pthread_mutex_lock(&l->mu);
+	s->started_total++;
 	j->next = l->jobs;
 	l->jobs = j;
 	http_reply_json(res, 201, job_json(j));
+	pthread_mutex_unlock(&l->mu);
+out:
+	if (slot >= 0) {
+		pthread_mutex_lock(&l->mu);
+		s->starting[slot][0] = '\0';
+		pthread_mutex_unlock(&l->mu);
+	}
+}
+
+/* GET /v1/jobs?state=&manifest=&limit=&after=: newest first. */
+static void
+jobs_list(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct serve *s = ctx;
+	struct launcher *l = &s->l;
+	const char *state = http_request_query(req, "state");
+	const char *manifest = http_request_query(req, "manifest");
+	const char *limit_s = http_request_query(req, "limit");
+	const char *after = http_request_query(req, "after");
+	json_t *problems = json_array(), *list;
+	long limit = LIST_DEFAULT;
+	struct sjob *j, *last = NULL;
+
+	if (state != NULL && strcmp(state, "running") != 0 &&
+	    strcmp(state, "done") != 0)
+		problems_add(problems, "state", "running or done");
+	if (manifest != NULL && !name_ok(manifest, 64, "._-"))
+		problems_add(problems, "manifest", "a manifest's name");
+	if (limit_s != NULL) {
+		char *end;
+		errno = 0;
+		limit = strtol(limit_s, &end, 10);
+		if (errno != 0 || end == limit_s || *end != '\0' || limit < 1 ||
+		    limit > LIST_MAX)
+			problems_add(problems, "limit", "1 to 1000");
+	}
+	pthread_mutex_lock(&l->mu);
+	j = l->jobs;
+	if (after != NULL) {
+		j = find(l, after);
+		if (j == NULL)
+			problems_add(problems, "after",
+			    "no such job here (forgotten, or never run)");
+		else
+			j = j->next;
+	}
+	if (json_array_size(problems) > 0) {
+		pthread_mutex_unlock(&l->mu);
+		http_reply_problems(res, "invalid_query",
+		    "the list cannot be given as asked", problems);
+		return;
+	}
+	json_decref(problems);
+	list = json_array();
+	for (; j != NULL; j = j->next) {
+		reap(s, j);
+		if ((state != NULL &&
+			strcmp(state, j->done ? "done" : "running") != 0) ||
+		    (manifest != NULL && strcmp(manifest, j->manifest) != 0))
+			continue;
+		if ((long)json_array_size(list) == limit)
+			break;
+		json_array_append_new(list, summary_json(j));
+		last = j;
+	}
+	/* next only when a job past the page matches. */
+	http_reply_json(res, 200,
+	    json_pack("{s:o, s:s?}", "jobs", list, "next",
+		j != NULL && last != NULL ? last->id : NULL));
 	pthread_mutex_unlock(&l->mu);
 }
 
 static void
 job_get(void *ctx, struct http_request *req, struct http_response *res)
 {
-	struct launcher *l = ctx;
+	struct serve *s = ctx;
+	struct launcher *l = &s->l;
 	struct sjob *j;
 
 	pthread_mutex_lock(&l->mu);
 	j = find_or_404(l, req, res);
 	if (j != NULL) {
-		reap(l, j); /* a poller sees the end at once, not at the tick */
+		reap(s, j); /* a poller sees the end at once, not at the tick */
 		http_reply_json(res, 200, job_json(j));
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -396,7 +939,8 @@ job_get(void *ctx, struct http_request *req, struct http_response *res)
 static void
 job_stop(void *ctx, struct http_request *req, struct http_response *res)
 {
-	struct launcher *l = ctx;
+	struct serve *s = ctx;
+	struct launcher *l = &s->l;
 	struct sjob *j;
 	bool done = false;
 
@@ -414,7 +958,7 @@ job_stop(void *ctx, struct http_request *req, struct http_response *res)
 	/* The child runs the stop path; its result is the answer. */
 	for (int waited = 0; waited < STOP_WAIT_MS && !done; waited += 10) {
 		pthread_mutex_lock(&l->mu);
-		reap(l, j);
+		reap(s, j);
 		done = j->done;
 		pthread_mutex_unlock(&l->mu);
 		if (!done)
@@ -425,68 +969,240 @@ job_stop(void *ctx, struct http_request *req, struct http_response *res)
 	pthread_mutex_unlock(&l->mu);
 }
 
+/* The finished job the request names, or NULL with the answer given (404
+ * unknown, 409 running); l->mu held. */
+static struct sjob *
+find_done(struct serve *s, struct http_request *req, struct http_response *res,
+    const char *what)
+{
+	struct sjob *j = find_or_404(&s->l, req, res);
+
+	if (j == NULL)
+		return NULL;
+	reap(s, j);
+	if (!j->done) {
+		http_reply_error(res, 409, "running",
+		    "the %s is given once the job has stopped", what);
+		return NULL;
+	}
+	return j;
+}
+
 static void
 job_output(void *ctx, struct http_request *req, struct http_response *res)
 {
-	struct launcher *l = ctx;
+	struct serve *s = ctx;
 	struct sjob *j;
 
-	pthread_mutex_lock(&l->mu);
-	j = find_or_404(l, req, res);
-	if (j == NULL) {
-		pthread_mutex_unlock(&l->mu);
-		return;
-	}
-	if (!j->done)
-		http_reply_error(res, 409, "running",
-		    "the output is given once the job has stopped");
-	else {
-		json_t *all = job_json(j);
-		json_t *out =
-		    json_object_get(json_object_get(all, "result"), "output");
+	pthread_mutex_lock(&s->l.mu);
+	j = find_done(s, req, res, "output");
+	if (j != NULL) {
+		json_t *out = result_get(j, "output");
 		if (out != NULL)
 			http_reply_json(res, 200, json_incref(out));
 		else
 			http_reply_error(res, 502, "no_output",
 			    "the job ended without a result");
-		json_decref(all);
 	}
-	pthread_mutex_unlock(&l->mu);
+	pthread_mutex_unlock(&s->l.mu);
+}
+
+/* Reads the patch of finished job j: 0 with the text, or an answer given
+ * (and -1). l->mu held; the file is the one cordon run wrote whole. */
+static int
+read_patch(const struct sjob *j, struct http_response *res, char **ret,
+    size_t *ret_len)
+{
+	const char *at = json_string_value(result_get(j, "patch"));
+	const char *kept = json_string_value(result_get(j, "workspace_kept"));
+	int r;
+
+	if (at == NULL) {
+		http_reply_error(res, 404, "no_patch",
+		    "the job left no patch%s%s",
+		    kept != NULL ? ": its workspace is kept at the hatch: "
+				 : "",
+		    kept != NULL ? kept : "");
+		return -1;
+	}
+	r = path_read_file(at, PATCH_MAX, ret, ret_len);
+	if (r == -ENOENT) {
+		http_reply_error(res, 410, "patch_gone",
+		    "the patch is no longer at %s", at);
+		return -1;
+	}
+	if (r < 0) {
+		http_reply_error(res, 500, "patch_unreadable", "%s: %s", at,
+		    strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+job_patch(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct serve *s = ctx;
+	struct sjob *j;
+	char *text = NULL;
+	size_t len = 0;
+
+	pthread_mutex_lock(&s->l.mu);
+	j = find_done(s, req, res, "patch");
+	if (j != NULL && read_patch(j, res, &text, &len) == 0)
+		http_reply_text(res, 200, "text/x-diff", text, len);
+	pthread_mutex_unlock(&s->l.mu);
+	free(text);
+}
+
+static void
+job_report(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct serve *s = ctx;
+	struct sjob *j;
+	char *text = NULL, sha[SHA256_HEX_LEN + 1];
+	size_t len = 0;
+	json_t *patch = json_null();
+
+	pthread_mutex_lock(&s->l.mu);
+	j = find_done(s, req, res, "report");
+	if (j == NULL)
+		goto out;
+	if (json_string_value(result_get(j, "patch")) != NULL) {
+		if (read_patch(j, res, &text, &len) < 0)
+			goto out;
+		sha256_hex(text, len, sha);
+		patch =
+		    json_pack("{s:O, s:I, s:s}", "path", result_get(j, "patch"),
+			"bytes", (json_int_t)len, "sha256", sha);
+	}
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:O?, s:O?, s:O?, s:o, s:O?, s:O?, s:O?}", "job",
+		j->id, "verdict", result_get(j, "verdict"), "stop_reason",
+		result_get(j, "stop_reason"), "exit_code",
+		result_get(j, "exit_code"), "patch", patch, "flags",
+		result_get(j, "flags"), "changes", result_get(j, "changes"),
+		"workspace_kept", result_get(j, "workspace_kept")));
+	patch = NULL;
+out:
+	json_decref(patch);
+	pthread_mutex_unlock(&s->l.mu);
+	free(text);
+}
+
+/* /metrics: the jobs kept, started, refused and ended, how long they
+ * ran, and the callbacks. */
+static void
+metrics(void *ctx, struct buf *out)
+{
+	struct serve *s = ctx;
+	uint64_t running = 0, done = 0;
+	char label[64];
+
+	pthread_mutex_lock(&s->l.mu);
+	for (struct sjob *j = s->l.jobs; j != NULL; j = j->next)
+		j->done ? done++ : running++;
+	metrics_header(out, "cordon_serve_jobs", "gauge",
+	    "jobs serve holds, by state");
+	metrics_sample(out, "cordon_serve_jobs", "state=\"running\"", running);
+	metrics_sample(out, "cordon_serve_jobs", "state=\"done\"", done);
+	metrics_one(out, "cordon_serve_jobs_started_total", "counter",
+	    "jobs started (the broker made them)", s->started_total);
+	metrics_one(out, "cordon_serve_jobs_not_started_total", "counter",
+	    "POST /v1/jobs answered 502 or 500: no job", s->not_started_total);
+	metrics_header(out, "cordon_serve_jobs_ended_total", "counter",
+	    "jobs ended, by the result's stop_reason");
+	for (size_t i = 0; i < ARRAY_SIZE(stop_reasons); i++) {
+		snprintf(label, sizeof(label), "stop_reason=\"%s\"",
+		    stop_reasons[i]);
+		metrics_sample(out, "cordon_serve_jobs_ended_total", label,
+		    s->ended_total[i]);
+	}
+	metrics_header(out, "cordon_serve_job_duration_seconds", "histogram",
+	    "from POST /v1/jobs to the child's end");
+	for (size_t i = 0; i < ARRAY_SIZE(duration_le); i++) {
+		snprintf(label, sizeof(label), "le=\"%u\"", duration_le[i]);
+		metrics_sample(out, "cordon_serve_job_duration_seconds_bucket",
+		    label, s->duration_bucket[i]);
+	}
+	metrics_sample(out, "cordon_serve_job_duration_seconds_bucket",
+	    "le=\"+Inf\"", s->duration_count);
+	(void)buf_printf(out, "cordon_serve_job_duration_seconds_sum %.3f\n",
+	    s->duration_sum);
+	metrics_sample(out, "cordon_serve_job_duration_seconds_count", NULL,
+	    s->duration_count);
+	metrics_header(out, "cordon_serve_callbacks_total", "counter",
+	    "callbacks, by outcome");
+	metrics_sample(out, "cordon_serve_callbacks_total", "outcome=\"sent\"",
+	    s->callbacks_sent);
+	metrics_sample(out, "cordon_serve_callbacks_total",
+	    "outcome=\"failed\"", s->callbacks_failed);
+	pthread_mutex_unlock(&s->l.mu);
 }
 
 static const struct http_route serve_routes[] = {
 	{ "POST", "/v1/jobs", ROLE_LAUNCHER, BODY_JSON, jobs_post },
+	{ "GET", "/v1/jobs", ROLE_LAUNCHER, BODY_NONE, jobs_list },
 	{ "GET", "/v1/jobs/*", ROLE_LAUNCHER, BODY_NONE, job_get },
 	{ "POST", "/v1/jobs/*/stop", ROLE_LAUNCHER, BODY_JSON_OPTIONAL,
 	    job_stop },
 	{ "GET", "/v1/jobs/*/output", ROLE_LAUNCHER, BODY_NONE, job_output },
+	{ "GET", "/v1/jobs/*/patch", ROLE_LAUNCHER, BODY_NONE, job_patch },
+	{ "GET", "/v1/jobs/*/report", ROLE_LAUNCHER, BODY_NONE, job_report },
 };
+
+/* Reads the callback key: callbacks are refused without one. */
+static void
+load_callback_key(struct serve *s)
+{
+	char key[sizeof(s->callback_key)];
+	int r;
+
+	if (s->l.cfg.callback_key_file == NULL)
+		return;
+	r = launcher_read_key(s->l.cfg.callback_key_file, key, sizeof(key));
+	if (r < 0) {
+		log_warn("no_callback_key", "{s:s, s:s, s:s}", "path",
+		    s->l.cfg.callback_key_file, "error",
+		    r == -EINVAL ? "shorter than 32 characters" : strerror(-r),
+		    "effect", "a job with a callback is refused");
+		explicit_bzero(key, sizeof(key));
+		return;
+	}
+	s->callback_key_len = strlen(key);
+	memcpy(s->callback_key, key, s->callback_key_len);
+	explicit_bzero(key, sizeof(key));
+}
 
 int
 launcher_serve(int argc, char **argv)
 {
-	struct launcher l = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	static struct serve s = { .l = { .mu = PTHREAD_MUTEX_INITIALIZER },
+		.queue_cond = PTHREAD_COND_INITIALIZER };
+	struct launcher *l = &s.l;
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;
 
+	s.queue_tail = &s.queue;
 	service_block_signals();
-	if (launcher_config_defaults(&l.cfg) < 0)
+	if (launcher_config_defaults(&l->cfg) < 0)
 		return EXIT_OSERR;
 	r = service_parse_args(argc, argv, "cordon serve",
 	    "The launcher's HTTP API for orchestrators.", &args);
 	if (r >= 0)
 		goto out;
-	l.config_path = args.config_path;
-	if ((r = launcher_sibling("cordon", l.cordon, sizeof(l.cordon))) < 0) {
+	l->config_path = args.config_path;
+	if ((r = launcher_sibling("cordon", l->cordon, sizeof(l->cordon))) <
+	    0) {
 		fprintf(stderr, "cordon serve: cannot find cordon: %s\n",
 		    strerror(-r));
 		r = EXIT_OSERR;
 		goto out;
 	}
 	r = service_configure(&args, "cordon serve", "launcher",
-	    LAUNCHER_LISTEN, launcher_options, launcher_noptions, &l.cfg,
-	    &l.cfg.common);
+	    LAUNCHER_LISTEN, launcher_options, launcher_noptions, &l->cfg,
+	    &l->cfg.common);
 	if (r >= 0)
 		goto out;
 	if (args.check_only) {
@@ -494,47 +1210,71 @@ launcher_serve(int argc, char **argv)
 		goto out;
 	}
 
-	log_init("launcher", l.cfg.common.log_level);
+	log_init("launcher", l->cfg.common.log_level);
 	/* Without its key serve still answers /healthz, and refuses every
 	 * job: the broker would refuse them anyway. */
-	if ((r = keyring_add_file(&l.keys, l.cfg.launcher_key_file,
+	if ((r = keyring_add_file(&l->keys, l->cfg.launcher_key_file,
 		 ROLE_LAUNCHER)) < 0)
 		log_warn("no_launcher_key", "{s:s, s:s, s:s}", "path",
-		    l.cfg.launcher_key_file, "error", strerror(-r), "effect",
+		    l->cfg.launcher_key_file, "error", strerror(-r), "effect",
 		    "every call is refused until the key can be read");
-	r = service_open(&l.cfg.common, &fd, addr, sizeof(addr));
+	load_callback_key(&s);
+	r = service_open(&l->cfg.common, &fd, addr, sizeof(addr));
 	if (r >= 0)
 		goto out;
+	if (pthread_create(&s.callback_thread, NULL, callback_worker, &s) !=
+	    0) {
+		log_error("callback_thread", "{s:s}", "error", strerror(errno));
+		r = EXIT_OSERR;
+		goto out;
+	}
+	s.callback_thread_started = true;
 	struct http_server_config http = {
 		.svc = "launcher",
 		.listen_fd = steal_fd(&fd),
 		.threads = 2,
 		.routes = serve_routes,
 		.nroutes = ARRAY_SIZE(serve_routes),
-		.ctx = &l,
-		.keys = &l.keys,
+		.ctx = &s,
+		.keys = &l->keys,
+		.metrics = metrics,
 	};
-	r = service_serve(&http, &l.cfg.common, addr, tick, 100);
+	r = service_serve(&http, &l->cfg.common, addr, tick, 100);
 	/* Jobs die with their launcher: each runs its stop path. */
-	for (struct sjob *j = l.jobs; j != NULL; j = j->next)
+	for (struct sjob *j = l->jobs; j != NULL; j = j->next)
 		if (!j->done)
 			kill(j->pid, SIGTERM);
-	for (struct sjob *j = l.jobs; j != NULL; j = j->next)
-		if (!j->done)
-			waitpid(j->pid, NULL, 0);
-	if (l.recover_pid > 0)
-		waitpid(l.recover_pid, NULL, 0);
+	/* Reaped as the tick does, their results read meanwhile (a child
+	 * must not block on a full pipe), their callbacks sent still. */
+	for (bool left = true; left;) {
+		left = false;
+		pthread_mutex_lock(&l->mu);
+		for (struct sjob *j = l->jobs; j != NULL; j = j->next) {
+			reap(&s, j);
+			left |= !j->done;
+		}
+		pthread_mutex_unlock(&l->mu);
+		if (left)
+			usleep(10 * 1000);
+	}
+	if (l->recover_pid > 0)
+		waitpid(l->recover_pid, NULL, 0);
 out:
+	if (s.callback_thread_started) {
+		pthread_mutex_lock(&l->mu);
+		s.stopping = true;
+		pthread_cond_broadcast(&s.queue_cond);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(s.callback_thread, NULL);
+	}
 	if (fd >= 0)
 		close(fd);
-	while (l.jobs != NULL) {
-		struct sjob *j = l.jobs;
-		l.jobs = j->next;
-		if (j->result_fd >= 0)
-			close(j->result_fd);
-		buf_free(&j->result);
-		free(j);
+	while (l->jobs != NULL) {
+		struct sjob *j = l->jobs;
+		l->jobs = j->next;
+		sjob_free(j);
 	}
-	launcher_config_free(&l.cfg);
+	explicit_bzero(s.callback_key, sizeof(s.callback_key));
+	launcher_config_free(&l->cfg);
 	return r;
 }

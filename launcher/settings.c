@@ -27,6 +27,7 @@ const struct config_option launcher_options[] = {
 	{ "cgroup_root", CONFIG_STRING, CFG(cgroup_root), 0, 0 },
 	{ "drill_dir", CONFIG_STRING, CFG(drill_dir), 0, 0 },
 	{ "verifier_key_file", CONFIG_STRING, CFG(verifier_key_file), 0, 0 },
+	{ "callback_key_file", CONFIG_STRING, CFG(callback_key_file), 0, 0 },
 };
 const size_t launcher_noptions = ARRAY_SIZE(launcher_options);
 
@@ -83,6 +84,7 @@ launcher_config_free(struct launcher_config *cfg)
 	free(cfg->cgroup_root);
 	free(cfg->drill_dir);
 	free(cfg->verifier_key_file);
+	free(cfg->callback_key_file);
 	config_common_free(&cfg->common);
 }
 
