@@ -83,13 +83,13 @@ token_find(const char *s, size_t n)
 {
 	for (size_t i = 0; i + TOKEN_LEN <= n; i++) {
 		size_t k = TOKEN_PREFIX_LEN;
-		if (memcmp(s + i, TOKEN_PREFIX, TOKEN_PREFIX_LEN) != 0 ||
-		    (i > 0 && token_is_base62(s[i - 1])))
+		if (memcmp(s + i, TOKEN_PREFIX, TOKEN_PREFIX_LEN) != 0)
 			continue;
+		/* Whatever is glued to either side: a server may cut the
+		 * token out of "xcrd_..." or "crd_...9" and use it. */
 		while (k < TOKEN_LEN && token_is_base62(s[i + k]))
 			k++;
-		if (k == TOKEN_LEN &&
-		    (i + TOKEN_LEN == n || !token_is_base62(s[i + TOKEN_LEN])))
+		if (k == TOKEN_LEN)
 			return (ssize_t)i;
 	}
 	return -1;

@@ -39,9 +39,10 @@ uint32_t token_crc32(const void *p, size_t n);
 /* A character of a token's body: [0-9A-Za-z]. */
 bool token_is_base62(char c);
 
-/* The offset of the first token shape in s[0..n) ("crd_" and 38 base62
- * characters, with no base62 character on either side: the checksum is
- * not checked, so a typo is found too), or -1. */
+/* The offset of the first token shape in s[0..n): "crd_" and 38 base62
+ * characters, whatever comes before or after them (a token glued to a
+ * letter is still a token to whoever cuts it out). The checksum is not
+ * checked, so a typo is found too. -1 when there is none. */
 ssize_t token_find(const char *s, size_t n);
 
 /* Writes the 6-character base62 checksum of body into out (no NUL). */

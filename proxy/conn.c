@@ -44,6 +44,17 @@
 #define CLOSE_FLUSH_MS 5000
 #define DNS_TIMEOUT_MS 5000
 
+/* The most distinct tokens judged in one request: past it, refused
+ * (too_many_tokens). Bounds the broker calls a request can cause. */
+#define TOKENS_MAX 16
+
+/* A token of the request, and what the broker said of it. */
+struct judged {
+	char tok[TOKEN_LEN + 1];
+	bool done; /* judged */
+	const char *why; /* NULL: good for this request; else the detail */
+};
+
 enum cstate {
 	CS_HEAD, /* waiting for a request head */
 	CS_TOKEN, /* introspecting the request's token */
@@ -96,14 +107,18 @@ struct pconn {
 	int rule;
 	bool broker_route, upgrade_ok, keep_alive;
 	bool client_eof; /* the client sends no more; it may still read */
+	/* Every distinct token shape of the request, head and body, with
+	 * the broker's verdict once it came: the answers are kept for the
+	 * request, so each token is introspected once. */
+	struct judged tokens[TOKENS_MAX];
+	size_t ntokens;
+	size_t judging; /* the index being introspected */
 	/* Tokens in a request body: the last bytes sent (a token may span
-	 * two reads), whether forwarding waits on an introspection, and the
-	 * one token already found good for this request. */
-	char body_tail[41];
+	 * two reads), and whether forwarding waits on an introspection. */
+	char body_tail[TOKEN_LEN - 1];
 	size_t body_tail_len;
 	bool body_hold;
 	bool up_eof_held; /* the upstream closed while the body was held */
-	char body_ok[43];
 	uint64_t body_left;
 	struct http1_chunked chunk;
 	bool body_done;
@@ -116,7 +131,6 @@ struct pconn {
 	int ai_err;
 	bool ai_ready;
 	struct broker_call *call;
-	char token[64];
 };
 
 static int conn_ex_index = -1;
@@ -200,7 +214,9 @@ request_reset(struct pconn *c)
 	free(c->path);
 	c->path = NULL;
 	c->head_started = false;
-	explicit_bzero(c->token, sizeof(c->token));
+	explicit_bzero(c->tokens, sizeof(c->tokens));
+	c->ntokens = 0;
+	c->judging = 0;
 }
 
 void
@@ -412,61 +428,170 @@ span_eq(const char *data, struct http1_span s, const char *v)
 }
 
 /*
- * The cordon token the request carries, else "": the bearer token, or
- * else the first crd_ shape anywhere in the head (a header of its own, the
- * path, the query). Wherever a job puts a token, it is checked like one;
- * a canary anywhere in a head trips the wire at the broker.
+ * Adds the token shape at t (TOKEN_LEN bytes) to the request's tokens:
+ * the index, or -1 when it is new and TOKENS_MAX are already held. A
+ * shape whose checksum is wrong is no token the broker could know: it is
+ * judged here, without a call, and refused ("bad_checksum", or
+ * "no_audience" towards a rule without one).
  */
-static void
-find_token(struct pconn *c)
+static int
+token_add(struct pconn *c, const char *t)
 {
-	const struct http1_request *r = &c->parser.req;
+	struct judged *j;
 
-	c->token[0] = '\0';
-	ssize_t at = token_find(c->head, c->head_len);
-	if (at >= 0) {
-		memcpy(c->token, c->head + at, 42);
-		c->token[42] = '\0';
+	for (size_t i = 0; i < c->ntokens; i++)
+		if (memcmp(c->tokens[i].tok, t, TOKEN_LEN) == 0)
+			return (int)i;
+	if (c->ntokens == TOKENS_MAX)
+		return -1;
+	j = &c->tokens[c->ntokens];
+	memcpy(j->tok, t, TOKEN_LEN);
+	j->tok[TOKEN_LEN] = '\0';
+	j->done = token_parse(t, TOKEN_LEN) < 0;
+	j->why = NULL;
+	/* To a host that may get no token, no shape of one goes either. */
+	if (j->done)
+		j->why = c->rule >= 0 &&
+			c->job->rules.rule[c->rule].audience[0] == '\0'
+		    ? "no_audience"
+		    : "bad_checksum";
+	return (int)c->ntokens++;
+}
+
+/*
+ * Every token shape in s[0..n) goes into the request's tokens: 0, or -1
+ * when there were more than TOKENS_MAX distinct ones.
+ */
+static int
+tokens_collect(struct pconn *c, const char *s, size_t n)
+{
+	size_t off = 0;
+	ssize_t at;
+
+	while (off < n && (at = token_find(s + off, n - off)) >= 0) {
+		if (token_add(c, s + off + (size_t)at) < 0)
+			return -1;
+		off += (size_t)at + TOKEN_PREFIX_LEN;
 	}
-	for (size_t i = 0; i < r->nheaders; i++) {
-		const struct http1_header *h = &r->headers[i];
-		const char *v = c->head + h->value.off;
-		if (h->name.len != 13 ||
-		    strncasecmp(c->head + h->name.off, "Authorization", 13) !=
-			0)
+	return 0;
+}
+
+/* What the broker's answer on a token means for this request: NULL when
+ * it is good here, else the detail of the refusal. */
+static const char *
+token_verdict(struct pconn *c, int status, json_t *body)
+{
+	json_t *active = json_object_get(body, "active");
+	const char *job = json_string_value(json_object_get(body, "job"));
+	const char *aud = json_string_value(json_object_get(body, "aud"));
+	const struct egress_rule *rule =
+	    c->rule >= 0 ? &c->job->rules.rule[c->rule] : NULL;
+
+	if (status != 200 || !json_is_boolean(active))
+		return "introspection_failed";
+	if (!json_is_true(active))
+		return "inactive"; /* a canary among them: the broker revoked */
+	if (job == NULL || strcmp(job, c->job->id) != 0)
+		return "other_job";
+	if (rule == NULL || rule->audience[0] == '\0')
+		return "no_audience";
+	if (aud == NULL || strcmp(aud, rule->audience) != 0)
+		return "audience";
+	return NULL;
+}
+
+static void
+on_ignored(void *arg, int status, json_t *body)
+{
+	(void)arg;
+	(void)status;
+	(void)body;
+}
+
+/* Sends the tokens not yet judged to the broker without waiting: the
+ * request is refused anyway, but a canary among them must trip. */
+static void
+tokens_tell_rest(struct pconn *c)
+{
+	for (size_t i = 0; i < c->ntokens; i++) {
+		if (c->tokens[i].done)
 			continue;
-		/* The bearer token wins over a shape seen elsewhere. */
-		if (h->value.len > 7 && strncasecmp(v, "Bearer ", 7) == 0 &&
-		    h->value.len - 7 < sizeof(c->token) &&
-		    strncmp(v + 7, "crd_", 4) == 0) {
-			memcpy(c->token, v + 7, h->value.len - 7);
-			c->token[h->value.len - 7] = '\0';
-			return;
-		}
+		json_t *q = json_pack("{s:s}", "token", c->tokens[i].tok);
+		if (q != NULL)
+			(void)broker_call(c->p->broker, "POST",
+			    "/v1/introspect", q, on_ignored, NULL);
+		json_decref(q);
+		c->tokens[i].done = true;
+		c->tokens[i].why = "not_judged";
 	}
 }
+
+/*
+ * Asks the broker about the next token not yet judged, with cb for its
+ * answer: true when a call is in flight; false when none is left to ask.
+ * A call that cannot start judges its token "introspection_failed".
+ */
+static bool
+tokens_ask_next(struct pconn *c, broker_cb cb)
+{
+	for (; c->judging < c->ntokens; c->judging++) {
+		struct judged *j = &c->tokens[c->judging];
+		if (j->done)
+			continue;
+		json_t *q = json_pack("{s:s}", "token", j->tok);
+		c->call = q != NULL ? broker_call(c->p->broker, "POST",
+					  "/v1/introspect", q, cb, c)
+				    : NULL;
+		json_decref(q);
+		if (c->call != NULL)
+			return true;
+		j->done = true;
+		j->why = "introspection_failed";
+	}
+	return false;
+}
+
+/* The first refusal among the request's judged tokens, or NULL. */
+static const char *
+tokens_refusal(const struct pconn *c)
+{
+	for (size_t i = 0; i < c->ntokens; i++)
+		if (c->tokens[i].done && c->tokens[i].why != NULL)
+			return c->tokens[i].why;
+	return NULL;
+}
+
+static void judge_tokens_next(struct pconn *c);
 
 static void
 on_introspect(void *arg, int status, json_t *body)
 {
 	struct pconn *c = arg;
-	json_t *active = json_object_get(body, "active");
-	const char *job = json_string_value(json_object_get(body, "job"));
-	const char *aud = json_string_value(json_object_get(body, "aud"));
-	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
+	struct judged *j = &c->tokens[c->judging];
 
 	c->call = NULL;
-	explicit_bzero(c->token, sizeof(c->token));
-	if (status != 200 || !json_is_boolean(active))
-		deny(c, "token", "introspection_failed");
-	else if (!json_is_true(active))
-		deny(c, "token", "inactive");
-	else if (job == NULL || strcmp(job, c->job->id) != 0)
-		deny(c, "token", "other_job");
-	else if (aud == NULL || strcmp(aud, rule->audience) != 0)
-		deny(c, "token", "audience");
-	else
-		go_upstream(c);
+	j->done = true;
+	j->why = token_verdict(c, status, body);
+	judge_tokens_next(c);
+}
+
+/* The head's tokens, one broker call at a time; on the first refusal the
+ * rest are told to the broker (for the canaries) and the request
+ * refused. */
+static void
+judge_tokens_next(struct pconn *c)
+{
+	const char *why = tokens_refusal(c);
+
+	if (why == NULL && tokens_ask_next(c, on_introspect))
+		return;
+	why = tokens_refusal(c);
+	if (why != NULL) {
+		tokens_tell_rest(c);
+		deny(c, "token", why);
+		return;
+	}
+	go_upstream(c);
 }
 
 /* A request for broker.cordon: POST /v1/token and nothing else. */
@@ -573,27 +698,17 @@ judge(struct pconn *c)
 		deny(c, "upgrade", NULL);
 		return;
 	}
-	if (r->connect) {
-		go_upstream(c);
+	/* Every token shape in the head, request line and every field:
+	 * each is judged, a CONNECT's too. */
+	if (tokens_collect(c, c->head, c->head_len) < 0) {
+		c->judging = c->ntokens;
+		tokens_tell_rest(c);
+		deny(c, "token", "too_many_tokens");
 		return;
 	}
-	find_token(c);
-	if (c->token[0] == '\0') {
-		go_upstream(c);
-		return;
-	}
-	if (rule->audience[0] == '\0') {
-		deny(c, "token", "no_audience");
-		return;
-	}
-	json_t *q = json_pack("{s:s}", "token", c->token);
+	c->judging = 0;
 	c->state = CS_TOKEN;
-	c->call = q != NULL ? broker_call(c->p->broker, "POST",
-				  "/v1/introspect", q, on_introspect, c)
-			    : NULL;
-	json_decref(q);
-	if (c->call == NULL)
-		deny(c, "token", "introspection_failed");
+	judge_tokens_next(c);
 }
 
 /* --- the CONNECT answer and the tunnels ----------------------------------- */
@@ -990,7 +1105,6 @@ send_request(struct pconn *c)
 	c->body_tail_len = 0;
 	c->body_hold = false;
 	c->up_eof_held = false;
-	memset(c->body_ok, 0, sizeof(c->body_ok));
 	c->body_done = r->body == HTTP1_BODY_NONE ||
 	    (r->body == HTTP1_BODY_LENGTH && r->content_length == 0);
 	c->body_left = r->body == HTTP1_BODY_LENGTH ? r->content_length : 0;
@@ -1039,69 +1153,83 @@ static void
 on_body_introspect(void *arg, int status, json_t *body)
 {
 	struct pconn *c = arg;
-	json_t *active = json_object_get(body, "active");
-	const char *job = json_string_value(json_object_get(body, "job"));
-	const char *aud = json_string_value(json_object_get(body, "aud"));
-	const struct egress_rule *rule =
-	    c->rule >= 0 ? &c->job->rules.rule[c->rule] : NULL;
-	const char *why = NULL;
+	struct judged *j = &c->tokens[c->judging];
 
 	c->call = NULL;
-	if (status != 200 || !json_is_boolean(active))
-		why = "introspection_failed";
-	else if (!json_is_true(active))
-		why = "inactive";
-	else if (job == NULL || strcmp(job, c->job->id) != 0)
-		why = "other_job";
-	else if (rule == NULL || aud == NULL || rule->audience[0] == '\0' ||
-	    strcmp(aud, rule->audience) != 0)
-		why = "audience";
-	if (why != NULL) {
-		explicit_bzero(c->token, sizeof(c->token));
+	j->done = true;
+	j->why = token_verdict(c, status, body);
+	if (j->why != NULL) {
 		/* Part of the request went up: that connection is done. */
 		up_drop(c);
-		deny(c, "token", why);
+		deny(c, "token", j->why);
 		return;
 	}
 	if (c->up_eof_held) {
 		/* Cleared, but the upstream is gone before the body went. */
-		explicit_bzero(c->token, sizeof(c->token));
 		up_drop(c);
 		fail(c, 502, "upstream_closed");
 		return;
 	}
-	memcpy(c->body_ok, c->token, sizeof(c->body_ok));
-	explicit_bzero(c->token, sizeof(c->token));
 	c->body_hold = false;
 	pump_body(c);
 }
 
+/* The first token in s[0..n) that this request has not found good: its
+ * offset, or -1. Sets *ret_index to its place in c->tokens (-1: past
+ * TOKENS_MAX). */
+static ssize_t
+body_token_new(struct pconn *c, const char *s, size_t n, int *ret_index)
+{
+	size_t off = 0;
+	ssize_t at;
+
+	while (off < n && (at = token_find(s + off, n - off)) >= 0) {
+		int i = token_add(c, s + off + (size_t)at);
+		if (i < 0 || !c->tokens[i].done || c->tokens[i].why != NULL) {
+			*ret_index = i;
+			return (ssize_t)off + at;
+		}
+		off += (size_t)at + TOKEN_PREFIX_LEN;
+	}
+	return -1;
+}
+
 /*
- * Looks for a cordon token in the next body bytes p[0..n), with the end
- * of what went before (a token may span two reads). One found, other than
- * the one already found good, holds the body until the broker says whose
- * it is: 0 to go on, -1 when held (or c closed).
+ * Looks for cordon tokens in the next body bytes p[0..n), with the end of
+ * what went before (a token may span two reads). Each one this request has
+ * not yet found good holds the body until the broker says whose it is: 0
+ * to go on, -1 when held (or c closed).
  */
 static int
 body_token_check(struct pconn *c, const char *p, size_t n)
 {
-	char edge[41 + 41];
-	size_t m = n < 41 ? n : 41;
+	enum { TAIL = TOKEN_LEN - 1 };
+	char edge[2 * TAIL];
+	size_t m = n < TAIL ? n : TAIL;
 	ssize_t at;
-	const char *found = NULL;
+	int i = 0;
 
+	/* A token that starts in the tail and ends in p, then any in p. */
 	memcpy(edge, c->body_tail, c->body_tail_len);
 	memcpy(edge + c->body_tail_len, p, m);
-	at = token_find(edge, c->body_tail_len + m);
-	if (at >= 0 && (size_t)at < c->body_tail_len)
-		found = edge + at;
-	else if ((at = token_find(p, n)) >= 0)
-		found = p + at;
-	if (found != NULL && memcmp(found, c->body_ok, 42) != 0) {
-		memcpy(c->token, found, 42);
-		c->token[42] = '\0';
-		json_t *q = json_pack("{s:s}", "token", c->token);
+	at = body_token_new(c, edge, c->body_tail_len + m, &i);
+	if (at < 0)
+		at = body_token_new(c, p, n, &i);
+	if (at >= 0) {
+		if (i < 0) {
+			up_drop(c);
+			deny(c, "token", "too_many_tokens");
+			return -1;
+		}
+		if (c->tokens[i].done) {
+			/* Refused already (a bad checksum): no call to make. */
+			up_drop(c);
+			deny(c, "token", c->tokens[i].why);
+			return -1;
+		}
+		c->judging = (size_t)i;
 		c->body_hold = true;
+		json_t *q = json_pack("{s:s}", "token", c->tokens[i].tok);
 		c->call = q != NULL
 		    ? broker_call(c->p->broker, "POST", "/v1/introspect", q,
 			  on_body_introspect, c)
@@ -1115,12 +1243,12 @@ body_token_check(struct pconn *c, const char *p, size_t n)
 	}
 	/* Keep the last bytes for a token that starts here and ends in the
 	 * next read. */
-	if (n >= 41) {
-		memcpy(c->body_tail, p + n - 41, 41);
-		c->body_tail_len = 41;
+	if (n >= TAIL) {
+		memcpy(c->body_tail, p + n - TAIL, TAIL);
+		c->body_tail_len = TAIL;
 	} else {
 		size_t keep =
-		    c->body_tail_len + n > 41 ? 41 - n : c->body_tail_len;
+		    c->body_tail_len + n > TAIL ? TAIL - n : c->body_tail_len;
 		memmove(c->body_tail, c->body_tail + c->body_tail_len - keep,
 		    keep);
 		memcpy(c->body_tail + keep, p, n);

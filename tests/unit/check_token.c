@@ -263,11 +263,16 @@ START_TEST(test_find_token_shapes)
 	ck_assert_int_eq(token_generate(tok), 0);
 	snprintf(text, sizeof(text), "X-Key: %s\r\n", tok);
 	ck_assert_int_eq(token_find(text, strlen(text)), 7);
-	/* Inside a longer run of base62: not a token. */
+	/* Glued to a letter or a digit, on either side, it is still the
+	 * token a server may cut out and use (issue 16, item 2). */
 	snprintf(text, sizeof(text), "a%s", tok);
-	ck_assert_int_eq(token_find(text, strlen(text)), -1);
+	ck_assert_int_eq(token_find(text, strlen(text)), 1);
+	snprintf(text, sizeof(text), "x0%s", tok);
+	ck_assert_int_eq(token_find(text, strlen(text)), 2);
 	snprintf(text, sizeof(text), "%sZ", tok);
-	ck_assert_int_eq(token_find(text, strlen(text)), -1);
+	ck_assert_int_eq(token_find(text, strlen(text)), 0);
+	snprintf(text, sizeof(text), "xcrd_%s", tok);
+	ck_assert_int_eq(token_find(text, strlen(text)), 5);
 	/* Cut short, or at the very end of the bytes. */
 	ck_assert_int_eq(token_find(tok, TOKEN_LEN - 1), -1);
 	ck_assert_int_eq(token_find(tok, TOKEN_LEN), 0);
