@@ -102,6 +102,8 @@ START_TEST(a_foreign_architecture_is_refused)
 	/* getpid through the i386 entry point (eax 20): not our ABI. */
 	__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory");
 	ck_assert_int_eq(r, -EPERM);
+	/* And through x32's (the native entry, bit 30 of the number). */
+	REFUSED(EPERM, 0x40000000L | SYS_getpid);
 #endif
 	/* And the same call the native way still works. */
 	ck_assert_int_eq(syscall(SYS_getpid), getpid());
