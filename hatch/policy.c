@@ -1,21 +1,69 @@
 /*
  * The return-path policy. Nothing here trusts a path, a mode or a link
  * target: each is data the job chose, judged and reported, never used.
+ * A path is judged as the checkout that applies the patch may read it:
+ * on a case-insensitive file system, on Windows (trailing dots and
+ * spaces dropped, a stream name after ':', backslashes as separators,
+ * 8.3 short names) or on macOS (ignorable code points dropped); so a
+ * protected glob matches a path in any of those spellings, at any depth.
  */
 #include "policy.h"
 
 #include "buf.h"
 #include "copyin.h"
-#include "patch.h"
+#include "envelope.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-const char *const policy_default_protected[] = { ".github/**", ".gitlab-ci.yml",
-	".circleci/**", ".ci/**", "Jenkinsfile", ".git/**", "**/.git/**",
-	".gitmodules", ".gitattributes", "*.service", ".envrc", ".npmrc",
-	".pypirc", NULL };
+/* Each with its source in docs/return-path.md; matching folds case. */
+const char *const policy_default_protected[] = {
+	/* CI systems. */
+	".github/**", ".gitlab-ci.yml", ".gitlab/**", ".gitea/**",
+	".forgejo/**", ".circleci/**", ".travis.yml", "azure-pipelines.yml",
+	"azure-pipelines.yaml", ".azure-pipelines/**",
+	"bitbucket-pipelines.yml", ".drone.yml", ".drone.yaml",
+	".drone.jsonnet", ".drone.star", ".buildkite/**", "buildkite.yml",
+	"buildkite.yaml", ".woodpecker/**", ".woodpecker.yml",
+	".woodpecker.yaml", "jenkinsfile", "jenkinsfile.*", "*.jenkinsfile",
+	".cirrus.yml", ".cirrus.star", ".semaphore/**", "appveyor.yml",
+	".appveyor.yml", "codeship-*.yml", "codeship-*.yaml", ".tekton/**",
+	".harness/**", "cloudbuild.yaml", "cloudbuild.yml", "cloudbuild.json",
+	"buildspec.yml", "buildspec.yaml", ".teamcity/**", "bamboo-specs/**",
+	".ci/**", "action.yml", "action.yaml", "codeowners", ".gitpod.yml",
+	".gitpod.dockerfile", "renovate.json", "renovate.json5", ".renovaterc",
+	".renovaterc.json",
+	/* git itself: a .git anywhere (a directory or a gitfile). */
+	".git", ".gitmodules", ".gitattributes", ".lfsconfig",
+	/* Hook runners. */
+	".husky/**", ".pre-commit-config.yaml", ".pre-commit-config.yml",
+	".pre-commit-hooks.yaml", "lefthook.yml", "lefthook.yaml",
+	".lefthook.yml", ".lefthook.yaml", "lefthook-local.yml",
+	"lefthook-local.yaml", ".lefthook/**", ".lefthook-local/**",
+	".githooks/**", ".git-hooks/**", ".overcommit.yml",
+	".simple-git-hooks.json", ".simple-git-hooks.js",
+	".simple-git-hooks.cjs", "simple-git-hooks.json", ".lintstagedrc*",
+	"lint-staged.config.*",
+	/* Editors and dev environments that run what they find. */
+	".vscode/**", ".devcontainer/**", ".devcontainer.json", ".idea/**",
+	".run/**", ".fleet/**", ".zed/**", ".helix/**", ".nvim.lua", ".nvimrc",
+	".exrc",
+	/* Environments and package managers: where code or credentials go. */
+	".envrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs",
+	".pnpmfile.mjs", "bunfig.toml", ".bunfig.toml", ".pypirc", "pip.conf",
+	".condarc", ".cargo/**", ".mvn/**", "gradle/wrapper/**", ".bazelrc",
+	".bundle/**", ".netrc", "mise.toml", ".mise.toml",
+	/* What a host runs or lets in, when an input is a home or /etc. */
+	"*.service", "*.timer", "*.socket", ".ssh/**", "authorized_keys",
+	".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc",
+	".zshenv", ".zprofile",
+	/* Where coding agents read their instructions and hooks. */
+	"agents.md", "claude.md", "gemini.md", ".claude/**", ".cursor/**",
+	".cursorrules", ".windsurfrules", ".clinerules", ".gemini/**",
+	".mcp.json", NULL
+};
 
 static const char *const verdict_names[] = {
 	[VERDICT_CLEAN] = "clean",
@@ -39,6 +87,7 @@ policy_init(struct policy *p, const json_t *extra, const json_t *roots,
 	*p = (struct policy){ .protected = json_array(),
 		.roots = roots != NULL ? json_deep_copy(roots) : json_array(),
 		.max_patch_bytes = max_patch_bytes,
+		.max_entries = POLICY_MAX_ENTRIES,
 		.flags = json_array(),
 		.verdict = VERDICT_CLEAN };
 	if (p->protected == NULL || p->roots == NULL || p->flags == NULL) {
@@ -65,14 +114,22 @@ policy_free(struct policy *p)
 	p->protected = p->roots = p->flags = NULL;
 }
 
-/* Matches one component's worth of pattern (no '/', no "**"). */
+static char
+lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+/* Matches one component's worth of pattern (no '/', no "**"), folding
+ * ASCII case. */
 static bool
 match_component(const char *pat, size_t plen, const char *s, size_t slen)
 {
 	size_t pi = 0, si = 0, star_p = (size_t)-1, star_s = 0;
 
 	while (si < slen) {
-		if (pi < plen && (pat[pi] == '?' || pat[pi] == s[si])) {
+		if (pi < plen &&
+		    (pat[pi] == '?' || lower(pat[pi]) == lower(s[si]))) {
 			pi++;
 			si++;
 		} else if (pi < plen && pat[pi] == '*') {
@@ -89,7 +146,8 @@ match_component(const char *pat, size_t plen, const char *s, size_t slen)
 	return pi == plen;
 }
 
-/* Matches a '/'-separated pattern against a '/'-separated path. */
+/* Matches a '/'-separated pattern against a '/'-separated path from its
+ * start; "**" spans any number of components, none included. */
 static bool
 match_path(const char *pat, const char *path)
 {
@@ -115,37 +173,174 @@ match_path(const char *pat, const char *path)
 	if (pat[pn] == '\0' || (pat[pn] == '/' && pat[pn + 1] == '\0'))
 		return path[sn] == '\0';
 	if (path[sn] == '\0')
-		return false;
+		/* A trailing "**" holds x itself too: a file or link x. */
+		return strcmp(pat + pn, "/**") == 0;
 	return match_path(pat + pn + 1, path + sn + 1);
+}
+
+/* Whether pattern matches path starting at one of its components. */
+static bool
+match_any_depth(const char *pattern, const char *path)
+{
+	size_t n = strlen(pattern);
+	bool anchored = memchr(pattern, '/', n > 0 ? n - 1 : 0) != NULL;
+
+	if (pattern[0] == '/')
+		pattern++;
+	for (const char *s = path;;) {
+		size_t sn = strcspn(s, "/");
+
+		if (anchored ? match_path(pattern, s)
+			     : match_component(pattern,
+				   n > 0 && pattern[n - 1] == '/' ? n - 1 : n,
+				   s, sn))
+			return true;
+		if (s[sn] == '\0')
+			return false;
+		s += sn + 1;
+	}
 }
 
 bool
 policy_glob_match(const char *pattern, const char *path)
 {
-	size_t n = strlen(pattern);
-	bool anchored = memchr(pattern, '/', n > 0 ? n - 1 : 0) != NULL;
+	return match_any_depth(pattern, path);
+}
 
-	if (anchored)
-		return match_path(pattern[0] == '/' ? pattern + 1 : pattern,
-		    path);
-	/* No '/': the last component, at any depth. */
-	const char *base = strrchr(path, '/');
-	base = base != NULL ? base + 1 : path;
-	return match_component(pattern,
-	    n > 0 && pattern[n - 1] == '/' ? n - 1 : n, base, strlen(base));
+/*
+ * path as a checkout on another file system may read it, into out (of
+ * size len): backslashes as '/', code points macOS ignores dropped, each
+ * component cut at ':' (an NTFS stream) and stripped of trailing dots
+ * and spaces (Windows drops them). False when it does not fit.
+ */
+static bool
+fold_path(const char *path, char *out, size_t len)
+{
+	size_t o = 0, comp = 0, n = strlen(path);
+	bool cut = false;
+
+	for (size_t i = 0; i <= n;) {
+		unsigned char c = (unsigned char)path[i];
+		uint32_t cp;
+		size_t k;
+
+		if (c == '/' || c == '\\' || c == '\0') {
+			while (o > comp &&
+			    (out[o - 1] == '.' || out[o - 1] == ' '))
+				o--;
+			if (c == '\0')
+				break;
+			if (o + 1 >= len)
+				return false;
+			out[o++] = '/';
+			comp = o;
+			cut = false;
+			i++;
+			continue;
+		}
+		k = c >= 0x80
+		    ? envelope_utf8_decode((const unsigned char *)path + i,
+			  n - i, &cp)
+		    : 1;
+		if (k == 0)
+			k = 1; /* not UTF-8: kept as it is */
+		else if (c >= 0x80 && envelope_invisible(cp)) {
+			i += k;
+			continue;
+		}
+		if (c == ':')
+			cut = true;
+		if (!cut) {
+			if (o + k >= len)
+				return false;
+			memcpy(out + o, path + i, k);
+			o += k;
+		}
+		i += k;
+	}
+	out[o] = '\0';
+	return true;
+}
+
+/* An NTFS 8.3 short name (GIT~1, GITHUB~1): on Windows it may be the
+ * other name of a protected directory. */
+static bool
+short_name(const char *path)
+{
+	for (const char *s = path;;) {
+		size_t sn = strcspn(s, "/");
+		const char *t = memchr(s, '~', sn);
+
+		if (t != NULL && t > s && t - s <= 6 && t + 1 < s + sn &&
+		    t[1] >= '1' && t[1] <= '9') {
+			const char *e = t + 2;
+			while (e < s + sn && *e >= '0' && *e <= '9')
+				e++;
+			if (e == s + sn || (*e == '.' && s + sn - e <= 4))
+				return true;
+		}
+		if (s[sn] == '\0')
+			return false;
+		s += sn + 1;
+	}
+}
+
+/* How the report writes one code point: 0 as it is, else escaped. */
+static bool
+shown_escaped(uint32_t cp)
+{
+	return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||
+	    cp == '"' || cp == '\\' || cp == 0x2028 || cp == 0x2029 ||
+	    envelope_invisible(cp);
 }
 
 json_t *
 policy_path_json(const char *path)
 {
-	json_t *j = json_string(path);
+	static const char letters[] = "abtnvfr"; /* 0x07 to 0x0d */
+	const unsigned char *s = (const unsigned char *)path;
+	size_t n = strlen(path), i;
 	struct buf b;
+	json_t *j;
+	int r;
 
-	if (j != NULL)
-		return j;
-	buf_init(&b, 4 * PATH_MAX + 8);
-	if (patch_quote_path(&b, "", path) == 0)
-		j = json_stringn(b.data, b.len);
+	for (i = 0; i < n;) {
+		uint32_t cp;
+		size_t k = envelope_utf8_decode(s + i, n - i, &cp);
+
+		if (k == 0 || shown_escaped(cp))
+			break;
+		i += k;
+	}
+	if (i == n)
+		return json_string(path);
+	/* git's quoted form, with \u for what git would show raw. */
+	buf_init(&b, 10 * n + 8);
+	r = buf_append(&b, "\"", 1);
+	for (i = 0; r == 0 && i < n;) {
+		uint32_t cp;
+		size_t k = envelope_utf8_decode(s + i, n - i, &cp);
+
+		if (k == 0) {
+			r = buf_printf(&b, "\\%03o", s[i]);
+			k = 1;
+		} else if (cp >= 0x07 && cp <= 0x0d)
+			r = buf_printf(&b, "\\%c", letters[cp - 0x07]);
+		else if (cp == '"' || cp == '\\')
+			r = buf_printf(&b, "\\%c", (int)cp);
+		else if (cp < 0x20 || cp == 0x7f)
+			r = buf_printf(&b, "\\%03o", (unsigned)cp);
+		else if (shown_escaped(cp))
+			r = cp > 0xffff
+			    ? buf_printf(&b, "\\U%08x", (unsigned)cp)
+			    : buf_printf(&b, "\\u%04x", (unsigned)cp);
+		else
+			r = buf_append(&b, s + i, k);
+		i += k;
+	}
+	if (r == 0)
+		r = buf_append(&b, "\"", 1);
+	j = r == 0 ? json_stringn(b.data, b.len) : NULL;
 	buf_free(&b);
 	return j;
 }
@@ -154,43 +349,61 @@ void
 policy_flag(struct policy *p, const char *path, const char *flag,
     const char *reason, enum verdict v)
 {
+	if (v > p->verdict)
+		p->verdict = v;
+	if (json_array_size(p->flags) >= POLICY_MAX_FLAGS) {
+		p->flags_omitted++;
+		return;
+	}
 	json_array_append_new(p->flags,
 	    json_pack("{s:o, s:s, s:s, s:s}", "path", policy_path_json(path),
 		"flag", flag, "reason", reason, "verdict", verdict_names[v]));
-	if (v > p->verdict)
-		p->verdict = v;
 }
 
-/* The glob of p's protected list that path (or its part beneath one of
- * the inputs' destinations) matches, or NULL. */
-static const char *
-protected_by(const struct policy *p, const char *path)
+const char *
+policy_protected_by(const struct policy *p, const char *path)
 {
-	size_t i, k;
-	json_t *g, *root;
+	char folded[PATH_MAX];
+	size_t i;
+	json_t *g;
 
+	/* Too long to fold is too long to be applied anywhere: judged as
+	 * it is, and refused by the walk. */
+	if (!fold_path(path, folded, sizeof(folded)))
+		snprintf(folded, sizeof(folded), "%s", path);
 	json_array_foreach(p->protected, i, g)
 	{
 		const char *glob = json_string_value(g);
 
-		if (policy_glob_match(glob, path))
+		if (match_any_depth(glob, folded))
 			return glob;
-		json_array_foreach(p->roots, k, root)
-		{
-			const char *r = json_string_value(root);
-			size_t n = strlen(r);
-			if (strncmp(path, r, n) == 0 && path[n] == '/' &&
-			    policy_glob_match(glob, path + n + 1))
-				return glob;
-		}
 	}
-	return NULL;
+	return short_name(folded) ? "an NTFS short name (8.3)" : NULL;
+}
+
+/* Whether path is one of the inputs' destinations or lies beneath one. */
+static bool
+inside_inputs(const struct policy *p, const char *path)
+{
+	size_t i;
+	json_t *root;
+
+	json_array_foreach(p->roots, i, root)
+	{
+		const char *r = json_string_value(root);
+		size_t n = r != NULL ? strlen(r) : 0;
+
+		if (n > 0 && strncmp(path, r, n) == 0 &&
+		    (path[n] == '/' || path[n] == '\0'))
+			return true;
+	}
+	return false;
 }
 
 void
 policy_check_deletion(struct policy *p, const char *path)
 {
-	if (protected_by(p, path) != NULL)
+	if (policy_protected_by(p, path) != NULL)
 		policy_flag(p, path, "protected_path",
 		    "a deletion where CI, hooks or tools look for instructions "
 		    "(protected)",
@@ -201,12 +414,18 @@ void
 policy_check_entry(struct policy *p, const char *path, mode_t mode,
     const char *link_target)
 {
-	const char *glob = protected_by(p, path);
+	const char *glob = policy_protected_by(p, path);
 
 	if (glob != NULL)
 		policy_flag(p, path, "protected_path",
 		    "a write where CI, hooks or tools look for instructions "
 		    "(protected)",
+		    VERDICT_NEEDS_REVIEW);
+	if (!inside_inputs(p, path))
+		policy_flag(p, path, "outside_inputs",
+		    "a write outside every input the job was given: nothing "
+		    "the reviewer knows is there, and the path may land "
+		    "anywhere once the patch is applied",
 		    VERDICT_NEEDS_REVIEW);
 	if (S_ISLNK(mode)) {
 		if (link_target == NULL || link_target[0] == '/')

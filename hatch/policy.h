@@ -17,11 +17,18 @@ enum verdict {
 	VERDICT_REFUSED,
 };
 
+/* Flags listed in a report; past them each is only counted. */
+#define POLICY_MAX_FLAGS 1000
+/* Entries of upper a seal walks; past them the rest is refused. */
+#define POLICY_MAX_ENTRIES 100000
+
 struct policy {
 	json_t *protected; /* array of globs: the defaults plus the job's */
 	json_t *roots; /* the inputs' dst: globs also match beneath them */
 	uint64_t max_patch_bytes;
+	uint64_t max_entries; /* POLICY_MAX_ENTRIES unless a test lowers it */
 	json_t *flags; /* [{path, flag, reason, verdict}] */
+	uint64_t flags_omitted; /* flagged past POLICY_MAX_FLAGS */
 	enum verdict verdict;
 };
 
@@ -50,6 +57,9 @@ bool policy_glob_match(const char *pattern, const char *path);
  * goes missing from the report for its name. NULL only without memory.
  */
 json_t *policy_path_json(const char *path);
+
+/* The glob of p's protected list that path matches, or NULL. */
+const char *policy_protected_by(const struct policy *p, const char *path);
 
 /* Flags path (relative to the workspace) with a reason and a verdict. */
 void policy_flag(struct policy *p, const char *path, const char *flag,

@@ -21,8 +21,13 @@
  *    never reach the patch, whatever the symlinks point at;
  *  - the flags: each fifo, socket and device; each setuid, setgid file;
  *    each written world-writable file and symlink (absolute, escaping or
- *    not, as its text says); a write under a default protected path; and
- *    the verdict is the worst of them.
+ *    not, as its text says); a write under a default protected path (in
+ *    any case, at any depth); a write outside both inputs; and the
+ *    verdict is the worst of them;
+ *  - every path in the report (changes, flags) is bare only when nothing
+ *    in it would fool a reader (no control, no quote or backslash, no
+ *    bidi, zero-width or tag character, valid UTF-8), else quoted with
+ *    every such character escaped, and decodes to the path it names.
  *
  * The input, byte by byte (missing bytes read as 0): a head (bits 0-2 the
  * patch cap, 64 bytes to 1 MiB; bit 3 two extra protected globs), then up
@@ -50,6 +55,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -90,11 +96,15 @@ static size_t budget;
 static const char *const names[] = { "a", "b", "c.txt", "sub", ".git",
 	".github", "x.service", "in", "src", "app", "with space", "tab\tname",
 	"nl\nname", "q\"uote", "\303\251t\303\251", "back\\slash", ".envrc",
-	"Jenkinsfile", "-dash", "\001ctl", "...", "\177del" };
+	"Jenkinsfile", "-dash", "\001ctl", "...", "\177del", ".GitHub",
+	"\342\200\256rlo", "tag\363\240\201\251", "zz", ".HUSKY", "\033[1m",
+	"zw\342\200\213j", "\302\233c1" };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
 static const mode_t modes[] = { 0644, 0755, 0600, 04755, 02755, 0666, 0777,
 	0444 };
+
+static void from_report(const char *p, char *out);
 
 /* --- Reading the input. --- */
 
@@ -1076,16 +1086,27 @@ apply_section(struct cursor *c, const char *path, struct version *v)
 	*v = out;
 }
 
+/* The path of a report's entry (a change or a flag), decoded. */
+static const char *
+entry_path(const json_t *e, char *out)
+{
+	const char *p = json_string_value(json_object_get(e, "path"));
+
+	FUZZ_ASSERT(p != NULL);
+	from_report(p, out);
+	return out;
+}
+
 static bool
 flagged(const json_t *flags, const char *path, const char *flag)
 {
+	char fp[REL_MAX];
 	size_t i;
 	json_t *f;
 
 	json_array_foreach(flags, i, f)
 	{
-		if (strcmp(json_string_value(json_object_get(f, "path")),
-			path) == 0 &&
+		if (strcmp(entry_path(f, fp), path) == 0 &&
 		    strcmp(json_string_value(json_object_get(f, "flag")),
 			flag) == 0)
 			return true;
@@ -1096,14 +1117,13 @@ flagged(const json_t *flags, const char *path, const char *flag)
 static size_t
 count_flags(const json_t *flags, const char *path, const char *flag)
 {
+	char fp[REL_MAX];
 	size_t i, n = 0;
 	json_t *f;
 
 	json_array_foreach(flags, i, f)
 	{
-		if ((path == NULL ||
-			strcmp(json_string_value(json_object_get(f, "path")),
-			    path) == 0) &&
+		if ((path == NULL || strcmp(entry_path(f, fp), path) == 0) &&
 		    strcmp(json_string_value(json_object_get(f, "flag")),
 			flag) == 0)
 			n++;
@@ -1134,40 +1154,152 @@ escapes(const char *link, const char *target)
 	}
 }
 
-/* A few of the default protected globs, read independently. */
+/* A few of the default protected globs, read independently: each
+ * matches a component at any depth, in any case. */
 static bool
 protected_path(const char *path)
 {
 	static const char *const bases[] = { ".envrc", "Jenkinsfile",
 		".gitmodules", ".gitattributes", ".gitlab-ci.yml", ".npmrc",
-		".pypirc" };
-	static const char *const roots[] = { "", "in/", "src/app/" };
-	const char *base = strrchr(path, '/');
-	size_t bl;
+		".pypirc", ".git", ".github", ".husky" };
 
-	base = base != NULL ? base + 1 : path;
-	bl = strlen(base);
-	for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++)
-		if (strcmp(base, bases[i]) == 0)
-			return true;
-	if (bl >= 8 && strcmp(base + bl - 8, ".service") == 0)
-		return true;
-	/* ".git" as a directory anywhere; ".github/" at a root. */
 	for (const char *s = path;;) {
 		size_t n = strcspn(s, "/");
-		if (n == 4 && memcmp(s, ".git", 4) == 0 && s[n] == '/')
+
+		for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++)
+			if (n == strlen(bases[i]) &&
+			    strncasecmp(s, bases[i], n) == 0)
+				return true;
+		if (n >= 8 && strncasecmp(s + n - 8, ".service", 8) == 0)
 			return true;
 		if (s[n] == '\0')
-			break;
+			return false;
 		s += n + 1;
 	}
-	for (size_t i = 0; i < 3; i++) {
-		size_t rl = strlen(roots[i]);
-		if (strncmp(path, roots[i], rl) == 0 &&
-		    strncmp(path + rl, ".github/", 8) == 0)
+}
+
+/* One of the inputs the walk is given ("in", "src/app"), or under one. */
+static bool
+inside_inputs(const char *path)
+{
+	return strncmp(path, "in/", 3) == 0 || strcmp(path, "in") == 0 ||
+	    strncmp(path, "src/app/", 8) == 0 || strcmp(path, "src/app") == 0;
+}
+
+/* What a reader must never see raw in a report's path: controls, DEL,
+ * '"', '\\', C1 controls, bidi controls, zero-width characters, the BOM
+ * and tag characters (a few of the ranges, read independently). */
+static bool
+fools_a_reader(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		unsigned char c1 = i + 1 < n ? s[i + 1] : 0;
+		unsigned char c2 = i + 2 < n ? s[i + 2] : 0;
+
+		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
+			return true;
+		if (c == 0xc2 && c1 >= 0x80 && c1 <= 0x9f)
+			return true;
+		if (c == 0xe2 && c1 == 0x80 &&
+		    ((c2 >= 0x8b && c2 <= 0x8f) || (c2 >= 0xa8 && c2 <= 0xae)))
+			return true;
+		if (c == 0xe2 && c1 == 0x81 && c2 >= 0xa0 && c2 <= 0xaf)
+			return true;
+		if (c == 0xef && c1 == 0xbb && c2 == 0xbf)
+			return true;
+		if (c == 0xf3 && c1 == 0xa0)
 			return true;
 	}
 	return false;
+}
+
+/* Puts code point cp as UTF-8 at out + *n. */
+static void
+put_utf8(char *out, size_t *n, unsigned long cp)
+{
+	if (cp < 0x80) {
+		out[(*n)++] = (char)cp;
+	} else if (cp < 0x800) {
+		out[(*n)++] = (char)(0xc0 | (cp >> 6));
+		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
+	} else if (cp < 0x10000) {
+		out[(*n)++] = (char)(0xe0 | (cp >> 12));
+		out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
+	} else {
+		out[(*n)++] = (char)(0xf0 | (cp >> 18));
+		out[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
+	}
+}
+
+/*
+ * A path as the report shows it, back to the path it names (into out of
+ * REL_MAX): bare, or quoted with git's escapes, \ooo for a byte and
+ * \uXXXX or \UXXXXXXXX for a code point. Asserts that the form is the
+ * one it must be: bare only when nothing in it fools a reader, and quoted
+ * with nothing raw that would.
+ */
+static void
+from_report(const char *p, char *out)
+{
+	char raw[REL_MAX]; /* its raw bytes, a space for each escape */
+	size_t n = 0, rn = 0, len = strlen(p);
+
+	if (p[0] != '"') {
+		FUZZ_ASSERT(!fools_a_reader((const unsigned char *)p, len));
+		FUZZ_ASSERT(len < REL_MAX);
+		memcpy(out, p, len + 1);
+		return;
+	}
+	FUZZ_ASSERT(len >= 2 && p[len - 1] == '"');
+	for (size_t i = 1; i + 1 < len;) {
+		static const char esc[] = "abtnvfr";
+		const char *e;
+
+		FUZZ_ASSERT(n + 4 < REL_MAX && rn + 1 < REL_MAX);
+		if (p[i] != '\\') {
+			raw[rn++] = p[i];
+			out[n++] = p[i++];
+			continue;
+		}
+		raw[rn++] = ' ';
+		i++;
+		FUZZ_ASSERT(i + 1 < len);
+		if (p[i] == '"' || p[i] == '\\') {
+			out[n++] = p[i++];
+		} else if ((e = strchr(esc, p[i])) != NULL && p[i] != '\0') {
+			out[n++] = (char)(0x07 + (e - esc));
+			i++;
+		} else if (p[i] == 'u' || p[i] == 'U') {
+			size_t k = p[i] == 'u' ? 4 : 8;
+			char hex[9] = { 0 };
+			char *end;
+
+			FUZZ_ASSERT(i + k < len);
+			memcpy(hex, p + i + 1, k);
+			unsigned long cp = strtoul(hex, &end, 16);
+			FUZZ_ASSERT(end == hex + k);
+			put_utf8(out, &n, cp);
+			i += k + 1;
+		} else {
+			FUZZ_ASSERT(i + 3 < len && p[i] >= '0' && p[i] <= '3' &&
+			    p[i + 1] >= '0' && p[i + 1] <= '7' &&
+			    p[i + 2] >= '0' && p[i + 2] <= '7');
+			out[n++] = (char)((p[i] - '0') << 6 |
+			    (p[i + 1] - '0') << 3 | (p[i + 2] - '0'));
+			i += 3;
+		}
+	}
+	out[n] = '\0';
+	/* Quoted only when it had to be (not UTF-8 is one reason). */
+	json_t *j = json_string(out);
+	FUZZ_ASSERT(fools_a_reader((const unsigned char *)out, n) || j == NULL);
+	json_decref(j);
+	/* And what is left raw in the quoted form fools no one. */
+	FUZZ_ASSERT(!fools_a_reader((const unsigned char *)raw, rn));
 }
 
 static void
@@ -1219,7 +1351,8 @@ check_flags(const json_t *flags, enum verdict verdict, const json_t *changes,
 	    count_flags(flags, NULL, "file_too_large") <= lower.n + upper.n);
 	json_array_foreach(flags, i, f)
 	{
-		const char *p = json_string_value(json_object_get(f, "path"));
+		char p[REL_MAX];
+		entry_path(f, p);
 		if (strcmp(json_string_value(json_object_get(f, "flag")),
 			"file_too_large") == 0)
 			FUZZ_ASSERT(too_large(p, max));
@@ -1234,8 +1367,8 @@ check_flags(const json_t *flags, enum verdict verdict, const json_t *changes,
 	/* What was written is judged. */
 	json_array_foreach(changes, i, c)
 	{
-		const char *p = json_string_value(json_object_get(c, "path"));
-		const struct node *u = find(&upper, p);
+		char p[REL_MAX];
+		const struct node *u = find(&upper, entry_path(c, p));
 
 		if (!is_file(u) || merged(p) != u) {
 			/* A deletion: under a protected path, flagged too. */
@@ -1248,6 +1381,8 @@ check_flags(const json_t *flags, enum verdict verdict, const json_t *changes,
 			FUZZ_ASSERT(flagged(flags, p, "world_writable"));
 		if (protected_path(p))
 			FUZZ_ASSERT(flagged(flags, p, "protected_path"));
+		FUZZ_ASSERT(
+		    flagged(flags, p, "outside_inputs") == !inside_inputs(p));
 		if (u->kind == K_LNK) {
 			const char *t = (const char *)u->data;
 			size_t n = count_flags(flags, p, "symlink") +
@@ -1282,7 +1417,7 @@ check_walk(const struct buf *patch, const json_t *changes,
 		FUZZ_ASSERT(text[patch->len - 1] == '\n');
 	json_array_foreach(changes, i, ch)
 	{
-		const char *p = json_string_value(json_object_get(ch, "path"));
+		char p[REL_MAX];
 		const char *kind =
 		    json_string_value(json_object_get(ch, "change"));
 		const char *want;
@@ -1291,8 +1426,8 @@ check_walk(const struct buf *patch, const json_t *changes,
 		const char *line;
 		size_t len, sections = 0;
 
-		FUZZ_ASSERT(
-		    p != NULL && kind != NULL && json_object_size(ch) == 2);
+		entry_path(ch, p);
+		FUZZ_ASSERT(kind != NULL && json_object_size(ch) == 2);
 		FUZZ_ASSERT(path_is_safe_relative(p));
 		want = expected_change(p, max);
 		FUZZ_ASSERT(want != NULL && strcmp(want, kind) == 0);
@@ -1305,7 +1440,8 @@ check_walk(const struct buf *patch, const json_t *changes,
 				       json_object_get(json_array_get(changes,
 							   k),
 					   "path")),
-				p) != 0);
+				json_string_value(
+				    json_object_get(ch, "path"))) != 0);
 		/* Its sections turn lower's version into the merged one. */
 		version_of(find(&lower, p), &v);
 		while (peek_prefix(&c, "diff --git ")) {
