@@ -20,6 +20,7 @@
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -173,18 +174,20 @@ seal_workspace(const char *root, const char *job, const json_t *output,
 		    "patch, what it meant to write after may be missing",
 		    VERDICT_NEEDS_REVIEW);
 
+	bool complete = r == 0;
 	sha256_hex(buf_str(&patch), patch.len, sha);
 	log_timestamp(ts, sizeof(ts));
 	report = json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:I, s:I, s:I, s:I}, "
-			   "s:{s:I, s:s, s:b}, s:b, s:o}",
+			   "s:{s:I, s:s, s:b}, s:b, s:I, s:o}",
 	    "job", job, "sealed", ts, "verdict",
 	    policy_verdict_name(pol.verdict), "flags", json_incref(pol.flags),
 	    "changes", changes, "stats", "added", (json_int_t)stats.added,
 	    "modified", (json_int_t)stats.modified, "deleted",
 	    (json_int_t)stats.deleted, "unchanged_copy_ups",
 	    (json_int_t)stats.unchanged, "patch", "bytes",
-	    (json_int_t)patch.len, "sha256", sha, "complete", r == 0,
-	    "disk_full", full, "output",
+	    (json_int_t)patch.len, "sha256", sha, "complete", complete,
+	    "disk_full", full, "flags_omitted", (json_int_t)pol.flags_omitted,
+	    "output",
 	    envelope_make(out, outlen, err, errlen, (size_t)output_kb * 1024));
 	changes = NULL;
 	r = write_atomic(dir, "patch", buf_str(&patch), patch.len);
@@ -195,6 +198,14 @@ seal_workspace(const char *root, const char *job, const json_t *output,
 		    ? write_atomic(dir, "report.json", text, strlen(text))
 		    : -ENOMEM;
 		free(text);
+	}
+	/* A tree the seal could not take whole is refused; its evidence is
+	 * the report and the patch, both bounded. The job's tmpfs (its RAM)
+	 * goes now, not when someone removes the workspace (which unmounts
+	 * it, should this fail). */
+	if (r == 0 && !complete) {
+		snprintf(path, sizeof(path), "%s/rw", dir);
+		(void)umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
 	}
 	if (r == 0)
 		*ret = json_incref(report);

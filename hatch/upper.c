@@ -28,7 +28,10 @@ struct walk {
 	struct buf *patch;
 	json_t *changes;
 	struct upper_stats *stats;
-	bool overflow;
+	uint64_t entries; /* listed in upper so far */
+	bool overflow; /* the patch outgrew its buffer */
+	bool cut; /* part of the tree was refused, not walked */
+	bool stop; /* too many entries: nothing more is walked */
 };
 
 /* One side of a file: what git sees. */
@@ -52,9 +55,10 @@ cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The sorted names in directory rel beneath root: *ret (free each and it). */
+/* The sorted names in directory rel beneath root: *ret (free each and
+ * it); -E2BIG, and nothing, when it holds more than max. */
 static int
-list_dir(int root, const char *rel, char ***ret, size_t *ret_n)
+list_dir(int root, const char *rel, uint64_t max, char ***ret, size_t *ret_n)
 {
 	int fd = path_open_beneath(root, rel[0] ? rel : ".",
 	    O_RDONLY | O_DIRECTORY, 0, true);
@@ -73,6 +77,10 @@ list_dir(int root, const char *rel, char ***ret, size_t *ret_n)
 	while ((errno = 0, e = readdir(d)) != NULL) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
+		if (n >= max) {
+			errno = E2BIG;
+			break;
+		}
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
 			char **grown = realloc(names, cap * sizeof(*names));
@@ -252,6 +260,36 @@ join(char *out, size_t len, const char *dir, const char *name)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* Leaves rel (or what lies below it) out of the patch, refused: the
+ * patch is then not whole, and the report says why. */
+static void
+refuse(struct walk *w, const char *rel, const char *flag, const char *reason)
+{
+	policy_flag(w->p, rel[0] != '\0' ? rel : ".", flag, reason,
+	    VERDICT_REFUSED);
+	w->cut = true;
+}
+
+static void
+refuse_too_deep(struct walk *w, const char *rel)
+{
+	refuse(w, rel, "too_deep",
+	    "directories nested deeper than the seal walks (128): what lies "
+	    "below is not in the patch");
+}
+
+/* An entry the seal could not read (r < 0): left out, refused. */
+static void
+refuse_unreadable(struct walk *w, const char *rel, int r)
+{
+	char reason[160];
+
+	snprintf(reason, sizeof(reason),
+	    "the seal could not read it (%s): it is not in the patch",
+	    strerror(-r));
+	refuse(w, rel, "unreadable", reason);
+}
+
 /* Emits the deletion of everything at rel in lower (a file or a tree). */
 static int
 delete_lower(struct walk *w, const char *rel, int depth)
@@ -266,12 +304,14 @@ delete_lower(struct walk *w, const char *rel, int depth)
 		char **names, child[PATH_MAX];
 		size_t n;
 
-		if (depth > UPPER_MAX_DEPTH)
-			return -ELOOP;
-		r = list_dir(w->lower, rel, &names, &n);
+		if (depth > UPPER_MAX_DEPTH) {
+			refuse_too_deep(w, rel);
+			return 0;
+		}
+		r = list_dir(w->lower, rel, UINT64_MAX, &names, &n);
 		if (r < 0)
 			return r;
-		for (size_t i = 0; r == 0 && i < n; i++) {
+		for (size_t i = 0; r == 0 && i < n && !w->stop; i++) {
 			r = join(child, sizeof(child), rel, names[i]);
 			if (r == 0)
 				r = delete_lower(w, child, depth + 1);
@@ -322,12 +362,14 @@ delete_lower_not_in_upper(struct walk *w, const char *rel, int depth)
 	size_t n;
 	int r;
 
-	if (depth > UPPER_MAX_DEPTH)
-		return -ELOOP;
-	r = list_dir(w->lower, rel, &names, &n);
+	if (depth > UPPER_MAX_DEPTH) {
+		refuse_too_deep(w, rel);
+		return 0;
+	}
+	r = list_dir(w->lower, rel, UINT64_MAX, &names, &n);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
-	for (size_t i = 0; r == 0 && i < n; i++) {
+	for (size_t i = 0; r == 0 && i < n && !w->stop; i++) {
 		struct stat ust, lst;
 		int u;
 
@@ -436,18 +478,44 @@ static int
 walk_dir(struct walk *w, const char *rel, bool lower_dir, int depth)
 {
 	char **names, child[PATH_MAX];
+	bool too_long = false;
 	size_t n;
 	int r;
 
-	if (depth > UPPER_MAX_DEPTH)
-		return -ELOOP;
-	r = list_dir(w->upper, rel, &names, &n);
+	if (depth > UPPER_MAX_DEPTH) {
+		refuse_too_deep(w, rel);
+		return 0;
+	}
+	r = list_dir(w->upper, rel, w->p->max_entries - w->entries, &names, &n);
+	if (r == -E2BIG) {
+		refuse(w, rel, "too_many_entries",
+		    "more files and directories than the seal walks: the walk "
+		    "stopped here, and the patch is not whole");
+		w->stop = true;
+		return 0;
+	}
 	if (r < 0)
 		return r;
-	for (size_t i = 0; r == 0 && i < n; i++) {
+	w->entries += n;
+	for (size_t i = 0; r == 0 && i < n && !w->stop; i++) {
 		r = join(child, sizeof(child), rel, names[i]);
+		if (r == -ENAMETOOLONG) {
+			/* Once a directory: its other names are as long. */
+			if (!too_long)
+				refuse(w, rel, "path_too_long",
+				    "a path under here is longer than "
+				    "PATH_MAX: "
+				    "it is not in the patch");
+			too_long = true;
+			r = 0;
+			continue;
+		}
 		if (r == 0)
 			r = walk_entry(w, child, lower_dir, depth);
+		if (r < 0 && r != -ENOMEM) {
+			refuse_unreadable(w, child, r);
+			r = 0;
+		}
 	}
 	free_names(names, n);
 	return r;
@@ -465,7 +533,7 @@ upper_walk(int lower_fd, int upper_fd, struct policy *p, struct buf *patch,
 		.stats = stats };
 	int r = walk_dir(&w, "", true, 0);
 
-	if (r == 0 && w.overflow)
+	if (r == 0 && (w.overflow || w.cut))
 		return -E2BIG;
 	return r;
 }

@@ -26,8 +26,13 @@ struct upper_stats {
  * appending each changed file's patch to patch and judging each written
  * entry with p. Every path is opened with openat2(RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS). changes gets {path, change} per file ("added",
- * "modified", "deleted"). 0; -E2BIG when the patch outgrew its buffer (p
- * says so, and the walk went on to judge the rest); or -errno.
+ * "modified", "deleted"). 0; -E2BIG when the patch is not whole, each
+ * cut flagged `refused` in p with its reason: the patch outgrew its buffer
+ * (the walk went on to judge the rest), or part of the tree was left out
+ * (deeper than UPPER_MAX_DEPTH, a path past PATH_MAX, more than
+ * p->max_entries entries, an entry that could not be read); or -errno
+ * (-ENOMEM, or upper itself unreadable). No tree a job can make is an
+ * error.
  */
 int upper_walk(int lower_fd, int upper_fd, struct policy *p, struct buf *patch,
     json_t *changes, struct upper_stats *stats);
