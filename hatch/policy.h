@@ -24,7 +24,7 @@ enum verdict {
 
 struct policy {
 	json_t *protected; /* array of globs: the defaults plus the job's */
-	json_t *roots; /* the inputs' dst: globs also match beneath them */
+	json_t *roots; /* the inputs' dst: a write elsewhere is flagged */
 	uint64_t max_patch_bytes;
 	uint64_t max_entries; /* POLICY_MAX_ENTRIES unless a test lowers it */
 	json_t *flags; /* [{path, flag, reason, verdict}] */
@@ -32,7 +32,7 @@ struct policy {
 	enum verdict verdict;
 };
 
-/* The default protected globs (DESIGN.md), NULL-terminated. */
+/* The default protected globs (docs/return-path.md), NULL-terminated. */
 extern const char *const policy_default_protected[];
 
 /*
@@ -44,32 +44,42 @@ int policy_init(struct policy *p, const json_t *extra, const json_t *roots,
 void policy_free(struct policy *p);
 
 /*
- * Matches path against a glob as .gitignore does: a pattern without a '/'
- * matches the last component at any depth; one with a '/' matches the
- * whole path; '*' and '?' stay within a component, '**' spans any number
- * of them.
+ * Matches path against a glob at any depth, folding ASCII case: a pattern
+ * without a '/' matches any one component; one with a '/' matches
+ * consecutive components starting at any of them; '*' and '?' stay within
+ * a component, '**' spans any number of them, none too (a trailing one
+ * holds the directory itself).
  */
 bool policy_glob_match(const char *pattern, const char *path);
 
 /*
- * A path for the report: as it is when it is UTF-8, else as the patch
- * names it (git's quoted form, "\377bad"), so that no change and no flag
- * goes missing from the report for its name. NULL only without memory.
+ * A path for the report: as it is when it is valid UTF-8 with nothing
+ * that could fool a reader (no control, '"', '\\', C1 control, line
+ * separator or envelope_invisible character), else in double quotes with
+ * git's escapes (\n, \033), octal for bytes that are not UTF-8 (\377)
+ * and \u202e or \U000e0069 for such code points, so that no change and
+ * no flag goes missing for its name, nor shows other than it is. NULL
+ * only without memory.
  */
 json_t *policy_path_json(const char *path);
 
-/* The glob of p's protected list that path matches, or NULL. */
+/* The glob of p's protected list that path matches (policy_glob_match,
+ * after folding path as Windows and macOS read names: backslashes as
+ * '/', ignorable code points dropped, a component cut at ':' and at its
+ * trailing dots and spaces; an 8.3 short name is protected too), or
+ * NULL. */
 const char *policy_protected_by(const struct policy *p, const char *path);
 
-/* Flags path (relative to the workspace) with a reason and a verdict. */
+/* Flags path (relative to the workspace) with a reason and a verdict;
+ * past POLICY_MAX_FLAGS only counted (flags_omitted), verdict still. */
 void policy_flag(struct policy *p, const char *path, const char *flag,
     const char *reason, enum verdict v);
 
 /*
- * Judges one written entry: its path against the protected globs (also
- * relative to each input's destination), its mode (setuid, setgid,
- * world-writable), its type (symlinks; devices, fifos and sockets), a
- * symlink's target. Flags what it finds.
+ * Judges one written entry: its path against the protected globs and
+ * against the inputs' destinations (outside all: outside_inputs), its
+ * mode (setuid, setgid, world-writable), its type (symlinks; devices,
+ * fifos and sockets), a symlink's target. Flags what it finds.
  */
 void policy_check_entry(struct policy *p, const char *path, mode_t mode,
     const char *link_target);
