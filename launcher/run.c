@@ -992,7 +992,7 @@ loop(struct run *r)
 
 	evutil_make_socket_nonblocking(r->sb.proxy_fd);
 	r->relay = evconnlistener_new(r->base, on_relay, r,
-	    LEV_OPT_CLOSE_ON_FREE, -1, r->sb.proxy_fd);
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, r->sb.proxy_fd);
 	if (r->relay != NULL)
 		r->sb.proxy_fd = -1;
 	r->out_ev =

@@ -40,6 +40,8 @@
 
 static struct stack stk;
 
+static pid_t first_child(pid_t pid);
+
 static void
 setup(void)
 {
@@ -364,6 +366,8 @@ START_TEST(the_callers_descriptors_session_and_group_stay_outside)
 	if (r.queued != 0)
 		problem("%d bytes typed into the caller's terminal", r.queued);
 	all_say(text, "setown_", "ESRCH");
+	all_say(text, "kill_victim", "ESRCH");
+	all_say(text, "pidfd_victim", "ESRCH");
 	/* 2. Socket families: an allow list. */
 	all_say(text, "socket_", "EAFNOSUPPORT");
 	all_say(text, "netlink_KOBJECT_UEVENT", "EPROTONOSUPPORT");
@@ -391,14 +395,63 @@ START_TEST(the_callers_descriptors_session_and_group_stay_outside)
 }
 END_TEST
 
-START_TEST(start_tokens_are_in_the_file_and_die_at_the_stop)
+/* Starts argv (cordon run, streaming) with nothing open but 0 (/dev/null),
+ * 1 and 2 (pipes, *ret_out and *ret_err, non-blocking): its pid. */
+static pid_t
+spawn_streaming(char **argv, int *ret_out, int *ret_err)
 {
-	static char out[1 << 16], err[1 << 16];
-	char input[400], b[4096];
+	int po[2], pe[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(po, O_CLOEXEC | O_NONBLOCK), 0);
+	ck_assert_int_eq(pipe2(pe, O_CLOEXEC | O_NONBLOCK), 0);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(po[1], 1) < 0 ||
+		    dup2(pe[1], 2) < 0)
+			_exit(127);
+		closefrom(3);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	*ret_out = po[0];
+	*ret_err = pe[0];
+	return pid;
+}
+
+/* Reads out and err until out holds word (60 s at most), asserting it
+ * came. */
+static void
+wait_for(int outfd, int errfd, const char *word, char *out, size_t outcap)
+{
+	static char err[1 << 16];
 	size_t outlen = 0, errlen = 0;
 	bool out_eof = false, err_eof = false;
-	int po[2], pe[2], st;
 	time_t t0 = time(NULL);
+
+	out[0] = err[0] = '\0';
+	while (strstr(out, word) == NULL && !out_eof && time(NULL) - t0 < 60) {
+		struct pollfd p[2] = { { outfd, POLLIN, 0 },
+			{ errfd, POLLIN, 0 } };
+		poll(p, 2, 200);
+		drain_into(outfd, out, outcap, &outlen, &out_eof);
+		drain_into(errfd, err, sizeof(err), &errlen, &err_eof);
+	}
+	ck_assert_msg(strstr(out, word) != NULL, "no %s: %s\n%s", word, out,
+	    err);
+}
+
+START_TEST(start_tokens_are_in_the_file_and_die_at_the_stop)
+{
+	static char out[1 << 16];
+	char input[400], b[4096];
+	int outfd, errfd, st;
 	pid_t pid;
 	char *argv[] = { (char *)harness_bin("cordon"), "run", "--config",
 		stk.launcher_cfg, "--manifest", "boundary", "--input", input,
@@ -410,30 +463,8 @@ START_TEST(start_tokens_are_in_the_file_and_die_at_the_stop)
 		NULL };
 
 	snprintf(input, sizeof(input), "%s/repo:repo", stk.inputs);
-	ck_assert_int_eq(pipe2(po, O_CLOEXEC | O_NONBLOCK), 0);
-	ck_assert_int_eq(pipe2(pe, O_CLOEXEC | O_NONBLOCK), 0);
-	fflush(NULL);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
-			_exit(127);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	while (
-	    strstr(out, "READY") == NULL && !out_eof && time(NULL) - t0 < 60) {
-		struct pollfd p[2] = { { po[0], POLLIN, 0 },
-			{ pe[0], POLLIN, 0 } };
-		poll(p, 2, 200);
-		drain_into(po[0], out, sizeof(out), &outlen, &out_eof);
-		drain_into(pe[0], err, sizeof(err), &errlen, &err_eof);
-	}
-	ck_assert_msg(strstr(out, "READY") != NULL, "no READY: %s\n%s", out,
-	    err);
+	pid = spawn_streaming(argv, &outfd, &errfd);
+	wait_for(outfd, errfd, "READY", out, sizeof(out));
 	/* Read-only to the job's uid alone; in no environment variable. */
 	ck_assert_msg(strstr(out, "mode=400 uid=1000") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "env=0") != NULL, "%s", out);
@@ -457,9 +488,96 @@ START_TEST(start_tokens_are_in_the_file_and_die_at_the_stop)
 	/* The stop (SIGTERM to cordon run) revokes it. */
 	ck_assert_int_eq(kill(pid, SIGTERM), 0);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	close(po[0]);
-	close(pe[0]);
+	close(outfd);
+	close(errfd);
 	ck_assert(!harness_token_active(&stk.broker, stk.verifier, b));
+}
+END_TEST
+
+/* The inode of an established socket on 127.0.0.1:3128 that has been
+ * accepted, in the network namespace of pid, or 0. */
+static unsigned long
+accepted_relay_inode(pid_t pid)
+{
+	char path[64], line[512];
+	unsigned long inode = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/net/tcp", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (inode == 0 && fgets(line, sizeof(line), f) != NULL) {
+		unsigned local_port, state;
+		unsigned long ino;
+		/* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+		if (sscanf(line,
+			" %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*u "
+			"%lu",
+			&local_port, &state, &ino) == 3 &&
+		    local_port == 3128 && state == 1 /* ESTABLISHED */)
+			inode = ino;
+	}
+	fclose(f);
+	return inode;
+}
+
+/* Everything cordon run opens is O_CLOEXEC: its relay's accepted
+ * connections too (it started with 0-2 alone, so every other fd is its
+ * own). */
+START_TEST(the_launchers_own_descriptors_are_cloexec)
+{
+	static char out[1 << 16];
+	char input[400], path[64], want[64], target[64], info[512];
+	int outfd, errfd, st;
+	unsigned long inode = 0;
+	pid_t pid, init = 0;
+	bool found = false;
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--config",
+		stk.launcher_cfg, "--manifest", "boundary", "--input", input,
+		"--", "/usr/bin/python3", "-c",
+		"import socket, time\n"
+		"s = socket.create_connection(('127.0.0.1', 3128))\n"
+		"print('READY', flush=True)\n"
+		"time.sleep(60)\n",
+		NULL };
+
+	snprintf(input, sizeof(input), "%s/repo:repo", stk.inputs);
+	pid = spawn_streaming(argv, &outfd, &errfd);
+	wait_for(outfd, errfd, "READY", out, sizeof(out));
+	/* Accepted once the server side has an inode in the job's netns. */
+	for (int i = 0; i < 100 && inode == 0; i++) {
+		init = first_child(pid);
+		inode = init > 0 ? accepted_relay_inode(init) : 0;
+		if (inode == 0)
+			usleep(100000);
+	}
+	ck_assert_msg(inode != 0, "the relay did not accept");
+	snprintf(want, sizeof(want), "socket:[%lu]", inode);
+	for (int fd = 3; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		if (n < 0)
+			continue;
+		target[n] = '\0';
+		found |= strcmp(target, want) == 0;
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid,
+		    fd);
+		/* "pos:" first, then "flags:\t0NNNNNNN" (octal) */
+		FILE *f = fopen(path, "re");
+		unsigned long flags = 0;
+		ck_assert_ptr_nonnull(f);
+		while (fgets(info, sizeof(info), f) != NULL)
+			if (sscanf(info, "flags: %lo", &flags) == 1)
+				break;
+		fclose(f);
+		ck_assert_msg(flags & O_CLOEXEC,
+		    "cordon run's fd %d (%s) is not O_CLOEXEC", fd, target);
+	}
+	ck_assert_msg(found, "cordon run holds no %s", want);
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	close(outfd);
+	close(errfd);
 }
 END_TEST
 
@@ -583,6 +701,7 @@ suite(void)
 	    the_callers_descriptors_session_and_group_stay_outside);
 	tcase_add_test(tc, start_tokens_are_in_the_file_and_die_at_the_stop);
 	tcase_add_test(tc, serve_and_the_sandbox_init_leak_no_descriptor);
+	tcase_add_test(tc, the_launchers_own_descriptors_are_cloexec);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -83,6 +83,10 @@ with open("/proc/self/stat") as f:
 # 3. Signals: at the process group, at everyone, through SIGIO owners.
 out("kill_0", attempt(lambda: os.kill(0, signal.SIGCONT)))
 out("kill_-1", attempt(lambda: os.kill(-1, signal.SIGCONT)))
+out("kill_victim", attempt(lambda: os.kill(victim, signal.SIGCONT)))
+out("kill_victim_pgrp", attempt(lambda: os.killpg(victim_pgrp,
+                                                  signal.SIGCONT)))
+out("pidfd_victim", attempt(lambda: os.close(os.pidfd_open(victim))))
 out("setown_pid", attempt(
     lambda: str(fcntl.fcntl(1, fcntl.F_SETOWN, victim))))
 out("setown_pgrp", attempt(
