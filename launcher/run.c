@@ -273,6 +273,25 @@ stop(struct run *r, const char *reason)
 
 /* --- output --------------------------------------------------------------- */
 
+/* Writes all of text to fd: false when its reader is gone (EPIPE, with
+ * SIGPIPE handled: see launcher_run) or it fails otherwise. */
+static bool
+write_all(int fd, const char *text)
+{
+	size_t n = strlen(text);
+
+	while (n > 0) {
+		ssize_t k = write(fd, text, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		text += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
 static void
 on_output(evutil_socket_t fd, short what, void *arg)
 {
@@ -295,10 +314,14 @@ on_output(evutil_socket_t fd, short what, void *arg)
 		json_t *c =
 		    envelope_clean((unsigned char *)buf, (size_t)n, (size_t)n);
 		const char *t = json_string_value(json_object_get(c, "text"));
-		if (t != NULL && write(is_err ? 2 : 1, t, strlen(t)) < 0) {
-			/* our own output gone: the job's goes nowhere */
-		}
+		bool gone = t != NULL && !write_all(is_err ? 2 : 1, t);
 		json_decref(c);
+		if (gone) {
+			/* Its reader is gone (`cordon run ... | head`): the job
+			 * is stopped, through the whole stop path. */
+			stop(r, "output_closed");
+			return;
+		}
 	}
 	if (r->output_cap > 0 && r->out_bytes > r->output_cap)
 		stop(r, "output_limit");
@@ -1068,6 +1091,18 @@ run_free(struct run *r)
 	explicit_bzero(r->key, sizeof(r->key));
 }
 
+/* SIGPIPE's handler: nothing. A write to a gone reader (a closed stdout,
+ * a relay connection or a service's socket closed) fails with EPIPE and
+ * the caller decides; it never kills the launcher and skips its stop
+ * path. A handler rather than SIG_IGN: exec resets a handled signal to
+ * its default, so the job's processes get SIGPIPE as any program
+ * expects, whatever disposition cordon run was started with. */
+static void
+on_sigpipe(int sig)
+{
+	(void)sig;
+}
+
 int
 launcher_run(int argc, char **argv)
 {
@@ -1083,6 +1118,10 @@ launcher_run(int argc, char **argv)
 	char err[400] = "";
 	int rc;
 
+	struct sigaction pipe_sa = { .sa_handler = on_sigpipe,
+		.sa_flags = SA_RESTART };
+	sigemptyset(&pipe_sa.sa_mask);
+	sigaction(SIGPIPE, &pipe_sa, NULL);
 	rc = parse_flags(argc, argv, &f);
 	if (rc >= 0)
 		return rc;

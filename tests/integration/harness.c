@@ -331,8 +331,10 @@ daemon_spawn(struct daemon *d)
 	if (d->pid < 0)
 		return -1;
 	if (d->pid == 0) {
-		/* Die with the test, whatever way it ends. */
+		/* Die with the test, whatever way it ends; and with SIGPIPE
+		 * as any shell leaves it, whatever the test ignores. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGPIPE, SIG_DFL);
 		if (dup2(fd, STDOUT_FILENO) < 0 ||
 		    dup2(fd, STDERR_FILENO) < 0 || chdir(d->dir) < 0)
 			_exit(127);
@@ -472,6 +474,7 @@ harness_run(char *const argv[], char *out, size_t outlen, char *err,
 		return -1;
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGPIPE, SIG_DFL); /* as a shell runs it */
 		if (dup2(po[1], STDOUT_FILENO) < 0 ||
 		    dup2(pe[1], STDERR_FILENO) < 0 || chdir(dir) < 0)
 			_exit(127);

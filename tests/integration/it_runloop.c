@@ -1,0 +1,374 @@
+/*
+ * The loop of `cordon run` while a job runs, and how it ends: no write of
+ * the launcher can kill it (SIGPIPE at its default, as any shell leaves
+ * it), a closed stdout stops the job through its stop path, a flood of
+ * relay connections neither starves the stop path of descriptors nor
+ * freezes the loop (SIGTERM still stops the job at once, and the result
+ * tells the truth), and a broker that stops answering does not freeze the
+ * job's traffic or output.
+ *
+ * The real broker, proxy and hatch, an upstream on 127.0.0.1, and `cordon
+ * run` making real namespaces (as root). The broker's lease is long
+ * (300 s), so that nothing here is stopped by a lapsed lease: whatever
+ * stops a job is the launcher. Every wait has a deadline.
+ */
+#include "harness.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct stack st;
+static struct upstream *plain;
+
+static void
+put_manifest(const char *name, int wall)
+{
+	json_t *m = json_pack("{s:s, s:[s], s:{s:s}, "
+			      "s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}], "
+			      "s:[{s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s}], "
+			      "s:{s:i, s:i, s:i, s:i}}",
+	    "name", name, "command", "/bin/true", "env", "LANG", "C.UTF-8",
+	    "capabilities", "name", "x.read", "audience", "api", "params", "t",
+	    "1", "ttl_seconds", 900, "reason", "read x", "egress", "host",
+	    "api.test", "port", upstream_port(plain), "methods", "GET", "paths",
+	    "/ok/", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
+	    "audience", "api", "limits", "wall_seconds", wall, "memory_mb",
+	    1024, "pids", 64, "output_kb", 4096);
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
+	json_decref(
+	    harness_expect(&st.broker, 200, "PUT", path, st.admin, NULL, m));
+}
+
+static void
+setup(void)
+{
+	static const struct stack_options o = { .uid_base = 350000,
+		.hosts = "127.0.0.1 api.test\n",
+		.broker_config = "{\"lease_seconds\": 300}" };
+	char path[400];
+
+	/* The test itself must not die of a write to a gone reader either;
+	 * every cordon it starts has SIGPIPE at its default (harness.c). */
+	signal(SIGPIPE, SIG_IGN);
+	plain = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+	stack_start(&st, &o);
+	snprintf(path, sizeof(path), "%s/repo", st.inputs);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/repo/README.md", st.inputs);
+	harness_write_file(path, "hello\n");
+	put_manifest("loop-job", 120);
+}
+
+static void
+teardown(void)
+{
+	kill(st.broker.pid, SIGCONT);
+	upstream_stop(plain);
+	stack_stop(&st);
+}
+
+/* A `cordon run` of the test's own, its stdout and stderr on pipes
+ * (read ends in out_fd, err_fd), SIGPIPE at its default; with nofile,
+ * RLIMIT_NOFILE's soft limit set to it (the hard one kept). */
+struct launched {
+	pid_t pid;
+	int out_fd, err_fd;
+	char out[1 << 16], err[1 << 16];
+	size_t nout, nerr;
+};
+
+static void
+launch(struct launched *l, bool json, rlim_t nofile, const char *script)
+{
+	char input[400];
+	int po[2], pe[2];
+
+	memset(l, 0, sizeof(*l));
+	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
+	ck_assert_int_eq(pipe(po), 0);
+	ck_assert_int_eq(pipe(pe), 0);
+	fflush(NULL);
+	l->pid = fork();
+	ck_assert_int_ge(l->pid, 0);
+	if (l->pid == 0) {
+		const char *argv[] = { harness_bin("cordon"), "run", "--config",
+			st.launcher_cfg, "--manifest", "loop-job", "--input",
+			input, "--", "/bin/sh", "-c", script, NULL, NULL };
+		struct rlimit rl;
+
+		if (json) { /* "--json" before the "--" */
+			memmove(argv + 9, argv + 8, 5 * sizeof(argv[0]));
+			argv[8] = "--json";
+		}
+
+		signal(SIGPIPE, SIG_DFL);
+		if (nofile > 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			rl.rlim_cur = nofile;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(pe[0]);
+		close(po[1]);
+		close(pe[1]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	l->out_fd = po[0];
+	l->err_fd = pe[0];
+}
+
+/* Reads what came on fd into buf; false at EOF (or on a closed fd). */
+static bool
+take(int fd, char *buf, size_t len, size_t *n)
+{
+	ssize_t k;
+
+	if (fd < 0 || *n + 1 >= len)
+		return fd >= 0;
+	k = read(fd, buf + *n, len - 1 - *n);
+	if (k <= 0)
+		return false;
+	*n += (size_t)k;
+	buf[*n] = '\0';
+	return true;
+}
+
+/* Reads both pipes until want shows on stdout (want NULL: until both
+ * end), ms at most: whether it came. */
+static bool
+read_until(struct launched *l, const char *want, int ms)
+{
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd p[2] = { { l->out_fd, POLLIN, 0 },
+			{ l->err_fd, POLLIN, 0 } };
+		if (want != NULL && strstr(l->out, want) != NULL)
+			return true;
+		if (want == NULL && l->out_fd < 0 && l->err_fd < 0)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long spent = (now.tv_sec - t0.tv_sec) * 1000 +
+		    (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (spent > ms)
+			return false;
+		if (poll(p, 2, 100) <= 0)
+			continue;
+		if (p[0].revents != 0 &&
+		    !take(l->out_fd, l->out, sizeof(l->out), &l->nout)) {
+			close(l->out_fd);
+			l->out_fd = -1;
+		}
+		if (p[1].revents != 0 &&
+		    !take(l->err_fd, l->err, sizeof(l->err), &l->nerr)) {
+			close(l->err_fd);
+			l->err_fd = -1;
+		}
+	}
+}
+
+/* Waits for l to exit, ms at most: its status as a shell gives it, or -1
+ * when it did not exit (it is killed then). */
+static int
+finish(struct launched *l, int ms)
+{
+	int status = 0;
+
+	(void)read_until(l, NULL, ms);
+	for (int i = 0; i < ms / 100; i++) {
+		if (waitpid(l->pid, &status, WNOHANG) == l->pid)
+			goto done;
+		usleep(100000);
+	}
+	kill(l->pid, SIGKILL);
+	waitpid(l->pid, NULL, 0);
+	return -1;
+done:
+	if (l->out_fd >= 0)
+		close(l->out_fd);
+	if (l->err_fd >= 0)
+		close(l->err_fd);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The job's id in the launcher's summary line on stderr. */
+static char *
+summary_job(const char *err)
+{
+	const char *p = strstr(err, "cordon: job ");
+
+	ck_assert_msg(p != NULL, "no summary: %.3000s", err);
+	p += strlen("cordon: job ");
+	return strndup(p, strcspn(p, " "));
+}
+
+/* The launcher's records of jobs in flight: how many. */
+static int
+records(void)
+{
+	char dir[400];
+	struct dirent *d;
+	int n = 0;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s/state/running", st.launcher_dir);
+	if ((dp = opendir(dir)) == NULL)
+		return 0;
+	while ((d = readdir(dp)) != NULL)
+		if (d->d_name[0] != '.')
+			n++;
+	closedir(dp);
+	return n;
+}
+
+#define GET_TOKEN                                                              \
+	"T=$(curl -s -X POST http://broker.cordon/v1/token "                   \
+	"-d '{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}' | "         \
+	"sed -n 's/.*access_token\":\"\\([^\"]*\\)\".*/\\1/p'); "
+
+/* The token the job printed as TOKEN=... */
+static char *
+printed_token(const char *out)
+{
+	const char *t = strstr(out, "TOKEN=crd_");
+
+	ck_assert_msg(t != NULL, "no token printed: %.3000s", out);
+	return strndup(t + 6,
+	    strspn(t + 6,
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+		"QRSTUVWXYZ0123456789_-"));
+}
+
+/*
+ * 15.4: the proxy ends a connection (Connection: close), and the job
+ * sends on it after: the launcher's write to the channel meets a closed
+ * socket. Then curl's several requests on one connection. The launcher
+ * lives through all of it and reports the job's exit.
+ */
+START_TEST(a_write_to_a_closed_channel_does_not_kill_the_launcher)
+{
+	char script[2048];
+	struct launched l;
+
+	snprintf(script, sizeof(script),
+	    "python3 -c '\n"
+	    "import socket, time\n"
+	    "for i in range(5):\n"
+	    "    s = socket.create_connection((\"127.0.0.1\", 3128))\n"
+	    "    s.sendall(b\"GET http://api.test:%u/ok/x HTTP/1.1\\r\\n"
+	    "Host: api.test:%u\\r\\nConnection: close\\r\\n\\r\\n\")\n"
+	    "    while s.recv(65536):\n"
+	    "        pass\n"
+	    "    time.sleep(0.2)\n"
+	    "    try:\n"
+	    "        for k in range(20):\n"
+	    "            s.sendall(b\"x\" * 65536)\n"
+	    "            time.sleep(0.01)\n"
+	    "    except OSError:\n"
+	    "        pass\n"
+	    "    s.close()\n"
+	    "print(\"sent-after-close\")'; "
+	    "curl -s -o /dev/null -w '%%{http_code} %%{http_code} ' "
+	    "http://api.test:%u/ok/a http://api.test:%u/ok/b; echo curl-done",
+	    upstream_port(plain), upstream_port(plain), upstream_port(plain),
+	    upstream_port(plain));
+	launch(&l, true, 0, script);
+	int status = finish(&l, 60000);
+	ck_assert_msg(status == 0, "cordon run: status %d\n%.1500s\n%.1500s",
+	    status, l.out, l.err);
+	json_t *j = json_loads(l.out, 0, NULL);
+	ck_assert_msg(j != NULL, "no result: %.1500s\n%.1500s", l.out, l.err);
+	const char *text = json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stdout"),
+		"text"));
+	ck_assert_ptr_nonnull(strstr(text, "sent-after-close"));
+	ck_assert_ptr_nonnull(strstr(text, "curl-done"));
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
+	    "exit");
+	ck_assert(json_is_true(json_object_get(j, "revoked")));
+	json_decref(j);
+}
+END_TEST
+
+/*
+ * 15.4: `cordon run ... | head -c 10`: the reader of the launcher's
+ * stdout is gone while the job still prints. The job is stopped through
+ * its stop path (its token dead), the patch is written and the record
+ * removed, and the launcher says why on stderr.
+ */
+START_TEST(a_closed_stdout_stops_the_job_through_its_stop_path)
+{
+	struct launched l;
+
+	launch(&l, false, 0,
+	    GET_TOKEN "echo TOKEN=$T >&2; echo fixed > repo/README.md; "
+		      "i=0; while [ $i -lt 200000 ]; do echo line $i; "
+		      "i=$((i+1)); done; sleep 100");
+	/* The reader goes, as head's does once it has its ten bytes. */
+	close(l.out_fd);
+	l.out_fd = -1;
+	int status = finish(&l, 60000);
+	ck_assert_msg(status != 141,
+	    "cordon run died of SIGPIPE, its stop path skipped:\n%.3000s",
+	    l.err);
+	ck_assert_msg(status == 128 + 9, "status %d\n%.3000s", status, l.err);
+	ck_assert_msg(strstr(l.err, "stopped (output_closed)") != NULL,
+	    "%.3000s", l.err);
+	ck_assert_msg(strstr(l.err, "REVOKE FAILED") == NULL, "%.3000s", l.err);
+	char *tok = printed_token(l.err);
+	ck_assert(!harness_token_active(&st.broker, st.verifier, tok));
+	free(tok);
+	/* The patch is out, and the record of the job is gone. */
+	char *job = summary_job(l.err);
+	char patch[600];
+	struct stat sb;
+	snprintf(patch, sizeof(patch), "%s/state/%s.patch", st.launcher_dir,
+	    job);
+	ck_assert_msg(stat(patch, &sb) == 0 && sb.st_size > 0, "%s: %.3000s",
+	    patch, l.err);
+	ck_assert_int_eq(records(), 0);
+	free(job);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("runloop");
+	TCase *tc = tcase_create("runloop");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc,
+	    a_write_to_a_closed_channel_does_not_kill_the_launcher);
+	tcase_add_test(tc, a_closed_stdout_stops_the_job_through_its_stop_path);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
