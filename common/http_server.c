@@ -693,7 +693,9 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	if (srv != NULL && strncmp(msg, answered, sizeof(answered) - 1) == 0 &&
 	    sscanf(msg + sizeof(answered) - 1, "%u", &code) == 1)
 		count_status(srv, code);
-	log_warn("http_library", "{s:s}", "message", msg);
+	/* A peer can make the library say the same thing at will (a bad
+	 * head, an accept that fails): one line per burst. */
+	log_burst(LEVEL_WARN, "http_library", "{s:s}", "message", msg);
 }
 
 int

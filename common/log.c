@@ -1,12 +1,16 @@
 /*
  * JSON-lines logging. Each line is built in full and written with a single
- * write(2), so lines from several threads never interleave.
+ * write(2), so lines from several threads never interleave. log_burst keeps
+ * a small table of the lines a peer could repeat, to write each once per
+ * window with a count.
  */
 #include "log.h"
 
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -78,18 +82,16 @@ reserved(const char *key)
 	    strcmp(key, "svc") == 0 || strcmp(key, "event") == 0;
 }
 
-void
-log_eventv(enum log_level level, const char *event, const char *fields,
+/* The line as an object, with ts, level, svc, event and the fields. */
+static json_t *
+log_build(enum log_level level, const char *event, const char *fields,
     va_list ap)
 {
 	char ts[40];
 	json_t *line, *extra = NULL, *v;
 	json_error_t err;
 	const char *key;
-	char *text;
 
-	if (level < log_min)
-		return;
 	log_timestamp(ts, sizeof(ts));
 	line = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "level",
 	    level_names[level], "svc", log_svc, "event", event);
@@ -99,7 +101,7 @@ log_eventv(enum log_level level, const char *event, const char *fields,
 		    level_names[level], "svc", log_svc, "event", "log_error",
 		    "log_error", "event name is not valid UTF-8");
 		if (line == NULL)
-			return;
+			return NULL;
 		fields = NULL;
 	}
 	if (fields != NULL) {
@@ -123,6 +125,17 @@ log_eventv(enum log_level level, const char *event, const char *fields,
 			}
 		json_decref(extra);
 	}
+	return line;
+}
+
+/* Writes line (taken) as one line of stderr. */
+static void
+log_write(json_t *line)
+{
+	char *text;
+
+	if (line == NULL)
+		return;
 	text = json_dumps(line,
 	    JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 	json_decref(line);
@@ -137,6 +150,156 @@ log_eventv(enum log_level level, const char *event, const char *fields,
 	out[n] = '\n';
 	write_all(STDERR_FILENO, out, n + 1);
 	free(out);
+}
+
+void
+log_eventv(enum log_level level, const char *event, const char *fields,
+    va_list ap)
+{
+	if (level < log_min)
+		return;
+	log_write(log_build(level, event, fields, ap));
+}
+
+/* A line being repeated: its text without "ts", when it was last written,
+ * and how many times since then it was not. */
+struct burst {
+	uint64_t hash;
+	struct timespec written;
+	uint64_t suppressed;
+	json_t *last; /* the last one suppressed, to write with its count */
+};
+
+#define BURSTS 32
+static struct burst bursts[BURSTS];
+static pthread_mutex_t bursts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t
+fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static int64_t
+ms_since(const struct timespec *t, const struct timespec *now)
+{
+	return (int64_t)(now->tv_sec - t->tv_sec) * 1000 +
+	    (now->tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/* The line to write for b's suppressed ones (taken from b), or NULL:
+ * the last of them, standing for all ("repeated"). */
+static json_t *
+burst_take(struct burst *b, const struct timespec *now)
+{
+	json_t *line = b->last;
+
+	if (line == NULL)
+		return NULL;
+	json_object_set_new(line, "repeated",
+	    json_integer((json_int_t)b->suppressed));
+	b->last = NULL;
+	b->suppressed = 0;
+	b->written = *now;
+	return line;
+}
+
+void
+log_burst(enum log_level level, const char *event, const char *fields, ...)
+{
+	struct timespec now;
+	json_t *line, *key, *out = NULL;
+	struct burst *b = NULL, *oldest = &bursts[0];
+	va_list ap;
+	char *text;
+
+	if (level < log_min)
+		return;
+	va_start(ap, fields);
+	line = log_build(level, event, fields, ap);
+	va_end(ap);
+	if (line == NULL)
+		return;
+	/* The same line but for its time is the same failure again. */
+	key = json_deep_copy(line);
+	json_object_del(key, "ts");
+	text =
+	    key != NULL ? json_dumps(key, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(key);
+	if (text == NULL) {
+		log_write(line);
+		return;
+	}
+	uint64_t h = fnv1a(text);
+	free(text);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&bursts_lock);
+	for (size_t i = 0; i < BURSTS; i++) {
+		if (bursts[i].hash == h &&
+		    (bursts[i].written.tv_sec != 0 ||
+			bursts[i].written.tv_nsec != 0)) {
+			b = &bursts[i];
+			break;
+		}
+		if (ms_since(&bursts[i].written, &now) >
+		    ms_since(&oldest->written, &now))
+			oldest = &bursts[i];
+	}
+	if (b != NULL && ms_since(&b->written, &now) < LOG_BURST_MS) {
+		/* Within the window: counted, the newest kept for later. */
+		b->suppressed++;
+		json_decref(b->last);
+		b->last = line;
+		pthread_mutex_unlock(&bursts_lock);
+		return;
+	}
+	if (b != NULL && b->last != NULL) {
+		/* The window passed: this line stands for itself and the
+		 * ones not written. */
+		json_decref(b->last);
+		b->last = line;
+		b->suppressed++;
+		out = burst_take(b, &now);
+	} else {
+		if (b == NULL) {
+			/* A new one takes the slot written longest ago;
+			 * what it was still counting is told now. */
+			b = oldest;
+			json_t *left = burst_take(b, &now);
+			if (left != NULL) {
+				pthread_mutex_unlock(&bursts_lock);
+				log_write(left);
+				pthread_mutex_lock(&bursts_lock);
+			}
+			b->hash = h;
+		}
+		b->written = now;
+		out = line;
+	}
+	pthread_mutex_unlock(&bursts_lock);
+	log_write(out);
+}
+
+void
+log_burst_flush(void)
+{
+	struct timespec now;
+	json_t *out[BURSTS];
+	size_t n = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&bursts_lock);
+	for (size_t i = 0; i < BURSTS; i++)
+		if (bursts[i].last != NULL &&
+		    ms_since(&bursts[i].written, &now) >= LOG_BURST_MS)
+			out[n++] = burst_take(&bursts[i], &now);
+	pthread_mutex_unlock(&bursts_lock);
+	for (size_t i = 0; i < n; i++)
+		log_write(out[i]);
 }
 
 void

@@ -40,6 +40,23 @@ void log_eventv(enum log_level level, const char *event, const char *fields,
 #define log_warn(...) log_event(LEVEL_WARN, __VA_ARGS__)
 #define log_error(...) log_event(LEVEL_ERROR, __VA_ARGS__)
 
+/*
+ * log_event for a failure a peer can repeat (an accept that fails, a
+ * library's complaint about a bad request): the first line of a burst is
+ * written at once; the same event with the same fields again within
+ * LOG_BURST_MS is only counted, and the next line of it written after the
+ * window, or by log_burst_flush, carries "repeated": how many attempts
+ * it stands for (itself and those not written). So a peer can make at
+ * most about one line per window per distinct line, never one per
+ * attempt. Thread-safe.
+ */
+#define LOG_BURST_MS 1000
+void log_burst(enum log_level level, const char *event, const char *fields,
+    ...);
+/* Writes the count of every burst whose window has passed: call it from
+ * a timer (a burst that stops is then still told). */
+void log_burst_flush(void);
+
 /* Formats now as RFC 3339 UTC with milliseconds into buf (>= 25 bytes). */
 void log_timestamp(char *buf, size_t len);
 

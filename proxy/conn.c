@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 
 /* Output a side may hold before the other side stops being read. */
 #define FLOW_HIGH (1024 * 1024)
@@ -369,22 +370,46 @@ flow(struct pconn *c)
 
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 
+/*
+ * Whether j may have one more connection, counted in descriptors (two a
+ * connection: the job's and the upstream's; one an idle pooled upstream):
+ * NULL, or why not. The limit is read each time, so it follows a limit
+ * changed while the proxy runs.
+ */
+static const char *
+conn_budget(struct pjob *j)
+{
+	struct proxy *p = j->p;
+	struct rlimit rl;
+	uint64_t limit = 1024, usable, used = PROXY_FD_RESERVE;
+	struct pjob *o;
+
+	if (j->nconns >= (unsigned)p->cfg.max_conns_per_job)
+		return "max_conns_per_job";
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		limit = rl.rlim_cur;
+	usable =
+	    limit > 2 * PROXY_FD_RESERVE ? limit - PROXY_FD_RESERVE : limit / 2;
+	if (2 * ((uint64_t)j->nconns + 1) + j->npool > usable / PROXY_FD_SHARE)
+		return "job_share";
+	TAILQ_FOREACH(o, &p->jobs, link)
+	used += 2 * (uint64_t)o->nconns + o->npool + (o->listener != NULL);
+	if (used + 2 > limit)
+		return "proxy_full";
+	return NULL;
+}
+
 void
 conn_accept(struct pjob *j, int fd)
 {
 	struct proxy *p = j->p;
 	struct pconn *c;
+	const char *full = j->closed ? NULL : conn_budget(j);
 
-	if (j->closed || j->nconns >= (unsigned)p->cfg.max_conns_per_job) {
-		struct decision d = { .job = j->id,
-			.conn = ++j->next_conn,
-			.kind = "connect",
-			.addr = "",
-			.rule = -1,
-			.reason =
-			    j->closed ? "revoked" : "too_many_connections" };
-		job_log(j, &d);
+	if (j->closed || full != NULL) {
 		close(fd);
+		job_refuse(j, j->closed ? "revoked" : "too_many_connections",
+		    full);
 		return;
 	}
 	c = calloc(1, sizeof(*c));

@@ -119,9 +119,13 @@ decision_format(const struct decision *d)
 	r = r
 	    ?: buf_printf(&b,
 		   ",\"status\":%d,\"bytes_up\":%llu,\"bytes_down\":%llu,"
-		   "\"ms\":%.3f}\n",
+		   "\"ms\":%.3f",
 		   d->status, (unsigned long long)d->bytes_up,
 		   (unsigned long long)d->bytes_down, d->ms);
+	if (r == 0 && d->count > 0)
+		r = buf_printf(&b, ",\"count\":%llu",
+		    (unsigned long long)d->count);
+	r = r ?: buf_append(&b, "}\n", 2);
 	if (r != 0) {
 		buf_free(&b);
 		return NULL;

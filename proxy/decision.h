@@ -32,6 +32,9 @@ struct decision {
 	int status; /* the status answered, 0 when none yet */
 	uint64_t bytes_up, bytes_down;
 	double ms;
+	/* When not 0: the line stands for this many refusals of the same
+	 * kind in one burst (connections refused at accept). */
+	uint64_t count;
 };
 
 /* The decision as one JSON line with its newline (free() it), or NULL

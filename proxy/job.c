@@ -10,6 +10,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <errno.h>
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 #include <stdio.h>
@@ -128,18 +129,80 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	(void)salen;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
 	    (long long)cred.uid != j->p->cfg.launcher_uid) {
-		struct decision d = { .job = j->id,
-			.conn = ++j->next_conn,
-			.kind = "connect",
-			.addr = "",
-			.rule = -1,
-			.reason = "peer_uid",
-			.detail = "not the launcher's uid" };
-		job_log(j, &d);
 		close(fd);
+		job_refuse(j, "peer_uid", "not the launcher's uid");
 		return;
 	}
 	conn_accept(j, fd);
+}
+
+static void
+on_accept_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct pjob *j = arg;
+
+	(void)fd;
+	(void)what;
+	if (j->listener != NULL)
+		evconnlistener_enable(j->listener);
+}
+
+/*
+ * accept() failed other than for a retry: out of descriptors, most
+ * likely. The listener rests 100 ms instead of spinning on a socket that
+ * stays readable, and the failure is one line per burst, however often a
+ * job tries.
+ */
+static void
+on_accept_error(struct evconnlistener *l, void *arg)
+{
+	static const struct timeval rest = { 0, 100 * 1000 };
+	struct pjob *j = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+
+	log_burst(LEVEL_WARN, "accept_failed", "{s:s, s:s}", "job", j->id,
+	    "error", strerror(err));
+	if (j->accept_retry != NULL) {
+		evconnlistener_disable(l);
+		evtimer_add(j->accept_retry, &rest);
+	}
+}
+
+void
+job_refuse_flush(struct pjob *j, bool now)
+{
+	if (j->refused.count == 0 ||
+	    (!now && elapsed_ms(&j->refused_since) < REFUSAL_BURST_MS))
+		return;
+	job_log(j, &j->refused);
+	j->refused.count = 0;
+	clock_gettime(CLOCK_MONOTONIC, &j->refused_since);
+}
+
+void
+job_refuse(struct pjob *j, const char *reason, const char *detail)
+{
+	struct decision d = { .job = j->id,
+		.conn = ++j->next_conn,
+		.kind = "connect",
+		.addr = "",
+		.rule = -1,
+		.reason = reason,
+		.detail = detail };
+
+	/* Within a burst of the same refusal: counted, told later. */
+	if (j->refused.reason != NULL &&
+	    strcmp(j->refused.reason, reason) == 0 &&
+	    elapsed_ms(&j->refused_since) < REFUSAL_BURST_MS) {
+		j->refused.count++;
+		j->refused.conn = d.conn;
+		return;
+	}
+	job_refuse_flush(j, true);
+	job_log(j, &d);
+	j->refused = d;
+	j->refused.count = 0;
+	clock_gettime(CLOCK_MONOTONIC, &j->refused_since);
 }
 
 /* The CA may sign only for the hosts whose TLS the proxy terminates; a
@@ -194,6 +257,10 @@ job_channel(struct pjob *j)
 		close(fd);
 		return -ENOMEM;
 	}
+	j->accept_retry = evtimer_new(j->p->base, on_accept_retry, j);
+	if (j->accept_retry == NULL)
+		return -ENOMEM;
+	evconnlistener_set_error_cb(j->listener, on_accept_error);
 	return 0;
 }
 
@@ -254,6 +321,11 @@ job_close(struct pjob *j, const char *why)
 		j->listener = NULL;
 		(void)unlink(j->channel);
 	}
+	if (j->accept_retry != NULL) {
+		event_free(j->accept_retry);
+		j->accept_retry = NULL;
+	}
+	job_refuse_flush(j, true);
 	while (!TAILQ_EMPTY(&j->conns)) {
 		conn_close(TAILQ_FIRST(&j->conns));
 		n++;
@@ -312,6 +384,7 @@ job_sweep(struct proxy *p)
 			if (elapsed_ms(&e->since) > POOL_IDLE_MS)
 				pooled_free(e);
 		}
+		job_refuse_flush(j, false);
 		if (j->closed &&
 		    now - j->closed_at >= j->p->cfg.closed_job_linger_s) {
 			TAILQ_REMOVE(&p->jobs, j, link);

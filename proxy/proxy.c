@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #define CFG(field) offsetof(struct proxy_config, field)
@@ -51,6 +52,50 @@ on_sweep(evutil_socket_t fd, short what, void *cls)
 	(void)fd;
 	(void)what;
 	job_sweep(cls);
+	log_burst_flush();
+}
+
+/* libevent's own complaints (an accept that failed, a socket error) come
+ * from what peers do: one line per burst, as JSON. */
+static void
+on_libevent_log(int severity, const char *msg)
+{
+	if (severity >= EVENT_LOG_WARN)
+		log_burst(severity >= EVENT_LOG_ERR ? LEVEL_ERROR : LEVEL_WARN,
+		    "libevent", "{s:s}", "message", msg);
+}
+
+/*
+ * Raises the soft descriptor limit to the hard one: every connection of a
+ * job costs two, and systemd's default soft limit is 1,024. Logs what the
+ * proxy has, and what one job may take of it.
+ */
+static void
+raise_nofile(const struct proxy *p)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	long long limit =
+	    rl.rlim_cur == RLIM_INFINITY ? -1 : (long long)rl.rlim_cur;
+	long long share = limit > 2 * PROXY_FD_RESERVE
+	    ? (limit - PROXY_FD_RESERVE) / PROXY_FD_SHARE / 2
+	    : limit / 2 / PROXY_FD_SHARE / 2;
+	log_info("descriptors", "{s:I, s:I, s:I}", "nofile", limit,
+	    "conns_per_job",
+	    share < p->cfg.max_conns_per_job ? share : p->cfg.max_conns_per_job,
+	    "reserve", (long long)PROXY_FD_RESERVE);
+	if (limit >= 0 && limit < 4096)
+		log_warn("few_descriptors", "{s:I, s:s}", "nofile", limit,
+		    "effect",
+		    "jobs get fewer connections than max_conns_per_job; set "
+		    "LimitNOFILE=65536");
 }
 
 /* Runs the control API and re-arms its timer for MHD's next timeout. */
@@ -346,6 +391,8 @@ main(int argc, char **argv)
 	}
 
 	log_init("proxy", p.cfg.common.log_level);
+	event_set_log_callback(on_libevent_log);
+	raise_nofile(&p);
 	r = service_open(&p.cfg.common, &fd, addr, sizeof(addr));
 	if (r >= 0)
 		goto out;

@@ -40,6 +40,14 @@
 /* Without an answer from the revocation feed for this long, every request
  * is refused until it answers again (DESIGN.md: 2 s). */
 #define FEED_FAIL_CLOSED_MS 2000
+/* Descriptors kept for everything but the jobs' connections: the control
+ * API, the broker's connections, the resolver, the logs. */
+#define PROXY_FD_RESERVE 64
+/* One job may hold at most this share of the rest (1/4): it takes four
+ * flooding jobs to fill the proxy, and then only with new connections. */
+#define PROXY_FD_SHARE 4
+/* A refusal a job can repeat (at accept) is one line per this long. */
+#define REFUSAL_BURST_MS 1000
 
 struct proxy_config {
 	struct config_common common;
@@ -87,6 +95,10 @@ struct pjob {
 	struct buf log; /* decision lines, up to JOB_LOG_MAX */
 	uint64_t log_dropped;
 	uint64_t allowed, denied;
+	/* Refusals at accept, one line per burst: the one being counted. */
+	struct decision refused;
+	struct timespec refused_since;
+	struct event *accept_retry; /* the listener rests after EMFILE */
 };
 
 /* The broker's address and the calls in flight to it (broker.c). */
@@ -190,6 +202,16 @@ void job_feed_lost(struct proxy *p);
 void job_sweep(struct proxy *p);
 /* Writes one decision: to the log file, stderr and the job's log. */
 void job_log(struct pjob *j, const struct decision *d);
+/*
+ * Refuses a connection at accept (reason, detail: constant strings) with
+ * a decision line, but one line per burst: the same refusal again within
+ * REFUSAL_BURST_MS is counted, and told by one line with its "count" when
+ * the burst ends (at the next sweep, or a different refusal).
+ */
+void job_refuse(struct pjob *j, const char *reason, const char *detail);
+/* Writes the line of a burst of refusals whose window has passed (all, if
+ * now). */
+void job_refuse_flush(struct pjob *j, bool now);
 
 /* --- conn.c --------------------------------------------------------------- */
 

@@ -481,6 +481,45 @@ START_TEST(test_threads_do_not_interleave)
 }
 END_TEST
 
+/* A failure a peer repeats is one line per burst, with a count, never a
+ * line per attempt (issue 16, item 3); other lines are not held back. */
+START_TEST(test_burst_is_one_line_with_a_count)
+{
+	char *text, *lines[MAX_LINES];
+	size_t n, told = 0;
+	json_int_t attempts = 0;
+
+	log_init("test", LEVEL_INFO);
+	catch_begin();
+	for (int i = 0; i < 5000; i++)
+		log_burst(LEVEL_WARN, "accept_failed", "{s:s}", "error",
+		    "Too many open files");
+	log_burst(LEVEL_WARN, "accept_failed", "{s:s}", "error", "other");
+	log_event(LEVEL_WARN, "accept_failed", "{s:s}", "error", "plain");
+	/* Past the window, the flush tells how many were not written. */
+	usleep((LOG_BURST_MS + 200) * 1000);
+	log_burst_flush();
+	text = catch_end();
+	n = split_lines(text, lines, MAX_LINES);
+	/* The first, the other one, the plain one, the count; one more for
+	 * every window the loop outlasted on a slow machine. */
+	ck_assert_msg(n >= 4 && n < 20, "%zu lines", n);
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = parse_line(lines[i]);
+		json_t *c = json_object_get(o, "repeated");
+		if (strcmp(str_field(o, "error"), "Too many open files") == 0)
+			attempts +=
+			    json_is_integer(c) ? json_integer_value(c) : 1;
+		told += json_is_integer(c);
+		json_decref(o);
+	}
+	ck_assert_uint_ge(told, 1);
+	/* Every attempt is accounted for: written, or counted. */
+	ck_assert_int_eq(attempts, 5000);
+	free(text);
+}
+END_TEST
+
 START_TEST(test_level_parse)
 {
 	static const struct {
@@ -537,6 +576,7 @@ log_suite(void)
 	tcase_add_test(tc, test_escaping_keeps_one_line);
 	tcase_add_test(tc, test_long_line);
 	tcase_add_test(tc, test_threads_do_not_interleave);
+	tcase_add_test(tc, test_burst_is_one_line_with_a_count);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("helpers");
