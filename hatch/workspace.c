@@ -182,8 +182,11 @@ workspace_create(const char *root, const char *job,
 		r = -EINVAL;
 		goto fail;
 	}
-	/* The upper layer lives on its own tmpfs: the job's disk limit. */
-	snprintf(opts, sizeof(opts), "size=%ldm,mode=0755", disk_mb);
+	/* The upper layer lives on its own tmpfs: the job's disk limit. An
+	 * empty file costs no block but an inode of kernel memory: one inode
+	 * per 4 KiB page of the size, no more files than full pages fit. */
+	snprintf(opts, sizeof(opts), "size=%ldm,nr_inodes=%ld,mode=0755",
+	    disk_mb, disk_mb * 256);
 	if (mkdir(rw, 0755) < 0 ||
 	    mount("tmpfs", rw, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
 		r = -errno;
