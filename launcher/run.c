@@ -14,15 +14,13 @@
 #include "digest.h"
 #include "http_client.h"
 #include "log.h"
+#include "relay.h"
 #include "sandbox.h"
 #include "util.h"
 
 #include "envelope.h"
 #include <errno.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/listener.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -33,7 +31,6 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,8 +77,7 @@ struct run {
 
 	struct event_base *base;
 	struct sandbox sb;
-	struct evconnlistener *relay;
-	struct pair *pairs; /* the relay's connections */
+	struct relay *relay; /* 127.0.0.1:3128 inside, to the channel */
 	struct event *out_ev, *err_ev, *wall, *beat, *watch, *sigs[3], *chld;
 	int out_fd, err_fd;
 	struct buf out, err; /* kept for --json, capped */
@@ -117,146 +113,6 @@ call(struct run *r, const char *base, const char *method, const char *path,
 
 	json_decref(body);
 	return rc;
-}
-
-/* --- the relay ------------------------------------------------------------ */
-
-/*
- * One connection from inside the job and its twin on the channel. A side
- * that ends its sending (EOF) is passed on as a half-close once what it
- * sent has gone out, and the other direction goes on: a client that
- * shuts down its writing and then reads the answer gets it.
- */
-struct pair {
-	struct pair *next, **prev; /* in the run's list, for the end */
-	struct bufferevent *b[2];
-	bool eof[2]; /* b[i] said it sends no more */
-	bool shut[2]; /* b[i]'s writing side was shut down */
-};
-
-static int
-side(const struct pair *p, const struct bufferevent *bev)
-{
-	return p->b[0] == bev ? 0 : 1;
-}
-
-static bool
-drained(struct bufferevent *bev)
-{
-	return evbuffer_get_length(bufferevent_get_output(bev)) == 0;
-}
-
-static void
-pair_free(struct pair *p)
-{
-	*p->prev = p->next;
-	if (p->next != NULL)
-		p->next->prev = p->prev;
-	bufferevent_free(p->b[0]);
-	bufferevent_free(p->b[1]);
-	free(p);
-}
-
-/* Passes on a half-close once b[i] has nothing left to write; ends the
- * pair when both directions are done. Returns false if p is freed. */
-static bool
-pair_progress(struct pair *p)
-{
-	for (int i = 0; i < 2; i++)
-		if (p->eof[1 - i] && !p->shut[i] && drained(p->b[i])) {
-			(void)shutdown(bufferevent_getfd(p->b[i]), SHUT_WR);
-			p->shut[i] = true;
-		}
-	if (p->eof[0] && p->eof[1] && drained(p->b[0]) && drained(p->b[1])) {
-		pair_free(p);
-		return false;
-	}
-	return true;
-}
-
-static void
-relay_read(struct bufferevent *bev, void *arg)
-{
-	struct pair *p = arg;
-	int i = side(p, bev);
-
-	evbuffer_add_buffer(bufferevent_get_output(p->b[1 - i]),
-	    bufferevent_get_input(bev));
-}
-
-static void
-relay_write(struct bufferevent *bev, void *arg)
-{
-	(void)bev;
-	(void)pair_progress(arg);
-}
-
-static void
-relay_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct pair *p = arg;
-	int i = side(p, bev);
-
-	if (!(what & BEV_EVENT_EOF)) {
-		pair_free(p); /* an error: the connection is gone both ways */
-		return;
-	}
-	evbuffer_add_buffer(bufferevent_get_output(p->b[1 - i]),
-	    bufferevent_get_input(bev));
-	p->eof[i] = true;
-	bufferevent_disable(bev, EV_READ);
-	(void)pair_progress(p);
-}
-
-/* A connection from inside the job: joined to the job's channel. */
-static void
-on_relay(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-    int salen, void *arg)
-{
-	struct run *r = arg;
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct bufferevent *in, *out;
-	struct pair *p;
-	int ch;
-
-	(void)l;
-	(void)sa;
-	(void)salen;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", r->channel);
-	ch = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ch < 0 || connect(ch, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		if (ch >= 0)
-			close(ch);
-		close(fd);
-		return;
-	}
-	evutil_make_socket_nonblocking(ch);
-	p = calloc(1, sizeof(*p));
-	in = bufferevent_socket_new(r->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	out = bufferevent_socket_new(r->base, ch, BEV_OPT_CLOSE_ON_FREE);
-	if (p == NULL || in == NULL || out == NULL) {
-		free(p);
-		if (in != NULL)
-			bufferevent_free(in);
-		else
-			close(fd);
-		if (out != NULL)
-			bufferevent_free(out);
-		else
-			close(ch);
-		return;
-	}
-	p->b[0] = in;
-	p->b[1] = out;
-	p->next = r->pairs;
-	p->prev = &r->pairs;
-	if (r->pairs != NULL)
-		r->pairs->prev = &p->next;
-	r->pairs = p;
-	bufferevent_setcb(in, relay_read, relay_write, relay_event, p);
-	bufferevent_setcb(out, relay_read, relay_write, relay_event, p);
-	bufferevent_enable(in, EV_READ | EV_WRITE);
-	bufferevent_enable(out, EV_READ | EV_WRITE);
 }
 
 /* --- stopping ------------------------------------------------------------- */
@@ -545,7 +401,12 @@ struct outcome {
 	bool revoke_ok;
 	long long tokens_revoked;
 	char revoke_error[200];
+	/* The proxy's counts, from the channel's close; when the close
+	 * failed, close_error says why and no figure is given. */
+	bool egress_known;
 	long long allowed, denied;
+	char close_error[200];
+	struct relay_counts relay;
 	struct collected c; /* the seal, the patch, the workspace */
 };
 
@@ -566,6 +427,11 @@ stop_path(struct run *r, struct outcome *o)
 	struct httpc_answer a;
 	char path[160];
 
+	/* The relay's connections go before anything else: the job's
+	 * network is cut, and their descriptors are the stop path's. */
+	relay_counts(r->relay, &o->relay);
+	relay_free(r->relay);
+	r->relay = NULL;
 	/* 1. Tokens die first. */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", r->id);
 	if (call(r, r->cfg->broker, "POST", path,
@@ -617,11 +483,20 @@ stop_path(struct run *r, struct outcome *o)
 	proxy_call_wait(&close_call);
 	r->laps[PH_CLOSE] = close_call.ms;
 	if (close_call.rc == 0) {
+		o->egress_known = close_call.a.status == 200;
 		o->allowed = json_integer_value(
 		    json_object_get(close_call.a.json, "allowed"));
 		o->denied = json_integer_value(
 		    json_object_get(close_call.a.json, "denied"));
+		if (!o->egress_known)
+			snprintf(o->close_error, sizeof(o->close_error),
+			    "%ld: %s", close_call.a.status,
+			    launcher_answer_message(&close_call.a));
 		httpc_answer_free(&close_call.a);
+	} else {
+		snprintf(o->close_error, sizeof(o->close_error), "%s",
+		    r->channel == NULL ? "there was no channel"
+				       : "the proxy did not answer the close");
 	}
 }
 
@@ -799,6 +674,16 @@ report(struct run *r, const struct outcome *o)
 		if (o->c.kept[0] != '\0')
 			json_object_set_new(j, "workspace_kept",
 			    json_string(o->c.kept));
+		/* A close that failed gives no figure, and says so. */
+		if (!o->egress_known) {
+			json_object_set_new(j, "egress", json_null());
+			json_object_set_new(j, "close_error",
+			    json_string(o->close_error));
+		}
+		json_object_set_new(j, "relay",
+		    json_pack("{s:I, s:I, s:i}", "accepted",
+			(json_int_t)o->relay.accepted, "refused",
+			(json_int_t)o->relay.refused, "max", RELAY_MAX_CONNS));
 		json_t *t = json_object();
 		/* The workspace and the channel overlap: the total is the
 		 * time from the first call to the seal, not their sum. */
@@ -832,11 +717,21 @@ report(struct run *r, const struct outcome *o)
 		return;
 	}
 	const char *hit = cgroup_job_hit(&r->cg, r->stop_reason, o->c.report);
+	char egress[300];
+	if (o->egress_known)
+		snprintf(egress, sizeof(egress), "%lld allowed, %lld denied",
+		    o->allowed, o->denied);
+	else
+		snprintf(egress, sizeof(egress), "unknown (%s)",
+		    o->close_error);
 	fprintf(stderr,
 	    "cordon: job %s stopped (%s): exit %d; %lld token(s) revoked%s; "
-	    "egress %lld allowed, %lld denied; patch %s (%s); %s%s\n",
+	    "egress %s; relay %llu accepted, %llu refused; patch %s (%s); "
+	    "%s%s\n",
 	    r->id, r->stop_reason, code, o->tokens_revoked,
-	    o->revoke_ok ? "" : " -- REVOKE FAILED", o->allowed, o->denied,
+	    o->revoke_ok ? "" : " -- REVOKE FAILED", egress,
+	    (unsigned long long)o->relay.accepted,
+	    (unsigned long long)o->relay.refused,
 	    o->c.patch[0] != '\0' ? o->c.patch : "none",
 	    o->c.verdict[0] != '\0' ? o->c.verdict : "no verdict",
 	    hit != NULL ? "limit hit: " : "no limit hit", hit ?: "");
@@ -1013,11 +908,10 @@ loop(struct run *r)
 		(long)(lease_ms / 3 % 1000) * 1000 };
 	struct timeval watch = { 0, WATCH_MS * 1000 };
 
-	evutil_make_socket_nonblocking(r->sb.proxy_fd);
-	r->relay = evconnlistener_new(r->base, on_relay, r,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, r->sb.proxy_fd);
-	if (r->relay != NULL)
-		r->sb.proxy_fd = -1;
+	int rc = relay_new(r->base, r->sb.proxy_fd, r->channel, &r->relay);
+	r->sb.proxy_fd = -1; /* taken, whatever the outcome */
+	if (rc < 0)
+		return rc;
 	r->out_ev =
 	    event_new(r->base, r->out_fd, EV_READ | EV_PERSIST, on_output, r);
 	r->err_ev =
@@ -1026,9 +920,8 @@ loop(struct run *r)
 	r->beat = event_new(r->base, -1, EV_PERSIST, on_beat, r);
 	r->watch = event_new(r->base, -1, EV_PERSIST, on_watch, r);
 	r->chld = evsignal_new(r->base, SIGCHLD, on_signal, r);
-	if (r->relay == NULL || r->out_ev == NULL || r->err_ev == NULL ||
-	    r->wall == NULL || r->beat == NULL || r->watch == NULL ||
-	    r->chld == NULL)
+	if (r->out_ev == NULL || r->err_ev == NULL || r->wall == NULL ||
+	    r->beat == NULL || r->watch == NULL || r->chld == NULL)
 		return -ENOMEM;
 	event_add(r->out_ev, NULL);
 	event_add(r->err_ev, NULL);
@@ -1065,10 +958,7 @@ loop(struct run *r)
 static void
 run_free(struct run *r)
 {
-	while (r->pairs != NULL)
-		pair_free(r->pairs);
-	if (r->relay != NULL)
-		evconnlistener_free(r->relay);
+	relay_free(r->relay);
 	struct event *evs[] = { r->out_ev, r->err_ev, r->wall, r->beat,
 		r->watch, r->chld, r->sigs[0], r->sigs[1], r->sigs[2] };
 	for (size_t i = 0; i < ARRAY_SIZE(evs); i++)

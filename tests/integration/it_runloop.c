@@ -211,6 +211,15 @@ done:
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* The value after key in text, as a long (-1 when absent). */
+static long
+number_after(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+
+	return p != NULL ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
 /* The job's id in the launcher's summary line on stderr. */
 static char *
 summary_job(const char *err)
@@ -220,6 +229,24 @@ summary_job(const char *err)
 	ck_assert_msg(p != NULL, "no summary: %.3000s", err);
 	p += strlen("cordon: job ");
 	return strndup(p, strcspn(p, " "));
+}
+
+/* The proxy's log of job: its state and its allowed count. */
+static long
+proxy_allowed(const char *job, char *state, size_t len)
+{
+	char path[160];
+	json_t *log;
+	long allowed;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
+	log = harness_expect(&st.proxy, 200, "GET", path, st.launcher, NULL,
+	    NULL);
+	snprintf(state, len, "%s",
+	    json_string_value(json_object_get(log, "state")) ?: "");
+	allowed = (long)json_integer_value(json_object_get(log, "allowed"));
+	json_decref(log);
+	return allowed;
 }
 
 /* The launcher's records of jobs in flight: how many. */
@@ -352,6 +379,75 @@ START_TEST(a_closed_stdout_stops_the_job_through_its_stop_path)
 }
 END_TEST
 
+/*
+ * 15.6: a job that makes one allowed request, then opens 2,000
+ * connections to 127.0.0.1:3128 and holds them, with the launcher at a
+ * soft limit of 1,024 descriptors (systemd's default). SIGTERM during the
+ * flood stops the job at once: its token is dead when cordon run exits,
+ * the channel is closed, and the result's egress count is the proxy's
+ * (or the result says that the count could not be had).
+ */
+START_TEST(a_flood_of_connections_starves_nothing)
+{
+	char script[2048];
+	struct launched l;
+
+	snprintf(script, sizeof(script),
+	    GET_TOKEN "echo TOKEN=$T; "
+		      "curl -s -o /dev/null http://api.test:%u/ok/x; "
+		      "python3 -c '\n"
+		      "import resource, socket, sys\n"
+		      "h = resource.getrlimit(resource.RLIMIT_NOFILE)[1]\n"
+		      "resource.setrlimit(resource.RLIMIT_NOFILE, (h, h))\n"
+		      "held = []\n"
+		      "for i in range(2000):\n"
+		      "    s = socket.socket()\n"
+		      "    s.setblocking(False)\n"
+		      "    try:\n"
+		      "        s.connect((\"127.0.0.1\", 3128))\n"
+		      "    except BlockingIOError:\n"
+		      "        pass\n"
+		      "    except OSError:\n"
+		      "        s.close(); continue\n"
+		      "    held.append(s)\n"
+		      "print(\"FLOODED\", len(held)); sys.stdout.flush()\n"
+		      "import time; time.sleep(100)'",
+	    upstream_port(plain));
+	launch(&l, false, 1024, script);
+	ck_assert_msg(read_until(&l, "FLOODED", 60000),
+	    "the job never flooded:\n%.1500s\n%.1500s", l.out, l.err);
+	char *tok = printed_token(l.out);
+	/* Let the launcher meet the flood, then ask it to stop. */
+	sleep(2);
+	ck_assert_int_eq(kill(l.pid, SIGTERM), 0);
+	int status = finish(&l, 60000);
+	ck_assert_msg(status != -1,
+	    "cordon run did not stop within 60 s of SIGTERM:\n%.3000s", l.err);
+	/* Right after: not a lease later (the lease is 300 s). */
+	ck_assert(!harness_token_active(&st.broker, st.verifier, tok));
+	ck_assert_msg(strstr(l.err, "stopped (stopped)") != NULL, "%.3000s",
+	    l.err);
+	ck_assert_msg(strstr(l.err, "REVOKE FAILED") == NULL, "%.3000s", l.err);
+	ck_assert_msg(status == 128 + 9, "status %d\n%.3000s", status, l.err);
+	char *job = summary_job(l.err);
+	char state[32];
+	long allowed = proxy_allowed(job, state, sizeof(state));
+	ck_assert_str_ne(state, "open");
+	ck_assert_int_ge(allowed, 1);
+	/* The truth, or a failure said as one: never a wrong figure. */
+	long said = number_after(l.err, "egress ");
+	ck_assert_msg(said == allowed ||
+		strstr(l.err, "egress unknown") != NULL,
+	    "the result says %ld allowed, the proxy %ld:\n%.3000s", said,
+	    allowed, l.err);
+	ck_assert_msg(strstr(l.err, "refused") != NULL,
+	    "the relay's refusals are not reported:\n%.3000s", l.err);
+	ck_assert_int_eq(records(), 0);
+	free(job);
+	free(tok);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -363,6 +459,7 @@ suite(void)
 	tcase_add_test(tc,
 	    a_write_to_a_closed_channel_does_not_kill_the_launcher);
 	tcase_add_test(tc, a_closed_stdout_stops_the_job_through_its_stop_path);
+	tcase_add_test(tc, a_flood_of_connections_starves_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
