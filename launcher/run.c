@@ -17,6 +17,7 @@
 #include "relay.h"
 #include "sandbox.h"
 #include "util.h"
+#include "watch.h"
 
 #include "envelope.h"
 #include <errno.h>
@@ -39,7 +40,6 @@
 #define EXIT_REVOKE_FAILED 3
 #define EXIT_PATCH_KEPT 4 /* the patch is not out; the workspace is kept */
 #define CALL_MS 5000
-#define WATCH_MS 500 /* how often the broker is asked whether the job lives */
 #define MAX_INPUTS 64
 
 enum phase {
@@ -78,7 +78,8 @@ struct run {
 	struct event_base *base;
 	struct sandbox sb;
 	struct relay *relay; /* 127.0.0.1:3128 inside, to the channel */
-	struct event *out_ev, *err_ev, *wall, *beat, *watch, *sigs[3], *chld;
+	struct watch *watch; /* the lease and the job's state, at the broker */
+	struct event *out_ev, *err_ev, *wall, *sigs[3], *chld;
 	int out_fd, err_fd;
 	struct buf out, err; /* kept for --json, capped */
 	uint64_t out_bytes;
@@ -193,51 +194,11 @@ on_wall(evutil_socket_t fd, short what, void *arg)
 	stop(arg, "wall_clock");
 }
 
+/* The broker says the job no longer runs (watch.c). */
 static void
-on_beat(evutil_socket_t fd, short what, void *arg)
+on_broker_stop(void *arg, const char *reason)
 {
-	struct run *r = arg;
-	struct httpc_answer a;
-	char path[128];
-
-	(void)fd;
-	(void)what;
-	snprintf(path, sizeof(path), "/v1/jobs/%s/heartbeat", r->id);
-	if (call(r, r->cfg->broker, "POST", path, NULL, &a) == 0) {
-		if (a.status == 409)
-			stop(r, "revoked");
-		httpc_answer_free(&a);
-	}
-}
-
-/* An operator's revoke at the broker stops the job within a second. */
-static void
-on_watch(evutil_socket_t fd, short what, void *arg)
-{
-	struct run *r = arg;
-	struct httpc_answer a;
-	char path[128];
-	const char *state;
-
-	(void)fd;
-	(void)what;
-	snprintf(path, sizeof(path), "/v1/jobs/%s", r->id);
-	if (call(r, r->cfg->broker, "GET", path, NULL, &a) < 0)
-		return;
-	state = json_string_value(json_object_get(a.json, "state"));
-	if (a.status == 200 && state != NULL && strcmp(state, "running") != 0) {
-		/* The broker's own sweep may have reached the deadline a
-		 * moment before the launcher's timer did: the same stop. */
-		const char *why =
-		    json_string_value(json_object_get(a.json, "stop_reason"));
-		if (why != NULL && strcmp(why, "deadline") == 0)
-			stop(r, "wall_clock");
-		else if (why != NULL && strcmp(why, "tripwire") == 0)
-			stop(r, "tripwire");
-		else
-			stop(r, "revoked");
-	}
-	httpc_answer_free(&a);
+	stop(arg, reason);
 }
 
 static void
@@ -432,6 +393,8 @@ stop_path(struct run *r, struct outcome *o)
 	relay_counts(r->relay, &o->relay);
 	relay_free(r->relay);
 	r->relay = NULL;
+	watch_free(r->watch);
+	r->watch = NULL;
 	/* 1. Tokens die first. */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", r->id);
 	if (call(r, r->cfg->broker, "POST", path,
@@ -904,12 +867,13 @@ loop(struct run *r)
 	json_t *lease = json_object_get(r->job, "lease_seconds");
 	long long lease_ms =
 	    json_is_integer(lease) ? json_integer_value(lease) * 1000 : 30000;
-	struct timeval beat = { (time_t)(lease_ms / 3000),
-		(long)(lease_ms / 3 % 1000) * 1000 };
-	struct timeval watch = { 0, WATCH_MS * 1000 };
 
 	int rc = relay_new(r->base, r->sb.proxy_fd, r->channel, &r->relay);
 	r->sb.proxy_fd = -1; /* taken, whatever the outcome */
+	if (rc < 0)
+		return rc;
+	rc = watch_start(r->base, r->cfg->broker, r->key, r->id, lease_ms,
+	    on_broker_stop, r, &r->watch);
 	if (rc < 0)
 		return rc;
 	r->out_ev =
@@ -917,17 +881,13 @@ loop(struct run *r)
 	r->err_ev =
 	    event_new(r->base, r->err_fd, EV_READ | EV_PERSIST, on_output, r);
 	r->wall = evtimer_new(r->base, on_wall, r);
-	r->beat = event_new(r->base, -1, EV_PERSIST, on_beat, r);
-	r->watch = event_new(r->base, -1, EV_PERSIST, on_watch, r);
 	r->chld = evsignal_new(r->base, SIGCHLD, on_signal, r);
 	if (r->out_ev == NULL || r->err_ev == NULL || r->wall == NULL ||
-	    r->beat == NULL || r->watch == NULL || r->chld == NULL)
+	    r->chld == NULL)
 		return -ENOMEM;
 	event_add(r->out_ev, NULL);
 	event_add(r->err_ev, NULL);
 	event_add(r->wall, &wall);
-	event_add(r->beat, &beat);
-	event_add(r->watch, &watch);
 	event_add(r->chld, NULL);
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
 		r->sigs[i] = evsignal_new(r->base, sigs[i], on_signal, r);
@@ -959,8 +919,9 @@ static void
 run_free(struct run *r)
 {
 	relay_free(r->relay);
-	struct event *evs[] = { r->out_ev, r->err_ev, r->wall, r->beat,
-		r->watch, r->chld, r->sigs[0], r->sigs[1], r->sigs[2] };
+	watch_free(r->watch);
+	struct event *evs[] = { r->out_ev, r->err_ev, r->wall, r->chld,
+		r->sigs[0], r->sigs[1], r->sigs[2] };
 	for (size_t i = 0; i < ARRAY_SIZE(evs); i++)
 		if (evs[i] != NULL)
 			event_free(evs[i]);

@@ -448,6 +448,51 @@ START_TEST(a_flood_of_connections_starves_nothing)
 }
 END_TEST
 
+/*
+ * 17.4: the broker stops answering (SIGSTOP) while the job streams
+ * through the relay. The job's requests and output go on meanwhile: 20
+ * more lines arrive while the broker is stopped.
+ */
+START_TEST(a_stopped_broker_does_not_freeze_the_job)
+{
+	char script[1024];
+	struct launched l;
+
+	snprintf(script, sizeof(script),
+	    "i=0; while [ $i -lt 2000 ]; do "
+	    "c=$(curl -s -m 20 -o /dev/null -w '%%{http_code}' "
+	    "http://api.test:%u/ok/x); echo req $i $c; i=$((i+1)); done",
+	    upstream_port(plain));
+	launch(&l, false, 0, script);
+	ck_assert_msg(read_until(&l, "req 3 ", 60000),
+	    "no traffic:\n%.1500s\n%.1500s", l.out, l.err);
+	ck_assert_int_eq(kill(st.broker.pid, SIGSTOP), 0);
+	/* What the job did before the broker stopped is counted out: then
+	 * 20 more lines, past several heartbeats or watches of the broker,
+	 * while it is still stopped. */
+	(void)read_until(&l, "\x01", 1000);
+	size_t at = l.nout;
+	bool moved = false;
+	for (int i = 0; i < 150 && !moved; i++) {
+		(void)read_until(&l, "\x01", 100);
+		int lines = 0;
+		for (const char *p = l.out + at; (p = strchr(p, '\n')) != NULL;
+		     p++)
+			lines++;
+		moved = lines >= 20;
+	}
+	kill(st.broker.pid, SIGCONT);
+	ck_assert_msg(moved,
+	    "the job's traffic froze while the broker was stopped:\n%.2000s",
+	    l.out + at);
+	kill(l.pid, SIGTERM);
+	int status = finish(&l, 60000);
+	ck_assert_msg(status != -1, "cordon run did not stop:\n%.3000s", l.err);
+	ck_assert_msg(strstr(l.err, "stopped (stopped)") != NULL, "%.3000s",
+	    l.err);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -460,6 +505,7 @@ suite(void)
 	    a_write_to_a_closed_channel_does_not_kill_the_launcher);
 	tcase_add_test(tc, a_closed_stdout_stops_the_job_through_its_stop_path);
 	tcase_add_test(tc, a_flood_of_connections_starves_nothing);
+	tcase_add_test(tc, a_stopped_broker_does_not_freeze_the_job);
 	suite_add_tcase(s, tc);
 	return s;
 }
