@@ -619,6 +619,21 @@ judge_tokens_next(struct pconn *c)
 	go_upstream(c);
 }
 
+/* Every token shape in the head, request line and every field, is
+ * judged (a CONNECT's too); then the request goes on, or is refused. */
+static void
+judge_head_tokens(struct pconn *c)
+{
+	if (tokens_collect(c, c->head, c->head_len) < 0) {
+		tokens_tell_rest(c);
+		deny(c, "token", "too_many_tokens");
+		return;
+	}
+	c->judging = 0;
+	c->state = CS_TOKEN;
+	judge_tokens_next(c);
+}
+
 /* A request for broker.cordon: POST /v1/token and nothing else. */
 static bool
 broker_request_ok(struct pconn *c)
@@ -693,8 +708,10 @@ judge(struct pconn *c)
 			deny(c, "broker_path", NULL);
 			return;
 		}
+		/* The broker is no place for a token either: a canary sent
+		 * there trips the wire like anywhere else. */
 		c->broker_route = true;
-		go_upstream(c);
+		judge_head_tokens(c);
 		return;
 	}
 	c->broker_route = false;
@@ -723,17 +740,7 @@ judge(struct pconn *c)
 		deny(c, "upgrade", NULL);
 		return;
 	}
-	/* Every token shape in the head, request line and every field:
-	 * each is judged, a CONNECT's too. */
-	if (tokens_collect(c, c->head, c->head_len) < 0) {
-		c->judging = c->ntokens;
-		tokens_tell_rest(c);
-		deny(c, "token", "too_many_tokens");
-		return;
-	}
-	c->judging = 0;
-	c->state = CS_TOKEN;
-	judge_tokens_next(c);
+	judge_head_tokens(c);
 }
 
 /* --- the CONNECT answer and the tunnels ----------------------------------- */

@@ -605,6 +605,29 @@ START_TEST(a_canary_to_a_host_without_audience_trips)
 }
 END_TEST
 
+/* Even towards the broker's own route: a canary in a mint request's head
+ * trips the wire. */
+START_TEST(a_canary_sent_to_broker_cordon_trips)
+{
+	char chan[300], req[1024], *resp;
+	json_t *j = new_job(1, chan, sizeof(chan), NULL, 0);
+	static const char body[] =
+	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
+
+	snprintf(req, sizeof(req),
+	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
+	    "broker.cordon\r\nX-Note: %s\r\nContent-Type: application/json"
+	    "\r\nContent-Length: %zu\r\n\r\n%s",
+	    canary_of(j), strlen(body), body);
+	resp = send_on(chan, req);
+	if (resp[0] != '\0')
+		assert_denied(resp, "token");
+	free(resp);
+	assert_tripped(job_id(j));
+	json_decref(j);
+}
+END_TEST
+
 /* The work is bounded: past a cap of distinct tokens, refused. */
 START_TEST(too_many_tokens_in_one_request_are_refused)
 {
@@ -805,6 +828,7 @@ suite(void)
 	tcase_add_test(tc,
 	    a_glued_own_token_to_a_host_without_audience_is_refused);
 	tcase_add_test(tc, a_canary_to_a_host_without_audience_trips);
+	tcase_add_test(tc, a_canary_sent_to_broker_cordon_trips);
 	tcase_add_test(tc, too_many_tokens_in_one_request_are_refused);
 	tcase_add_test(tc, one_job_cannot_starve_another);
 	suite_add_tcase(s, tc);
