@@ -1627,6 +1627,54 @@ START_TEST(slow_and_half_closed_clients)
 }
 END_TEST
 
+/* Lines of d's log that are the event named (as JSON writes it). */
+static int
+log_events(const struct daemon *d, const char *event)
+{
+	char want[96], line[4096];
+	FILE *f = fopen(d->log, "re");
+	int n = 0;
+
+	snprintf(want, sizeof(want), "\"event\":\"%s\"", event);
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += strstr(line, want) != NULL;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A head the HTTP library refuses by itself, sent again and again: a few
+ * lines of each service's log, never a line per attempt (issue 16, item
+ * 3: no log of cordon's grows at a peer's will).
+ */
+START_TEST(a_repeated_bad_head_is_not_a_line_each)
+{
+	enum { TIMES = 1000 };
+	static const char req[] =
+	    "GET /healthz\r\nX-Injected: 1 HTTP/1.1\r\nHost: x\r\n\r\n";
+
+	for (int s = 0; s < NSVC; s++) {
+		int before = log_events(&daemons[s], "http_library");
+		for (int i = 0; i < TIMES; i++) {
+			char *got =
+			    exchange((enum svc)s, req, sizeof(req) - 1, false);
+			if (i == 0 && status_of(got) != 400)
+				bad("%s: a broken request line: %.100s",
+				    svc_names[s], got);
+			free(got);
+		}
+		int lines = log_events(&daemons[s], "http_library") - before;
+		if (lines < 1 || lines > 40)
+			bad("%s: %d http_library lines for %d bad heads",
+			    svc_names[s], lines, TIMES);
+	}
+	assert_no_failures();
+	all_healthy();
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -1637,6 +1685,7 @@ suite(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_loop_test(tc, catalogue, 0, NSVC);
 	tcase_add_test(tc, slow_and_half_closed_clients);
+	tcase_add_test(tc, a_repeated_bad_head_is_not_a_line_each);
 	suite_add_tcase(s, tc);
 	return s;
 }
