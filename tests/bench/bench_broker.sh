@@ -10,34 +10,23 @@
 #   BENCH_SECONDS (default 10) per run
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+script=bench_broker
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. tests/bench/lib.sh
 secs=${BENCH_SECONDS:-10}
-bin=${CORDON_BIN_DIR:-$PWD/build/bin}
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+need wrk curl python3
+need_bin cordon-broker
 
 # A long lease: the benchmark sends no heartbeats.
 echo '{"lease_seconds": 3600}' >"$tmp/broker.json"
-(cd "$tmp" && exec "$bin/cordon-broker" --listen 127.0.0.1:0 \
-	--config "$tmp/broker.json") 2>"$tmp/broker.log" &
-pid=$!
-for _ in $(seq 1 100); do
-	addr=$(grep -o '"event":"listening","addr":"[^"]*"' "$tmp/broker.log" |
-		cut -d'"' -f8 || true)
-	[ -n "$addr" ] && break
-	sleep 0.1
-done
-[ -n "$addr" ] || { cat "$tmp/broker.log" >&2; exit 1; }
-url=http://$addr
+start_service broker "$tmp" "$bin/cordon-broker" --config "$tmp/broker.json"
+url=$addr
 admin=$(cat "$tmp/var/broker/keys/admin.key")
 launcher=$(cat "$tmp/var/broker/keys/launcher.key")
 verifier=$(cat "$tmp/var/broker/keys/verifier.key")
 
+# The mint limits lifted (manifest.md, "mint"): the figure is the store's,
+# not the rate limit's.
 curl -sf -X PUT -H "Authorization: Bearer $admin" "$url/v1/manifests/bench" -d '{
  "name": "bench",
  "capabilities": [{"name": "invoices.read", "audience": "invoices-api",
@@ -45,11 +34,11 @@ curl -sf -X PUT -H "Authorization: Bearer $admin" "$url/v1/manifests/bench" -d '
  "egress": [], "limits": {"wall_seconds": 3600},
  "mint": {"max_tokens": 10000000, "per_minute": 10000000, "burst": 1000000}}' >/dev/null
 job=$(curl -sf -X POST -H "Authorization: Bearer $launcher" "$url/v1/jobs" \
-	-d '{"manifest": "bench"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["job"])')
+	-d '{"manifest": "bench"}' | json_get job)
 mint_body='{"capability": "invoices.read", "params": {"tenant": "4182"}}'
 token=$(curl -sf -X POST -H "Authorization: Bearer $verifier" \
 	-H "X-Cordon-Job: $job" "$url/v1/token" -d "$mint_body" |
-	python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+	json_get access_token)
 
 lua() { # method, body, [extra header name, value]
 	printf 'wrk.method = "%s"\n' "$1"
@@ -63,38 +52,20 @@ lua() { # method, body, [extra header name, value]
 lua POST "{\"token\": \"$token\"}" >"$tmp/introspect.lua"
 lua POST "$mint_body" X-Cordon-Job "$job" >"$tmp/mint.lua"
 
-# wrk's requests/s, p99 (ms) and non-200 count.
-measure() {
-	local out rps p99 bad
-	out=$(wrk -t2 -c50 -d"${secs}s" --latency "$@")
-	rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
-	p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v/=1000}
-		else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v*=1000}
-		print v}' <<<"$out")
-	bad=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")
-	echo "$rps $p99 ${bad:-0}"
-}
-
-read -r h_rps h_p99 _ < <(measure "$url/healthz")
-read -r i_rps i_p99 i_bad < <(measure -s "$tmp/introspect.lua" "$url/v1/introspect")
+read -r h_rps h_p99 _ < <(wrk_measure "$url/healthz")
+read -r i_rps i_p99 i_bad < <(wrk_measure -s "$tmp/introspect.lua" "$url/v1/introspect")
 # The introspections measured were real answers: the token is active.
 curl -sf -X POST -H "Authorization: Bearer $verifier" "$url/v1/introspect" \
-	-d "{\"token\": \"$token\"}" | grep -q '"active":true' || {
-	echo "bench_broker: the token is not active" >&2
-	exit 1
-}
-read -r m_rps m_p99 m_bad < <(measure -s "$tmp/mint.lua" "$url/v1/token")
+	-d "{\"token\": \"$token\"}" | grep -q '"active":true' ||
+	die "the token is not active"
+read -r m_rps m_p99 m_bad < <(wrk_measure -s "$tmp/mint.lua" "$url/v1/token")
 echo "healthz $h_rps/s p99 ${h_p99}ms; introspect $i_rps/s p99 ${i_p99}ms" \
 	"($i_bad not 200); mint $m_rps/s p99 ${m_p99}ms ($m_bad not 200)" >&2
-[ "$i_bad" = 0 ] && [ "$m_bad" = 0 ] || {
-	echo "bench_broker: some answers were not 200" >&2
-	exit 1
-}
+[ "$i_bad" = 0 ] && [ "$m_bad" = 0 ] || die "some answers were not 200"
 minted=$(curl -sf "$url/metrics" | awk '/^cordon_broker_tokens_minted_total/ {print $2}')
 echo "tokens minted in all: $minted" >&2
 
-row() { printf 'RESULT\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@"; }
-row "broker: introspections, 50 conns" "req/s" higher "$i_rps" target 20000
-row "broker: introspection p99, 50 conns" "ms" lower "$i_p99" healthz "$h_p99"
-row "broker: introspections vs its /healthz" "req/s" higher "$i_rps" healthz "$h_rps"
-row "broker: mints, synchronous=FULL, 50 conns" "req/s" higher "$m_rps" target 2000
+result "broker: introspections, 50 conns" "req/s" higher "$i_rps" target 20000
+result "broker: introspection p99, 50 conns" "ms" lower "$i_p99" healthz "$h_p99"
+result "broker: introspections vs its /healthz" "req/s" higher "$i_rps" healthz "$h_rps"
+result "broker: mints, synchronous=FULL, 50 conns" "req/s" higher "$m_rps" target 2000

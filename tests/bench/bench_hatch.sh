@@ -7,20 +7,14 @@
 # Needs root (mounts). BENCH_FILES (default 10000), BENCH_RUNS (default 3).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=${CORDON_BIN_DIR:-$PWD/build/bin}
+script=bench_hatch
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. tests/bench/lib.sh
 files=${BENCH_FILES:-10000}
 runs=${BENCH_RUNS:-3}
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-	wait 2>/dev/null || true
-	for m in $(findmnt -rn -o TARGET | grep "^$tmp" | sort -r); do
-		umount -l "$m" || true
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+[ "$(id -u)" = 0 ] || die "must run as root (mounts)"
+need curl python3 git bc
+need_bin cordon-hatch
 
 # Everything the hatch and cp write goes to the same kind of place.
 mkdir -p "$tmp/fast"
@@ -43,22 +37,12 @@ echo "tree: $(find "$src" -type f | wc -l) files, $(du -sm "$src" | cut -f1) MB"
 echo "{\"input_roots\": [\"$tmp\"], \"launcher_key_file\": \"$tmp/key\",
   \"state_dir\": \"$tmp/fast/hatch\"}" >"$tmp/hatch.json"
 echo "crk_bench-key-0123456789abcdefghijklmnopqrst" >"$tmp/key"
-(cd "$tmp" && exec "$bin/cordon-hatch" --listen 127.0.0.1:0 \
-	--config "$tmp/hatch.json") 2>"$tmp/hatch.log" &
-pid=$!
-for _ in $(seq 1 100); do
-	addr=$(grep -o '"event":"listening","addr":"[^"]*"' "$tmp/hatch.log" |
-		cut -d'"' -f8 || true)
-	[ -n "$addr" ] && break
-	sleep 0.1
-done
-[ -n "$addr" ] || { cat "$tmp/hatch.log" >&2; exit 1; }
+start_service hatch "$tmp" "$bin/cordon-hatch" --config "$tmp/hatch.json"
 K="Authorization: Bearer $(cat "$tmp/key")"
-H=http://$addr
+H=$addr
 
 now() { date +%s.%N; }
 ms() { echo "($2 - $1) * 1000" | bc -l; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 copy_h=() copy_c=() seal_h=() seal_g=()
 for run in $(seq 1 "$runs"); do
@@ -95,8 +79,7 @@ for run in $(seq 1 "$runs"); do
 	seal_h+=("$(ms "$t0" "$t1")")
 	grep -q '"modified":50' "$tmp/report.json" && grep -q '"added":10' "$tmp/report.json" &&
 		grep -q '"deleted":5' "$tmp/report.json" || {
-		echo "bench_hatch: the seal did not see 50/10/5: $(cat "$tmp/report.json")" >&2
-		exit 1
+		die "the seal did not see 50/10/5: $(cat "$tmp/report.json")"
 	}
 	t0=$(now)
 	git diff --no-index --binary "$src" "$tmp/fast/after" >/dev/null || true
@@ -110,6 +93,5 @@ cc=$(printf '%s\n' "${copy_c[@]}" | median)
 sh=$(printf '%s\n' "${seal_h[@]}" | median)
 sg=$(printf '%s\n' "${seal_g[@]}" | median)
 echo "copy-in: hatch $ch ms, cp -a $cc ms; seal: hatch $sh ms, git diff --no-index $sg ms (medians of $runs)" >&2
-row() { printf 'RESULT\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@"; }
-row "hatch: seal 50/10/5 of 10k files (whole request)" ms lower "$sh" "git-diff" "$sg"
-row "hatch: copy-in 10k files ~100 MB into tmpfs" ms lower "$ch" "cp -a" "$cc"
+result "hatch: seal 50/10/5 of 10k files (whole request)" ms lower "$sh" "git-diff" "$sg"
+result "hatch: copy-in 10k files ~100 MB into tmpfs" ms lower "$ch" "cp -a" "$cc"

@@ -11,21 +11,13 @@
 #   BENCH_WORKSPACES_TMPFS=1  the hatch's workspaces on a tmpfs
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=${CORDON_BIN_DIR:-$PWD/build/bin}
+script=bench_launcher
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. tests/bench/lib.sh
 runs=${BENCH_RUNS:-100}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	umount -R "$tmp/hatch/var/hatch/workspaces" 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-die() { echo "bench_launcher: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root (namespaces, mounts)"
-median() { sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print 0}'; }
-result() { printf 'RESULT\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@"; }
+need bwrap unshare curl python3
+need_bin bench_sandbox cordon cordon-broker cordon-proxy cordon-hatch
 
 # --- 1. the sandbox alone ------------------------------------------------------
 
@@ -37,20 +29,12 @@ b=$("$bin/bench_sandbox" "$runs" "$tmp/bw" -- "$(command -v bwrap)" \
 	--dev /dev --tmpfs /tmp --bind "$tmp/bw/work" /work /bin/true | median)
 u=$("$bin/bench_sandbox" "$runs" "$tmp/bw" -- "$(command -v unshare)" \
 	-Ufpmniu --mount-proc -r /bin/true | median)
-echo "bench_launcher: sandbox start to exit, median of $runs: cordon $c ms, bwrap $b ms, unshare $u ms" >&2
+say "sandbox start to exit, median of $runs: cordon $c ms, bwrap $b ms, unshare $u ms"
 result "launcher: sandbox start to exit of /bin/true" ms lower "$c" bwrap "$b"
 result "launcher: sandbox start to exit of /bin/true" ms lower "$c" unshare "$u"
 
 # --- 2. a whole cordon run ------------------------------------------------------
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_for() {
-	for _ in $(seq 1 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-	return 1
-}
-bp=$(free_port) pp=$(free_port) hp=$(free_port)
 mkdir -p "$tmp/broker" "$tmp/proxy" "$tmp/hatch" "$tmp/launcher" "$tmp/in"
 # BENCH_WORKSPACES_TMPFS=1: the hatch's workspaces on a tmpfs, as an
 # operator may mount them (docs/operations.md): no disk on the job's path.
@@ -58,39 +42,33 @@ if [ "${BENCH_WORKSPACES_TMPFS:-0}" = 1 ]; then
 	mkdir -p "$tmp/hatch/var/hatch/workspaces"
 	mount -t tmpfs -o size=1g,mode=0700 tmpfs "$tmp/hatch/var/hatch/workspaces"
 fi
-(cd "$tmp/broker" && exec "$bin/cordon-broker" --listen "127.0.0.1:$bp") \
-	2>"$tmp/broker.log" &
-pids+=($!)
+start_service broker "$tmp/broker" "$bin/cordon-broker"
+broker=$addr
 K=$tmp/broker/var/broker/keys
-wait_for test -s "$K/launcher.key" || die "the broker did not start"
-wait_for curl -sf "http://127.0.0.1:$bp/healthz" || die "the broker did not answer"
 cat >"$tmp/proxy/proxy.json" <<JSON
-{"broker": "http://127.0.0.1:$bp", "broker_key_file": "$K/verifier.key",
+{"broker": "$broker", "broker_key_file": "$K/verifier.key",
  "launcher_key_file": "$K/launcher.key"}
 JSON
-(cd "$tmp/proxy" && exec "$bin/cordon-proxy" --listen "127.0.0.1:$pp" \
-	--config "$tmp/proxy/proxy.json") 2>"$tmp/proxy.log" &
-pids+=($!)
+start_service proxy "$tmp/proxy" "$bin/cordon-proxy" --config "$tmp/proxy/proxy.json"
+proxy=$addr
 cat >"$tmp/hatch/hatch.json" <<JSON
 {"input_roots": ["$tmp/in"], "launcher_key_file": "$K/launcher.key"}
 JSON
-(cd "$tmp/hatch" && exec "$bin/cordon-hatch" --listen "127.0.0.1:$hp" \
-	--config "$tmp/hatch/hatch.json") 2>"$tmp/hatch.log" &
-pids+=($!)
-wait_for curl -sf "http://127.0.0.1:$pp/healthz" || die "the proxy did not answer"
-wait_for curl -sf "http://127.0.0.1:$hp/healthz" || die "the hatch did not answer"
+start_service hatch "$tmp/hatch" "$bin/cordon-hatch" --config "$tmp/hatch/hatch.json"
+hatch=$addr
+
 # The input: 100 small files in a few directories.
 for i in $(seq 1 100); do
 	mkdir -p "$tmp/in/repo/d$((i % 10))"
 	printf 'line %d\n' "$i" >"$tmp/in/repo/d$((i % 10))/f$i.txt"
 done
 curl -sf -X PUT -H "Authorization: Bearer $(cat "$K/admin.key")" \
-	"http://127.0.0.1:$bp/v1/manifests/bench" -d '{"name": "bench",
+	"$broker/v1/manifests/bench" -d '{"name": "bench",
 	"command": ["/bin/true"], "egress": [], "limits": {"wall_seconds": 60}}' \
 	>/dev/null || die "the manifest was refused"
 cat >"$tmp/launcher/launcher.json" <<JSON
-{"broker": "http://127.0.0.1:$bp", "proxy": "http://127.0.0.1:$pp",
- "hatch": "http://127.0.0.1:$hp", "launcher_key_file": "$K/launcher.key",
+{"broker": "$broker", "proxy": "$proxy",
+ "hatch": "$hatch", "launcher_key_file": "$K/launcher.key",
  "state_dir": "$tmp/launcher/var", "uid_base": 260000}
 JSON
 n=$(( runs / 3 > 5 ? runs / 3 : 5 ))
@@ -106,9 +84,9 @@ for l in sys.stdin:
     d = json.loads(l)["ms"]
     print(" ".join("%s=%s" % (k, d[k]) for k in d))' >"$tmp/phases"
 wall=$(awk '{print $1/1000}' "$tmp/wall.us" | median)
-echo "bench_launcher: cordon run of /bin/true, 100 files in, median of $n: $wall ms (the process, start to exit)" >&2
+say "cordon run of /bin/true, 100 files in, median of $n: $wall ms (the process, start to exit)"
 for ph in broker workspace channel spawn run revoke kill close seal total; do
 	m=$(tr ' ' '\n' <"$tmp/phases" | sed -n "s/^$ph=//p" | median)
-	echo "bench_launcher:   $ph: $m ms" >&2
+	say "  $ph: $m ms"
 done
 result "launcher: cordon run of /bin/true, 100-file input" ms lower "$wall" target 25

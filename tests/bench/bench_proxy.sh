@@ -26,46 +26,27 @@
 #   BENCH_SECONDS (default 10) per run
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+script=bench_proxy
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. tests/bench/lib.sh
 secs=${BENCH_SECONDS:-10}
-bin=${CORDON_BIN_DIR:-$PWD/build/bin}
-here=$PWD/tests/bench
-tmp=$(mktemp -d)
 # squid runs as "proxy" and nginx's workers as "nobody": they read here.
 chmod 755 "$tmp"
 mark='# cordon-bench'
-pids=()
+# The idle tunnels' fifo closed and /etc/hosts as it was, then the rest.
 cleanup() {
 	exec 9>&- 2>/dev/null || true
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
 	if grep -q "$mark\$" /etc/hosts 2>/dev/null; then
 		# In place: /etc/hosts may be a mount point.
 		grep -v "$mark\$" /etc/hosts >"$tmp/hosts.orig" || true
 		cat "$tmp/hosts.orig" >/etc/hosts
 	fi
-	rm -rf "$tmp"
+	bench_cleanup
 }
 trap cleanup EXIT
+need wrk nginx squid tinyproxy mitmdump curl cc openssl python3
+need_bin cordon-broker cordon-proxy
 
-say() { echo "bench_proxy: $*" >&2; }
-die() {
-	say "$*"
-	exit 1
-}
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-# Waits up to 10 s for a command to succeed.
-wait_for() {
-	for _ in $(seq 1 100); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
-}
-rss_mib() {
-	awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"
-}
 cpu_ticks() { # pid: its and its children's user + system time, in ticks
 	local p t=0
 	for p in "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); do
@@ -113,24 +94,11 @@ chmod 644 "$tmp/ca"/*
 
 np=$(free_port)
 ntp=$(free_port)
-mkdir -p "$tmp/nginx" "$tmp/www"
+mkdir -p "$tmp/www"
 head -c 99 /dev/zero | tr '\0' x >"$tmp/www/f100"
 echo >>"$tmp/www/f100"
 chmod 755 "$tmp/www" && chmod 644 "$tmp/www/f100"
-cat >"$tmp/nginx/nginx.conf" <<CONF
-worker_processes 2;
-worker_rlimit_nofile 16384;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log;
-daemon off;
-events { worker_connections 8192; }
-http {
-	access_log off;
-	client_body_temp_path $tmp/nginx;
-	proxy_temp_path $tmp/nginx;
-	fastcgi_temp_path $tmp/nginx;
-	uwsgi_temp_path $tmp/nginx;
-	scgi_temp_path $tmp/nginx;
+nginx_start 8192 "
 	keepalive_requests 1000000;
 	keepalive_timeout 300s;
 	server {
@@ -140,12 +108,7 @@ http {
 		ssl_certificate $tmp/ca/bench.pem;
 		ssl_certificate_key $tmp/ca/bench.key;
 		root $tmp/www;
-	}
-}
-CONF
-nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" &
-nginx_pid=$!
-pids+=("$nginx_pid")
+	}"
 wait_for curl -sf "http://bench.test:$np/f100" || die "nginx did not start"
 wait_for curl -sf --cacert "$tmp/ca/ca.pem" "https://bench.test:$ntp/f100" ||
 	die "nginx (TLS) did not start"
@@ -155,16 +118,9 @@ wait_for curl -sf --cacert "$tmp/ca/ca.pem" "https://bench.test:$ntp/f100" ||
 mkdir -p "$tmp/broker" "$tmp/proxy"
 # A long lease: the benchmark sends no heartbeats.
 echo '{"lease_seconds": 3600}' >"$tmp/broker/broker.json"
-(cd "$tmp/broker" && exec "$bin/cordon-broker" --listen 127.0.0.1:0 \
-	--config "$tmp/broker/broker.json") 2>"$tmp/broker/broker.log" &
-pids+=($!)
-listening() { # log file: the address it says it listens on
-	grep -m1 -o '"event":"listening","addr":"[^"]*"' "$1" | cut -d'"' -f8
-}
-is_listening() { [ -n "$(listening "$1")" ]; }
-wait_for is_listening "$tmp/broker/broker.log" ||
-	die "broker did not start: $(cat "$tmp/broker/broker.log")"
-broker=http://$(listening "$tmp/broker/broker.log")
+start_service broker "$tmp/broker" "$bin/cordon-broker" \
+	--config "$tmp/broker/broker.json"
+broker=$addr
 keys=$tmp/broker/var/broker/keys
 admin=$(cat "$keys/admin.key")
 launcher=$(cat "$keys/launcher.key")
@@ -174,13 +130,10 @@ cat >"$tmp/proxy/proxy.json" <<CONF
  "launcher_key_file": "$keys/launcher.key",
  "upstream_ca_file": "$tmp/ca/ca.pem", "hosts_file": "$tmp/hosts"}
 CONF
-(cd "$tmp/proxy" && exec "$bin/cordon-proxy" --listen 127.0.0.1:0 \
-	--config "$tmp/proxy/proxy.json") 2>"$tmp/proxy/stderr.log" &
-cordon_pid=$!
-pids+=("$cordon_pid")
-wait_for is_listening "$tmp/proxy/stderr.log" ||
-	die "proxy did not start: $(cat "$tmp/proxy/stderr.log")"
-control=http://$(listening "$tmp/proxy/stderr.log")
+start_service proxy "$tmp/proxy" "$bin/cordon-proxy" \
+	--config "$tmp/proxy/proxy.json"
+cordon_pid=$started
+control=$addr
 
 curl -sf -X PUT -H "Authorization: Bearer $admin" \
 	"$broker/v1/manifests/bench" -d '{"name": "bench",
@@ -195,10 +148,10 @@ curl -sf -X PUT -H "Authorization: Bearer $admin" \
 	die "manifest refused"
 job=$(curl -sf -X POST -H "Authorization: Bearer $launcher" \
 	"$broker/v1/jobs" -d '{"manifest": "bench"}' |
-	python3 -c 'import json,sys; print(json.load(sys.stdin)["job"])')
+	json_get job)
 curl -sf -X POST -H "Authorization: Bearer $launcher" \
 	"$control/v1/jobs/$job" >"$tmp/proxy/channel.json" ||
-	die "no channel for $job: $(tail -5 "$tmp/proxy/stderr.log")"
+	die "no channel for $job: $(tail -5 "$tmp/proxy.log")"
 channel=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["channel"])' "$tmp/proxy/channel.json")
 python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ca_pem"], end="")' \
 	"$tmp/proxy/channel.json" >"$tmp/proxy/job-ca.pem"
@@ -296,9 +249,9 @@ fetch() { # proxy port, url, [cacert]
 	body=$(curl -sf --max-time 5 --proxy "http://127.0.0.1:$1" \
 		${3:+--cacert "$3"} "$2") && [ ${#body} -eq 99 ]
 }
-wait_for fetch "$rp" "$url" || die "cordon (plain) failed: $(tail -3 "$tmp/proxy/stderr.log")"
+wait_for fetch "$rp" "$url" || die "cordon (plain) failed: $(tail -3 "$tmp/proxy.log")"
 wait_for fetch "$rp" "$surl" "$tmp/proxy/job-ca.pem" ||
-	die "cordon (TLS) failed: $(tail -3 "$tmp/proxy/stderr.log")"
+	die "cordon (TLS) failed: $(tail -3 "$tmp/proxy.log")"
 wait_for fetch "$sp" "$url" || die "squid failed: $(cat "$sq/cache.log")"
 wait_for fetch "$sbp" "$surl" "$tmp/ca/ca.pem" ||
 	die "squid ssl_bump failed: $(tail -5 "$sq/cache.log")"
@@ -432,9 +385,6 @@ denied=$(tail -n +$((d0 + 1)) "$tmp/proxy/var/proxy/log/decisions.log" |
 say "cordon decision log: $((d1 - d0)) lines during the runs," \
 	"denials: ${denied:-none}; RSS after the runs $(rss_mib "$cordon_pid") MiB"
 
-result() { # what, unit, better, cordon, peer, peer value
-	printf 'RESULT\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@"
-}
 what="proxy: HTTP keep-alive, 50 conns, 100 B"
 result "$what" req/s higher "$c_ka" squid "$s_ka"
 result "$what" req/s higher "$c_ka" tinyproxy "$t_ka"

@@ -16,10 +16,10 @@ cd "$(dirname "$0")/../.."
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 suite=${DEBIAN_SUITE:-trixie}
 out=$PWD/build-valgrind
-die() { echo "get_valgrind: $*" >&2; exit 1; }
-for t in curl xz dpkg-deb gpgv sha256sum; do
-	command -v "$t" >/dev/null || die "$t is needed"
-done
+script=get_valgrind
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. tests/bench/lib.sh
+need curl xz dpkg-deb gpgv sha256sum
 
 # apt's chain of trust, by hand: the suite's InRelease signed by a key of
 # this machine's Debian keyring, the index's sha256 in it, the package's

@@ -27,24 +27,18 @@
 #   SOAK_SECONDS=600 SOAK_CLIENTS=50 ./tests/bench/soak_broker.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-soak=soak_broker
+script=soak_broker
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. tests/bench/lib.sh
 secs=${SOAK_SECONDS:-600}
 warm=${SOAK_WARMUP:-15}
 clients=${SOAK_CLIENTS:-50}
 writers=${SOAK_WRITERS:-5}
 timeout=${SOAK_TIMEOUT:-10}
 round_max=600
-bin=${CORDON_BIN_DIR:-$PWD/build/bin}
-here=$PWD/tests/bench
-tmp=$(mktemp -d)
-# shellcheck source-path=SCRIPTDIR source=soak_lib.sh
-. "$here/soak_lib.sh"
-trap soak_cleanup EXIT
 
-for t in wrk curl python3; do
-	command -v "$t" >/dev/null || die "$t is needed (./deploy/install-deps.sh --bench)"
-done
-[ -x "$bin/cordon-broker" ] || die "no $bin/cordon-broker: build first, or set CORDON_BIN_DIR"
+need wrk curl python3
+need_bin cordon-broker
 readers=$((clients - writers))
 if [ "$readers" -lt 2 ] || [ "$writers" -lt 1 ]; then
 	die "SOAK_CLIENTS $clients, SOAK_WRITERS $writers: need 2 readers and 1 writer"
@@ -54,13 +48,8 @@ fi
 
 # A long lease: the jobs the writes make are never heartbeated.
 echo '{"lease_seconds": 3600}' >"$tmp/broker.json"
-(cd "$tmp" && exec "$bin/cordon-broker" --listen 127.0.0.1:0 \
-	--config "$tmp/broker.json") 2>"$tmp/broker.log" &
-broker_pid=$!
-pids+=("$broker_pid")
-wait_for is_listening "$tmp/broker.log" ||
-	die "broker did not start: $(cat "$tmp/broker.log")"
-url=http://$(listening "$tmp/broker.log")
+start_service broker "$tmp" "$bin/cordon-broker" --config "$tmp/broker.json"
+broker_pid=$started url=$addr
 admin=$(cat "$tmp/var/broker/keys/admin.key")
 launcher=$(cat "$tmp/var/broker/keys/launcher.key")
 verifier=$(cat "$tmp/var/broker/keys/verifier.key")
@@ -267,16 +256,16 @@ audit_bad=1
 db_mib=$(du -cm "$tmp/var/broker"/broker.db* | awk 'END {print $1}')
 
 errors=$((rbad + rsock + wbad + wsock + inactive + unexpected + store + audit_bad))
-row "introspections (per second)" - "$ri ($((ri / secs))/s)"
-row "writes (per second)" - "$wi ($((wi / secs))/s)"
-row "  mints, heartbeats" - "$(count minted "${files[@]}"), $(count heartbeats "${files[@]}")"
-row "  jobs made, revoked" - "$(count created "${files[@]}"), $(count revoked "${files[@]}")"
-row "audit records (verified)" - "$records ($audit_ok)"
-row "database MiB" - "$db_mib"
-row "introspection latency p50 ms" - "$rp50"
-row "introspection latency p99 ms" - "$rp99"
-row "write latency p50 ms" - "$wp50"
-row "write latency p99 ms" - "$wp99"
+soak_row "introspections (per second)" - "$ri ($((ri / secs))/s)"
+soak_row "writes (per second)" - "$wi ($((wi / secs))/s)"
+soak_row "  mints, heartbeats" - "$(count minted "${files[@]}"), $(count heartbeats "${files[@]}")"
+soak_row "  jobs made, revoked" - "$(count created "${files[@]}"), $(count revoked "${files[@]}")"
+soak_row "audit records (verified)" - "$records ($audit_ok)"
+soak_row "database MiB" - "$db_mib"
+soak_row "introspection latency p50 ms" - "$rp50"
+soak_row "introspection latency p99 ms" - "$rp99"
+soak_row "write latency p50 ms" - "$wp50"
+soak_row "write latency p99 ms" - "$wp99"
 table "$clients clients ($readers introspecting, $writers writing) for $secs s" \
 	"$errors" \
 	"non-2xx $((rbad + wbad)); socket $((rsock + wsock)); inactive $inactive; unexpected $unexpected; store $store; audit $audit_bad" \

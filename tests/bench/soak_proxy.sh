@@ -20,26 +20,18 @@
 #   SOAK_SECONDS=120 SOAK_CONNS=2000 ./tests/bench/soak_proxy.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-soak=soak_proxy
+script=soak_proxy
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. tests/bench/lib.sh
 secs=${SOAK_SECONDS:-120}
 warm=${SOAK_WARMUP:-10}
 conns=${SOAK_CONNS:-2000}
 timeout=${SOAK_TIMEOUT:-10}
-bin=${CORDON_BIN_DIR:-$PWD/build/bin}
-here=$PWD/tests/bench
-tmp=$(mktemp -d)
 # nginx's workers run as "nobody": they read the file here.
 chmod 755 "$tmp"
-# shellcheck source-path=SCRIPTDIR source=soak_lib.sh
-. "$here/soak_lib.sh"
-trap soak_cleanup EXIT
 
-for t in wrk nginx curl cc python3; do
-	command -v "$t" >/dev/null || die "$t is needed (./deploy/install-deps.sh --bench)"
-done
-for b in cordon-broker cordon-proxy; do
-	[ -x "$bin/$b" ] || die "no $bin/$b: build first, or set CORDON_BIN_DIR"
-done
+need wrk nginx curl cc python3
+need_bin cordon-broker cordon-proxy
 
 # Every connection is a descriptor in wrk, two in the relay, and in the
 # proxy one for the job's side and one for its upstream.
@@ -52,34 +44,17 @@ cc -O2 -o "$tmp/relay" "$here/relay.c"
 # --- the upstream: nginx -----------------------------------------------------
 
 np=$(free_port)
-mkdir -p "$tmp/nginx" "$tmp/www"
+mkdir -p "$tmp/www"
 head -c 99 /dev/zero | tr '\0' x >"$tmp/www/f100"
 echo >>"$tmp/www/f100"
 chmod 755 "$tmp/www" && chmod 644 "$tmp/www/f100"
-cat >"$tmp/nginx/nginx.conf" <<CONF
-worker_processes 2;
-worker_rlimit_nofile $((4 * conns + 1024));
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log;
-daemon off;
-events { worker_connections $((2 * conns + 1024)); }
-http {
-	access_log off;
-	client_body_temp_path $tmp/nginx;
-	proxy_temp_path $tmp/nginx;
-	fastcgi_temp_path $tmp/nginx;
-	uwsgi_temp_path $tmp/nginx;
-	scgi_temp_path $tmp/nginx;
+nginx_start $((2 * conns + 1024)) "
 	keepalive_requests 1000000;
 	keepalive_timeout 300s;
 	server {
 		listen 127.0.0.1:$np;
 		root $tmp/www;
-	}
-}
-CONF
-nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" &
-pids+=("$!")
+	}"
 wait_for curl -sf "http://127.0.0.1:$np/f100" ||
 	die "nginx did not start: $(cat "$tmp/nginx/error.log")"
 echo "127.0.0.1 soak.test" >"$tmp/hosts"
@@ -88,13 +63,9 @@ echo "127.0.0.1 soak.test" >"$tmp/hosts"
 
 mkdir -p "$tmp/broker" "$tmp/proxy"
 echo '{"lease_seconds": 3600}' >"$tmp/broker/broker.json"
-(cd "$tmp/broker" && exec "$bin/cordon-broker" --listen 127.0.0.1:0 \
-	--config "$tmp/broker/broker.json") 2>"$tmp/broker/broker.log" &
-broker_pid=$!
-pids+=("$broker_pid")
-wait_for is_listening "$tmp/broker/broker.log" ||
-	die "broker did not start: $(cat "$tmp/broker/broker.log")"
-broker=http://$(listening "$tmp/broker/broker.log")
+start_service broker "$tmp/broker" "$bin/cordon-broker" \
+	--config "$tmp/broker/broker.json"
+broker_pid=$started broker=$addr
 keys=$tmp/broker/var/broker/keys
 admin=$(cat "$keys/admin.key")
 launcher=$(cat "$keys/launcher.key")
@@ -104,13 +75,9 @@ cat >"$tmp/proxy/proxy.json" <<CONF
  "launcher_key_file": "$keys/launcher.key", "hosts_file": "$tmp/hosts",
  "max_conns_per_job": $((conns + 1000))}
 CONF
-(cd "$tmp/proxy" && exec "$bin/cordon-proxy" --listen 127.0.0.1:0 \
-	--config "$tmp/proxy/proxy.json") 2>"$tmp/proxy/stderr.log" &
-proxy_pid=$!
-pids+=("$proxy_pid")
-wait_for is_listening "$tmp/proxy/stderr.log" ||
-	die "proxy did not start: $(cat "$tmp/proxy/stderr.log")"
-control=http://$(listening "$tmp/proxy/stderr.log")
+start_service proxy "$tmp/proxy" "$bin/cordon-proxy" \
+	--config "$tmp/proxy/proxy.json"
+proxy_pid=$started control=$addr
 
 wall=$((secs + warm + 600))
 [ "$wall" -le 86400 ] || die "SOAK_SECONDS: at most 85,000"
@@ -125,7 +92,7 @@ job=$(curl -sf -X POST -H "Authorization: Bearer $launcher" \
 	"$broker/v1/jobs" -d '{"manifest": "soak"}' | json_get job)
 channel=$(curl -sf -X POST -H "Authorization: Bearer $launcher" \
 	"$control/v1/jobs/$job" | json_get channel) ||
-	die "no channel for $job: $(tail -5 "$tmp/proxy/stderr.log")"
+	die "no channel for $job: $(tail -5 "$tmp/proxy.log")"
 # The lease is an hour; heartbeats keep a longer soak's job alive.
 (
 	trap 'kill $! 2>/dev/null; exit 0' TERM
@@ -146,7 +113,7 @@ rp=$(awk '/^ready/ {print $2}' "$tmp/relay.out")
 
 url=http://soak.test:$np/f100
 body=$(curl -sf --max-time 5 --proxy "http://127.0.0.1:$rp" "$url") ||
-	die "no answer through the proxy: $(tail -3 "$tmp/proxy/stderr.log")"
+	die "no answer through the proxy: $(tail -3 "$tmp/proxy.log")"
 [ ${#body} -eq 99 ] || die "through the proxy, not the file: $body"
 
 # --- the load ------------------------------------------------------------------
@@ -206,12 +173,12 @@ rps=$(awk '/^Requests\/sec:/ {printf "%d", $2}' "$tmp/soak.out")
 say "the proxy's decisions during the soak: $allowed allowed, $denied denied"
 
 errors=$((bad + e_conn + e_read + e_write + e_time + denied))
-row "proxy held: open, pooled" "${held0// /, }" "${held1// /, }"
-row "  half-way through the soak" - "${held_mid// /, }"
-row "proxy half-way: fds, VmRSS" - "$mid"
-row "requests (per second)" - "$n ($rps/s)"
-row "latency p50 ms" - "$p50"
-row "latency p99 ms" - "$p99"
+soak_row "proxy held: open, pooled" "${held0// /, }" "${held1// /, }"
+soak_row "  half-way through the soak" - "${held_mid// /, }"
+soak_row "proxy half-way: fds, VmRSS" - "$mid"
+soak_row "requests (per second)" - "$n ($rps/s)"
+soak_row "latency p50 ms" - "$p50"
+soak_row "latency p99 ms" - "$p99"
 table "$conns connections through the proxy for $secs s" "$errors" \
 	"non-2xx $bad; socket: connect $e_conn, read $e_read, write $e_write, timeout $e_time; denied $denied" \
 	proxy broker

@@ -25,24 +25,16 @@
 #   SOAK_JOBS=6000 SOAK_PROXY_LINGER=60 ./tests/bench/soak_serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-soak=soak_serve
+script=soak_serve
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. tests/bench/lib.sh
 njobs=${SOAK_JOBS:-1000}
 nwarm=${SOAK_WARMUP_JOBS:-10}
 linger=${SOAK_PROXY_LINGER:-600}
-bin=${CORDON_BIN_DIR:-$PWD/build/bin}
-here=$PWD/tests/bench
-tmp=$(mktemp -d)
-# shellcheck source-path=SCRIPTDIR source=soak_lib.sh
-. "$here/soak_lib.sh"
-trap soak_cleanup EXIT
 
 [ "$(id -u)" = 0 ] || die "must run as root (namespaces, mounts)"
-for t in curl python3; do
-	command -v "$t" >/dev/null || die "$t is needed"
-done
-for b in cordon cordon-serve cordon-broker cordon-proxy cordon-hatch; do
-	[ -x "$bin/$b" ] || die "no $bin/$b: build first, or set CORDON_BIN_DIR"
-done
+need curl python3
+need_bin cordon cordon-serve cordon-broker cordon-proxy cordon-hatch
 
 # --- the services ------------------------------------------------------------------
 
@@ -51,36 +43,26 @@ if [ "${SOAK_WORKSPACES_TMPFS:-0}" = 1 ]; then
 	mkdir -p "$tmp/hatch/var/hatch/workspaces"
 	mount -t tmpfs -o size=1g,mode=0700 tmpfs "$tmp/hatch/var/hatch/workspaces"
 fi
-start() { # name, dir, program and arguments: its pid in $started, its address in $addr
-	local name=$1 dir=$2
-	shift 2
-	(cd "$dir" && exec "$@" --listen 127.0.0.1:0) 2>"$tmp/$name.log" &
-	started=$!
-	pids+=("$started")
-	wait_for is_listening "$tmp/$name.log" ||
-		die "$name did not start: $(tail -5 "$tmp/$name.log")"
-	addr=http://$(listening "$tmp/$name.log")
-}
-start broker "$tmp/broker" "$bin/cordon-broker"
+start_service broker "$tmp/broker" "$bin/cordon-broker"
 broker_pid=$started broker=$addr
 K=$tmp/broker/var/broker/keys
 cat >"$tmp/proxy/proxy.json" <<JSON
 {"broker": "$broker", "broker_key_file": "$K/verifier.key",
  "launcher_key_file": "$K/launcher.key", "closed_job_linger_seconds": $linger}
 JSON
-start proxy "$tmp/proxy" "$bin/cordon-proxy" --config "$tmp/proxy/proxy.json"
+start_service proxy "$tmp/proxy" "$bin/cordon-proxy" --config "$tmp/proxy/proxy.json"
 proxy_pid=$started proxy=$addr
 cat >"$tmp/hatch/hatch.json" <<JSON
 {"input_roots": ["$tmp/in"], "launcher_key_file": "$K/launcher.key"}
 JSON
-start hatch "$tmp/hatch" "$bin/cordon-hatch" --config "$tmp/hatch/hatch.json"
+start_service hatch "$tmp/hatch" "$bin/cordon-hatch" --config "$tmp/hatch/hatch.json"
 hatch_pid=$started hatch=$addr
 cat >"$tmp/launcher/launcher.json" <<JSON
 {"broker": "$broker", "proxy": "$proxy", "hatch": "$hatch",
  "launcher_key_file": "$K/launcher.key", "state_dir": "$tmp/launcher/var",
  "uid_base": 400000, "uid_count": 100}
 JSON
-start serve "$tmp/launcher" "$bin/cordon" serve --config "$tmp/launcher/launcher.json"
+start_service serve "$tmp/launcher" "$bin/cordon" serve --config "$tmp/launcher/launcher.json"
 serve_pid=$started serve=$addr
 
 # The input: 10 small files; the manifest: /bin/true, no egress.
@@ -180,7 +162,7 @@ lapsed0=$(metric cordon_broker_jobs_lapsed_total)
 
 say "soak: $njobs jobs, one after another"
 t0=$(date +%s)
-run_jobs "$njobs" | tee "$tmp/soak.out" | awk -v n="$njobs" -v soak="$soak" \
+run_jobs "$njobs" | tee "$tmp/soak.out" | awk -v n="$njobs" -v soak="$script" \
 	-v pid="$proxy_pid" -v health="$proxy/healthz" -v series="$tmp/series" -v t0="$t0" '
 	{ done++ }
 	/^fail/ { print soak ": " $0 > "/dev/stderr" }
@@ -212,19 +194,19 @@ pct() { # column, percentile: of the jobs that ran
 			i = int(NR * p / 100 + 0.999999); if (i < 1) i = 1
 			print a[i] }'
 }
-row "jobs ok (per second)" - "$ok ($(awk -v n="$ok" -v s=$((t1 - t0)) 'BEGIN {printf "%.1f", s ? n / s : 0}')/s)"
-row "jobs revoked, lapsed (broker)" - "$revoked, $lapsed"
-row "mounts under the soak's dir" "$m0" "$m1"
-row "hatch workspaces left" "$w0" "$w1"
-row "serve's child processes" "$c0" "$c1"
-row "job wall (client) p50 ms" - "$(pct 2 50)"
-row "job wall (client) p99 ms" - "$(pct 2 99)"
-row "job ms.total (launcher) p50 ms" - "$(pct 3 50)"
-row "job ms.total (launcher) p99 ms" - "$(pct 3 99)"
+soak_row "jobs ok (per second)" - "$ok ($(awk -v n="$ok" -v s=$((t1 - t0)) 'BEGIN {printf "%.1f", s ? n / s : 0}')/s)"
+soak_row "jobs revoked, lapsed (broker)" - "$revoked, $lapsed"
+soak_row "mounts under the soak's dir" "$m0" "$m1"
+soak_row "hatch workspaces left" "$w0" "$w1"
+soak_row "serve's child processes" "$c0" "$c1"
+soak_row "job wall (client) p50 ms" - "$(pct 2 50)"
+soak_row "job wall (client) p99 ms" - "$(pct 2 99)"
+soak_row "job ms.total (launcher) p50 ms" - "$(pct 3 50)"
+soak_row "job ms.total (launcher) p99 ms" - "$(pct 3 99)"
 if [ -s "$tmp/series" ]; then
 	# The proxy's memory over the run: a tenth of the samples, and the last.
 	step=$(( ($(wc -l <"$tmp/series") + 9) / 10 ))
-	row "proxy RSS MiB / closed jobs kept (linger ${linger}s)" - \
+	soak_row "proxy RSS MiB / closed jobs kept (linger ${linger}s)" - \
 		"$(awk -v s="$step" 'NR % s == 0 {printf "%s%d s: %s/%s", sep, $2, $3, $4; sep = ", "}' "$tmp/series")"
 fi
 table "$njobs jobs through cordon serve, one after another" "$failed" \

@@ -38,22 +38,15 @@
 #   CORDON_KEEP_TMP=1     keep the temporary directory (the valgrind logs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-soak=valgrind_job
-bin=${CORDON_BIN_DIR:-$PWD/build/bin}
-here=$PWD/tests/bench
+script=valgrind_job
+tmp_template=/tmp/cordon-vg.XXXXXX
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. tests/bench/lib.sh
 start_timeout=${VG_START_TIMEOUT:-300}
-tmp=$(mktemp -d /tmp/cordon-vg.XXXXXX)
-# shellcheck source-path=SCRIPTDIR source=soak_lib.sh
-. "$here/soak_lib.sh"
-trap soak_cleanup EXIT
 
 [ "$(id -u)" = 0 ] || die "must run as root (namespaces, mounts)"
-for t in valgrind curl python3; do
-	command -v "$t" >/dev/null || die "$t is needed"
-done
-for b in cordon cordon-broker cordon-proxy cordon-hatch; do
-	[ -x "$bin/$b" ] || die "no $bin/$b: build first, or set CORDON_BIN_DIR"
-done
+need valgrind curl python3
+need_bin cordon cordon-broker cordon-proxy cordon-hatch
 if grep -q __asan_init "$bin/cordon-broker" 2>/dev/null; then
 	die "$bin is a sanitizer build: valgrind needs one without (CORDON_SANITIZE=OFF)"
 fi
@@ -362,7 +355,7 @@ figure() { # what log...
 fail=$((1 - job_ok))
 line() { printf '%-22s %-50s %6s %9s %9s %9s %9s %4s\n' "$@"; }
 echo
-echo "== $soak: one end-to-end job under valgrind memcheck (leaks in bytes at exit)"
+echo "== $script: one end-to-end job under valgrind memcheck (leaks in bytes at exit)"
 line process "under valgrind" errors definite indirect possible reachable exit
 row_of() { # name, label, why, logs...: a row; fails on an error or a leak
 	local name=$1 label=$2 why=$3 e
