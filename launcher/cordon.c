@@ -1,6 +1,7 @@
 /*
  * cordon: the command line. Each subcommand is a function that returns the
- * exit status; this file only dispatches and prints the usage.
+ * exit status; this file only dispatches, prints the usage, and answers a
+ * command's --help from help.c.
  */
 #include "launcher.h"
 
@@ -18,15 +19,38 @@ static const char usage[] =
     "abuse: no long-lived secret inside the sandbox, default-deny egress,\n"
     "writes returned as a patch.\n"
     "\n"
-    "commands:\n"
-    "  run       one job in the foreground (cordon run --help)\n"
-    "  stop      stop a job of cordon serve (cordon stop JOB)\n"
-    "  serve     the HTTP API for orchestrators (see cordon serve --help)\n"
-    "  drill     run a hostile job against a manifest (cordon drill --help)\n"
-    "  lint      check manifests as the broker will (cordon lint FILE...)\n"
-    "  recover   finish the jobs of launchers that died (cordon recover)\n"
+    "jobs:\n"
+    "  run       one job in the foreground\n"
+    "  serve     the HTTP API for orchestrators\n"
+    "  stop      stop a job of cordon serve\n"
+    "  jobs      the jobs cordon serve holds\n"
+    "  logs      what the broker and the proxy decided about a job\n"
+    "  patch     a finished job's patch, from cordon serve\n"
+    "  revoke    revoke a job at the broker: its tokens die, it stops\n"
+    "  recover   finish the jobs of launchers that died\n"
+    "manifests:\n"
+    "  manifest  put, get, list and diff the broker's manifests\n"
+    "  lint      check manifests as the broker will\n"
+    "  drill     run a hostile job against a manifest\n"
     "\n"
-    "  cordon --help | --version\n";
+    "cordon COMMAND --help says the rest; so does man cordon.\n"
+    "Keys are read from the files the configuration names, never from the\n"
+    "command line.\n"
+    "\n"
+    "  cordon --help | --version\n"
+    "\n"
+    "Exit status: the command's; 64 an unknown command.\n";
+
+/* Whether argv (a command's arguments) asks for --help before any "--". */
+static bool
+asks_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0)
+			return true;
+	return false;
+}
 
 int
 main(int argc, char **argv)
@@ -43,6 +67,10 @@ main(int argc, char **argv)
 		printf("%s %s\n", LAUNCHER_PROG, CORDON_VERSION);
 		return 0;
 	}
+	/* A command's whole help, from help.c, before its flags are parsed. */
+	if (asks_help(argc - 1, argv + 1) &&
+	    launcher_help(argv[1], stdout) == 0)
+		return 0;
 	if (strcmp(argv[1], "run") == 0)
 		return launcher_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "stop") == 0)
@@ -65,6 +93,16 @@ main(int argc, char **argv)
 		return launcher_lint(argc - 1, argv + 1);
 	if (strcmp(argv[1], "recover") == 0)
 		return launcher_recover(argc - 1, argv + 1);
+	if (strcmp(argv[1], "manifest") == 0)
+		return launcher_manifest(argc - 1, argv + 1);
+	if (strcmp(argv[1], "jobs") == 0)
+		return launcher_jobs(argc - 1, argv + 1);
+	if (strcmp(argv[1], "logs") == 0)
+		return launcher_logs(argc - 1, argv + 1);
+	if (strcmp(argv[1], "patch") == 0)
+		return launcher_patch(argc - 1, argv + 1);
+	if (strcmp(argv[1], "revoke") == 0)
+		return launcher_revoke(argc - 1, argv + 1);
 	fprintf(stderr, "cordon: unknown command \"%s\" (try cordon --help)\n",
 	    argv[1]);
 	return EXIT_USAGE;

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #define LAUNCHER_PROG "cordon"
 #define LAUNCHER_LISTEN "127.0.0.1:7704"
@@ -36,6 +37,12 @@ struct launcher_config {
 	/* `cordon serve` only: the key that signs a job's callback (NULL:
 	 * callbacks refused). */
 	char *callback_key_file;
+	/* The operator's commands (cordon manifest, jobs, logs, patch,
+	 * revoke): the broker's admin key, where serve is, and the proxy's
+	 * decision log (NULL: only the proxy's API is asked). */
+	char *admin_key_file;
+	char *serve;
+	char *decision_log;
 };
 
 /* The options both `cordon run` and `cordon serve` read. */
@@ -136,5 +143,18 @@ int launcher_drill(int argc, char **argv);
 
 /* `cordon lint FILE...`: argv[0] is "lint". Returns the exit status. */
 int launcher_lint(int argc, char **argv);
+
+/* The operator's commands, each with argv[0] its name: `cordon manifest
+ * put|get|list|diff`, `cordon jobs`, `cordon logs JOB`, `cordon patch JOB`,
+ * `cordon revoke JOB --reason R`. Each returns the exit status. */
+int launcher_manifest(int argc, char **argv);
+int launcher_jobs(int argc, char **argv);
+int launcher_logs(int argc, char **argv);
+int launcher_patch(int argc, char **argv);
+int launcher_revoke(int argc, char **argv);
+
+/* The whole --help of command cmd ("run", "stop", ...) on f: 0, or -ENOENT
+ * for a command without one here. */
+int launcher_help(const char *cmd, FILE *f);
 
 #endif

@@ -28,6 +28,9 @@ const struct config_option launcher_options[] = {
 	{ "drill_dir", CONFIG_STRING, CFG(drill_dir), 0, 0 },
 	{ "verifier_key_file", CONFIG_STRING, CFG(verifier_key_file), 0, 0 },
 	{ "callback_key_file", CONFIG_STRING, CFG(callback_key_file), 0, 0 },
+	{ "admin_key_file", CONFIG_STRING, CFG(admin_key_file), 0, 0 },
+	{ "serve", CONFIG_STRING, CFG(serve), 0, 0 },
+	{ "decision_log", CONFIG_STRING, CFG(decision_log), 0, 0 },
 };
 const size_t launcher_noptions = ARRAY_SIZE(launcher_options);
 
@@ -42,7 +45,10 @@ launcher_config_defaults(struct launcher_config *cfg)
 	    config_set_string(&cfg->proxy, "http://127.0.0.1:7702") < 0 ||
 	    config_set_string(&cfg->hatch, "http://127.0.0.1:7703") < 0 ||
 	    config_set_string(&cfg->launcher_key_file,
-		"var/broker/keys/launcher.key") < 0)
+		"var/broker/keys/launcher.key") < 0 ||
+	    config_set_string(&cfg->admin_key_file,
+		"var/broker/keys/admin.key") < 0 ||
+	    config_set_string(&cfg->serve, "http://127.0.0.1:7704") < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -85,6 +91,9 @@ launcher_config_free(struct launcher_config *cfg)
 	free(cfg->drill_dir);
 	free(cfg->verifier_key_file);
 	free(cfg->callback_key_file);
+	free(cfg->admin_key_file);
+	free(cfg->serve);
+	free(cfg->decision_log);
 	config_common_free(&cfg->common);
 }
 

@@ -199,10 +199,15 @@ check_path(const char *path)
 			i += 3;
 		}
 	}
-	/* It names exactly the path, which had to be quoted. */
+	/* It names exactly the path, which had to be quoted: for what this
+	 * harness knows fools a reader, or for a code point past ASCII (the
+	 * hatch's list of invisible ones is longer than the few here). */
 	FUZZ_ASSERT(n == plen && memcmp(out, path, n) == 0);
-	FUZZ_ASSERT(fools_a_reader((const unsigned char *)path, plen, true) ||
-	    !valid_utf8((const unsigned char *)path, plen));
+	bool ascii = true;
+	for (size_t i = 0; i < plen; i++)
+		ascii = ascii && (unsigned char)path[i] < 0x80;
+	FUZZ_ASSERT(
+	    fools_a_reader((const unsigned char *)path, plen, true) || !ascii);
 	/* What is left raw fools no one. */
 	FUZZ_ASSERT(!fools_a_reader((const unsigned char *)raw, rn, true));
 	free(out);

@@ -1294,10 +1294,13 @@ from_report(const char *p, char *out)
 		}
 	}
 	out[n] = '\0';
-	/* Quoted only when it had to be (not UTF-8 is one reason). */
-	json_t *j = json_string(out);
-	FUZZ_ASSERT(fools_a_reader((const unsigned char *)out, n) || j == NULL);
-	json_decref(j);
+	/* Quoted only when it had to be: for what fools a reader here, or
+	 * for a byte past ASCII (not UTF-8, or an invisible code point of
+	 * the hatch's longer list). */
+	bool ascii = true;
+	for (size_t i = 0; i < n; i++)
+		ascii = ascii && (unsigned char)out[i] < 0x80;
+	FUZZ_ASSERT(fools_a_reader((const unsigned char *)out, n) || !ascii);
 	/* And what is left raw in the quoted form fools no one. */
 	FUZZ_ASSERT(!fools_a_reader((const unsigned char *)raw, rn));
 }
