@@ -448,11 +448,15 @@ daemon_stop(struct daemon *d)
 static void
 drain(int fd, char *buf, size_t len, size_t *got)
 {
+	char scratch[4096];
 	ssize_t n;
 
 	while (*got + 1 < len && (n = read(fd, buf + *got, len - 1 - *got)) > 0)
 		*got += (size_t)n;
 	buf[*got] = '\0';
+	/* Past the buffer, read and dropped: the writer never blocks. */
+	while (*got + 1 >= len && read(fd, scratch, sizeof(scratch)) > 0)
+		;
 }
 
 int
@@ -465,8 +469,12 @@ harness_run(char *const argv[], char *out, size_t outlen, char *err,
 	double t0 = (double)monotonic_ms();
 	pid_t pid;
 
-	if (pipe2(po, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    pipe2(pe, O_CLOEXEC | O_NONBLOCK) < 0)
+	/* Non-blocking at our end only: the program's stdout and stderr
+	 * block as a shell's pipe does (a non-blocking one lost the end of a
+	 * result larger than the pipe). */
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 ||
+	    fcntl(po[0], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(pe[0], F_SETFL, O_NONBLOCK) < 0)
 		return -1;
 	fflush(NULL);
 	pid = fork();
