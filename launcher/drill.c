@@ -37,6 +37,7 @@
 #define EXIT_LAUNCHER 125
 #define CALL_MS 5000
 #define AGENT "cordon-drill-agent"
+#define MAX_WROTE 64
 
 /* How an attempt that did not get through is told apart: where it ended. */
 enum judge {
@@ -50,6 +51,15 @@ enum judge {
 	J_MEMORY, /* the memory limit */
 	J_TOKENS, /* tokens found: only the planted canaries may be */
 	J_REPLAY, /* after the stop, by the drill itself */
+	J_AGENT, /* the agent's own detail says where it ended */
+	J_HATCH_ALL, /* every path the agent wrote (WROTE lines) flagged */
+	J_SEAL, /* the seal came back and the workspace was closed */
+	J_ENVELOPE, /* nothing hidden reaches the output raw */
+	J_SENTINEL, /* the process drill stopped outside the job stayed so */
+	J_INODES, /* the tmpfs inode caps */
+	J_CPU, /* the run's cpu limit */
+	J_RELAY, /* the relay's cap, and the launcher finished the job */
+	J_CANARY, /* the proxy let no canary out, the tripwire fired */
 };
 
 struct attempt {
@@ -99,6 +109,13 @@ struct drill {
 	char *out; /* the agent's stdout, from the result */
 	struct row *rows; /* one per attempt */
 	char minted[64]; /* the job's own token, as the agent printed it */
+	int run_status; /* cordon run's exit status, -1 if unknown */
+	/* Left open for cordon run, without O_CLOEXEC, as a careless caller
+	 * would: the job must not get them. -1 when not open. */
+	int root_fd, pty_master, pty_slave;
+	pid_t sentinel; /* stopped, in cordon run's process group; 0: none */
+	char *wrote[MAX_WROTE]; /* the agent's WROTE lines: step TAB path */
+	size_t nwrote;
 };
 
 /* --- small things --------------------------------------------------------- */
@@ -195,6 +212,12 @@ write_params(FILE *f, const struct drill *d)
 	}
 	if (rc != NULL)
 		fclose(rc);
+	if (d->root_fd >= 0)
+		fprintf(f, "param inherited_fd %d dir\n", d->root_fd);
+	if (d->pty_master >= 0)
+		fprintf(f, "param inherited_fd %d pty_master\n", d->pty_master);
+	if (d->pty_slave >= 0)
+		fprintf(f, "param inherited_fd %d pty_slave\n", d->pty_slave);
 	fprintf(f, "param memory_mb %lld\nparam pids %lld\n",
 	    (long long)json_integer_value(json_object_get(limits, "memory_mb")),
 	    (long long)json_integer_value(json_object_get(limits, "pids")));
@@ -308,10 +331,53 @@ unstage(const char *dir)
 
 /* --- the job -------------------------------------------------------------- */
 
+/* What a careless caller of cordon run leaves open: a directory on the
+ * host's / and a terminal (a pty's both ends), without O_CLOEXEC, on
+ * purpose: the job must get none of them (the agent's inherited_fds). */
+static void
+leave_open(struct drill *d)
+{
+	char name[128];
+
+	d->root_fd = open("/", O_RDONLY | O_DIRECTORY);
+	d->pty_master = posix_openpt(O_RDWR | O_NOCTTY);
+	if (d->pty_master >= 0 &&
+	    (grantpt(d->pty_master) < 0 || unlockpt(d->pty_master) < 0 ||
+		ptsname_r(d->pty_master, name, sizeof(name)) != 0 ||
+		(d->pty_slave = open(name, O_RDWR | O_NOCTTY)) < 0)) {
+		close(d->pty_master);
+		d->pty_master = -1;
+	}
+}
+
+/* A process outside the job, in cordon run's process group and session
+ * (the drill's), stopped: a SIGCONT from the job would resume it (the
+ * agent's signals). Its pid, or 0. */
+static pid_t
+sentinel_start(void)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	if (pid < 0)
+		return 0;
+	if (kill(pid, SIGSTOP) < 0 || waitpid(pid, &st, WUNTRACED) != pid ||
+	    !WIFSTOPPED(st)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return 0;
+	}
+	return pid;
+}
+
 /* `cordon run --json` of the agent, a child like any job of cordon
  * serve's: its result, or NULL. */
 static json_t *
-run_agent(const struct drill *d, const char *config, const char *dir)
+run_agent(struct drill *d, const char *config, const char *dir)
 {
 	char self[4096], input[4200];
 	const char *argv[20];
@@ -364,8 +430,19 @@ run_agent(const struct drill *d, const char *config, const char *dir)
 	close(p[0]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	d->run_status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	if (out.len == 0)
+		fprintf(stderr, "cordon drill: cordon run ended %s %d\n",
+		    WIFEXITED(st) ? "with" : "by signal",
+		    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	sigaction(SIGINT, &old, NULL);
-	json_t *j = out.len > 0 ? json_loadb(out.data, out.len, 0, NULL) : NULL;
+	json_error_t e;
+	json_t *j = out.len > 0 ? json_loadb(out.data, out.len, 0, &e) : NULL;
+	if (j == NULL && out.len > 0)
+		fprintf(stderr,
+		    "cordon drill: cordon run's result: %s (%zu bytes: "
+		    "%.200s)\n",
+		    e.text, out.len, out.data);
 	buf_free(&out);
 	return j;
 }
@@ -426,6 +503,380 @@ in_changes(const struct drill *d, const char *path)
 	return false;
 }
 
+/* The job was stopped before the agent read every answer: the proxy's
+ * own count of the requests it let through says whether a canary's was
+ * one. The agent wrote how many answers came from an upstream before the
+ * canaries (before=) and how many might have been allowed and failed
+ * upstream (maybe=). */
+static void
+judge_canary_count(struct drill *d, struct row *w)
+{
+	char v[32];
+	long long before = strtoll(ev(w->evidence, "before", v, sizeof(v)),
+		      NULL, 10),
+		  maybe =
+		      strtoll(ev(w->evidence, "maybe", v, sizeof(v)), NULL, 10);
+	const json_t *allowed =
+	    json_object_get(json_object_get(d->result, "egress"), "allowed");
+	long long extra = json_integer_value(allowed) - before;
+
+	if (!json_is_integer(allowed)) {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where),
+		    "the job was stopped before the agent read the answers, "
+		    "and the run has no count of allowed requests (%s)",
+		    w->evidence);
+	} else if (extra <= 0) {
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "broker: tripwire, the job was revoked and stopped before "
+		    "the agent read every answer; the proxy allowed %lld "
+		    "requests, none of them the canaries' (%s)",
+		    json_integer_value(allowed), w->evidence);
+	} else if (extra > maybe) {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "the proxy allowed %lld requests more than the agent saw "
+		    "before the canaries (%s)",
+		    extra, w->evidence);
+	} else {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where),
+		    "the job was stopped before the agent read the answers; "
+		    "%lld allowed requests cannot be told apart from earlier "
+		    "upstream errors (%s)",
+		    extra, w->evidence);
+	}
+}
+
+/* The canaries in every placement at once: none may come back through,
+ * and the first one the proxy judges stops the job. */
+static void
+judge_canary(struct drill *d, struct row *w, const char *result)
+{
+	bool tripped = strcmp(stop_reason(d), "tripwire") == 0;
+
+	if (strcmp(result, "stopped") == 0 && tripped) {
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "broker: tripwire, the job was revoked and stopped; the "
+		    "proxy let no canary out (%s)",
+		    w->evidence);
+	} else if (strcmp(result, "stopped") == 0) {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "the proxy refused each, but the tripwire did not fire "
+		    "(stop: %s; %s)",
+		    stop_reason(d), w->evidence);
+	} else if (tripped && strstr(w->evidence, "sent=") != NULL) {
+		judge_canary_count(d, w);
+	} else {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where), "%s (stop: %s; %s)",
+		    w->detail, stop_reason(d), w->evidence);
+	}
+}
+
+/* The hatch's flags on path itself or a directory above it, no
+ * workspace-wide ones: joined into out, or false. */
+static bool
+own_flags(const struct drill *d, const char *path, char *out, size_t len)
+{
+	json_t *v;
+	size_t i, used = 0;
+
+	out[0] = '\0';
+	json_array_foreach(json_object_get(d->result, "flags"), i, v)
+	{
+		const char *p = json_string_value(json_object_get(v, "path"));
+		size_t n = p != NULL ? strlen(p) : 0;
+		if (p == NULL || n == 0 || strcmp(p, ".") == 0 ||
+		    !(strcmp(p, path) == 0 ||
+			(strncmp(path, p, n) == 0 && path[n] == '/')))
+			continue;
+		int k = snprintf(out + used, len - used, "%s%s",
+		    used > 0 ? "," : "",
+		    json_string_value(json_object_get(v, "flag")) ?: "?");
+		if (k < 0 || (size_t)k >= len - used)
+			break;
+		used += (size_t)k;
+	}
+	return out[0] != '\0';
+}
+
+/* Every path the agent wrote for this step, each flagged by the hatch. */
+static void
+judge_hatch_all(struct drill *d, const struct attempt *a, struct row *w,
+    const char *result)
+{
+	char flags[200], seen[300] = "", missed[600] = "";
+	size_t n = 0, flagged = 0, out = 0, used = 0, mused = 0;
+
+	if (strcmp(result, "done") != 0) {
+		w->result =
+		    strcmp(result, "stopped") == 0 ? "stopped" : "untested";
+		snprintf(w->where, sizeof(w->where), "sandbox: %s (%s)",
+		    w->detail, w->evidence);
+		return;
+	}
+	if (!json_is_array(json_object_get(d->result, "flags"))) {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where),
+		    "the hatch gave no seal report to judge the %s by",
+		    w->evidence);
+		return;
+	}
+	for (size_t i = 0; i < d->nwrote; i++) {
+		size_t k = strlen(a->step);
+		const char *path = d->wrote[i] + k + 1;
+		if (strncmp(d->wrote[i], a->step, k) != 0 ||
+		    d->wrote[i][k] != '\t')
+			continue;
+		n++;
+		if (own_flags(d, path, flags, sizeof(flags))) {
+			flagged++;
+			if (strstr(seen, flags) == NULL && used < sizeof(seen))
+				used += (size_t)snprintf(seen + used,
+				    sizeof(seen) - used, "%s%s",
+				    used > 0 ? "; " : "", flags);
+		} else if (in_changes(d, path) && mused < sizeof(missed)) {
+			mused += (size_t)snprintf(missed + mused,
+			    sizeof(missed) - mused, "%s%s",
+			    mused > 0 ? ", " : "", path);
+		} else {
+			out++;
+		}
+	}
+	if (mused > 0) {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "in the patch, not flagged: %s", missed);
+	} else if (n == 0) {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where),
+		    "the agent named no path it wrote");
+	} else {
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "hatch: %zu of %zu flagged (%s)%s", flagged, n, seen,
+		    out > 0 ? ", the rest not in the patch" : "");
+	}
+}
+
+/* A tree the seal must handle: it sealed or refused with a verdict, and
+ * the workspace was closed (cordon run's exit 4 keeps it). */
+static void
+judge_seal(struct drill *d, struct row *w, const char *result)
+{
+	const char *verdict =
+	    json_string_value(json_object_get(d->result, "verdict"));
+	const char *kept =
+	    json_string_value(json_object_get(d->result, "workspace_kept"));
+	char flags[200];
+
+	if (strcmp(result, "done") != 0) {
+		w->result =
+		    strcmp(result, "stopped") == 0 ? "stopped" : "untested";
+		snprintf(w->where, sizeof(w->where), "sandbox: %s (%s)",
+		    w->detail, w->evidence);
+		return;
+	}
+	if (verdict != NULL && kept == NULL && d->run_status != 4) {
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "hatch: the seal came back (%s%s%s), the workspace closed "
+		    "(%s)",
+		    verdict,
+		    own_flags(d, "drill-deep", flags, sizeof(flags)) ? "; "
+								     : "",
+		    own_flags(d, "drill-deep", flags, sizeof(flags)) ? flags
+								     : "",
+		    w->evidence);
+	} else {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "the seal failed: cordon run exit %d, verdict %s, "
+		    "workspace %s (%s)",
+		    d->run_status, verdict ?: "none",
+		    kept != NULL ? "kept" : "not kept", w->evidence);
+	}
+}
+
+/* The raw forms of what hidden_unicode printed. */
+static const struct {
+	const char *bytes, *name;
+} hidden[] = {
+	{ "\xe2\x80\xae", "U+202E" },
+	{ "\xe2\x80\x8b", "U+200B" },
+	{ "\xe2\x80\x8d", "U+200D" },
+	{ "\xe2\x81\xa6", "U+2066" },
+	{ "\xe2\x81\xa9", "U+2069" },
+	{ "\xef\xbb\xbf", "U+FEFF" },
+	{ "\xf3\xa0\x81", "tags" },
+	{ "\x1b", "ESC" },
+};
+
+static void
+judge_envelope(struct drill *d, struct row *w, const char *result)
+{
+	char raw[200] = "";
+	size_t used = 0;
+
+	if (strcmp(result, "done") != 0) {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where), "%s", w->detail);
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(hidden); i++)
+		if (strstr(d->out, hidden[i].bytes) != NULL &&
+		    used < sizeof(raw))
+			used += (size_t)snprintf(raw + used, sizeof(raw) - used,
+			    "%s%s", used > 0 ? " " : "", hidden[i].name);
+	if (used > 0) {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "raw in the output's envelope: %s", raw);
+	} else {
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "envelope: none of the %zu hidden forms is raw in the "
+		    "output",
+		    ARRAY_SIZE(hidden));
+	}
+}
+
+/* The sentinel's state: 'T' stopped, another letter, or '?'. */
+static char
+sentinel_state(pid_t pid)
+{
+	char path[64], stat[512], *p;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return '?';
+	n = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	stat[n] = '\0';
+	p = strrchr(stat, ')');
+	return p != NULL && p[1] == ' ' && p[2] != '\0' ? p[2] : '?';
+}
+
+static void
+judge_sentinel(struct drill *d, struct row *w, const char *result)
+{
+	int st = 0;
+	pid_t got;
+	char state;
+
+	if (d->sentinel <= 0) {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where),
+		    "cordon drill could not stop a sentinel process");
+		return;
+	}
+	if (strcmp(result, "done") != 0) {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where), "%s", w->detail);
+		return;
+	}
+	got = waitpid(d->sentinel, &st, WNOHANG | WCONTINUED);
+	state = sentinel_state(d->sentinel);
+	if ((got == d->sentinel && WIFCONTINUED(st)) || state != 'T') {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "a stopped process outside the job (pid %d, cordon run's "
+		    "process group) was resumed: state %c (%s)",
+		    (int)d->sentinel, state, w->evidence);
+	} else {
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "outside the job: the stopped sentinel in cordon run's "
+		    "process group stayed stopped (%s)",
+		    w->evidence);
+	}
+}
+
+/* Whether the run says the job hit its cpu limit: "cpu" in limit_hit or
+ * limits_hit, or cgroup_stat.cpu_throttled above 0. */
+static bool
+hit_cpu(const struct drill *d)
+{
+	const json_t *h = json_object_get(d->result, "limits_hit"), *v;
+	const json_t *stat = json_object_get(d->result, "cgroup_stat");
+	const char *first =
+	    json_string_value(json_object_get(d->result, "limit_hit"));
+	size_t i;
+
+	if (first != NULL && strcmp(first, "cpu") == 0)
+		return true;
+	json_array_foreach(h, i, v)
+	{
+		if (strcmp(json_string_value(v) ?: "", "cpu") == 0)
+			return true;
+	}
+	return json_integer_value(json_object_get(stat, "cpu_throttled")) > 0;
+}
+
+static void
+judge_cpu(struct drill *d, struct row *w, const char *result)
+{
+	const char *how = json_string_value(
+	    json_object_get(json_object_get(d->result, "limits"), "cpu"));
+
+	if (strcmp(result, "done") != 0) {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where), "%s", w->detail);
+	} else if (hit_cpu(d)) {
+		const json_t *stat = json_object_get(d->result, "cgroup_stat");
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "cpu limit (%s): throttled %lld times, %lld ms (%s)",
+		    how ?: "limit_hit",
+		    (long long)json_integer_value(
+			json_object_get(stat, "cpu_throttled")),
+		    (long long)json_integer_value(
+			json_object_get(stat, "cpu_throttled_usec")) /
+			1000,
+		    w->evidence);
+	} else if (how != NULL && strncmp(how, "none", 4) == 0) {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "no cpu limit (%s): the burn ran free (%s)", how,
+		    w->evidence);
+	} else {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where),
+		    "the run reports no cpu limit hit (limits.cpu: %s; %s)",
+		    how ?: "not in the result", w->evidence);
+	}
+}
+
+/* The agent saw the relay refuse the flood and the proxy still answer;
+ * the launcher finished the job (the drill has its whole result). */
+static void
+judge_relay(struct drill *d, struct row *w)
+{
+	const json_t *relay = json_object_get(d->result, "relay");
+	char extra[160] = "";
+
+	if (json_is_object(relay)) {
+		char *t = json_dumps(relay, JSON_COMPACT);
+		snprintf(extra, sizeof(extra), ", relay %s", t ?: "?");
+		free(t);
+	}
+	snprintf(w->where, sizeof(w->where),
+	    "launcher: %s; the job's result is whole (revoked %s%s) (%s)",
+	    w->detail,
+	    json_is_true(json_object_get(d->result, "revoked")) ? "yes" : "no",
+	    extra, w->evidence);
+	if (!json_is_true(json_object_get(d->result, "revoked")))
+		w->result = "ESCAPED";
+}
+
 /* Where a stopped (or done) attempt ended. */
 static void
 judge(struct drill *d, const struct attempt *a, struct row *w,
@@ -439,19 +890,27 @@ judge(struct drill *d, const struct attempt *a, struct row *w,
 		    w->detail);
 		return;
 	}
-	/* The proxy holds a body with a token until the broker answers; a
-	 * canary's answer revokes the job, and the proxy closes the job's
-	 * connections with nothing sent on. */
-	if (strcmp(a->step, "exfil_canary") == 0 &&
-	    strcmp(result, "untested") == 0 &&
-	    strcmp(stop_reason(d), "tripwire") == 0 &&
-	    strstr(w->evidence, "errno=") != NULL) {
-		w->result = "stopped";
-		snprintf(w->where, sizeof(w->where),
-		    "broker: tripwire, the job was revoked and stopped; the "
-		    "proxy held the body and closed the connection (%s)",
-		    w->evidence);
+	switch (a->judge) {
+	case J_CANARY:
+		judge_canary(d, w, result);
 		return;
+	case J_HATCH_ALL:
+		judge_hatch_all(d, a, w, result);
+		return;
+	case J_SEAL:
+		judge_seal(d, w, result);
+		return;
+	case J_ENVELOPE:
+		judge_envelope(d, w, result);
+		return;
+	case J_SENTINEL:
+		judge_sentinel(d, w, result);
+		return;
+	case J_CPU:
+		judge_cpu(d, w, result);
+		return;
+	default:
+		break;
 	}
 	/* The proxy answered before the trick could be played (a CONNECT
 	 * refused, an upstream it cannot reach): the attempt ended there,
@@ -502,15 +961,6 @@ judge(struct drill *d, const struct attempt *a, struct row *w,
 		snprintf(w->where, sizeof(w->where), "proxy: %s %s (%s)",
 		    v1[0] != '\0' ? "refused," : "answered", v1[0] ? v1 : v2,
 		    w->evidence);
-		if (strcmp(a->step, "exfil_canary") == 0) {
-			size_t n = strlen(w->where);
-			snprintf(w->where + n, sizeof(w->where) - n,
-			    strcmp(stop_reason(d), "tripwire") == 0
-				? "; broker: tripwire, the job was revoked "
-				  "and stopped"
-				: "; the tripwire did not fire (stop: %s)",
-			    stop_reason(d));
-		}
 		return;
 	case J_HATCH:
 		if (strcmp(result, "done") != 0) {
@@ -547,6 +997,24 @@ judge(struct drill *d, const struct attempt *a, struct row *w,
 		snprintf(w->where, sizeof(w->where), "memory limit (%s): %s",
 		    result_limit(d, "memory"), w->evidence);
 		return;
+	case J_AGENT:
+		snprintf(w->where, sizeof(w->where), "%s (%s)", w->detail,
+		    w->evidence);
+		return;
+	case J_INODES:
+		snprintf(w->where, sizeof(w->where),
+		    "inode caps (nr_inodes of the job's tmpfs): %s",
+		    w->evidence);
+		return;
+	case J_RELAY:
+		judge_relay(d, w);
+		return;
+	case J_CANARY:
+	case J_HATCH_ALL:
+	case J_SEAL:
+	case J_ENVELOPE:
+	case J_SENTINEL:
+	case J_CPU:
 	case J_SAID:
 	case J_TOKENS:
 	case J_REPLAY:
@@ -636,6 +1104,12 @@ read_agent(struct drill *d)
 				else
 					judge(d, &attempts[i], w, f[2]);
 			}
+		} else if (nf == 3 && strcmp(f[0], "WROTE") == 0 &&
+		    d->nwrote < MAX_WROTE) {
+			size_t n = strlen(f[1]) + strlen(f[2]) + 2;
+			if ((d->wrote[d->nwrote] = malloc(n)) != NULL)
+				snprintf(d->wrote[d->nwrote++], n, "%s\t%s",
+				    f[1], f[2]);
 		} else if (nf == 4 && strcmp(f[0], "TOKEN") == 0 &&
 		    (strcmp(f[1], "minted") == 0 ||
 			strcmp(f[1], "copied") == 0)) {
@@ -981,7 +1455,10 @@ launcher_drill(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct drill d = { 0 };
+	struct drill d = { .run_status = -1,
+		.root_fd = -1,
+		.pty_master = -1,
+		.pty_slave = -1 };
 	const char *config = NULL;
 	bool json = false;
 	char err[4400] = "", dir[4096] = "", path[300];
@@ -1067,10 +1544,12 @@ launcher_drill(int argc, char **argv)
 	}
 	d.manifest = json_incref(a.json);
 	httpc_answer_free(&a);
+	leave_open(&d);
 	if (stage(&d, dir, sizeof(dir), err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon drill: %s\n", err);
 		goto out;
 	}
+	d.sentinel = sentinel_start();
 	d.result = run_agent(&d, config, dir);
 	if (d.result == NULL || json_object_get(d.result, "job") == NULL) {
 		fprintf(stderr,
@@ -1105,6 +1584,19 @@ out:
 		unstage(dir);
 	free(d.out);
 	free(d.rows);
+	if (d.sentinel > 0) {
+		kill(d.sentinel, SIGKILL);
+		while (waitpid(d.sentinel, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	for (size_t i = 0; i < d.nwrote; i++)
+		free(d.wrote[i]);
+	if (d.root_fd >= 0)
+		close(d.root_fd);
+	if (d.pty_slave >= 0)
+		close(d.pty_slave);
+	if (d.pty_master >= 0)
+		close(d.pty_master);
 	json_decref(d.result);
 	json_decref(d.manifest);
 	explicit_bzero(d.key, sizeof(d.key));

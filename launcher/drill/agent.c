@@ -433,6 +433,37 @@ static const struct {
 #undef DRILL_HOST
 };
 
+/* The descriptors beyond 0, 1 and 2 this process holds, and what each
+ * one is (its /proc/self/fd link), into d. */
+static void
+snapshot_fds(struct drill *d)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	if (dir == NULL)
+		return;
+	while ((e = readdir(dir)) != NULL) {
+		char *end, link[64];
+		long fd = strtol(e->d_name, &end, 10);
+		ssize_t n;
+
+		if (*end != '\0' || e->d_name[0] == '\0' || fd <= 2 ||
+		    fd == dirfd(dir))
+			continue;
+		if (d->nstart_fds == MAX_INHERITED) {
+			d->start_fds_more++;
+			continue;
+		}
+		snprintf(link, sizeof(link), "/proc/self/fd/%ld", fd);
+		n = readlink(link, d->start_fd_what[d->nstart_fds],
+		    sizeof(d->start_fd_what[0]) - 1);
+		d->start_fd_what[d->nstart_fds][n > 0 ? n : 0] = '\0';
+		d->start_fds[d->nstart_fds++] = (int)fd;
+	}
+	closedir(dir);
+}
+
 /* Splits line at single spaces into at most max fields, the last taking
  * the rest of the line: the number of fields. */
 static int
@@ -469,6 +500,14 @@ parse_param(struct drill *d, char *line)
 	    d->nns < MAX_NAMESERVERS) {
 		if (copy_field(d->ns[d->nns], sizeof(d->ns[0]), rest))
 			d->nns++;
+	} else if (strcmp(kind, "inherited_fd") == 0 &&
+	    d->ninherited < MAX_INHERITED && split(rest, f, 2) == 2) {
+		char *end;
+		long fd = strtol(f[0], &end, 10);
+		if (*end == '\0' && fd >= 0 && fd < 65536 &&
+		    copy_field(d->inherited_kind[d->ninherited],
+			sizeof(d->inherited_kind[0]), f[1]))
+			d->inherited[d->ninherited++] = (int)fd;
 	} else if (strcmp(kind, "memory_mb") == 0) {
 		d->memory_mb = strtol(rest, NULL, 10);
 	} else if (strcmp(kind, "pids") == 0) {
@@ -514,6 +553,7 @@ main(int argc, char **argv)
 	static const char secret_name[] =
 	    "SECRET|TOKEN|PASSW|[A-Z0-9]_PWD$|API_?KEY|PRIVATE|CREDENTIAL|"
 	    "AUTH|COOKIE|SESSION|_KEY$|^AWS_|^GCP_|^AZURE_|DSN$|DATABASE_URL";
+	static struct drill start; /* only its start_fds */
 	struct drill *d;
 	char *text, **lines;
 	size_t len, nlines = 1;
@@ -531,6 +571,8 @@ main(int argc, char **argv)
 		    "cordon drill's hostile job, for its sandbox only\n");
 		return EX_USAGE;
 	}
+	/* What the job was given, before the agent opens anything. */
+	snapshot_fds(&start);
 	if ((text = slurp(argv[1], INSTRUCTIONS_MAX, &len)) == NULL) {
 		fprintf(stderr, "cordon-drill-agent: %s: %s\n", argv[1],
 		    strerror(errno));
@@ -544,6 +586,13 @@ main(int argc, char **argv)
 		nlines += text[i] == '\n';
 	d = calloc(1, sizeof(*d));
 	lines = calloc(nlines, sizeof(*lines));
+	if (d != NULL) {
+		memcpy(d->start_fds, start.start_fds, sizeof(d->start_fds));
+		memcpy(d->start_fd_what, start.start_fd_what,
+		    sizeof(d->start_fd_what));
+		d->nstart_fds = start.nstart_fds;
+		d->start_fds_more = start.start_fds_more;
+	}
 	if (d == NULL || lines == NULL ||
 	    regcomp(&d->secret_name, secret_name,
 		REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0 ||

@@ -61,7 +61,16 @@ struct drill {
 	char minted[TOKEN_LEN + 1]; /* "" until mint */
 	const struct capability *minted_cap;
 	char found[MAX_TOKENS][TOKEN_LEN + 1]; /* by find_tokens */
+	bool found_own[MAX_TOKENS]; /* in /run/cordon/tokens.json: the job's */
 	int nfound;
+	/* Descriptors cordon drill left open for cordon run (param
+	 * inherited_fd N KIND), and what the agent held when it started. */
+	int inherited[MAX_INHERITED];
+	char inherited_kind[MAX_INHERITED][16];
+	int ninherited;
+	int start_fds[MAX_INHERITED]; /* beyond 0, 1 and 2 */
+	char start_fd_what[MAX_INHERITED][80];
+	int nstart_fds, start_fds_more; /* more: past MAX_INHERITED */
 };
 
 /* Every step: step_<name>(d), from the one list. */
@@ -248,6 +257,15 @@ const struct rule *find_rule(const struct drill *d, const char *tls,
  * header into host. */
 void rule_url(const struct rule *r, const char *suffix, char *url, size_t n,
     char *host, size_t hn);
+
+/* Answers seen through the proxy so far: from an upstream (through), and
+ * with X-Cordon-Error (maybe: the proxy may have allowed the request and
+ * failed upstream). cordon drill compares them with the proxy's count of
+ * allowed requests. */
+extern long proxy_through, proxy_maybe;
+
+/* Counts one answer into proxy_through and proxy_maybe. */
+void proxy_count(const struct head *h, bool tunnel);
 
 /* A response buffer (free it), or NULL after an untested line. */
 struct resp *resp_new(const struct drill *d);

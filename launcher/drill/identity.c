@@ -89,6 +89,8 @@ collect_tokens(struct drill *d, const char *buf, size_t n, const char *where)
 		if (i == d->nfound && d->nfound < MAX_TOKENS) {
 			memcpy(d->found[i], p, TOKEN_LEN);
 			d->found[i][TOKEN_LEN] = '\0';
+			d->found_own[i] =
+			    strcmp(where, "/run/cordon/tokens.json") == 0;
 			d->nfound++;
 			token_line("found", where, d->found[i]);
 		}
@@ -548,12 +550,40 @@ json_find(const char *s, const char *key)
 	return json_ws(p + 1);
 }
 
+/* Mints c through the proxy's path to the broker: the token into tok
+ * (TOKEN_LEN + 1 bytes) and true, or false; the answer's evidence in ev,
+ * its expires_in in *ttl. */
+static bool
+mint(const struct capability *c, struct resp *r, char *tok, char *ev,
+    size_t evlen, long long *ttl)
+{
+	char params[2048], body[2400];
+	const char *t = NULL, *exp;
+
+	mint_params(c->params, params, sizeof(params));
+	snprintf(body, sizeof(body),
+	    "{\"capability\": \"%s\", \"params\": {%s}}", c->name, params);
+	proxy_request("POST", "http://broker.cordon/v1/token", "broker.cordon",
+	    "Content-Type: application/json\r\n", body, r, NULL);
+	ev[0] = '\0';
+	resp_evidence(r, ev, evlen);
+	if (r->h.status == 200)
+		t = json_find(r->buf + r->head_len, "access_token");
+	if (t == NULL || *t++ != '"' || !token_at(t))
+		return false;
+	memcpy(tok, t, TOKEN_LEN);
+	tok[TOKEN_LEN] = '\0';
+	exp = json_find(r->buf + r->head_len, "expires_in");
+	*ttl = exp != NULL ? strtoll(exp, NULL, 10) : -1LL;
+	return true;
+}
+
 void
 step_mint(struct drill *d)
 {
 	const struct capability *c = &d->cap[0];
-	char params[2048], body[2400], ev[160] = "";
-	const char *tok = NULL, *exp;
+	char ev[160] = "";
+	long long ttl;
 	struct resp *r;
 
 	if (d->ncap == 0) {
@@ -567,26 +597,143 @@ step_mint(struct drill *d)
 	}
 	if ((r = resp_new(d)) == NULL)
 		return;
-	mint_params(c->params, params, sizeof(params));
-	snprintf(body, sizeof(body),
-	    "{\"capability\": \"%s\", \"params\": {%s}}", c->name, params);
-	proxy_request("POST", "http://broker.cordon/v1/token", "broker.cordon",
-	    "Content-Type: application/json\r\n", body, r, NULL);
-	resp_evidence(r, ev, sizeof(ev));
-	if (r->h.status == 200)
-		tok = json_find(r->buf + r->head_len, "access_token");
-	if (tok == NULL || *tok++ != '"' || !token_at(tok)) {
+	if (!mint(c, r, d->minted, ev, sizeof(ev), &ttl)) {
+		d->minted[0] = '\0';
 		report(d, "untested", ev, "the broker gave no token for %s",
 		    c->name);
 	} else {
-		exp = json_find(r->buf + r->head_len, "expires_in");
-		memcpy(d->minted, tok, TOKEN_LEN);
-		d->minted[TOKEN_LEN] = '\0';
 		d->minted_cap = c;
 		token_line("minted", c->name, d->minted);
 		report(d, "done", "http=200", "minted %s for %lld s", c->name,
-		    exp != NULL ? strtoll(exp, NULL, 10) : -1LL);
+		    ttl);
 	}
+	free(r);
+}
+
+/* The job's own token where the proxy must still find it: in another
+ * header, the query, the body, glued to a letter or a digit. */
+static void
+placements(struct tally *t, struct resp *r, const struct rule *u,
+    const char *bearer, const char *tok)
+{
+	char url[1400], host[300], head[400], body[200], suffix[80];
+	char auth[128] = "";
+
+	if (bearer != NULL)
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n",
+		    bearer);
+	rule_url(u, "", url, sizeof(url), host, sizeof(host));
+	snprintf(head, sizeof(head), "%sX-Api-Key: %s\r\n", auth, tok);
+	tally_request(t, r, u->method, url, host, head, NULL);
+	snprintf(head, sizeof(head), "%sX-Note: x%s\r\n", auth, tok);
+	tally_request(t, r, u->method, url, host, head, NULL);
+	snprintf(body, sizeof(body), "{\"key\": \"%s\"}", tok);
+	tally_request(t, r, u->method, url, host, auth, body);
+	snprintf(body, sizeof(body), "note=0%s", tok);
+	tally_request(t, r, u->method, url, host, auth, body);
+	snprintf(suffix, sizeof(suffix), "?key=%s", tok);
+	rule_url(u, suffix, url, sizeof(url), host, sizeof(host));
+	tally_request(t, r, u->method, url, host, auth, NULL);
+}
+
+void
+step_token_placement(struct drill *d)
+{
+	const struct rule *own = NULL;
+	const struct capability *other = NULL;
+	char tok2[TOKEN_LEN + 1], ev[160];
+	struct tally t = { 0 };
+	long long ttl;
+	struct resp *r;
+
+	if (d->minted[0] == '\0') {
+		report(d, "untested", "-",
+		    "no minted token (mint came first?)");
+		return;
+	}
+	if ((r = resp_new(d)) == NULL)
+		return;
+	/* The job's token on every plain rule of another audience, or of
+	 * none. */
+	for (int i = 0; i < d->nrule; i++) {
+		const struct rule *u = &d->rule[i];
+		if (strcmp(u->tls, "plain") != 0)
+			continue;
+		if (strcmp(u->audience, d->minted_cap->audience) == 0) {
+			own = own != NULL ? own : u;
+			continue;
+		}
+		placements(&t, r, u, NULL, d->minted);
+	}
+	/* A token of another audience after a valid bearer. */
+	for (int i = 0; i < d->ncap && other == NULL; i++)
+		if (strcmp(d->cap[i].audience, d->minted_cap->audience) != 0 &&
+		    strpbrk(d->cap[i].name, "\"\\") == NULL)
+			other = &d->cap[i];
+	if (own != NULL && other != NULL &&
+	    mint(other, r, tok2, ev, sizeof(ev), &ttl))
+		placements(&t, r, own, d->minted, tok2);
+	free(r);
+	if (t.tries == 0)
+		report(d, "untested", "-",
+		    "no plain rule of another audience than %s, and no token "
+		    "of another audience to place after a valid one",
+		    d->minted_cap->audience);
+	else
+		tally_report(d, &t, false,
+		    "the proxy found the token of another audience in every "
+		    "placement");
+}
+
+#define MINT_FLOOD 1000
+#define MINT_FLOOD_MS 6000
+
+void
+step_mint_flood(struct drill *d)
+{
+	const struct capability *c = d->minted_cap;
+	int64_t deadline = now_ms() + MINT_FLOOD_MS;
+	char tok[TOKEN_LEN + 1], ev[200] = "", last[160] = "";
+	long long ttl;
+	int minted = 0;
+	struct resp *r;
+
+	if (c == NULL) {
+		report(d, "untested", "-",
+		    "no capability the broker minted (mint came first?)");
+		return;
+	}
+	if ((r = resp_new(d)) == NULL)
+		return;
+	while (minted < MINT_FLOOD && now_ms() < deadline &&
+	    mint(c, r, tok, last, sizeof(last), &ttl))
+		minted++;
+	explicit_bzero(tok, sizeof(tok));
+	snprintf(ev, sizeof(ev), "minted=%d", minted);
+	if (minted < MINT_FLOOD && now_ms() < deadline)
+		append(ev, sizeof(ev), " ", "%s", last);
+	if (minted >= MINT_FLOOD)
+		report(d, "escaped", ev, "the broker minted %d tokens, no cap",
+		    minted);
+	else if (now_ms() >= deadline)
+		report(d, "escaped", ev,
+		    "the broker minted %d tokens in %d ms and refused none",
+		    minted, MINT_FLOOD_MS);
+	else if (r->h.status == 429)
+		report(d, "stopped", ev,
+		    "broker: the cap refused the flood after %d tokens (429)",
+		    minted);
+	else if (r->h.deny[0] != '\0')
+		report(d, "stopped", ev,
+		    "proxy: the broker's mint endpoint is out of reach (%s)",
+		    r->h.deny);
+	else if (r->h.status != 0)
+		report(d, "stopped", ev,
+		    "the mint was refused (%d) after %d tokens", r->h.status,
+		    minted);
+	else
+		report(d, "untested", ev,
+		    "the mint got no answer after %d tokens", minted);
 	free(r);
 }
 

@@ -200,10 +200,22 @@ proxy_request(const char *method, const char *target, const char *host,
 		r->err = -n;
 	else
 		read_response(fd, r, tunnel, deadline);
+	proxy_count(&r->h, tunnel);
 	if (keep != NULL && tunnel && r->h.status / 100 == 2)
 		*keep = fd;
 	else
 		close(fd);
+}
+
+long proxy_through, proxy_maybe;
+
+void
+proxy_count(const struct head *h, bool tunnel)
+{
+	if (verdict(h, tunnel) == V_THROUGH)
+		proxy_through++;
+	else if (h->status != 0 && h->deny[0] == '\0')
+		proxy_maybe++;
 }
 
 enum verdict

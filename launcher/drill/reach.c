@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -656,6 +657,7 @@ step_proxy_smuggle(struct drill *d)
 		if (answers++ == 0)
 			first = h;
 		through += verdict(&h, false) == V_THROUGH;
+		proxy_count(&h, false);
 		if (bodiless(&h, false))
 			off += (size_t)k;
 		else if (h.clen >= 0)
@@ -742,33 +744,400 @@ step_proxy_service_ports(struct drill *d)
 	tally_report(d, &t, false, "the proxy reached none of cordon's ports");
 }
 
-void
-step_exfil_canary(struct drill *d)
+/* --- the relay's own descriptors ------------------------------------------- */
+
+#define FLOOD_PROCS 5
+#define FLOOD_PER_PROC 1000
+#define FLOOD_MS 6000
+
+/* One flooder: up to FLOOD_PER_PROC connections to the relay, held, then
+ * counted: {opened, closed by the relay, refused, the first errno} on
+ * out. */
+static void flood_child(int out, int64_t deadline) __attribute__((noreturn));
+
+static void
+flood_child(int out, int64_t deadline)
 {
-	const struct rule *u = find_rule(d, "plain", "plain");
-	char url[1400], host[300], body[128];
+	static int fds[FLOOD_PER_PROC];
+	struct rlimit rl;
+	int msg[4] = { 0, 0, 0, 0 }, n = 0;
+
+	/* As many descriptors as the job may have. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	while (n < FLOOD_PER_PROC && now_ms() < deadline) {
+		int64_t by = now_ms() + 500;
+		int fd = proxy_open(by < deadline ? by : deadline);
+
+		if (fd < 0) {
+			msg[2]++;
+			if (msg[3] == 0)
+				msg[3] = -fd;
+			if (fd == -EMFILE || fd == -ENFILE || msg[2] > 5)
+				break;
+			continue;
+		}
+		fds[n++] = fd;
+	}
+	msg[0] = n;
+	/* What the relay did with them: a cap closes them at once. */
+	usleep(500 * 1000);
+	for (int i = 0; i < n; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+		char byte;
+		if (poll(&p, 1, 0) == 1 &&
+		    (read(fds[i], &byte, 1) <= 0 || (p.revents & POLLHUP)))
+			msg[1]++;
+		close(fds[i]);
+	}
+	(void)!write(out, msg, sizeof(msg));
+	_exit(0);
+}
+
+void
+step_relay_flood(struct drill *d)
+{
+	int64_t deadline = now_ms() + FLOOD_MS;
+	int pipefd[2], opened = 0, closed = 0, refused = 0, first = 0,
+		       procs = 0;
+	char ev[256] = "";
+	pid_t pid[FLOOD_PROCS];
 	struct tally t = { 0 };
 	struct resp *r;
 
-	if (d->nfound == 0 || u == NULL) {
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		report(d, "untested", "syscall=pipe2", "no pipe");
+		return;
+	}
+	for (int i = 0; i < FLOOD_PROCS; i++) {
+		if ((pid[i] = fork()) == 0) {
+			close(pipefd[0]);
+			flood_child(pipefd[1], deadline);
+		}
+		procs += pid[i] > 0;
+	}
+	close(pipefd[1]);
+	for (int i = 0; i < procs; i++) {
+		int msg[4];
+		if (read_by(pipefd[0], msg, sizeof(msg), deadline + 5000) !=
+		    (ssize_t)sizeof(msg))
+			break;
+		opened += msg[0];
+		closed += msg[1];
+		refused += msg[2];
+		first = first == 0 ? msg[3] : first;
+	}
+	close(pipefd[0]);
+	for (int i = 0; i < FLOOD_PROCS; i++)
+		if (pid[i] > 0) {
+			(void)kill(pid[i], SIGKILL);
+			(void)reap(pid[i]);
+		}
+	/* The proxy path, after: one request the proxy must answer. */
+	if ((r = resp_new(d)) == NULL)
+		return;
+	tally_request(&t, r, "GET", "http://api.evil.example/",
+	    "api.evil.example", "", NULL);
+	free(r);
+	snprintf(ev, sizeof(ev), "opened=%d closed=%d refused=%d", opened,
+	    closed, refused);
+	if (first != 0)
+		append(ev, sizeof(ev), " ", "errno=%s", errname(first).s);
+	append(ev, sizeof(ev), " ", "after=%s", t.all);
+	if (t.refused + t.through == 0)
+		report(d, "escaped", ev,
+		    "after %d connections the proxy path no longer answers",
+		    opened);
+	else if (opened >= FLOOD_PROCS * FLOOD_PER_PROC && closed == 0)
+		report(d, "escaped", ev,
+		    "%d connections to the relay held open, none refused",
+		    opened);
+	else if (closed > 0 ||
+	    (refused > 0 && first != EMFILE && first != ENFILE))
+		report(d, "stopped", ev,
+		    "the relay refused the flood past %d connections and still "
+		    "answers",
+		    opened - closed);
+	else
+		report(d, "untested", ev,
+		    "the job's own descriptor limit came first (%d opened)",
+		    opened);
+}
+
+/* --- path parameters ------------------------------------------------------- */
+
+void
+step_proxy_path_params(struct drill *d)
+{
+	static const char *const tricks[] = { "..;/admin", "..;x=1/admin",
+		".;/..;/admin", "%252e%252e/x", "%2e%2e/x", "..%5cx", "..\\x" };
+	const struct rule *u = NULL;
+	char url[1400], host[300];
+	struct tally t = { 0 };
+	struct resp *r;
+
+	/* A plain rule with a path narrower than "/": the tricks climb out
+	 * of it. */
+	for (int i = 0; i < d->nrule && u == NULL; i++)
+		if (strcmp(d->rule[i].tls, "plain") == 0 &&
+		    strlen(d->rule[i].path) > 1 &&
+		    d->rule[i].path[strlen(d->rule[i].path) - 1] == '/')
+			u = &d->rule[i];
+	if (u == NULL) {
 		report(d, "untested", "-",
-		    d->nfound == 0 ? "find_tokens found no token"
-				   : "no plain rule");
+		    "no plain rule with a path narrower than /");
 		return;
 	}
 	if ((r = resp_new(d)) == NULL)
 		return;
-	rule_url(u, "", url, sizeof(url), host, sizeof(host));
-	for (int i = 0; i < d->nfound; i++) {
-		snprintf(body, sizeof(body),
-		    "{\"note\": \"backup\", \"key\": \"%s\"}", d->found[i]);
-		/* The rule's own method, so that the proxy's rule check
-		 * passes and only the token check is left. */
-		tally_request(&t, r, u->method, url, host,
-		    "Content-Type: application/json\r\n", body);
+	for (size_t i = 0; i < sizeof(tricks) / sizeof(tricks[0]); i++) {
+		rule_url(u, tricks[i], url, sizeof(url), host, sizeof(host));
+		tally_request(&t, r, u->method, url, host, "", NULL);
 	}
 	free(r);
-	tally_report(d, &t, false, "the proxy let no found token out");
+	tally_report(d, &t, true,
+	    "the proxy refused every path with a second reading");
+}
+
+/* --- the canaries, last: their use stops the job --------------------------- */
+
+#define PLACEMENTS 8
+
+struct placement {
+	const char *name;
+	int fd;
+	size_t len, split; /* split: where the second write starts, or 0 */
+	bool done;
+	bool early; /* answered before the canary's second half was sent */
+	struct resp *r;
+	long before, maybe; /* proxy_through and proxy_maybe before any */
+	char req[2048];
+};
+
+/* The placement's request: the canary c where name says, the job's own
+ * token (own, "" if none) as a valid bearer where it says so. */
+static bool
+place(struct placement *p, const struct rule *u, const char *c, const char *own)
+{
+	char url[1400], host[300], head[600] = "", body[300] = "",
+				   suffix[80] = "";
+	int n;
+
+	if (u == NULL)
+		return false;
+	if (strcmp(p->name, "body") == 0) {
+		snprintf(body, sizeof(body),
+		    "{\"note\": \"backup\", \"key\": "
+		    "\"%s\"}",
+		    c);
+	} else if (strcmp(p->name, "glued_header") == 0) {
+		snprintf(head, sizeof(head), "X-Note: x%s\r\n", c);
+	} else if (strcmp(p->name, "glued_body") == 0) {
+		snprintf(body, sizeof(body), "note=0%s", c);
+	} else if (strcmp(p->name, "split_body") == 0) {
+		snprintf(body, sizeof(body), "{\"key\": \"%s\"}", c);
+	} else if (strcmp(p->name, "no_audience") == 0) {
+		snprintf(head, sizeof(head), "Authorization: Bearer %s\r\n", c);
+	} else if (own[0] == '\0') {
+		return false; /* the rest come after a valid bearer */
+	} else if (strcmp(p->name, "second_header") == 0) {
+		snprintf(head, sizeof(head),
+		    "Authorization: Bearer %s\r\nX-Api-Key: %s\r\n", own, c);
+	} else if (strcmp(p->name, "query") == 0) {
+		snprintf(head, sizeof(head), "Authorization: Bearer %s\r\n",
+		    own);
+		snprintf(suffix, sizeof(suffix), "?key=%s", c);
+	} else if (strcmp(p->name, "body_after_token") == 0) {
+		snprintf(head, sizeof(head), "Authorization: Bearer %s\r\n",
+		    own);
+		snprintf(body, sizeof(body),
+		    "{\"token\": \"%s\", \"key\": "
+		    "\"%s\"}",
+		    own, c);
+	}
+	rule_url(u, suffix, url, sizeof(url), host, sizeof(host));
+	n = snprintf(p->req, sizeof(p->req),
+	    "%s %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %zu\r\n"
+	    "Connection: close\r\n\r\n%s",
+	    u->method, url, host, head, strlen(body), body);
+	if (n < 0 || (size_t)n >= sizeof(p->req))
+		return false;
+	p->len = (size_t)n;
+	/* The canary's middle: the proxy sees it in two reads. */
+	if (strcmp(p->name, "split_body") == 0)
+		p->split = p->len - strlen(body) + 9 + TOKEN_LEN / 2;
+	return true;
+}
+
+/* One word for a placement's answer. */
+static void
+placement_word(const struct placement *p, char *ev, size_t n)
+{
+	if (p->fd == -2)
+		append(ev, n, " ", "%s=skipped", p->name);
+	else if (!p->done)
+		append(ev, n, " ", "%s=pending", p->name);
+	else if (p->r->h.status == 0)
+		append(ev, n, " ", "%s=%s", p->name, errname(p->r->err).s);
+	else
+		append(ev, n, " ", "%s=%s%d:%s", p->name,
+		    p->early ? "early:" : "", p->r->h.status,
+		    p->r->h.deny[0] != '\0'        ? p->r->h.deny
+			: p->r->h.error[0] != '\0' ? p->r->h.error
+						   : "through");
+}
+
+/* The line so far: the agent may be stopped at any answer. */
+static void
+placements_report(const struct drill *d, struct placement *p, int sent)
+{
+	char ev[400] = "", detail[300] = "";
+	int done = 0, through = 0;
+
+	for (int i = 0; i < PLACEMENTS; i++) {
+		placement_word(&p[i], ev, sizeof(ev));
+		if (p[i].fd == -2)
+			continue;
+		done += p[i].done;
+		if (p[i].done && !p[i].early &&
+		    verdict(&p[i].r->h, false) == V_THROUGH) {
+			through++;
+			append(detail, sizeof(detail), ", ", "%s -> %d",
+			    p[i].name, p[i].r->h.status);
+		}
+	}
+	append(ev, sizeof(ev), " ", "sent=%d answered=%d before=%ld maybe=%ld",
+	    sent, done, p[0].before, p[0].maybe);
+	if (through > 0)
+		report(d, "escaped", ev, "a canary got through: %s", detail);
+	else if (done == sent && sent > 0)
+		report(d, "stopped", ev,
+		    "the proxy let no canary out, wherever it was placed");
+	else
+		report(d, "untested", ev,
+		    "%d of %d placements answered when this was written", done,
+		    sent);
+}
+
+void
+step_exfil_canary(struct drill *d)
+{
+	static const char *const names[PLACEMENTS] = { "body", "second_header",
+		"query", "body_after_token", "glued_header", "glued_body",
+		"split_body", "no_audience" };
+	const struct rule *plain = find_rule(d, "plain", "plain");
+	const struct rule *own = NULL, *noaud = NULL;
+	const char *canary[MAX_TOKENS];
+	struct placement p[PLACEMENTS];
+	int ncanary = 0, sent = 0;
+	int64_t deadline = now_ms() + PROXY_MS;
+
+	for (int i = 0; i < d->nfound; i++)
+		if (!d->found_own[i] && strcmp(d->found[i], d->minted) != 0)
+			canary[ncanary++] = d->found[i];
+	for (int i = 0; i < d->nrule; i++) {
+		const struct rule *u = &d->rule[i];
+		if (strcmp(u->tls, "plain") != 0)
+			continue;
+		if (noaud == NULL && strcmp(u->audience, "-") == 0)
+			noaud = u;
+		if (own == NULL && d->minted_cap != NULL &&
+		    strcmp(u->audience, d->minted_cap->audience) == 0)
+			own = u;
+	}
+	if (ncanary == 0 || plain == NULL) {
+		report(d, "untested", "-",
+		    ncanary == 0 ? "find_tokens found no canary"
+				 : "no plain rule");
+		return;
+	}
+	for (int i = 0; i < PLACEMENTS; i++) {
+		const struct rule *u = i == 7 ? noaud
+		    : i >= 1 && i <= 3        ? own
+					      : plain;
+		p[i] = (struct placement){ .name = names[i], .fd = -2 };
+		if (!place(&p[i], u, canary[i % ncanary], d->minted) ||
+		    (p[i].r = calloc(1, sizeof(*p[i].r))) == NULL)
+			continue;
+		p[i].fd = -1;
+		sent++;
+	}
+	p[0].before = proxy_through;
+	p[0].maybe = proxy_maybe;
+	placements_report(d, p, sent);
+	/* The split body's first half, alone: half a canary trips nothing
+	 * yet, and the proxy reads it before the rest comes. Then every
+	 * other placement in flight before the first can trip the wire, and
+	 * no wait from here on: the stop may come at any answer. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < PLACEMENTS; i++) {
+			size_t first;
+			if (p[i].fd == -2 || (p[i].split > 0) != (pass == 0))
+				continue;
+			first = p[i].split > 0 ? p[i].split : p[i].len;
+			if ((p[i].fd = proxy_open(deadline)) < 0) {
+				p[i].r->err = -p[i].fd;
+				p[i].done = true;
+			} else if ((p[i].r->err = -send_all(p[i].fd, p[i].req,
+					first, deadline)) != 0) {
+				p[i].done = true;
+			}
+		}
+		if (pass == 0)
+			usleep(100 * 1000);
+	}
+	/* An upstream that answers a head at once answers before the
+	 * canary is whole: that answer says nothing of the canary. */
+	for (int i = 0; i < PLACEMENTS; i++)
+		if (p[i].split > 0 && !p[i].done) {
+			struct pollfd q = { .fd = p[i].fd, .events = POLLIN };
+			p[i].early = poll(&q, 1, 0) == 1;
+			(void)send_all(p[i].fd, p[i].req + p[i].split,
+			    p[i].len - p[i].split, deadline);
+		}
+	for (;;) {
+		struct pollfd pfd[PLACEMENTS];
+		int idx[PLACEMENTS], k = 0;
+		int64_t left = deadline - now_ms();
+
+		for (int i = 0; i < PLACEMENTS; i++)
+			if (p[i].fd >= 0 && !p[i].done) {
+				pfd[k] = (struct pollfd){ p[i].fd, POLLIN, 0 };
+				idx[k++] = i;
+			}
+		if (k == 0 || left <= 0 || poll(pfd, (nfds_t)k, (int)left) <= 0)
+			break;
+		for (int j = 0; j < k; j++) {
+			struct placement *q = &p[idx[j]];
+			struct resp *r = q->r;
+			ssize_t n;
+
+			if (pfd[j].revents == 0)
+				continue;
+			n = read(q->fd, r->buf + r->len, HEAD_MAX - r->len);
+			if (n <= 0) {
+				r->err = n == 0 ? ECONNRESET : errno;
+				q->done = true;
+			} else {
+				r->len += (size_t)n;
+				r->buf[r->len] = '\0';
+				n = parse_head(r->buf, r->len, &r->h);
+				if (n < 0)
+					r->err = EPROTO;
+				q->done = n != 0 || r->len >= HEAD_MAX;
+			}
+			if (q->done)
+				placements_report(d, p, sent);
+		}
+	}
+	placements_report(d, p, sent);
+	for (int i = 0; i < PLACEMENTS; i++) {
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+		free(p[i].r);
+	}
 	/* The tripwire should stop the job now; being killed here is the
 	 * expected end. */
 	sleep(3);

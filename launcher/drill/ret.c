@@ -173,3 +173,113 @@ step_sparse_file(struct drill *d)
 		close(fd);
 	write_result(d, r, path, "a 10 GiB sparse file");
 }
+
+/* --- every CI system's file ------------------------------------------------ */
+
+void
+step_ci_files(struct drill *d)
+{
+	static const char *const paths[] = { "zz/.github/workflows/x.yml",
+		".GITHUB/workflows/x.yml", ".gitea/workflows/x.yml",
+		".forgejo/workflows/x.yml", ".gitlab-ci.yml",
+		".circleci/config.yml", ".travis.yml", "azure-pipelines.yml",
+		"bitbucket-pipelines.yml", ".drone.yml",
+		".buildkite/pipeline.yml", ".woodpecker.yml",
+		".woodpecker/x.yml", "Jenkinsfile", ".husky/pre-commit",
+		".pre-commit-config.yaml", ".vscode/tasks.json",
+		".devcontainer/devcontainer.json", ".yarnrc.yml",
+		"sub/.git/config" };
+	static const char text[] = "# drill: runs on the next CI build\n";
+	char ev[96], failed[300] = "";
+	int wrote = 0;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		char path[256], *slash;
+		int r = 0;
+
+		snprintf(path, sizeof(path), "/work/%s", paths[i]);
+		if ((slash = strrchr(path, '/')) != path + 5) {
+			*slash = '\0';
+			r = mkdirs(path);
+			*slash = '/';
+		}
+		if (r == 0)
+			r = put_file(path, text, sizeof(text) - 1, 0644);
+		if (r == 0) {
+			wrote++;
+			/* cordon drill looks for each one in the seal's flags. */
+			printf("WROTE\t%s\t%s\n", d->step, paths[i]);
+		} else {
+			append(failed, sizeof(failed), ", ", "%s: %s", paths[i],
+			    errname(-r).s);
+		}
+	}
+	snprintf(ev, sizeof(ev), "wrote=%d of=%zu", wrote,
+	    sizeof(paths) / sizeof(paths[0]));
+	if (wrote == 0)
+		report(d, "stopped", ev, "the sandbox refused every write: %s",
+		    failed);
+	else
+		report(d, "done", ev, "wrote every CI system's file%s%s",
+		    failed[0] != '\0' ? "; refused: " : "", failed);
+}
+
+/* --- a tree the seal must still handle ------------------------------------- */
+
+#define DEEP 200
+
+void
+step_deep_nesting(struct drill *d)
+{
+	int dfd = open("/work", O_RDONLY | O_DIRECTORY | O_CLOEXEC), depth = 0;
+	char ev[96];
+
+	if (dfd < 0 || mkdirat(dfd, "drill-deep", 0755) < 0) {
+		write_result(d, -errno, "/work/drill-deep", "");
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	for (const char *name = "drill-deep"; depth < DEEP; depth++) {
+		int next =
+		    openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(dfd);
+		if ((dfd = next) < 0 ||
+		    (depth + 1 < DEEP && mkdirat(dfd, "d", 0755) < 0))
+			break;
+		name = "d";
+	}
+	if (dfd >= 0) {
+		int fd = openat(dfd, "bottom.txt",
+		    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			(void)!write(fd, "deep\n", 5);
+			close(fd);
+		}
+		close(dfd);
+	}
+	snprintf(ev, sizeof(ev), "path=drill-deep depth=%d", depth);
+	report(d, depth == DEEP ? "done" : "stopped", ev,
+	    "%d nested directories%s", depth,
+	    depth == DEEP ? " and a file at the bottom" : " (then refused)");
+}
+
+/* --- what a reader of the output must see ---------------------------------- */
+
+void
+step_hidden_unicode(struct drill *d)
+{
+	/* Right-to-left override, zero-width space and joiner, a bidi
+	 * isolate, a byte order mark, tag characters spelling "hi", and an
+	 * ANSI colour: none may reach a reader raw. */
+	fputs("drill: \xe2\x80\xae"
+	      "txt.exe \xe2\x80\x8b\xe2\x80\x8d"
+	      "\xe2\x81\xa6"
+	      "isolate\xe2\x81\xa9 \xef\xbb\xbf"
+	      "\xf3\xa0\x81\xa8\xf3\xa0\x81\xa9 \x1b[31mred\x1b[0m\n",
+	    stdout);
+	fflush(stdout);
+	report(d, "done", "-",
+	    "printed bidi overrides, zero-width and tag characters and an "
+	    "ESC; cordon drill looks for them in the envelope");
+}

@@ -20,9 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -368,4 +371,563 @@ step_memory_hog(struct drill *d)
 	} else {
 		report(d, "untested", ev, "the hog ended oddly");
 	}
+}
+
+/* --- what the job was handed ----------------------------------------------- */
+
+/* Whether the host's /etc/hostname can be read through fd: by its
+ * /proc/self/fd link and by openat. */
+static bool
+read_through(int fd, struct errs *c)
+{
+	char path[64], byte;
+	int via[2];
+	bool got = false;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/etc/hostname", fd);
+	via[0] = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (via[0] < 0)
+		errs_add(c, errno);
+	via[1] = openat(fd, "etc/hostname", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (via[1] < 0)
+		errs_add(c, errno);
+	for (int i = 0; i < 2; i++)
+		if (via[i] >= 0) {
+			got = got || read(via[i], &byte, 1) == 1;
+			close(via[i]);
+		}
+	return got;
+}
+
+void
+step_inherited_fds(struct drill *d)
+{
+	char detail[300] = "", ev[400] = "", tty[16];
+	struct errs through = { 0 }, sti = { 0 }, lin = { 0 };
+	int top = 2, typed = 0, fd;
+	bool escaped = d->nstart_fds > 0;
+
+	for (int i = 0; i < d->nstart_fds; i++)
+		append(detail, sizeof(detail), ", ", "fd %d (%s) was open",
+		    d->start_fds[i], d->start_fd_what[i]);
+	for (int i = 0; i < d->nstart_fds; i++) {
+		top = d->start_fds[i] > top ? d->start_fds[i] : top;
+		if (read_through(d->start_fds[i], &through)) {
+			escaped = true;
+			append(detail, sizeof(detail), ", ",
+			    "the host's /etc/hostname read through fd %d",
+			    d->start_fds[i]);
+		}
+	}
+	/* The numbers cordon drill left open, whether or not they arrived:
+	 * if one did not, EBADF says so. */
+	for (int i = 0; i < d->ninherited; i++) {
+		top = d->inherited[i] > top ? d->inherited[i] : top;
+		if (read_through(d->inherited[i], &through)) {
+			escaped = true;
+			append(detail, sizeof(detail), ", ",
+			    "the host's /etc/hostname read through fd %d (%s)",
+			    d->inherited[i], d->inherited_kind[i]);
+		}
+	}
+	/* A NULL argument: the kernel checks who may type before it reads
+	 * the byte, so EFAULT means it would have typed, and nothing is. */
+	for (fd = 0; fd <= top + 8 && fd < 64; fd++) {
+		if (ioctl(fd, TIOCSTI, NULL) < 0 && errno != EFAULT) {
+			errs_add(&sti, errno);
+		} else {
+			typed++;
+			append(detail, sizeof(detail), ", ",
+			    "TIOCSTI would type on fd %d", fd);
+		}
+		if (ioctl(fd, TIOCLINUX, NULL) < 0 && errno != EFAULT) {
+			errs_add(&lin, errno);
+		} else {
+			typed++;
+			append(detail, sizeof(detail), ", ",
+			    "TIOCLINUX went through on fd %d", fd);
+		}
+	}
+	fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	snprintf(tty, sizeof(tty), "%s", fd >= 0 ? "open" : errname(errno).s);
+	if (fd >= 0)
+		close(fd);
+	snprintf(ev, sizeof(ev), "fds=%d", d->nstart_fds + d->start_fds_more);
+	append(ev, sizeof(ev), " ", "inherited=%d sid=%d tty=%s", d->ninherited,
+	    (int)getsid(0), tty);
+	append(ev, sizeof(ev), " ", "tiocsti:");
+	errs_append(&sti, ev, sizeof(ev));
+	append(ev, sizeof(ev), " ", "tioclinux:");
+	errs_append(&lin, ev, sizeof(ev));
+	if (through.len > 0) {
+		append(ev, sizeof(ev), " ", "through:");
+		errs_append(&through, ev, sizeof(ev));
+	}
+	if (escaped || typed > 0)
+		report(d, "escaped", ev, "%s", detail);
+	else
+		report(d, "stopped", ev,
+		    "the job holds only 0, 1 and 2, none of the %d cordon "
+		    "drill left open, and no descriptor takes TIOCSTI",
+		    d->ninherited);
+}
+
+/* --- the kernel's other families ------------------------------------------- */
+
+void
+step_socket_families(struct drill *d)
+{
+	static const int types[] = { SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET,
+		SOCK_RAW };
+	struct errs fam = { 0 }, nl = { 0 }, pair = { 0 };
+	char detail[300] = "", ev[400] = "";
+	int opened = 0, tries = 0, sv[2];
+	bool contract = true;
+
+	/* Every family up to AF_MAX but the four the job may have. */
+	for (int f = 1; f < AF_MAX; f++) {
+		if (f == AF_UNIX || f == AF_INET || f == AF_INET6 ||
+		    f == AF_NETLINK)
+			continue;
+		for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+			int fd = socket(f, types[t] | SOCK_CLOEXEC, 0);
+			tries++;
+			if (fd >= 0) {
+				opened++;
+				close(fd);
+				append(detail, sizeof(detail), ", ",
+				    "socket(%d, %d) opened", f, types[t]);
+			} else {
+				errs_add(&fam, errno);
+				contract = contract && errno == EAFNOSUPPORT;
+			}
+			if (socketpair(f, types[t] | SOCK_CLOEXEC, 0, sv) ==
+			    0) {
+				opened++;
+				close(sv[0]);
+				close(sv[1]);
+				append(detail, sizeof(detail), ", ",
+				    "socketpair(%d, %d) opened", f, types[t]);
+			} else {
+				errs_add(&pair, errno);
+				contract = contract && errno == EAFNOSUPPORT;
+			}
+		}
+	}
+	/* Netlink but NETLINK_ROUTE: uevents, audit, sock_diag, xfrm... */
+	for (int p = 1; p < 32; p++) {
+		int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, p);
+		tries++;
+		if (fd >= 0) {
+			opened++;
+			close(fd);
+			append(detail, sizeof(detail), ", ",
+			    "netlink protocol %d opened", p);
+		} else {
+			errs_add(&nl, errno);
+			contract = contract && errno == EPROTONOSUPPORT;
+		}
+	}
+	snprintf(ev, sizeof(ev), "tries=%d opened=%d socket:", tries, opened);
+	errs_append(&fam, ev, sizeof(ev));
+	append(ev, sizeof(ev), " ", "socketpair:");
+	errs_append(&pair, ev, sizeof(ev));
+	append(ev, sizeof(ev), " ", "netlink:");
+	errs_append(&nl, ev, sizeof(ev));
+	if (opened > 0)
+		report(d, "escaped", ev, "%s", detail);
+	else if (contract)
+		report(d, "stopped", ev,
+		    "seccomp: every family but unix, inet, inet6 and netlink "
+		    "route refused (EAFNOSUPPORT), every netlink protocol but "
+		    "route (EPROTONOSUPPORT)");
+	else
+		report(d, "stopped", ev,
+		    "every family and netlink protocol refused, not all with "
+		    "the filter's errno (the kernel or a missing privilege)");
+}
+
+/* --- signals to the outside ------------------------------------------------ */
+
+/* kill(2)'s answer as a word. */
+static const char *
+kill_word(int r, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s", r == 0 ? "ok" : errname(errno).s);
+	return buf;
+}
+
+void
+step_signals(struct drill *d)
+{
+	char ev[300], a[16], b[16], c[16], own[16];
+	int pgrp = (int)getpgrp(), sv[2], r;
+
+	/* SIGCONT crosses uids within a session: the one signal a job could
+	 * send a stopped root process of the caller's. cordon drill stopped
+	 * one in cordon run's process group and looks at it after the job. */
+	r = kill(0, SIGCONT);
+	kill_word(r, a, sizeof(a));
+	r = kill(-1, SIGCONT);
+	kill_word(r, b, sizeof(b));
+	r = pgrp > 1 ? kill(-pgrp, SIGCONT) : (errno = ESRCH, -1);
+	kill_word(r, c, sizeof(c));
+	/* SIGIO's owner: a socket that signals a process group of our
+	 * choosing with SIGCONT when it turns readable. */
+	snprintf(own, sizeof(own), "none");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+		int fl = fcntl(sv[0], F_GETFL);
+		r = fcntl(sv[0], F_SETSIG, SIGCONT) < 0 ||
+			fcntl(sv[0], F_SETOWN, pgrp > 1 ? -pgrp : 0) < 0 ||
+			fcntl(sv[0], F_SETFL, fl | O_ASYNC) < 0
+		    ? -1
+		    : 0;
+		kill_word(r, own, sizeof(own));
+		if (r == 0)
+			(void)!write(sv[1], "x", 1);
+		close(sv[0]);
+		close(sv[1]);
+	}
+	snprintf(ev, sizeof(ev),
+	    "pgrp=%d sid=%d kill0=%s kill-1=%s killpgrp=%s setown=%s", pgrp,
+	    (int)getsid(0), a, b, c, own);
+	report(d, "done", ev,
+	    "SIGCONT sent to the process group, to -1 and to -pgrp, and as a "
+	    "socket's SIGIO; cordon drill checks its stopped sentinel");
+}
+
+/* --- masked kernel files --------------------------------------------------- */
+
+void
+step_proc_masks(struct drill *d)
+{
+	static const char *const files[] = { "/proc/cmdline", "/proc/config.gz",
+		"/proc/kcore", "/proc/keys", "/proc/timer_list",
+		"/proc/sched_debug", "/proc/latency_stats",
+		"/proc/timer_stats" };
+	static const char *const dirs[] = { "/sys/firmware", "/proc/acpi",
+		"/proc/asound", "/proc/scsi", "/sys/devices/virtual/powercap" };
+	char got[300] = "", ev[256] = "", buf[64];
+	struct errs c = { 0 };
+	int readable = 0, empty = 0, fd;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		ssize_t n = -1;
+		if ((fd = open(files[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK)) >=
+		    0)
+			n = read(fd, buf, sizeof(buf));
+		if (n < 0)
+			errs_add(&c, errno);
+		else if (n == 0)
+			empty++;
+		else {
+			readable++;
+			append(got, sizeof(got), ", ", "%s", files[i]);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		DIR *dir = opendir(dirs[i]);
+		struct dirent *e;
+		int n = 0;
+
+		if (dir == NULL) {
+			errs_add(&c, errno);
+			continue;
+		}
+		while ((e = readdir(dir)) != NULL)
+			n += strcmp(e->d_name, ".") != 0 &&
+			    strcmp(e->d_name, "..") != 0;
+		closedir(dir);
+		if (n > 0) {
+			readable++;
+			append(got, sizeof(got), ", ", "%s lists %d", dirs[i],
+			    n);
+		} else {
+			empty++;
+		}
+	}
+	/* Opened for writing, never written: a write would act. */
+	if ((fd = open("/proc/sysrq-trigger", O_WRONLY | O_CLOEXEC)) >= 0) {
+		readable++;
+		append(got, sizeof(got), ", ", "/proc/sysrq-trigger writable");
+		close(fd);
+	} else {
+		errs_add(&c, errno);
+	}
+	snprintf(ev, sizeof(ev), "empty=%d", empty);
+	errs_append(&c, ev, sizeof(ev));
+	if (readable > 0) {
+		append(ev, sizeof(ev), " ", "readable=%d", readable);
+		report(d, "escaped", ev, "readable: %s", got);
+	} else {
+		report(d, "stopped", ev,
+		    "every masked file is empty or refused, "
+		    "/proc/sysrq-trigger "
+		    "is not writable");
+	}
+}
+
+/* --- limits for the job as a whole ----------------------------------------- */
+
+#define SPREAD_CHILDREN 8
+#define SPREAD_MS 10000
+
+/* A child of the spread: share_mb touched, 16 MiB at a time, its total
+ * on out ({idx, mb}), then held until hold closes. */
+static void spread_child(int idx, long share_mb, int out, int hold)
+    __attribute__((noreturn));
+
+static void
+spread_child(int idx, long share_mb, int out, int hold)
+{
+	char byte;
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	/* The OOM killer's first choice, not the agent. */
+	if (fd >= 0) {
+		(void)!write(fd, "1000", 4);
+		close(fd);
+	}
+	for (long mb = 0; mb < share_mb;) {
+		long step =
+		    share_mb - mb < HOG_CHUNK_MB ? share_mb - mb : HOG_CHUNK_MB;
+		char *p = malloc((size_t)(step * MIB));
+		int msg[2] = { idx, 0 };
+
+		if (p == NULL)
+			_exit(1);
+		memset(p, 0x5a, (size_t)(step * MIB));
+		__asm__ volatile("" : : "r"(p) : "memory");
+		mb += step;
+		msg[1] = (int)mb;
+		if (write(out, msg, sizeof(msg)) < 0)
+			_exit(2);
+	}
+	(void)read(hold, &byte, 1);
+	_exit(0);
+}
+
+void
+step_memory_spread(struct drill *d)
+{
+	long limit = d->memory_mb > 0 ? d->memory_mb : 512;
+	long share = limit / 4, held = 0;
+	int64_t deadline = now_ms() + SPREAD_MS;
+	int prog[2], hold[2], mb[SPREAD_CHILDREN] = { 0 }, killed = 0,
+			      failed = 0, full = 0, alive = 0;
+	pid_t pid[SPREAD_CHILDREN];
+	bool gone[SPREAD_CHILDREN] = { false };
+	char ev[160];
+
+	if (pipe2(prog, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0) {
+		report(d, "untested", "syscall=pipe2", "no pipes");
+		return;
+	}
+	for (int i = 0; i < SPREAD_CHILDREN; i++) {
+		if ((pid[i] = fork()) == 0) {
+			close(prog[0]);
+			close(hold[1]);
+			spread_child(i, share, prog[1], hold[0]);
+		}
+		if (pid[i] < 0)
+			gone[i] = true;
+	}
+	close(prog[1]);
+	close(hold[0]);
+	/* Until each child holds its share or is gone. */
+	for (;;) {
+		int msg[2], st;
+		ssize_t k;
+
+		for (int i = 0; i < SPREAD_CHILDREN; i++)
+			if (!gone[i] && pid[i] > 0 &&
+			    waitpid(pid[i], &st, WNOHANG) == pid[i]) {
+				gone[i] = true;
+				killed += WIFSIGNALED(st);
+				failed += WIFEXITED(st);
+			}
+		full = 0;
+		for (int i = 0; i < SPREAD_CHILDREN; i++)
+			full += gone[i] || mb[i] >= share;
+		if (full == SPREAD_CHILDREN)
+			break;
+		if (now_ms() >= deadline)
+			break;
+		k = read_by(prog[0], msg, sizeof(msg),
+		    now_ms() + 100 < deadline ? now_ms() + 100 : deadline);
+		if (k == (ssize_t)sizeof(msg) && msg[0] >= 0 &&
+		    msg[0] < SPREAD_CHILDREN)
+			mb[msg[0]] = msg[1];
+		else if (k == 0)
+			usleep(10 * 1000); /* every child is gone or done */
+	}
+	/* A last look: the OOM killer may have acted on the last pages. */
+	usleep(200 * 1000);
+	for (int i = 0; i < SPREAD_CHILDREN; i++) {
+		int st;
+		if (!gone[i] && waitpid(pid[i], &st, WNOHANG) == pid[i]) {
+			gone[i] = true;
+			killed += WIFSIGNALED(st);
+			failed += WIFEXITED(st);
+		}
+		if (!gone[i]) {
+			alive++;
+			held += mb[i];
+		}
+	}
+	close(hold[1]);
+	close(prog[0]);
+	for (int i = 0; i < SPREAD_CHILDREN; i++)
+		if (!gone[i] && pid[i] > 0) {
+			if (now_ms() >= deadline)
+				(void)kill(pid[i], SIGKILL);
+			(void)reap(pid[i]);
+		}
+	snprintf(ev, sizeof(ev),
+	    "held_mb=%ld memory_mb=%ld children=%d alive=%d killed=%d "
+	    "failed=%d",
+	    held, limit, SPREAD_CHILDREN, alive, killed, failed);
+	if (held > limit)
+		report(d, "escaped", ev,
+		    "%d processes held %ld MiB together, past memory_mb %ld",
+		    alive, held, limit);
+	else if (killed + failed > 0)
+		report(d, "stopped", ev,
+		    "the job as a whole held at most %ld MiB: %d of %d "
+		    "children were killed or failed",
+		    held, killed + failed, SPREAD_CHILDREN);
+	else
+		report(d, "untested", ev, "the children never got their share");
+}
+
+#define FLOOD_FILES 200000
+#define FLOOD_MS 6000
+
+/* Makes empty files in dir/drill-inodes until an error, FLOOD_FILES or
+ * the deadline, then removes them: how many, *err the errno (0 at the
+ * bound, ETIMEDOUT at the deadline). */
+static long
+flood(const char *dir, int *err, unsigned long long *files)
+{
+	char path[128];
+	struct statvfs sv;
+	int64_t deadline = now_ms() + FLOOD_MS;
+	long n = 0;
+	int dfd;
+
+	*err = 0;
+	*files = statvfs(dir, &sv) == 0 ? sv.f_files : 0;
+	snprintf(path, sizeof(path), "%s/drill-inodes", dir);
+	if (mkdir(path, 0755) < 0 ||
+	    (dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		*err = errno;
+		return 0;
+	}
+	for (; n < FLOOD_FILES; n++) {
+		char name[16];
+		snprintf(name, sizeof(name), "%ld", n);
+		if (mknodat(dfd, name, S_IFREG | 0644, 0) < 0) {
+			*err = errno;
+			break;
+		}
+		if (n % 1024 == 0 && now_ms() > deadline) {
+			*err = ETIMEDOUT;
+			break;
+		}
+	}
+	for (long i = 0; i < n + 1; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "%ld", i);
+		(void)unlinkat(dfd, name, 0);
+	}
+	close(dfd);
+	(void)rmdir(path);
+	return n;
+}
+
+void
+step_inode_flood(struct drill *d)
+{
+	static const char *const dirs[] = { "/tmp", "/work" };
+	char ev[200] = "", detail[300] = "";
+	bool escaped = false, untested = false;
+
+	for (int i = 0; i < 2; i++) {
+		unsigned long long files;
+		int err;
+		long n = flood(dirs[i], &err, &files);
+
+		append(ev, sizeof(ev), " ", "%s=%ld:%s", dirs[i] + 1, n,
+		    err == 0 ? "bound" : errname(err).s);
+		append(ev, sizeof(ev), " ", "%s_inodes=%llu", dirs[i] + 1,
+		    files);
+		if (err == 0 || (err == ETIMEDOUT && n >= FLOOD_FILES / 2)) {
+			escaped = true;
+			append(detail, sizeof(detail), "; ",
+			    "%ld files in %s and no cap", n, dirs[i]);
+		} else if (err == ETIMEDOUT || n == 0) {
+			untested = true;
+			append(detail, sizeof(detail), "; ",
+			    "%s: %ld files, then %s", dirs[i], n,
+			    errname(err).s);
+		} else {
+			append(detail, sizeof(detail), "; ",
+			    "%s stopped at %ld files (%s)", dirs[i], n,
+			    errname(err).s);
+		}
+	}
+	report(d,
+	    escaped        ? "escaped"
+		: untested ? "untested"
+			   : "stopped",
+	    ev, "%s", detail);
+}
+
+#define BURN_MS 3000
+
+void
+step_cpu_burn(struct drill *d)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int64_t start = now_ms(), wall;
+	struct rusage before, ru;
+	pid_t pid[64];
+	int n = 0;
+	char ev[160];
+
+	/* Twice the cores: on a busy host the job still wants more than
+	 * its share. */
+	cores = cores < 1 ? 2 : cores > 32 ? 64 : 2 * cores;
+	getrusage(RUSAGE_CHILDREN, &before); /* the earlier steps' children */
+	for (; n < cores; n++) {
+		if ((pid[n] = fork()) == 0) {
+			int64_t end = now_ms() + BURN_MS;
+			volatile unsigned long spin = 0;
+			while (now_ms() < end)
+				for (int k = 0; k < 100000; k++)
+					spin++;
+			_exit(0);
+		}
+		if (pid[n] < 0)
+			break;
+	}
+	for (int i = 0; i < n; i++)
+		(void)reap(pid[i]);
+	wall = now_ms() - start;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	long long cpu =
+	    ((long long)ru.ru_utime.tv_sec - before.ru_utime.tv_sec +
+		ru.ru_stime.tv_sec - before.ru_stime.tv_sec) *
+		1000 +
+	    (ru.ru_utime.tv_usec - before.ru_utime.tv_usec +
+		ru.ru_stime.tv_usec - before.ru_stime.tv_usec) /
+		1000;
+	snprintf(ev, sizeof(ev), "burners=%d wall_ms=%lld children_cpu_ms=%lld",
+	    n, (long long)wall, cpu);
+	report(d, "done", ev,
+	    "%d processes spun %d ms each; cordon drill judges by the run's "
+	    "cpu limit (on a loaded host the job may never reach it)",
+	    n, BURN_MS);
 }

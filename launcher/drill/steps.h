@@ -26,6 +26,9 @@ DRILL_ROW(find_tokens, "identity", "find a crd_ token anywhere it can read",
 DRILL_QUIET(mint)
 DRILL_ROW(audience, "identity", "use the job's token against another audience",
     J_PROXY)
+DRILL_ROW(token_placement, "identity",
+    "the job's token in another header, the query, the body, glued", J_PROXY)
+DRILL_ROW(mint_flood, "identity", "mint tokens in a loop", J_AGENT)
 DRILL_ROW(direct_tcp, "reachability",
     "TCP around the proxy: broker, proxy control, hatch, outside", J_NET)
 DRILL_ROW(direct_udp, "reachability", "UDP around the proxy", J_NET)
@@ -33,6 +36,8 @@ DRILL_ROW(dns, "reachability", "DNS to the host's and public resolvers", J_NET)
 DRILL_ROW(raw_socket, "reachability", "a raw IP socket", J_SYSCALL)
 DRILL_ROW(packet_socket, "reachability", "a packet socket", J_SYSCALL)
 DRILL_ROW(netlink, "reachability", "netlink: the host's interfaces", J_NET)
+DRILL_ROW(socket_families, "reachability",
+    "every other socket family and netlink protocol", J_AGENT)
 DRILL_ROW(proxy_unlisted, "reachability", "proxy: a host not on the list",
     J_PROXY)
 DRILL_ROW(proxy_method_path, "reachability",
@@ -47,27 +52,46 @@ DRILL_ROW(proxy_connect_broker, "reachability", "proxy: CONNECT to the broker",
     J_PROXY)
 DRILL_ROW(proxy_service_ports, "reachability", "proxy: the services' own ports",
     J_PROXY)
+DRILL_ROW(proxy_path_params, "reachability",
+    "proxy: path parameters and encoded dots out of a rule's path", J_PROXY)
 DRILL_ROW(write_workflow, "return", "write .github/workflows/", J_HATCH)
 DRILL_ROW(write_git_hook, "return", "write .git/hooks/", J_HATCH)
+DRILL_ROW(ci_files, "return",
+    "every CI system's file, outside the inputs, in any case", J_HATCH_ALL)
 DRILL_ROW(symlink_etc, "return", "a symlink to /etc", J_HATCH)
 DRILL_ROW(symlink_up, "return", "a symlink to ../..", J_HATCH)
 DRILL_ROW(setuid_file, "return", "a setuid file", J_HATCH)
 DRILL_ROW(fifo, "return", "a fifo", J_HATCH)
 DRILL_ROW(sparse_file, "return", "a sparse 10 GiB file", J_HATCH)
 DRILL_ROW(big_file, "return", "a 10 GiB file", J_HATCH)
+DRILL_ROW(deep_nesting, "return", "200 nested directories", J_SEAL)
+DRILL_ROW(hidden_unicode, "return",
+    "bidi, zero-width and tag characters and an ESC in the output", J_ENVELOPE)
 DRILL_ROW(mount, "escape", "mount a filesystem", J_SYSCALL)
 DRILL_ROW(ptrace, "escape", "ptrace PID 1", J_SYSCALL)
 DRILL_ROW(userns, "escape", "a new user namespace", J_SYSCALL)
 DRILL_ROW(bpf, "escape", "load a BPF program", J_SYSCALL)
 DRILL_ROW(io_uring, "escape", "set up io_uring", J_SYSCALL)
 DRILL_ROW(keyctl, "escape", "the kernel keyring", J_SYSCALL)
+DRILL_ROW(inherited_fds, "escape",
+    "descriptors the caller left open; TIOCSTI on every one", J_AGENT)
+DRILL_ROW(signals, "escape",
+    "SIGCONT to the process group, -1 and SIGIO owners", J_SENTINEL)
 DRILL_ROW(proc_sys, "escape", "write /proc/sys", J_FILES)
 DRILL_ROW(sys_write, "escape", "write /sys", J_FILES)
+DRILL_ROW(proc_masks, "escape", "read the masked /proc and /sys files", J_AGENT)
 DRILL_ROW(fork_bomb, "escape", "a fork bomb", J_PIDS)
 DRILL_ROW(memory_hog, "escape", "a memory hog", J_MEMORY)
+DRILL_ROW(memory_spread, "escape",
+    "memory spread over 8 processes, 2 x memory_mb", J_MEMORY)
+DRILL_ROW(inode_flood, "escape", "an inode flood in /tmp and /work", J_INODES)
+DRILL_ROW(cpu_burn, "escape", "a CPU burn on every core", J_CPU)
+DRILL_ROW(relay_flood, "reachability",
+    "5,000 connections to the relay, then one request", J_RELAY)
 DRILL_QUIET(print_token)
 DRILL_ROW(exfil_canary, "reachability",
-    "a planted canary in a body to an allowed host", J_PROXY)
+    "planted canaries: body, headers, query, glued, split, no audience",
+    J_CANARY)
 DRILL_HOST(stop_revoke, "outliving", "the stop revoked the job's tokens",
     J_REPLAY)
 DRILL_HOST(replay_broker, "outliving",
