@@ -335,6 +335,9 @@ delete_lower(struct walk *w, const char *rel, int depth)
 	return r;
 }
 
+/* Opaque as the kernel reads it: the launcher mounts the overlay in the
+ * host's user namespace, where only trusted.overlay.* counts (a job
+ * cannot set it) and user.overlay.opaque is any xattr a job may plant. */
 static bool
 is_opaque(int root, const char *rel)
 {
@@ -344,9 +347,7 @@ is_opaque(int root, const char *rel)
 
 	if (fd < 0)
 		return false;
-	return (fgetxattr(fd, "trusted.overlay.opaque", &v, 1) == 1 &&
-		   v == 'y') ||
-	    (fgetxattr(fd, "user.overlay.opaque", &v, 1) == 1 && v == 'y');
+	return fgetxattr(fd, "trusted.overlay.opaque", &v, 1) == 1 && v == 'y';
 }
 
 /*

@@ -184,10 +184,14 @@ make(struct tree *t, const char *rel, enum kind k, mode_t mode,
 				{ "trusted.overlay.opaque", "n" },
 				{ "user.overlay.opaque", "yy" } };
 			unsigned x = (opaque - 1) % 4;
-			/* Where it cannot be set, the directory is plain. */
+			/* Where it cannot be set, the directory is plain; and
+			 * user.overlay.opaque is an xattr like any other (the
+			 * overlay is mounted in the host's user namespace):
+			 * a job may forge it, and it hides nothing. */
 			opaque = setxattr(p, xattrs[x].name, xattrs[x].value,
 				     strlen(xattrs[x].value), 0) == 0 &&
-			    strcmp(xattrs[x].value, "y") == 0;
+			    strcmp(xattrs[x].value, "y") == 0 &&
+			    strncmp(xattrs[x].name, "trusted.", 8) == 0;
 		}
 		break;
 	case K_LNK:

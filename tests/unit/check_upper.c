@@ -4,8 +4,9 @@
  * than the walk takes, names that look like a patch's own lines. Each
  * must come back as a verdict, never as an error: the walk is cut where
  * it must be, the cut is flagged `refused` with its reason, and what was
- * read before is still listed. The trees are made under the test's own
- * directory, lower and upper side by side.
+ * read before is still listed. And one it can make to lie about itself:
+ * an opaque mark in the xattr namespace the job may write. The trees are
+ * made under the test's own directory, lower and upper side by side.
  */
 #include "policy.h"
 #include "upper.h"
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 struct walked {
@@ -268,6 +270,37 @@ START_TEST(test_names_like_patch_lines)
 }
 END_TEST
 
+/*
+ * The launcher mounts the overlay in the host's user namespace, where the
+ * kernel reads trusted.overlay.* alone, and a job may set any user.*
+ * xattr: a user.overlay.opaque it planted on a directory hides nothing in
+ * the job's tree, so it must not turn into deletions in the patch.
+ */
+START_TEST(test_forged_user_opaque_is_not_opaque)
+{
+	char p[PATH_MAX];
+	struct walked w;
+	int lower, upper, repo;
+
+	repo = make_dirs(&lower, &upper);
+	ck_assert_int_eq(mkdir(testutil_at(p, "lower/repo/d"), 0755), 0);
+	testutil_write_text(testutil_at(p, "lower/repo/d/keep.txt"), "kept\n");
+	ck_assert_int_eq(mkdirat(repo, "d", 0755), 0);
+	ck_assert_int_eq(setxattr(testutil_at(p, "upper/repo/d"),
+			     "user.overlay.opaque", "y", 1, 0),
+	    0);
+	testutil_write_text(testutil_at(p, "upper/repo/d/new.txt"), "new\n");
+	close(repo);
+	walk(&w, lower, upper, 0);
+	ck_assert_int_eq(w.r, 0);
+	ck_assert(listed(&w, "repo/d/new.txt"));
+	ck_assert_msg(!listed(&w, "repo/d/keep.txt"),
+	    "a deletion the job never made");
+	ck_assert_uint_eq(json_array_size(w.changes), 2);
+	walked_free(&w);
+}
+END_TEST
+
 static Suite *
 upper_suite(void)
 {
@@ -282,6 +315,7 @@ upper_suite(void)
 	tcase_add_test(tc, test_path_too_long_is_refused);
 	tcase_add_test(tc, test_too_many_entries_is_refused);
 	tcase_add_test(tc, test_names_like_patch_lines);
+	tcase_add_test(tc, test_forged_user_opaque_is_not_opaque);
 	suite_add_tcase(s, tc);
 	return s;
 }
