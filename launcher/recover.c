@@ -17,6 +17,7 @@
 
 #include "cgroup.h"
 #include "log.h"
+#include "stoppath.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -30,8 +31,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#define RECOVER_MS 5000
 
 int
 launcher_record_open(const char *state_dir, const char *job, const char *patch,
@@ -146,14 +145,25 @@ take_lock(int fd, const char *name)
  * stays). Returns 1 when a job was finished, 0 when there was nothing to
  * do (its launcher lives), -1 when the job is left for another try.
  */
+struct sweep {
+	const struct launcher_config *cfg;
+	const char *job;
+};
+
+/* The kill step of a job whose launcher died: its cgroups. */
+static void
+sweep_job(void *arg)
+{
+	const struct sweep *sw = arg;
+
+	(void)cgroup_job_sweep(sw->cfg->cgroup_root, NULL, sw->job);
+}
+
 static int
 recover_one(const struct launcher_config *cfg, const char *key, int dirfd,
     const char *name, json_t *out)
 {
-	struct httpc_answer a;
-	struct collected c = { 0 };
-	char path[400], dest[2 * PATH_MAX];
-	const char *left = NULL;
+	char dest[2 * PATH_MAX];
 	struct stat st;
 	json_t *rec, *e;
 	int fd;
@@ -177,58 +187,51 @@ recover_one(const struct launcher_config *cfg, const char *key, int dirfd,
 	    sizeof(dest))
 		dest[0] = '\0'; /* refused by launcher_collect below */
 
-	/* 1. Tokens die first. A job the broker does not know has none. */
-	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", name);
-	json_t *why = json_pack("{s:s}", "reason", "launcher_lost");
-	int rc = httpc_request(cfg->broker, "POST", path, key, NULL, why,
-	    RECOVER_MS, &a);
-	json_decref(why);
-	if (rc != 0)
-		left = "the broker did not answer the revoke";
+	/* The stop path's order, as cordon run's: a job the broker does not
+	 * know has no tokens; its processes died with its init, its cgroups
+	 * stay until the kill step sweeps them; the channel is closed for a
+	 * proxy that missed the feed; then the workspace. */
+	struct sweep sw = { .cfg = cfg, .job = name };
+	struct stoppath_job j = {
+		.cfg = cfg,
+		.key = key,
+		.job = name,
+		.reason = "launcher_lost",
+		.patch = dest,
+		.channel = true,
+		.workspace = true,
+		.recovering = true,
+		.kill = sweep_job,
+		.kill_arg = &sw,
+		.record_fd = fd,
+	};
+	struct stoppath_outcome o;
+	char left[sizeof(o.c.kept)] = "";
+	stoppath_run(&j, &o);
+	if (!o.revoke_ok)
+		snprintf(left, sizeof(left), "%s%s",
+		    o.revoke_answered ? "the revoke failed: " : "",
+		    o.revoke_answered ? o.revoke_error
+				      : "the broker did not answer the revoke");
 	else {
-		if (a.status == 200 || a.status == 404)
-			json_object_set_new(e, "revoked",
-			    json_string(
-				a.status == 200 ? "revoked" : "unknown_job"));
-		else {
-			static __thread char line[500];
-			snprintf(line, sizeof(line),
-			    "the revoke failed: %ld: %s", a.status,
-			    launcher_answer_message(&a));
-			left = line;
-		}
-		httpc_answer_free(&a);
-	}
-	/* Its processes died with its init; its cgroups stay until here. */
-	(void)cgroup_job_sweep(cfg->cgroup_root, NULL, name);
-	/* 2. The channel (a proxy closes it on the revoke itself; this is
-	 * for a proxy that missed the feed). Its answer changes nothing. */
-	if (left == NULL) {
-		snprintf(path, sizeof(path), "/v1/jobs/%s", name);
-		if (httpc_request(cfg->proxy, "DELETE", path, key, NULL, NULL,
-			RECOVER_MS, &a) == 0)
-			httpc_answer_free(&a);
-		/* 3. The workspace. */
-		launcher_collect(cfg->hatch, key, name, dest, &c);
-		if (c.kept[0] != '\0')
-			left = c.kept;
-		else if (c.none)
+		json_object_set_new(e, "revoked",
+		    json_string(o.unknown_job ? "unknown_job" : "revoked"));
+		if (o.c.kept[0] != '\0')
+			snprintf(left, sizeof(left), "%s", o.c.kept);
+		else if (o.c.none)
 			json_object_set_new(e, "workspace",
 			    json_string("none at the hatch"));
 		else
 			json_object_set_new(e, "workspace",
-			    json_pack("{s:s, s:s}", "patch", c.patch, "verdict",
-				c.verdict));
+			    json_pack("{s:s, s:s}", "patch", o.c.patch,
+				"verdict", o.c.verdict));
 	}
-	if (left != NULL)
+	if (left[0] != '\0')
 		json_object_set_new(e, "left", json_string(left));
-	else
-		unlinkat(dirfd, name, 0);
-	json_decref(c.report);
+	json_decref(o.c.report);
 	json_array_append_new(out, e);
 	json_decref(rec);
-	close(fd);
-	return left != NULL ? -1 : 1;
+	return left[0] != '\0' ? -1 : 1;
 }
 
 int

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "relay.h"
 #include "sandbox.h"
+#include "stoppath.h"
 #include "util.h"
 #include "watch.h"
 
@@ -36,9 +37,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_LAUNCHER 125
-#define EXIT_REVOKE_FAILED 3
-#define EXIT_PATCH_KEPT 4 /* the patch is not out; the workspace is kept */
 #define CALL_MS 5000
 #define MAX_INPUTS 64
 
@@ -359,16 +357,8 @@ proxy_call_wait(struct proxy_call *pc)
 }
 
 struct outcome {
-	bool revoke_ok;
-	long long tokens_revoked;
-	char revoke_error[200];
-	/* The proxy's counts, from the channel's close; when the close
-	 * failed, close_error says why and no figure is given. */
-	bool egress_known;
-	long long allowed, denied;
-	char close_error[200];
+	struct stoppath_outcome s; /* stoppath.c's */
 	struct relay_counts relay;
-	struct collected c; /* the seal, the patch, the workspace */
 };
 
 /* Where the patch goes: --patch-out, or the state directory. */
@@ -382,36 +372,12 @@ patch_path(const struct run *r, char *out, size_t len)
 		    r->id);
 }
 
+/* Step 2 of the stop path: every process of the sandbox. */
 static void
-stop_path(struct run *r, struct outcome *o)
+kill_job(void *arg)
 {
-	struct httpc_answer a;
-	char path[160];
+	struct run *r = arg;
 
-	/* The relay's connections go before anything else: the job's
-	 * network is cut, and their descriptors are the stop path's. */
-	relay_counts(r->relay, &o->relay);
-	relay_free(r->relay);
-	r->relay = NULL;
-	watch_free(r->watch);
-	r->watch = NULL;
-	/* 1. Tokens die first. */
-	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", r->id);
-	if (call(r, r->cfg->broker, "POST", path,
-		json_pack("{s:s}", "reason", r->stop_reason), &a) == 0) {
-		o->revoke_ok = a.status == 200;
-		o->tokens_revoked = json_integer_value(
-		    json_object_get(a.json, "tokens_revoked"));
-		if (!o->revoke_ok)
-			snprintf(o->revoke_error, sizeof(o->revoke_error),
-			    "%ld: %s", a.status, launcher_answer_message(&a));
-		httpc_answer_free(&a);
-	} else {
-		snprintf(o->revoke_error, sizeof(o->revoke_error),
-		    "the broker did not answer");
-	}
-	lap(r, PH_REVOKE);
-	/* 2. Then every process of the sandbox. */
 	cgroup_job_kill(&r->cg);
 	if (r->sb.pid > 0) {
 		sandbox_kill(&r->sb);
@@ -425,42 +391,42 @@ stop_path(struct run *r, struct outcome *o)
 	 * they go. */
 	cgroup_job_end(&r->cg,
 	    json_string_value(json_object_get(r->ws, "upper")));
-	lap(r, PH_KILL);
-	/* 3. The channel, and every connection on it; and 4. the seal, at
-	 * once: the job is dead, and neither needs the other. */
-	struct proxy_call close_call = { .r = r, .method = "DELETE", .rc = -1 };
-	if (r->channel != NULL) {
-		snprintf(close_call.path, sizeof(close_call.path),
-		    "/v1/jobs/%s", r->id);
-		proxy_call_start(&close_call);
-	}
-	if (r->ws_asked) {
-		char dest[PATH_MAX];
-		patch_path(r, dest, sizeof(dest));
-		launcher_collect(r->cfg->hatch, r->key, r->id, dest, &o->c);
-	}
+}
+
+static void
+stop_path(struct run *r, struct outcome *o)
+{
+	char dest[PATH_MAX];
+
+	/* The relay's connections go before anything else: the job's
+	 * network is cut, and their descriptors are the stop path's. */
+	relay_counts(r->relay, &o->relay);
+	relay_free(r->relay);
+	r->relay = NULL;
+	watch_free(r->watch);
+	r->watch = NULL;
+	patch_path(r, dest, sizeof(dest));
+	struct stoppath_job j = {
+		.cfg = r->cfg,
+		.key = r->key,
+		.job = r->id,
+		.reason = r->stop_reason,
+		.patch = dest,
+		.channel = r->channel != NULL,
+		.workspace = r->ws_asked,
+		.kill = kill_job,
+		.kill_arg = r,
+		.record_fd = r->record_fd,
+	};
+	stoppath_run(&j, &o->s);
+	r->record_fd = -1; /* closed, and the record gone when finished */
 	if (r->uid_fd >= 0)
 		close(r->uid_fd);
 	r->uid_fd = -1;
-	lap(r, PH_SEAL);
-	proxy_call_wait(&close_call);
-	r->laps[PH_CLOSE] = close_call.ms;
-	if (close_call.rc == 0) {
-		o->egress_known = close_call.a.status == 200;
-		o->allowed = json_integer_value(
-		    json_object_get(close_call.a.json, "allowed"));
-		o->denied = json_integer_value(
-		    json_object_get(close_call.a.json, "denied"));
-		if (!o->egress_known)
-			snprintf(o->close_error, sizeof(o->close_error),
-			    "%ld: %s", close_call.a.status,
-			    launcher_answer_message(&close_call.a));
-		httpc_answer_free(&close_call.a);
-	} else {
-		snprintf(o->close_error, sizeof(o->close_error), "%s",
-		    r->channel == NULL ? "there was no channel"
-				       : "the proxy did not answer the close");
-	}
+	r->laps[PH_REVOKE] = o->s.ms_revoke;
+	r->laps[PH_KILL] = o->s.ms_kill;
+	r->laps[PH_CLOSE] = o->s.ms_close;
+	r->laps[PH_SEAL] = o->s.ms_seal;
 }
 
 /* --- flags ---------------------------------------------------------------- */
@@ -584,7 +550,7 @@ static int
 exit_code(const struct run *r)
 {
 	if (!r->exited)
-		return EXIT_LAUNCHER;
+		return STOPPATH_EXIT_LAUNCHER;
 	return WIFEXITED(r->status) ? WEXITSTATUS(r->status)
 				    : 128 + WTERMSIG(r->status);
 }
@@ -622,26 +588,26 @@ report(struct run *r, const struct outcome *o)
 			      "s:{s:I, s:I}, s:{s:s, s:s, s:s, s:s, s:s}, "
 			      "s:o, s:s?}",
 			"job", r->id, "exit_code", code, "stop_reason",
-			r->stop_reason, "revoked", o->revoke_ok,
-			"tokens_revoked", (json_int_t)o->tokens_revoked,
-			"patch", o->c.patch[0] != '\0' ? o->c.patch : NULL,
+			r->stop_reason, "revoked", o->s.revoke_ok,
+			"tokens_revoked", (json_int_t)o->s.tokens_revoked,
+			"patch", o->s.c.patch[0] != '\0' ? o->s.c.patch : NULL,
 			"verdict",
-			o->c.verdict[0] != '\0' ? o->c.verdict : NULL, "egress",
-			"allowed", (json_int_t)o->allowed, "denied",
-			(json_int_t)o->denied, "limits", "wall_clock",
+			o->s.c.verdict[0] != '\0' ? o->s.c.verdict : NULL,
+			"egress", "allowed", (json_int_t)o->s.allowed, "denied",
+			(json_int_t)o->s.denied, "limits", "wall_clock",
 			"launcher_timer", "memory", r->sb.limits.memory, "pids",
 			r->sb.limits.pids, "disk", "hatch_tmpfs", "output",
 			"launcher_count", "output", out, "revoke_error",
-			o->revoke_ok ? NULL : o->revoke_error);
-		cgroup_job_report(&r->cg, j, r->stop_reason, o->c.report);
-		if (o->c.kept[0] != '\0')
+			o->s.revoke_ok ? NULL : o->s.revoke_error);
+		cgroup_job_report(&r->cg, j, r->stop_reason, o->s.c.report);
+		if (o->s.c.kept[0] != '\0')
 			json_object_set_new(j, "workspace_kept",
-			    json_string(o->c.kept));
+			    json_string(o->s.c.kept));
 		/* A close that failed gives no figure, and says so. */
-		if (!o->egress_known) {
+		if (!o->s.egress_known) {
 			json_object_set_new(j, "egress", json_null());
 			json_object_set_new(j, "close_error",
-			    json_string(o->close_error));
+			    json_string(o->s.close_error));
 		}
 		json_object_set_new(j, "relay",
 		    json_pack("{s:I, s:I, s:i}", "accepted",
@@ -659,11 +625,11 @@ report(struct run *r, const struct outcome *o)
 		    json_real((double)(long long)(total * 1000) / 1000));
 		json_object_set_new(j, "ms", t);
 		/* What the hatch flagged and what the patch holds. */
-		if (o->c.report != NULL) {
+		if (o->s.c.report != NULL) {
 			json_object_set(j, "flags",
-			    json_object_get(o->c.report, "flags"));
+			    json_object_get(o->s.c.report, "flags"));
 			json_object_set(j, "changes",
-			    json_object_get(o->c.report, "changes"));
+			    json_object_get(o->s.c.report, "changes"));
 		}
 		/* The canaries planted, as digests: whoever holds a token
 		 * can tell whether it was one of them. */
@@ -679,32 +645,32 @@ report(struct run *r, const struct outcome *o)
 		json_decref(j);
 		return;
 	}
-	const char *hit = cgroup_job_hit(&r->cg, r->stop_reason, o->c.report);
+	const char *hit = cgroup_job_hit(&r->cg, r->stop_reason, o->s.c.report);
 	char egress[300];
-	if (o->egress_known)
+	if (o->s.egress_known)
 		snprintf(egress, sizeof(egress), "%lld allowed, %lld denied",
-		    o->allowed, o->denied);
+		    o->s.allowed, o->s.denied);
 	else
 		snprintf(egress, sizeof(egress), "unknown (%s)",
-		    o->close_error);
+		    o->s.close_error);
 	fprintf(stderr,
 	    "cordon: job %s stopped (%s): exit %d; %lld token(s) revoked%s; "
 	    "egress %s; relay %llu accepted, %llu refused; patch %s (%s); "
 	    "%s%s\n",
-	    r->id, r->stop_reason, code, o->tokens_revoked,
-	    o->revoke_ok ? "" : " -- REVOKE FAILED", egress,
+	    r->id, r->stop_reason, code, o->s.tokens_revoked,
+	    o->s.revoke_ok ? "" : " -- REVOKE FAILED", egress,
 	    (unsigned long long)o->relay.accepted,
 	    (unsigned long long)o->relay.refused,
-	    o->c.patch[0] != '\0' ? o->c.patch : "none",
-	    o->c.verdict[0] != '\0' ? o->c.verdict : "no verdict",
+	    o->s.c.patch[0] != '\0' ? o->s.c.patch : "none",
+	    o->s.c.verdict[0] != '\0' ? o->s.c.verdict : "no verdict",
 	    hit != NULL ? "limit hit: " : "no limit hit", hit ?: "");
-	if (!o->revoke_ok)
+	if (!o->s.revoke_ok)
 		fprintf(stderr, "cordon: the revoke failed: %s\n",
-		    o->revoke_error);
-	if (o->c.kept[0] != '\0')
+		    o->s.revoke_error);
+	if (o->s.c.kept[0] != '\0')
 		fprintf(stderr,
 		    "cordon: the workspace of %s is kept at the hatch: %s\n",
-		    r->id, o->c.kept);
+		    r->id, o->s.c.kept);
 }
 
 /* --- the run -------------------------------------------------------------- */
@@ -993,7 +959,7 @@ launcher_run(int argc, char **argv)
 		fprintf(stderr,
 		    "cordon run: must run as root: the sandbox "
 		    "needs namespaces and mounts\n");
-		rc = EXIT_LAUNCHER;
+		rc = STOPPATH_EXIT_LAUNCHER;
 		goto out;
 	}
 	if (cfg.launcher_key_file == NULL ||
@@ -1002,12 +968,12 @@ launcher_run(int argc, char **argv)
 		fprintf(stderr, "cordon run: the launcher key (%s): %s\n",
 		    cfg.launcher_key_file ?: "launcher_key_file not set",
 		    cfg.launcher_key_file ? strerror(EINVAL) : "configure it");
-		rc = EXIT_LAUNCHER;
+		rc = STOPPATH_EXIT_LAUNCHER;
 		goto out;
 	}
 	if ((r.base = event_base_new()) == NULL) {
 		fprintf(stderr, "cordon run: out of memory\n");
-		rc = EXIT_LAUNCHER;
+		rc = STOPPATH_EXIT_LAUNCHER;
 		goto out;
 	}
 	/* 1. The job, at the broker. */
@@ -1022,7 +988,7 @@ launcher_run(int argc, char **argv)
 		    rc < 0 ? "no answer" : launcher_answer_message(&a));
 		if (rc == 0)
 			httpc_answer_free(&a);
-		rc = EXIT_LAUNCHER;
+		rc = STOPPATH_EXIT_LAUNCHER;
 		goto out;
 	}
 	r.job = json_incref(a.json);
@@ -1059,25 +1025,16 @@ launcher_run(int argc, char **argv)
 	lap(&r, PH_RUN);
 	if (r.stop_reason == NULL)
 		r.stop_reason = "launcher_error";
+	bool recorded = r.record_fd >= 0;
 	stop_path(&r, &o);
 	report(&r, &o);
-	bool finished = o.revoke_ok && o.c.kept[0] == '\0';
-	if (!finished && r.record_fd >= 0)
+	if (!o.s.finished && recorded)
 		fprintf(stderr,
 		    "cordon: job %s is left for `cordon recover` to finish\n",
 		    r.id);
-	launcher_record_close(cfg.common.state_dir, r.id, r.record_fd,
-	    finished);
-	r.record_fd = -1;
-	if (!o.revoke_ok)
-		rc = EXIT_REVOKE_FAILED;
-	else if (strcmp(r.stop_reason, "launcher_error") == 0)
-		rc = EXIT_LAUNCHER;
-	else if (o.c.kept[0] != '\0')
-		rc = EXIT_PATCH_KEPT;
-	else
-		rc = exit_code(&r);
-	json_decref(o.c.report);
+	rc = stoppath_exit_status(&o.s,
+	    strcmp(r.stop_reason, "launcher_error") == 0, exit_code(&r));
+	json_decref(o.s.c.report);
 out:
 	run_free(&r);
 	launcher_config_free(&cfg);

@@ -21,6 +21,7 @@
 #include "path.h"
 #include "problems.h"
 #include "service.h"
+#include "stoppath.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -307,8 +308,7 @@ reap(struct serve *s, struct sjob *j)
 		callback_queue(s, j);
 	/* Killed, or its revoke or its patch not done: cordon run left its
 	 * record, and recover finishes the job. */
-	if (!WIFEXITED(st) || WEXITSTATUS(st) == 3 || WEXITSTATUS(st) == 4 ||
-	    WEXITSTATUS(st) == 125)
+	if (stoppath_left_for_recover(st))
 		l->recover_at = 0;
 }
 
