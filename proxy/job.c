@@ -168,9 +168,57 @@ on_accept_error(struct evconnlistener *l, void *arg)
 	}
 }
 
+/* Writes d, whatever the budget. */
+static void job_write(struct pjob *j, const struct decision *d);
+
+/* Tells the denials held past the budget: one line per reason. */
+static void
+deny_held_flush(struct pjob *j)
+{
+	for (size_t i = 0; i < DENY_HELD_MAX; i++) {
+		if (j->deny_held[i].count == 0)
+			continue;
+		struct decision d = { .job = j->id,
+			.kind = j->deny_held[i].kind,
+			.addr = "",
+			.rule = -1,
+			.reason = j->deny_held[i].reason,
+			.detail = "held_past_budget",
+			.count = j->deny_held[i].count };
+		job_write(j, &d);
+		j->deny_held[i].count = 0;
+		j->deny_held[i].reason = NULL;
+	}
+}
+
+/* Whether a denial gets a line of its own now: the budget refills at
+ * DENY_LINES_RATE a second, up to DENY_LINES_BURST. */
+static bool
+deny_line_ok(struct pjob *j)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (j->deny_at.tv_sec == 0 && j->deny_at.tv_nsec == 0)
+		j->deny_tokens = DENY_LINES_BURST;
+	else
+		j->deny_tokens +=
+		    ((double)(now.tv_sec - j->deny_at.tv_sec) +
+			(double)(now.tv_nsec - j->deny_at.tv_nsec) / 1e9) *
+		    DENY_LINES_RATE;
+	if (j->deny_tokens > DENY_LINES_BURST)
+		j->deny_tokens = DENY_LINES_BURST;
+	j->deny_at = now;
+	if (j->deny_tokens < 1)
+		return false;
+	j->deny_tokens -= 1;
+	return true;
+}
+
 void
 job_refuse_flush(struct pjob *j, bool now)
 {
+	deny_held_flush(j);
 	if (j->refused.count == 0 ||
 	    (!now && elapsed_ms(&j->refused_since) < REFUSAL_BURST_MS))
 		return;
@@ -396,16 +444,42 @@ job_sweep(struct proxy *p)
 void
 job_log(struct pjob *j, const struct decision *d)
 {
-	char *line = decision_format(d);
-	size_t n;
-
 	if (d->allow) {
 		j->allowed++;
 		j->p->allowed++;
 	} else {
-		j->denied++;
-		j->p->denied++;
+		j->denied += d->count > 0 ? d->count : 1;
+		j->p->denied += d->count > 0 ? d->count : 1;
 	}
+	if (!d->allow && d->count == 0 && !deny_line_ok(j)) {
+		size_t i, free_slot = DENY_HELD_MAX;
+		for (i = 0; i < DENY_HELD_MAX; i++) {
+			if (j->deny_held[i].reason != NULL &&
+			    d->reason != NULL &&
+			    strcmp(j->deny_held[i].reason, d->reason) == 0)
+				break;
+			if (j->deny_held[i].reason == NULL &&
+			    free_slot == DENY_HELD_MAX)
+				free_slot = i;
+		}
+		if (i == DENY_HELD_MAX)
+			i = free_slot != DENY_HELD_MAX ? free_slot
+						       : DENY_HELD_MAX - 1;
+		if (j->deny_held[i].reason == NULL)
+			j->deny_held[i].reason = d->reason;
+		j->deny_held[i].kind = d->kind;
+		j->deny_held[i].count++;
+		return;
+	}
+	job_write(j, d);
+}
+
+static void
+job_write(struct pjob *j, const struct decision *d)
+{
+	char *line = decision_format(d);
+	size_t n;
+
 	if (line == NULL) {
 		log_error("decision_lost", "{s:s}", "job", j->id);
 		return;

@@ -48,6 +48,12 @@
 #define PROXY_FD_SHARE 4
 /* A refusal a job can repeat (at accept) is one line per this long. */
 #define REFUSAL_BURST_MS 1000
+/* Denials a job may have written as lines of their own: a burst of this
+ * many, then this many a second; past it they are counted, by reason, and
+ * told in one line each second with their "count". */
+#define DENY_LINES_BURST 200
+#define DENY_LINES_RATE 20
+#define DENY_HELD_MAX 24 /* more than there are reasons */
 
 struct proxy_config {
 	struct config_common common;
@@ -99,6 +105,13 @@ struct pjob {
 	struct decision refused;
 	struct timespec refused_since;
 	struct event *accept_retry; /* the listener rests after EMFILE */
+	/* The budget of denial lines, and the denials held past it. */
+	double deny_tokens;
+	struct timespec deny_at;
+	struct {
+		const char *reason, *kind;
+		uint64_t count;
+	} deny_held[DENY_HELD_MAX];
 };
 
 /* The broker's address and the calls in flight to it (broker.c). */
@@ -200,7 +213,9 @@ void job_feed_lost(struct proxy *p);
 /* Forgets jobs closed longer than closed_job_linger_seconds ago, and idle
  * pooled connections. */
 void job_sweep(struct proxy *p);
-/* Writes one decision: to the log file, stderr and the job's log. */
+/* Writes one decision: to the log file, stderr and the job's log. A
+ * denial past the job's budget of lines (DENY_LINES_*) is counted instead,
+ * and told by job_refuse_flush. */
 void job_log(struct pjob *j, const struct decision *d);
 /*
  * Refuses a connection at accept (reason, detail: constant strings) with
@@ -210,7 +225,7 @@ void job_log(struct pjob *j, const struct decision *d);
  */
 void job_refuse(struct pjob *j, const char *reason, const char *detail);
 /* Writes the line of a burst of refusals whose window has passed (all, if
- * now). */
+ * now), and the counts of denials held past the job's budget. */
 void job_refuse_flush(struct pjob *j, bool now);
 
 /* --- conn.c --------------------------------------------------------------- */

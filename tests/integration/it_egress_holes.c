@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct daemon broker, proxy;
@@ -656,6 +657,69 @@ START_TEST(too_many_tokens_in_one_request_are_refused)
 }
 END_TEST
 
+/* --- 3. one job cannot grow the logs at will --------------------------------- */
+
+static double
+now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Denials a job repeats are lines up to a budget, then counted: every one
+ * is accounted for, but the log does not grow by a line each. */
+START_TEST(repeated_denials_are_counted_past_a_budget)
+{
+	enum { N = 600 };
+	char chan[300], req[512], *resp;
+	json_t *j = new_job(0, chan, sizeof(chan), NULL, 0);
+	double t0 = now_s(), took;
+	long long lines = 0, counted = 0;
+
+	snprintf(req, sizeof(req),
+	    "GET http://nowhere.test/x HTTP/1.1\r\nHost: nowhere.test\r\n"
+	    "\r\n");
+	for (int i = 0; i < N; i++) {
+		resp = send_on(chan, req);
+		if (i == 0)
+			assert_denied(resp, "no_rule");
+		free(resp);
+	}
+	took = now_s() - t0;
+	/* The held ones are told within a second or two. */
+	for (int tries = 0; tries < 100 && lines + counted < N; tries++) {
+		json_t *d = decisions(job_id(j)), *v;
+		size_t k;
+		lines = counted = 0;
+		json_array_foreach(d, k, v)
+		{
+			const char *rea =
+			    json_string_value(json_object_get(v, "reason"));
+			json_t *cnt = json_object_get(v, "count");
+			if (rea == NULL || strcmp(rea, "no_rule") != 0)
+				continue;
+			if (json_is_integer(cnt))
+				counted += json_integer_value(cnt);
+			else
+				lines++;
+		}
+		json_decref(d);
+		if (lines + counted < N)
+			usleep(100 * 1000);
+	}
+	fprintf(stderr,
+	    "denials: %d in %.2f s, %lld lines of their own, %lld counted\n", N,
+	    took, lines, counted);
+	ck_assert_int_eq(lines + counted, N);
+	/* 200 at once, then 20 a second: a bound that only grows with a
+	 * slow run, never a timing to meet. */
+	ck_assert_int_le(lines, 200 + (long long)(20 * (took + 2)));
+	json_decref(j);
+}
+END_TEST
+
 /* --- 3. one job cannot starve the others ------------------------------------ */
 
 /* Opens up to n connections to chan without blocking: how many. */
@@ -830,6 +894,7 @@ suite(void)
 	tcase_add_test(tc, a_canary_to_a_host_without_audience_trips);
 	tcase_add_test(tc, a_canary_sent_to_broker_cordon_trips);
 	tcase_add_test(tc, too_many_tokens_in_one_request_are_refused);
+	tcase_add_test(tc, repeated_denials_are_counted_past_a_budget);
 	tcase_add_test(tc, one_job_cannot_starve_another);
 	suite_add_tcase(s, tc);
 	return s;
