@@ -89,8 +89,10 @@ policy_init(struct policy *p, const json_t *extra, const json_t *roots,
 		.max_patch_bytes = max_patch_bytes,
 		.max_entries = POLICY_MAX_ENTRIES,
 		.flags = json_array(),
+		.flag_counts = json_object(),
 		.verdict = VERDICT_CLEAN };
-	if (p->protected == NULL || p->roots == NULL || p->flags == NULL) {
+	if (p->protected == NULL || p->roots == NULL || p->flags == NULL ||
+	    p->flag_counts == NULL) {
 		policy_free(p);
 		return -1;
 	}
@@ -111,7 +113,8 @@ policy_free(struct policy *p)
 	json_decref(p->protected);
 	json_decref(p->roots);
 	json_decref(p->flags);
-	p->protected = p->roots = p->flags = NULL;
+	json_decref(p->flag_counts);
+	p->protected = p->roots = p->flags = p->flag_counts = NULL;
 }
 
 static char
@@ -349,9 +352,14 @@ void
 policy_flag(struct policy *p, const char *path, const char *flag,
     const char *reason, enum verdict v)
 {
+	json_int_t of_kind =
+	    json_integer_value(json_object_get(p->flag_counts, flag));
+
 	if (v > p->verdict)
 		p->verdict = v;
-	if (json_array_size(p->flags) >= POLICY_MAX_FLAGS) {
+	json_object_set_new(p->flag_counts, flag, json_integer(of_kind + 1));
+	if (of_kind >= POLICY_MAX_FLAGS_OF_A_KIND ||
+	    json_array_size(p->flags) >= POLICY_MAX_FLAGS) {
 		p->flags_omitted++;
 		return;
 	}

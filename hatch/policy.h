@@ -17,8 +17,10 @@ enum verdict {
 	VERDICT_REFUSED,
 };
 
-/* Flags listed in a report; past them each is only counted. */
+/* Flags listed in a report, in all and of one kind (so that a flood of
+ * one hides no other); past them each is only counted. */
 #define POLICY_MAX_FLAGS 1000
+#define POLICY_MAX_FLAGS_OF_A_KIND 100
 /* Entries of upper a seal walks; past them the rest is refused. */
 #define POLICY_MAX_ENTRIES 100000
 
@@ -28,7 +30,8 @@ struct policy {
 	uint64_t max_patch_bytes;
 	uint64_t max_entries; /* POLICY_MAX_ENTRIES unless a test lowers it */
 	json_t *flags; /* [{path, flag, reason, verdict}] */
-	uint64_t flags_omitted; /* flagged past POLICY_MAX_FLAGS */
+	uint64_t flags_omitted; /* flagged, not listed */
+	json_t *flag_counts; /* {flag: n}, every flag, listed or not */
 	enum verdict verdict;
 };
 
@@ -70,8 +73,10 @@ json_t *policy_path_json(const char *path);
  * NULL. */
 const char *policy_protected_by(const struct policy *p, const char *path);
 
-/* Flags path (relative to the workspace) with a reason and a verdict;
- * past POLICY_MAX_FLAGS only counted (flags_omitted), verdict still. */
+/* Flags path (relative to the workspace) with a reason and a verdict.
+ * Every flag counts in flag_counts and the verdict; past
+ * POLICY_MAX_FLAGS_OF_A_KIND of its kind or POLICY_MAX_FLAGS in all it is
+ * not listed (flags_omitted). */
 void policy_flag(struct policy *p, const char *path, const char *flag,
     const char *reason, enum verdict v);
 

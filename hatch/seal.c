@@ -178,7 +178,7 @@ seal_workspace(const char *root, const char *job, const json_t *output,
 	sha256_hex(buf_str(&patch), patch.len, sha);
 	log_timestamp(ts, sizeof(ts));
 	report = json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:I, s:I, s:I, s:I}, "
-			   "s:{s:I, s:s, s:b}, s:b, s:I, s:o}",
+			   "s:{s:I, s:s, s:b}, s:b, s:I, s:O, s:o}",
 	    "job", job, "sealed", ts, "verdict",
 	    policy_verdict_name(pol.verdict), "flags", json_incref(pol.flags),
 	    "changes", changes, "stats", "added", (json_int_t)stats.added,
@@ -187,7 +187,7 @@ seal_workspace(const char *root, const char *job, const json_t *output,
 	    (json_int_t)stats.unchanged, "patch", "bytes",
 	    (json_int_t)patch.len, "sha256", sha, "complete", complete,
 	    "disk_full", full, "flags_omitted", (json_int_t)pol.flags_omitted,
-	    "output",
+	    "flag_counts", pol.flag_counts, "output",
 	    envelope_make(out, outlen, err, errlen, (size_t)output_kb * 1024));
 	changes = NULL;
 	r = write_atomic(dir, "patch", buf_str(&patch), patch.len);
