@@ -3,19 +3,24 @@
  * pids, cpu, cpuacct and freezer in v1, an empty v2): memory, pids and CPU
  * bind the job as a whole, not each process; node starts under a small
  * memory_mb (no RLIMIT_AS); the job's tmpfs mounts stop an inode flood at
- * their cap; and the result (limit_hit) and the one-line summary say which
- * limit the job hit. Each test runs a script under /bin/sh -c in a real
+ * their cap; the result (limit_hit) and the one-line summary say which
+ * limit the job hit; and `cordon recover` removes the cgroups a killed
+ * launcher left. Each test runs a script under /bin/sh -c in a real
  * sandbox and reads what it printed from the run's result.
  */
 #include "harness.h"
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct stack st;
@@ -325,6 +330,76 @@ START_TEST(an_inode_flood_stops_at_the_cap)
 }
 END_TEST
 
+/* The first line of dir/file is empty, or it is not there (the job's
+ * cgroup holds no task). */
+static bool
+no_task_in(const char *dir)
+{
+	char path[400], line[64];
+
+	snprintf(path, sizeof(path), "%s/tasks", dir);
+	return harness_read_line(path, line, sizeof(line)) < 0 ||
+	    line[0] == '\0';
+}
+
+/* A launcher killed with SIGKILL never reaches its stop path: its job's
+ * processes die with the sandbox's init, its cgroups stay; `cordon
+ * recover` removes them with the rest of the job. */
+START_TEST(recover_removes_a_dead_launchers_cgroups)
+{
+	char line[256] = "", dir[300], out[1 << 16], err[1 << 16];
+	char *argv[] = { (char *)harness_bin("cordon"), "recover", "--json",
+		"--config", st.launcher_cfg, NULL };
+	size_t n = 0;
+	int p[2], status;
+	struct stat sb;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (dup2(p[1], STDOUT_FILENO) < 0)
+			_exit(127);
+		execl(harness_bin("cordon"), "cordon", "run", "--config",
+		    st.launcher_cfg, "--manifest", "mem", "--", "/bin/sh", "-c",
+		    "echo JOB=$CORDON_JOB; sleep 60", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	while (strchr(line, '\n') == NULL && n < sizeof(line) - 1) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		ck_assert_msg(poll(&pf, 1, 20000) == 1, "no JOB= line: %s",
+		    line);
+		ssize_t k = read(p[0], line + n, sizeof(line) - 1 - n);
+		ck_assert_msg(k > 0, "no JOB= line: %s", line);
+		n += (size_t)k;
+		line[n] = '\0';
+	}
+	close(p[0]);
+	const char *job = strstr(line, "JOB=");
+	ck_assert_ptr_nonnull(job);
+	job += 4;
+	line[strcspn(line, "\n")] = '\0';
+	snprintf(dir, sizeof(dir), "/sys/fs/cgroup/memory/cordon/%s", job);
+	ck_assert_msg(stat(dir, &sb) == 0, "%s", dir);
+
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	/* The job's processes go with its init (a bounded wait). */
+	for (int i = 0; i < 200 && !no_task_in(dir); i++)
+		usleep(50 * 1000);
+	ck_assert_msg(no_task_in(dir), "a process of the job outlived it");
+	/* Its cgroups stay: nothing removed them. */
+	ck_assert_msg(stat(dir, &sb) == 0, "%s is gone before recover", dir);
+
+	status = harness_run(argv, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(status == 0, "recover %d: %s %s", status, out, err);
+	ck_assert_msg(strstr(out, job) != NULL, "%s", out);
+	assert_no_cgroup_left(job);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -339,6 +414,7 @@ suite(void)
 	    two_busy_processes_are_throttled_under_a_tenth_of_a_core);
 	tcase_add_test(tc, node_starts_under_256_mb);
 	tcase_add_test(tc, an_inode_flood_stops_at_the_cap);
+	tcase_add_test(tc, recover_removes_a_dead_launchers_cgroups);
 	suite_add_tcase(s, tc);
 	return s;
 }
