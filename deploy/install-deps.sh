@@ -26,6 +26,9 @@ check
 libsubunit-dev
 curl
 python3
+python3-yaml
+python3-jsonschema
+python3-pip
 git
 iproute2
 ca-certificates
