@@ -31,8 +31,9 @@ struct sandbox_spec {
 	uid_t uid; /* the job's uid outside, its own */
 	gid_t gid;
 	long long memory_mb, pids; /* 0: no limit */
-	/* The job's cgroup v2 (memory and pids set there), or NULL: then
-	 * memory and pids are rlimits of the command. */
+	/* The job's cgroups (memory and pids set there): its v2 directory,
+	 * or its v1 directories one per line (cgroup_job_dirs); or NULL:
+	 * then memory and pids are rlimits of the command. */
 	const char *cgroup_dir;
 	int out_fd, err_fd; /* the job's stdout and stderr */
 	/* The launcher's secret (its key), wiped from the sandbox's copy of
@@ -43,9 +44,10 @@ struct sandbox_spec {
 
 /* How each limit was enforced, for the run's report. */
 struct sandbox_limits {
-	const char *memory; /* "cgroup_v2", "rlimit_as" or "none" */
-	const char *pids; /* "cgroup_v2", "rlimit_nproc" (per job: its own
-			     uid) or "none" */
+	const char *memory; /* "cgroup_v2", "cgroup_v1", "rlimit_as" or
+			       "none" */
+	const char *pids; /* "cgroup_v2", "cgroup_v1", "rlimit_nproc" (per
+			     job: its own uid) or "none" */
 };
 
 struct sandbox {
