@@ -880,7 +880,10 @@ static void
 revocations_answer(struct broker *b, struct poll_state *st,
     struct http_response *res)
 {
-	int64_t head = feed_poll_done(b->feed, st->follower);
+	/* A watcher (follower "") acknowledges nothing. */
+	int64_t head = st->follower[0] != '\0'
+	    ? feed_poll_done(b->feed, st->follower)
+	    : feed_head(b->feed);
 	json_t *list;
 	int r = store_revocations_after(b->store, st->after, 1000, &list);
 
@@ -929,9 +932,16 @@ revocations(void *ctx, struct http_request *req, struct http_response *res)
 		http_reply_error(res, 500, "internal", "out of memory");
 		return;
 	}
-	snprintf(st->follower, sizeof(st->follower), "%s", follower);
 	st->after = after;
 	http_request_set_state(req, st, free);
+	/* A launcher watches its job's revocation: it is no follower, and
+	 * no revoke waits for its acknowledgement. */
+	if (!(http_request_roles(req) & ROLE_VERIFIER)) {
+		if (feed_watch(b->feed, after, (int)wait, req) == 1)
+			revocations_answer(b, st, res);
+		return;
+	}
+	snprintf(st->follower, sizeof(st->follower), "%s", follower);
 	r = feed_poll(b->feed, follower, after, (int)wait, req);
 	if (r < 0)
 		http_reply_error(res, 503, "too_many_followers",
@@ -1055,6 +1065,8 @@ broker_health(void *ctx, json_t *out)
 
 	json_object_set_new(out, "feed_followers",
 	    json_integer(feed_followers(b->feed)));
+	json_object_set_new(out, "feed_watchers",
+	    json_integer(feed_watchers(b->feed)));
 	if (r < 0) {
 		json_object_set_new(out, "store", json_string(strerror(-r)));
 		return -1;
@@ -1098,7 +1110,8 @@ const struct http_route broker_routes[] = {
 	    BODY_JSON, mint },
 	{ "POST", "/v1/introspect", ROLE_VERIFIER, BODY_JSON, introspect },
 	{ "POST", "/v1/revoke", ROLE_ADMIN, BODY_JSON, revoke_token },
-	{ "GET", "/v1/revocations", ROLE_VERIFIER, BODY_NONE, revocations },
+	{ "GET", "/v1/revocations", ROLE_VERIFIER | ROLE_LAUNCHER, BODY_NONE,
+	    revocations },
 	{ "GET", "/v1/audit", ROLE_ADMIN, BODY_NONE, audit },
 };
 const size_t broker_nroutes = ARRAY_SIZE(broker_routes);

@@ -27,7 +27,9 @@ struct follower {
 	bool gone;
 };
 
-enum waiter_kind { WAIT_POLL, WAIT_ACKS };
+/* WAIT_WATCH: a poll by a watcher (a launcher), who follows the feed but
+ * acknowledges nothing, so that no revoke ever waits for it. */
+enum waiter_kind { WAIT_POLL, WAIT_WATCH, WAIT_ACKS };
 
 struct waiter {
 	enum waiter_kind kind;
@@ -94,7 +96,8 @@ static bool
 poll_ready(struct feed *f, struct waiter *w, int64_t now)
 {
 	return now >= w->deadline_ms ||
-	    (w->kind == WAIT_POLL && f->head > w->seq);
+	    ((w->kind == WAIT_POLL || w->kind == WAIT_WATCH) &&
+		f->head > w->seq);
 }
 
 static bool
@@ -248,6 +251,47 @@ feed_poll(struct feed *f, const char *name, int64_t after, int wait_s,
 	}
 	pthread_mutex_unlock(&f->mu);
 	return r;
+}
+
+int
+feed_watch(struct feed *f, int64_t after, int wait_s, struct http_request *req)
+{
+	int r = 1;
+
+	pthread_mutex_lock(&f->mu);
+	if (f->head == after && wait_s > 0 && !f->stopping) {
+		http_request_defer(req);
+		if (add_waiter(f, WAIT_WATCH, after,
+			monotonic_ms() + (int64_t)wait_s * 1000, req) == 0)
+			r = 0;
+		else
+			http_request_resume(req);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return r;
+}
+
+int64_t
+feed_head(struct feed *f)
+{
+	int64_t head;
+
+	pthread_mutex_lock(&f->mu);
+	head = f->head;
+	pthread_mutex_unlock(&f->mu);
+	return head;
+}
+
+unsigned
+feed_watchers(struct feed *f)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&f->mu);
+	for (struct waiter *w = f->waiters; w != NULL; w = w->next)
+		n += w->kind == WAIT_WATCH;
+	pthread_mutex_unlock(&f->mu);
+	return n;
 }
 
 int64_t

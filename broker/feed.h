@@ -39,6 +39,19 @@ void feed_free(struct feed *f);
  */
 int feed_poll(struct feed *f, const char *name, int64_t after, int wait_s,
     struct http_request *req);
+/*
+ * A poll by a watcher: as feed_poll, but nobody's acknowledgement, so no
+ * revoke waits for it, and no room taken in the follower table. Returns
+ * 1 when the answer can be given now, 0 when req was deferred; the
+ * handler then answers up to feed_head.
+ */
+int feed_watch(struct feed *f, int64_t after, int wait_s,
+    struct http_request *req);
+/* The latest sequence number published. */
+int64_t feed_head(struct feed *f);
+/* The watchers' polls waiting now, for /metrics and /healthz. */
+unsigned feed_watchers(struct feed *f);
+
 /* Ends name's poll and returns the head it can read up to. */
 int64_t feed_poll_done(struct feed *f, const char *name);
 

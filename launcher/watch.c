@@ -1,20 +1,26 @@
 /*
  * The broker while a job runs: its lease renewed (POST
  * /v1/jobs/{job}/heartbeat every third of it; a 409 is a job that no
- * longer runs) and its state asked (GET /v1/jobs/{job} every WATCH_MS: an
- * operator's revoke, the broker's deadline, a canary used). Every call is
- * made on the launcher's own loop by libevent's HTTP client, one
- * connection per purpose, one call in flight on each, each with a
- * deadline: nothing here waits for the broker, so a slow broker never
- * freezes the job's traffic or output. A call that fails changes nothing;
- * the next one is made at its time (the lease, WATCH_MS).
+ * longer runs), and its revocation learnt from the broker's revocation
+ * feed (GET /v1/revocations, long-polled, as a watcher that acknowledges
+ * nothing): when the feed names the job, its state (GET /v1/jobs/{job})
+ * says why (an operator's revoke, the broker's deadline, a canary used).
+ * The state is also asked once the feed's head is known (a revoke before
+ * it), after a failed poll (one missed meanwhile), and every WATCH_MS
+ * when the broker refuses the feed to the launcher's key (an older
+ * broker). Every call is made on the launcher's own loop by libevent's
+ * HTTP client, one connection per purpose, one call in flight on each,
+ * each with a deadline: nothing here waits for the broker, so a slow
+ * broker never freezes the job's traffic or output.
  */
 #include "watch.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/util.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,15 +28,23 @@
 #include <string.h>
 
 #define ANSWER_MAX (64 * 1024)
+#define FEED_ANSWER_MAX (256 * 1024) /* 1,000 revocations */
+#define FEED_WAIT_S 25
+#define FEED_RETRY_MS 1000
 
 struct watch {
 	struct event_base *base;
 	char host[256];
 	char key[128];
+	char job[64];
 	char beat_path[128], job_path[128];
-	struct evhttp_connection *beat_conn, *watch_conn;
-	struct event *beat_timer, *watch_timer;
-	bool beat_busy, watch_busy;
+	struct evhttp_connection *beat_conn, *watch_conn, *feed_conn;
+	struct event *beat_timer, *watch_timer, *feed_timer;
+	bool beat_busy, watch_busy, feed_busy;
+	bool polling; /* the feed is refused: the state every WATCH_MS */
+	bool feed_started; /* its head is known: after is the next poll's */
+	long long after;
+	bool seen; /* the feed named the job: stopped, whatever GET says */
 	bool stopped; /* the stop was told: nothing more is asked */
 	watch_stop_fn stop;
 	void *arg;
@@ -66,7 +80,13 @@ ask(struct watch *w, struct evhttp_connection *conn, enum evhttp_cmd_type cmd,
 		return -ENOMEM;
 	}
 	/* On failure evhttp_make_request frees req itself. */
-	return evhttp_make_request(conn, req, cmd, path) == 0 ? 0 : -ENOMEM;
+	if (evhttp_make_request(conn, req, cmd, path) != 0)
+		return -ENOMEM;
+	/* libevent's HTTP client makes its socket (here, at the first
+	 * request and after a reconnect) without O_CLOEXEC. */
+	(void)evutil_make_socket_closeonexec(
+	    bufferevent_getfd(evhttp_connection_get_bufferevent(conn)));
+	return 0;
 }
 
 static void
@@ -128,9 +148,11 @@ watch_done(struct evhttp_request *req, void *arg)
 			tell_stop(w, reason_of(job));
 		json_decref(job);
 	}
-	/* The next question a while after this answer: never two at once,
-	 * and no burst after a slow one. */
-	if (!w->stopped)
+	if (w->seen)
+		tell_stop(w, "revoked");
+	/* Polling: the next question a while after this answer, never two
+	 * at once, and no burst after a slow one. */
+	if (!w->stopped && w->polling)
 		evtimer_add(w->watch_timer, &next);
 }
 
@@ -150,17 +172,115 @@ on_watch(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(w->watch_timer, &next);
 }
 
+/* The job's state, asked now (unless a question is on its way). */
+static void
+check_now(struct watch *w)
+{
+	struct timeval now = { 0, 0 };
+
+	evtimer_add(w->watch_timer, &now);
+}
+
+static void
+feed_again(struct watch *w, int ms)
+{
+	struct timeval tv = { ms / 1000, (long)(ms % 1000) * 1000 };
+
+	if (!w->stopped)
+		evtimer_add(w->feed_timer, &tv);
+}
+
+/* An answer of the feed: {"head", "revocations": [{"seq", "job"}]}. */
+static void
+feed_answer(struct watch *w, struct evhttp_request *req)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t n = evbuffer_get_length(in);
+	const char *body = (const char *)evbuffer_pullup(in, -1);
+	json_t *a = body != NULL ? json_loadb(body, n, 0, NULL) : NULL;
+	json_t *head = json_object_get(a, "head"), *v;
+	size_t i;
+
+	if (!json_is_integer(head)) {
+		json_decref(a);
+		check_now(w);
+		feed_again(w, FEED_RETRY_MS);
+		return;
+	}
+	json_array_foreach(json_object_get(a, "revocations"), i, v)
+	{
+		const char *job = json_string_value(json_object_get(v, "job"));
+		if (job != NULL && strcmp(job, w->job) == 0)
+			w->seen = true;
+	}
+	/* From the head on; a head below after is a broker restored from
+	 * an older state, followed from its head. */
+	w->after = json_integer_value(head);
+	json_decref(a);
+	if (!w->feed_started || w->seen)
+		check_now(w);
+	w->feed_started = true;
+	feed_again(w, 0);
+}
+
+static void
+feed_done(struct evhttp_request *req, void *arg)
+{
+	struct watch *w = arg;
+	int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
+
+	w->feed_busy = false;
+	if (w->stopped)
+		return;
+	if (code == 200)
+		feed_answer(w, req);
+	else if (code == 401 || code == 403 || code == 404) {
+		/* No feed for this key: the state, asked every WATCH_MS. */
+		w->polling = true;
+		check_now(w);
+	} else {
+		/* A revoke may have come and gone meanwhile. */
+		check_now(w);
+		feed_again(w, FEED_RETRY_MS);
+	}
+}
+
+static void
+on_feed(evutil_socket_t fd, short what, void *arg)
+{
+	struct watch *w = arg;
+	char path[160];
+
+	(void)fd;
+	(void)what;
+	if (w->feed_busy || w->stopped || w->polling)
+		return;
+	/* First past any sequence number: answered at once with the head. */
+	if (!w->feed_started)
+		snprintf(path, sizeof(path),
+		    "/v1/revocations?after=9223372036854775807&wait=0");
+	else
+		snprintf(path, sizeof(path),
+		    "/v1/revocations?after=%lld&wait=%d", w->after,
+		    FEED_WAIT_S);
+	if (ask(w, w->feed_conn, EVHTTP_REQ_GET, path, feed_done) == 0)
+		w->feed_busy = true;
+	else
+		feed_again(w, FEED_RETRY_MS);
+}
+
 static struct evhttp_connection *
-connection(struct watch *w, const char *host, int port)
+connection(struct watch *w, const char *host, int port, int timeout_s,
+    size_t max_body)
 {
 	struct evhttp_connection *c =
 	    evhttp_connection_base_new(w->base, NULL, host, (uint16_t)port);
 
 	if (c == NULL)
 		return NULL;
-	evhttp_connection_set_timeout(c, WATCH_CALL_S);
+	evhttp_connection_set_timeout(c, timeout_s);
 	evhttp_connection_set_retries(c, 0);
-	evhttp_connection_set_max_body_size(c, ANSWER_MAX);
+	evhttp_connection_set_max_body_size(c, (ev_ssize_t)max_body);
 	evhttp_connection_set_max_headers_size(c, ANSWER_MAX);
 	return c;
 }
@@ -176,11 +296,12 @@ watch_start(struct event_base *base, const char *broker, const char *key,
 	int port = uri != NULL ? evhttp_uri_get_port(uri) : -1;
 	struct timeval beat = { (time_t)(lease_ms / 3000),
 		(long)(lease_ms / 3 % 1000) * 1000 };
-	struct timeval first = { 0, WATCH_MS * 1000 };
+	struct timeval now = { 0, 0 };
 	struct watch *w;
 
 	if (host == NULL || scheme == NULL || strcmp(scheme, "http") != 0 ||
-	    strlen(key) >= sizeof(((struct watch *)0)->key)) {
+	    strlen(key) >= sizeof(((struct watch *)0)->key) ||
+	    strlen(job) >= sizeof(((struct watch *)0)->job)) {
 		if (uri != NULL)
 			evhttp_uri_free(uri);
 		return -EINVAL;
@@ -193,24 +314,29 @@ watch_start(struct event_base *base, const char *broker, const char *key,
 	w->stop = stop;
 	w->arg = arg;
 	snprintf(w->key, sizeof(w->key), "%s", key);
+	snprintf(w->job, sizeof(w->job), "%s", job);
 	if (port < 0)
 		port = 80;
 	snprintf(w->host, sizeof(w->host), "%s:%d", host, port);
 	snprintf(w->beat_path, sizeof(w->beat_path), "/v1/jobs/%s/heartbeat",
 	    job);
 	snprintf(w->job_path, sizeof(w->job_path), "/v1/jobs/%s", job);
-	w->beat_conn = connection(w, host, port);
-	w->watch_conn = connection(w, host, port);
+	w->beat_conn = connection(w, host, port, WATCH_CALL_S, ANSWER_MAX);
+	w->watch_conn = connection(w, host, port, WATCH_CALL_S, ANSWER_MAX);
+	w->feed_conn = connection(w, host, port, FEED_WAIT_S + WATCH_CALL_S,
+	    FEED_ANSWER_MAX);
 	evhttp_uri_free(uri);
 	w->beat_timer = event_new(base, -1, EV_PERSIST, on_beat, w);
 	w->watch_timer = evtimer_new(base, on_watch, w);
+	w->feed_timer = evtimer_new(base, on_feed, w);
 	if (w->beat_conn == NULL || w->watch_conn == NULL ||
-	    w->beat_timer == NULL || w->watch_timer == NULL) {
+	    w->feed_conn == NULL || w->beat_timer == NULL ||
+	    w->watch_timer == NULL || w->feed_timer == NULL) {
 		watch_free(w);
 		return -ENOMEM;
 	}
 	event_add(w->beat_timer, &beat);
-	evtimer_add(w->watch_timer, &first);
+	evtimer_add(w->feed_timer, &now);
 	*ret = w;
 	return 0;
 }
@@ -224,10 +350,14 @@ watch_free(struct watch *w)
 		evhttp_connection_free(w->beat_conn);
 	if (w->watch_conn != NULL)
 		evhttp_connection_free(w->watch_conn);
+	if (w->feed_conn != NULL)
+		evhttp_connection_free(w->feed_conn);
 	if (w->beat_timer != NULL)
 		event_free(w->beat_timer);
 	if (w->watch_timer != NULL)
 		event_free(w->watch_timer);
+	if (w->feed_timer != NULL)
+		event_free(w->feed_timer);
 	explicit_bzero(w->key, sizeof(w->key));
 	free(w);
 }

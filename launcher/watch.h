@@ -1,10 +1,12 @@
 /*
  * The broker, watched while a job runs, without ever blocking the loop
  * that relays the job's traffic and output: the lease renewed every third
- * of it, and the job's state asked every WATCH_MS, each call asynchronous
- * on the loop (libevent's HTTP client) with one in flight at a time and a
- * deadline of WATCH_CALL_S. A broker that is slow or stopped delays only
- * its own answers: the job's network and output go on.
+ * of it, the job's revocation learnt from the broker's revocation feed
+ * (or, from a broker that refuses it to the launcher, the job's state
+ * asked every WATCH_MS), each call asynchronous on the loop (libevent's
+ * HTTP client) with one in flight at a time and a deadline. A broker that
+ * is slow or stopped delays only its own answers: the job's network and
+ * output go on.
  */
 #ifndef CORDON_LAUNCHER_WATCH_H
 #define CORDON_LAUNCHER_WATCH_H

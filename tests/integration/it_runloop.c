@@ -493,6 +493,63 @@ START_TEST(a_stopped_broker_does_not_freeze_the_job)
 }
 END_TEST
 
+/*
+ * 17.4: the launcher learns of an operator's revoke from the broker's
+ * revocation feed, as a watcher: while its job runs its long poll waits
+ * at the broker (feed_watchers), and the revoke, which waits for the
+ * feed's followers, does not wait for it (the proxy is the one follower).
+ */
+START_TEST(the_launcher_follows_the_revocation_feed)
+{
+	struct launched l;
+	long status = 0;
+	long watchers = 0;
+
+	launch(&l, true, 0, "echo started; sleep 100");
+	for (int i = 0; i < 200 && watchers < 1; i++) {
+		json_t *h = harness_get_json(&st.broker, "/healthz", &status);
+		watchers = (long)json_integer_value(
+		    json_object_get(h, "feed_watchers"));
+		json_decref(h);
+		if (watchers < 1)
+			usleep(100000);
+	}
+	ck_assert_msg(watchers >= 1,
+	    "no launcher waits on the broker's revocation feed");
+	/* The job's id: the only job the broker ran in this test. */
+	json_t *jobs = harness_expect(&st.broker, 200, "GET",
+	    "/v1/audit?limit=100", st.admin, NULL, NULL);
+	const char *job = NULL;
+	json_t *rec;
+	size_t i;
+	json_array_foreach(json_object_get(jobs, "records"), i, rec)
+	{
+		if (strcmp(json_string_value(json_object_get(rec, "event"))
+			    ?: "",
+			"job_created") == 0)
+			job = json_string_value(json_object_get(rec, "job"));
+	}
+	ck_assert_ptr_nonnull(job);
+	char path[160];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", job);
+	json_t *rv = harness_expect(&st.broker, 200, "POST", path, st.admin,
+	    NULL, json_pack("{s:s}", "reason", "operator test"));
+	json_t *prop = json_object_get(rv, "propagated");
+	ck_assert_int_eq(json_integer_value(json_object_get(prop, "followers")),
+	    1);
+	ck_assert_int_eq(json_array_size(json_object_get(prop, "gone")), 0);
+	json_decref(rv);
+	json_decref(jobs);
+	int code = finish(&l, 60000);
+	ck_assert_msg(code == 128 + 9, "status %d\n%.3000s", code, l.err);
+	json_t *j = json_loads(l.out, 0, NULL);
+	ck_assert_msg(j != NULL, "no result: %.3000s", l.err);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
+	    "revoked");
+	json_decref(j);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -506,6 +563,7 @@ suite(void)
 	tcase_add_test(tc, a_closed_stdout_stops_the_job_through_its_stop_path);
 	tcase_add_test(tc, a_flood_of_connections_starves_nothing);
 	tcase_add_test(tc, a_stopped_broker_does_not_freeze_the_job);
+	tcase_add_test(tc, the_launcher_follows_the_revocation_feed);
 	suite_add_tcase(s, tc);
 	return s;
 }
