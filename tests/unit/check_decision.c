@@ -75,6 +75,30 @@ START_TEST(fields_in_order)
 }
 END_TEST
 
+/* A line that stands for a burst of denials has one more field, last:
+ * how many it counts. */
+START_TEST(a_burst_line_has_its_count)
+{
+	struct decision d = { .job = "job_abc",
+		.conn = 9,
+		.kind = "connect",
+		.addr = "",
+		.rule = -1,
+		.reason = "too_many_connections",
+		.detail = "job_share",
+		.count = 1469 };
+	char *line = decision_format(&d);
+	json_t *v = parse_line(line);
+
+	ck_assert_int_eq(json_integer_value(json_object_get(v, "count")), 1469);
+	ck_assert_uint_eq(json_object_size(v),
+	    sizeof(fields) / sizeof(fields[0]) + 1);
+	ck_assert_ptr_nonnull(strstr(line, ",\"count\":1469}\n"));
+	json_decref(v);
+	free(line);
+}
+END_TEST
+
 START_TEST(denials_and_nulls)
 {
 	struct decision d = { .job = "job_abc",
@@ -152,6 +176,7 @@ decision_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, fields_in_order);
 	tcase_add_test(tc, denials_and_nulls);
+	tcase_add_test(tc, a_burst_line_has_its_count);
 	tcase_add_test(tc, never_a_token_nor_a_second_line);
 	suite_add_tcase(s, tc);
 	return s;
