@@ -458,9 +458,17 @@ cgroup_job_dirs(const struct cgroup_job *cg)
 const char *
 cgroup_kind(const char *dirs)
 {
-	/* v1 has a directory for memory and one for pids at least. */
-	return dirs != NULL && strchr(dirs, '\n') != NULL ? "cgroup_v1"
-							  : "cgroup_v2";
+	char dir[CGROUP_PATH];
+	size_t n = dirs != NULL ? strcspn(dirs, "\n") : 0;
+
+	if (dirs == NULL)
+		return "none";
+	/* v1: a directory for memory and one for pids at least, unless they
+	 * are mounted together; then its "tasks", which v2 has not. */
+	if (dirs[n] == '\n')
+		return "cgroup_v1";
+	snprintf(dir, sizeof(dir), "%.*s", (int)n, dirs);
+	return exists(dir, "tasks") ? "cgroup_v1" : "cgroup_v2";
 }
 
 int

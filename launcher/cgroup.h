@@ -65,8 +65,8 @@ int cgroup_job_create(struct cgroup_job *cg, const char *root,
  */
 const char *cgroup_job_dirs(const struct cgroup_job *cg);
 
-/* "cgroup_v2" or "cgroup_v1" for a cgroup_job_dirs() list: how memory and
- * pids are enforced. */
+/* "cgroup_v2" or "cgroup_v1" for a cgroup_job_dirs() list ("none" for
+ * NULL): how memory and pids are enforced. */
 const char *cgroup_kind(const char *dirs);
 
 /* Moves pid into every directory of dirs (a cgroup_job_dirs() list, or

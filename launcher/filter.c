@@ -74,7 +74,8 @@ filter_refused_count(void)
  * namespaced, AF_PACKET, AF_ALG, AF_KEY, Bluetooth and the rest are
  * kernel surface no job needs (and a refused family loads no module).
  * The comparisons are on the whole 64-bit register: a value with upper
- * bits set (which the kernel would drop from its int) is refused too.
+ * bits set (which the kernel would drop from its int) is refused too. So
+ * is AF_INET with SOCK_PACKET, which the kernel turns into AF_PACKET.
  */
 static int
 filter_sockets(scmp_filter_ctx ctx, int nr)
@@ -90,6 +91,12 @@ filter_sockets(scmp_filter_ctx ctx, int nr)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), nr,
 		    2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
 		    SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+	/* The kernel makes (AF_INET, SOCK_PACKET) an AF_PACKET socket: the
+	 * type's low four bits are its kind, the rest flags. */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 2,
+		    SCMP_A0(SCMP_CMP_EQ, AF_INET),
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET));
 	return r;
 }
 

@@ -2,9 +2,12 @@
  * The sandbox: one job's processes in new pid, mount, net, ipc, uts and
  * cgroup namespaces, then a user namespace of their own, as an
  * unprivileged uid of the job's own, with no capabilities, no_new_privs
- * and the seccomp filter. Their root is a read-only tmpfs holding the
- * host's /usr and a synthesised /etc; /proc is theirs, /dev minimal, /tmp
- * a tmpfs, /work the overlay of the hatch's directories. The network
+ * and the seccomp filter, in a session of their own (no controlling
+ * terminal), the command holding descriptors 0, 1 and 2 and nothing
+ * else. Their root is a read-only tmpfs holding the host's /usr and a
+ * synthesised /etc; /proc is theirs (the host's information in it
+ * masked), no /sys, /dev minimal, /tmp a tmpfs, /work the overlay of the
+ * hatch's directories. The network
  * namespace has only lo: a socket listening on 127.0.0.1:3128 inside it
  * is handed to the launcher, which relays each connection to the job's
  * proxy channel. Nothing else leaves.
@@ -25,7 +28,8 @@ struct sandbox_spec {
 	char *const *envp; /* the whole environment: nothing is inherited */
 	const char *lower, *upper, *work; /* the hatch's directories */
 	const char *ca_pem; /* the job's CA, added to the trust bundle */
-	const char *tokens_json; /* /run/cordon/tokens.json, or NULL */
+	/* /run/cordon/tokens.json (0400, the job's), or NULL: none. */
+	const char *tokens_json;
 	/* Canary tokens planted as a decoy credentials file, or NULL. */
 	const char *canaries_text;
 	uid_t uid; /* the job's uid outside, its own */

@@ -368,6 +368,24 @@ START_TEST(the_kill_and_the_sweep_reach_the_job)
 }
 END_TEST
 
+/* How memory and pids are enforced, from the sandbox's list alone: v1
+ * also when every controller is mounted in one hierarchy (one directory,
+ * with the "tasks" that only v1 has). */
+START_TEST(the_kind_of_a_list)
+{
+	char one[PATH_MAX];
+
+	testutil_at(one, "one");
+	mkdir_in(testutil_dir, "one");
+	ck_assert_str_eq(cgroup_kind(one), "cgroup_v2");
+	put(one, "tasks", "");
+	ck_assert_str_eq(cgroup_kind(one), "cgroup_v1");
+	ck_assert_str_eq(cgroup_kind("/a/memory/cordon/j\n/a/pids/cordon/j"),
+	    "cgroup_v1");
+	ck_assert_str_eq(cgroup_kind(NULL), "none");
+}
+END_TEST
+
 static Suite *
 cgroup_suite(void)
 {
@@ -384,6 +402,7 @@ cgroup_suite(void)
 	tcase_add_test(tc, v2_with_cpu);
 	tcase_add_test(tc, v2_without_cpu_says_so);
 	tcase_add_test(tc, the_kill_and_the_sweep_reach_the_job);
+	tcase_add_test(tc, the_kind_of_a_list);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -144,6 +144,13 @@ START_TEST(socket_families_are_an_allow_list)
 		REFUSED(EPROTONOSUPPORT, SYS_socket, (long)AF_NETLINK,
 		    (long)(SOCK_DGRAM | SOCK_CLOEXEC), refused_netlink[p]);
 	}
+	/* (AF_INET, SOCK_PACKET) is a packet socket in the kernel, whatever
+	 * the family says; with flags, or upper bits, the same. */
+	REFUSED(EAFNOSUPPORT, SYS_socket, (long)AF_INET, (long)SOCK_PACKET, 0L);
+	REFUSED(EAFNOSUPPORT, SYS_socket, (long)AF_INET,
+	    (long)(SOCK_PACKET | SOCK_CLOEXEC | SOCK_NONBLOCK), 0x300L);
+	REFUSED(EAFNOSUPPORT, SYS_socket, (long)AF_INET,
+	    (long)(0x100000000L | SOCK_PACKET), 0x300L);
 	/* What is allowed still works. */
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	close(sv[0]);

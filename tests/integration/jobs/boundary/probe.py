@@ -121,6 +121,9 @@ for name, fam in families.items():
         seen.add(attempt(lambda: socket.socket(fam, t).close()))
         seen.add(attempt(lambda: socketpair(fam, t)))
     out("socket_" + name, ",".join(sorted(seen)))
+# The kernel's old spelling of a packet socket.
+out("socket_AF_INET_SOCK_PACKET", attempt(lambda: socket.socket(
+    socket.AF_INET, 10, 0x300).close()))
 netlink = {"KOBJECT_UEVENT": 15, "SOCK_DIAG": 4, "AUDIT": 9,
            "NETFILTER": 12, "GENERIC": 16, "XFRM": 6, "CONNECTOR": 11}
 for name, proto in netlink.items():
