@@ -329,6 +329,14 @@ START_TEST(paths_with_two_readings_are_refused_in_plain_http)
 		    "%s: %.300s", two_readings[i], resp);
 		free(resp);
 	}
+	/* A raw backslash or control byte never gets past the parser. */
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/ok/..\\admin/secret.txt HTTP/1.1\r\n"
+	    "Host: api.test:%u\r\nConnection: close\r\n\r\n",
+	    port, port);
+	resp = send_on(chan, req);
+	assert_denied(resp, "malformed");
+	free(resp);
 	ck_assert_uint_eq(upstream_requests(plain), 1);
 	/* Each refusal says what was wrong: a detail on every line. */
 	json_t *d = decisions(job_id(j)), *v;
