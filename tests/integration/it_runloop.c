@@ -92,6 +92,8 @@ struct launched {
 	size_t nout, nerr;
 };
 
+static bool ignore_sigpipe; /* launch as cordon serve does: SIG_IGN */
+
 static void
 launch(struct launched *l, bool json, rlim_t nofile, const char *script)
 {
@@ -116,7 +118,7 @@ launch(struct launched *l, bool json, rlim_t nofile, const char *script)
 			argv[8] = "--json";
 		}
 
-		signal(SIGPIPE, SIG_DFL);
+		signal(SIGPIPE, ignore_sigpipe ? SIG_IGN : SIG_DFL);
 		if (nofile > 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
 			rl.rlim_cur = nofile;
 			setrlimit(RLIMIT_NOFILE, &rl);
@@ -334,6 +336,37 @@ START_TEST(a_write_to_a_closed_channel_does_not_kill_the_launcher)
 	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
 	    "exit");
 	ck_assert(json_is_true(json_object_get(j, "revoked")));
+	json_decref(j);
+}
+END_TEST
+
+/*
+ * 15.4: whatever disposition cordon run was started with (cordon serve
+ * ignores SIGPIPE), the job's processes have SIGPIPE at its default, as
+ * any program expects (`yes | head` ends).
+ */
+START_TEST(the_job_gets_sigpipe_at_its_default)
+{
+	struct launched l;
+
+	ignore_sigpipe = true;
+	launch(&l, true, 0,
+	    "grep '^SigIgn:' /proc/self/status; "
+	    "yes | head -c 4 >/dev/null; echo yes-ended");
+	int status = finish(&l, 60000);
+	ck_assert_msg(status == 0, "status %d\n%.3000s", status, l.err);
+	json_t *j = json_loads(l.out, 0, NULL);
+	ck_assert_msg(j != NULL, "no result: %.3000s", l.err);
+	const char *text = json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stdout"),
+		"text"));
+	const char *ign = strstr(text, "SigIgn:");
+	ck_assert_msg(ign != NULL, "%s", text);
+	unsigned long long mask = strtoull(ign + 7, NULL, 16);
+	ck_assert_msg((mask & (1ULL << (SIGPIPE - 1))) == 0,
+	    "the job's processes ignore SIGPIPE: SigIgn %llx", mask);
+	ck_assert_ptr_nonnull(strstr(text, "yes-ended"));
 	json_decref(j);
 }
 END_TEST
@@ -561,6 +594,7 @@ suite(void)
 	tcase_add_test(tc,
 	    a_write_to_a_closed_channel_does_not_kill_the_launcher);
 	tcase_add_test(tc, a_closed_stdout_stops_the_job_through_its_stop_path);
+	tcase_add_test(tc, the_job_gets_sigpipe_at_its_default);
 	tcase_add_test(tc, a_flood_of_connections_starves_nothing);
 	tcase_add_test(tc, a_stopped_broker_does_not_freeze_the_job);
 	tcase_add_test(tc, the_launcher_follows_the_revocation_feed);
