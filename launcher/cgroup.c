@@ -15,6 +15,7 @@
 
 #include "path.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Each v1 controller: its mount's name under v1_root, and a file only its
@@ -721,4 +723,71 @@ cgroup_job_sweep(const char *root, const char *v1_root, const char *job)
 	cgroup_job_kill(&cg);
 	cgroup_job_end(&cg, NULL);
 	return 1;
+}
+
+/* Whether dir lists no process (or has no list: not a cgroup's). */
+static bool
+no_process(const char *dir)
+{
+	char path[CGROUP_PATH + 120];
+	int pid;
+	FILE *f;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >=
+	    sizeof(path))
+		return false;
+	if ((f = fopen(path, "re")) == NULL)
+		return errno == ENOENT;
+	bool none = fscanf(f, "%d", &pid) != 1;
+	fclose(f);
+	return none;
+}
+
+/* The empty job directories under hierarchy/cordon older than min_age:
+ * how many were removed. */
+static int
+sweep_stale_in(const char *hierarchy, time_t min_age)
+{
+	char parent[CGROUP_PATH], dir[CGROUP_PATH + 80];
+	time_t now = time(NULL);
+	struct dirent *d;
+	struct stat st;
+	int n = 0;
+	DIR *dp;
+
+	if ((size_t)snprintf(parent, sizeof(parent), "%s/cordon", hierarchy) >=
+		sizeof(parent) ||
+	    (dp = opendir(parent)) == NULL)
+		return 0;
+	while ((d = readdir(dp)) != NULL) {
+		if (!job_name_ok(d->d_name) ||
+		    fstatat(dirfd(dp), d->d_name, &st, AT_SYMLINK_NOFOLLOW) <
+			0 ||
+		    !S_ISDIR(st.st_mode) || now - st.st_mtime < min_age)
+			continue;
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", parent,
+			d->d_name) >= CGROUP_PATH)
+			continue;
+		if (no_process(dir) && rmdir(dir) == 0)
+			n++;
+	}
+	closedir(dp);
+	return n;
+}
+
+int
+cgroup_sweep_stale(const char *root, const char *v1_root, int min_age)
+{
+	char hier[CGROUP_PATH], list[512], why[64];
+	int n = 0;
+
+	if (v2_probe(root, hier, list, sizeof(list), why, sizeof(why)) == 0)
+		n += sweep_stale_in(hier, min_age);
+	for (int i = 0; i < CG_N; i++) {
+		snprintf(hier, sizeof(hier), "%s/%s",
+		    v1_root != NULL ? v1_root : "/sys/fs/cgroup",
+		    v1_ctl[i].name);
+		n += sweep_stale_in(hier, min_age);
+	}
+	return n;
 }

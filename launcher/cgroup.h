@@ -109,4 +109,13 @@ void cgroup_job_report(const struct cgroup_job *cg, json_t *result,
  */
 int cgroup_job_sweep(const char *root, const char *v1_root, const char *job);
 
+/*
+ * Removes every job directory under <hierarchy>/cordon that holds no
+ * process and is at least min_age seconds old, whoever's job it was (a
+ * launcher that died before its record was made, or whose record went):
+ * a running job's always holds its sandbox's init, and a stopped one's is
+ * removed by its stop path within moments. How many went.
+ */
+int cgroup_sweep_stale(const char *root, const char *v1_root, int min_age);
+
 #endif

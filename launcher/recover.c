@@ -243,6 +243,9 @@ launcher_recover_all(const struct launcher_config *cfg, const char *key,
 	int dirfd, left = 0;
 	DIR *dp;
 
+	/* Cgroups no record names any more (a launcher that died before
+	 * making its record, or whose state went): empty, a minute old. */
+	(void)cgroup_sweep_stale(cfg->cgroup_root, NULL, 60);
 	snprintf(dir, sizeof(dir), "%s/running", cfg->common.state_dir);
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)

@@ -12,11 +12,13 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char v1[PATH_MAX], v2[PATH_MAX];
@@ -386,6 +388,33 @@ START_TEST(the_kind_of_a_list)
 }
 END_TEST
 
+/* The directories a launcher that died left without a record: the empty
+ * ones a minute old go, a young one stays (it may be a job starting). */
+START_TEST(stale_empty_directories_are_swept)
+{
+	char old[PATH_MAX + 64], young[PATH_MAX + 64];
+	struct timespec t[2] = { { .tv_sec = time(NULL) - 7200 },
+		{ .tv_sec = time(NULL) - 7200 } };
+
+	hybrid(false, true);
+	mkdir_in(v1, "memory/cordon");
+	mkdir_in(v1, "memory/cordon/job_old");
+	mkdir_in(v1, "memory/cordon/job_young");
+	mkdir_in(v1, "pids/cordon");
+	mkdir_in(v1, "pids/cordon/job_old");
+	snprintf(old, sizeof(old), "%s/memory/cordon/job_old", v1);
+	snprintf(young, sizeof(young), "%s/memory/cordon/job_young", v1);
+	ck_assert_int_eq(utimensat(AT_FDCWD, old, t, 0), 0);
+	snprintf(old, sizeof(old), "%s/pids/cordon/job_old", v1);
+	ck_assert_int_eq(utimensat(AT_FDCWD, old, t, 0), 0);
+	ck_assert_int_eq(cgroup_sweep_stale(v2, v1, 60), 2);
+	ck_assert(!there(v1, "memory/cordon/job_old"));
+	ck_assert(!there(v1, "pids/cordon/job_old"));
+	ck_assert(there(v1, "memory/cordon/job_young"));
+	ck_assert_int_eq(cgroup_sweep_stale(v2, v1, 60), 0);
+}
+END_TEST
+
 static Suite *
 cgroup_suite(void)
 {
@@ -403,6 +432,7 @@ cgroup_suite(void)
 	tcase_add_test(tc, v2_without_cpu_says_so);
 	tcase_add_test(tc, the_kill_and_the_sweep_reach_the_job);
 	tcase_add_test(tc, the_kind_of_a_list);
+	tcase_add_test(tc, stale_empty_directories_are_swept);
 	suite_add_tcase(s, tc);
 	return s;
 }
