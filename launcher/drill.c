@@ -861,20 +861,33 @@ static void
 judge_relay(struct drill *d, struct row *w)
 {
 	const json_t *relay = json_object_get(d->result, "relay");
-	char extra[160] = "";
+	long long refused =
+	    json_integer_value(json_object_get(relay, "refused"));
+	long long max = json_integer_value(json_object_get(relay, "max"));
 
-	if (json_is_object(relay)) {
-		char *t = json_dumps(relay, JSON_COMPACT);
-		snprintf(extra, sizeof(extra), ", relay %s", t ?: "?");
-		free(t);
-	}
-	snprintf(w->where, sizeof(w->where),
-	    "launcher: %s; the job's result is whole (revoked %s%s) (%s)",
-	    w->detail,
-	    json_is_true(json_object_get(d->result, "revoked")) ? "yes" : "no",
-	    extra, w->evidence);
-	if (!json_is_true(json_object_get(d->result, "revoked")))
+	if (!json_is_true(json_object_get(d->result, "revoked"))) {
 		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "after the flood the stop path did not revoke the job "
+		    "(%s)",
+		    w->evidence);
+	} else if (refused > 0) {
+		snprintf(w->where, sizeof(w->where),
+		    "launcher: the relay's cap (%lld at once) refused %lld "
+		    "connections, the proxy still answered, the job was "
+		    "stopped whole (%s)",
+		    max, refused, w->evidence);
+	} else {
+		/* Closed, but not by a cap the run counts: the launcher may
+		 * have run out of descriptors itself. */
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where),
+		    "%s, but the run counts no relay refusal (%s) (%s)",
+		    w->detail,
+		    json_is_object(relay) ? "relay.refused 0"
+					  : "no relay figures",
+		    w->evidence);
+	}
 }
 
 /* Where a stopped (or done) attempt ended. */
@@ -1412,6 +1425,12 @@ report(const struct drill *d, bool json)
 		    stop_reason(d), "stopped", (json_int_t)counts[0], "escaped",
 		    (json_int_t)counts[1], "untested", (json_int_t)counts[2],
 		    "attempts", rows);
+		/* How long the hostile job took, as cordon run timed it. */
+		if (j != NULL &&
+		    json_is_object(json_object_get(d->result, "ms")))
+			json_object_set(j, "job_ms",
+			    json_object_get(json_object_get(d->result, "ms"),
+				"total"));
 		char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
 		if (text != NULL)
 			printf("%s\n", text);

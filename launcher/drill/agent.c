@@ -6,6 +6,7 @@
  *
  *   DRILL <step> stopped|escaped|untested|done <evidence> <detail>
  *   TOKEN found|minted|copied <where> <crd_ token>
+ *   WROTE <step> <path under /work>   (for cordon drill to find in the seal)
  *
  * Lines are flushed as they are written: the sandbox may kill the agent at
  * any moment, and the last step asks it to. Every wait has a deadline and

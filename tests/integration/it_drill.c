@@ -6,11 +6,13 @@
  * row that escaped and exits 1: the drill can fail.
  */
 #include "harness.h"
+#include "token.h"
 #include "upstream.h"
 #include "util.h"
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -221,10 +223,7 @@ drill(const char *manifest, bool json, char *out, size_t outlen)
 	fflush(NULL);
 	if ((pid = fork()) == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		/* Ignored, not as a shell has it, until cordon run survives
-		 * its own writes to a closed relay connection (issue 15.4):
-		 * the drill's floods kill it with SIGPIPE today. */
-		signal(SIGPIPE, SIG_IGN);
+		signal(SIGPIPE, SIG_DFL); /* as a shell runs it */
 		if (dup2(po[1], STDOUT_FILENO) < 0 ||
 		    dup2(pe[1], STDERR_FILENO) < 0 ||
 		    chdir(harness_tmpdir()) < 0)
@@ -288,57 +287,51 @@ assert_row(const json_t *report, const char *attempt, const char *result,
 	    where_has);
 }
 
-/*
- * Rows that escape on today's tree because the fix they test has not
- * landed yet; the drill is right to say ESCAPED there. Emptied as the
- * fixes land:
- * - deep_nesting: 200 nested directories fail the seal (ELOOP, exit 4),
- *   and then no hatch row can be judged (issue 16.7);
- * - hidden_unicode: the envelope keeps bidi, zero-width and tag
- *   characters (16.8);
- * - inode_flood: /work's tmpfs has no nr_inodes cap (15.5);
- * - exfil_canary: half a canary at the end of a body's first write is
- *   forwarded (16.2).
- */
-static const char *const pending[] = { "deep_nesting", "hidden_unicode",
-	"inode_flood", "exfil_canary" };
-
-static bool
-is_pending(const char *attempt)
+/* Every whole crd_ token the upstream (early) saw is one token, the
+ * job's own: as the bearer of a request for invoices.internal, its
+ * audience. Call with early.mu held. */
+static void
+assert_upstream_saw_only_own_bearer(void)
 {
-	for (size_t i = 0; i < sizeof(pending) / sizeof(pending[0]); i++)
-		if (strcmp(pending[i], attempt) == 0)
-			return true;
-	return false;
-}
+	static const char bearer[] = "Authorization: Bearer ";
+	const char *seen = early.seen, *end = early.seen + early.len, *p;
+	char own[64] = "";
 
-/* How many pending rows escaped. */
-static int
-pending_escapes(const json_t *report)
-{
-	const json_t *v;
-	size_t i;
-	int n = 0;
+	for (p = seen; (p = memmem(p, (size_t)(end - p), "crd_", 4)) != NULL;
+	     p += 4) {
+		const char *line = p, *host = NULL;
+		size_t k = 4;
 
-	json_array_foreach(json_object_get(report, "attempts"), i, v)
-	{
-		n += is_pending(
-			 json_string_value(json_object_get(v, "attempt"))) &&
-		    strcmp(json_string_value(json_object_get(v, "result")),
-			"ESCAPED") == 0;
+		while (p + k < end && k < TOKEN_LEN &&
+		    isalnum((unsigned char)p[k]))
+			k++;
+		if (k < TOKEN_LEN)
+			continue; /* not a whole token */
+		while (line > seen && line[-1] != '\n')
+			line--;
+		/* The Host of the request the line is in: the last before. */
+		for (const char *h = seen;
+		     (h = memmem(h, (size_t)(line - h), "\nHost: ", 7)) != NULL;
+		     h += 7)
+			host = h;
+		ck_assert_msg(line + sizeof(bearer) - 1 == p &&
+			memcmp(line, bearer, sizeof(bearer) - 1) == 0 &&
+			host != NULL &&
+			strncmp(host + 7, "invoices.internal", 17) == 0,
+		    "a token reached the upstream outside the job's own "
+		    "bearer: %.200s",
+		    line);
+		ck_assert_msg(own[0] == '\0' || memcmp(own, p, TOKEN_LEN) == 0,
+		    "two tokens reached the upstream: %.42s and %.42s", own, p);
+		memcpy(own, p, TOKEN_LEN);
 	}
-	return n;
 }
 
-/* No row but a pending one says ESCAPED; none is untested but the CPU
- * burn (a loaded host may never let the job reach its limit) and, while
- * the deep tree fails the seal, the rows the seal judges. */
+/* No row says ESCAPED; none is untested but the CPU burn (a loaded host
+ * may never let the job reach its limit). */
 static void
 assert_none_escaped(const json_t *report)
 {
-	static const char *const sealed[] = { "write_workflow",
-		"write_git_hook", "ci_files", "symlink_etc", "symlink_up",
-		"setuid_file", "fifo", "sparse_file" };
 	const json_t *v;
 	size_t i;
 
@@ -347,16 +340,11 @@ assert_none_escaped(const json_t *report)
 		const char *a =
 		    json_string_value(json_object_get(v, "attempt"));
 		const char *r = json_string_value(json_object_get(v, "result"));
-		bool seal_row = false;
 
-		for (size_t k = 0; k < sizeof(sealed) / sizeof(sealed[0]); k++)
-			seal_row = seal_row || strcmp(sealed[k], a) == 0;
-		ck_assert_msg(strcmp(r, "ESCAPED") != 0 || is_pending(a),
-		    "%s: ESCAPED, %s", a,
+		ck_assert_msg(strcmp(r, "ESCAPED") != 0, "%s: ESCAPED, %s", a,
 		    json_string_value(json_object_get(v, "where")));
 		ck_assert_msg(strcmp(r, "untested") != 0 ||
-			strcmp(a, "cpu_burn") == 0 ||
-			(seal_row && is_pending("deep_nesting")),
+			strcmp(a, "cpu_burn") == 0,
 		    "%s: untested, %s", a,
 		    json_string_value(json_object_get(v, "where")));
 	}
@@ -385,8 +373,7 @@ assert_rows_are_the_docs(const json_t *report)
 }
 
 /* Every attempt of the drill against the example manifest ends where it
- * should, and the drill says so with exit 0 (1 while a pending row still
- * escapes). */
+ * should, and the drill says so with exit 0. */
 START_TEST(the_drill_stops_every_attempt)
 {
 	static char out[1 << 20];
@@ -404,8 +391,7 @@ START_TEST(the_drill_stops_every_attempt)
 		fprintf(stderr, "DRILLDUMP %s\n", out);
 	assert_rows_are_the_docs(j);
 	assert_none_escaped(j);
-	ck_assert_msg(status == (pending_escapes(j) > 0 ? 1 : 0),
-	    "status %d: %.3000s", status, out);
+	ck_assert_msg(status == 0, "status %d: %.3000s", status, out);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
 	    "tripwire");
 	/* Identity: nothing to take but the canaries. */
@@ -428,21 +414,20 @@ START_TEST(the_drill_stops_every_attempt)
 	assert_row(j, "proxy_sni_mismatch", "stopped", "private_addr");
 	assert_row(j, "socket_families", "stopped", "seccomp");
 	assert_row(j, "proxy_path_params", "stopped", "proxy: refused, path");
-	assert_row(j, "relay_flood", "stopped", "relay refused");
-	if (!is_pending("exfil_canary")) {
-		assert_row(j, "exfil_canary", "stopped", "tripwire");
-		/* The invoices API answers a head at once; no canary, nor the
-		 * token of another audience, ever reached it. */
-		pthread_mutex_lock(&early.mu);
-		ck_assert_msg(early.len > 0,
-		    "the canary's requests never came");
-		ck_assert_ptr_null(memmem(early.seen, early.len, "crd_", 4));
-		pthread_mutex_unlock(&early.mu);
-	}
+	assert_row(j, "relay_flood", "stopped", "the relay's cap");
+	assert_row(j, "exfil_canary", "stopped", "tripwire");
+	/* The invoices API answers a head at once; no canary, nor the token
+	 * of another audience, ever reached it: only the job's own, as the
+	 * bearer of a request to invoices.internal. */
+	pthread_mutex_lock(&early.mu);
+	ck_assert_msg(early.len > 0, "the canary's requests never came");
+	assert_upstream_saw_only_own_bearer();
+	pthread_mutex_unlock(&early.mu);
 	/* The return path: each write is flagged by the hatch or refused
-	 * by the sandbox (once the deep tree no longer fails the seal). */
-	if (is_pending("deep_nesting"))
-		goto escape;
+	 * by the sandbox; a tree of 200 directories still seals; nothing
+	 * hidden reaches the output. */
+	assert_row(j, "deep_nesting", "stopped", "the workspace closed");
+	assert_row(j, "hidden_unicode", "stopped", "none of the 8");
 	assert_row(j, "ci_files", "stopped", "20 of 20 flagged");
 	assert_row(j, "write_workflow", "stopped", "protected_path");
 	assert_row(j, "write_git_hook", "stopped", "protected_path");
@@ -452,13 +437,13 @@ START_TEST(the_drill_stops_every_attempt)
 	assert_row(j, "fifo", "stopped", "fifo");
 	assert_row(j, "sparse_file", "stopped", "file_too_large");
 	assert_row(j, "big_file", "stopped", "ENOSPC");
-escape:
 	/* Escape: the filter, the limits. */
 	for (size_t i = 0; i < sizeof(seccomp) / sizeof(seccomp[0]); i++)
 		assert_row(j, seccomp[i], "stopped", "seccomp");
 	assert_row(j, "fork_bomb", "stopped", "pids limit");
 	assert_row(j, "memory_hog", "stopped", "memory limit");
 	assert_row(j, "memory_spread", "stopped", "memory limit");
+	assert_row(j, "inode_flood", "stopped", "ENOSPC");
 	assert_row(j, "inherited_fds", "stopped", "only 0, 1 and 2");
 	assert_row(j, "signals", "stopped", "stayed stopped");
 	assert_row(j, "proc_masks", "stopped", "empty or refused");
