@@ -153,6 +153,14 @@ int launcher_logs(int argc, char **argv);
 int launcher_patch(int argc, char **argv);
 int launcher_revoke(int argc, char **argv);
 
+/*
+ * Copies a chunk of the job's output (stderr when is_err), cleaned, as one
+ * JSON line to the pipe CORDON_OUTPUT_FD names, when cordon serve gave one;
+ * otherwise does nothing. Never blocks: a reader that is gone, or a full
+ * pipe, turns the copy off.
+ */
+void launcher_output_tee(bool is_err, const void *data, size_t len);
+
 /* The whole --help of command cmd ("run", "stop", ...) on f: 0, or -ENOENT
  * for a command without one here. */
 int launcher_help(const char *cmd, FILE *f);

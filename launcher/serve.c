@@ -8,7 +8,9 @@
  * serves a finished job's patch and report, turns every line its children
  * write on stderr into a JSON log line (and keeps the reason a job could
  * not run), replays a POST that carries an Idempotency-Key it has seen,
- * and tells a job's callback URL, in a signed POST, that the job ended.
+ * tells a job's callback URL, in a signed POST, that the job ended, and
+ * lets a client follow a running job's output (long-polled pages of what
+ * the job wrote, cleaned, then the envelope).
  */
 #include "launcher.h"
 
@@ -59,6 +61,14 @@
 #define PATCH_MAX HTTPC_MAX_ANSWER
 #define LIST_DEFAULT 100
 #define LIST_MAX 1000
+/* The live copy of a job's output: cordon run writes it on this
+ * descriptor (launcher_output_tee), serve keeps this much of it. */
+#define LIVE_FD 4
+#define LIVE_MAX (2 * 1024 * 1024)
+#define LIVE_LINE_MAX (256 * 1024)
+#define LIVE_PIPE (1024 * 1024)
+#define FOLLOW_WAIT_DEFAULT 25
+#define FOLLOW_WAIT_MAX 30
 
 struct sjob {
 	struct sjob *next;
@@ -67,6 +77,11 @@ struct sjob {
 	pid_t pid; /* 0 once reaped */
 	int result_fd; /* the child's stdout: its JSON result */
 	int err_fd; /* the child's stderr: its lines become log lines */
+	int live_fd; /* the live copy of the job's output, JSON lines */
+	struct buf live_line; /* a live line not yet whole */
+	json_t *chunks; /* [{stream, text}] as they came */
+	size_t live_bytes;
+	bool live_truncated;
 	struct buf result;
 	json_t *res; /* the result, parsed once the child ended */
 	char line[1024]; /* a stderr line not yet whole */
@@ -79,6 +94,15 @@ struct sjob {
 	char idem[IDEM_MAX + 1]; /* its Idempotency-Key, or "" */
 	char idem_sha[SHA256_HEX_LEN + 1]; /* of the body that came with it */
 	char *callback; /* told when the job ends, or NULL */
+};
+
+/* A GET of a job's output with follow=1, waiting for more. */
+struct follower {
+	struct follower *next;
+	struct http_request *req;
+	char job[64];
+	size_t offset;
+	int64_t deadline_ms;
 };
 
 /* A callback to send: the signed body and where. */
@@ -111,6 +135,8 @@ struct serve {
 	pthread_cond_t queue_cond;
 	pthread_t callback_thread;
 	bool callback_thread_started, stopping;
+	bool http_stopping; /* the server stops: no follower waits */
+	struct follower *followers;
 };
 
 static struct sjob *
@@ -131,6 +157,10 @@ sjob_free(struct sjob *j)
 		close(j->result_fd);
 	if (j->err_fd >= 0)
 		close(j->err_fd);
+	if (j->live_fd >= 0)
+		close(j->live_fd);
+	buf_free(&j->live_line);
+	json_decref(j->chunks);
 	buf_free(&j->result);
 	json_decref(j->res);
 	free(j->callback);
@@ -196,6 +226,55 @@ drain_err(struct sjob *j, bool eof)
 	}
 }
 
+/* One live line: a chunk kept, while the kept text is under LIVE_MAX. */
+static void
+live_said(struct sjob *j, const char *line, size_t len)
+{
+	json_t *c = json_loadb(line, len, 0, NULL);
+	const char *stream = json_string_value(json_object_get(c, "stream"));
+	const char *text = json_string_value(json_object_get(c, "text"));
+
+	if (stream != NULL && text != NULL &&
+	    (strcmp(stream, "stdout") == 0 || strcmp(stream, "stderr") == 0)) {
+		size_t n = strlen(text);
+		if (j->live_truncated || j->live_bytes + n > LIVE_MAX)
+			j->live_truncated = true;
+		else {
+			j->live_bytes += n;
+			json_array_append_new(j->chunks,
+			    json_pack("{s:s, s:s}", "stream", stream, "text",
+				text));
+		}
+	}
+	json_decref(c);
+}
+
+/* Reads the live copy of the job's output, without waiting. */
+static void
+drain_live(struct sjob *j)
+{
+	char buf[16384];
+	ssize_t n;
+
+	while (j->live_fd >= 0 && (n = read(j->live_fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\n') {
+				live_said(j,
+				    j->live_line.data != NULL
+					? j->live_line.data
+					: "",
+				    j->live_line.len);
+				buf_reset(&j->live_line);
+			} else if (buf_append(&j->live_line, buf + i, 1) < 0) {
+				/* A line past the cap: the copy ends. */
+				j->live_truncated = true;
+				close(j->live_fd);
+				j->live_fd = -1;
+				return;
+			}
+		}
+}
+
 /* Reads what a child wrote of its result, without waiting. */
 static void
 drain(struct sjob *j)
@@ -207,6 +286,7 @@ drain(struct sjob *j)
 	    j->result_fd >= 0 && (n = read(j->result_fd, buf, sizeof(buf))) > 0)
 		(void)buf_append(&j->result, buf, (size_t)n);
 	drain_err(j, false);
+	drain_live(j);
 }
 
 static size_t
@@ -282,6 +362,10 @@ reap(struct serve *s, struct sjob *j)
 	if (j->err_fd >= 0)
 		close(j->err_fd);
 	j->err_fd = -1;
+	if (j->live_fd >= 0)
+		close(j->live_fd);
+	j->live_fd = -1;
+	buf_free(&j->live_line);
 	j->status = st;
 	j->pid = 0;
 	j->done = true;
@@ -313,10 +397,10 @@ reap(struct serve *s, struct sjob *j)
 }
 
 /* cordon with argv, as a child: stdin from /dev/null, stdout to out (or
- * /dev/null when -1), fd 3 to fd3 (when not -1), stderr to err (serve's
- * when -1), signals unblocked. The child's pid, or -1. */
+ * /dev/null when -1), fd 3 to fd3 and fd 4 to fd4 (when not -1), stderr to
+ * err (serve's when -1), signals unblocked. The child's pid, or -1. */
 static pid_t
-fork_cordon(struct launcher *l, char **argv, int out, int fd3, int err)
+fork_cordon(struct launcher *l, char **argv, int out, int fd3, int fd4, int err)
 {
 	pid_t pid = fork();
 
@@ -326,11 +410,12 @@ fork_cordon(struct launcher *l, char **argv, int out, int fd3, int err)
 		sigset_t none;
 		if (dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
 		    (fd3 >= 0 && dup2(fd3, 3) < 0) ||
+		    (fd4 >= 0 && dup2(fd4, LIVE_FD) < 0) ||
 		    (err >= 0 && dup2(err, 2) < 0))
 			_exit(125);
 		/* Nothing else of serve's, nor what serve's parent left
 		 * open without O_CLOEXEC. */
-		closefrom(fd3 >= 0 ? 4 : 3);
+		closefrom(fd4 >= 0 ? LIVE_FD + 1 : fd3 >= 0 ? 4 : 3);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		execv(l->cordon, argv);
@@ -363,11 +448,45 @@ recover_tick(struct launcher *l, time_t now)
 	l->recover_at = now + RECOVER_EVERY;
 	if (l->config_path == NULL)
 		argv[3] = NULL;
-	l->recover_pid = fork_cordon(l, argv, -1, -1, -1);
+	l->recover_pid = fork_cordon(l, argv, -1, -1, -1, -1);
 	if (l->recover_pid < 0) {
 		l->recover_pid = 0;
 		log_warn("recover_failed", "{s:s}", "error", strerror(errno));
 	}
+}
+
+/* Resumes the followers with something to be told: more output, the
+ * job's end, their wait over (all when stopping or all is true). l->mu
+ * held. */
+static void
+wake_followers(struct serve *s, bool all)
+{
+	int64_t now = monotonic_ms();
+
+	for (struct follower **p = &s->followers, *f; (f = *p) != NULL;) {
+		struct sjob *j = find(&s->l, f->job);
+		if (all || s->http_stopping || j == NULL || j->done ||
+		    json_array_size(j->chunks) > f->offset ||
+		    now >= f->deadline_ms) {
+			*p = f->next;
+			http_request_resume(f->req);
+			free(f);
+			continue;
+		}
+		p = &f->next;
+	}
+}
+
+/* The http server stops: every follower is answered now. */
+static void
+serve_stopping(void *ctx)
+{
+	struct serve *s = ctx;
+
+	pthread_mutex_lock(&s->l.mu);
+	s->http_stopping = true;
+	wake_followers(s, true);
+	pthread_mutex_unlock(&s->l.mu);
 }
 
 /* Every 100 ms: results read, children reaped, `cordon recover` run when
@@ -393,6 +512,7 @@ tick(void *ctx)
 		p = &j->next;
 	}
 	recover_tick(l, now);
+	wake_followers(s, false);
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -538,7 +658,7 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 	char *argv[16 + 2 * MAX_INPUTS + MAX_COMMAND], *owned[MAX_INPUTS];
 	char buf[128];
 	size_t n = 0, nowned = 0, i;
-	int out[2], idp[2], errp[2];
+	int out[2], idp[2], errp[2], live[2];
 	json_t *v;
 
 	argv[n++] = "cordon";
@@ -587,23 +707,40 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 		close(idp[1]);
 		return -errno;
 	}
-	j->pid = fork_cordon(l, argv, out[1], idp[1], errp[1]);
+	if (pipe2(live, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		close(out[0]);
+		close(out[1]);
+		close(idp[0]);
+		close(idp[1]);
+		close(errp[0]);
+		close(errp[1]);
+		return -errno;
+	}
+	/* Room for a burst of output between two ticks; a copy that finds
+	 * the pipe full stops (tee.c). */
+	(void)fcntl(live[0], F_SETPIPE_SZ, LIVE_PIPE);
+	j->pid = fork_cordon(l, argv, out[1], idp[1], live[1], errp[1]);
 	for (i = 0; i < nowned; i++)
 		free(owned[i]);
 	close(out[1]);
 	close(idp[1]);
 	close(errp[1]);
+	close(live[1]);
 	if (j->pid < 0) {
 		close(out[0]);
 		close(idp[0]);
 		close(errp[0]);
+		close(live[0]);
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		return -EIO;
 	}
 	j->result_fd = out[0];
 	j->err_fd = errp[0];
+	j->live_fd = live[0];
 	(void)fcntl(out[0], F_SETFL, O_NONBLOCK);
 	(void)fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	(void)fcntl(live[0], F_SETFL, O_NONBLOCK);
 	/* The job's id comes once the broker made it; a refusal closes the
 	 * pipe without one and the child's result says why. */
 	struct pollfd p = { .fd = idp[0], .events = POLLIN };
@@ -797,7 +934,9 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 		goto out;
 	}
 	buf_init(&j->result, RESULT_MAX);
-	j->result_fd = j->err_fd = -1;
+	buf_init(&j->live_line, LIVE_LINE_MAX);
+	j->result_fd = j->err_fd = j->live_fd = -1;
+	j->chunks = json_array();
 	j->started = time(NULL);
 	j->started_ms = monotonic_ms();
 	snprintf(j->manifest, sizeof(j->manifest), "%s",
@@ -988,13 +1127,90 @@ find_done(struct serve *s, struct http_request *req, struct http_response *res,
 	return j;
 }
 
+/* GET /v1/jobs/{job}/output?follow=1&offset=N&wait=S: the chunks of
+ * output from the N-th on, at once when there are some, else once there
+ * are, or the job ended, or S seconds passed; with the envelope once the
+ * job ended. l->mu held; false when the request was deferred. */
+static bool
+follow_answer(struct serve *s, struct http_request *req,
+    struct http_response *res, struct sjob *j)
+{
+	const char *off_s = http_request_query(req, "offset");
+	const char *wait_s = http_request_query(req, "wait");
+	long long offset = 0, wait = FOLLOW_WAIT_DEFAULT;
+	json_t *chunks, *problems = json_array();
+	char *end;
+
+	if (off_s != NULL) {
+		errno = 0;
+		offset = strtoll(off_s, &end, 10);
+		if (errno != 0 || end == off_s || *end != '\0' || offset < 0)
+			problems_add(problems, "offset",
+			    "a chunk's index, from 0");
+	}
+	if (wait_s != NULL) {
+		errno = 0;
+		wait = strtoll(wait_s, &end, 10);
+		if (errno != 0 || end == wait_s || *end != '\0' || wait < 0 ||
+		    wait > FOLLOW_WAIT_MAX)
+			problems_add(problems, "wait", "0 to 30 seconds");
+	}
+	if (json_array_size(problems) > 0) {
+		http_reply_problems(res, "invalid_query",
+		    "the output cannot be followed as asked", problems);
+		return true;
+	}
+	json_decref(problems);
+	size_t n = json_array_size(j->chunks);
+	/* Nothing new yet, and this is the first call: wait for it. */
+	if (http_request_state(req) == NULL && !j->done &&
+	    (size_t)offset >= n && wait > 0 && !s->http_stopping) {
+		struct follower *f = calloc(1, sizeof(*f));
+		int *mark = malloc(sizeof(*mark));
+		if (f != NULL && mark != NULL) {
+			http_request_set_state(req, mark, free);
+			http_request_defer(req);
+			f->req = req;
+			memcpy(f->job, j->id, sizeof(f->job));
+			f->offset = (size_t)offset;
+			f->deadline_ms = monotonic_ms() + wait * 1000;
+			f->next = s->followers;
+			s->followers = f;
+			return false;
+		}
+		free(f);
+		free(mark);
+	}
+	chunks = json_array();
+	for (size_t i = (size_t)offset; i < n; i++)
+		json_array_append(chunks, json_array_get(j->chunks, i));
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:s, s:I, s:I, s:o, s:b, s:O?}", "job", j->id,
+		"state", j->done ? "done" : "running", "offset",
+		(json_int_t)offset, "next",
+		(json_int_t)((size_t)offset > n ? (size_t)offset : n), "chunks",
+		chunks, "truncated", j->live_truncated, "envelope",
+		j->done ? result_get(j, "output") : NULL));
+	return true;
+}
+
 static void
 job_output(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct serve *s = ctx;
+	const char *follow = http_request_query(req, "follow");
 	struct sjob *j;
 
 	pthread_mutex_lock(&s->l.mu);
+	if (follow != NULL && strcmp(follow, "1") == 0) {
+		j = find_or_404(&s->l, req, res);
+		if (j != NULL) {
+			reap(s, j);
+			(void)follow_answer(s, req, res, j);
+		}
+		pthread_mutex_unlock(&s->l.mu);
+		return;
+	}
 	j = find_done(s, req, res, "output");
 	if (j != NULL) {
 		json_t *out = result_get(j, "output");
@@ -1185,6 +1401,10 @@ launcher_serve(int argc, char **argv)
 	int fd = -1, r;
 
 	s.queue_tail = &s.queue;
+	/* Each cordon run copies the job's output on LIVE_FD (tee.c); set
+	 * before any thread starts. */
+	if (setenv("CORDON_OUTPUT_FD", "4", 1) < 0)
+		return EXIT_OSERR;
 	service_block_signals();
 	if (launcher_config_defaults(&l->cfg) < 0)
 		return EXIT_OSERR;
@@ -1193,13 +1413,6 @@ launcher_serve(int argc, char **argv)
 	if (r >= 0)
 		goto out;
 	l->config_path = args.config_path;
-	if ((r = launcher_sibling("cordon", l->cordon, sizeof(l->cordon))) <
-	    0) {
-		fprintf(stderr, "cordon serve: cannot find cordon: %s\n",
-		    strerror(-r));
-		r = EXIT_OSERR;
-		goto out;
-	}
 	r = service_configure(&args, "cordon serve", "launcher",
 	    LAUNCHER_LISTEN, launcher_options, launcher_noptions, &l->cfg,
 	    &l->cfg.common);
@@ -1211,6 +1424,13 @@ launcher_serve(int argc, char **argv)
 	}
 
 	log_init("launcher", l->cfg.common.log_level);
+	/* A log line, as every line serve writes once its log is up. */
+	if ((r = launcher_sibling("cordon", l->cordon, sizeof(l->cordon))) <
+	    0) {
+		log_error("no_cordon", "{s:s}", "error", strerror(-r));
+		r = EXIT_OSERR;
+		goto out;
+	}
 	/* Without its key serve still answers /healthz, and refuses every
 	 * job: the broker would refuse them anyway. */
 	if ((r = keyring_add_file(&l->keys, l->cfg.launcher_key_file,
@@ -1238,6 +1458,7 @@ launcher_serve(int argc, char **argv)
 		.ctx = &s,
 		.keys = &l->keys,
 		.metrics = metrics,
+		.stopping = serve_stopping,
 	};
 	r = service_serve(&http, &l->cfg.common, addr, tick, 100);
 	/* Jobs die with their launcher: each runs its stop path. */
