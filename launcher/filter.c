@@ -11,6 +11,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -64,6 +65,64 @@ filter_refused_count(void)
 	/* The list, clone with namespace flags, clone3, personality, socket
 	 * and socketpair off the allow list, ioctl TIOCSTI and TIOCLINUX. */
 	return (unsigned)(sizeof(refused) / sizeof(refused[0])) + 6;
+}
+
+/* The inet protocols a job may ask socket(2) for: the default, ICMP (ping
+ * sockets, which the kernel still refuses to the job's gid), TCP, UDP,
+ * ICMPv6, UDP-Lite, raw (for SOCK_RAW, refused for want of CAP_NET_RAW)
+ * and MPTCP. Others (SCTP, DCCP, L2TP, SMC through AF_INET) are modules
+ * the kernel loads on demand. Sorted. */
+static const unsigned long inet_protocols[] = { 0, 1, 6, 17, 58, 136, 255,
+	262 };
+
+static bool
+inet_allowed(unsigned long p)
+{
+	for (size_t i = 0;
+	     i < sizeof(inet_protocols) / sizeof(inet_protocols[0]); i++)
+		if (inet_protocols[i] == p)
+			return true;
+	return false;
+}
+
+/*
+ * socket(AF_INET or AF_INET6, ...) with a protocol off inet_protocols:
+ * EPROTONOSUPPORT. A filter compares one argument once a rule, so the
+ * refused numbers up to the last allowed are covered by aligned blocks
+ * (value, mask), and anything above by one comparison.
+ */
+static int
+filter_inet_protocols(scmp_filter_ctx ctx, int family)
+{
+	const unsigned long top =
+	    inet_protocols[sizeof(inet_protocols) / sizeof(inet_protocols[0]) -
+		1];
+	int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT),
+	    SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, (unsigned long)family),
+	    SCMP_A2(SCMP_CMP_GT, top));
+
+	for (unsigned long v = 0; r == 0 && v <= top;) {
+		unsigned long n = 1;
+		if (inet_allowed(v)) {
+			v++;
+			continue;
+		}
+		/* The largest aligned block from v with nothing allowed. */
+		for (bool grow = true; grow;) {
+			unsigned long m = n * 2;
+			grow = v % m == 0 && v + m - 1 <= top;
+			for (unsigned long x = v; grow && x < v + m; x++)
+				grow = !inet_allowed(x);
+			if (grow)
+				n = m;
+		}
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT),
+		    SCMP_SYS(socket), 2,
+		    SCMP_A0(SCMP_CMP_EQ, (unsigned long)family),
+		    SCMP_A2(SCMP_CMP_MASKED_EQ, ~(n - 1), v));
+		v += n;
+	}
+	return r;
 }
 
 /*
@@ -146,6 +205,10 @@ filter_build(scmp_filter_ctx *ret)
 		r = filter_sockets(ctx, SCMP_SYS(socket));
 	if (r == 0)
 		r = filter_sockets(ctx, SCMP_SYS(socketpair));
+	if (r == 0)
+		r = filter_inet_protocols(ctx, AF_INET);
+	if (r == 0)
+		r = filter_inet_protocols(ctx, AF_INET6);
 	/* Typing into a terminal (TIOCSTI) and TIOCLINUX (its selection and
 	 * console tricks), on whatever descriptor: the kernel reads the
 	 * request as 32 bits, so only those are compared. */

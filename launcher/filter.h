@@ -9,8 +9,9 @@
  * killed, so a job sees a plain error and the report can say what it
  * tried. socket(2) and socketpair(2) take an allow list of families
  * (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK with NETLINK_ROUTE alone): any
- * other family fails with EAFNOSUPPORT, another netlink protocol with
- * EPROTONOSUPPORT.
+ * other family fails with EAFNOSUPPORT (AF_INET with SOCK_PACKET too),
+ * another netlink protocol with EPROTONOSUPPORT, and so does an inet
+ * protocol but 0, ICMP, TCP, UDP, ICMPv6, UDP-Lite, raw and MPTCP.
  */
 #ifndef CORDON_LAUNCHER_FILTER_H
 #define CORDON_LAUNCHER_FILTER_H

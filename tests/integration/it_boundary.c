@@ -378,6 +378,8 @@ START_TEST(the_callers_descriptors_session_and_group_stay_outside)
 	all_say(text, "netlink_XFRM", "EPROTONOSUPPORT");
 	all_say(text, "netlink_CONNECTOR", "EPROTONOSUPPORT");
 	all_say(text, "netlink_ROUTE", "ok");
+	all_say(text, "inetproto_", "EPROTONOSUPPORT");
+	all_say(text, "inet_mptcp", "ok");
 	all_say(text, "raw_inet", "EPERM|EACCES");
 	all_say(text, "ping_inet", "EPERM|EACCES");
 	all_say(text, "unix_abstract_host", "ECONNREFUSED");

@@ -145,13 +145,44 @@ START_TEST(socket_families_are_an_allow_list)
 		    (long)(SOCK_DGRAM | SOCK_CLOEXEC), refused_netlink[p]);
 	}
 	/* (AF_INET, SOCK_PACKET) is a packet socket in the kernel, whatever
-	 * the family says; with flags, or upper bits, the same. */
+	 * the family says; with flags, or upper bits, the same. With a
+	 * protocol off the inet list too (htons(ETH_P_ALL)), the protocol's
+	 * rule may answer first: refused either way. */
 	REFUSED(EAFNOSUPPORT, SYS_socket, (long)AF_INET, (long)SOCK_PACKET, 0L);
 	REFUSED(EAFNOSUPPORT, SYS_socket, (long)AF_INET,
-	    (long)(SOCK_PACKET | SOCK_CLOEXEC | SOCK_NONBLOCK), 0x300L);
+	    (long)(SOCK_PACKET | SOCK_CLOEXEC | SOCK_NONBLOCK), 0L);
 	REFUSED(EAFNOSUPPORT, SYS_socket, (long)AF_INET,
-	    (long)(0x100000000L | SOCK_PACKET), 0x300L);
+	    (long)(0x100000000L | SOCK_PACKET), 0L);
+	errno = 0;
+	ck_assert_int_eq(syscall(SYS_socket, (long)AF_INET, (long)SOCK_PACKET,
+			     0x300L),
+	    -1);
+	ck_assert(errno == EAFNOSUPPORT || errno == EPROTONOSUPPORT);
+	/* An inet protocol off the list (SCTP, DCCP, L2TP, SMC through
+	 * AF_INET: kernel modules loaded on demand): EPROTONOSUPPORT, where
+	 * the kernel would load the module or say ESOCKTNOSUPPORT. */
+	static const long inet_refused[][2] = { { SOCK_SEQPACKET, 132 },
+		{ SOCK_STREAM, 132 }, { 6 /* SOCK_DCCP */, 33 },
+		{ SOCK_DGRAM, 115 }, { SOCK_STREAM, 256 /* SMC */ },
+		{ SOCK_STREAM, 2 }, { SOCK_STREAM, 263 },
+		{ SOCK_STREAM, 0x100000006L } };
+	for (size_t p = 0; p < ARRAY_SIZE(inet_refused); p++) {
+		REFUSED(EPROTONOSUPPORT, SYS_socket, (long)AF_INET,
+		    inet_refused[p][0], inet_refused[p][1]);
+		REFUSED(EPROTONOSUPPORT, SYS_socket, (long)AF_INET6,
+		    inet_refused[p][0], inet_refused[p][1]);
+	}
 	/* What is allowed still works. */
+	static const long inet_allowed[][2] = { { SOCK_STREAM, 0 },
+		{ SOCK_STREAM, IPPROTO_TCP }, { SOCK_DGRAM, IPPROTO_UDP },
+		{ SOCK_STREAM, 262 /* MPTCP */ }, { SOCK_DGRAM, 136 } };
+	for (size_t p = 0; p < ARRAY_SIZE(inet_allowed); p++) {
+		fd = socket(AF_INET6, (int)inet_allowed[p][0],
+		    (int)inet_allowed[p][1]);
+		ck_assert_msg(fd >= 0, "inet6 %ld %ld: %s", inet_allowed[p][0],
+		    inet_allowed[p][1], strerror(errno));
+		close(fd);
+	}
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	close(sv[0]);
 	close(sv[1]);

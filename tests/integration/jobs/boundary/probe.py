@@ -123,7 +123,17 @@ for name, fam in families.items():
     out("socket_" + name, ",".join(sorted(seen)))
 # The kernel's old spelling of a packet socket.
 out("socket_AF_INET_SOCK_PACKET", attempt(lambda: socket.socket(
-    socket.AF_INET, 10, 0x300).close()))
+    socket.AF_INET, 10, 0).close()))
+# Inet protocols the kernel loads as modules: SCTP, DCCP, L2TP, SMC.
+for name, t, proto in (("SCTP", socket.SOCK_STREAM, 132),
+                       ("SCTP_SEQPACKET", socket.SOCK_SEQPACKET, 132),
+                       ("DCCP", 6, 33), ("L2TP", socket.SOCK_DGRAM, 115),
+                       ("SMC", socket.SOCK_STREAM, 256)):
+    for fam, fname in ((socket.AF_INET, "inet"), (socket.AF_INET6, "inet6")):
+        out("inetproto_%s_%s" % (fname, name), attempt(
+            lambda: socket.socket(fam, t, proto).close()))
+out("inet_mptcp", attempt(lambda: socket.socket(
+    socket.AF_INET, socket.SOCK_STREAM, 262).close()))
 netlink = {"KOBJECT_UEVENT": 15, "SOCK_DIAG": 4, "AUDIT": 9,
            "NETFILTER": 12, "GENERIC": 16, "XFRM": 6, "CONNECTOR": 11}
 for name, proto in netlink.items():
