@@ -12,6 +12,7 @@
 
 #include "cgroup.h"
 #include "digest.h"
+#include "envelope.h"
 #include "http_client.h"
 #include "log.h"
 #include "relay.h"
@@ -20,7 +21,6 @@
 #include "util.h"
 #include "watch.h"
 
-#include "envelope.h"
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>

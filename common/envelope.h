@@ -7,8 +7,8 @@
  * counted), invalid UTF-8 replaced, and marked untrusted. The same
  * character classes decide how the report shows a path (policy.c).
  */
-#ifndef CORDON_HATCH_ENVELOPE_H
-#define CORDON_HATCH_ENVELOPE_H
+#ifndef CORDON_COMMON_ENVELOPE_H
+#define CORDON_COMMON_ENVELOPE_H
 
 #include <jansson.h>
 #include <stdbool.h>
