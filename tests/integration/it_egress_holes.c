@@ -637,6 +637,25 @@ START_TEST(a_canary_sent_to_broker_cordon_trips)
 }
 END_TEST
 
+/* Inside terminated TLS, towards a rule without an audience: the wire
+ * trips as in plain HTTP. */
+START_TEST(a_canary_inside_terminated_tls_trips)
+{
+	char chan[300], ca[4096], path[256], *resp;
+	json_t *j = new_job(1, chan, sizeof(chan), ca, sizeof(ca));
+	unsigned before = upstream_requests(tls_up);
+
+	snprintf(path, sizeof(path), "/ok/x?session=%s", canary_of(j));
+	resp = tls_request(chan, ca, path);
+	if (resp[0] != '\0')
+		assert_denied(resp, "token");
+	free(resp);
+	ck_assert_uint_eq(upstream_requests(tls_up), before);
+	assert_tripped(job_id(j));
+	json_decref(j);
+}
+END_TEST
+
 /* The work is bounded: past a cap of distinct tokens, refused. */
 START_TEST(too_many_tokens_in_one_request_are_refused)
 {
@@ -901,6 +920,7 @@ suite(void)
 	    a_glued_own_token_to_a_host_without_audience_is_refused);
 	tcase_add_test(tc, a_canary_to_a_host_without_audience_trips);
 	tcase_add_test(tc, a_canary_sent_to_broker_cordon_trips);
+	tcase_add_test(tc, a_canary_inside_terminated_tls_trips);
 	tcase_add_test(tc, too_many_tokens_in_one_request_are_refused);
 	tcase_add_test(tc, repeated_denials_are_counted_past_a_budget);
 	tcase_add_test(tc, one_job_cannot_starve_another);
