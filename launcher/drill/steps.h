@@ -27,7 +27,7 @@ DRILL_QUIET(mint)
 DRILL_ROW(audience, "identity", "use the job's token against another audience",
     J_PROXY)
 DRILL_ROW(token_placement, "identity",
-    "the job's token in another header, the query, the body, glued", J_PROXY)
+    "the job's token in other headers, the query, a body, glued", J_PROXY)
 DRILL_ROW(mint_flood, "identity", "mint tokens in a loop", J_AGENT)
 DRILL_ROW(direct_tcp, "reachability",
     "TCP around the proxy: broker, proxy control, hatch, outside", J_NET)
@@ -90,8 +90,7 @@ DRILL_ROW(relay_flood, "reachability",
     "5,000 connections to the relay, then one request", J_RELAY)
 DRILL_QUIET(print_token)
 DRILL_ROW(exfil_canary, "reachability",
-    "planted canaries: body, headers, query, glued, split, no audience",
-    J_CANARY)
+    "canaries: body, headers, query, glued, split, no audience", J_CANARY)
 DRILL_HOST(stop_revoke, "outliving", "the stop revoked the job's tokens",
     J_REPLAY)
 DRILL_HOST(replay_broker, "outliving",
