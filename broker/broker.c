@@ -18,6 +18,7 @@ const struct config_option broker_options[] = {
 	{ "keys_dir", CONFIG_STRING, offsetof(struct broker_config, keys_dir),
 	    0, 0 },
 	{ "db", CONFIG_STRING, offsetof(struct broker_config, db), 0, 0 },
+	{ "store", CONFIG_STRING, offsetof(struct broker_config, store), 0, 0 },
 	{ "pepper", CONFIG_STRING, offsetof(struct broker_config, pepper), 0,
 	    0 },
 	{ "lease_seconds", CONFIG_INT,
@@ -69,18 +70,55 @@ default_path(char **slot, const char *state_dir, const char *name)
 	return 0;
 }
 
+/* The store's address as a log line may show it: a URI's password (in
+ * its user part or its query) is never written. */
+static void
+store_shown(const char *addr, char *out, size_t len)
+{
+	const char *scheme = strstr(addr, "://");
+	const char *at = scheme != NULL ? strchr(scheme + 3, '@') : NULL;
+	const char *slash = scheme != NULL ? strchr(scheme + 3, '/') : NULL;
+
+	if (strstr(addr, "password") != NULL)
+		snprintf(out, len, "postgresql (the address holds a password)");
+	else if (at != NULL && (slash == NULL || at < slash))
+		snprintf(out, len, "%.*s://%s", (int)(scheme - addr), addr,
+		    at + 1);
+	else
+		snprintf(out, len, "%s", addr);
+}
+
+/* A revocation some broker of the fleet committed: this one's followers
+ * hear of it as if it were made here. */
+static void
+broker_revocation_seen(void *arg, int64_t seq)
+{
+	feed_publish(arg, seq);
+}
+
 /* Opens the database, the pepper and the feed; logs what fails. */
 static int
 broker_open(struct broker *b)
 {
+	const char *addr = b->cfg.db;
+	char shown[512];
 	bool created;
 	int64_t head = 0;
 	int r;
 
-	r = store_open(b->cfg.db, &b->store);
+	if (b->cfg.store != NULL && strcmp(b->cfg.store, "sqlite") != 0) {
+		if (!store_is_postgresql(b->cfg.store)) {
+			log_error("store_failed", "{s:s}", "error",
+			    "store must be \"sqlite\" or a postgresql:// URI");
+			return -EINVAL;
+		}
+		addr = b->cfg.store;
+	}
+	store_shown(addr, shown, sizeof(shown));
+	r = store_open(addr, &b->store);
 	if (r < 0) {
-		log_error("store_failed", "{s:s, s:s}", "db", b->cfg.db,
-		    "error", strerror(-r));
+		log_error("store_failed", "{s:s, s:s}", "db", shown, "error",
+		    strerror(-r));
 		return r;
 	}
 	r = capability_pepper(b->cfg.pepper, b->pepper, &created);
@@ -98,10 +136,18 @@ broker_open(struct broker *b)
 		r = -ENOMEM;
 	if (r == 0 && (b->throttle = throttle_new()) == NULL)
 		r = -ENOMEM;
+	/* Several brokers on one database: every revocation reaches every
+	 * follower, whichever broker it follows. sqlite has no others. */
+	if (r == 0) {
+		r = store_watch_revocations(b->store, broker_revocation_seen,
+		    b->feed);
+		if (r == -EOPNOTSUPP)
+			r = 0;
+	}
 	if (r < 0)
 		log_error("feed_failed", "{s:s}", "error", strerror(-r));
 	else
-		log_info("store_opened", "{s:s, s:I}", "db", b->cfg.db,
+		log_info("store_opened", "{s:s, s:I}", "db", shown,
 		    "revocation_head", (json_int_t)head);
 	return r;
 }
@@ -116,6 +162,7 @@ broker_close(struct broker *b)
 	config_common_free(&b->cfg.common);
 	free(b->cfg.keys_dir);
 	free(b->cfg.db);
+	free(b->cfg.store);
 	free(b->cfg.pepper);
 }
 

@@ -31,6 +31,8 @@ struct broker_config {
 	struct config_common common;
 	char *keys_dir; /* default <state_dir>/keys */
 	char *db; /* default <state_dir>/broker.db */
+	/* "sqlite" (the default: db) or a postgresql:// URI (a fleet) */
+	char *store;
 	char *pepper; /* default <state_dir>/pepper */
 	long long lease_seconds; /* a job's lease between heartbeats */
 };

@@ -9,6 +9,7 @@
 #include "store.h"
 
 #include "log.h"
+#include "store_pg.h"
 #include "util.h"
 
 #include <errno.h>
@@ -166,6 +167,7 @@ struct op {
 };
 
 struct store {
+	struct store_pg *pg; /* not NULL: PostgreSQL, and nothing below */
 	char *path;
 	struct conn w; /* the writer thread's */
 	pthread_t writer;
@@ -664,6 +666,15 @@ store_open(const char *path, struct store **ret)
 
 	if (s == NULL)
 		return -ENOMEM;
+	if (store_pg_is_url(path)) {
+		r = store_pg_open(path, &s->pg);
+		if (r < 0) {
+			free(s);
+			return r;
+		}
+		*ret = s;
+		return 0;
+	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->pool_mu, NULL);
 	pthread_cond_init(&s->work, NULL);
@@ -694,6 +705,11 @@ store_close(struct store *s)
 {
 	if (s == NULL)
 		return;
+	if (s->pg != NULL) {
+		store_pg_close(s->pg);
+		free(s);
+		return;
+	}
 	if (s->writer_started) {
 		pthread_mutex_lock(&s->mu);
 		s->closing = true;
@@ -775,6 +791,9 @@ store_manifest_put(struct store *s, const char *name, const char *text,
     const char *sha256, const char *actor, int64_t *ret_version,
     json_t **ret_prev, bool *ret_new)
 {
+	if (s->pg != NULL)
+		return store_pg_manifest_put(s->pg, name, text, sha256, actor,
+		    ret_version, ret_prev, ret_new);
 	struct manifest_put a = { name, text, sha256, actor, 0, NULL, false };
 	int r = store_write(s, op_manifest_put, &a);
 
@@ -792,6 +811,8 @@ int
 store_manifest_get(struct store *s, const char *name, int64_t version,
     struct manifest_version *ret)
 {
+	if (s->pg != NULL)
+		return store_pg_manifest_get(s->pg, name, version, ret);
 	struct conn *c;
 	sqlite3_stmt *st =
 	    reader_stmt(s, version > 0 ? ST_MANIFEST_VER : ST_MANIFEST_CUR, &c);
@@ -904,6 +925,8 @@ int
 store_job_create(struct store *s, const struct job *j,
     const struct token_row *tokens, size_t ntokens, const char *actor)
 {
+	if (s->pg != NULL)
+		return store_pg_job_create(s->pg, j, tokens, ntokens, actor);
 	struct job_create a = { j, tokens, ntokens, actor };
 
 	return store_write(s, op_job_create, &a);
@@ -947,6 +970,8 @@ int
 store_job_get(struct store *s, const char *id, struct job *ret,
     json_t **ret_tokens)
 {
+	if (s->pg != NULL)
+		return store_pg_job_get(s->pg, id, ret, ret_tokens);
 	struct conn *c = reader_get(s);
 	sqlite3_stmt *st;
 	int r;
@@ -1011,6 +1036,8 @@ int
 store_job_heartbeat(struct store *s, const char *id, int64_t lease_seconds,
     struct job *ret)
 {
+	if (s->pg != NULL)
+		return store_pg_job_heartbeat(s->pg, id, lease_seconds, ret);
 	struct job_lease a = { id, lease_seconds, ret };
 
 	return store_write(s, op_job_heartbeat, &a);
@@ -1084,6 +1111,8 @@ int
 store_job_revoke(struct store *s, const char *id, const char *reason,
     const char *actor, struct revoke_result *ret)
 {
+	if (s->pg != NULL)
+		return store_pg_job_revoke(s->pg, id, reason, actor, ret);
 	struct job_revoke a = { id, reason, actor, ret };
 
 	memset(ret, 0, sizeof(*ret));
@@ -1101,6 +1130,8 @@ lapsed_row(sqlite3_stmt *st)
 int
 store_jobs_lapsed(struct store *s, int64_t now, size_t max, json_t **ret_ids)
 {
+	if (s->pg != NULL)
+		return store_pg_jobs_lapsed(s->pg, now, max, ret_ids);
 	struct conn *c;
 	sqlite3_stmt *st = reader_stmt(s, ST_JOB_LAPSED, &c);
 
@@ -1142,6 +1173,9 @@ store_token_insert_async(struct store *s, const struct token_row *t,
     int64_t max_tokens, const char *actor, store_done_fn on_done,
     void *done_arg)
 {
+	if (s->pg != NULL)
+		return store_pg_token_insert_async(s->pg, t, max_tokens, actor,
+		    on_done, done_arg);
 	struct token_insert *a = malloc(sizeof(*a));
 	int r;
 
@@ -1160,6 +1194,8 @@ int
 store_token_lookup(struct store *s, const unsigned char hash[STORE_HASH_LEN],
     struct token_row *ret, char ret_job_state[16])
 {
+	if (s->pg != NULL)
+		return store_pg_token_lookup(s->pg, hash, ret, ret_job_state);
 	struct conn *c;
 	sqlite3_stmt *st = reader_stmt(s, ST_TOKEN_LOOKUP, &c);
 	int rc, r = 0;
@@ -1226,6 +1262,8 @@ int
 store_token_revoke(struct store *s, const unsigned char hash[STORE_HASH_LEN],
     const char *actor, bool *ret_found)
 {
+	if (s->pg != NULL)
+		return store_pg_token_revoke(s->pg, hash, actor, ret_found);
 	struct token_revoke a = { hash, actor, false };
 	int r = store_write(s, op_token_revoke, &a);
 
@@ -1246,6 +1284,8 @@ revocation_row(sqlite3_stmt *st)
 int
 store_revocations_after(struct store *s, int64_t seq, size_t max, json_t **ret)
 {
+	if (s->pg != NULL)
+		return store_pg_revocations_after(s->pg, seq, max, ret);
 	struct conn *c;
 	sqlite3_stmt *st = reader_stmt(s, ST_REVOCATIONS_AFTER, &c);
 
@@ -1259,6 +1299,8 @@ store_revocations_after(struct store *s, int64_t seq, size_t max, json_t **ret)
 int
 store_revocation_head(struct store *s, int64_t *ret)
 {
+	if (s->pg != NULL)
+		return store_pg_revocation_head(s->pg, ret);
 	struct conn *c;
 	sqlite3_stmt *st = reader_stmt(s, ST_REVOCATION_HEAD, &c);
 	int rc;
@@ -1303,6 +1345,8 @@ audit_async_done(void *arg, int result)
 int
 store_audit_async(struct store *s, const char *event, json_t *detail)
 {
+	if (s->pg != NULL)
+		return store_pg_audit_async(s->pg, event, detail);
 	struct audit_one *a = malloc(sizeof(*a));
 	int r;
 
@@ -1340,6 +1384,8 @@ int
 store_audit_list(struct store *s, const char *job, int64_t after, size_t max,
     json_t **ret)
 {
+	if (s->pg != NULL)
+		return store_pg_audit_list(s->pg, job, after, max, ret);
 	struct conn *c;
 	sqlite3_stmt *st = reader_stmt(s,
 	    job != NULL ? ST_AUDIT_AFTER_JOB : ST_AUDIT_AFTER, &c);
@@ -1359,6 +1405,9 @@ int
 store_audit_verify(struct store *s, bool *ret_ok, int64_t *ret_first_bad,
     int64_t *ret_records)
 {
+	if (s->pg != NULL)
+		return store_pg_audit_verify(s->pg, ret_ok, ret_first_bad,
+		    ret_records);
 	struct conn *c = reader_get(s);
 	char prev[65] = GENESIS, hash[65];
 	int64_t expect = 1, head = 0;
@@ -1406,4 +1455,17 @@ store_audit_verify(struct store *s, bool *ret_ok, int64_t *ret_first_bad,
 	*ret_records = expect - 1;
 	reader_put(s, c);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sqlite_errno(rc);
+}
+
+int
+store_watch_revocations(struct store *s, store_seq_fn fn, void *arg)
+{
+	return s->pg != NULL ? store_pg_watch_revocations(s->pg, fn, arg)
+			     : -EOPNOTSUPP;
+}
+
+bool
+store_is_postgresql(const char *addr)
+{
+	return store_pg_is_url(addr);
 }

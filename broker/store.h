@@ -1,8 +1,9 @@
 /*
  * The broker's store: manifests, jobs, tokens, the revocation sequence and
  * the audit chain. This header is the whole interface the API code sees;
- * store.c implements it on sqlite3, and a second engine (PostgreSQL, for a
- * fleet of hosts sharing one broker) would implement the same functions.
+ * store.c implements it on sqlite3 (one host), and store_pg.c on
+ * PostgreSQL (a fleet: several brokers on one database), chosen by the
+ * address store_open is given.
  *
  * Every function that grants or revokes commits durably before it
  * returns (sqlite: WAL, synchronous=FULL), together with its audit
@@ -29,12 +30,17 @@
 struct store;
 
 /*
- * Opens (creating if needed) the database at path: 0 or -errno. A
+ * Opens (creating if needed) the database at path: 0 or -errno. A path
+ * that is a postgresql:// (or postgres://) URI opens PostgreSQL instead
+ * (store_pg.c: its own schema version, same rules; -ENOTCONN when the
+ * server cannot be reached). A
  * database of schema version 1 (before the mint ceiling) is migrated in
  * one transaction; one of a newer version than STORE_SCHEMA_VERSION is
  * refused with -EPROTONOSUPPORT and left as it is.
  */
 int store_open(const char *path, struct store **ret);
+/* Whether addr is a PostgreSQL URI (postgresql:// or postgres://). */
+bool store_is_postgresql(const char *addr);
 /* Finishes the writes under way and closes. NULL is fine. */
 void store_close(struct store *s);
 
@@ -163,6 +169,17 @@ int store_revocations_after(struct store *s, int64_t seq, size_t max,
     json_t **ret);
 /* The latest sequence number (0 when none). */
 int store_revocation_head(struct store *s, int64_t *ret);
+
+/* Called with a sequence number some broker committed. */
+typedef void (*store_seq_fn)(void *arg, int64_t seq);
+/*
+ * Has fn(arg, seq) called, from a thread of the store's, for every
+ * revocation any broker sharing the database commits, and with the head
+ * after each reconnection (what was missed while away). fn and arg stay
+ * valid until store_close. 0, or -EOPNOTSUPP for sqlite, whose only
+ * broker is this one.
+ */
+int store_watch_revocations(struct store *s, store_seq_fn fn, void *arg);
 
 /* --- audit -------------------------------------------------------------- */
 

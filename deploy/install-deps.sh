@@ -21,6 +21,8 @@ openssl
 libjansson-dev
 libsqlite3-dev
 sqlite3
+libpq-dev
+postgresql
 libseccomp-dev
 check
 libsubunit-dev

@@ -1,0 +1,1628 @@
+/*
+ * The broker's store on PostgreSQL, for a fleet: several brokers on one
+ * database, none keeping state of its own that a revoke depends on.
+ *
+ * Every write is a transaction that first locks the one row of
+ * audit_head (SELECT ... FOR UPDATE): the audit chain's head and the
+ * revocation sequence are serialised inside the database, so brokers
+ * appending at once still make one chain with no gap, and revocations
+ * commit in the order of their sequence numbers. Locks are always taken
+ * in one order (audit_head, then a job's row), so writers never
+ * deadlock; a serialisation failure or a deadlock report is retried.
+ * Asynchronous writes (mints, refused keys) queue for one writer thread
+ * that commits whatever has queued as one transaction, each write in a
+ * savepoint of its own (a group commit). A revoke notifies the channel
+ * cordon_revocations in its transaction; a listener thread per broker
+ * hears every broker's revocations and hands their sequence numbers to
+ * the broker's feed. Reads use a pool of connections. A connection lost
+ * is dropped and a new one made on the next call: while the database is
+ * away calls fail with -ENOTCONN (the API answers 503) and recover by
+ * themselves.
+ */
+#include "store_pg.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PG_POOL_MAX 16
+#define PG_RETRIES 8
+#define PG_PARAMS_MAX 12
+#define PG_CHANNEL "cordon_revocations"
+#define GENESIS                                                                \
+	"0000000000000000000000000000000000000000000000000000000000000000"
+
+/* The migrations, one per version: migrations[v] brings v to v + 1. */
+static const char *const migrations[STORE_PG_SCHEMA_VERSION] = {
+	"CREATE TABLE manifests ("
+	" name TEXT NOT NULL, version BIGINT NOT NULL, sha256 TEXT NOT NULL,"
+	" body TEXT NOT NULL, created BIGINT NOT NULL,"
+	" PRIMARY KEY (name, version));"
+	"CREATE TABLE jobs ("
+	" id TEXT PRIMARY KEY, manifest TEXT NOT NULL,"
+	" manifest_version BIGINT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('running', 'revoked')),"
+	" created BIGINT NOT NULL, deadline BIGINT NOT NULL,"
+	" lease_expires BIGINT NOT NULL, stop_reason TEXT NOT NULL DEFAULT '',"
+	" tokens_revoked BIGINT NOT NULL DEFAULT 0, revoked_at BIGINT,"
+	" tokens_minted BIGINT NOT NULL DEFAULT 0);"
+	"CREATE INDEX jobs_running ON jobs (state, lease_expires);"
+	"CREATE TABLE tokens ("
+	" hash BYTEA PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+	" job TEXT NOT NULL REFERENCES jobs (id), capability TEXT NOT NULL,"
+	" params TEXT NOT NULL, aud TEXT NOT NULL, iat BIGINT NOT NULL,"
+	" exp BIGINT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('active', 'revoked')));"
+	"CREATE INDEX tokens_job ON tokens (job);"
+	"CREATE TABLE revocations ("
+	" seq BIGINT PRIMARY KEY, job TEXT NOT NULL, at BIGINT NOT NULL);"
+	"CREATE INDEX revocations_job ON revocations (job);"
+	"CREATE TABLE audit ("
+	" seq BIGINT PRIMARY KEY, ts TEXT NOT NULL, event TEXT NOT NULL,"
+	" job TEXT, actor TEXT, detail TEXT NOT NULL, prev TEXT NOT NULL,"
+	" hash TEXT NOT NULL);"
+	"CREATE INDEX audit_job ON audit (job, seq);"
+	"CREATE TABLE audit_head ("
+	" id INTEGER PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL,"
+	" hash TEXT NOT NULL);"
+	"INSERT INTO audit_head VALUES (1, 0, '" GENESIS "');"
+	"CREATE FUNCTION cordon_audit_append_only() RETURNS trigger"
+	" LANGUAGE plpgsql AS $$ BEGIN"
+	" RAISE EXCEPTION 'the audit is append-only'; END $$;"
+	"CREATE TRIGGER audit_no_change BEFORE UPDATE OR DELETE ON audit"
+	" FOR EACH ROW EXECUTE FUNCTION cordon_audit_append_only();"
+	"CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit"
+	" FOR EACH STATEMENT EXECUTE FUNCTION cordon_audit_append_only();",
+};
+
+/* An asynchronous write, queued for the writer thread. */
+struct pg_op;
+struct wctx;
+typedef int (*pg_write_fn)(struct wctx *w, void *arg);
+
+struct pg_op {
+	pg_write_fn fn;
+	void *arg; /* heap memory, freed after on_done */
+	void (*arg_free)(void *arg);
+	int result;
+	store_done_fn on_done;
+	void *done_arg;
+	struct pg_op *next;
+};
+
+struct store_pg {
+	char *url;
+	pthread_mutex_t pool_mu;
+	PGconn *pool[PG_POOL_MAX];
+	size_t npool;
+
+	pthread_mutex_t mu;
+	pthread_cond_t work;
+	struct pg_op *head, *tail;
+	bool closing;
+	pthread_t writer;
+	bool writer_started;
+
+	pthread_t listener;
+	bool listener_started;
+	int wake[2]; /* the listener's stop pipe */
+	store_seq_fn on_seq;
+	void *seq_arg;
+};
+
+/* A write transaction: its connection and the audit head it locked. */
+struct wctx {
+	PGconn *c;
+	int64_t audit_seq;
+	char audit_hash[65];
+};
+
+/* --- connections -------------------------------------------------------- */
+
+bool
+store_pg_is_url(const char *addr)
+{
+	return addr != NULL &&
+	    (strncmp(addr, "postgresql://", 13) == 0 ||
+		strncmp(addr, "postgres://", 11) == 0);
+}
+
+static void
+notice_drop(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+static PGconn *
+pg_connect(const char *url)
+{
+	/* The URI's own values override the defaults before it. */
+	static const char *const keys[] = { "connect_timeout",
+		"application_name", "keepalives_idle", "keepalives_interval",
+		"keepalives_count", "dbname", NULL };
+	const char *vals[] = { "5", "cordon-broker", "10", "5", "3", url,
+		NULL };
+	PGconn *c = PQconnectdbParams(keys, vals, 1);
+
+	if (c != NULL && PQstatus(c) != CONNECTION_OK) {
+		PQfinish(c);
+		c = NULL;
+	}
+	/* A library does not write to stderr: notices go nowhere. */
+	if (c != NULL)
+		PQsetNoticeProcessor(c, notice_drop, NULL);
+	return c;
+}
+
+static PGconn *
+conn_get(struct store_pg *s)
+{
+	PGconn *c = NULL;
+
+	pthread_mutex_lock(&s->pool_mu);
+	if (s->npool > 0)
+		c = s->pool[--s->npool];
+	pthread_mutex_unlock(&s->pool_mu);
+	return c != NULL ? c : pg_connect(s->url);
+}
+
+/* Drops every pooled connection: one was lost, so all likely were. */
+static void
+pool_flush(struct store_pg *s)
+{
+	PGconn *old[PG_POOL_MAX];
+	size_t n;
+
+	pthread_mutex_lock(&s->pool_mu);
+	n = s->npool;
+	memcpy(old, s->pool, n * sizeof(old[0]));
+	s->npool = 0;
+	pthread_mutex_unlock(&s->pool_mu);
+	for (size_t i = 0; i < n; i++)
+		PQfinish(old[i]);
+}
+
+static void
+conn_put(struct store_pg *s, PGconn *c)
+{
+	if (PQstatus(c) != CONNECTION_OK ||
+	    PQtransactionStatus(c) != PQTRANS_IDLE) {
+		if (PQstatus(c) != CONNECTION_OK)
+			pool_flush(s);
+		PQfinish(c);
+		return;
+	}
+	pthread_mutex_lock(&s->pool_mu);
+	if (s->npool < PG_POOL_MAX) {
+		s->pool[s->npool++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&s->pool_mu);
+	if (c != NULL)
+		PQfinish(c);
+}
+
+/* --- statements --------------------------------------------------------- */
+
+struct params {
+	const char *v[PG_PARAMS_MAX];
+	int len[PG_PARAMS_MAX];
+	int fmt[PG_PARAMS_MAX];
+	char num[PG_PARAMS_MAX][24];
+	int n;
+};
+
+static void
+p_text(struct params *p, const char *v)
+{
+	p->v[p->n] = v;
+	p->len[p->n] = 0;
+	p->fmt[p->n] = 0;
+	p->n++;
+}
+
+static void
+p_int(struct params *p, int64_t v)
+{
+	snprintf(p->num[p->n], sizeof(p->num[0]), "%lld", (long long)v);
+	p_text(p, p->num[p->n]);
+}
+
+static void
+p_hash(struct params *p, const unsigned char *hash)
+{
+	p->v[p->n] = (const char *)hash;
+	p->len[p->n] = STORE_HASH_LEN;
+	p->fmt[p->n] = 1;
+	p->n++;
+}
+
+/* What a failed result means: -EAGAIN for a retryable conflict,
+ * -ENOTCONN for a lost connection, -EEXIST, -ENOSPC or -EIO. */
+static int
+pg_errno(PGconn *c, const PGresult *res)
+{
+	const char *state =
+	    res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	if (PQstatus(c) != CONNECTION_OK)
+		return -ENOTCONN;
+	if (state == NULL)
+		return -EIO;
+	if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0)
+		return -EAGAIN;
+	if (strcmp(state, "23505") == 0)
+		return -EEXIST;
+	if (strncmp(state, "53", 2) == 0)
+		return -ENOSPC;
+	if (strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
+	    strcmp(state, "57P03") == 0)
+		return -ENOTCONN;
+	return -EIO;
+}
+
+/* Runs sql with p (may be NULL): 0 with *ret (PQclear it, may be NULL
+ * to drop the rows), or -errno. */
+static int
+q(PGconn *c, const char *sql, const struct params *p, PGresult **ret)
+{
+	/* Without parameters, the simple protocol: a migration's several
+	 * statements go as one. */
+	PGresult *res = p == NULL
+	    ? PQexec(c, sql)
+	    : PQexecParams(c, sql, p->n, NULL, p->v, p->len, p->fmt, 0);
+	ExecStatusType st = PQresultStatus(res);
+	int r = 0;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		r = pg_errno(c, res);
+	if (r < 0 || ret == NULL)
+		PQclear(res);
+	else
+		*ret = res;
+	return r;
+}
+
+static int
+cmd(PGconn *c, const char *sql)
+{
+	return q(c, sql, NULL, NULL);
+}
+
+static int64_t
+col_int(const PGresult *res, int row, int col)
+{
+	return PQgetisnull(res, row, col)
+	    ? 0
+	    : strtoll(PQgetvalue(res, row, col), NULL, 10);
+}
+
+static void
+col_copy(char *dst, size_t len, const PGresult *res, int row, int col)
+{
+	snprintf(dst, len, "%s", PQgetvalue(res, row, col));
+}
+
+static const char *
+col_str(const PGresult *res, int row, int col)
+{
+	return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
+}
+
+/* --- transactions -------------------------------------------------------- */
+
+typedef int (*pg_read_fn)(PGconn *c, void *arg);
+
+/* Runs a read on a pooled connection; once more on a fresh one when the
+ * pooled one turned out to be lost (the database restarted). */
+static int
+pg_read(struct store_pg *s, pg_read_fn fn, void *arg)
+{
+	int r = -ENOTCONN;
+
+	for (int i = 0; i < 2 && r == -ENOTCONN; i++) {
+		PGconn *c = conn_get(s);
+
+		if (c == NULL)
+			return -ENOTCONN;
+		r = fn(c, arg);
+		conn_put(s, c);
+	}
+	return r;
+}
+
+/* Locks the audit head: every write transaction's first step. */
+static int
+audit_lock(struct wctx *w)
+{
+	PGresult *res;
+	int r = q(w->c,
+	    "SELECT seq, hash FROM audit_head WHERE id = 1 FOR "
+	    "UPDATE",
+	    NULL, &res);
+
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return -EIO;
+	}
+	w->audit_seq = col_int(res, 0, 0);
+	col_copy(w->audit_hash, sizeof(w->audit_hash), res, 0, 1);
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * Runs fns[i](w, args[i]) in one transaction after the audit head's
+ * lock, each in a savepoint (results[i] its result; a failed one is
+ * rolled back alone). Retried from the start on a conflict or a lost
+ * connection found at BEGIN. Returns the transaction's own result: when
+ * it is not 0 nothing of it is durable.
+ */
+static int
+pg_write_many(struct store_pg *s, size_t n, pg_write_fn const *fns,
+    void *const *args, int *results)
+{
+	int r = -EAGAIN;
+
+	for (int attempt = 0; attempt < PG_RETRIES && r == -EAGAIN; attempt++) {
+		struct wctx w = { .c = conn_get(s) };
+
+		if (w.c == NULL)
+			return -ENOTCONN;
+		r = cmd(w.c, "BEGIN");
+		if (r == -ENOTCONN && attempt == 0)
+			r = -EAGAIN; /* a pooled connection, lost: again */
+		if (r == 0)
+			r = audit_lock(&w);
+		for (size_t i = 0; r == 0 && i < n; i++) {
+			int64_t seq = w.audit_seq;
+			char hash[65];
+
+			memcpy(hash, w.audit_hash, sizeof(hash));
+			if (n > 1 && (r = cmd(w.c, "SAVEPOINT op")) < 0)
+				break;
+			results[i] = fns[i](&w, args[i]);
+			if (results[i] == -EAGAIN || results[i] == -ENOTCONN) {
+				r = results[i];
+				break;
+			}
+			if (n > 1 && results[i] < 0) {
+				r = cmd(w.c, "ROLLBACK TO SAVEPOINT op");
+				w.audit_seq = seq;
+				memcpy(w.audit_hash, hash, sizeof(hash));
+			} else if (n > 1)
+				r = cmd(w.c, "RELEASE SAVEPOINT op");
+			else if (results[i] < 0)
+				r = results[i];
+		}
+		if (r == 0)
+			r = cmd(w.c, "COMMIT");
+		else if (PQstatus(w.c) == CONNECTION_OK)
+			cmd(w.c, "ROLLBACK");
+		conn_put(s, w.c);
+		if (n == 1 && r < 0 && r != -EAGAIN)
+			results[0] = r;
+	}
+	return r;
+}
+
+/* One write in a transaction of its own: its result. */
+static int
+pg_write(struct store_pg *s, pg_write_fn fn, void *arg)
+{
+	int result = 0;
+	int r = pg_write_many(s, 1, &fn, &arg, &result);
+
+	return r < 0 ? r : result;
+}
+
+/* --- the audit chain ----------------------------------------------------- */
+
+/* sha256 over the record's fields, each followed by a newline, in hex:
+ * the same record hash as the sqlite store's. */
+static void
+audit_hash(const char *prev, int64_t seq, const char *ts, const char *event,
+    const char *job, const char *actor, const char *detail, char out[65])
+{
+	unsigned char md[32];
+	unsigned int n = sizeof(md);
+	char seqs[24];
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	const char *parts[] = { prev, seqs, ts, event, job ? job : "",
+		actor ? actor : "", detail };
+
+	snprintf(seqs, sizeof(seqs), "%lld", (long long)seq);
+	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
+		EVP_DigestUpdate(ctx, parts[i], strlen(parts[i]));
+		EVP_DigestUpdate(ctx, "\n", 1);
+	}
+	EVP_DigestFinal_ex(ctx, md, &n);
+	EVP_MD_CTX_free(ctx);
+	for (size_t i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+/* Appends a record in w's transaction, which holds the head's lock. */
+static int
+audit_append(struct wctx *w, const char *event, const char *job,
+    const char *actor, json_t *detail)
+{
+	char ts[40], hash[65];
+	json_t *empty = detail == NULL ? json_object() : NULL;
+	_cleanup_free_ char *text = json_dumps(detail != NULL ? detail : empty,
+	    JSON_COMPACT | JSON_SORT_KEYS);
+	int64_t seq = w->audit_seq + 1;
+	struct params p = { 0 };
+	int r;
+
+	json_decref(empty);
+	if (text == NULL)
+		return -ENOMEM;
+	log_timestamp(ts, sizeof(ts));
+	audit_hash(w->audit_hash, seq, ts, event, job, actor, text, hash);
+	p_int(&p, seq);
+	p_text(&p, ts);
+	p_text(&p, event);
+	p_text(&p, job);
+	p_text(&p, actor);
+	p_text(&p, text);
+	p_text(&p, w->audit_hash);
+	p_text(&p, hash);
+	r = q(w->c,
+	    "INSERT INTO audit (seq, ts, event, job, actor, detail, prev, "
+	    "hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+	    &p, NULL);
+	if (r < 0)
+		return r;
+	p.n = 0;
+	p_int(&p, seq);
+	p_text(&p, hash);
+	r = q(w->c, "UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1",
+	    &p, NULL);
+	if (r < 0)
+		return r;
+	w->audit_seq = seq;
+	memcpy(w->audit_hash, hash, sizeof(hash));
+	return 0;
+}
+
+/* --- the writer thread and the listener ---------------------------------- */
+
+static void *
+writer_main(void *arg)
+{
+	struct store_pg *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		struct pg_op *batch;
+		size_t n = 0;
+
+		while (s->head == NULL && !s->closing)
+			pthread_cond_wait(&s->work, &s->mu);
+		if (s->head == NULL)
+			break;
+		batch = s->head;
+		s->head = s->tail = NULL;
+		pthread_mutex_unlock(&s->mu);
+
+		for (struct pg_op *op = batch; op != NULL; op = op->next)
+			n++;
+		pg_write_fn *fns = calloc(n, sizeof(*fns));
+		void **args = calloc(n, sizeof(*args));
+		int *results = calloc(n, sizeof(*results));
+		int r = fns != NULL && args != NULL && results != NULL
+		    ? 0
+		    : -ENOMEM;
+		size_t i = 0;
+
+		for (struct pg_op *op = batch; r == 0 && op != NULL;
+		     op = op->next, i++) {
+			fns[i] = op->fn;
+			args[i] = op->arg;
+		}
+		if (r == 0)
+			r = pg_write_many(s, n, fns, args, results);
+		i = 0;
+		for (struct pg_op *op = batch, *next; op != NULL;
+		     op = next, i++) {
+			next = op->next;
+			/* Nothing of the batch is durable unless it committed. */
+			op->on_done(op->done_arg, r < 0 ? r : results[i]);
+			op->arg_free(op->arg);
+			free(op);
+		}
+		free(fns);
+		free(args);
+		free(results);
+		pthread_mutex_lock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static int
+write_async(struct store_pg *s, pg_write_fn fn, void *arg,
+    void (*arg_free)(void *), store_done_fn on_done, void *done_arg)
+{
+	struct pg_op *op = calloc(1, sizeof(*op));
+
+	if (op == NULL)
+		return -ENOMEM;
+	*op = (struct pg_op){ .fn = fn,
+		.arg = arg,
+		.arg_free = arg_free,
+		.on_done = on_done,
+		.done_arg = done_arg };
+	pthread_mutex_lock(&s->mu);
+	if (s->closing) {
+		pthread_mutex_unlock(&s->mu);
+		free(op);
+		return -ESHUTDOWN;
+	}
+	if (s->tail != NULL)
+		s->tail->next = op;
+	else
+		s->head = op;
+	s->tail = op;
+	pthread_cond_signal(&s->work);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+/* Waits up to ms for the stop pipe: true when stopping. */
+static bool
+listener_sleep(struct store_pg *s, int fd, int ms)
+{
+	struct pollfd p[2] = { { s->wake[0], POLLIN, 0 }, { fd, POLLIN, 0 } };
+
+	return poll(p, fd >= 0 ? 2 : 1, ms) > 0 && (p[0].revents != 0);
+}
+
+static void
+listener_publish_head(struct store_pg *s, PGconn *c)
+{
+	PGresult *res;
+
+	if (q(c, "SELECT coalesce(max(seq), 0) FROM revocations", NULL, &res) ==
+	    0) {
+		s->on_seq(s->seq_arg, col_int(res, 0, 0));
+		PQclear(res);
+	}
+}
+
+/* LISTENs for every broker's revocations; after each (re)connection it
+ * hands over the head too, for what was missed while away. */
+static void *
+listener_main(void *arg)
+{
+	struct store_pg *s = arg;
+
+	for (;;) {
+		PGconn *c = pg_connect(s->url);
+
+		if (c == NULL || cmd(c, "LISTEN " PG_CHANNEL) < 0) {
+			PQfinish(c);
+			if (listener_sleep(s, -1, 500))
+				return NULL;
+			continue;
+		}
+		listener_publish_head(s, c);
+		for (;;) {
+			PGnotify *n;
+
+			if (listener_sleep(s, PQsocket(c), 5000)) {
+				PQfinish(c);
+				return NULL;
+			}
+			if (PQconsumeInput(c) == 0)
+				break;
+			while ((n = PQnotifies(c)) != NULL) {
+				s->on_seq(s->seq_arg,
+				    strtoll(n->extra, NULL, 10));
+				PQfreemem(n);
+			}
+			if (PQstatus(c) != CONNECTION_OK)
+				break;
+		}
+		PQfinish(c);
+	}
+}
+
+int
+store_pg_watch_revocations(struct store_pg *s, store_seq_fn fn, void *arg)
+{
+	if (s->listener_started)
+		return -EBUSY;
+	s->on_seq = fn;
+	s->seq_arg = arg;
+	if (pthread_create(&s->listener, NULL, listener_main, s) != 0)
+		return -EAGAIN;
+	s->listener_started = true;
+	return 0;
+}
+
+/* --- open and close ------------------------------------------------------ */
+
+/* Brings the schema to STORE_PG_SCHEMA_VERSION in one transaction, under
+ * an advisory lock, so that brokers starting at once migrate once. */
+static int
+schema_upgrade(PGconn *c)
+{
+	PGresult *res;
+	int64_t v = 0;
+	int r = cmd(c, "BEGIN");
+
+	if (r == 0)
+		r = cmd(c, "SELECT pg_advisory_xact_lock(7701)");
+	if (r == 0)
+		r = cmd(c,
+		    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY "
+		    "KEY, value TEXT NOT NULL)");
+	if (r == 0 &&
+	    (r = q(c, "SELECT value FROM meta WHERE key = 'schema_version'",
+		 NULL, &res)) == 0) {
+		if (PQntuples(res) == 1)
+			v = col_int(res, 0, 0);
+		PQclear(res);
+	}
+	if (r == 0 && v > STORE_PG_SCHEMA_VERSION)
+		r = -EPROTONOSUPPORT;
+	for (; r == 0 && v < STORE_PG_SCHEMA_VERSION; v++) {
+		struct params p = { 0 };
+
+		r = cmd(c, migrations[v]);
+		p_int(&p, v + 1);
+		if (r == 0)
+			r = q(c,
+			    "INSERT INTO meta VALUES ('schema_version', $1) "
+			    "ON CONFLICT (key) DO UPDATE SET value = "
+			    "excluded.value",
+			    &p, NULL);
+	}
+	if (r == 0)
+		r = cmd(c, "COMMIT");
+	else if (PQstatus(c) == CONNECTION_OK)
+		cmd(c, "ROLLBACK");
+	return r;
+}
+
+int
+store_pg_open(const char *url, struct store_pg **ret)
+{
+	struct store_pg *s = calloc(1, sizeof(*s));
+	PGconn *c;
+	int r;
+
+	if (s == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&s->pool_mu, NULL);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->work, NULL);
+	s->wake[0] = s->wake[1] = -1;
+	s->url = strdup(url);
+	r = s->url != NULL ? 0 : -ENOMEM;
+	if (r == 0 && pipe2(s->wake, O_CLOEXEC) < 0)
+		r = -errno;
+	if (r == 0 && (c = pg_connect(url)) == NULL)
+		r = -ENOTCONN;
+	if (r == 0) {
+		r = schema_upgrade(c);
+		conn_put(s, c);
+	}
+	if (r == 0 && pthread_create(&s->writer, NULL, writer_main, s) != 0)
+		r = -EAGAIN;
+	if (r < 0) {
+		store_pg_close(s);
+		return r;
+	}
+	s->writer_started = true;
+	*ret = s;
+	return 0;
+}
+
+void
+store_pg_close(struct store_pg *s)
+{
+	if (s == NULL)
+		return;
+	if (s->writer_started) {
+		pthread_mutex_lock(&s->mu);
+		s->closing = true;
+		pthread_cond_signal(&s->work);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->writer, NULL);
+	}
+	if (s->listener_started) {
+		char c = 1;
+
+		if (write(s->wake[1], &c, 1) < 0) {
+			/* A pipe this fresh takes one byte. */
+		}
+		pthread_join(s->listener, NULL);
+	}
+	pool_flush(s);
+	if (s->wake[0] >= 0)
+		close(s->wake[0]);
+	if (s->wake[1] >= 0)
+		close(s->wake[1]);
+	pthread_mutex_destroy(&s->pool_mu);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->work);
+	free(s->url);
+	free(s);
+}
+
+/* --- manifests ----------------------------------------------------------- */
+
+struct manifest_put {
+	const char *name, *text, *sha256, *actor;
+	int64_t version;
+	json_t *prev;
+	bool added;
+};
+
+static int
+op_manifest_put(struct wctx *w, void *arg)
+{
+	struct manifest_put *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int64_t cur = 0;
+	int r;
+
+	json_decref(a->prev);
+	a->prev = NULL;
+	p_text(&p, a->name);
+	r = q(w->c,
+	    "SELECT version, sha256, body FROM manifests WHERE name = $1 "
+	    "ORDER BY version DESC LIMIT 1",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) == 1) {
+		cur = col_int(res, 0, 0);
+		if (strcmp(PQgetvalue(res, 0, 1), a->sha256) == 0) {
+			a->version = cur;
+			a->added = false;
+			PQclear(res);
+			return 0;
+		}
+		a->prev = json_loads(PQgetvalue(res, 0, 2), 0, NULL);
+	}
+	PQclear(res);
+	p.n = 0;
+	p_text(&p, a->name);
+	p_int(&p, cur + 1);
+	p_text(&p, a->sha256);
+	p_text(&p, a->text);
+	p_int(&p, (int64_t)time(NULL));
+	r = q(w->c,
+	    "INSERT INTO manifests (name, version, sha256, body, created) "
+	    "VALUES ($1, $2, $3, $4, $5)",
+	    &p, NULL);
+	if (r < 0)
+		return r;
+	a->version = cur + 1;
+	a->added = true;
+	json_t *d = json_pack("{s:s, s:I, s:s}", "manifest", a->name, "version",
+	    (json_int_t)a->version, "sha256", a->sha256);
+	r = audit_append(w, "manifest_put", NULL, a->actor, d);
+	json_decref(d);
+	return r;
+}
+
+int
+store_pg_manifest_put(struct store_pg *s, const char *name, const char *text,
+    const char *sha256, const char *actor, int64_t *ret_version,
+    json_t **ret_prev, bool *ret_new)
+{
+	struct manifest_put a = { name, text, sha256, actor, 0, NULL, false };
+	int r = pg_write(s, op_manifest_put, &a);
+
+	if (r < 0) {
+		json_decref(a.prev);
+		return r;
+	}
+	*ret_version = a.version;
+	*ret_prev = a.prev;
+	*ret_new = a.added;
+	return 0;
+}
+
+struct manifest_get {
+	const char *name;
+	int64_t version;
+	struct manifest_version *out;
+};
+
+static int
+read_manifest(PGconn *c, void *arg)
+{
+	struct manifest_get *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_text(&p, a->name);
+	if (a->version > 0)
+		p_int(&p, a->version);
+	r = q(c,
+	    a->version > 0
+		? "SELECT version, sha256, body, created FROM manifests "
+		  "WHERE name = $1 AND version = $2"
+		: "SELECT version, sha256, body, created FROM manifests "
+		  "WHERE name = $1 ORDER BY version DESC LIMIT 1",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) == 1) {
+		a->out->version = col_int(res, 0, 0);
+		col_copy(a->out->sha256, sizeof(a->out->sha256), res, 0, 1);
+		a->out->body = json_loads(PQgetvalue(res, 0, 2), 0, NULL);
+		a->out->created = col_int(res, 0, 3);
+		r = a->out->body != NULL ? 0 : -EIO;
+	} else
+		r = -ENOENT;
+	PQclear(res);
+	return r;
+}
+
+int
+store_pg_manifest_get(struct store_pg *s, const char *name, int64_t version,
+    struct manifest_version *ret)
+{
+	struct manifest_get a = { name, version, ret };
+
+	return pg_read(s, read_manifest, &a);
+}
+
+/* --- jobs ---------------------------------------------------------------- */
+
+static const char job_cols[] =
+    "id, manifest, manifest_version, state, created, deadline, "
+    "lease_expires, stop_reason, tokens_revoked, tokens_minted";
+
+/* Reads job id (locked FOR UPDATE when lock): 0, -ENOENT or -errno. */
+static int
+job_read(PGconn *c, const char *id, bool lock, struct job *j)
+{
+	char sql[300];
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	snprintf(sql, sizeof(sql), "SELECT %s FROM jobs WHERE id = $1%s",
+	    job_cols, lock ? " FOR UPDATE" : "");
+	p_text(&p, id);
+	r = q(c, sql, &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return -ENOENT;
+	}
+	col_copy(j->id, sizeof(j->id), res, 0, 0);
+	col_copy(j->manifest, sizeof(j->manifest), res, 0, 1);
+	j->manifest_version = col_int(res, 0, 2);
+	col_copy(j->state, sizeof(j->state), res, 0, 3);
+	j->created = col_int(res, 0, 4);
+	j->deadline = col_int(res, 0, 5);
+	j->lease_expires = col_int(res, 0, 6);
+	col_copy(j->stop_reason, sizeof(j->stop_reason), res, 0, 7);
+	j->tokens_revoked = col_int(res, 0, 8);
+	j->tokens_minted = col_int(res, 0, 9);
+	PQclear(res);
+	return 0;
+}
+
+static int
+insert_token(struct wctx *w, const struct token_row *t, const char *actor)
+{
+	struct params p = { 0 };
+	int r;
+
+	p_hash(&p, t->hash);
+	p_text(&p, t->id);
+	p_text(&p, t->job);
+	p_text(&p, t->capability);
+	p_text(&p, t->params);
+	p_text(&p, t->audience);
+	p_int(&p, t->iat);
+	p_int(&p, t->exp);
+	r = q(w->c,
+	    "INSERT INTO tokens (hash, id, job, capability, params, aud, iat, "
+	    "exp, state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active')",
+	    &p, NULL);
+	if (r < 0)
+		return r;
+	json_t *d =
+	    json_pack("{s:s, s:s, s:o, s:s, s:I}", "token", t->id, "capability",
+		t->capability, "params", json_loads(t->params, 0, NULL), "aud",
+		t->audience, "exp", (json_int_t)t->exp);
+	r = audit_append(w, "token_minted", t->job, actor, d);
+	json_decref(d);
+	if (r < 0 || strcmp(t->capability, CANARY_CAPABILITY) == 0)
+		return r;
+	p.n = 0;
+	p_text(&p, t->job);
+	return q(w->c,
+	    "UPDATE jobs SET tokens_minted = tokens_minted + 1 WHERE id = $1",
+	    &p, NULL);
+}
+
+struct job_create {
+	const struct job *j;
+	const struct token_row *tokens;
+	size_t ntokens;
+	const char *actor;
+};
+
+static int
+op_job_create(struct wctx *w, void *arg)
+{
+	struct job_create *a = arg;
+	const struct job *j = a->j;
+	struct params p = { 0 };
+	int r;
+
+	p_text(&p, j->id);
+	p_text(&p, j->manifest);
+	p_int(&p, j->manifest_version);
+	p_int(&p, j->created);
+	p_int(&p, j->deadline);
+	p_int(&p, j->lease_expires);
+	r = q(w->c,
+	    "INSERT INTO jobs (id, manifest, manifest_version, state, "
+	    "created, deadline, lease_expires) VALUES ($1, $2, $3, "
+	    "'running', $4, $5, $6)",
+	    &p, NULL);
+	if (r < 0)
+		return r;
+	json_t *d = json_pack("{s:s, s:I, s:I}", "manifest", j->manifest,
+	    "manifest_version", (json_int_t)j->manifest_version, "deadline",
+	    (json_int_t)j->deadline);
+	r = audit_append(w, "job_created", j->id, a->actor, d);
+	json_decref(d);
+	for (size_t i = 0; r == 0 && i < a->ntokens; i++)
+		r = insert_token(w, &a->tokens[i], a->actor);
+	return r;
+}
+
+int
+store_pg_job_create(struct store_pg *s, const struct job *j,
+    const struct token_row *tokens, size_t ntokens, const char *actor)
+{
+	struct job_create a = { j, tokens, ntokens, actor };
+
+	return pg_write(s, op_job_create, &a);
+}
+
+struct job_get {
+	const char *id;
+	struct job *out;
+	json_t *tokens; /* NULL when not asked for */
+	bool want_tokens;
+};
+
+static int
+read_job_get(PGconn *c, void *arg)
+{
+	struct job_get *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	/* One snapshot: the job and its tokens agree. */
+	r = cmd(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+	if (r == 0)
+		r = job_read(c, a->id, false, a->out);
+	if (r == 0 && a->want_tokens) {
+		p_text(&p, a->id);
+		r = q(c,
+		    "SELECT id, capability, params, aud, iat, exp, state "
+		    "FROM tokens WHERE job = $1 ORDER BY iat, id",
+		    &p, &res);
+		if (r == 0) {
+			json_decref(a->tokens);
+			a->tokens = json_array();
+			for (int i = 0; i < PQntuples(res); i++) {
+				json_t *params =
+				    json_loads(PQgetvalue(res, i, 2), 0, NULL);
+
+				json_array_append_new(a->tokens,
+				    json_pack("{s:s, s:s, s:o, s:s, s:I, s:I, "
+					      "s:s}",
+					"id", PQgetvalue(res, i, 0),
+					"capability", PQgetvalue(res, i, 1),
+					"params",
+					params != NULL ? params : json_object(),
+					"aud", PQgetvalue(res, i, 3), "iat",
+					(json_int_t)col_int(res, i, 4), "exp",
+					(json_int_t)col_int(res, i, 5), "state",
+					PQgetvalue(res, i, 6)));
+			}
+			PQclear(res);
+		}
+	}
+	if (PQstatus(c) == CONNECTION_OK)
+		cmd(c, r == 0 ? "COMMIT" : "ROLLBACK");
+	return r;
+}
+
+int
+store_pg_job_get(struct store_pg *s, const char *id, struct job *ret,
+    json_t **ret_tokens)
+{
+	struct job_get a = { id, ret, NULL, ret_tokens != NULL };
+	int r = pg_read(s, read_job_get, &a);
+
+	if (r < 0) {
+		json_decref(a.tokens);
+		return r;
+	}
+	if (ret_tokens != NULL)
+		*ret_tokens = a.tokens;
+	return 0;
+}
+
+struct job_lease {
+	const char *id;
+	int64_t lease;
+	struct job *out;
+};
+
+static int
+op_job_heartbeat(struct wctx *w, void *arg)
+{
+	struct job_lease *a = arg;
+	struct params p = { 0 };
+	int r;
+
+	p_int(&p, (int64_t)time(NULL) + a->lease);
+	p_text(&p, a->id);
+	r = q(w->c,
+	    "UPDATE jobs SET lease_expires = least($1::bigint, deadline) "
+	    "WHERE id = $2 AND state = 'running'",
+	    &p, NULL);
+	if (r == 0)
+		r = job_read(w->c, a->id, false, a->out);
+	if (r < 0)
+		return r;
+	return strcmp(a->out->state, "running") == 0 ? 0 : -ESTALE;
+}
+
+int
+store_pg_job_heartbeat(struct store_pg *s, const char *id,
+    int64_t lease_seconds, struct job *ret)
+{
+	struct job_lease a = { id, lease_seconds, ret };
+
+	return pg_write(s, op_job_heartbeat, &a);
+}
+
+struct job_revoke {
+	const char *id, *reason, *actor;
+	struct revoke_result *out;
+};
+
+static int
+op_job_revoke(struct wctx *w, void *arg)
+{
+	struct job_revoke *a = arg;
+	struct revoke_result *out = a->out;
+	struct params p = { 0 };
+	PGresult *res;
+	struct job j;
+	int r = job_read(w->c, a->id, true, &j);
+
+	if (r < 0)
+		return r;
+	memset(out, 0, sizeof(*out));
+	p_text(&p, a->id);
+	if (strcmp(j.state, "revoked") == 0) {
+		out->already = true;
+		out->tokens_revoked = j.tokens_revoked;
+		snprintf(out->reason, sizeof(out->reason), "%s", j.stop_reason);
+		r = q(w->c, "SELECT max(seq) FROM revocations WHERE job = $1",
+		    &p, &res);
+		if (r == 0) {
+			out->seq = col_int(res, 0, 0);
+			PQclear(res);
+		}
+		return r;
+	}
+	r = q(w->c,
+	    "UPDATE tokens SET state = 'revoked' WHERE job = $1 AND state = "
+	    "'active'",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	out->tokens_revoked = strtoll(PQcmdTuples(res), NULL, 10);
+	PQclear(res);
+
+	p.n = 0;
+	p_text(&p, a->reason);
+	p_int(&p, out->tokens_revoked);
+	p_int(&p, (int64_t)time(NULL));
+	p_text(&p, a->id);
+	r = q(w->c,
+	    "UPDATE jobs SET state = 'revoked', stop_reason = $1, "
+	    "tokens_revoked = $2, revoked_at = $3 WHERE id = $4",
+	    &p, NULL);
+	if (r < 0)
+		return r;
+	/* The next number, under the audit head's lock: revocations commit
+	 * in the order of their numbers, so no follower reads past a gap. */
+	r = q(w->c, "SELECT coalesce(max(seq), 0) + 1 FROM revocations", NULL,
+	    &res);
+	if (r < 0)
+		return r;
+	out->seq = col_int(res, 0, 0);
+	PQclear(res);
+	p.n = 0;
+	p_int(&p, out->seq);
+	p_text(&p, a->id);
+	p_int(&p, (int64_t)time(NULL));
+	r = q(w->c,
+	    "INSERT INTO revocations (seq, job, at) VALUES ($1, $2, $3)", &p,
+	    NULL);
+	if (r == 0) {
+		p.n = 0;
+		p_int(&p, out->seq);
+		/* Delivered to every broker's listener at the commit. */
+		r = q(w->c, "SELECT pg_notify('" PG_CHANNEL "', $1)", &p, NULL);
+	}
+	if (r < 0)
+		return r;
+	out->already = false;
+	snprintf(out->reason, sizeof(out->reason), "%s", a->reason);
+	json_t *d =
+	    json_pack("{s:s, s:I, s:I}", "reason", a->reason, "tokens_revoked",
+		(json_int_t)out->tokens_revoked, "seq", (json_int_t)out->seq);
+	r = audit_append(w, "job_revoked", a->id, a->actor, d);
+	json_decref(d);
+	return r;
+}
+
+int
+store_pg_job_revoke(struct store_pg *s, const char *id, const char *reason,
+    const char *actor, struct revoke_result *ret)
+{
+	struct job_revoke a = { id, reason, actor, ret };
+
+	memset(ret, 0, sizeof(*ret));
+	return pg_write(s, op_job_revoke, &a);
+}
+
+/* A query's rows, each made into JSON by row(), into a->out. */
+struct rows {
+	const char *sql;
+	struct params p;
+	json_t *(*row)(const PGresult *res, int i);
+	json_t *out;
+};
+
+static int
+read_rows(PGconn *c, void *arg)
+{
+	struct rows *a = arg;
+	PGresult *res;
+	int r = q(c, a->sql, &a->p, &res);
+
+	if (r < 0)
+		return r;
+	json_decref(a->out);
+	a->out = json_array();
+	for (int i = 0; i < PQntuples(res); i++)
+		json_array_append_new(a->out, a->row(res, i));
+	PQclear(res);
+	return 0;
+}
+
+static int
+rows_run(struct store_pg *s, struct rows *a, json_t **ret)
+{
+	int r = pg_read(s, read_rows, a);
+
+	if (r < 0) {
+		json_decref(a->out);
+		return r;
+	}
+	*ret = a->out;
+	return 0;
+}
+
+static json_t *
+lapsed_row(const PGresult *res, int i)
+{
+	return json_pack("{s:s, s:s}", "job", PQgetvalue(res, i, 0), "reason",
+	    PQgetvalue(res, i, 1));
+}
+
+int
+store_pg_jobs_lapsed(struct store_pg *s, int64_t now, size_t max,
+    json_t **ret_ids)
+{
+	struct rows a = { .sql = "SELECT id, CASE WHEN deadline <= $1 THEN "
+				 "'deadline' ELSE 'lease_expired' END FROM "
+				 "jobs WHERE state = 'running' AND "
+				 "(lease_expires <= $1 OR deadline <= $1) "
+				 "LIMIT $2",
+		.row = lapsed_row };
+
+	p_int(&a.p, now);
+	p_int(&a.p, (int64_t)max);
+	return rows_run(s, &a, ret_ids);
+}
+
+/* --- tokens -------------------------------------------------------------- */
+
+struct token_insert {
+	const struct token_row *t;
+	int64_t max_tokens;
+	const char *actor;
+};
+
+static int
+op_token_insert(struct wctx *w, void *arg)
+{
+	struct token_insert *a = arg;
+	struct job j;
+	int r = job_read(w->c, a->t->job, true, &j);
+
+	if (r < 0)
+		return r;
+	/* Checked in the transaction of the insert, on the locked row: a
+	 * revoke at any broker cannot slip between, nor a parallel mint. */
+	if (strcmp(j.state, "running") != 0)
+		return -ESTALE;
+	if (j.tokens_minted >= a->max_tokens)
+		return -EDQUOT;
+	return insert_token(w, a->t, a->actor);
+}
+
+int
+store_pg_token_insert_async(struct store_pg *s, const struct token_row *t,
+    int64_t max_tokens, const char *actor, store_done_fn on_done,
+    void *done_arg)
+{
+	struct token_insert *a = malloc(sizeof(*a));
+	int r;
+
+	if (a == NULL)
+		return -ENOMEM;
+	*a = (struct token_insert){ t, max_tokens, actor };
+	r = write_async(s, op_token_insert, a, free, on_done, done_arg);
+	if (r < 0)
+		free(a);
+	return r;
+}
+
+struct token_lookup {
+	const unsigned char *hash;
+	struct token_row *out;
+	char *job_state;
+};
+
+static int
+read_token(PGconn *c, void *arg)
+{
+	struct token_lookup *a = arg;
+	struct token_row *t = a->out;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_hash(&p, a->hash);
+	r = q(c,
+	    "SELECT t.id, t.job, t.capability, t.params, t.aud, t.iat, t.exp, "
+	    "t.state, j.state FROM tokens t JOIN jobs j ON j.id = t.job WHERE "
+	    "t.hash = $1",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return -ENOENT;
+	}
+	memcpy(t->hash, a->hash, STORE_HASH_LEN);
+	col_copy(t->id, sizeof(t->id), res, 0, 0);
+	col_copy(t->job, sizeof(t->job), res, 0, 1);
+	col_copy(t->capability, sizeof(t->capability), res, 0, 2);
+	free(t->params);
+	t->params = strdup(PQgetvalue(res, 0, 3));
+	col_copy(t->audience, sizeof(t->audience), res, 0, 4);
+	t->iat = col_int(res, 0, 5);
+	t->exp = col_int(res, 0, 6);
+	col_copy(t->state, sizeof(t->state), res, 0, 7);
+	col_copy(a->job_state, 16, res, 0, 8);
+	PQclear(res);
+	return t->params != NULL ? 0 : -ENOMEM;
+}
+
+int
+store_pg_token_lookup(struct store_pg *s,
+    const unsigned char hash[STORE_HASH_LEN], struct token_row *ret,
+    char ret_job_state[16])
+{
+	struct token_lookup a = { hash, ret, ret_job_state };
+
+	ret->params = NULL;
+	return pg_read(s, read_token, &a);
+}
+
+struct token_revoke {
+	const unsigned char *hash;
+	const char *actor;
+	bool found;
+};
+
+static int
+op_token_revoke(struct wctx *w, void *arg)
+{
+	struct token_revoke *a = arg;
+	struct params p = { 0 };
+	char id[40], job[40];
+	PGresult *res;
+	int r;
+
+	p_hash(&p, a->hash);
+	r = q(w->c,
+	    "UPDATE tokens SET state = 'revoked' WHERE hash = $1 AND state = "
+	    "'active' RETURNING id, job",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	a->found = PQntuples(res) == 1;
+	if (!a->found) {
+		PQclear(res);
+		return 0;
+	}
+	col_copy(id, sizeof(id), res, 0, 0);
+	col_copy(job, sizeof(job), res, 0, 1);
+	PQclear(res);
+	json_t *d = json_pack("{s:s}", "token", id);
+	r = audit_append(w, "token_revoked", job, a->actor, d);
+	json_decref(d);
+	return r;
+}
+
+int
+store_pg_token_revoke(struct store_pg *s,
+    const unsigned char hash[STORE_HASH_LEN], const char *actor,
+    bool *ret_found)
+{
+	struct token_revoke a = { hash, actor, false };
+	int r = pg_write(s, op_token_revoke, &a);
+
+	*ret_found = a.found;
+	return r;
+}
+
+/* --- revocation feed ----------------------------------------------------- */
+
+static json_t *
+revocation_row(const PGresult *res, int i)
+{
+	return json_pack("{s:I, s:s}", "seq", (json_int_t)col_int(res, i, 0),
+	    "job", PQgetvalue(res, i, 1));
+}
+
+int
+store_pg_revocations_after(struct store_pg *s, int64_t seq, size_t max,
+    json_t **ret)
+{
+	struct rows a = { .sql = "SELECT seq, job FROM revocations WHERE seq "
+				 "> $1 ORDER BY seq LIMIT $2",
+		.row = revocation_row };
+
+	p_int(&a.p, seq);
+	p_int(&a.p, (int64_t)max);
+	return rows_run(s, &a, ret);
+}
+
+static json_t *
+head_row(const PGresult *res, int i)
+{
+	return json_integer(col_int(res, i, 0));
+}
+
+int
+store_pg_revocation_head(struct store_pg *s, int64_t *ret)
+{
+	struct rows a = { .sql = "SELECT coalesce(max(seq), 0) FROM "
+				 "revocations",
+		.row = head_row };
+	json_t *list;
+	int r = rows_run(s, &a, &list);
+
+	if (r < 0)
+		return r;
+	*ret = json_integer_value(json_array_get(list, 0));
+	json_decref(list);
+	return 0;
+}
+
+/* --- audit --------------------------------------------------------------- */
+
+struct audit_one {
+	const char *event;
+	json_t *detail;
+};
+
+static int
+op_audit(struct wctx *w, void *arg)
+{
+	struct audit_one *a = arg;
+
+	return audit_append(w, a->event,
+	    json_string_value(json_object_get(a->detail, "job")),
+	    json_string_value(json_object_get(a->detail, "actor")), a->detail);
+}
+
+static void
+audit_one_free(void *arg)
+{
+	struct audit_one *a = arg;
+
+	json_decref(a->detail);
+	free(a);
+}
+
+static void
+audit_async_done(void *arg, int result)
+{
+	(void)arg;
+	/* Nobody waits for this one: a failure can only be told here. */
+	if (result < 0)
+		log_error("audit_failed", "{s:s}", "error", strerror(-result));
+}
+
+int
+store_pg_audit_async(struct store_pg *s, const char *event, json_t *detail)
+{
+	struct audit_one *a = malloc(sizeof(*a));
+	int r;
+
+	if (a == NULL) {
+		json_decref(detail);
+		return -ENOMEM;
+	}
+	*a = (struct audit_one){ event, detail };
+	r = write_async(s, op_audit, a, audit_one_free, audit_async_done, NULL);
+	if (r < 0)
+		audit_one_free(a);
+	return r;
+}
+
+static json_t *
+audit_row(const PGresult *res, int i)
+{
+	json_t *detail = json_loads(PQgetvalue(res, i, 5), 0, NULL);
+
+	return json_pack("{s:I, s:s, s:s, s:s?, s:s?, s:o, s:s, s:s}", "seq",
+	    (json_int_t)col_int(res, i, 0), "ts", PQgetvalue(res, i, 1),
+	    "event", PQgetvalue(res, i, 2), "job", col_str(res, i, 3), "actor",
+	    col_str(res, i, 4), "detail", detail != NULL ? detail : json_null(),
+	    "prev", PQgetvalue(res, i, 6), "hash", PQgetvalue(res, i, 7));
+}
+
+int
+store_pg_audit_list(struct store_pg *s, const char *job, int64_t after,
+    size_t max, json_t **ret)
+{
+	struct rows a = { .row = audit_row };
+
+	p_int(&a.p, after);
+	if (job != NULL) {
+		a.sql = "SELECT seq, ts, event, job, actor, detail, prev, hash "
+			"FROM audit WHERE seq > $1 AND job = $2 ORDER BY seq "
+			"LIMIT $3";
+		p_text(&a.p, job);
+	} else
+		a.sql = "SELECT seq, ts, event, job, actor, detail, prev, hash "
+			"FROM audit WHERE seq > $1 ORDER BY seq LIMIT $2";
+	p_int(&a.p, (int64_t)max);
+	return rows_run(s, &a, ret);
+}
+
+struct verify {
+	bool ok;
+	int64_t first_bad, records;
+};
+
+static int
+read_verify(PGconn *c, void *arg)
+{
+	struct verify *v = arg;
+	char prev[65] = GENESIS, hash[65];
+	int64_t expect = 1, head = 0;
+	PGresult *res;
+	int r;
+
+	v->ok = true;
+	v->first_bad = 0;
+	/* One snapshot: the chain and its recorded head agree. */
+	r = cmd(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+	if (r == 0 &&
+	    (r = q(c, "SELECT seq FROM audit_head WHERE id = 1", NULL, &res)) ==
+		0) {
+		head = PQntuples(res) == 1 ? col_int(res, 0, 0) : 0;
+		PQclear(res);
+	}
+	if (r == 0)
+		r = cmd(c,
+		    "DECLARE chain NO SCROLL CURSOR FOR SELECT seq, ts, "
+		    "event, job, actor, detail, prev, hash FROM audit "
+		    "ORDER BY seq");
+	while (r == 0 && v->ok) {
+		int n;
+
+		r = q(c, "FETCH 1000 FROM chain", NULL, &res);
+		if (r < 0)
+			break;
+		n = PQntuples(res);
+		for (int i = 0; i < n && v->ok; i++) {
+			int64_t seq = col_int(res, i, 0);
+			const char *rprev = PQgetvalue(res, i, 6);
+			const char *rhash = PQgetvalue(res, i, 7);
+
+			audit_hash(prev, seq, PQgetvalue(res, i, 1),
+			    PQgetvalue(res, i, 2), col_str(res, i, 3),
+			    col_str(res, i, 4), PQgetvalue(res, i, 5), hash);
+			if (seq != expect || strcmp(rprev, prev) != 0 ||
+			    strcmp(rhash, hash) != 0) {
+				v->ok = false;
+				v->first_bad = seq != expect ? expect : seq;
+				break;
+			}
+			snprintf(prev, sizeof(prev), "%s", rhash);
+			expect++;
+		}
+		PQclear(res);
+		if (n == 0)
+			break;
+	}
+	if (PQstatus(c) == CONNECTION_OK)
+		cmd(c, "ROLLBACK");
+	if (r < 0)
+		return r;
+	if (v->ok && expect - 1 != head) {
+		v->ok = false;
+		v->first_bad = expect;
+	}
+	v->records = expect - 1;
+	return 0;
+}
+
+int
+store_pg_audit_verify(struct store_pg *s, bool *ret_ok, int64_t *ret_first_bad,
+    int64_t *ret_records)
+{
+	struct verify v = { 0 };
+	int r = pg_read(s, read_verify, &v);
+
+	if (r < 0)
+		return r;
+	*ret_ok = v.ok;
+	*ret_first_bad = v.first_bad;
+	*ret_records = v.records;
+	return 0;
+}

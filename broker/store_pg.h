@@ -1,0 +1,58 @@
+/*
+ * The store's second engine, on PostgreSQL (libpq): the functions of
+ * store.h on a struct store_pg, which store.c calls when the store's
+ * address is a postgresql:// (or postgres://) URI. Nothing but store.c
+ * includes this header; the API code knows only store.h.
+ */
+#ifndef CORDON_BROKER_STORE_PG_H
+#define CORDON_BROKER_STORE_PG_H
+
+#include "store.h"
+
+/* The schema store_pg writes; an older one is migrated at open, a newer
+ * one refused with -EPROTONOSUPPORT. */
+#define STORE_PG_SCHEMA_VERSION 1
+
+struct store_pg;
+
+/* Whether addr names a PostgreSQL database (postgresql:// or
+ * postgres://) rather than a sqlite file. */
+bool store_pg_is_url(const char *addr);
+
+int store_pg_open(const char *url, struct store_pg **ret);
+void store_pg_close(struct store_pg *s);
+int store_pg_manifest_put(struct store_pg *s, const char *name,
+    const char *text, const char *sha256, const char *actor,
+    int64_t *ret_version, json_t **ret_prev, bool *ret_new);
+int store_pg_manifest_get(struct store_pg *s, const char *name, int64_t version,
+    struct manifest_version *ret);
+int store_pg_job_create(struct store_pg *s, const struct job *j,
+    const struct token_row *tokens, size_t ntokens, const char *actor);
+int store_pg_job_get(struct store_pg *s, const char *id, struct job *ret,
+    json_t **ret_tokens);
+int store_pg_job_heartbeat(struct store_pg *s, const char *id,
+    int64_t lease_seconds, struct job *ret);
+int store_pg_job_revoke(struct store_pg *s, const char *id, const char *reason,
+    const char *actor, struct revoke_result *ret);
+int store_pg_jobs_lapsed(struct store_pg *s, int64_t now, size_t max,
+    json_t **ret_ids);
+int store_pg_token_insert_async(struct store_pg *s, const struct token_row *t,
+    int64_t max_tokens, const char *actor, store_done_fn on_done,
+    void *done_arg);
+int store_pg_token_lookup(struct store_pg *s,
+    const unsigned char hash[STORE_HASH_LEN], struct token_row *ret,
+    char ret_job_state[16]);
+int store_pg_token_revoke(struct store_pg *s,
+    const unsigned char hash[STORE_HASH_LEN], const char *actor,
+    bool *ret_found);
+int store_pg_revocations_after(struct store_pg *s, int64_t seq, size_t max,
+    json_t **ret);
+int store_pg_revocation_head(struct store_pg *s, int64_t *ret);
+int store_pg_watch_revocations(struct store_pg *s, store_seq_fn fn, void *arg);
+int store_pg_audit_async(struct store_pg *s, const char *event, json_t *detail);
+int store_pg_audit_list(struct store_pg *s, const char *job, int64_t after,
+    size_t max, json_t **ret);
+int store_pg_audit_verify(struct store_pg *s, bool *ret_ok,
+    int64_t *ret_first_bad, int64_t *ret_records);
+
+#endif
