@@ -643,8 +643,11 @@ stack_start(struct stack *s, const struct stack_options *o)
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
 	    "\"launcher_key_file\": \"%s\", \"hosts_file\": \"%s\", "
-	    "\"follower\": \"proxy-test\"}",
-	    s->broker.base, s->verifier_file, keyfile, hostsf);
+	    "%s%s%s\"follower\": \"proxy-test\"}",
+	    s->broker.base, s->verifier_file, keyfile, hostsf,
+	    o->upstream_ca_file != NULL ? "\"upstream_ca_file\": \"" : "",
+	    o->upstream_ca_file != NULL ? o->upstream_ca_file : "",
+	    o->upstream_ca_file != NULL ? "\", " : "");
 	ck_assert_int_eq(daemon_start(&s->proxy, "proxy", cfg), 0);
 
 	snprintf(s->inputs, sizeof(s->inputs), "%s", harness_tmpdir());

@@ -133,6 +133,7 @@ struct stack_options {
 	const char *hosts;
 	int uid_base;
 	bool drill;
+	const char *upstream_ca_file; /* the proxy's, for TLS upstreams */
 };
 
 /* Starts s as o says, asserting each step. */

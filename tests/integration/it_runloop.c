@@ -30,22 +30,29 @@
 #include <unistd.h>
 
 static struct stack st;
-static struct upstream *plain;
+static struct upstream *plain, *tls_up;
 
 static void
 put_manifest(const char *name, int wall)
 {
-	json_t *m = json_pack("{s:s, s:[s], s:{s:s}, "
-			      "s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}], "
-			      "s:[{s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s}], "
-			      "s:{s:i, s:i, s:i, s:i}}",
-	    "name", name, "command", "/bin/true", "env", "LANG", "C.UTF-8",
-	    "capabilities", "name", "x.read", "audience", "api", "params", "t",
-	    "1", "ttl_seconds", 900, "reason", "read x", "egress", "host",
-	    "api.test", "port", upstream_port(plain), "methods", "GET", "paths",
-	    "/ok/", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
-	    "audience", "api", "limits", "wall_seconds", wall, "memory_mb",
-	    1024, "pids", 64, "output_kb", 4096);
+	json_t *m =
+	    json_pack("{s:s, s:[s], s:{s:s}, "
+		      "s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}], "
+		      "s:[{s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s}, "
+		      "{s:s, s:i, s:s, s:[s], s:[s, s, s], s:s, s:[s]}], "
+		      "s:{s:i, s:i, s:i, s:i}}",
+		"name", name, "command", "/bin/true", "env", "LANG", "C.UTF-8",
+		"capabilities", "name", "x.read", "audience", "api", "params",
+		"t", "1", "ttl_seconds", 900, "reason", "read x", "egress",
+		"host", "api.test", "port", upstream_port(plain), "methods",
+		"GET", "paths", "/ok/", "reason", "the api", "allow_cidrs",
+		"127.0.0.0/8", "audience", "api",
+		/* terminated TLS */
+		"host", "tls.test", "port", upstream_port(tls_up), "tls",
+		"terminate", "methods", "GET", "paths", "/ok/", "/bytes/",
+		"/close", "reason", "tls", "allow_cidrs", "127.0.0.0/8",
+		"limits", "wall_seconds", wall, "memory_mb", 1024, "pids", 64,
+		"output_kb", 4096);
 	char path[128];
 
 	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
@@ -56,16 +63,25 @@ put_manifest(const char *name, int wall)
 static void
 setup(void)
 {
-	static const struct stack_options o = { .uid_base = 350000,
-		.hosts = "127.0.0.1 api.test\n",
-		.broker_config = "{\"lease_seconds\": 300}" };
-	char path[400];
+	const char *tls_hosts[] = { "tls.test", NULL };
+	char path[400], cert[400], key[400], ca[400];
+	const char *cadir = harness_tmpdir();
+	struct stack_options o = { .uid_base = 390000,
+		.hosts = "127.0.0.1 api.test tls.test\n",
+		.broker_config = "{\"lease_seconds\": 300}",
+		.upstream_ca_file = ca };
 
 	/* The test itself must not die of a write to a gone reader either;
 	 * every cordon it starts has SIGPIPE at its default (harness.c). */
 	signal(SIGPIPE, SIG_IGN);
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
+	ck_assert_int_eq(test_ca_make(cadir, tls_hosts), 0);
+	snprintf(cert, sizeof(cert), "%s/tls.test.pem", cadir);
+	snprintf(key, sizeof(key), "%s/tls.test.key", cadir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", cadir);
+	tls_up = upstream_start(cert, key);
+	ck_assert_ptr_nonnull(tls_up);
 	stack_start(&st, &o);
 	snprintf(path, sizeof(path), "%s/repo", st.inputs);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
@@ -78,6 +94,7 @@ static void
 teardown(void)
 {
 	kill(st.broker.pid, SIGCONT);
+	upstream_stop(tls_up);
 	upstream_stop(plain);
 	stack_stop(&st);
 }
@@ -341,6 +358,47 @@ START_TEST(a_write_to_a_closed_channel_does_not_kill_the_launcher)
 END_TEST
 
 /*
+ * 15.4: several https requests through the relay (curl, one tunnel for
+ * two), a download whose reader goes early (`| head -c 10`: curl dies
+ * of SIGPIPE mid-stream, and the proxy still sends), and an answer that
+ * ends with the upstream's close (the proxy closes first; curl's
+ * close_notify then meets a closed channel). The launcher lives through
+ * it and reports the job's exit.
+ */
+START_TEST(https_jobs_whose_clients_close_early)
+{
+	char script[1024];
+	struct launched l;
+
+	snprintf(script, sizeof(script),
+	    "for i in 1 2 3; do curl -s -o /dev/null -o /dev/null "
+	    "-w '%%{http_code} ' https://tls.test:%u/ok/a "
+	    "https://tls.test:%u/ok/b; "
+	    "curl -s https://tls.test:%u/bytes/4000000 | head -c 10; "
+	    "curl -s https://tls.test:%u/close; "
+	    "echo; done; echo https-done",
+	    upstream_port(tls_up), upstream_port(tls_up), upstream_port(tls_up),
+	    upstream_port(tls_up));
+	launch(&l, true, 0, script);
+	int status = finish(&l, 60000);
+	ck_assert_msg(status == 0, "cordon run: status %d\n%.1500s\n%.1500s",
+	    status, l.out, l.err);
+	json_t *j = json_loads(l.out, 0, NULL);
+	ck_assert_msg(j != NULL, "no result: %.3000s", l.err);
+	const char *text = json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stdout"),
+		"text"));
+	ck_assert_msg(strstr(text, "200 200 xxxxxxxxxxbye") != NULL, "%s",
+	    text);
+	ck_assert_ptr_nonnull(strstr(text, "https-done"));
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
+	    "exit");
+	json_decref(j);
+}
+END_TEST
+
+/*
  * 15.4: whatever disposition cordon run was started with (cordon serve
  * ignores SIGPIPE), the job's processes have SIGPIPE at its default, as
  * any program expects (`yes | head` ends).
@@ -595,6 +653,7 @@ suite(void)
 	    a_write_to_a_closed_channel_does_not_kill_the_launcher);
 	tcase_add_test(tc, a_closed_stdout_stops_the_job_through_its_stop_path);
 	tcase_add_test(tc, the_job_gets_sigpipe_at_its_default);
+	tcase_add_test(tc, https_jobs_whose_clients_close_early);
 	tcase_add_test(tc, a_flood_of_connections_starves_nothing);
 	tcase_add_test(tc, a_stopped_broker_does_not_freeze_the_job);
 	tcase_add_test(tc, the_launcher_follows_the_revocation_feed);
