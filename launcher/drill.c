@@ -17,6 +17,7 @@
 #include "digest.h"
 #include "filter.h"
 #include "http_client.h"
+#include "token.h"
 #include "util.h"
 
 #include <errno.h>
@@ -116,6 +117,14 @@ struct drill {
 	pid_t sentinel; /* stopped, in cordon run's process group; 0: none */
 	char *wrote[MAX_WROTE]; /* the agent's WROTE lines: step TAB path */
 	size_t nwrote;
+	/* The canaries' placements (PLACED lines): each one's name and the
+	 * canary's offset in its body (-1: in the head). */
+	struct {
+		char name[32];
+		long offset;
+	} placed[16];
+	size_t nplaced;
+	json_t *decisions; /* the proxy's log of the job, or NULL */
 };
 
 /* --- small things --------------------------------------------------------- */
@@ -449,6 +458,29 @@ run_agent(struct drill *d, const char *config, const char *dir)
 
 /* --- judging -------------------------------------------------------------- */
 
+/* The proxy's decisions on the job (GET /v1/jobs/{job}/log: kept a while
+ * after the job's channel closes), or NULL. */
+static json_t *
+proxy_log(const struct drill *d)
+{
+	const char *job = json_string_value(json_object_get(d->result, "job"));
+	struct httpc_answer a;
+	char path[160];
+	json_t *decisions = NULL;
+
+	if (job == NULL)
+		return NULL;
+	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
+	if (httpc_request(d->cfg.proxy, "GET", path, d->key, NULL, NULL,
+		CALL_MS, &a) < 0)
+		return NULL;
+	if (a.status == 200 &&
+	    json_is_array(json_object_get(a.json, "decisions")))
+		decisions = json_incref(json_object_get(a.json, "decisions"));
+	httpc_answer_free(&a);
+	return decisions;
+}
+
 static int
 attempt_index(const char *step)
 {
@@ -501,6 +533,95 @@ in_changes(const struct drill *d, const char *path)
 			return true;
 	}
 	return false;
+}
+
+/* Each placement by the proxy's own decision on it (its path carries
+ * drill-<name>): a canary in the head must never be allowed; one in a body
+ * may have its head allowed, but not the canary's bytes forwarded
+ * (bytes_up past its offset). And the tripwire must have fired. The
+ * agent may have been stopped before it read any answer; the log does not
+ * depend on it. */
+static void
+judge_canary_log(struct drill *d, struct row *w, bool tripped)
+{
+	char out[600] = "", leaked[300] = "";
+	size_t used = 0, lused = 0;
+
+	for (size_t k = 0; k < d->nplaced; k++) {
+		char mark[48];
+		const json_t *v, *hit = NULL;
+		size_t i;
+
+		snprintf(mark, sizeof(mark), "/drill-%s", d->placed[k].name);
+		json_array_foreach(d->decisions, i, v)
+		{
+			const char *path =
+			    json_string_value(json_object_get(v, "path"));
+			if (path != NULL && strstr(path, mark) != NULL &&
+			    (strlen(strstr(path, mark)) == strlen(mark) ||
+				strchr("?/", strstr(path, mark)[strlen(mark)])))
+				hit = v;
+		}
+		const char *dec =
+		    json_string_value(json_object_get(hit, "decision"));
+		const char *why =
+		    json_string_value(json_object_get(hit, "reason"));
+		long long up =
+		    json_integer_value(json_object_get(hit, "bytes_up"));
+		long off = d->placed[k].offset;
+		const char *word;
+		char buf[64];
+
+		if (hit == NULL) {
+			word = "no_decision";
+		} else if (strcmp(dec ?: "", "allow") != 0) {
+			snprintf(buf, sizeof(buf), "%s", why ?: "deny");
+			word = buf;
+		} else if (json_integer_value(json_object_get(hit, "status")) ==
+			0 &&
+		    up == 0 &&
+		    (json_string_value(json_object_get(hit, "addr"))
+			    ?: "")[0] == '\0') {
+			/* Logged when the revoke closed it: no upstream was
+			 * ever connected, nothing went on. */
+			word = "cut_by_the_revoke";
+		} else if (off < 0 || up >= off + TOKEN_LEN) {
+			snprintf(buf, sizeof(buf), "allowed:%lld_bytes", up);
+			word = buf;
+			if (lused < sizeof(leaked))
+				lused += (size_t)snprintf(leaked + lused,
+				    sizeof(leaked) - lused, "%s%s",
+				    lused > 0 ? ", " : "", d->placed[k].name);
+		} else {
+			/* The head went on; the canary's bytes did not, or
+			 * only its start (a split body). */
+			snprintf(buf, sizeof(buf), "held%s",
+			    up > off ? "_after_part" : "");
+			word = buf;
+		}
+		if (used < sizeof(out))
+			used += (size_t)snprintf(out + used, sizeof(out) - used,
+			    "%s%s=%s", used > 0 ? " " : "", d->placed[k].name,
+			    word);
+	}
+	if (lused > 0) {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "proxy: allowed a canary on: %s (its log: %s)", leaked,
+		    out);
+	} else if (!tripped) {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "the proxy refused each, but the tripwire did not fire "
+		    "(stop: %s; its log: %s)",
+		    stop_reason(d), out);
+	} else {
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "broker: tripwire, the job was revoked and stopped; the "
+		    "proxy's log shows no canary let out (%s)",
+		    out);
+	}
 }
 
 /* The job was stopped before the agent read every answer: the proxy's
@@ -556,6 +677,10 @@ judge_canary(struct drill *d, struct row *w, const char *result)
 {
 	bool tripped = strcmp(stop_reason(d), "tripwire") == 0;
 
+	if (d->decisions != NULL && d->nplaced > 0) {
+		judge_canary_log(d, w, tripped);
+		return;
+	}
 	if (strcmp(result, "stopped") == 0 && tripped) {
 		w->result = "stopped";
 		snprintf(w->where, sizeof(w->where),
@@ -1117,6 +1242,11 @@ read_agent(struct drill *d)
 				else
 					judge(d, &attempts[i], w, f[2]);
 			}
+		} else if (nf == 4 && strcmp(f[0], "PLACED") == 0 &&
+		    d->nplaced < ARRAY_SIZE(d->placed)) {
+			snprintf(d->placed[d->nplaced].name,
+			    sizeof(d->placed[0].name), "%s", f[2]);
+			d->placed[d->nplaced++].offset = strtol(f[3], NULL, 10);
 		} else if (nf == 3 && strcmp(f[0], "WROTE") == 0 &&
 		    d->nwrote < MAX_WROTE) {
 			size_t n = strlen(f[1]) + strlen(f[2]) + 2;
@@ -1585,6 +1715,7 @@ launcher_drill(int argc, char **argv)
 		    ?: "");
 	if (d.out == NULL)
 		goto out;
+	d.decisions = proxy_log(&d);
 	read_agent(&d);
 	judge_tokens(&d, &d.rows[attempt_index("find_tokens")]);
 	/* What the agent never got to say: the job ended first. */
@@ -1617,6 +1748,7 @@ out:
 	if (d.pty_master >= 0)
 		close(d.pty_master);
 	json_decref(d.result);
+	json_decref(d.decisions);
 	json_decref(d.manifest);
 	explicit_bzero(d.key, sizeof(d.key));
 	launcher_config_free(&d.cfg);

@@ -957,7 +957,13 @@ place(struct placement *p, const struct rule *u, const char *c, const char *own)
 		    "\"%s\"}",
 		    own, c);
 	}
-	rule_url(u, suffix, url, sizeof(url), host, sizeof(host));
+	/* drill-<name> in the path: cordon drill finds each placement's
+	 * decision by it in the proxy's log of the job. */
+	{
+		char marked[160];
+		snprintf(marked, sizeof(marked), "drill-%s%s", p->name, suffix);
+		rule_url(u, marked, url, sizeof(url), host, sizeof(host));
+	}
 	n = snprintf(p->req, sizeof(p->req),
 	    "%s %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %zu\r\n"
 	    "Connection: close\r\n\r\n%s",
@@ -965,6 +971,13 @@ place(struct placement *p, const struct rule *u, const char *c, const char *own)
 	if (n < 0 || (size_t)n >= sizeof(p->req))
 		return false;
 	p->len = (size_t)n;
+	/* Where the canary is: in the head (-1), or at an offset of the
+	 * body, which the proxy may forward up to it. */
+	{
+		const char *at = body[0] != '\0' ? strstr(body, c) : NULL;
+		printf("PLACED\t%s\t%s\t%ld\n", "exfil_canary", p->name,
+		    at != NULL ? (long)(at - body) : -1L);
+	}
 	/* The canary's middle: the proxy sees it in two reads. */
 	if (strcmp(p->name, "split_body") == 0)
 		p->split = p->len - strlen(body) + 9 + TOKEN_LEN / 2;
@@ -981,9 +994,11 @@ placement_word(const struct placement *p, char *ev, size_t n)
 		append(ev, n, " ", "%s=pending", p->name);
 	else if (p->r->h.status == 0)
 		append(ev, n, " ", "%s=%s", p->name, errname(p->r->err).s);
+	else if (p->early) /* the upstream's answer to the head alone */
+		append(ev, n, " ", "%s=%d_before_whole", p->name,
+		    p->r->h.status);
 	else
-		append(ev, n, " ", "%s=%s%d:%s", p->name,
-		    p->early ? "early:" : "", p->r->h.status,
+		append(ev, n, " ", "%s=%d:%s", p->name, p->r->h.status,
 		    p->r->h.deny[0] != '\0'        ? p->r->h.deny
 			: p->r->h.error[0] != '\0' ? p->r->h.error
 						   : "through");

@@ -467,9 +467,14 @@ step_inherited_fds(struct drill *d)
 		report(d, "escaped", ev, "%s", detail);
 	else
 		report(d, "stopped", ev,
-		    "the job holds only 0, 1 and 2, none of the %d cordon "
-		    "drill left open, and no descriptor takes TIOCSTI",
-		    d->ninherited);
+		    "sandbox: the job holds only 0, 1 and 2, none of the %d "
+		    "cordon drill left open; %s",
+		    d->ninherited,
+		    sti.len == 1 && sti.e[0] == EPERM && lin.len == 1 &&
+			    lin.e[0] == EPERM
+			? "seccomp: TIOCSTI and TIOCLINUX refused (EPERM) on "
+			  "every descriptor"
+			: "no descriptor takes TIOCSTI");
 }
 
 /* --- the kernel's other families ------------------------------------------- */
@@ -663,9 +668,8 @@ step_proc_masks(struct drill *d)
 		report(d, "escaped", ev, "readable: %s", got);
 	} else {
 		report(d, "stopped", ev,
-		    "every masked file is empty or refused, "
-		    "/proc/sysrq-trigger "
-		    "is not writable");
+		    "sandbox: every masked file is empty or refused, "
+		    "/proc/sysrq-trigger is not writable");
 	}
 }
 
