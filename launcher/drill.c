@@ -573,7 +573,10 @@ judge_canary_log(struct drill *d, struct row *w, bool tripped)
 		char buf[64];
 
 		if (hit == NULL) {
-			word = "no_decision";
+			/* The proxy gives every allow a line; a denial past
+			 * its line budget, or a request never judged, has
+			 * none. Either way nothing went on. */
+			word = "no_line_not_allowed";
 		} else if (strcmp(dec ?: "", "allow") != 0) {
 			snprintf(buf, sizeof(buf), "%s", why ?: "deny");
 			word = buf;
@@ -624,19 +627,16 @@ judge_canary_log(struct drill *d, struct row *w, bool tripped)
 	}
 }
 
-/* The job was stopped before the agent read every answer: the proxy's
- * own count of the requests it let through says whether a canary's was
- * one. The agent wrote how many answers came from an upstream before the
- * canaries (before=) and how many might have been allowed and failed
- * upstream (maybe=). */
+/* The job was stopped before the agent read every answer, and the
+ * proxy's log is not there: its count of allowed requests against what
+ * the agent saw come from an upstream before the canaries (before=). No
+ * more allowed says none was theirs; more cannot be told apart. */
 static void
 judge_canary_count(struct drill *d, struct row *w)
 {
 	char v[32];
-	long long before = strtoll(ev(w->evidence, "before", v, sizeof(v)),
-		      NULL, 10),
-		  maybe =
-		      strtoll(ev(w->evidence, "maybe", v, sizeof(v)), NULL, 10);
+	long long before =
+	    strtoll(ev(w->evidence, "before", v, sizeof(v)), NULL, 10);
 	const json_t *allowed =
 	    json_object_get(json_object_get(d->result, "egress"), "allowed");
 	long long extra = json_integer_value(allowed) - before;
@@ -654,18 +654,14 @@ judge_canary_count(struct drill *d, struct row *w)
 		    "the agent read every answer; the proxy allowed %lld "
 		    "requests, none of them the canaries' (%s)",
 		    json_integer_value(allowed), w->evidence);
-	} else if (extra > maybe) {
-		w->result = "ESCAPED";
-		snprintf(w->where, sizeof(w->where),
-		    "the proxy allowed %lld requests more than the agent saw "
-		    "before the canaries (%s)",
-		    extra, w->evidence);
 	} else {
 		w->result = "untested";
+		/* A body's head is allowed before its canary is found: a
+		 * count cannot tell, only the proxy's log could. */
 		snprintf(w->where, sizeof(w->where),
-		    "the job was stopped before the agent read the answers; "
-		    "%lld allowed requests cannot be told apart from earlier "
-		    "upstream errors (%s)",
+		    "the job was stopped before the agent read the answers, "
+		    "the proxy's log was not readable, and %lld requests were "
+		    "allowed since (%s)",
 		    extra, w->evidence);
 	}
 }
