@@ -7,6 +7,7 @@
 #include "manifest.h"
 
 #include "cidr.h"
+#include "egress_path.h"
 #include "problems.h"
 #include "util.h"
 
@@ -434,26 +435,17 @@ registry_host(const char *host)
 }
 
 /*
- * A path prefix: '/' then segments, each non-empty (only the last may be,
- * for a trailing '/'), none "." or "..", and no '%', '?', '#' or '*': what
- * the proxy compares against must have one spelling.
+ * A path prefix: one the proxy loads (egress_path_problem: one reading,
+ * else *ret_problem says which spelling), and no '%', '?', '#' or '*':
+ * what the proxy compares against must have one spelling.
  */
 static bool
-path_prefix_ok(const char *s)
+path_prefix_ok(const char *s, const char **ret_problem)
 {
-	if (s[0] != '/' || strpbrk(s, "%?#*") != NULL)
-		return false;
-	for (const char *seg = s + 1;;) {
-		size_t n = strcspn(seg, "/");
-		bool dots = (n == 1 && seg[0] == '.') ||
-		    (n == 2 && seg[0] == '.' && seg[1] == '.');
-
-		if (seg[n] == '\0')
-			return !dots;
-		if (n == 0 || dots)
-			return false;
-		seg += n + 1;
-	}
+	/* The proxy's own check (one reading), and no escapes or pattern
+	 * characters: a prefix is matched as text. */
+	*ret_problem = egress_path_problem(s, strlen(s));
+	return *ret_problem == NULL && strpbrk(s, "%?#*") == NULL;
 }
 
 static bool
@@ -543,10 +535,14 @@ check_rule(const json_t *r, const char *where, json_t *problems)
 		for (j = 0; j < json_array_size(v); j++) {
 			json_t *p = json_array_get(v, j);
 			const char *s = json_string_value(p);
-			if (!text_ok(p, 1024) || !path_prefix_ok(s))
+			const char *why = NULL;
+			if (!text_ok(p, 1024) || !path_prefix_ok(s, &why))
 				problems_add(problems, field,
-				    "a path prefix starts with '/', without "
-				    "dot segments, escapes, '?', '#' or '*'");
+				    "a path prefix starts with '/', with one "
+				    "reading, without escapes, '?', '#' or "
+				    "'*'%s%s",
+				    why != NULL ? ": " : "",
+				    why != NULL ? why : "");
 		}
 
 	v = json_object_get(r, "tls");

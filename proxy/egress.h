@@ -9,6 +9,7 @@
 #define CORDON_PROXY_EGRESS_H
 
 #include "cidr.h"
+#include "egress_path.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -81,27 +82,6 @@ int egress_host_normalise(const char *in, size_t len,
  * them: a rule names hosts, and an address is checked after resolution.
  */
 bool egress_is_ip_literal(const char *host);
-
-/*
- * Checks a request path before the prefix match: the path is refused
- * when any server in common use (Tomcat and Spring, nginx, Apache,
- * Express, Go, Python, and the Windows ones) could read it as another
- * path than its text. The query and fragment (from '?' or '#') are not
- * part of it. egress_path_problem returns NULL for a path with one
- * reading, else what is wrong with it (a constant string, for a log's
- * detail): "not_absolute" (no leading '/'), "bad_escape" ('%' without
- * two hex digits), "backslash" ('\' or %5C), "semicolon" (';' or %3B
- * anywhere), "control" (a control byte, raw or encoded, %00 too),
- * "raw_byte" (a space or a byte above 0x7f not encoded), "double_encoding"
- * (%25), "encoded_dot" (%2E), "encoded_slash" (%2F), "bad_utf8"
- * (encoded bytes that are not shortest-form UTF-8: %C0%AE), "confusable"
- * (a character NFKC reads as '.', '/', '\', ';' or '%'), "empty_segment"
- * ("//"), "dot_segment" (a segment of dots only: ".", "..", "...") or
- * "trailing_dot" ("admin."). egress_path_ok: 0, or -EINVAL when there
- * is a problem.
- */
-const char *egress_path_problem(const char *path, size_t len);
-int egress_path_ok(const char *path, size_t len);
 
 /*
  * Matches a request (host normalised, port, method, path without query;

@@ -899,6 +899,63 @@ START_TEST(one_job_cannot_starve_another)
 }
 END_TEST
 
+static void
+broker_only_setup(void)
+{
+	ck_assert_int_eq(daemon_start(&broker, "broker", NULL), 0);
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+}
+
+static void
+broker_only_teardown(void)
+{
+	daemon_stop(&broker);
+}
+
+/* The broker's manifest check uses the proxy's rules for a path prefix: a
+ * prefix the proxy would refuse is a 422 with the spelling at PUT, not a
+ * channel that fails to open later. */
+START_TEST(a_path_prefix_the_proxy_refuses_is_refused_at_put)
+{
+	static const struct {
+		const char *path, *problem;
+	} bad[] = { { "/a;b/", "semicolon" }, { "/a\\b/", "backslash" },
+		{ "/a/.../", "dot_segment" }, { "/admin./", "trailing_dot" },
+		{ "/a//b/", "empty_segment" }, { "/a/..", "dot_segment" } };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:[s], s:[s], "
+				      "s:s}], s:{s:i}}",
+		    "name", "badpath", "command", "/bin/true", "egress", "host",
+		    "api.test", "methods", "GET", "paths", bad[i].path,
+		    "reason", "r", "limits", "wall_seconds", 60);
+		json_t *v = harness_expect(&broker, 422, "PUT",
+		    "/v1/manifests/badpath", admin, NULL, m);
+		json_t *ps = json_object_get(v, "problems"), *e;
+		size_t k;
+		bool found = false;
+
+		json_array_foreach(ps, k, e)
+		{
+			const char *f =
+			    json_string_value(json_object_get(e, "field"));
+			const char *t =
+			    json_string_value(json_object_get(e, "problem"));
+			if (f != NULL && t != NULL &&
+			    strcmp(f, "egress[0].paths") == 0 &&
+			    strstr(t, bad[i].problem) != NULL)
+				found = true;
+		}
+		if (!found) {
+			char *dump = json_dumps(v, JSON_COMPACT);
+			ck_abort_msg("%s: no %s problem in %s", bad[i].path,
+			    bad[i].problem, dump != NULL ? dump : "(null)");
+		}
+		json_decref(v);
+	}
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -924,6 +981,13 @@ suite(void)
 	tcase_add_test(tc, too_many_tokens_in_one_request_are_refused);
 	tcase_add_test(tc, repeated_denials_are_counted_past_a_budget);
 	tcase_add_test(tc, one_job_cannot_starve_another);
+	suite_add_tcase(s, tc);
+
+	/* Only the broker: CK_RUN_CASE=manifest runs it alone. */
+	tc = tcase_create("manifest");
+	tcase_add_checked_fixture(tc, broker_only_setup, broker_only_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, a_path_prefix_the_proxy_refuses_is_refused_at_put);
 	suite_add_tcase(s, tc);
 	return s;
 }
