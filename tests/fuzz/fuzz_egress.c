@@ -3,8 +3,8 @@
  * normalisation (one spelling, or refused), IP-literal detection, path
  * checks and the rule match. Input: host, NUL, path, NUL, method.
  * Properties: a normalised host normalises to itself; an accepted path
- * holds no dot segment or encoded separator; a match is only ever for
- * the rule's host and port.
+ * holds no dot segment, encoded separator, ';', %25 or "//"; a match is
+ * only ever for the rule's host and port.
  */
 #include "egress.h"
 #include "fuzz.h"
@@ -85,6 +85,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    strstr(p, "%2f") == NULL && strstr(p, "%2F") == NULL);
 		FUZZ_ASSERT(
 		    strstr(p, "/../") == NULL && strstr(p, "/./") == NULL);
+		/* One reading: no segment cut (';'), no second decoding
+		 * (%25), no merged slashes ("//"). */
+		FUZZ_ASSERT(strchr(p, ';') == NULL &&
+		    strstr(p, "%3b") == NULL && strstr(p, "%3B") == NULL);
+		FUZZ_ASSERT(strstr(p, "%25") == NULL);
+		FUZZ_ASSERT(strstr(p, "//") == NULL);
 	}
 	return 0;
 }
