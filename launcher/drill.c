@@ -188,9 +188,9 @@ service_param(FILE *f, const char *name, const char *url)
 {
 	const char *h = strncmp(url, "http://", 7) == 0 ? url + 7 : url;
 	size_t n = strcspn(h, ":/");
-	int port = h[n] == ':' ? atoi(h + n + 1) : 80;
+	long port = h[n] == ':' ? strtol(h + n + 1, NULL, 10) : 80;
 
-	fprintf(f, "param service %s %.*s %d\n", name, (int)n, h, port);
+	fprintf(f, "param service %s %.*s %ld\n", name, (int)n, h, port);
 }
 
 static const char *
@@ -1280,7 +1280,7 @@ channel_request(const char *channel, const char *req, int *status, char *deny,
 	*status = 0;
 	if (strlen(channel) >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
-	strcpy(sun.sun_path, channel);
+	memcpy(sun.sun_path, channel, strlen(channel) + 1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||

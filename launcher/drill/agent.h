@@ -73,7 +73,9 @@ struct drill {
 	int nstart_fds, start_fds_more; /* more: past MAX_INHERITED */
 };
 
-/* Every step: step_<name>(d), from the one list. */
+/* Every step of the one list, step_<name>(d): it makes its attempt, with a
+ * deadline, reaps what it forks, and prints one DRILL line for it (or a
+ * few, the last one counting: the job may be stopped at any moment). */
 #define DRILL_ROW(step, plane, what, judge) void step_##step(struct drill *d);
 #define DRILL_QUIET(step) void step_##step(struct drill *d);
 #define DRILL_HOST(step, plane, what, judge)
