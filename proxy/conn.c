@@ -24,6 +24,7 @@
 #include "sni.h"
 #include "token.h"
 #include "util.h"
+#include "verdict.h"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -446,12 +447,6 @@ conn_accept(struct pjob *j, int fd)
 
 /* --- judging a request ---------------------------------------------------- */
 
-static bool
-span_eq(const char *data, struct http1_span s, const char *v)
-{
-	return s.len == strlen(v) && strncmp(data + s.off, v, s.len) == 0;
-}
-
 /*
  * Adds the token shape at t (TOKEN_LEN bytes) to the request's tokens:
  * the index, or -1 when it is new and TOKENS_MAX are already held. A
@@ -501,28 +496,12 @@ tokens_collect(struct pconn *c, const char *s, size_t n)
 	return 0;
 }
 
-/* What the broker's answer on a token means for this request: NULL when
- * it is good here, else the detail of the refusal. */
+/* What the broker's answer on a token means for this request. */
 static const char *
 token_verdict(struct pconn *c, int status, json_t *body)
 {
-	json_t *active = json_object_get(body, "active");
-	const char *job = json_string_value(json_object_get(body, "job"));
-	const char *aud = json_string_value(json_object_get(body, "aud"));
-	const struct egress_rule *rule =
-	    c->rule >= 0 ? &c->job->rules.rule[c->rule] : NULL;
-
-	if (status != 200 || !json_is_boolean(active))
-		return "introspection_failed";
-	if (!json_is_true(active))
-		return "inactive"; /* a canary among them: the broker revoked */
-	if (job == NULL || strcmp(job, c->job->id) != 0)
-		return "other_job";
-	if (rule == NULL || rule->audience[0] == '\0')
-		return "no_audience";
-	if (aud == NULL || strcmp(aud, rule->audience) != 0)
-		return "audience";
-	return NULL;
+	return verdict_token(status, body, c->job->id,
+	    c->rule >= 0 ? &c->job->rules.rule[c->rule] : NULL);
 }
 
 static void
@@ -634,23 +613,14 @@ judge_head_tokens(struct pconn *c)
 	judge_tokens_next(c);
 }
 
-/* A request for broker.cordon: POST /v1/token and nothing else. */
-static bool
-broker_request_ok(struct pconn *c)
-{
-	const struct http1_request *r = &c->parser.req;
-
-	return !c->tunnel && r->port == 80 && strcmp(c->method, "POST") == 0 &&
-	    span_eq(c->head, r->path, "/v1/token") && !r->has_query;
-}
-
+/* Judges a request head (verdict.c) and carries the verdict out: a
+ * refusal, or the request's tokens next. */
 static void
 judge(struct pconn *c)
 {
 	const struct http1_request *r = &c->parser.req;
-	const struct egress_rule *rule;
-	const char *reason = NULL;
 	char raw[EGRESS_HOST_MAX + 3];
+	struct verdict v;
 
 	decision_begin(c, c->tunnel ? "mitm" : r->connect ? "connect" : "http");
 	c->rule = -1;
@@ -681,63 +651,28 @@ judge(struct pconn *c)
 	c->head_req = strcmp(c->method, "HEAD") == 0;
 	c->keep_alive = r->keep_alive;
 
-	if (!broker_feed_ok(c->p->broker)) {
-		deny(c, "feed_unavailable", "revocation feed not answering");
-		return;
+	struct verdict_request rq = { .method = c->method,
+		.host = raw,
+		.port = r->port,
+		.path = r->connect ? NULL : c->d.path,
+		.has_query = r->has_query,
+		.connect = r->connect,
+		.upgrade = r->upgrade,
+		.tunnel_host = c->tunnel ? c->thost : NULL,
+		.tunnel_port = c->tport };
+	struct verdict_state st = { .feed_ok = broker_feed_ok(c->p->broker),
+		.job_closed = c->job->closed };
+	verdict_head(&rq, &c->job->rules, &st, &v);
+	if (v.host[0] != '\0') {
+		snprintf(c->host, sizeof(c->host), "%s", v.host);
+		c->d.host = c->host;
 	}
-	if (c->job->closed) {
-		deny(c, "revoked", NULL);
-		return;
-	}
-	if (egress_is_ip_literal(raw)) {
-		deny(c, "ip_literal", NULL);
-		return;
-	}
-	if (egress_host_normalise(raw, strlen(raw), c->host) < 0) {
-		deny(c, "malformed", "bad_host");
-		return;
-	}
-	c->d.host = c->host;
-	if (c->tunnel &&
-	    (strcmp(c->host, c->thost) != 0 || r->port != c->tport)) {
-		deny(c, "host_mismatch", NULL);
-		return;
-	}
-	if (strcmp(c->host, "broker.cordon") == 0) {
-		if (!broker_request_ok(c)) {
-			deny(c, "broker_path", NULL);
-			return;
-		}
-		/* The broker is no place for a token either: a canary sent
-		 * there trips the wire like anywhere else. */
-		c->broker_route = true;
-		judge_head_tokens(c);
-		return;
-	}
-	c->broker_route = false;
-	c->rule = egress_match(&c->job->rules, c->host, r->port, c->method,
-	    r->connect ? NULL : c->d.path, &reason);
-	if (c->rule < 0) {
-		/* A path with two readings says which spelling it was. */
-		deny(c, reason,
-		    strcmp(reason, "path") == 0
-			? egress_path_problem(c->d.path, strlen(c->d.path))
-			: NULL);
-		return;
-	}
-	c->d.rule = c->rule;
-	rule = &c->job->rules.rule[c->rule];
-	if (r->connect && rule->tls == EGRESS_TLS_NONE) {
-		deny(c, "tls", "rule_is_plain_http");
-		return;
-	}
-	if (!r->connect && !c->tunnel && rule->tls != EGRESS_TLS_NONE) {
-		deny(c, "tls", "rule_wants_tls");
-		return;
-	}
-	c->upgrade_ok = r->upgrade && rule->upgrade;
-	if (r->upgrade && !rule->upgrade) {
-		deny(c, "upgrade", NULL);
+	c->rule = v.rule;
+	c->d.rule = v.rule;
+	c->broker_route = v.broker_route;
+	c->upgrade_ok = v.upgrade_ok;
+	if (v.reason != NULL) {
+		deny(c, v.reason, v.detail);
 		return;
 	}
 	judge_head_tokens(c);

@@ -9,6 +9,9 @@
  * API), broker.c (every call to the broker: rules, introspection, the
  * revocation feed), job.c (a job: its channel, CA, connections and log),
  * conn.c (the data plane: one connection of a job, request by request).
+ * In the testable core library (cordon_proxy_core): verdict.c (the pure
+ * verdict on a request head and on the broker's word about a token),
+ * egress.c (the rules), http1.c, response.c, sni.c, ca.c, decision.c.
  */
 #ifndef CORDON_PROXY_H
 #define CORDON_PROXY_H

@@ -1,0 +1,106 @@
+/*
+ * The verdict of verdict.h: every check the proxy makes on a request head
+ * and on the broker's word about a token, with no I/O, in the order the
+ * docs give. The first refusal wins; its reason and detail are what the
+ * job's decision line and its 403 say.
+ */
+#include "verdict.h"
+
+#include <string.h>
+
+static bool
+refuse(struct verdict *v, const char *reason, const char *detail)
+{
+	v->reason = reason;
+	v->detail = detail;
+	return false;
+}
+
+/* A request for broker.cordon: POST /v1/token and nothing else. */
+static bool
+broker_request_ok(const struct verdict_request *rq)
+{
+	return rq->tunnel_host == NULL && rq->port == 80 &&
+	    strcmp(rq->method, "POST") == 0 && rq->path != NULL &&
+	    strcmp(rq->path, "/v1/token") == 0 && !rq->has_query;
+}
+
+static bool
+judge(const struct verdict_request *rq, const struct egress_rules *rules,
+    const struct verdict_state *st, struct verdict *v)
+{
+	const struct egress_rule *rule;
+	const char *reason = NULL;
+
+	if (!st->feed_ok)
+		return refuse(v, "feed_unavailable",
+		    "revocation feed not answering");
+	if (st->job_closed)
+		return refuse(v, "revoked", NULL);
+	if (egress_is_ip_literal(rq->host))
+		return refuse(v, "ip_literal", NULL);
+	if (egress_host_normalise(rq->host, strlen(rq->host), v->host) < 0) {
+		v->host[0] = '\0';
+		return refuse(v, "malformed", "bad_host");
+	}
+	if (rq->tunnel_host != NULL &&
+	    (strcmp(v->host, rq->tunnel_host) != 0 ||
+		rq->port != rq->tunnel_port))
+		return refuse(v, "host_mismatch", NULL);
+	if (strcmp(v->host, VERDICT_BROKER_HOST) == 0) {
+		if (!broker_request_ok(rq))
+			return refuse(v, "broker_path", NULL);
+		/* The broker is no place for a token either: its tokens are
+		 * judged like any, towards no rule. */
+		v->broker_route = true;
+		return true;
+	}
+	v->rule = egress_match(rules, v->host, rq->port, rq->method,
+	    rq->connect ? NULL : rq->path, &reason);
+	if (v->rule < 0)
+		/* A path with two readings says which spelling it was. */
+		return refuse(v, reason,
+		    strcmp(reason, "path") == 0 && rq->path != NULL
+			? egress_path_problem(rq->path, strlen(rq->path))
+			: NULL);
+	rule = &rules->rule[v->rule];
+	if (rq->connect && rule->tls == EGRESS_TLS_NONE)
+		return refuse(v, "tls", "rule_is_plain_http");
+	if (!rq->connect && rq->tunnel_host == NULL &&
+	    rule->tls != EGRESS_TLS_NONE)
+		return refuse(v, "tls", "rule_wants_tls");
+	v->upgrade_ok = rq->upgrade && rule->upgrade;
+	if (rq->upgrade && !rule->upgrade)
+		return refuse(v, "upgrade", NULL);
+	return true;
+}
+
+void
+verdict_head(const struct verdict_request *rq, const struct egress_rules *rules,
+    const struct verdict_state *st, struct verdict *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->rule = -1;
+	(void)judge(rq, rules, st, ret);
+}
+
+const char *
+verdict_token(int status, const json_t *body, const char *job,
+    const struct egress_rule *rule)
+{
+	const json_t *active = json_object_get(body, "active");
+	const char *owner = json_string_value(json_object_get(body, "job"));
+	const char *aud = json_string_value(json_object_get(body, "aud"));
+
+	if (status != 200 || !json_is_boolean(active))
+		return "introspection_failed";
+	if (!json_is_true(active))
+		return "inactive"; /* a canary among them: the broker revoked */
+	if (owner == NULL || strcmp(owner, job) != 0)
+		return "other_job";
+	if (rule == NULL || rule->audience[0] == '\0')
+		return "no_audience";
+	if (aud == NULL || strcmp(aud, rule->audience) != 0)
+		return "audience";
+	return NULL;
+}
