@@ -404,7 +404,7 @@ step_inherited_fds(struct drill *d)
 {
 	char detail[300] = "", ev[400] = "", tty[16];
 	struct errs through = { 0 }, sti = { 0 }, lin = { 0 };
-	int top = 2, typed = 0, fd;
+	int top = 2, typed = 0, fd, init_fds = -1;
 	bool escaped = d->nstart_fds > 0;
 
 	for (int i = 0; i < d->nstart_fds; i++)
@@ -430,6 +430,41 @@ step_inherited_fds(struct drill *d)
 			    d->inherited[i], d->inherited_kind[i]);
 		}
 	}
+	/* PID 1's (the sandbox's init): what it still holds is one
+	 * /proc/1/fd/N away, for a job of its uid. */
+	{
+		DIR *dir = opendir("/proc/1/fd");
+		struct dirent *e;
+		int held = 0;
+
+		while (dir != NULL && (e = readdir(dir)) != NULL) {
+			char *end, path[64], byte;
+			long n = strtol(e->d_name, &end, 10);
+			int via;
+
+			if (*end != '\0' || e->d_name[0] == '\0' || n <= 2)
+				continue;
+			held++;
+			snprintf(path, sizeof(path),
+			    "/proc/1/fd/%ld/etc/hostname", n);
+			via = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+			if (via < 0) {
+				errs_add(&through, errno);
+				continue;
+			}
+			if (read(via, &byte, 1) == 1) {
+				escaped = true;
+				append(detail, sizeof(detail), ", ",
+				    "the host's /etc/hostname read through "
+				    "PID 1's fd %ld",
+				    n);
+			}
+			close(via);
+		}
+		if (dir != NULL)
+			closedir(dir);
+		init_fds = dir != NULL ? held : -1;
+	}
 	/* A NULL argument: the kernel checks who may type before it reads
 	 * the byte, so EFAULT means it would have typed, and nothing is. */
 	for (fd = 0; fd <= top + 8 && fd < 64; fd++) {
@@ -453,8 +488,8 @@ step_inherited_fds(struct drill *d)
 	if (fd >= 0)
 		close(fd);
 	snprintf(ev, sizeof(ev), "fds=%d", d->nstart_fds + d->start_fds_more);
-	append(ev, sizeof(ev), " ", "inherited=%d sid=%d tty=%s", d->ninherited,
-	    (int)getsid(0), tty);
+	append(ev, sizeof(ev), " ", "inherited=%d init_fds=%d sid=%d tty=%s",
+	    d->ninherited, init_fds, (int)getsid(0), tty);
 	append(ev, sizeof(ev), " ", "tiocsti:");
 	errs_append(&sti, ev, sizeof(ev));
 	append(ev, sizeof(ev), " ", "tioclinux:");
