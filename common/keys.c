@@ -8,11 +8,14 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define KEY_MIN_LEN 32
 #define KEY_FILE_MAX 4096
@@ -56,18 +59,96 @@ keyring_add(struct keyring *ring, const char *key, size_t len, unsigned roles)
 int
 keyring_add_file(struct keyring *ring, const char *path, unsigned roles)
 {
-	_cleanup_free_ char *key = NULL;
+	char key[KEY_FILE_MAX + 1];
+	int r;
+
+	r = keys_read(path, key, sizeof(key));
+	if (r < 0)
+		return r;
+	r = keyring_add(ring, key, strlen(key), roles);
+	OPENSSL_cleanse(key, sizeof(key));
+	return r;
+}
+
+int
+keys_read(const char *path, char *out, size_t cap)
+{
+	_cleanup_free_ char *data = NULL;
 	size_t len;
 	int r;
 
-	r = path_read_file(path, KEY_FILE_MAX, &key, &len);
+	if (cap == 0)
+		return -EINVAL;
+	out[0] = '\0';
+	r = path_read_file(path, KEY_FILE_MAX, &data, &len);
 	if (r < 0)
 		return r;
-	while (len > 0 && (key[len - 1] == '\n' || key[len - 1] == '\r'))
+	while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
 		len--;
-	r = keyring_add(ring, key, len, roles);
-	OPENSSL_cleanse(key, len);
+	if (len >= cap)
+		r = -EFBIG;
+	else if (len < KEY_MIN_LEN)
+		r = -EINVAL;
+	for (size_t i = 0; r == 0 && i < len; i++)
+		if ((unsigned char)data[i] <= ' ' || data[i] == 0x7f)
+			r = -EINVAL;
+	if (r == 0) {
+		memcpy(out, data, len);
+		out[len] = '\0';
+	}
+	OPENSSL_cleanse(data, len);
 	return r;
+}
+
+int
+keys_check(const char *path)
+{
+	char key[KEY_FILE_MAX + 1];
+	int r = keys_read(path, key, sizeof(key));
+
+	OPENSSL_cleanse(key, sizeof(key));
+	return r;
+}
+
+void
+keys_explain(char *buf, size_t len, const char *setting, const char *path,
+    int err)
+{
+	char cwd[PATH_MAX], where[PATH_MAX + 48] = "";
+	const char *what, *todo;
+
+	if (len == 0)
+		return;
+	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL)
+		snprintf(where, sizeof(where), " (relative to %s)", cwd);
+	switch (err) {
+	case -ENOENT:
+	case -ENOTDIR:
+		what = "no such file";
+		todo =
+		    "start cordon-broker first (it writes its keys under "
+		    "its state_dir/keys), then set it to the absolute path of "
+		    "that key file";
+		break;
+	case -EACCES:
+	case -EPERM:
+		what = "this user may not read it";
+		todo =
+		    "run as the user the key belongs to (keys are mode 0600), "
+		    "or copy the key to a file this user owns";
+		break;
+	case -EINVAL:
+	case -EFBIG:
+		what = "not a key (a key is one line of at least 32 printable "
+		       "bytes, in a regular file)";
+		todo = "point it at a key file cordon-broker wrote";
+		break;
+	default:
+		what = strerror(-err);
+		todo = "check the file";
+		break;
+	}
+	snprintf(buf, len, "%s %s%s: %s; %s", setting, path, where, what, todo);
 }
 
 unsigned
@@ -120,4 +201,17 @@ keys_ensure(const char *dir, const char *name, char **ret_path,
 	*ret_created = true;
 	*ret_path = steal_pointer(&path);
 	return 0;
+}
+
+int
+keys_check_setting(const char *prog, const char *setting, const char *path)
+{
+	char why[PATH_MAX + 512];
+	int r;
+
+	if (path == NULL || (r = keys_check(path)) == 0)
+		return -1;
+	keys_explain(why, sizeof(why), setting, path, r);
+	fprintf(stderr, "%s: %s\n", prog, why);
+	return EXIT_CONFIG;
 }

@@ -35,8 +35,41 @@ const char *role_name(unsigned role);
 int keyring_add(struct keyring *ring, const char *key, size_t len,
     unsigned roles);
 
-/* Reads a key file (trailing newline allowed) and adds it: 0 or -errno. */
+/* Reads a key file with keys_read and adds it: 0 or -errno. */
 int keyring_add_file(struct keyring *ring, const char *path, unsigned roles);
+
+/*
+ * The one reader of key files. Reads path (not through a symlink, at most
+ * 4 KiB) into out (cap bytes, NUL-terminated), a trailing newline
+ * dropped: 0, or -ENOENT (no such file), -EACCES (this user may not read
+ * it), -EINVAL (not a key: shorter than 32 bytes, or with whitespace or
+ * control bytes inside), -EFBIG (larger than cap - 1 or than 4 KiB), or
+ * another -errno. out is wiped on failure. A program that cannot use a
+ * key file it is configured with exits EXIT_CONFIG (78) after the line
+ * keys_explain writes.
+ */
+int keys_read(const char *path, char *out, size_t cap);
+
+/* keys_read into a scratch buffer that is wiped: 0 or its -errno. What
+ * each program's -n calls for every key file it is configured with. */
+int keys_check(const char *path);
+
+/*
+ * One line for a key file that could not be used, naming the setting, the
+ * file (with the current directory when path is relative) and what to
+ * do: "<setting> <path>: <what is wrong>; <what to do>". err is keys_read's
+ * -errno. Always NUL-terminates buf.
+ */
+void keys_explain(char *buf, size_t len, const char *setting, const char *path,
+    int err);
+
+/*
+ * For a program's start and its -n alike: when path (the value of the
+ * setting; NULL when unset) is set but keys_check fails, writes
+ * "<prog>: " and keys_explain's line to stderr and returns EXIT_CONFIG;
+ * otherwise -1, "go on", as service_configure does.
+ */
+int keys_check_setting(const char *prog, const char *setting, const char *path);
 
 /* The roles that key grants, 0 for an unknown key. Constant time in the
  * key's value. */

@@ -76,6 +76,9 @@ main(int argc, char **argv)
 		r = resolve_roots(&h.cfg.input_roots);
 	if (r >= 0)
 		goto out;
+	if ((r = keys_check_setting(HATCH_PROG, "launcher_key_file",
+		 h.cfg.launcher_key_file)) >= 0)
+		goto out;
 	if (args.check_only) {
 		r = service_config_ok(HATCH_PROG);
 		goto out;
@@ -113,7 +116,7 @@ main(int argc, char **argv)
 		      ROLE_LAUNCHER)) < 0) {
 		log_error("key_failed", "{s:s, s:s}", "path",
 		    h.cfg.launcher_key_file, "error", strerror(-r));
-		r = EXIT_OSERR;
+		r = EXIT_CONFIG;
 		goto out;
 	}
 	if (h.cfg.input_roots.n == 0)

@@ -72,8 +72,8 @@ struct launcher {
 	time_t recover_at; /* when the next one runs */
 };
 
-/* Reads a key file (one line, the key) into out: 0, -errno, or -EINVAL
- * for a key under 32 characters. */
+/* Reads a key file into out with keys_read (common/keys.h): 0 or its
+ * -errno. */
 int launcher_read_key(const char *path, char *out, size_t len);
 
 /* The path of the program name beside this one (cordon and cordon-serve

@@ -8,6 +8,7 @@
  * operator's revoke, a signal. Then the stop path, always in this order:
  * revoke at the broker, kill the sandbox, close the channel, seal.
  */
+#include "diagnose.h"
 #include "launcher.h"
 
 #include "cgroup.h"
@@ -494,9 +495,23 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		case 'c':
 			f->config = optarg;
 			break;
-		case 'f':
-			f->id_fd = atoi(optarg);
+		case 'f': {
+			char *end;
+			long fd;
+
+			errno = 0;
+			fd = strtol(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    fd < 0 || fd > INT_MAX) {
+				fprintf(stderr,
+				    "cordon run: --id-fd is a descriptor "
+				    "number, not \"%s\"\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			f->id_fd = (int)fd;
 			break;
+		}
 		case 'k':
 			if (optarg[0] < '0' || optarg[0] > '8' ||
 			    optarg[1] != '\0') {
@@ -750,8 +765,9 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		json_t *cmd = json_object_get(r->job, "command"), *v;
 		size_t i;
 		mine = calloc(json_array_size(cmd) + 1, sizeof(char *));
-		json_array_foreach(cmd, i, v) mine[i] =
-		    strdup(json_string_value(v) ?: "");
+		if (mine != NULL)
+			json_array_foreach(cmd, i, v) mine[i] =
+			    strdup(json_string_value(v) ?: "");
 		argv = mine;
 	}
 	if (envp == NULL || argv == NULL || argv[0] == NULL) {
@@ -808,6 +824,15 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		.secret_len = sizeof(r->key),
 	};
 	rc = sandbox_spawn(&spec, &r->sb, err, errlen);
+	if (rc < 0) {
+		/* The step that failed says little; the host's reason more. */
+		char why[1024];
+		size_t used = strlen(err);
+
+		if (diagnose_sandbox("", why, sizeof(why)) > 0 && used < errlen)
+			snprintf(err + used, errlen - used, " (this host: %s)",
+			    why);
+	}
 	explicit_bzero(canaries, sizeof(canaries));
 	if (tokens != NULL)
 		explicit_bzero(tokens, strlen(tokens));
@@ -932,7 +957,7 @@ launcher_run(int argc, char **argv)
 	struct run_flags f = { .id_fd = -1, .canaries = -1 };
 	struct outcome o = { 0 };
 	struct httpc_answer a;
-	char err[400] = "";
+	char err[2048] = "";
 	int rc;
 
 	struct sigaction pipe_sa = { .sa_handler = on_sigpipe,
@@ -942,6 +967,14 @@ launcher_run(int argc, char **argv)
 	rc = parse_flags(argc, argv, &f);
 	if (rc >= 0)
 		return rc;
+	/* Before the configuration, which makes the state directories: a
+	 * user who is not root hears that, not "Permission denied". */
+	if (geteuid() != 0) {
+		fprintf(stderr,
+		    "cordon run: must run as root: the sandbox "
+		    "needs namespaces and mounts\n");
+		return STOPPATH_EXIT_LAUNCHER;
+	}
 	if (launcher_config_load(&cfg, f.config, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon run: %s\n", err);
 		return EXIT_CONFIG;
@@ -955,20 +988,19 @@ launcher_run(int argc, char **argv)
 	buf_init(&r.out, 1024 * 1024);
 	buf_init(&r.err, 1024 * 1024);
 	log_init("launcher", LEVEL_WARN);
-	if (geteuid() != 0) {
+	if (cfg.launcher_key_file == NULL) {
 		fprintf(stderr,
-		    "cordon run: must run as root: the sandbox "
-		    "needs namespaces and mounts\n");
-		rc = STOPPATH_EXIT_LAUNCHER;
+		    "cordon run: launcher_key_file is not set; set it in "
+		    "--config to the launcher.key cordon-broker wrote\n");
+		rc = EXIT_CONFIG;
 		goto out;
 	}
-	if (cfg.launcher_key_file == NULL ||
-	    (rc = launcher_read_key(cfg.launcher_key_file, r.key,
+	if ((rc = launcher_read_key(cfg.launcher_key_file, r.key,
 		 sizeof(r.key))) < 0) {
-		fprintf(stderr, "cordon run: the launcher key (%s): %s\n",
-		    cfg.launcher_key_file ?: "launcher_key_file not set",
-		    cfg.launcher_key_file ? strerror(EINVAL) : "configure it");
-		rc = STOPPATH_EXIT_LAUNCHER;
+		keys_explain(err, sizeof(err), "launcher_key_file",
+		    cfg.launcher_key_file, rc);
+		fprintf(stderr, "cordon run: %s\n", err);
+		rc = EXIT_CONFIG;
 		goto out;
 	}
 	if ((r.base = event_base_new()) == NULL) {

@@ -100,16 +100,7 @@ launcher_config_free(struct launcher_config *cfg)
 int
 launcher_read_key(const char *path, char *out, size_t len)
 {
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (f == NULL)
-		return -errno;
-	n = fread(out, 1, len - 1, f);
-	fclose(f);
-	out[n] = '\0';
-	out[strcspn(out, "\r\n")] = '\0';
-	return strlen(out) >= 32 ? 0 : -EINVAL;
+	return keys_read(path, out, len);
 }
 
 int

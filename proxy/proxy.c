@@ -253,22 +253,10 @@ static int
 read_key(const char *path, char **ret)
 {
 	char key[256];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int r = keys_read(path, key, sizeof(key));
 
-	if (fd < 0)
-		return -errno;
-	n = read(fd, key, sizeof(key) - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	while (n > 0 && (key[n - 1] == '\n' || key[n - 1] == '\r'))
-		n--;
-	key[n] = '\0';
-	if (n < 32 || strcspn(key, " \t\r\n") != (size_t)n) {
-		explicit_bzero(key, sizeof(key));
-		return -EINVAL;
-	}
+	if (r < 0)
+		return r;
 	*ret = strdup(key);
 	explicit_bzero(key, sizeof(key));
 	return *ret != NULL ? 0 : -ENOMEM;
@@ -385,6 +373,11 @@ main(int argc, char **argv)
 		r = EXIT_CONFIG;
 		goto out;
 	}
+	if ((r = keys_check_setting(PROXY_PROG, "launcher_key_file",
+		 p.cfg.launcher_key_file)) >= 0 ||
+	    (r = keys_check_setting(PROXY_PROG, "broker_key_file",
+		 p.cfg.broker_key_file)) >= 0)
+		goto out;
 	if (args.check_only) {
 		r = service_config_ok(PROXY_PROG);
 		goto out;

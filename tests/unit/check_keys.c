@@ -298,6 +298,37 @@ START_TEST(test_keyring_file_errors)
 }
 END_TEST
 
+START_TEST(test_keys_read_one_reader)
+{
+	char p[4200], key[64], why[8192];
+
+	snprintf(p, sizeof(p), "%s/good.key", testutil_dir);
+	testutil_write_text(p, "crk_0123456789abcdef0123456789abcdef\r\n");
+	ck_assert_int_eq(keys_read(p, key, sizeof(key)), 0);
+	ck_assert_str_eq(key, "crk_0123456789abcdef0123456789abcdef");
+	ck_assert_int_eq(keys_check(p), 0);
+	/* Larger than the caller's buffer: refused, not cut. */
+	ck_assert_int_eq(keys_read(p, key, 20), -EFBIG);
+	ck_assert_str_eq(key, "");
+	/* Whitespace inside is no key. */
+	snprintf(p, sizeof(p), "%s/two.key", testutil_dir);
+	testutil_write_text(p, "crk_0123456789abcdef 0123456789abcdef\n");
+	ck_assert_int_eq(keys_read(p, key, sizeof(key)), -EINVAL);
+	snprintf(p, sizeof(p), "%s/missing.key", testutil_dir);
+	ck_assert_int_eq(keys_check(p), -ENOENT);
+	keys_explain(why, sizeof(why), "launcher_key_file", p, -ENOENT);
+	ck_assert_ptr_nonnull(strstr(why, "launcher_key_file "));
+	ck_assert_ptr_nonnull(strstr(why, p));
+	ck_assert_ptr_nonnull(
+	    strstr(why, ": no such file; start cordon-broker"));
+	keys_explain(why, sizeof(why), "k", "rel/x.key", -EACCES);
+	ck_assert_ptr_nonnull(strstr(why, "k rel/x.key (relative to /"));
+	ck_assert_ptr_nonnull(strstr(why, "this user may not read it"));
+	keys_explain(why, sizeof(why), "k", "/x.key", -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "k /x.key: not a key"));
+}
+END_TEST
+
 START_TEST(test_keyring_two_roles)
 {
 	struct keyring ring = { 0 };
@@ -421,6 +452,7 @@ keys_suite(void)
 	tcase_add_test(tc, test_keyring_file_line_endings);
 	tcase_add_test(tc, test_keyring_file_errors);
 	tcase_add_test(tc, test_keyring_two_roles);
+	tcase_add_test(tc, test_keys_read_one_reader);
 	tcase_add_test(tc, test_keyring_empty);
 	tcase_add_test(tc, test_keyring_short_never_matches);
 	tcase_add_test(tc, test_keyring_limits);
