@@ -22,7 +22,7 @@
 #include "log.h"
 #include "response.h"
 #include "sni.h"
-#include "token.h"
+#include "tokens.h"
 #include "util.h"
 #include "verdict.h"
 
@@ -45,17 +45,6 @@
 #define READ_HIGH (HTTP1_HEAD_MAX + 64 * 1024)
 #define CLOSE_FLUSH_MS 5000
 #define DNS_TIMEOUT_MS 5000
-
-/* The most distinct tokens judged in one request: past it, refused
- * (too_many_tokens). Bounds the broker calls a request can cause. */
-#define TOKENS_MAX 16
-
-/* A token of the request, and what the broker said of it. */
-struct judged {
-	char tok[TOKEN_LEN + 1];
-	bool done; /* judged */
-	const char *why; /* NULL: good for this request; else the detail */
-};
 
 enum cstate {
 	CS_HEAD, /* waiting for a request head */
@@ -110,16 +99,9 @@ struct pconn {
 	bool broker_route, upgrade_ok, keep_alive;
 	bool client_eof; /* the client sends no more; it may still read */
 	/* Every distinct token shape of the request, head and body, with
-	 * the broker's verdict once it came: the answers are kept for the
-	 * request, so each token is introspected once. */
-	struct judged tokens[TOKENS_MAX];
-	size_t ntokens;
-	size_t judging; /* the index being introspected */
-	/* Tokens in a request body: the last bytes sent (a token may span
-	 * two reads), and whether forwarding waits on an introspection. */
-	char body_tail[TOKEN_LEN - 1];
-	size_t body_tail_len;
-	bool body_hold;
+	 * the broker's verdict once it came (tokens.c). */
+	struct token_set tokens;
+	bool body_hold; /* forwarding the body waits on an introspection */
 	bool up_eof_held; /* the upstream closed while the body was held */
 	uint64_t body_left;
 	struct http1_chunked chunk;
@@ -216,9 +198,7 @@ request_reset(struct pconn *c)
 	free(c->path);
 	c->path = NULL;
 	c->head_started = false;
-	explicit_bzero(c->tokens, sizeof(c->tokens));
-	c->ntokens = 0;
-	c->judging = 0;
+	tokens_reset(&c->tokens);
 }
 
 void
@@ -447,55 +427,6 @@ conn_accept(struct pjob *j, int fd)
 
 /* --- judging a request ---------------------------------------------------- */
 
-/*
- * Adds the token shape at t (TOKEN_LEN bytes) to the request's tokens:
- * the index, or -1 when it is new and TOKENS_MAX are already held. A
- * shape whose checksum is wrong is no token the broker could know: it is
- * judged here, without a call, and refused ("bad_checksum", or
- * "no_audience" towards a rule without one).
- */
-static int
-token_add(struct pconn *c, const char *t)
-{
-	struct judged *j;
-
-	for (size_t i = 0; i < c->ntokens; i++)
-		if (memcmp(c->tokens[i].tok, t, TOKEN_LEN) == 0)
-			return (int)i;
-	if (c->ntokens == TOKENS_MAX)
-		return -1;
-	j = &c->tokens[c->ntokens];
-	memcpy(j->tok, t, TOKEN_LEN);
-	j->tok[TOKEN_LEN] = '\0';
-	j->done = token_parse(t, TOKEN_LEN) < 0;
-	j->why = NULL;
-	/* To a host that may get no token, no shape of one goes either. */
-	if (j->done)
-		j->why = c->rule >= 0 &&
-			c->job->rules.rule[c->rule].audience[0] == '\0'
-		    ? "no_audience"
-		    : "bad_checksum";
-	return (int)c->ntokens++;
-}
-
-/*
- * Every token shape in s[0..n) goes into the request's tokens: 0, or -1
- * when there were more than TOKENS_MAX distinct ones.
- */
-static int
-tokens_collect(struct pconn *c, const char *s, size_t n)
-{
-	size_t off = 0;
-	ssize_t at;
-
-	while (off < n && (at = token_find(s + off, n - off)) >= 0) {
-		if (token_add(c, s + off + (size_t)at) < 0)
-			return -1;
-		off += (size_t)at + TOKEN_PREFIX_LEN;
-	}
-	return 0;
-}
-
 /* What the broker's answer on a token means for this request. */
 static const char *
 token_verdict(struct pconn *c, int status, json_t *body)
@@ -517,16 +448,15 @@ on_ignored(void *arg, int status, json_t *body)
 static void
 tokens_tell_rest(struct pconn *c)
 {
-	for (size_t i = 0; i < c->ntokens; i++) {
-		if (c->tokens[i].done)
+	for (size_t i = 0; i < c->tokens.n; i++) {
+		if (c->tokens.t[i].done)
 			continue;
-		json_t *q = json_pack("{s:s}", "token", c->tokens[i].tok);
+		json_t *q = json_pack("{s:s}", "token", c->tokens.t[i].tok);
 		if (q != NULL)
 			(void)broker_call(c->p->broker, "POST",
 			    "/v1/introspect", q, on_ignored, NULL);
 		json_decref(q);
-		c->tokens[i].done = true;
-		c->tokens[i].why = "not_judged";
+		tokens_judged(&c->tokens, i, "not_judged");
 	}
 }
 
@@ -538,31 +468,19 @@ tokens_tell_rest(struct pconn *c)
 static bool
 tokens_ask_next(struct pconn *c, broker_cb cb)
 {
-	for (; c->judging < c->ntokens; c->judging++) {
-		struct judged *j = &c->tokens[c->judging];
-		if (j->done)
-			continue;
-		json_t *q = json_pack("{s:s}", "token", j->tok);
+	int i;
+
+	while ((i = tokens_next(&c->tokens)) >= 0) {
+		json_t *q = json_pack("{s:s}", "token", c->tokens.t[i].tok);
 		c->call = q != NULL ? broker_call(c->p->broker, "POST",
 					  "/v1/introspect", q, cb, c)
 				    : NULL;
 		json_decref(q);
 		if (c->call != NULL)
 			return true;
-		j->done = true;
-		j->why = "introspection_failed";
+		tokens_judged(&c->tokens, (size_t)i, "introspection_failed");
 	}
 	return false;
-}
-
-/* The first refusal among the request's judged tokens, or NULL. */
-static const char *
-tokens_refusal(const struct pconn *c)
-{
-	for (size_t i = 0; i < c->ntokens; i++)
-		if (c->tokens[i].done && c->tokens[i].why != NULL)
-			return c->tokens[i].why;
-	return NULL;
 }
 
 static void judge_tokens_next(struct pconn *c);
@@ -571,11 +489,10 @@ static void
 on_introspect(void *arg, int status, json_t *body)
 {
 	struct pconn *c = arg;
-	struct judged *j = &c->tokens[c->judging];
 
 	c->call = NULL;
-	j->done = true;
-	j->why = token_verdict(c, status, body);
+	tokens_judged(&c->tokens, c->tokens.judging,
+	    token_verdict(c, status, body));
 	judge_tokens_next(c);
 }
 
@@ -585,11 +502,11 @@ on_introspect(void *arg, int status, json_t *body)
 static void
 judge_tokens_next(struct pconn *c)
 {
-	const char *why = tokens_refusal(c);
+	const char *why = tokens_refusal(&c->tokens);
 
 	if (why == NULL && tokens_ask_next(c, on_introspect))
 		return;
-	why = tokens_refusal(c);
+	why = tokens_refusal(&c->tokens);
 	if (why != NULL) {
 		tokens_tell_rest(c);
 		deny(c, "token", why);
@@ -603,12 +520,12 @@ judge_tokens_next(struct pconn *c)
 static void
 judge_head_tokens(struct pconn *c)
 {
-	if (tokens_collect(c, c->head, c->head_len) < 0) {
+	if (tokens_collect(&c->tokens, c->head, c->head_len) < 0) {
 		tokens_tell_rest(c);
 		deny(c, "token", "too_many_tokens");
 		return;
 	}
-	c->judging = 0;
+	c->tokens.judging = 0;
 	c->state = CS_TOKEN;
 	judge_tokens_next(c);
 }
@@ -675,6 +592,8 @@ judge(struct pconn *c)
 		deny(c, v.reason, v.detail);
 		return;
 	}
+	c->tokens.no_audience =
+	    c->rule >= 0 && c->job->rules.rule[c->rule].audience[0] == '\0';
 	judge_head_tokens(c);
 }
 
@@ -1069,7 +988,7 @@ send_request(struct pconn *c)
 	buf_free(&out);
 
 	c->up_idle = false;
-	c->body_tail_len = 0;
+	tokens_body_start(&c->tokens);
 	c->body_hold = false;
 	c->up_eof_held = false;
 	c->body_done = r->body == HTTP1_BODY_NONE ||
@@ -1120,15 +1039,14 @@ static void
 on_body_introspect(void *arg, int status, json_t *body)
 {
 	struct pconn *c = arg;
-	struct judged *j = &c->tokens[c->judging];
+	const char *why = token_verdict(c, status, body);
 
 	c->call = NULL;
-	j->done = true;
-	j->why = token_verdict(c, status, body);
-	if (j->why != NULL) {
+	tokens_judged(&c->tokens, c->tokens.judging, why);
+	if (why != NULL) {
 		/* Part of the request went up: that connection is done. */
 		up_drop(c);
-		deny(c, "token", j->why);
+		deny(c, "token", why);
 		return;
 	}
 	if (c->up_eof_held) {
@@ -1141,87 +1059,42 @@ on_body_introspect(void *arg, int status, json_t *body)
 	pump_body(c);
 }
 
-/* The first token in s[0..n) that this request has not found good: its
- * offset, or -1. Sets *ret_index to its place in c->tokens (-1: past
- * TOKENS_MAX). */
-static ssize_t
-body_token_new(struct pconn *c, const char *s, size_t n, int *ret_index)
-{
-	size_t off = 0;
-	ssize_t at;
-
-	while (off < n && (at = token_find(s + off, n - off)) >= 0) {
-		int i = token_add(c, s + off + (size_t)at);
-		if (i < 0 || !c->tokens[i].done || c->tokens[i].why != NULL) {
-			*ret_index = i;
-			return (ssize_t)off + at;
-		}
-		off += (size_t)at + TOKEN_PREFIX_LEN;
-	}
-	return -1;
-}
-
 /*
- * Looks for cordon tokens in the next body bytes p[0..n), with the end of
- * what went before (a token may span two reads). Each one this request has
- * not yet found good holds the body until the broker says whose it is: 0
- * to go on, -1 when held (or c closed).
+ * Looks for cordon tokens in the next body bytes p[0..n) (tokens.c keeps
+ * the end of what went before: a token may span two reads). Each one this
+ * request has not yet found good holds the body until the broker says
+ * whose it is: 0 to go on, -1 when held (or c closed).
  */
 static int
 body_token_check(struct pconn *c, const char *p, size_t n)
 {
-	enum { TAIL = TOKEN_LEN - 1 };
-	char edge[2 * TAIL];
-	size_t m = n < TAIL ? n : TAIL;
-	ssize_t at;
 	int i = 0;
 
-	/* A token that starts in the tail and ends in p, then any in p. */
-	memcpy(edge, c->body_tail, c->body_tail_len);
-	memcpy(edge + c->body_tail_len, p, m);
-	at = body_token_new(c, edge, c->body_tail_len + m, &i);
-	if (at < 0)
-		at = body_token_new(c, p, n, &i);
-	if (at >= 0) {
-		if (i < 0) {
-			up_drop(c);
-			deny(c, "token", "too_many_tokens");
-			return -1;
-		}
-		if (c->tokens[i].done) {
-			/* Refused already (a bad checksum): no call to make. */
-			up_drop(c);
-			deny(c, "token", c->tokens[i].why);
-			return -1;
-		}
-		c->judging = (size_t)i;
-		c->body_hold = true;
-		json_t *q = json_pack("{s:s}", "token", c->tokens[i].tok);
-		c->call = q != NULL
-		    ? broker_call(c->p->broker, "POST", "/v1/introspect", q,
-			  on_body_introspect, c)
-		    : NULL;
-		json_decref(q);
-		if (c->call == NULL) {
-			up_drop(c);
-			deny(c, "token", "introspection_failed");
-		}
+	if (!tokens_body_scan(&c->tokens, p, n, &i))
+		return 0;
+	if (i < 0) {
+		up_drop(c);
+		deny(c, "token", "too_many_tokens");
 		return -1;
 	}
-	/* Keep the last bytes for a token that starts here and ends in the
-	 * next read. */
-	if (n >= TAIL) {
-		memcpy(c->body_tail, p + n - TAIL, TAIL);
-		c->body_tail_len = TAIL;
-	} else {
-		size_t keep =
-		    c->body_tail_len + n > TAIL ? TAIL - n : c->body_tail_len;
-		memmove(c->body_tail, c->body_tail + c->body_tail_len - keep,
-		    keep);
-		memcpy(c->body_tail + keep, p, n);
-		c->body_tail_len = keep + n;
+	if (c->tokens.t[i].done) {
+		/* Refused already (a bad checksum): no call to make. */
+		up_drop(c);
+		deny(c, "token", c->tokens.t[i].why);
+		return -1;
 	}
-	return 0;
+	c->tokens.judging = (size_t)i;
+	c->body_hold = true;
+	json_t *q = json_pack("{s:s}", "token", c->tokens.t[i].tok);
+	c->call = q != NULL ? broker_call(c->p->broker, "POST",
+				  "/v1/introspect", q, on_body_introspect, c)
+			    : NULL;
+	json_decref(q);
+	if (c->call == NULL) {
+		up_drop(c);
+		deny(c, "token", "introspection_failed");
+	}
+	return -1;
 }
 
 static void

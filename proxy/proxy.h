@@ -11,6 +11,7 @@
  * conn.c (the data plane: one connection of a job, request by request).
  * In the testable core library (cordon_proxy_core): verdict.c (the pure
  * verdict on a request head and on the broker's word about a token),
+ * tokens.c (the token shapes of a request and their verdicts),
  * egress.c (the rules), http1.c, response.c, sni.c, ca.c, decision.c.
  */
 #ifndef CORDON_PROXY_H
