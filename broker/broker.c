@@ -96,6 +96,25 @@ broker_revocation_seen(void *arg, int64_t seq)
 	feed_publish(arg, seq);
 }
 
+/* A follower of this broker acknowledged, or started or ended a poll:
+ * the fleet's other brokers hear of it through the database. */
+static void
+broker_ack_share(void *arg, const char *name, int64_t acked, bool polling)
+{
+	struct broker *b = arg;
+
+	/* Dropped when the queue is full or the database away: the other
+	 * brokers then declare the follower gone, as it is to them. */
+	(void)store_ack_publish(b->store, name, acked, polling);
+}
+
+/* Another broker's follower: this broker's revokes wait for it too. */
+static void
+broker_ack_heard(void *arg, const char *name, int64_t acked, bool polling)
+{
+	feed_remote(arg, name, acked, polling);
+}
+
 /* Opens the database, the pepper and the feed; logs what fails. */
 static int
 broker_open(struct broker *b)
@@ -138,12 +157,14 @@ broker_open(struct broker *b)
 		r = -ENOMEM;
 	/* Several brokers on one database: every revocation reaches every
 	 * follower, whichever broker it follows. sqlite has no others. */
-	if (r == 0) {
+	if (r == 0 &&
+	    (r = store_watch_acks(b->store, broker_ack_heard, b->feed)) == 0)
+		feed_set_share(b->feed, broker_ack_share, b);
+	if (r == 0)
 		r = store_watch_revocations(b->store, broker_revocation_seen,
 		    b->feed);
-		if (r == -EOPNOTSUPP)
-			r = 0;
-	}
+	if (r == -EOPNOTSUPP)
+		r = 0;
 	if (r < 0)
 		log_error("feed_failed", "{s:s}", "error", strerror(-r));
 	else

@@ -24,6 +24,7 @@ struct follower {
 	int64_t acked;
 	int64_t last_seen_ms;
 	unsigned polling; /* polls under way */
+	bool remote_polling; /* polling at another broker of the fleet */
 	bool gone;
 };
 
@@ -48,13 +49,16 @@ struct feed {
 	struct follower f[FEED_FOLLOWERS_MAX];
 	size_t n;
 	struct waiter *waiters;
+	feed_share_fn share; /* a fleet's: tells the other brokers */
+	void *share_arg;
 };
 
 static bool
 connected(const struct follower *fl, int64_t now)
 {
 	return !fl->gone &&
-	    (fl->polling > 0 || now - fl->last_seen_ms <= FEED_ACK_WAIT_MS);
+	    (fl->polling > 0 || fl->remote_polling ||
+		now - fl->last_seen_ms <= FEED_ACK_WAIT_MS);
 }
 
 /* True when every connected follower has acknowledged seq. */
@@ -238,7 +242,9 @@ feed_poll(struct feed *f, const char *name, int64_t after, int wait_s,
 		fl->acked = ack;
 	fl->gone = false;
 	fl->polling++;
+	fl->remote_polling = false; /* it follows this broker now */
 	fl->last_seen_ms = now;
+	ack = fl->acked;
 	/* An acknowledgement: some revoke may be waiting for it. */
 	wake(f, acks_ready);
 	if (f->head == after && wait_s > 0 && !f->stopping) {
@@ -250,6 +256,8 @@ feed_poll(struct feed *f, const char *name, int64_t after, int wait_s,
 			http_request_resume(req);
 	}
 	pthread_mutex_unlock(&f->mu);
+	if (f->share != NULL)
+		f->share(f->share_arg, name, ack, true);
 	return r;
 }
 
@@ -301,13 +309,18 @@ feed_poll_done(struct feed *f, const char *name)
 	struct follower *fl;
 
 	pthread_mutex_lock(&f->mu);
+	int64_t acked = -1;
+
 	fl = find(f, name, now);
 	if (fl != NULL && fl->polling > 0) {
 		fl->polling--;
 		fl->last_seen_ms = now;
+		acked = fl->polling == 0 ? fl->acked : -1;
 	}
 	head = f->head;
 	pthread_mutex_unlock(&f->mu);
+	if (f->share != NULL && acked >= 0)
+		f->share(f->share_arg, name, acked, false);
 	return head;
 }
 
@@ -382,4 +395,31 @@ feed_followers(struct feed *f)
 		n += connected(&f->f[i], now);
 	pthread_mutex_unlock(&f->mu);
 	return n;
+}
+
+void
+feed_set_share(struct feed *f, feed_share_fn fn, void *arg)
+{
+	f->share = fn;
+	f->share_arg = arg;
+}
+
+void
+feed_remote(struct feed *f, const char *name, int64_t acked, bool polling)
+{
+	struct follower *fl;
+	int64_t now = monotonic_ms();
+
+	pthread_mutex_lock(&f->mu);
+	fl = find(f, name, now);
+	/* One polling here is this broker's: the other's word is older. */
+	if (fl != NULL && fl->polling == 0) {
+		if (acked > fl->acked || fl->gone)
+			fl->acked = acked;
+		fl->gone = false;
+		fl->remote_polling = polling;
+		fl->last_seen_ms = now;
+		wake(f, acks_ready);
+	}
+	pthread_mutex_unlock(&f->mu);
 }

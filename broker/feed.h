@@ -78,4 +78,22 @@ unsigned feed_followers(struct feed *f);
 /* Resumes every waiting request and defers no more (shutdown). */
 void feed_stop(struct feed *f);
 
+/*
+ * A fleet: brokers sharing one database share their followers. fn(arg,
+ * name, acked, polling) is called, outside the feed's lock, whenever a
+ * follower of this broker acknowledges or starts or ends a poll, for the
+ * other brokers to hear (it must not block). Set before serving.
+ */
+typedef void (
+    *feed_share_fn)(void *arg, const char *name, int64_t ack, bool polling);
+void feed_set_share(struct feed *f, feed_share_fn fn, void *arg);
+
+/*
+ * What another broker of the fleet said of its follower name: it has
+ * acknowledged acked and is (or is no longer) polling there. A revoke
+ * here waits for it as for one of this broker's own; a poll here from
+ * that name supersedes it.
+ */
+void feed_remote(struct feed *f, const char *name, int64_t acked, bool polling);
+
 #endif

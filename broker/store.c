@@ -1469,3 +1469,19 @@ store_is_postgresql(const char *addr)
 {
 	return store_pg_is_url(addr);
 }
+
+int
+store_watch_acks(struct store *s, store_ack_fn fn, void *arg)
+{
+	return s->pg != NULL ? store_pg_watch_acks(s->pg, fn, arg)
+			     : -EOPNOTSUPP;
+}
+
+int
+store_ack_publish(struct store *s, const char *follower, int64_t acked,
+    bool polling)
+{
+	return s->pg != NULL
+	    ? store_pg_ack_publish(s->pg, follower, acked, polling)
+	    : -EOPNOTSUPP;
+}

@@ -181,6 +181,25 @@ typedef void (*store_seq_fn)(void *arg, int64_t seq);
  */
 int store_watch_revocations(struct store *s, store_seq_fn fn, void *arg);
 
+/* Called with what another broker said of one of its followers. */
+typedef void (*store_ack_fn)(void *arg, const char *follower, int64_t acked,
+    bool polling);
+/*
+ * A fleet's followers, shared: fn(arg, ...) is called, from a thread of
+ * the store's, for what every other broker on the database publishes
+ * with store_ack_publish (a broker never hears its own). Call before
+ * store_watch_revocations (which starts the listening). 0, or
+ * -EOPNOTSUPP for sqlite.
+ */
+int store_watch_acks(struct store *s, store_ack_fn fn, void *arg);
+/*
+ * Tells the other brokers that this broker's follower has acknowledged
+ * acked and is (or no longer is) polling here. Queued, never blocks; the
+ * order of one broker's messages is kept. 0, -ENOMEM, or -EOPNOTSUPP.
+ */
+int store_ack_publish(struct store *s, const char *follower, int64_t acked,
+    bool polling);
+
 /* --- audit -------------------------------------------------------------- */
 
 /* Appends a record without waiting for the commit, for events that a

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +42,8 @@
 #define PG_RETRIES 8
 #define PG_PARAMS_MAX 12
 #define PG_CHANNEL "cordon_revocations"
+#define PG_ACKS "cordon_acks"
+#define PG_ACKS_QUEUED_MAX 4096
 #define GENESIS                                                                \
 	"0000000000000000000000000000000000000000000000000000000000000000"
 
@@ -120,6 +123,24 @@ struct store_pg {
 	int wake[2]; /* the listener's stop pipe */
 	store_seq_fn on_seq;
 	void *seq_arg;
+
+	/* The fleet's followers: what this broker tells (in order, by one
+	 * thread) and what it hears from the others (by id, never its own). */
+	char id[17];
+	store_ack_fn on_ack;
+	void *ack_arg;
+	pthread_mutex_t amu;
+	pthread_cond_t acks_queued;
+	struct ack_msg *ahead, *atail;
+	size_t nacks;
+	bool aclosing;
+	pthread_t notifier;
+	bool notifier_started;
+};
+
+struct ack_msg {
+	char text[128]; /* "<id> <polling> <acked> <follower>" */
+	struct ack_msg *next;
 };
 
 /* A write transaction: its connection and the audit head it locked. */
@@ -607,6 +628,113 @@ listener_publish_head(struct store_pg *s, PGconn *c)
 	}
 }
 
+/* Another broker's word on its follower: "<id> <0|1> <acked> <name>". */
+static void
+ack_heard(struct store_pg *s, const char *text)
+{
+	const char *p = text;
+	char *end;
+	bool polling;
+	long long acked;
+
+	if (strlen(text) < 21 || strncmp(text, s->id, 16) == 0 ||
+	    text[16] != ' ' || (text[17] != '0' && text[17] != '1') ||
+	    text[18] != ' ')
+		return; /* our own, or not ours to read */
+	polling = text[17] == '1';
+	p = text + 19;
+	errno = 0;
+	acked = strtoll(p, &end, 10);
+	if (errno != 0 || end == p || *end != ' ' || end[1] == '\0')
+		return;
+	s->on_ack(s->ack_arg, end + 1, (int64_t)acked, polling);
+}
+
+/* Sends the queued acknowledgements, a batch a transaction (one
+ * transaction's notifications arrive together and in order). While the
+ * database is away they are dropped: a revoke then declares the
+ * follower gone, which is what it is to the fleet. */
+static void *
+notifier_main(void *arg)
+{
+	struct store_pg *s = arg;
+
+	pthread_mutex_lock(&s->amu);
+	for (;;) {
+		struct ack_msg *batch;
+
+		while (s->ahead == NULL && !s->aclosing)
+			pthread_cond_wait(&s->acks_queued, &s->amu);
+		if (s->ahead == NULL)
+			break;
+		batch = s->ahead;
+		s->ahead = s->atail = NULL;
+		s->nacks = 0;
+		pthread_mutex_unlock(&s->amu);
+
+		PGconn *c = conn_get(s);
+		int r = c != NULL ? cmd(c, "BEGIN") : -ENOTCONN;
+
+		for (struct ack_msg *m = batch, *next; m != NULL; m = next) {
+			struct params p = { 0 };
+
+			next = m->next;
+			p_text(&p, m->text);
+			if (r == 0)
+				r = q(c, "SELECT pg_notify('" PG_ACKS "', $1)",
+				    &p, NULL);
+			free(m);
+		}
+		if (c != NULL) {
+			if (r == 0)
+				cmd(c, "COMMIT");
+			else if (PQstatus(c) == CONNECTION_OK)
+				cmd(c, "ROLLBACK");
+			conn_put(s, c);
+		}
+		pthread_mutex_lock(&s->amu);
+	}
+	pthread_mutex_unlock(&s->amu);
+	return NULL;
+}
+
+int
+store_pg_watch_acks(struct store_pg *s, store_ack_fn fn, void *arg)
+{
+	if (s->listener_started)
+		return -EBUSY;
+	s->on_ack = fn;
+	s->ack_arg = arg;
+	return 0;
+}
+
+int
+store_pg_ack_publish(struct store_pg *s, const char *follower, int64_t acked,
+    bool polling)
+{
+	struct ack_msg *m = calloc(1, sizeof(*m));
+
+	if (m == NULL)
+		return -ENOMEM;
+	snprintf(m->text, sizeof(m->text), "%s %d %lld %s", s->id,
+	    polling ? 1 : 0, (long long)acked, follower);
+	pthread_mutex_lock(&s->amu);
+	if (s->aclosing || s->nacks >= PG_ACKS_QUEUED_MAX) {
+		pthread_mutex_unlock(&s->amu);
+		free(m);
+		return -ENOBUFS;
+	}
+	if (s->atail != NULL)
+		s->atail->next = m;
+	else
+		s->ahead = m;
+	s->atail = m;
+	s->nacks++;
+	pthread_cond_signal(&s->acks_queued);
+	pthread_mutex_unlock(&s->amu);
+	return 0;
+}
+
 /* LISTENs for every broker's revocations; after each (re)connection it
  * hands over the head too, for what was missed while away. */
 static void *
@@ -617,7 +745,8 @@ listener_main(void *arg)
 	for (;;) {
 		PGconn *c = pg_connect(s->url);
 
-		if (c == NULL || cmd(c, "LISTEN " PG_CHANNEL) < 0) {
+		if (c == NULL || cmd(c, "LISTEN " PG_CHANNEL) < 0 ||
+		    (s->on_ack != NULL && cmd(c, "LISTEN " PG_ACKS) < 0)) {
 			PQfinish(c);
 			if (listener_sleep(s, -1, 500))
 				return NULL;
@@ -634,8 +763,11 @@ listener_main(void *arg)
 			if (PQconsumeInput(c) == 0)
 				break;
 			while ((n = PQnotifies(c)) != NULL) {
-				s->on_seq(s->seq_arg,
-				    strtoll(n->extra, NULL, 10));
+				if (strcmp(n->relname, PG_ACKS) == 0)
+					ack_heard(s, n->extra);
+				else
+					s->on_seq(s->seq_arg,
+					    strtoll(n->extra, NULL, 10));
 				PQfreemem(n);
 			}
 			if (PQstatus(c) != CONNECTION_OK)
@@ -715,6 +847,8 @@ store_pg_open(const char *url, struct store_pg **ret)
 	pthread_mutex_init(&s->pool_mu, NULL);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->work, NULL);
+	pthread_mutex_init(&s->amu, NULL);
+	pthread_cond_init(&s->acks_queued, NULL);
 	s->wake[0] = s->wake[1] = -1;
 	s->url = strdup(url);
 	r = s->url != NULL ? 0 : -ENOMEM;
@@ -726,13 +860,25 @@ store_pg_open(const char *url, struct store_pg **ret)
 		r = schema_upgrade(c);
 		conn_put(s, c);
 	}
+	if (r == 0) {
+		unsigned char raw[8];
+
+		if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
+			r = -EIO;
+		for (size_t i = 0; r == 0 && i < sizeof(raw); i++)
+			snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
+	}
 	if (r == 0 && pthread_create(&s->writer, NULL, writer_main, s) != 0)
+		r = -EAGAIN;
+	if (r == 0)
+		s->writer_started = true;
+	if (r == 0 && pthread_create(&s->notifier, NULL, notifier_main, s) != 0)
 		r = -EAGAIN;
 	if (r < 0) {
 		store_pg_close(s);
 		return r;
 	}
-	s->writer_started = true;
+	s->notifier_started = true;
 	*ret = s;
 	return 0;
 }
@@ -748,6 +894,13 @@ store_pg_close(struct store_pg *s)
 		pthread_cond_signal(&s->work);
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->writer, NULL);
+	}
+	if (s->notifier_started) {
+		pthread_mutex_lock(&s->amu);
+		s->aclosing = true;
+		pthread_cond_signal(&s->acks_queued);
+		pthread_mutex_unlock(&s->amu);
+		pthread_join(s->notifier, NULL);
 	}
 	if (s->listener_started) {
 		char c = 1;
@@ -765,6 +918,8 @@ store_pg_close(struct store_pg *s)
 	pthread_mutex_destroy(&s->pool_mu);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->work);
+	pthread_mutex_destroy(&s->amu);
+	pthread_cond_destroy(&s->acks_queued);
 	free(s->url);
 	free(s);
 }

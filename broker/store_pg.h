@@ -49,6 +49,9 @@ int store_pg_revocations_after(struct store_pg *s, int64_t seq, size_t max,
     json_t **ret);
 int store_pg_revocation_head(struct store_pg *s, int64_t *ret);
 int store_pg_watch_revocations(struct store_pg *s, store_seq_fn fn, void *arg);
+int store_pg_watch_acks(struct store_pg *s, store_ack_fn fn, void *arg);
+int store_pg_ack_publish(struct store_pg *s, const char *follower,
+    int64_t acked, bool polling);
 int store_pg_audit_async(struct store_pg *s, const char *event, json_t *detail);
 int store_pg_audit_list(struct store_pg *s, const char *job, int64_t after,
     size_t max, json_t **ret);

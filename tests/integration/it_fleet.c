@@ -1,0 +1,561 @@
+/*
+ * A fleet on one machine: a private PostgreSQL (pg.c, started once for
+ * the program), two cordon-brokers on one database of it with shared
+ * keys and pepper, and a proxy following each ("host-a" follows broker
+ * A, "host-b" broker B). What it shows: a revoke at either broker
+ * returns only once the followers of both have acknowledged it
+ * (propagated lists them all), and the token then fails introspection
+ * at both; concurrent mints at both brokers keep one audit chain that
+ * verifies at both; kill -9 of a broker in the middle of mints loses no
+ * token it answered and records every one granted, and in the middle of
+ * a revoke leaves the job revoked once or revocable at the other; a
+ * PostgreSQL restart makes the brokers answer 503 while it is down
+ * (introspection fails closed) and recover by themselves, revocation
+ * feed and shared acknowledgements included.
+ *
+ * Without PostgreSQL it fails and says so, unless CORDON_TEST_NO_PG=1.
+ */
+#include "harness.h"
+#include "pg.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct pg_server pg;
+
+struct fleet {
+	char url[400];
+	char dir[300];
+	struct daemon a, b, proxy_a, proxy_b;
+	char admin[128], launcher[128], verifier[128];
+};
+
+static struct fleet F;
+
+static void
+read_key(const char *role, char *out, size_t len)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/keys/%s.key", F.dir, role);
+	ck_assert_int_eq(harness_read_line(path, out, len), 0);
+}
+
+static void
+broker_config(char *out, size_t len)
+{
+	snprintf(out, len,
+	    "{\"store\": \"%s\", \"keys_dir\": \"%s/keys\", \"pepper\": "
+	    "\"%s/pepper\", \"lease_seconds\": 3600, \"log_level\": \"info\"}",
+	    F.url, F.dir, F.dir);
+}
+
+static void
+proxy_start(struct daemon *p, const struct daemon *broker, const char *name)
+{
+	char cfg[1500], hosts[400], vkey[400];
+
+	snprintf(hosts, sizeof(hosts), "%s/hosts-%s", F.dir, name);
+	harness_write_file(hosts, "");
+	snprintf(vkey, sizeof(vkey), "%s/keys/verifier.key", F.dir);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/keys/launcher.key\", \"hosts_file\": "
+	    "\"%s\", \"follower\": \"%s\"}",
+	    broker->base, vkey, F.dir, hosts, name);
+	ck_assert_int_eq(daemon_start(p, "proxy", cfg), 0);
+}
+
+/* feed_followers in d's /healthz. */
+static long
+followers_of(const struct daemon *d)
+{
+	long status;
+	json_t *h = harness_get_json(d, "/healthz", &status);
+	long n = json_integer_value(json_object_get(h, "feed_followers"));
+
+	json_decref(h);
+	return status == 200 ? n : -1;
+}
+
+/* Waits (up to 30 s) until both brokers count both followers. */
+static void
+wait_followers(void)
+{
+	for (int i = 0; i < 300; i++) {
+		if (followers_of(&F.a) >= 2 && followers_of(&F.b) >= 2)
+			return;
+		usleep(100000);
+	}
+	ck_abort_msg("the brokers never saw both followers: A %ld, B %ld",
+	    followers_of(&F.a), followers_of(&F.b));
+}
+
+static void
+fleet_up(void)
+{
+	char name[64], cfg[1500];
+	static int n;
+
+	snprintf(name, sizeof(name), "it%d_%d", (int)getpid(), n++);
+	ck_assert_int_eq(pg_create_db(&pg, name, F.url, sizeof(F.url)), 0);
+	snprintf(F.dir, sizeof(F.dir), "%s", harness_tmpdir());
+	broker_config(cfg, sizeof(cfg));
+	ck_assert_int_eq(daemon_start(&F.a, "broker", cfg), 0);
+	ck_assert_int_eq(daemon_start(&F.b, "broker", cfg), 0);
+	read_key("admin", F.admin, sizeof(F.admin));
+	read_key("launcher", F.launcher, sizeof(F.launcher));
+	read_key("verifier", F.verifier, sizeof(F.verifier));
+	proxy_start(&F.proxy_a, &F.a, "host-a");
+	proxy_start(&F.proxy_b, &F.b, "host-b");
+	wait_followers();
+}
+
+static void
+fleet_down(void)
+{
+	daemon_stop(&F.proxy_a);
+	daemon_stop(&F.proxy_b);
+	ck_assert_int_eq(daemon_stop(&F.a), 0);
+	ck_assert_int_eq(daemon_stop(&F.b), 0);
+}
+
+static void
+put_manifest(const struct daemon *d)
+{
+	const char *text =
+	    "{\"name\": \"fleet\", \"capabilities\": ["
+	    " {\"name\": \"invoices.read\", \"audience\": \"invoices-api\","
+	    "  \"params\": {\"tenant\": [\"4182\"]}, \"reason\": \"r\"}],"
+	    " \"mint\": {\"max_tokens\": 100000, \"per_minute\": 10000000,"
+	    "  \"burst\": 1000000}}";
+
+	json_decref(harness_expect(d, 200, "PUT", "/v1/manifests/fleet",
+	    F.admin, NULL, json_loads(text, 0, NULL)));
+}
+
+static char *
+new_job(const struct daemon *d)
+{
+	json_t *j = harness_expect(d, 201, "POST", "/v1/jobs", F.launcher, NULL,
+	    json_pack("{s:s, s:i}", "manifest", "fleet", "canaries", 0));
+	char *id = strdup(json_string_value(json_object_get(j, "job")));
+
+	json_decref(j);
+	return id;
+}
+
+/* A token for job at d: its value (free it), or NULL with *ret_status. */
+static char *
+try_mint(const struct daemon *d, const char *job, long *ret_status)
+{
+	char hdr[128];
+	json_t *body = json_pack("{s:s, s:{s:s}}", "capability",
+	    "invoices.read", "params", "tenant", "4182");
+	json_t *a;
+	char *v = NULL;
+
+	snprintf(hdr, sizeof(hdr), "X-Cordon-Job: %s", job);
+	a = harness_call(d, "POST", "/v1/token", F.verifier, hdr, body,
+	    ret_status);
+	json_decref(body);
+	if (*ret_status == 200)
+		v = strdup(
+		    json_string_value(json_object_get(a, "access_token")));
+	json_decref(a);
+	return v;
+}
+
+/* Introspection at d: 1 active, 0 not, or -status when it failed. */
+static int
+active_at(const struct daemon *d, const char *token)
+{
+	long status;
+	json_t *body = json_pack("{s:s}", "token", token);
+	json_t *v = harness_call(d, "POST", "/v1/introspect", F.verifier, NULL,
+	    body, &status);
+	int r = status == 200 ? json_is_true(json_object_get(v, "active"))
+			      : -(int)status;
+
+	json_decref(body);
+	json_decref(v);
+	return r;
+}
+
+static json_t *
+revoke_at(const struct daemon *d, const char *job)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", job);
+	return harness_expect(d, 200, "POST", path, F.admin, NULL,
+	    json_pack("{s:s}", "reason", "stopped"));
+}
+
+static bool
+lists(const json_t *array, const char *name)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(array, i, v)
+	{
+		if (strcmp(json_string_value(v), name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The propagation of a revoke: both hosts acknowledged, none gone. */
+static void
+assert_propagated(const json_t *answer)
+{
+	json_t *p = json_object_get(answer, "propagated");
+	char *text = json_dumps(p, JSON_COMPACT);
+
+	ck_assert_msg(lists(json_object_get(p, "acknowledged"), "host-a") &&
+		lists(json_object_get(p, "acknowledged"), "host-b") &&
+		json_array_size(json_object_get(p, "gone")) == 0,
+	    "propagated: %s", text);
+	free(text);
+}
+
+static void
+assert_chain(const struct daemon *d, json_int_t *ret_records)
+{
+	json_t *v = harness_expect(d, 200, "GET", "/v1/audit?verify=1", F.admin,
+	    NULL, NULL);
+	char *text = json_dumps(v, JSON_COMPACT);
+
+	ck_assert_msg(json_is_true(json_object_get(v, "ok")), "verify: %s",
+	    text);
+	if (ret_records != NULL)
+		*ret_records =
+		    json_integer_value(json_object_get(v, "records"));
+	free(text);
+	json_decref(v);
+}
+
+/* --- a revoke at either broker ---------------------------------------- */
+
+START_TEST(revoke_reaches_every_follower)
+{
+	char *job, *tok;
+	long status;
+	json_t *r;
+
+	put_manifest(&F.a);
+	job = new_job(&F.a);
+	tok = try_mint(&F.b, job, &status);
+	ck_assert_int_eq(status, 200);
+	ck_assert_int_eq(active_at(&F.a, tok), 1);
+
+	/* Revoked at A: host-b, which follows B, acknowledged before the
+	 * answer; a replay fails at both brokers. */
+	r = revoke_at(&F.a, job);
+	assert_propagated(r);
+	json_decref(r);
+	ck_assert_int_eq(active_at(&F.a, tok), 0);
+	ck_assert_int_eq(active_at(&F.b, tok), 0);
+	free(try_mint(&F.b, job, &status));
+	ck_assert_int_eq(status, 403);
+	free(tok);
+	free(job);
+
+	/* And the other way round. */
+	job = new_job(&F.b);
+	tok = try_mint(&F.a, job, &status);
+	ck_assert_int_eq(status, 200);
+	r = revoke_at(&F.b, job);
+	assert_propagated(r);
+	json_decref(r);
+	ck_assert_int_eq(active_at(&F.a, tok), 0);
+	ck_assert_int_eq(active_at(&F.b, tok), 0);
+	free(tok);
+	free(job);
+}
+END_TEST
+
+/* --- concurrent appends ---------------------------------------------- */
+
+#define MINTERS 4
+#define MINTS 40
+
+struct minter {
+	const struct daemon *d;
+	const char *job;
+	char *tokens[MINTS];
+	atomic_int *granted;
+	int n;
+};
+
+static void *
+minter_main(void *arg)
+{
+	struct minter *m = arg;
+
+	for (int i = 0; i < MINTS; i++) {
+		long status;
+		char *t = try_mint(m->d, m->job, &status);
+
+		if (t == NULL)
+			break; /* the broker is gone (or said no) */
+		m->tokens[m->n++] = t;
+		atomic_fetch_add(m->granted, 1);
+	}
+	return NULL;
+}
+
+START_TEST(one_chain_from_two_brokers)
+{
+	struct minter m[MINTERS];
+	pthread_t th[MINTERS];
+	atomic_int granted = 0;
+	json_int_t ra, rb;
+	char *job;
+
+	put_manifest(&F.b);
+	job = new_job(&F.a);
+	for (int i = 0; i < MINTERS; i++) {
+		m[i] = (struct minter){ i % 2 ? &F.b : &F.a, job, { 0 },
+			&granted, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, minter_main,
+				     &m[i]),
+		    0);
+	}
+	for (int i = 0; i < MINTERS; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(atomic_load(&granted), MINTERS * MINTS);
+	assert_chain(&F.a, &ra);
+	assert_chain(&F.b, &rb);
+	ck_assert_int_eq(ra, rb);
+	/* manifest, job, the mints */
+	ck_assert_int_eq(ra, 2 + MINTERS * MINTS);
+	for (int i = 0; i < MINTERS; i++)
+		for (int k = 0; k < m[i].n; k++)
+			free(m[i].tokens[k]);
+	free(job);
+}
+END_TEST
+
+/* --- kill -9 of a broker ---------------------------------------------- */
+
+/* The job's tokens and its token_minted records, as B reads them. */
+static void
+assert_all_recorded(const char *job, struct minter *m, size_t nm)
+{
+	char path[200];
+	json_t *j, *a, *r;
+	size_t i, minted = 0, answered = 0;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&F.b, 200, "GET", path, F.admin, NULL, NULL);
+	snprintf(path, sizeof(path), "/v1/audit?job=%s&limit=10000", job);
+	a = harness_expect(&F.b, 200, "GET", path, F.admin, NULL, NULL);
+	json_array_foreach(json_object_get(a, "records"), i, r)
+	{
+		minted += strcmp(json_string_value(json_object_get(r, "event")),
+			      "token_minted") == 0;
+	}
+	/* Every grant is a row and a record: nothing unrecorded. */
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "tokens")),
+	    minted);
+	/* Every token answered is known at the other broker. */
+	for (size_t k = 0; k < nm; k++)
+		for (int t = 0; t < m[k].n; t++) {
+			ck_assert_int_eq(active_at(&F.b, m[k].tokens[t]), 1);
+			answered++;
+		}
+	ck_assert_uint_le(answered, minted);
+	json_decref(j);
+	json_decref(a);
+}
+
+START_TEST(kill_a_broker_mid_mint)
+{
+	struct minter m[MINTERS];
+	pthread_t th[MINTERS];
+	atomic_int granted = 0;
+	char *job;
+	long status;
+
+	put_manifest(&F.a);
+	job = new_job(&F.b);
+	for (int i = 0; i < MINTERS; i++) {
+		m[i] = (struct minter){ &F.a, job, { 0 }, &granted, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, minter_main,
+				     &m[i]),
+		    0);
+	}
+	/* Mints under way: the broker dies among them. */
+	while (atomic_load(&granted) < MINTERS * 4)
+		usleep(1000);
+	daemon_kill(&F.a);
+	for (int i = 0; i < MINTERS; i++)
+		pthread_join(th[i], NULL);
+	assert_all_recorded(job, m, MINTERS);
+	assert_chain(&F.b, NULL);
+
+	/* The job is still whole at B: revoked there, every token dies. */
+	json_t *r = revoke_at(&F.b, job);
+	json_decref(r);
+	for (int i = 0; i < MINTERS; i++)
+		for (int k = 0; k < m[i].n; k++) {
+			ck_assert_int_eq(active_at(&F.b, m[i].tokens[k]), 0);
+			free(m[i].tokens[k]);
+		}
+	ck_assert_int_eq(daemon_restart(&F.a), 0);
+	free(try_mint(&F.a, job, &status));
+	ck_assert_int_eq(status, 403);
+	free(job);
+}
+END_TEST
+
+struct revoker {
+	const struct daemon *d;
+	const char *job;
+	long status;
+};
+
+static void *
+revoker_main(void *arg)
+{
+	struct revoker *r = arg;
+	char path[128];
+	json_t *body = json_pack("{s:s}", "reason", "stopped");
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", r->job);
+	json_decref(
+	    harness_call(r->d, "POST", path, F.admin, NULL, body, &r->status));
+	json_decref(body);
+	return NULL;
+}
+
+START_TEST(kill_a_broker_mid_revoke)
+{
+	char *job, *tok[8];
+	long status;
+	pthread_t th;
+	char path[200];
+	size_t i, revoked = 0;
+	json_t *a, *rec;
+
+	put_manifest(&F.a);
+	job = new_job(&F.a);
+	for (int k = 0; k < 8; k++) {
+		tok[k] = try_mint(&F.a, job, &status);
+		ck_assert_int_eq(status, 200);
+	}
+	/* host-a's proxy goes: the revoke at A waits for it, and A dies
+	 * while it waits (or before it committed: both must hold). */
+	daemon_kill(&F.proxy_a);
+	struct revoker r = { &F.a, job, 0 };
+	ck_assert_int_eq(pthread_create(&th, NULL, revoker_main, &r), 0);
+	usleep(200000);
+	daemon_kill(&F.a);
+	pthread_join(th, NULL);
+
+	/* At B: revoked once, whatever A got done; every token dead. */
+	json_t *again = revoke_at(&F.b, job);
+	json_decref(again);
+	for (int k = 0; k < 8; k++) {
+		ck_assert_int_eq(active_at(&F.b, tok[k]), 0);
+		free(tok[k]);
+	}
+	snprintf(path, sizeof(path), "/v1/audit?job=%s&limit=1000", job);
+	a = harness_expect(&F.b, 200, "GET", path, F.admin, NULL, NULL);
+	json_array_foreach(json_object_get(a, "records"), i, rec)
+	{
+		revoked +=
+		    strcmp(json_string_value(json_object_get(rec, "event")),
+			"job_revoked") == 0;
+	}
+	ck_assert_uint_eq(revoked, 1);
+	json_decref(a);
+	assert_chain(&F.b, NULL);
+	ck_assert_int_eq(daemon_restart(&F.a), 0);
+	ck_assert_int_eq(daemon_restart(&F.proxy_a), 0);
+	free(job);
+}
+END_TEST
+
+/* --- PostgreSQL restarts ---------------------------------------------- */
+
+START_TEST(survives_a_database_restart)
+{
+	char *job, *tok, *late = NULL;
+	long status = 0;
+	json_t *r;
+
+	put_manifest(&F.a);
+	job = new_job(&F.a);
+	tok = try_mint(&F.a, job, &status);
+	ck_assert_int_eq(status, 200);
+	ck_assert_int_eq(pg_stop(&pg, "fast"), 0);
+	/* Down: 503, and introspection fails closed (no answer is yes). */
+	free(try_mint(&F.b, job, &status));
+	ck_assert_int_eq(status, 503);
+	ck_assert_int_eq(active_at(&F.a, tok), -503);
+	ck_assert_int_eq(pg_restart(&pg), 0);
+	/* Back: each broker reconnects by itself. */
+	for (int i = 0; i < 200 && late == NULL; i++) {
+		late = try_mint(&F.b, job, &status);
+		if (late == NULL)
+			usleep(100000);
+	}
+	ck_assert_msg(late != NULL, "B never recovered: %ld", status);
+	ck_assert_int_eq(active_at(&F.a, tok), 1);
+	/* The feed and the shared acknowledgements are back too. */
+	wait_followers();
+	r = revoke_at(&F.b, job);
+	assert_propagated(r);
+	json_decref(r);
+	ck_assert_int_eq(active_at(&F.a, late), 0);
+	assert_chain(&F.a, NULL);
+	free(tok);
+	free(late);
+	free(job);
+}
+END_TEST
+
+static Suite *
+fleet_suite(void)
+{
+	Suite *s = suite_create("fleet");
+	TCase *tc = tcase_create("fleet");
+
+	tcase_add_checked_fixture(tc, fleet_up, fleet_down);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, revoke_reaches_every_follower);
+	tcase_add_test(tc, one_chain_from_two_brokers);
+	tcase_add_test(tc, kill_a_broker_mid_mint);
+	tcase_add_test(tc, kill_a_broker_mid_revoke);
+	tcase_add_test(tc, survives_a_database_restart);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	char err[512];
+	int rc;
+
+	if (!pg_wanted()) {
+		printf("it_fleet: CORDON_TEST_NO_PG=1: skipped\n");
+		return 0;
+	}
+	if (pg_start(&pg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "it_fleet: %s\n", err);
+		return 1;
+	}
+	rc = harness_main(fleet_suite());
+	pg_destroy(&pg);
+	return rc;
+}
