@@ -80,7 +80,7 @@ struct pconn {
 
 	/* The upstream connected to, reused while the next request goes to
 	 * the same host, port and scheme. */
-	char up_key[EGRESS_HOST_MAX + 16];
+	char up_key[POOL_KEY_MAX];
 	bool up_tls, up_idle;
 	char addr[INET6_ADDRSTRLEN + 8];
 
@@ -183,8 +183,9 @@ up_drop(struct pconn *c)
 static void
 up_release(struct pconn *c)
 {
-	if (c->up != NULL && c->up_idle && !c->broker_route) {
-		job_pool_put(c->job, c->up, c->up_key, c->addr);
+	if (c->up != NULL && c->up_idle && !c->broker_route &&
+	    !c->job->closed) {
+		pool_put(&c->job->pool, c->up, c->up_key, c->addr);
 		c->up = NULL;
 	}
 	up_drop(c);
@@ -371,10 +372,10 @@ conn_budget(struct pjob *j)
 		limit = rl.rlim_cur;
 	usable =
 	    limit > 2 * PROXY_FD_RESERVE ? limit - PROXY_FD_RESERVE : limit / 2;
-	if (2 * ((uint64_t)j->nconns + 1) + j->npool > usable / PROXY_FD_SHARE)
+	if (2 * ((uint64_t)j->nconns + 1) + j->pool.n > usable / PROXY_FD_SHARE)
 		return "job_share";
 	TAILQ_FOREACH(o, &p->jobs, link)
-	used += 2 * (uint64_t)o->nconns + o->npool + (o->listener != NULL);
+	used += 2 * (uint64_t)o->nconns + o->pool.n + (o->listener != NULL);
 	if (used + 2 > limit)
 		return "proxy_full";
 	return NULL;
@@ -913,7 +914,7 @@ go_upstream(struct pconn *c)
 	up_release(c);
 	snprintf(c->up_key, sizeof(c->up_key), "%s", key);
 	if (!c->broker_route &&
-	    (c->up = job_pool_take(c->job, key, c->addr, sizeof(c->addr))) !=
+	    (c->up = pool_take(&c->job->pool, key, c->addr, sizeof(c->addr))) !=
 		NULL) {
 		up_callbacks(c);
 		c->up_idle = true;

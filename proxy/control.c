@@ -264,7 +264,7 @@ count_jobs(const struct proxy *p)
 			n.closed++;
 		else
 			n.open++;
-		n.pooled += j->npool;
+		n.pooled += j->pool.n;
 	}
 	return n;
 }

@@ -20,86 +20,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-struct pooled {
-	TAILQ_ENTRY(pooled) link;
-	struct pjob *j;
-	struct bufferevent *bev;
-	struct timespec since;
-	char key[EGRESS_HOST_MAX + 16];
-	char addr[64];
-};
-
-static void
-pooled_free(struct pooled *e)
-{
-	TAILQ_REMOVE(&e->j->pool, e, link);
-	e->j->npool--;
-	bufferevent_free(e->bev);
-	free(e);
-}
-
-/* An idle upstream that speaks, or closes, is no longer of use. */
-static void
-on_pooled_read(struct bufferevent *bev, void *arg)
-{
-	(void)bev;
-	pooled_free(arg);
-}
-
-static void
-on_pooled_event(struct bufferevent *bev, short what, void *arg)
-{
-	(void)bev;
-	(void)what;
-	pooled_free(arg);
-}
-
-void
-job_pool_put(struct pjob *j, struct bufferevent *bev, const char *key,
-    const char *addr)
-{
-	struct pooled *e;
-
-	if (j->closed || j->npool >= POOL_MAX ||
-	    (e = calloc(1, sizeof(*e))) == NULL) {
-		bufferevent_free(bev);
-		return;
-	}
-	e->j = j;
-	e->bev = bev;
-	clock_gettime(CLOCK_MONOTONIC, &e->since);
-	snprintf(e->key, sizeof(e->key), "%s", key);
-	snprintf(e->addr, sizeof(e->addr), "%s", addr);
-	bufferevent_setcb(bev, on_pooled_read, NULL, on_pooled_event, e);
-	bufferevent_enable(bev, EV_READ);
-	TAILQ_INSERT_HEAD(&j->pool, e, link);
-	j->npool++;
-}
-
-struct bufferevent *
-job_pool_take(struct pjob *j, const char *key, char *addr, size_t addrlen)
-{
-	struct pooled *e, *next;
-	struct bufferevent *bev;
-
-	for (e = TAILQ_FIRST(&j->pool); e != NULL; e = next) {
-		next = TAILQ_NEXT(e, link);
-		if (elapsed_ms(&e->since) > POOL_IDLE_MS) {
-			pooled_free(e);
-			continue;
-		}
-		if (strcmp(e->key, key) != 0)
-			continue;
-		bev = e->bev;
-		snprintf(addr, addrlen, "%s", e->addr);
-		TAILQ_REMOVE(&j->pool, e, link);
-		j->npool--;
-		free(e);
-		return bev;
-	}
-	return NULL;
-}
-
 struct pjob *
 job_find(struct proxy *p, const char *id)
 {
@@ -334,7 +254,7 @@ job_open(struct proxy *p, const char *id, const json_t *egress,
 	snprintf(j->id, sizeof(j->id), "%s", id);
 	j->deadline = (time_t)json_integer_value(deadline);
 	TAILQ_INIT(&j->conns);
-	TAILQ_INIT(&j->pool);
+	pool_init(&j->pool);
 	buf_init(&j->log, JOB_LOG_MAX);
 	r = egress_rules_load(json_object_get(egress, "egress"), &j->rules, err,
 	    errlen);
@@ -378,8 +298,7 @@ job_close(struct pjob *j, const char *why)
 		conn_close(TAILQ_FIRST(&j->conns));
 		n++;
 	}
-	while (!TAILQ_EMPTY(&j->pool))
-		pooled_free(TAILQ_FIRST(&j->pool));
+	pool_clear(&j->pool);
 	/* The CA's key dies with the job's right to reach anything. */
 	ca_free(j->ca);
 	j->ca = NULL;
@@ -426,12 +345,7 @@ job_sweep(struct proxy *p)
 
 	for (j = TAILQ_FIRST(&p->jobs); j != NULL; j = next) {
 		next = TAILQ_NEXT(j, link);
-		struct pooled *e, *enext;
-		for (e = TAILQ_FIRST(&j->pool); e != NULL; e = enext) {
-			enext = TAILQ_NEXT(e, link);
-			if (elapsed_ms(&e->since) > POOL_IDLE_MS)
-				pooled_free(e);
-		}
+		pool_expire(&j->pool);
 		job_refuse_flush(j, false);
 		if (j->closed &&
 		    now - j->closed_at >= j->p->cfg.closed_job_linger_s) {

@@ -8,7 +8,8 @@
  * The files: proxy.c (main, config, the loop), control.c (the control
  * API), broker.c (every call to the broker: rules, introspection, the
  * revocation feed), job.c (a job: its channel, CA, connections and log),
- * conn.c (the data plane: one connection of a job, request by request).
+ * conn.c (the data plane: one connection of a job, request by request),
+ * pool.c (a job's idle upstream connections).
  * In the testable core library (cordon_proxy_core): verdict.c (the pure
  * verdict on a request head and on the broker's word about a token),
  * tokens.c (the token shapes of a request and their verdicts),
@@ -24,6 +25,7 @@
 #include "egress.h"
 #include "http_server.h"
 #include "keys.h"
+#include "pool.h"
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -77,10 +79,8 @@ struct proxy_config {
 
 struct pconn;
 struct pjob;
-struct pooled;
 struct control_open;
 TAILQ_HEAD(pconn_list, pconn);
-TAILQ_HEAD(pooled_list, pooled);
 TAILQ_HEAD(pjob_list, pjob);
 TAILQ_HEAD(open_list, control_open);
 
@@ -96,8 +96,7 @@ struct pjob {
 	struct evconnlistener *listener; /* NULL once closed */
 	struct pconn_list conns;
 	unsigned nconns;
-	struct pooled_list pool; /* idle upstream connections */
-	unsigned npool;
+	struct pool pool; /* idle upstream connections (pool.c) */
 	uint64_t next_conn;
 	bool closed; /* deleted or revoked: no more bytes */
 	const char *closed_why; /* "revoked", "deleted" */
@@ -197,20 +196,6 @@ struct pjob *job_find(struct proxy *p, const char *id);
  * why: "revoked" or "deleted". Returns the number of connections closed. */
 unsigned job_close(struct pjob *j, const char *why);
 void job_free(struct pjob *j);
-/*
- * Idle upstream connections, kept per job so that a new connection of the
- * job to the same host, port and scheme skips the resolver, the connect
- * and the TLS handshake. key is the connection's "host:port:tls"; addr the
- * address it was made to (checked then, by the same job's rule). put takes
- * bev; take gives one back (callbacks to be set) or NULL.
- */
-#define POOL_MAX 64
-#define POOL_IDLE_MS 30000
-void job_pool_put(struct pjob *j, struct bufferevent *bev, const char *key,
-    const char *addr);
-struct bufferevent *job_pool_take(struct pjob *j, const char *key, char *addr,
-    size_t addrlen);
-
 /* The revocation feed went silent: closes what cannot be judged request by
  * request (passthrough and upgraded tunnels) in every job. */
 void job_feed_lost(struct proxy *p);
