@@ -23,6 +23,7 @@
 #include "watch.h"
 
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -40,6 +41,8 @@
 
 #define CALL_MS 5000
 #define MAX_INPUTS 64
+#define OUT_CHUNK 4096 /* PIPE_BUF: on a writable pipe, never blocks */
+#define OUT_PENDING_MAX (1024 * 1024)
 
 enum phase {
 	PH_BROKER,
@@ -79,6 +82,11 @@ struct run {
 	struct relay *relay; /* 127.0.0.1:3128 inside, to the channel */
 	struct watch *watch; /* the lease and the job's state, at the broker */
 	struct event *out_ev, *err_ev, *wall, *sigs[3], *chld;
+	/* Without --json: the cleaned output waiting for fd 1 and 2. */
+	struct evbuffer *pending[2];
+	struct event *write_ev[2];
+	bool out_watched[2]; /* the loop watches fd i + 1 (else: written) */
+	bool out_paused[2]; /* the job's pipe i is not read meanwhile */
 	int out_fd, err_fd;
 	struct buf out, err; /* kept for --json, capped */
 	uint64_t out_bytes;
@@ -129,23 +137,122 @@ stop(struct run *r, const char *reason)
 
 /* --- output --------------------------------------------------------------- */
 
-/* Writes all of text to fd: false when its reader is gone (EPIPE, with
+/* Writes all of data to fd: false when its reader is gone (EPIPE, with
  * SIGPIPE handled: see launcher_run) or it fails otherwise. */
 static bool
-write_all(int fd, const char *text)
+write_all(int fd, const char *data, size_t n)
 {
-	size_t n = strlen(text);
-
 	while (n > 0) {
-		ssize_t k = write(fd, text, n);
+		ssize_t k = write(fd, data, n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
 			return false;
-		text += k;
+		data += k;
 		n -= (size_t)k;
 	}
 	return true;
+}
+
+/*
+ * The job's output, streamed (without --json) to the launcher's stdout
+ * and stderr without ever blocking the loop: what is cleaned waits in
+ * pending[i] and goes out in writes of OUT_CHUNK when the descriptor is
+ * writable (on a pipe, such a write never blocks; the descriptors stay
+ * blocking, for they are the caller's). Past OUT_PENDING_MAX waiting, the
+ * job's pipe is no longer read: the job waits, not the launcher. A
+ * descriptor the loop cannot watch (a regular file, /dev/null) is
+ * written at once.
+ */
+static void
+output_resume(struct run *r, int i)
+{
+	struct event *ev = i == 0 ? r->out_ev : r->err_ev;
+
+	if (r->out_paused[i] &&
+	    evbuffer_get_length(r->pending[i]) < OUT_PENDING_MAX / 2) {
+		r->out_paused[i] = false;
+		event_add(ev, NULL);
+	}
+}
+
+static void
+on_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct run *r = arg;
+	int i = fd == STDERR_FILENO ? 1 : 0;
+	struct evbuffer *p = r->pending[i];
+	size_t n = evbuffer_get_length(p);
+	const char *data;
+
+	(void)what;
+	if (n > OUT_CHUNK)
+		n = OUT_CHUNK;
+	data = (const char *)evbuffer_pullup(p, (ev_ssize_t)n);
+	if (n > 0) {
+		ssize_t k = write((int)fd, data, n);
+		if (k < 0 && errno != EINTR) {
+			/* Its reader is gone (`cordon run ... | head`): the
+			 * job is stopped, through the whole stop path. */
+			evbuffer_drain(p, evbuffer_get_length(p));
+			event_del(r->write_ev[i]);
+			stop(r, "output_closed");
+			return;
+		}
+		if (k > 0)
+			evbuffer_drain(p, (size_t)k);
+	}
+	if (evbuffer_get_length(p) == 0)
+		event_del(r->write_ev[i]);
+	output_resume(r, i);
+}
+
+/* Queues text for fd 1 (i 0) or 2 (i 1): false when its reader is gone. */
+static bool
+output_queue(struct run *r, int i, const char *text)
+{
+	if (!r->out_watched[i])
+		return write_all(i + 1, text, strlen(text));
+	if (evbuffer_add(r->pending[i], text, strlen(text)) < 0)
+		return false;
+	event_add(r->write_ev[i], NULL);
+	if (evbuffer_get_length(r->pending[i]) > OUT_PENDING_MAX) {
+		r->out_paused[i] = true;
+		event_del(i == 0 ? r->out_ev : r->err_ev);
+	}
+	return true;
+}
+
+/* After the stop path: what waits, and what the job's pipes still hold,
+ * written out (blocking: the job is over). */
+static void
+output_flush(struct run *r)
+{
+	char buf[16384];
+
+	for (int i = 0; i < 2 && !r->json; i++) {
+		struct evbuffer *p = r->pending[i];
+		int fd = i == 0 ? r->out_fd : r->err_fd;
+		size_t n = p != NULL ? evbuffer_get_length(p) : 0;
+		bool ok = n == 0 ||
+		    write_all(i + 1, (const char *)evbuffer_pullup(p, -1), n);
+		ssize_t k;
+
+		if (p != NULL)
+			evbuffer_drain(p, n);
+		/* Its writers are dead: the pipe ends (or, should one have
+		 * outlived the kill, is read no further than it holds). */
+		if (fd >= 0)
+			(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+		while (ok && fd >= 0 && (k = read(fd, buf, sizeof(buf))) > 0) {
+			json_t *c = envelope_clean((unsigned char *)buf,
+			    (size_t)k, (size_t)k);
+			const char *t =
+			    json_string_value(json_object_get(c, "text"));
+			ok = t == NULL || write_all(i + 1, t, strlen(t));
+			json_decref(c);
+		}
+	}
 }
 
 static void
@@ -170,7 +277,7 @@ on_output(evutil_socket_t fd, short what, void *arg)
 		json_t *c =
 		    envelope_clean((unsigned char *)buf, (size_t)n, (size_t)n);
 		const char *t = json_string_value(json_object_get(c, "text"));
-		bool gone = t != NULL && !write_all(is_err ? 2 : 1, t);
+		bool gone = t != NULL && !output_queue(r, is_err ? 1 : 0, t);
 		json_decref(c);
 		if (gone) {
 			/* Its reader is gone (`cordon run ... | head`): the job
@@ -878,6 +985,18 @@ loop(struct run *r)
 		return -ENOMEM;
 	event_add(r->out_ev, NULL);
 	event_add(r->err_ev, NULL);
+	for (int i = 0; i < 2 && !r->json; i++) {
+		r->pending[i] = evbuffer_new();
+		r->write_ev[i] = event_new(r->base, i + 1,
+		    EV_WRITE | EV_PERSIST, on_writable, r);
+		if (r->pending[i] == NULL || r->write_ev[i] == NULL)
+			return -ENOMEM;
+		/* epoll refuses a regular file (and /dev/null): those are
+		 * written at once, and never block for long. */
+		r->out_watched[i] = event_add(r->write_ev[i], NULL) == 0;
+		if (r->out_watched[i])
+			event_del(r->write_ev[i]);
+	}
 	event_add(r->wall, &wall);
 	event_add(r->chld, NULL);
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
@@ -912,10 +1031,14 @@ run_free(struct run *r)
 	relay_free(r->relay);
 	watch_free(r->watch);
 	struct event *evs[] = { r->out_ev, r->err_ev, r->wall, r->chld,
-		r->sigs[0], r->sigs[1], r->sigs[2] };
+		r->sigs[0], r->sigs[1], r->sigs[2], r->write_ev[0],
+		r->write_ev[1] };
 	for (size_t i = 0; i < ARRAY_SIZE(evs); i++)
 		if (evs[i] != NULL)
 			event_free(evs[i]);
+	for (int i = 0; i < 2; i++)
+		if (r->pending[i] != NULL)
+			evbuffer_free(r->pending[i]);
 	if (r->base != NULL)
 		event_base_free(r->base);
 	if (r->sb.proxy_fd >= 0)
@@ -1059,6 +1182,7 @@ launcher_run(int argc, char **argv)
 		r.stop_reason = "launcher_error";
 	bool recorded = r.record_fd >= 0;
 	stop_path(&r, &o);
+	output_flush(&r);
 	report(&r, &o);
 	if (!o.s.finished && recorded)
 		fprintf(stderr,

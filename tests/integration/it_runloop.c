@@ -155,14 +155,19 @@ launch(struct launched *l, bool json, rlim_t nofile, const char *script)
 	l->err_fd = pe[0];
 }
 
-/* Reads what came on fd into buf; false at EOF (or on a closed fd). */
+/* Reads what came on fd into buf (past its end, read and dropped);
+ * false at EOF (or on a closed fd). */
 static bool
 take(int fd, char *buf, size_t len, size_t *n)
 {
 	ssize_t k;
 
-	if (fd < 0 || *n + 1 >= len)
-		return fd >= 0;
+	if (fd < 0)
+		return false;
+	if (*n + 1 >= len) { /* full: the rest is read and dropped */
+		char drop[16384];
+		return read(fd, drop, sizeof(drop)) > 0;
+	}
 	k = read(fd, buf + *n, len - 1 - *n);
 	if (k <= 0)
 		return false;
@@ -585,6 +590,43 @@ START_TEST(a_stopped_broker_does_not_freeze_the_job)
 END_TEST
 
 /*
+ * 17.4: the reader of cordon run's stdout stops reading (a pager held)
+ * while the job prints on. The loop does not wait on that write: SIGTERM
+ * starts the stop path at once, and the token is dead while the reader
+ * still reads nothing. Once it reads again, cordon run ends.
+ */
+START_TEST(a_stalled_reader_does_not_hold_up_the_stop)
+{
+	struct launched l;
+	bool dead = false;
+
+	launch(&l, false, 0, GET_TOKEN "echo TOKEN=$T >&2; yes line");
+	for (int i = 0; i < 600 && strstr(l.err, "TOKEN=crd_") == NULL; i++) {
+		struct pollfd p = { l.err_fd, POLLIN, 0 };
+		if (poll(&p, 1, 100) == 1)
+			(void)take(l.err_fd, l.err, sizeof(l.err), &l.nerr);
+	}
+	char *tok = printed_token(l.err);
+	/* Our end of its stdout is full by now, and stays so. */
+	sleep(1);
+	ck_assert_int_eq(kill(l.pid, SIGTERM), 0);
+	for (int i = 0; i < 150 && !dead; i++) {
+		dead = !harness_token_active(&st.broker, st.verifier, tok);
+		if (!dead)
+			usleep(200000);
+	}
+	ck_assert_msg(dead,
+	    "SIGTERM did not stop the job while its output waited");
+	int status = finish(&l, 60000);
+	ck_assert_msg(status == 128 + 9, "status %d\n%.3000s", status, l.err);
+	ck_assert_msg(strstr(l.err, "stopped (stopped)") != NULL, "%.3000s",
+	    l.err);
+	ck_assert_int_eq(records(), 0);
+	free(tok);
+}
+END_TEST
+
+/*
  * 17.4: the launcher learns of an operator's revoke from the broker's
  * revocation feed, as a watcher: while its job runs its long poll waits
  * at the broker (feed_watchers), and the revoke, which waits for the
@@ -657,6 +699,7 @@ suite(void)
 	tcase_add_test(tc, a_flood_of_connections_starves_nothing);
 	tcase_add_test(tc, a_stopped_broker_does_not_freeze_the_job);
 	tcase_add_test(tc, the_launcher_follows_the_revocation_feed);
+	tcase_add_test(tc, a_stalled_reader_does_not_hold_up_the_stop);
 	suite_add_tcase(s, tc);
 	return s;
 }
