@@ -114,7 +114,7 @@ struct pconn {
 	struct evutil_addrinfo *ai; /* the answer, taken on the next turn */
 	int ai_err;
 	bool ai_ready;
-	struct broker_call *call;
+	struct brokerclient_call *call;
 };
 
 static int conn_ex_index = -1;
@@ -207,7 +207,7 @@ conn_close(struct pconn *c)
 {
 	decision_log(c);
 	if (c->call != NULL)
-		broker_call_cancel(c->call);
+		brokerclient_cancel(c->call);
 	if (c->dns != NULL)
 		evdns_getaddrinfo_cancel(c->dns);
 	if (c->ai != NULL)
@@ -454,7 +454,7 @@ tokens_tell_rest(struct pconn *c)
 			continue;
 		json_t *q = json_pack("{s:s}", "token", c->tokens.t[i].tok);
 		if (q != NULL)
-			(void)broker_call(c->p->broker, "POST",
+			(void)brokerclient_call(c->p->bclient, "POST",
 			    "/v1/introspect", q, on_ignored, NULL);
 		json_decref(q);
 		tokens_judged(&c->tokens, i, "not_judged");
@@ -467,13 +467,13 @@ tokens_tell_rest(struct pconn *c)
  * A call that cannot start judges its token "introspection_failed".
  */
 static bool
-tokens_ask_next(struct pconn *c, broker_cb cb)
+tokens_ask_next(struct pconn *c, brokerclient_cb cb)
 {
 	int i;
 
 	while ((i = tokens_next(&c->tokens)) >= 0) {
 		json_t *q = json_pack("{s:s}", "token", c->tokens.t[i].tok);
-		c->call = q != NULL ? broker_call(c->p->broker, "POST",
+		c->call = q != NULL ? brokerclient_call(c->p->bclient, "POST",
 					  "/v1/introspect", q, cb, c)
 				    : NULL;
 		json_decref(q);
@@ -578,7 +578,8 @@ judge(struct pconn *c)
 		.upgrade = r->upgrade,
 		.tunnel_host = c->tunnel ? c->thost : NULL,
 		.tunnel_port = c->tport };
-	struct verdict_state st = { .feed_ok = broker_feed_ok(c->p->broker),
+	struct verdict_state st = { .feed_ok =
+					brokerclient_feed_ok(c->p->bclient),
 		.job_closed = c->job->closed };
 	verdict_head(&rq, &c->job->rules, &st, &v);
 	if (v.host[0] != '\0') {
@@ -737,7 +738,7 @@ is_self(struct pconn *c, const struct sockaddr *sa)
 	const struct sockaddr_in *self = (const void *)&c->p->self_addr;
 	socklen_t blen;
 	const struct sockaddr_in *broker =
-	    (const void *)broker_addr(c->p->broker, &blen);
+	    (const void *)brokerclient_addr(c->p->bclient, &blen);
 	uint16_t port;
 
 	if (sa->sa_family == AF_INET6) {
@@ -926,7 +927,8 @@ go_upstream(struct pconn *c)
 	}
 	if (c->broker_route) {
 		socklen_t len;
-		const struct sockaddr *sa = broker_addr(c->p->broker, &len);
+		const struct sockaddr *sa =
+		    brokerclient_addr(c->p->bclient, &len);
 		connect_to(c, sa, len);
 		return;
 	}
@@ -959,7 +961,7 @@ send_request(struct pconn *c)
 	if (c->broker_route) {
 		socklen_t len;
 		const struct sockaddr_in *b =
-		    (const void *)broker_addr(c->p->broker, &len);
+		    (const void *)brokerclient_addr(c->p->bclient, &len);
 		char ip[INET_ADDRSTRLEN];
 		inet_ntop(AF_INET, &b->sin_addr, ip, sizeof(ip));
 		snprintf(host, sizeof(host), "%s:%u", ip, ntohs(b->sin_port));
@@ -1087,7 +1089,7 @@ body_token_check(struct pconn *c, const char *p, size_t n)
 	c->tokens.judging = (size_t)i;
 	c->body_hold = true;
 	json_t *q = json_pack("{s:s}", "token", c->tokens.t[i].tok);
-	c->call = q != NULL ? broker_call(c->p->broker, "POST",
+	c->call = q != NULL ? brokerclient_call(c->p->bclient, "POST",
 				  "/v1/introspect", q, on_body_introspect, c)
 			    : NULL;
 	json_decref(q);

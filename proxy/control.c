@@ -18,7 +18,7 @@ struct control_open {
 	TAILQ_ENTRY(control_open) link;
 	struct proxy *p;
 	struct http_request *req;
-	struct broker_call *call;
+	struct brokerclient_call *call;
 	bool answered; /* the broker answered, or the proxy is stopping */
 	bool stopping;
 	int status; /* the broker's, 0 for none */
@@ -31,7 +31,7 @@ open_free(void *arg)
 	struct control_open *o = arg;
 
 	if (!o->answered) {
-		broker_call_cancel(o->call);
+		brokerclient_cancel(o->call);
 		TAILQ_REMOVE(&o->p->opens, o, link);
 	}
 	json_decref(o->body);
@@ -78,7 +78,7 @@ open_reply(struct proxy *p, struct control_open *o, const char *id,
 		return;
 	}
 	if (strcmp(state, "running") != 0 ||
-	    broker_recently_revoked(p->broker, id)) {
+	    brokerclient_recently_revoked(p->bclient, id)) {
 		http_reply_error(res, 409, "job_not_running",
 		    "the job is %s: it gets no channel",
 		    strcmp(state, "running") != 0 ? state : "revoked");
@@ -145,7 +145,7 @@ job_post(void *ctx, struct http_request *req, struct http_response *res)
 		    "read rules");
 		return;
 	}
-	if (!broker_feed_ok(p->broker)) {
+	if (!brokerclient_feed_ok(p->bclient)) {
 		http_reply_error(res, 503, "feed_unavailable",
 		    "the broker's revocation feed is not answering: no new "
 		    "channel until it does");
@@ -162,7 +162,8 @@ job_post(void *ctx, struct http_request *req, struct http_response *res)
 	snprintf(path, sizeof(path), "/v1/jobs/%s/egress", id);
 	http_request_defer(req);
 	TAILQ_INSERT_TAIL(&p->opens, o, link);
-	o->call = broker_call(p->broker, "GET", path, NULL, open_answered, o);
+	o->call =
+	    brokerclient_call(p->bclient, "GET", path, NULL, open_answered, o);
 	if (o->call == NULL) {
 		o->answered = true;
 		TAILQ_REMOVE(&p->opens, o, link);
@@ -237,7 +238,7 @@ control_stopping(void *ctx)
 	while (!TAILQ_EMPTY(&p->opens)) {
 		struct control_open *o = TAILQ_FIRST(&p->opens);
 		TAILQ_REMOVE(&p->opens, o, link);
-		broker_call_cancel(o->call);
+		brokerclient_cancel(o->call);
 		o->call = NULL;
 		o->answered = true;
 		o->stopping = true;
@@ -277,9 +278,10 @@ control_health(void *ctx, json_t *out)
 
 	json_object_set_new(out, "pooled", json_integer(n.pooled));
 	json_object_set_new(out, "feed",
-	    json_string(broker_feed_ok(p->broker) ? "ok" : "unavailable"));
+	    json_string(
+		brokerclient_feed_ok(p->bclient) ? "ok" : "unavailable"));
 	json_object_set_new(out, "failing_closed",
-	    json_boolean(!broker_feed_ok(p->broker)));
+	    json_boolean(!brokerclient_feed_ok(p->bclient)));
 	json_object_set_new(out, "jobs", json_integer(n.open));
 	json_object_set_new(out, "jobs_closed", json_integer(n.closed));
 	json_object_set_new(out, "connections",
@@ -310,8 +312,8 @@ control_metrics(void *ctx, struct buf *out)
 	    "Connections open on every channel.", p->conns_open);
 	metrics_one(out, "cordon_proxy_feed_ok", "gauge",
 	    "1 while the revocation feed answers; 0: every request refused.",
-	    broker_feed_ok(p->broker) ? 1 : 0);
+	    brokerclient_feed_ok(p->bclient) ? 1 : 0);
 	metrics_one(out, "cordon_proxy_feed_seq", "gauge",
 	    "The last revocation sequence number applied.",
-	    (uint64_t)broker_feed_seq(p->broker));
+	    (uint64_t)brokerclient_feed_seq(p->bclient));
 }

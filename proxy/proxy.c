@@ -1,6 +1,6 @@
 /*
  * cordon-proxy: main. Flags, log, config, -n check, state dir, listen,
- * keys, the resolver, TLS, the broker link, then one libevent loop for
+ * keys, the resolver, TLS, the broker client, then one libevent loop for
  * everything; SIGTERM stops accepting and lets control requests in flight
  * finish for up to 5 s, then closes every channel.
  */
@@ -53,6 +53,26 @@ on_sweep(evutil_socket_t fd, short what, void *cls)
 	(void)what;
 	job_sweep(cls);
 	log_burst_flush();
+}
+
+/* The feed revoked a job: its channel and connections close now. */
+static void
+on_revoked(void *ctx, const char *job, int64_t seq)
+{
+	struct pjob *j = job_find(ctx, job);
+
+	if (j != NULL && !j->closed) {
+		unsigned n = job_close(j, "revoked");
+		log_info("job_revoked", "{s:s, s:I, s:i}", "job", job, "seq",
+		    (json_int_t)seq, "connections_closed", (int)n);
+	}
+}
+
+/* The feed went silent: what cannot be judged request by request goes. */
+static void
+on_feed_lost(void *ctx)
+{
+	job_feed_lost(ctx);
 }
 
 /* libevent's own complaints (an accept that failed, a socket error) come
@@ -225,7 +245,7 @@ proxy_free(struct proxy *p)
 	for (size_t i = 0; i < ARRAY_SIZE(p->sigs); i++)
 		if (p->sigs[i] != NULL)
 			event_free(p->sigs[i]);
-	broker_link_free(p->broker);
+	brokerclient_free(p->bclient);
 	if (p->dns != NULL)
 		evdns_base_free(p->dns, 1);
 	if (p->base != NULL)
@@ -327,7 +347,13 @@ proxy_setup(struct proxy *p)
 	}
 	if (conn_tls_init(p) < 0)
 		return EXIT_CONFIG;
-	r = broker_link_new(p, &p->broker);
+	struct brokerclient_options bo = { .base = p->cfg.broker,
+		.verifier_key = p->verifier_key,
+		.follower = p->cfg.follower,
+		.hooks = { .revoked = on_revoked,
+		    .feed_lost = on_feed_lost,
+		    .ctx = p } };
+	r = brokerclient_new(p->base, &bo, &p->bclient);
 	if (r == -EINVAL) {
 		log_error("bad_broker", "{s:s, s:s}", "broker", p->cfg.broker,
 		    "error", "want http://IPv4:port");

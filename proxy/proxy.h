@@ -6,8 +6,8 @@
  * from the same event loop.
  *
  * The files: proxy.c (main, config, the loop), control.c (the control
- * API), broker.c (every call to the broker: rules, introspection, the
- * revocation feed), job.c (a job: its channel, CA, connections and log),
+ * API), brokerclient.c (the proxy's client of cordon-broker: every call
+ * to it, rules, introspection, the revocation feed), job.c (a job: its channel, CA, connections and log),
  * conn.c (the data plane: one connection of a job, request by request),
  * pool.c (a job's idle upstream connections).
  * In the testable core library (cordon_proxy_core): verdict.c (the pure
@@ -18,6 +18,7 @@
 #ifndef CORDON_PROXY_H
 #define CORDON_PROXY_H
 
+#include "brokerclient.h"
 #include "buf.h"
 #include "ca.h"
 #include "config.h"
@@ -43,9 +44,6 @@
 /* A revoked or deleted job's log stays readable this long. */
 /* Per job, the decision lines kept for GET /v1/jobs/{job}/log. */
 #define JOB_LOG_MAX (4 * 1024 * 1024)
-/* Without an answer from the revocation feed for this long, every request
- * is refused until it answers again (DESIGN.md: 2 s). */
-#define FEED_FAIL_CLOSED_MS 2000
 /* Descriptors kept for everything but the jobs' connections: the control
  * API, the broker's connections, the resolver, the logs. */
 #define PROXY_FD_RESERVE 64
@@ -117,9 +115,6 @@ struct pjob {
 	} deny_held[DENY_HELD_MAX];
 };
 
-/* The broker's address and the calls in flight to it (broker.c). */
-struct broker_link;
-
 struct proxy {
 	struct proxy_config cfg;
 	struct event_base *base;
@@ -127,7 +122,7 @@ struct proxy {
 	struct http_server *http;
 	struct keyring keys;
 	char *verifier_key; /* for the broker; NULL when not configured */
-	struct broker_link *broker;
+	struct brokerclient *bclient; /* brokerclient.c */
 	SSL_CTX *mitm_ctx; /* server side of terminated tunnels */
 	SSL_CTX *up_ctx; /* client side towards upstreams, verifying */
 	struct pjob_list jobs;
@@ -158,32 +153,6 @@ extern const size_t control_nroutes;
 void control_stopping(void *ctx);
 int control_health(void *ctx, json_t *out);
 void control_metrics(void *ctx, struct buf *out);
-
-/* --- broker.c ------------------------------------------------------------ */
-
-int broker_link_new(struct proxy *p, struct broker_link **ret);
-void broker_link_free(struct broker_link *b);
-
-/* True while the revocation feed answers: when false, refuse everything. */
-bool broker_feed_ok(const struct broker_link *b);
-/* For /healthz and /metrics: the last sequence number seen. */
-int64_t broker_feed_seq(const struct broker_link *b);
-/* True when the feed revoked job since the proxy started. */
-bool broker_recently_revoked(const struct broker_link *b, const char *job);
-
-/* A call to the broker in flight; cancel it before freeing its owner. */
-struct broker_call;
-typedef void (*broker_cb)(void *arg, int status, json_t *body);
-/* GET path or POST json to path (json borrowed), with the verifier key and
- * extra_header ("Name: value", or NULL). cb gets the status (0: no answer)
- * and the JSON body (borrowed, may be NULL). NULL when it could not
- * start: then cb is never called. */
-struct broker_call *broker_call(struct broker_link *b, const char *method,
-    const char *path, const json_t *json, broker_cb cb, void *arg);
-void broker_call_cancel(struct broker_call *c);
-/* Where to send a job's broker.cordon requests. */
-const struct sockaddr *broker_addr(const struct broker_link *b,
-    socklen_t *ret_len);
 
 /* --- job.c ---------------------------------------------------------------- */
 

@@ -1,29 +1,31 @@
 /*
- * Every call the proxy makes to the broker, over libevent's HTTP client
- * so that none blocks the loop: a job's rules, token introspection, the
- * broker.cordon address, and the revocation feed.
+ * The broker client of brokerclient.h, over libevent's HTTP client so
+ * that no call blocks the loop.
  *
  * The feed is polled with a short wait (1 s), so that an answer comes at
  * least every second while the broker is alive: an answer missing for
  * FEED_FAIL_CLOSED_MS means the feed is unreachable, whatever state the
  * TCP connection claims, and the proxy refuses everything until a poll
  * answers again. Each answer's revocations are applied (the job's
- * connections closed) before the next poll goes out, and the next poll
+ * connections closed, by the revoked hook) before the next poll goes out, and the next poll
  * with after >= seq is what tells the broker the revocation took effect.
  */
-#include "proxy.h"
+#include "brokerclient.h"
 
 #include "log.h"
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 
 #define FEED_WAIT_S 1
@@ -32,23 +34,26 @@
 #define CALL_CONNS 4
 #define RECENT_MAX 1024
 
-struct broker_call {
-	TAILQ_ENTRY(broker_call) link;
-	struct broker_link *b;
+struct brokerclient_call {
+	TAILQ_ENTRY(brokerclient_call) link;
+	struct brokerclient *b;
 	struct evhttp_request *req; /* NULL once answered */
-	broker_cb cb;
+	brokerclient_cb cb;
 	void *arg;
 };
 
-struct broker_link {
-	struct proxy *p;
+struct brokerclient {
+	struct event_base *base;
+	struct brokerclient_hooks hooks;
+	char *verifier_key; /* NULL: no calls */
+	char follower[128];
 	char host[64];
 	uint16_t port;
 	struct sockaddr_in addr;
 	char auth[256];
 	struct evhttp_connection *calls[CALL_CONNS];
 	unsigned next_call;
-	TAILQ_HEAD(, broker_call) pending;
+	TAILQ_HEAD(, brokerclient_call) pending;
 	struct evhttp_connection *feed_conn;
 	struct evhttp_request *feed_req;
 	struct event *feed_retry;
@@ -58,24 +63,24 @@ struct broker_link {
 	bool ok;
 	bool failing; /* the last poll failed */
 	struct timespec last_answer;
-	char recent[RECENT_MAX][JOB_ID_MAX + 1]; /* revoked, a ring */
+	char recent[RECENT_MAX][BROKERCLIENT_JOB_MAX + 1]; /* revoked, a ring */
 	unsigned nrecent;
 };
 
 bool
-broker_feed_ok(const struct broker_link *b)
+brokerclient_feed_ok(const struct brokerclient *b)
 {
 	return b->ok && elapsed_ms(&b->last_answer) <= FEED_FAIL_CLOSED_MS;
 }
 
 int64_t
-broker_feed_seq(const struct broker_link *b)
+brokerclient_feed_seq(const struct brokerclient *b)
 {
 	return b->after;
 }
 
 bool
-broker_recently_revoked(const struct broker_link *b, const char *job)
+brokerclient_recently_revoked(const struct brokerclient *b, const char *job)
 {
 	unsigned n = b->nrecent < RECENT_MAX ? b->nrecent : RECENT_MAX;
 
@@ -86,7 +91,7 @@ broker_recently_revoked(const struct broker_link *b, const char *job)
 }
 
 const struct sockaddr *
-broker_addr(const struct broker_link *b, socklen_t *ret_len)
+brokerclient_addr(const struct brokerclient *b, socklen_t *ret_len)
 {
 	*ret_len = sizeof(b->addr);
 	return (const struct sockaddr *)&b->addr;
@@ -95,7 +100,7 @@ broker_addr(const struct broker_link *b, socklen_t *ret_len)
 /* "http://127.0.0.1:7701" (an IPv4 literal and a port: the broker is
  * local, and a name here would be one more thing to resolve and trust). */
 static int
-parse_base(struct broker_link *b, const char *base)
+parse_base(struct brokerclient *b, const char *base)
 {
 	const char *hp, *colon;
 	char *end;
@@ -125,7 +130,7 @@ parse_base(struct broker_link *b, const char *base)
 static void
 call_done(struct evhttp_request *req, void *arg)
 {
-	struct broker_call *c = arg;
+	struct brokerclient_call *c = arg;
 	int status = req != NULL ? evhttp_request_get_response_code(req) : 0;
 	json_t *body = NULL;
 
@@ -144,15 +149,15 @@ call_done(struct evhttp_request *req, void *arg)
 	free(c);
 }
 
-struct broker_call *
-broker_call(struct broker_link *b, const char *method, const char *path,
-    const json_t *json, broker_cb cb, void *arg)
+struct brokerclient_call *
+brokerclient_call(struct brokerclient *b, const char *method, const char *path,
+    const json_t *json, brokerclient_cb cb, void *arg)
 {
-	struct broker_call *c;
+	struct brokerclient_call *c;
 	struct evkeyvalq *h;
 	struct evhttp_connection *conn;
 
-	if (b->p->verifier_key == NULL)
+	if (b->verifier_key == NULL)
 		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
@@ -195,7 +200,7 @@ broker_call(struct broker_link *b, const char *method, const char *path,
 }
 
 void
-broker_call_cancel(struct broker_call *c)
+brokerclient_cancel(struct brokerclient_call *c)
 {
 	if (c == NULL)
 		return;
@@ -205,24 +210,19 @@ broker_call_cancel(struct broker_call *c)
 
 /* --- the revocation feed -------------------------------------------------- */
 
-static void feed_poll(struct broker_link *b);
+static void feed_poll(struct brokerclient *b);
 
 static void
-feed_revoke(struct broker_link *b, const char *job)
+feed_revoke(struct brokerclient *b, const char *job)
 {
-	struct pjob *j = job_find(b->p, job);
-
-	snprintf(b->recent[b->nrecent++ % RECENT_MAX], JOB_ID_MAX + 1, "%s",
-	    job);
-	if (j != NULL && !j->closed) {
-		unsigned n = job_close(j, "revoked");
-		log_info("job_revoked", "{s:s, s:I, s:i}", "job", job, "seq",
-		    (json_int_t)b->after, "connections_closed", (int)n);
-	}
+	snprintf(b->recent[b->nrecent++ % RECENT_MAX], BROKERCLIENT_JOB_MAX + 1,
+	    "%s", job);
+	if (b->hooks.revoked != NULL)
+		b->hooks.revoked(b->hooks.ctx, job, b->after);
 }
 
 static void
-feed_failed(struct broker_link *b, const char *why)
+feed_failed(struct brokerclient *b, const char *why)
 {
 	static const struct timeval retry = { 0, FEED_RETRY_MS * 1000 };
 
@@ -240,7 +240,7 @@ feed_failed(struct broker_link *b, const char *why)
 static void
 feed_answer(struct evhttp_request *req, void *arg)
 {
-	struct broker_link *b = arg;
+	struct brokerclient *b = arg;
 	int status = req != NULL ? evhttp_request_get_response_code(req) : 0;
 	json_t *body = NULL, *list, *head, *v;
 	size_t i, n = 0;
@@ -300,12 +300,12 @@ feed_answer(struct evhttp_request *req, void *arg)
 }
 
 static void
-feed_poll(struct broker_link *b)
+feed_poll(struct brokerclient *b)
 {
 	struct evkeyvalq *h;
 	char path[256];
 
-	if (b->feed_req != NULL || b->p->verifier_key == NULL)
+	if (b->feed_req != NULL || b->verifier_key == NULL)
 		return;
 	/* The first poll asks past any head: the broker answers at once
 	 * with the real one, and this proxy follows from there (a job it
@@ -313,7 +313,7 @@ feed_poll(struct broker_link *b)
 	snprintf(path, sizeof(path),
 	    "/v1/revocations?after=%" PRId64 "&wait=%d&follower=%s",
 	    b->started ? b->after : INT64_MAX, b->started ? FEED_WAIT_S : 0,
-	    b->p->cfg.follower);
+	    b->follower);
 	b->feed_req = evhttp_request_new(feed_answer, b);
 	if (b->feed_req == NULL) {
 		feed_failed(b, "out of memory");
@@ -338,54 +338,62 @@ on_feed_retry(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Logs the moment the feed has been silent too long: from then on
- * broker_feed_ok says no. */
+ * brokerclient_feed_ok says no. */
 static void
 on_feed_check(evutil_socket_t fd, short what, void *arg)
 {
-	struct broker_link *b = arg;
+	struct brokerclient *b = arg;
 
 	(void)fd;
 	(void)what;
-	if (b->ok && !broker_feed_ok(b)) {
+	if (b->ok && !brokerclient_feed_ok(b)) {
 		b->ok = false;
 		log_warn("feed_silent", "{s:i, s:s}", "ms",
 		    (int)elapsed_ms(&b->last_answer), "effect",
 		    "every request is refused until the feed answers");
-		/* Requests are refused one by one from now on; a tunnel whose
-		 * bytes the proxy cannot judge is closed. */
-		job_feed_lost(b->p);
+		/* Requests are refused one by one from now on; what cannot
+		 * be judged request by request is the proxy's to close. */
+		if (b->hooks.feed_lost != NULL)
+			b->hooks.feed_lost(b->hooks.ctx);
 	}
 }
 
 int
-broker_link_new(struct proxy *p, struct broker_link **ret)
+brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
+    struct brokerclient **ret)
 {
 	static const struct timeval check = { 0, 100 * 1000 };
-	struct broker_link *b = calloc(1, sizeof(*b));
+	struct brokerclient *b = calloc(1, sizeof(*b));
 
 	if (b == NULL)
 		return -ENOMEM;
-	b->p = p;
+	b->base = base;
+	b->hooks = o->hooks;
 	TAILQ_INIT(&b->pending);
-	if (parse_base(b, p->cfg.broker) < 0) {
+	snprintf(b->follower, sizeof(b->follower), "%s",
+	    o->follower != NULL ? o->follower : "");
+	if (parse_base(b, o->base) < 0) {
 		free(b);
 		return -EINVAL;
 	}
-	if (p->verifier_key != NULL)
+	if (o->verifier_key != NULL) {
+		b->verifier_key = strdup(o->verifier_key);
+		if (b->verifier_key == NULL)
+			goto fail;
 		snprintf(b->auth, sizeof(b->auth), "Bearer %s",
-		    p->verifier_key);
+		    o->verifier_key);
+	}
 	for (size_t i = 0; i < CALL_CONNS; i++) {
 		b->calls[i] =
-		    evhttp_connection_base_new(p->base, NULL, b->host, b->port);
+		    evhttp_connection_base_new(base, NULL, b->host, b->port);
 		if (b->calls[i] == NULL)
 			goto fail;
 		evhttp_connection_set_timeout(b->calls[i], CALL_TIMEOUT_S);
 		evhttp_connection_set_retries(b->calls[i], 0);
 	}
-	b->feed_conn =
-	    evhttp_connection_base_new(p->base, NULL, b->host, b->port);
-	b->feed_retry = evtimer_new(p->base, on_feed_retry, b);
-	b->feed_check = event_new(p->base, -1, EV_PERSIST, on_feed_check, b);
+	b->feed_conn = evhttp_connection_base_new(base, NULL, b->host, b->port);
+	b->feed_retry = evtimer_new(base, on_feed_retry, b);
+	b->feed_check = event_new(base, -1, EV_PERSIST, on_feed_check, b);
 	if (b->feed_conn == NULL || b->feed_retry == NULL ||
 	    b->feed_check == NULL || event_add(b->feed_check, &check) < 0)
 		goto fail;
@@ -395,12 +403,12 @@ broker_link_new(struct proxy *p, struct broker_link **ret)
 	*ret = b;
 	return 0;
 fail:
-	broker_link_free(b);
+	brokerclient_free(b);
 	return -ENOMEM;
 }
 
 void
-broker_link_free(struct broker_link *b)
+brokerclient_free(struct brokerclient *b)
 {
 	if (b == NULL)
 		return;
@@ -410,7 +418,7 @@ broker_link_free(struct broker_link *b)
 		if (b->calls[i] != NULL)
 			evhttp_connection_free(b->calls[i]);
 	while (!TAILQ_EMPTY(&b->pending)) {
-		struct broker_call *c = TAILQ_FIRST(&b->pending);
+		struct brokerclient_call *c = TAILQ_FIRST(&b->pending);
 		TAILQ_REMOVE(&b->pending, c, link);
 		free(c);
 	}
@@ -420,5 +428,10 @@ broker_link_free(struct broker_link *b)
 		event_free(b->feed_retry);
 	if (b->feed_check != NULL)
 		event_free(b->feed_check);
+	if (b->verifier_key != NULL) {
+		explicit_bzero(b->verifier_key, strlen(b->verifier_key));
+		free(b->verifier_key);
+	}
+	explicit_bzero(b->auth, sizeof(b->auth));
 	free(b);
 }

@@ -1,0 +1,73 @@
+/*
+ * The proxy's client of cordon-broker (not the broker itself): every call
+ * the proxy makes to it, a job's rules, token introspection, the address
+ * broker.cordon requests go to, and the revocation feed. It knows no job:
+ * what a revocation or a silent feed means for the jobs is the proxy's,
+ * told through the hooks proxy.c gives it.
+ */
+#ifndef CORDON_PROXY_BROKERCLIENT_H
+#define CORDON_PROXY_BROKERCLIENT_H
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* Without an answer from the revocation feed for this long, every request
+ * is refused until it answers again (DESIGN.md: 2 s). */
+#define FEED_FAIL_CLOSED_MS 2000
+/* The longest job id the feed's ring of recent revocations keeps. */
+#define BROKERCLIENT_JOB_MAX 63
+
+/* What the feed tells the proxy, called from the event loop. */
+struct brokerclient_hooks {
+	/* The feed revoked job; seq is the feed's sequence number then. */
+	void (*revoked)(void *ctx, const char *job, int64_t seq);
+	/* The feed has been silent for FEED_FAIL_CLOSED_MS: from now on
+	 * brokerclient_feed_ok says no until it answers. */
+	void (*feed_lost)(void *ctx);
+	void *ctx;
+};
+
+struct brokerclient_options {
+	const char *base; /* "http://127.0.0.1:7701": an IPv4 literal */
+	/* The verifier key (copied); NULL: no call can be made, and the
+	 * feed is not polled. */
+	const char *verifier_key;
+	const char *follower; /* the name the feed knows this proxy by */
+	struct brokerclient_hooks hooks;
+};
+
+struct brokerclient;
+
+/* Starts polling the feed: 0, -EINVAL (a bad base), or -ENOMEM. */
+int brokerclient_new(struct event_base *base,
+    const struct brokerclient_options *o, struct brokerclient **ret);
+/* Frees b and every call in flight, without calling their callbacks. */
+void brokerclient_free(struct brokerclient *b);
+
+/* True while the revocation feed answers: when false, refuse everything. */
+bool brokerclient_feed_ok(const struct brokerclient *b);
+/* For /healthz and /metrics: the last sequence number seen. */
+int64_t brokerclient_feed_seq(const struct brokerclient *b);
+/* True when the feed revoked job since the proxy started. */
+bool brokerclient_recently_revoked(const struct brokerclient *b,
+    const char *job);
+
+/* A call to the broker in flight; cancel it before freeing its owner. */
+struct brokerclient_call;
+typedef void (*brokerclient_cb)(void *arg, int status, json_t *body);
+/* GET path or POST json to path (json borrowed), with the verifier key.
+ * cb gets the status (0: no answer) and the JSON body (borrowed, may be
+ * NULL). NULL when it could not start: then cb is never called. */
+struct brokerclient_call *brokerclient_call(struct brokerclient *b,
+    const char *method, const char *path, const json_t *json,
+    brokerclient_cb cb, void *arg);
+/* cb will not be called; c is freed when its answer comes. NULL: none. */
+void brokerclient_cancel(struct brokerclient_call *c);
+/* Where to send a job's broker.cordon requests. */
+const struct sockaddr *brokerclient_addr(const struct brokerclient *b,
+    socklen_t *ret_len);
+
+#endif
