@@ -19,6 +19,7 @@
 #include "relay.h"
 #include "sandbox.h"
 #include "stoppath.h"
+#include "summary.h"
 #include "util.h"
 #include "watch.h"
 
@@ -90,6 +91,7 @@ struct run {
 	int out_fd, err_fd;
 	struct buf out, err; /* kept for --json, capped */
 	uint64_t out_bytes;
+	bool out_cut[2]; /* --json: stdout's (0), stderr's (1) bytes lost */
 	uint64_t output_cap;
 
 	/* Milliseconds each phase took, for the result. */
@@ -270,7 +272,8 @@ on_output(evutil_socket_t fd, short what, void *arg)
 	}
 	r->out_bytes += (uint64_t)n;
 	if (r->json)
-		(void)buf_append(is_err ? &r->err : &r->out, buf, (size_t)n);
+		r->out_cut[is_err] |=
+		    buf_append(is_err ? &r->err : &r->out, buf, (size_t)n) < 0;
 	else {
 		/* What the job wrote is data an attacker chose: no escape
 		 * sequence reaches the terminal. */
@@ -705,6 +708,13 @@ report(struct run *r, const struct outcome *o)
 		json_t *out = envelope_make((unsigned char *)r->out.data,
 		    r->out.len, (unsigned char *)r->err.data, r->err.len,
 		    r->output_cap > 0 ? r->output_cap : 1024 * 1024);
+		/* Bytes past what the launcher keeps are cut too. */
+		static const char *const stream[2] = { "stdout", "stderr" };
+		for (int i = 0; i < 2; i++)
+			if (r->out_cut[i])
+				json_object_set_new(json_object_get(out,
+							stream[i]),
+				    "truncated", json_true());
 		json_t *j =
 		    json_pack("{s:s, s:i, s:s, s:b, s:I, s:s?, s:s?, "
 			      "s:{s:I, s:I}, s:{s:s, s:s, s:s, s:s, s:s}, "
@@ -768,7 +778,8 @@ report(struct run *r, const struct outcome *o)
 		return;
 	}
 	const char *hit = cgroup_job_hit(&r->cg, r->stop_reason, o->s.c.report);
-	char egress[300];
+	char egress[300], why[600];
+	summary_verdict_reason(o->s.c.report, why, sizeof(why));
 	if (o->s.egress_known)
 		snprintf(egress, sizeof(egress), "%lld allowed, %lld denied",
 		    o->s.allowed, o->s.denied);
@@ -777,7 +788,7 @@ report(struct run *r, const struct outcome *o)
 		    o->s.close_error);
 	fprintf(stderr,
 	    "cordon: job %s stopped (%s): exit %d; %lld token(s) revoked%s; "
-	    "egress %s; relay %llu accepted, %llu refused; patch %s (%s); "
+	    "egress %s; relay %llu accepted, %llu refused; patch %s (%s%s%s); "
 	    "%s%s\n",
 	    r->id, r->stop_reason, code, o->s.tokens_revoked,
 	    o->s.revoke_ok ? "" : " -- REVOKE FAILED", egress,
@@ -785,6 +796,7 @@ report(struct run *r, const struct outcome *o)
 	    (unsigned long long)o->relay.refused,
 	    o->s.c.patch[0] != '\0' ? o->s.c.patch : "none",
 	    o->s.c.verdict[0] != '\0' ? o->s.c.verdict : "no verdict",
+	    why[0] != '\0' ? ": " : "", why,
 	    hit != NULL ? "limit hit: " : "no limit hit", hit ?: "");
 	if (!o->s.revoke_ok)
 		fprintf(stderr, "cordon: the revoke failed: %s\n",

@@ -9,12 +9,15 @@
 #include "harness.h"
 
 #include <check.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char out[65536], err[65536];
+static char out[1 << 22], err[65536];
 
 static int
 run(char *const argv[])
@@ -169,6 +172,91 @@ START_TEST(run_id_fd_checked)
 }
 END_TEST
 
+/* --- what a job's result says ------------------------------------------ */
+
+static struct stack st;
+
+static void
+put_manifest(const char *name, const char *rest)
+{
+	char path[128], text[1024];
+
+	snprintf(text, sizeof(text), "{\"name\": \"%s\", %s}", name, rest);
+	json_t *m = json_loads(text, 0, NULL);
+	ck_assert_ptr_nonnull(m);
+	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
+	json_decref(
+	    harness_expect(&st.broker, 200, "PUT", path, st.admin, NULL, m));
+}
+
+static void
+stack_setup(void)
+{
+	static const struct stack_options o = { .uid_base = 380000 };
+
+	signal(SIGPIPE, SIG_IGN);
+	stack_start(&st, &o);
+	put_manifest("big",
+	    "\"limits\": {\"wall_seconds\": 60, "
+	    "\"output_kb\": 2048}");
+	put_manifest("flagged",
+	    "\"limits\": {\"wall_seconds\": 60}, "
+	    "\"return\": {\"protected\": [\".github/**\"]}");
+}
+
+static void
+stack_teardown(void)
+{
+	stack_stop(&st);
+}
+
+static int
+run_job(const char *manifest, const char *script, bool json)
+{
+	char *argv[] = { bin("cordon"), "run", "--config", st.launcher_cfg,
+		"--manifest", (char *)manifest, "--", "/bin/sh", "-c",
+		(char *)script, NULL, NULL };
+
+	if (json) {
+		memmove(argv + 3, argv + 2, sizeof(argv) - 3 * sizeof(char *));
+		argv[2] = "--json";
+	}
+	return run(argv);
+}
+
+/* Output past what the launcher keeps is said to be cut, not whole. */
+START_TEST(output_cut_is_truncated)
+{
+	int status = run_job("big",
+	    "head -c 3000000 /dev/zero | tr '\\0' a; echo done >&2", true);
+	json_t *j = json_loads(out, 0, NULL);
+
+	ck_assert_msg(j != NULL, "status %d: %.300s %.300s", status, out, err);
+	json_t *o = json_object_get(json_object_get(j, "output"), "stdout");
+	const char *text = json_string_value(json_object_get(o, "text")) ?: "";
+	ck_assert_msg(strlen(text) < 3000000, "all %zu bytes kept",
+	    strlen(text));
+	ck_assert_msg(json_is_true(json_object_get(o, "truncated")),
+	    "%zu of 3000000 bytes kept, truncated: %s", strlen(text),
+	    json_is_true(json_object_get(o, "truncated")) ? "true" : "false");
+	json_decref(j);
+}
+END_TEST
+
+/* The summary line says why the verdict is what it is. */
+START_TEST(summary_says_the_verdict_reason)
+{
+	int status = run_job("flagged",
+	    "mkdir -p .github && echo 'on: push' >.github/ci.yml", false);
+	char *summary = strstr(err, "cordon: job ");
+
+	ck_assert_msg(summary != NULL, "status %d: %s", status, err);
+	ck_assert_msg(strstr(summary, "needs-review: ") != NULL, "%s", summary);
+	ck_assert_msg(strstr(summary, "protected_path .github/ci.yml") != NULL,
+	    "%s", summary);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -181,6 +269,11 @@ main(void)
 	tcase_add_test(tc, run_elsewhere_names_the_key);
 	tcase_add_test(tc, run_not_root);
 	tcase_add_test(tc, run_id_fd_checked);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("results");
+	tcase_add_checked_fixture(tc, stack_setup, stack_teardown);
+	tcase_add_test(tc, output_cut_is_truncated);
+	tcase_add_test(tc, summary_says_the_verdict_reason);
 	suite_add_tcase(s, tc);
 	return harness_main(s);
 }

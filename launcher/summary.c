@@ -1,0 +1,44 @@
+/*
+ * summary_verdict_reason: the flag behind a verdict, for the summary line
+ * of `cordon run` (a person reads it before opening the report). Only
+ * listed flags are counted; flags_omitted stays the report's to say.
+ */
+#include "summary.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void
+summary_verdict_reason(const json_t *report, char *out, size_t len)
+{
+	const char *verdict =
+	    json_string_value(json_object_get(report, "verdict"));
+	const json_t *first = NULL, *f;
+	size_t i, more = 0;
+
+	if (len == 0)
+		return;
+	out[0] = '\0';
+	if (verdict == NULL || strcmp(verdict, "clean") == 0)
+		return;
+	json_array_foreach(json_object_get(report, "flags"), i, f)
+	{
+		const char *v =
+		    json_string_value(json_object_get(f, "verdict"));
+
+		if (v == NULL || strcmp(v, verdict) != 0)
+			continue;
+		if (first == NULL)
+			first = f;
+		else
+			more++;
+	}
+	if (first == NULL)
+		return;
+	const char *path = json_string_value(json_object_get(first, "path"));
+	int n = snprintf(out, len, "%s %s",
+	    json_string_value(json_object_get(first, "flag")) ?: "?",
+	    path ?: "?");
+	if (more > 0 && n >= 0 && (size_t)n < len)
+		snprintf(out + n, len - (size_t)n, " and %zu more", more);
+}

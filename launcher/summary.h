@@ -1,0 +1,19 @@
+/*
+ * What the launcher's one-line summary says about a result beyond its
+ * figures: why the hatch's verdict is what it is.
+ */
+#ifndef CORDON_SUMMARY_H
+#define CORDON_SUMMARY_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/*
+ * Why the seal's report (the hatch's JSON, borrowed; NULL when there is
+ * none) has its verdict: the first flag of that verdict as "<flag>
+ * <path>", and "and N more" when other flags share it, into out (always
+ * NUL-terminated). "" for a clean verdict or a report without flags.
+ */
+void summary_verdict_reason(const json_t *report, char *out, size_t len);
+
+#endif
