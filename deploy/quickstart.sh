@@ -24,6 +24,19 @@ fail() { printf 'quickstart: %s\n' "$*" >&2; exit 1; }
 
 pidfile() { echo "$var/$1.pid"; }
 
+# Writes stdin to the configuration file $1 the first time only: a file
+# that is there already is the user's (or has the user's additions) and
+# is kept as it is.
+config_once() {
+	local f=$1 fresh
+	fresh=$(cat)
+	if [ ! -e "$f" ]; then
+		printf '%s\n' "$fresh" >"$f"
+	elif [ "$(cat "$f")" != "$fresh" ]; then
+		echo "  keeping your ${f#"$top"/} (remove it to get the quickstart's)"
+	fi
+}
+
 running() {
 	local f
 	f=$(pidfile "$1")
@@ -95,14 +108,15 @@ say "3/4 starting the services on loopback (state and logs under ./var/)"
 mkdir -p "$var/log" "$var/inputs"
 # The hatch copies inputs only from where an operator says, and answers
 # only the launcher's key (the broker writes it on its first start).
-cat >"$var/hatch.json" <<JSON
+config_once "$var/hatch.json" <<JSON
 {"input_roots": ["$top/deploy/examples", "$var/inputs"],
  "launcher_key_file": "$var/broker/keys/launcher.key"}
 JSON
 # The proxy calls the broker with the verifier key, answers only the
 # launcher's, and resolves the example API's name to loopback.
-echo "127.0.0.1 invoices.internal" >"$var/hosts"
-cat >"$var/proxy.json" <<JSON
+grep -qs '^127\.0\.0\.1 invoices\.internal$' "$var/hosts" ||
+	echo "127.0.0.1 invoices.internal" >>"$var/hosts"
+config_once "$var/proxy.json" <<JSON
 {"broker": "http://127.0.0.1:7701",
  "broker_key_file": "$var/broker/keys/verifier.key",
  "launcher_key_file": "$var/broker/keys/launcher.key",
@@ -166,6 +180,13 @@ show "a careless one is refused, every problem at once:"
 sed 's/},{/}\n{/g' <<<"$out" | sed -n 's/.*"field":"\([^"]*\)","problem":"\([^"]*\)".*/      \1: \2/p'
 echo
 P=http://127.0.0.1:7702
+# The launcher's configuration, absolute paths only: `cordon` works from
+# any directory with --config ./var/launcher.json.
+config_once "$var/launcher.json" <<JSON
+{"state_dir": "$var/launcher", "launcher_key_file": "$K/launcher.key",
+ "admin_key_file": "$K/admin.key", "drill_dir": "$var/inputs/drill",
+ "verifier_key_file": "$K/verifier.key"}
+JSON
 if [ "$(id -u)" != 0 ]; then
 	show "the job itself runs in a sandbox of namespaces and mounts: run the"
 	show "quickstart as root to see it (the services above keep running)"
@@ -173,18 +194,21 @@ else
 	echo "  the job: cordon run --manifest support-triage -- /bin/sh jobs/triage.sh"
 	show "(deploy/examples/jobs/triage.sh: reads its input, asks for a capability,"
 	show " calls an API, tries a host off its list, edits a file, writes a workflow)"
-	cat >"$var/launcher.json" <<JSON
-{"state_dir": "$var/launcher", "launcher_key_file": "$K/launcher.key",
- "drill_dir": "$var/inputs/drill", "verifier_key_file": "$K/verifier.key"}
-JSON
 	# Long step: the sandbox is built, the job runs, the stop path runs.
 	show "running… (the sandbox is built, the job runs, the stop path runs)"
+	rc=0
 	result=$("$top/$build/bin/cordon" run --json --config "$var/launcher.json" \
 		--manifest support-triage --patch-out "$var/quickstart.patch" \
 		--input "$top/deploy/examples/repo:repo" --input "$top/deploy/examples/jobs:jobs" \
-		-- /bin/sh jobs/triage.sh) || true
+		-- /bin/sh jobs/triage.sh 2>"$var/log/quickstart-run.err") || rc=$?
 	job=$(field job <<<"$result")
-	[ -n "$job" ] || fail "cordon run gave no result: $result"
+	why=$(tail -n 3 "$var/log/quickstart-run.err")
+	[ -n "$job" ] || fail "cordon run (exit $rc) gave no result: ${why:-$result}"
+	# The story is told only when the job ran and exited on its own.
+	if [ "$(field stop_reason <<<"$result")" != exit ]; then
+		fail "the example job $job failed (exit $rc, stop_reason \
+$(field stop_reason <<<"$result")): ${why:-see $var/log/quickstart-run.err}"
+	fi
 	show "job $job ran in namespaces of its own, as a uid of its own, with an"
 	show "empty environment, wired only to its proxy channel"
 	echo "  what it printed (untrusted output, escapes removed):"
@@ -212,8 +236,13 @@ for l in t.splitlines():
 	echo "  the drill: the same manifest against a hostile job (docs/drill.md)"
 	show "cordon drill --manifest support-triage: an input file of instructions,"
 	show "a program that follows them, and where each attempt ended"
+	rc=0
 	"$top/$build/bin/cordon" drill --config "$var/launcher.json" \
-		--manifest support-triage | sed 's/^/    /' || true
+		--manifest support-triage 2>"$var/log/quickstart-drill.err" |
+		sed 's/^/    /' || rc=${PIPESTATUS[0]}
+	# 0: nothing escaped; 1: a row ESCAPED; anything else: no drill.
+	[ "$rc" = 0 ] || fail "the drill failed (exit $rc): \
+$(tail -n 3 "$var/log/quickstart-drill.err")"
 fi
 echo
 for svc in $services; do
@@ -228,6 +257,8 @@ cordon is running.
   logs:   ./var/log/{broker,proxy,hatch}.log (JSON lines)
   egress: ./var/proxy/log/decisions.log (every decision of the proxy)
   patch:  ./var/quickstart.patch (how to apply one safely: docs/return-path.md)
+  config: ./var/launcher.json (give it to cordon as --config, from anywhere)
+  next:   your first job, in five steps: README.md
   state:  ./var/{broker,proxy,hatch}/
   stop:   ./deploy/quickstart.sh stop
   tests:  ./tests/run
