@@ -22,6 +22,7 @@
 #include "log.h"
 #include "response.h"
 #include "sni.h"
+#include "tls.h"
 #include "tokens.h"
 #include "util.h"
 #include "verdict.h"
@@ -29,11 +30,8 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
 #include <netinet/in.h>
-#include <openssl/err.h>
-#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -75,8 +73,7 @@ struct pconn {
 	int tunnel_rule;
 	char thost[EGRESS_HOST_MAX + 1];
 	uint16_t tport;
-	char sni[EGRESS_HOST_MAX + 1];
-	const char *sni_problem; /* set by the servername callback */
+	struct tls_sni sni; /* the ClientHello's name (tls.c, or try_sni) */
 
 	/* The upstream connected to, reused while the next request goes to
 	 * the same host, port and scheme. */
@@ -116,8 +113,6 @@ struct pconn {
 	bool ai_ready;
 	struct brokerclient_call *call;
 };
-
-static int conn_ex_index = -1;
 
 static void on_cl_read(struct bufferevent *bev, void *arg);
 static void on_cl_write(struct bufferevent *bev, void *arg);
@@ -163,7 +158,7 @@ decision_begin(struct pconn *c, const char *kind)
 	c->d.kind = kind;
 	c->d.rule = -1;
 	c->d.allow = true;
-	c->d.sni = c->tunnel && c->sni[0] != '\0' ? c->sni : NULL;
+	c->d.sni = c->tunnel && c->sni.got[0] != '\0' ? c->sni.got : NULL;
 	c->d_open = true;
 }
 
@@ -601,67 +596,20 @@ judge(struct pconn *c)
 
 /* --- the CONNECT answer and the tunnels ----------------------------------- */
 
-static int
-on_servername(SSL *ssl, int *alert, void *arg)
-{
-	struct pconn *c = SSL_get_ex_data(ssl, conn_ex_index);
-	const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-	char norm[EGRESS_HOST_MAX + 1];
-
-	(void)arg;
-	if (c == NULL)
-		return SSL_TLSEXT_ERR_ALERT_FATAL;
-	if (name == NULL) {
-		c->sni_problem = "no_sni";
-	} else {
-		snprintf(c->sni, sizeof(c->sni), "%s", name);
-		if (egress_host_normalise(name, strlen(name), norm) < 0 ||
-		    strcmp(norm, c->thost) != 0)
-			c->sni_problem = "sni_differs";
-	}
-	if (c->sni_problem != NULL) {
-		*alert = SSL_AD_UNRECOGNIZED_NAME;
-		return SSL_TLSEXT_ERR_ALERT_FATAL;
-	}
-	return SSL_TLSEXT_ERR_OK;
-}
-
 /* Terminates the client's TLS with the job CA's leaf for the host. */
 static void
 start_mitm(struct pconn *c)
 {
-	X509 *cert;
-	EVP_PKEY *key;
-	SSL *ssl;
+	const char *why = NULL;
 	struct bufferevent *f;
 
-	if (c->job->ca == NULL ||
-	    ca_leaf(c->job->ca, c->thost, &cert, &key) < 0) {
-		c->state = CS_HANDSHAKE;
-		deny(c, "tls", "no_leaf");
-		return;
-	}
-	ssl = SSL_new(c->p->mitm_ctx);
-	if (ssl == NULL || SSL_use_certificate(ssl, cert) != 1 ||
-	    SSL_use_PrivateKey(ssl, key) != 1) {
-		SSL_free(ssl);
-		c->state = CS_HANDSHAKE;
-		deny(c, "tls", "ssl_failed");
-		return;
-	}
-	SSL_set_ex_data(ssl, conn_ex_index, c);
-	f = bufferevent_openssl_filter_new(c->p->base, c->cl, ssl,
-	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	c->sni.want = c->thost;
+	f = tls_mitm(c->p, c->cl, c->job->ca, c->thost, &c->sni, &why);
 	if (f == NULL) {
-		SSL_free(ssl);
 		c->state = CS_HANDSHAKE;
-		deny(c, "tls", "ssl_failed");
+		deny(c, "tls", why);
 		return;
 	}
-	bufferevent_openssl_set_allow_dirty_shutdown(f, 1);
-	/* Requests are small: a small read keeps an idle tunnel small (the
-	 * filter reserves room for a whole read before it has the bytes). */
-	bufferevent_set_max_single_read(f, 4096);
 	c->cl = f;
 	bufferevent_setcb(c->cl, on_cl_read, on_cl_write, on_cl_event, c);
 	bufferevent_setwatermark(c->cl, EV_READ, 0, READ_HIGH);
@@ -708,8 +656,8 @@ try_sni(struct pconn *c)
 		return;
 	c->d.detail = "opaque";
 	if (r == 0) {
-		snprintf(c->sni, sizeof(c->sni), "%s", sni);
-		c->d.sni = c->sni;
+		snprintf(c->sni.got, sizeof(c->sni.got), "%s", sni);
+		c->d.sni = c->sni.got;
 	}
 	if (r == -EAGAIN || r == -EBADMSG) {
 		deny(c, "malformed", "not_a_client_hello");
@@ -805,20 +753,11 @@ connect_to(struct pconn *c, const struct sockaddr *sa, socklen_t len)
 		snprintf(c->addr, sizeof(c->addr), "%s:%u", ip, port);
 	}
 	if (c->up_tls) {
-		SSL *ssl = SSL_new(c->p->up_ctx);
-		if (ssl == NULL ||
-		    SSL_set_tlsext_host_name(ssl, c->host) != 1 ||
-		    SSL_set1_host(ssl, c->host) != 1) {
-			SSL_free(ssl);
+		up = tls_upstream(c->p, c->host);
+		if (up == NULL) {
 			fail(c, 502, "ssl_failed");
 			return;
 		}
-		up = bufferevent_openssl_socket_new(c->p->base, -1, ssl,
-		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
-		if (up == NULL)
-			SSL_free(ssl);
-		else
-			bufferevent_openssl_set_allow_dirty_shutdown(up, 1);
 	} else {
 		up = bufferevent_socket_new(c->p->base, -1,
 		    BEV_OPT_CLOSE_ON_FREE);
@@ -1430,11 +1369,11 @@ on_cl_event(struct bufferevent *bev, short what, void *arg)
 		c->d.host = c->thost;
 		c->d.port = c->tport;
 		c->d.rule = c->tunnel_rule;
-		if (c->sni[0] != '\0')
-			c->d.sni = c->sni;
+		if (c->sni.got[0] != '\0')
+			c->d.sni = c->sni.got;
 		c->d.allow = false;
-		c->d.reason = c->sni_problem != NULL ? "sni_mismatch" : "tls";
-		c->d.detail = c->sni_problem != NULL ? c->sni_problem
+		c->d.reason = c->sni.problem != NULL ? "sni_mismatch" : "tls";
+		c->d.detail = c->sni.problem != NULL ? c->sni.problem
 						     : "client_handshake";
 		conn_close(c);
 		return;
@@ -1460,16 +1399,6 @@ on_cl_event(struct bufferevent *bev, short what, void *arg)
 	conn_close(c);
 }
 
-static const char *
-tls_problem(struct bufferevent *bev)
-{
-	SSL *ssl = bufferevent_openssl_get_ssl(bev);
-
-	if (ssl != NULL && SSL_get_verify_result(ssl) != X509_V_OK)
-		return "upstream_certificate";
-	return "upstream_tls";
-}
-
 static void
 on_up_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -1490,8 +1419,9 @@ on_up_event(struct bufferevent *bev, short what, void *arg)
 	switch (c->state) {
 	case CS_CONNECT:
 		fail(c, 502,
-		    c->up_tls && (what & BEV_EVENT_ERROR) ? tls_problem(bev)
-							  : "connect_failed");
+		    c->up_tls && (what & BEV_EVENT_ERROR)
+			? tls_upstream_problem(bev)
+			: "connect_failed");
 		return;
 	case CS_EXCHANGE:
 		if (c->body_hold) {
@@ -1604,43 +1534,4 @@ conn_feed_lost(struct pconn *c)
 		return;
 	c->d.detail = "feed_unavailable";
 	conn_close(c);
-}
-
-/* --- TLS ------------------------------------------------------------------ */
-
-int
-conn_tls_init(struct proxy *p)
-{
-	conn_ex_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
-	p->mitm_ctx = SSL_CTX_new(TLS_server_method());
-	p->up_ctx = SSL_CTX_new(TLS_client_method());
-	if (conn_ex_index < 0 || p->mitm_ctx == NULL || p->up_ctx == NULL)
-		goto fail;
-	SSL_CTX_set_min_proto_version(p->mitm_ctx, TLS1_2_VERSION);
-	SSL_CTX_set_min_proto_version(p->up_ctx, TLS1_2_VERSION);
-	SSL_CTX_set_tlsext_servername_callback(p->mitm_ctx, on_servername);
-	/* No session resumption towards the job: each tunnel shows its SNI. */
-	SSL_CTX_set_session_cache_mode(p->mitm_ctx, SSL_SESS_CACHE_OFF);
-	SSL_CTX_set_options(p->mitm_ctx, SSL_OP_NO_TICKET);
-	/* Idle tunnels keep no record buffers: 1,000 of them stay small. */
-	SSL_CTX_set_mode(p->mitm_ctx, SSL_MODE_RELEASE_BUFFERS);
-	SSL_CTX_set_mode(p->up_ctx, SSL_MODE_RELEASE_BUFFERS);
-	SSL_CTX_set_verify(p->up_ctx, SSL_VERIFY_PEER, NULL);
-	/* One read for a record's header and body, not two. */
-	SSL_CTX_set_read_ahead(p->up_ctx, 1);
-	if (p->cfg.upstream_ca_file != NULL) {
-		if (SSL_CTX_load_verify_locations(p->up_ctx,
-			p->cfg.upstream_ca_file, NULL) != 1) {
-			log_error("upstream_ca_failed", "{s:s}", "path",
-			    p->cfg.upstream_ca_file);
-			return -EIO;
-		}
-	} else if (SSL_CTX_set_default_verify_paths(p->up_ctx) != 1) {
-		goto fail;
-	}
-	return 0;
-fail:
-	log_error("tls_init_failed", "{s:s}", "error",
-	    ERR_reason_error_string(ERR_get_error()) ?: "unknown");
-	return -EIO;
 }

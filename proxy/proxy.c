@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "service.h"
+#include "tls.h"
 #include "util.h"
 
 #include <event2/dns.h>
@@ -345,7 +346,7 @@ proxy_setup(struct proxy *p)
 		    p->cfg.hosts_file);
 		return EXIT_CONFIG;
 	}
-	if (conn_tls_init(p) < 0)
+	if (tls_init(p) < 0)
 		return EXIT_CONFIG;
 	struct brokerclient_options bo = { .base = p->cfg.broker,
 		.verifier_key = p->verifier_key,

@@ -9,7 +9,7 @@
  * API), brokerclient.c (the proxy's client of cordon-broker: every call
  * to it, rules, introspection, the revocation feed), job.c (a job: its channel, CA, connections and log),
  * conn.c (the data plane: one connection of a job, request by request),
- * pool.c (a job's idle upstream connections).
+ * pool.c (a job's idle upstream connections), tls.c (both sides' TLS).
  * In the testable core library (cordon_proxy_core): verdict.c (the pure
  * verdict on a request head and on the broker's word about a token),
  * tokens.c (the token shapes of a request and their verdicts),
@@ -196,7 +196,5 @@ void conn_close(struct pconn *c);
 void conn_feed_lost(struct pconn *c);
 /* The next connection of the same job, or NULL. */
 struct pconn *conn_next(struct pconn *c);
-/* The TLS contexts: 0, or -EIO with the reason logged. */
-int conn_tls_init(struct proxy *p);
 
 #endif
