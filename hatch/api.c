@@ -122,7 +122,8 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 
 	pthread_mutex_lock(&h->mu);
 	r = workspace_create(h->workspaces, job, inputs, n, disk_mb,
-	    json_object_get(body, "return"), problems, &out);
+	    (long)h->cfg.lower_tmpfs_mb, json_object_get(body, "return"),
+	    problems, &out);
 	pthread_mutex_unlock(&h->mu);
 	if (r == 0) {
 		log_info("workspace_created", "{s:s, s:I, s:i}", "job", job,

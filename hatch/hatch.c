@@ -19,6 +19,9 @@ static const struct config_option hatch_options[] = {
 	    offsetof(struct hatch_config, input_roots), 0, 0 },
 	{ "launcher_key_file", CONFIG_STRING,
 	    offsetof(struct hatch_config, launcher_key_file), 0, 0 },
+	{ "lower_tmpfs_mb", CONFIG_INT,
+	    offsetof(struct hatch_config, lower_tmpfs_mb), 0,
+	    WORKSPACE_MAX_LOWER_MB },
 };
 
 /*
@@ -59,7 +62,10 @@ hatch_free(struct hatch *h)
 int
 main(int argc, char **argv)
 {
-	struct hatch h = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct hatch h = {
+		.mu = PTHREAD_MUTEX_INITIALIZER,
+		.cfg.lower_tmpfs_mb = WORKSPACE_DEFAULT_LOWER_MB,
+	};
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;

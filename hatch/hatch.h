@@ -22,6 +22,8 @@ struct hatch_config {
 	struct config_strings input_roots;
 	/* The launcher's key file: only its holder may call the API. */
 	char *launcher_key_file;
+	/* The cap of a workspace's lower tmpfs; 0: the inputs on the disk. */
+	long long lower_tmpfs_mb;
 };
 
 struct hatch {

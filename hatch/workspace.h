@@ -1,6 +1,7 @@
 /*
  * Workspaces: one per job, under <state_dir>/workspaces/<job>/:
- *   lower/     the inputs, copied in (the overlay's read-only layer)
+ *   lower/     the inputs, copied in (the overlay's read-only layer), on
+ *              a tmpfs of its own: no inode of a copy-in on the disk
  *   rw/        a tmpfs of the job's disk limit, holding
  *   rw/upper/  the overlay's upper directory: everything the job writes
  *   rw/work/   the overlay's work directory
@@ -18,6 +19,8 @@
 #define WORKSPACE_MAX_INPUTS 64
 #define WORKSPACE_DEFAULT_DISK_MB 256
 #define WORKSPACE_MAX_DISK_MB 65536
+#define WORKSPACE_DEFAULT_LOWER_MB 1024
+#define WORKSPACE_MAX_LOWER_MB 1048576
 
 struct workspace_input {
 	const char *src; /* resolved, under an input root */
@@ -41,7 +44,9 @@ char *workspace_check_input(const struct config_strings *roots, size_t i,
 /*
  * Creates job's workspace under root (the workspaces directory): copies
  * each input into lower/<dst>, mounts a tmpfs of disk_mb at rw/, makes
- * upper/ and work/ in it. -EEXIST when the job has one, -ESTALE when its
+ * upper/ and work/ in it. lower/ is a tmpfs of at most lower_mb (only
+ * what is copied takes memory); inputs that do not fit it are copied
+ * again to the disk beneath, as they are with lower_mb 0. -EEXIST when the job has one, -ESTALE when its
  * workspace was closed (workspace_delete); -EINVAL with
  * problems listed (a fifo in an input, a link out of it, two inputs at
  * one dst), and nothing left behind; -ENOSPC, -EPERM (no right to mount)
@@ -52,7 +57,7 @@ char *workspace_check_input(const struct config_strings *roots, size_t i,
  */
 int workspace_create(const char *root, const char *job,
     const struct workspace_input *inputs, size_t ninputs, long disk_mb,
-    const json_t *ret_policy, json_t *problems, json_t **ret);
+    long lower_mb, const json_t *ret_policy, json_t *problems, json_t **ret);
 
 /*
  * Unmounts and removes job's workspace: 0, or -ENOENT when it has none.

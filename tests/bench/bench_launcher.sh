@@ -9,6 +9,8 @@
 #
 #   BENCH_RUNS (default 100 sandboxes, a third of it for cordon run)
 #   BENCH_WORKSPACES_TMPFS=1  the hatch's workspaces on a tmpfs
+#   BENCH_LOWER_TMPFS_MB=0    the inputs' copy on the disk, as before the
+#                             hatch's lower_tmpfs_mb (default: the hatch's)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 script=bench_launcher
@@ -51,8 +53,9 @@ cat >"$tmp/proxy/proxy.json" <<JSON
 JSON
 start_service proxy "$tmp/proxy" "$bin/cordon-proxy" --config "$tmp/proxy/proxy.json"
 proxy=$addr
+lower_mb=${BENCH_LOWER_TMPFS_MB:+, \"lower_tmpfs_mb\": $BENCH_LOWER_TMPFS_MB}
 cat >"$tmp/hatch/hatch.json" <<JSON
-{"input_roots": ["$tmp/in"], "launcher_key_file": "$K/launcher.key"}
+{"input_roots": ["$tmp/in"], "launcher_key_file": "$K/launcher.key"$lower_mb}
 JSON
 start_service hatch "$tmp/hatch" "$bin/cordon-hatch" --config "$tmp/hatch/hatch.json"
 hatch=$addr

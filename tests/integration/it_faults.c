@@ -582,7 +582,7 @@ START_TEST(a_dead_launchers_job_is_revoked_by_its_lease)
 	/* The workspace is left as the job left it: still mounted, not
 	 * sealed, and the record says so. */
 	workspace_dir(job, ws, sizeof(ws));
-	ck_assert_int_eq(mounts_under(ws), 1);
+	ck_assert_int_eq(mounts_under(ws), 2); /* rw/ and lower/ */
 	snprintf(path, sizeof(path), "/v1/workspaces/%s/report", job);
 	json_decref(
 	    harness_expect(hatch, 409, "GET", path, launcher, NULL, NULL));
@@ -944,7 +944,7 @@ START_TEST(a_hatch_crash_during_the_seal_can_seal_again)
 		    "is kept at the hatch: the hatch did not "
 		    "answer the seal") != NULL,
 	    "the launcher did not say the seal failed: %s", b->out);
-	ck_assert_int_eq(mounts_under(ws), 1);
+	ck_assert_int_eq(mounts_under(ws), 2); /* rw/ and lower/ */
 
 	ck_assert_int_eq(daemon_restart(hatch), 0);
 	snprintf(path, sizeof(path), "/v1/workspaces/%s/report", job);
@@ -963,7 +963,7 @@ START_TEST(a_hatch_crash_during_the_seal_can_seal_again)
 	pthread_join(c.thread, NULL);
 	ck_assert_msg(c.rc < 0 || c.status == 200, "the seal answered %ld",
 	    c.status);
-	ck_assert_int_eq(mounts_under(ws), 1);
+	ck_assert_int_eq(mounts_under(ws), 2);
 
 	ck_assert_int_eq(daemon_restart(hatch), 0);
 	rep = seal_and_check(job);

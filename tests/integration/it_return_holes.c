@@ -252,7 +252,8 @@ START_TEST(a_tree_too_deep_seals_refused_and_unmounts)
 	write_file(p, "down here\n");
 	snprintf(p, sizeof(p), "%s/repo/README", u);
 	write_file(p, "changed\n");
-	ck_assert_uint_eq(mounts_under(ws), 1);
+	/* rw/, the job's writes, and lower/, its inputs. */
+	ck_assert_uint_eq(mounts_under(ws), 2);
 	r = seal("deep");
 	ck_assert_str_eq(verdict(r), "refused");
 	ck_assert(any_flag(r, "too_deep"));
@@ -260,10 +261,12 @@ START_TEST(a_tree_too_deep_seals_refused_and_unmounts)
 	ck_assert(json_is_false(
 	    json_object_get(json_object_get(r, "patch"), "complete")));
 	json_decref(r);
-	/* The evidence is the report and the patch; the job's tmpfs goes. */
-	ck_assert_uint_eq(mounts_under(ws), 0);
+	/* The evidence is the report and the patch; the job's tmpfs goes
+	 * (the inputs' waits for the DELETE). */
+	ck_assert_uint_eq(mounts_under(ws), 1);
 	json_decref(expect(200, "GET", "/v1/workspaces/deep/report", NULL));
 	json_decref(expect(200, "DELETE", "/v1/workspaces/deep", NULL));
+	ck_assert_uint_eq(mounts_under(ws), 0);
 }
 END_TEST
 
