@@ -31,10 +31,34 @@ static const char *const secret_prefixes[] = { "crd_", "crk_", "ghp_", "gho_",
 	"pk_live_", "AKIA", "ASIA", "AIza", "ya29.", "sk-", "npm_", "pypi-",
 	"hf_", "-----BEGIN", "eyJ", "SG.", "dop_v1_", "shpat_", "glrt-" };
 
-/* Variables the launcher sets itself; a manifest may not. */
-static const char *const launcher_vars[] = { "HTTP_PROXY", "HTTPS_PROXY",
-	"http_proxy", "https_proxy", "NO_PROXY", "no_proxy", "SSL_CERT_FILE",
-	"CORDON_JOB", "HOME", "PATH", "TERM" };
+const char *const manifest_launcher_env[] = {
+	"HTTP_PROXY=http://127.0.0.1:3128",
+	"HTTPS_PROXY=http://127.0.0.1:3128",
+	"http_proxy=http://127.0.0.1:3128",
+	"https_proxy=http://127.0.0.1:3128",
+	"NO_PROXY=",
+	"no_proxy=",
+	"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
+	"HOME=/tmp/home",
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"TERM=dumb",
+	NULL,
+};
+
+/* True for a variable the launcher sets itself, which a manifest may
+ * not. */
+static bool
+launcher_sets(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (strcmp(name, "CORDON_JOB") == 0)
+		return true;
+	for (const char *const *e = manifest_launcher_env; *e != NULL; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return true;
+	return false;
+}
 
 /* Package registries: on an allowlist only on purpose. */
 static const char *const registries[] = { "registry.npmjs.org",
@@ -208,7 +232,7 @@ check_env(const json_t *env, json_t *problems)
 			problems_add(problems, field,
 			    "the name says secret; secrets never enter a "
 			    "sandbox (ask the broker for a capability)");
-		if (in_list(name, launcher_vars, ARRAY_SIZE(launcher_vars)))
+		if (launcher_sets(name))
 			problems_add(problems, field,
 			    "set by the launcher itself");
 		if (!json_is_string(v) || json_string_length(v) > 4096 ||

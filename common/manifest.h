@@ -30,6 +30,14 @@
 bool manifest_validate(const json_t *m, const char *name, json_t *problems,
     json_t *warnings);
 
+/*
+ * The one list of the variables the launcher gives every job besides the
+ * manifest's env: "NAME=value", NULL-terminated, in the order set;
+ * CORDON_JOB=<the job's id> is added per job. A manifest may set none of
+ * these names, nor CORDON_JOB. HOME is the sandbox's SANDBOX_HOME.
+ */
+extern const char *const manifest_launcher_env[];
+
 /* True when s is a valid manifest name: [a-z0-9][a-z0-9._-]{0,63}. */
 bool manifest_name_ok(const char *s);
 

@@ -16,6 +16,7 @@
 #include "envelope.h"
 #include "http_client.h"
 #include "log.h"
+#include "manifest.h"
 #include "relay.h"
 #include "sandbox.h"
 #include "stoppath.h"
@@ -375,7 +376,10 @@ job_env(struct run *r)
 {
 	json_t *env = json_object_get(r->job, "env");
 	size_t n = json_object_size(env), k = 0;
-	char **e = calloc(n + 16, sizeof(char *));
+	size_t nfixed = 0;
+	while (manifest_launcher_env[nfixed] != NULL)
+		nfixed++;
+	char **e = calloc(n + nfixed + 2, sizeof(char *));
 	const char *name;
 	json_t *v;
 
@@ -387,19 +391,8 @@ job_env(struct run *r)
 		    asprintf(&e[k], "%s=%s", name, json_string_value(v)) > 0)
 			k++;
 	}
-	static const char *const fixed[] = {
-		"HTTP_PROXY=http://127.0.0.1:3128",
-		"HTTPS_PROXY=http://127.0.0.1:3128",
-		"http_proxy=http://127.0.0.1:3128",
-		"https_proxy=http://127.0.0.1:3128",
-		"NO_PROXY=",
-		"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
-		"HOME=/work",
-		"PATH=/usr/local/bin:/usr/bin:/bin",
-		"TERM=dumb",
-	};
-	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
-		e[k++] = strdup(fixed[i]);
+	for (const char *const *f = manifest_launcher_env; *f != NULL; f++)
+		e[k++] = strdup(*f);
 	if (asprintf(&e[k], "CORDON_JOB=%s", r->id) > 0)
 		k++;
 	e[k] = NULL;

@@ -218,7 +218,7 @@ build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 
 	write_file(ctl, ROOT "/etc/passwd",
 	    "root:x:0:0:root:/:/usr/sbin/nologin\n"
-	    "job:x:1000:1000:cordon job:/work:/bin/sh\n"
+	    "job:x:1000:1000:cordon job:" SANDBOX_HOME ":/bin/sh\n"
 	    "nobody:x:65534:65534:nobody:/:/usr/sbin/nologin\n",
 	    0644);
 	write_file(ctl, ROOT "/etc/group", "root:x:0:\njob:x:1000:\n", 0644);
@@ -245,6 +245,9 @@ build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 	if (mount("tmp", ROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
 		"mode=1777,size=64m,nr_inodes=16384") < 0)
 		die(ctl, "tmpfs /tmp");
+	if (mkdir(ROOT SANDBOX_HOME, 0700) < 0 ||
+	    chown(ROOT SANDBOX_HOME, s->uid, s->gid) < 0)
+		die(ctl, "HOME");
 	if (mount("run", ROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		"mode=0755,size=1m") < 0 ||
 	    mkdir(ROOT "/run/cordon", 0755) < 0)

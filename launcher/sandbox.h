@@ -22,6 +22,9 @@
 
 #define SANDBOX_UID 1000 /* the job's uid inside its user namespace */
 #define SANDBOX_PROXY_PORT 3128
+/* The job's HOME: a directory of its own on its /tmp, outside /work, so
+ * that tool caches (.npm, .cache, .gitconfig) never reach the patch. */
+#define SANDBOX_HOME "/tmp/home"
 
 struct sandbox_spec {
 	char *const *argv; /* the command; argv[0] a path inside */

@@ -257,6 +257,40 @@ START_TEST(summary_says_the_verdict_reason)
 }
 END_TEST
 
+/* Tool caches go to a HOME outside /work: they never reach the patch. */
+START_TEST(home_is_scratch)
+{
+	int status = run_job("flagged",
+	    "echo \"home=$HOME\"; mkdir -p \"$HOME/.npm/_logs\" && "
+	    "echo log >\"$HOME/.npm/_logs/debug.log\" && "
+	    "echo kept >result.txt",
+	    true);
+	json_t *j = json_loads(out, 0, NULL);
+
+	ck_assert_msg(j != NULL, "status %d: %.300s %.300s", status, out, err);
+	const char *text =
+	    json_string_value(
+		json_object_get(json_object_get(json_object_get(j, "output"),
+				    "stdout"),
+		    "text"))
+	    ?: "";
+	ck_assert_msg(strncmp(text, "home=/work", 10) != 0 &&
+		strncmp(text, "home=/", 6) == 0,
+	    "%s", text);
+	char patch[65536];
+	const char *file =
+	    json_string_value(json_object_get(j, "patch")) ?: "?";
+	FILE *f = fopen(file, "r");
+	ck_assert_ptr_nonnull(f);
+	size_t n = fread(patch, 1, sizeof(patch) - 1, f);
+	fclose(f);
+	patch[n] = '\0';
+	ck_assert_msg(strstr(patch, "result.txt") != NULL, "%s", patch);
+	ck_assert_msg(strstr(patch, ".npm") == NULL, "%s", patch);
+	json_decref(j);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -274,6 +308,7 @@ main(void)
 	tcase_add_checked_fixture(tc, stack_setup, stack_teardown);
 	tcase_add_test(tc, output_cut_is_truncated);
 	tcase_add_test(tc, summary_says_the_verdict_reason);
+	tcase_add_test(tc, home_is_scratch);
 	suite_add_tcase(s, tc);
 	return harness_main(s);
 }
