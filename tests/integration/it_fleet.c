@@ -5,7 +5,8 @@
  * A, "host-b" broker B). What it shows: a revoke at either broker
  * returns only once the followers of both have acknowledged it
  * (propagated lists them all), and the token then fails introspection
- * at both; concurrent mints at both brokers keep one audit chain that
+ * at both; a job's connection through host A's proxy is closed when a
+ * revoke at broker B returns; concurrent mints at both brokers keep one audit chain that
  * verifies at both; kill -9 of a broker in the middle of mints loses no
  * token it answered and records every one granted, and in the middle of
  * a revoke leaves the job revoked once or revocable at the other; a
@@ -17,14 +18,17 @@
  */
 #include "harness.h"
 #include "pg.h"
+#include "upstream.h"
 
 #include <check.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static struct pg_server pg;
@@ -282,6 +286,48 @@ START_TEST(revoke_reaches_every_follower)
 }
 END_TEST
 
+/* True once fd's peer has closed (poll says so without waiting). */
+static bool
+closed_now(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	if (poll(&p, 1, 0) != 1)
+		return false;
+	return recv(fd, &c, 1, MSG_DONTWAIT) == 0 ||
+	    (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+START_TEST(a_job_on_host_a_revoked_at_b_is_cut_first)
+{
+	char path[128];
+	char *job;
+	json_t *j;
+	int fd;
+
+	put_manifest(&F.a);
+	job = new_job(&F.a);
+	/* The job's channel on host A's proxy, which follows broker A. */
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&F.proxy_a, 201, "POST", path, F.launcher, NULL,
+	    NULL);
+	fd = unix_connect(json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+	ck_assert_int_ge(fd, 0);
+	ck_assert(!closed_now(fd));
+
+	/* Revoked at broker B: when the answer comes, A's proxy has cut
+	 * the job's connection and said so. */
+	j = revoke_at(&F.b, job);
+	ck_assert_msg(closed_now(fd), "the job's connection is still open");
+	assert_propagated(j);
+	json_decref(j);
+	close(fd);
+	free(job);
+}
+END_TEST
+
 /* --- concurrent appends ---------------------------------------------- */
 
 #define MINTERS 4
@@ -533,6 +579,7 @@ fleet_suite(void)
 	tcase_add_checked_fixture(tc, fleet_up, fleet_down);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, revoke_reaches_every_follower);
+	tcase_add_test(tc, a_job_on_host_a_revoked_at_b_is_cut_first);
 	tcase_add_test(tc, one_chain_from_two_brokers);
 	tcase_add_test(tc, kill_a_broker_mid_mint);
 	tcase_add_test(tc, kill_a_broker_mid_revoke);
