@@ -790,6 +790,15 @@ manifest_validate(const json_t *m, const char *name, json_t *problems,
 					problems_add(problems, "command",
 					    "each argument is a string without "
 					    "NUL");
+		const char *cmd0 = json_string_value(json_array_get(v, 0));
+		bool shown = cmd0 != NULL && cmd0[0] != '\0';
+		for (const char *c = cmd0; shown && *c != '\0'; c++)
+			shown = *c > ' ' && *c < 0x7f && *c != '"';
+		if (cmd0 != NULL && strchr(cmd0, '/') == NULL)
+			problems_add(problems, "command[0]",
+			    "\"%.64s\" is not a path: the sandbox searches no "
+			    "PATH; give its absolute path (/usr/bin/%.64s)",
+			    shown ? cmd0 : "?", shown ? cmd0 : "NAME");
 	}
 	if ((v = json_object_get(m, "env")) != NULL)
 		check_env(v, problems);

@@ -641,6 +641,22 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		return EXIT_USAGE;
 	}
 	f->cmd = optind < argc ? argv + optind : NULL;
+	if (f->cmd != NULL && strchr(f->cmd[0], '/') == NULL) {
+		/* The job's PATH, looked up here: /usr is the host's. */
+		static const char *const dirs[] = { "/usr/local/bin",
+			"/usr/bin", "/bin" };
+		char path[PATH_MAX] = "";
+		for (size_t i = 0; i < ARRAY_SIZE(dirs) && path[0] == '\0'; i++)
+			if ((size_t)snprintf(path, sizeof(path), "%s/%s",
+				dirs[i], f->cmd[0]) >= sizeof(path) ||
+			    access(path, X_OK) != 0)
+				path[0] = '\0';
+		fprintf(stderr,
+		    "cordon run: the command %s is not a path (the sandbox "
+		    "searches no PATH): give it as %s\n",
+		    f->cmd[0], path[0] != '\0' ? path : "an absolute path");
+		return EXIT_USAGE;
+	}
 	return -1;
 }
 
@@ -1061,6 +1077,27 @@ run_free(struct run *r)
 	explicit_bzero(r->key, sizeof(r->key));
 }
 
+/* When the job could not start: why, if the broker says it was stopped
+ * meanwhile (an orchestrator's revoke as the proxy was asked for its
+ * channel, a canary, its deadline); NULL when it still runs or the broker
+ * does not say. */
+static const char *
+stopped_meanwhile(struct run *r)
+{
+	struct httpc_answer a;
+	const char *why = NULL;
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", r->id);
+	if (call(r, r->cfg->broker, "GET", path, NULL, &a) < 0)
+		return NULL;
+	const char *state = json_string_value(json_object_get(a.json, "state"));
+	if (a.status == 200 && state != NULL && strcmp(state, "running") != 0)
+		why = watch_reason(a.json);
+	httpc_answer_free(&a);
+	return why;
+}
+
 /* SIGPIPE's handler: nothing. A write to a gone reader (a closed stdout,
  * a relay connection or a service's socket closed) fails with EPIPE and
  * the caller decides; it never kills the launcher and skips its stop
@@ -1178,7 +1215,7 @@ launcher_run(int argc, char **argv)
 		r.stop_reason = "launcher_error";
 	} else if (start(&r, &f, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon run: %s\n", err);
-		r.stop_reason = "launcher_error";
+		r.stop_reason = stopped_meanwhile(&r) ?: "launcher_error";
 	} else if (loop(&r) < 0) {
 		r.stop_reason = "launcher_error";
 	}

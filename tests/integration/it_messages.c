@@ -172,6 +172,29 @@ START_TEST(run_id_fd_checked)
 }
 END_TEST
 
+/* A command is a path: the sandbox searches no PATH. */
+START_TEST(command_must_be_a_path)
+{
+	char *argv[] = { bin("cordon"), "run", "--manifest", "m", "--",
+		"python3", "x.py", NULL };
+	const char *m = write_config("bare.json",
+	    "{\"name\": \"bare\", \"command\": [\"python3\", \"x.py\"]}");
+	char *lint[] = { bin("cordon"), "lint", (char *)m, NULL };
+
+	ck_assert_int_eq(run(argv), 64);
+	ck_assert_msg(strstr(err,
+			  "cordon run: the command python3 is not a path "
+			  "(the sandbox searches no PATH): give it as "
+			  "/usr/bin/python3") != NULL,
+	    "%s", err);
+	assert_one_line();
+	ck_assert_int_eq(run(lint), 1);
+	ck_assert_msg(strstr(out, "command[0]: \"python3\" is not a path") !=
+		NULL,
+	    "%s", out);
+}
+END_TEST
+
 /* --- what a job's result says ------------------------------------------ */
 
 static struct stack st;
@@ -303,6 +326,7 @@ main(void)
 	tcase_add_test(tc, run_elsewhere_names_the_key);
 	tcase_add_test(tc, run_not_root);
 	tcase_add_test(tc, run_id_fd_checked);
+	tcase_add_test(tc, command_must_be_a_path);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("results");
 	tcase_add_checked_fixture(tc, stack_setup, stack_teardown);
