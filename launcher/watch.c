@@ -112,9 +112,8 @@ on_beat(evutil_socket_t fd, short what, void *arg)
 		w->beat_busy = true;
 }
 
-/* The launcher's stop reason for a job the broker says has stopped. */
-static const char *
-reason_of(const json_t *job)
+const char *
+watch_reason(const json_t *job)
 {
 	const char *why =
 	    json_string_value(json_object_get(job, "stop_reason"));
@@ -145,7 +144,7 @@ watch_done(struct evhttp_request *req, void *arg)
 		const char *state =
 		    json_string_value(json_object_get(job, "state"));
 		if (state != NULL && strcmp(state, "running") != 0)
-			tell_stop(w, reason_of(job));
+			tell_stop(w, watch_reason(job));
 		json_decref(job);
 	}
 	if (w->seen)

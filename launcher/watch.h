@@ -12,6 +12,7 @@
 #define CORDON_LAUNCHER_WATCH_H
 
 #include <event2/event.h>
+#include <jansson.h>
 
 #define WATCH_MS 500 /* how often the broker is asked whether the job lives */
 #define WATCH_CALL_S 5 /* the deadline of each call */
@@ -31,6 +32,11 @@ typedef void (*watch_stop_fn)(void *arg, const char *reason);
 int watch_start(struct event_base *base, const char *broker, const char *key,
     const char *job, long long lease_ms, watch_stop_fn stop, void *arg,
     struct watch **ret);
+
+/* The launcher's stop reason for job, the broker's GET /v1/jobs/{job}
+ * answer for a job that no longer runs: "wall_clock" for its deadline,
+ * "tripwire", else "revoked". */
+const char *watch_reason(const json_t *job);
 
 /* Stops watching: calls still in flight are dropped, unanswered. NULL is
  * fine. */

@@ -94,6 +94,7 @@ static void
 teardown(void)
 {
 	kill(st.broker.pid, SIGCONT);
+	kill(st.proxy.pid, SIGCONT);
 	upstream_stop(tls_up);
 	upstream_stop(plain);
 	stack_stop(&st);
@@ -627,6 +628,71 @@ START_TEST(a_stalled_reader_does_not_hold_up_the_stop)
 END_TEST
 
 /*
+ * A job revoked before the launcher had its channel (an orchestrator's
+ * revoke right after it asked for the job): the proxy refuses the
+ * channel, and the result says the job was revoked, not that the
+ * launcher failed. The proxy is held (SIGSTOP) while the revoke lands.
+ */
+START_TEST(a_job_revoked_before_it_ran_is_reported_revoked)
+{
+	char input[400], idline[128] = "", path[160];
+	int po[2], pe[2], idp[2];
+	size_t n = 0;
+	pid_t pid;
+
+	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
+	ck_assert_int_eq(pipe(po), 0);
+	ck_assert_int_eq(pipe(pe), 0);
+	ck_assert_int_eq(pipe(idp), 0);
+	ck_assert_int_eq(kill(st.proxy.pid, SIGSTOP), 0);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		dup2(idp[1], 3);
+		execl(harness_bin("cordon"), "cordon", "run", "--json",
+		    "--config", st.launcher_cfg, "--manifest", "loop-job",
+		    "--input", input, "--id-fd", "3", "--", "/bin/true",
+		    (char *)NULL);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	close(idp[1]);
+	while (strchr(idline, '\n') == NULL && n < sizeof(idline) - 1) {
+		struct pollfd p = { idp[0], POLLIN, 0 };
+		ck_assert_msg(poll(&p, 1, 30000) == 1, "no job id");
+		ssize_t k = read(idp[0], idline + n, sizeof(idline) - 1 - n);
+		ck_assert_int_gt(k, 0);
+		n += (size_t)k;
+		idline[n] = '\0';
+	}
+	idline[strcspn(idline, "\n")] = '\0';
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", idline);
+	json_decref(harness_expect(&st.broker, 200, "POST", path, st.admin,
+	    NULL, json_pack("{s:s}", "reason", "early")));
+	ck_assert_int_eq(kill(st.proxy.pid, SIGCONT), 0);
+	struct launched l = { .pid = pid, .out_fd = po[0], .err_fd = pe[0] };
+	int status = finish(&l, 60000);
+	close(idp[0]);
+	json_t *j = json_loads(l.out, 0, NULL);
+	ck_assert_msg(j != NULL, "no result (status %d): %.3000s", status,
+	    l.err);
+	ck_assert_msg(strcmp(json_string_value(
+				 json_object_get(j, "stop_reason"))
+			      ?: "",
+			  "revoked") == 0,
+	    "stop_reason %s: %.3000s",
+	    json_string_value(json_object_get(j, "stop_reason")), l.err);
+	ck_assert(json_is_true(json_object_get(j, "revoked")));
+	ck_assert_int_eq(records(), 0);
+	json_decref(j);
+}
+END_TEST
+
+/*
  * 17.4: the launcher learns of an operator's revoke from the broker's
  * revocation feed, as a watcher: while its job runs its long poll waits
  * at the broker (feed_watchers), and the revoke, which waits for the
@@ -700,6 +766,7 @@ suite(void)
 	tcase_add_test(tc, a_stopped_broker_does_not_freeze_the_job);
 	tcase_add_test(tc, the_launcher_follows_the_revocation_feed);
 	tcase_add_test(tc, a_stalled_reader_does_not_hold_up_the_stop);
+	tcase_add_test(tc, a_job_revoked_before_it_ran_is_reported_revoked);
 	suite_add_tcase(s, tc);
 	return s;
 }
