@@ -56,8 +56,14 @@ struct feed {
 static bool
 connected(const struct follower *fl, int64_t now)
 {
+	/* Polling at another broker: only while such a poll could still be
+	 * running (that broker may have died and will never say it ended). */
+	bool remote = fl->remote_polling &&
+	    now - fl->last_seen_ms <=
+		(int64_t)FEED_MAX_WAIT_S * 1000 + FEED_ACK_WAIT_MS;
+
 	return !fl->gone &&
-	    (fl->polling > 0 || fl->remote_polling ||
+	    (fl->polling > 0 || remote ||
 		now - fl->last_seen_ms <= FEED_ACK_WAIT_MS);
 }
 
