@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
 
 /* Output a side may hold before the other side stops being read. */
 #define FLOW_HIGH (1024 * 1024)
@@ -347,49 +346,12 @@ flow(struct pconn *c)
 
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 
-/*
- * Whether j may have one more connection, counted in descriptors (two a
- * connection: the job's and the upstream's; one an idle pooled upstream):
- * NULL, or why not. The limit is read each time, so it follows a limit
- * changed while the proxy runs.
- */
-static const char *
-conn_budget(struct pjob *j)
-{
-	struct proxy *p = j->p;
-	struct rlimit rl;
-	uint64_t limit = 1024, usable, used = PROXY_FD_RESERVE;
-	struct pjob *o;
-
-	if (j->nconns >= (unsigned)p->cfg.max_conns_per_job)
-		return "max_conns_per_job";
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		limit = rl.rlim_cur;
-	usable =
-	    limit > 2 * PROXY_FD_RESERVE ? limit - PROXY_FD_RESERVE : limit / 2;
-	if (2 * ((uint64_t)j->nconns + 1) + j->pool.n > usable / PROXY_FD_SHARE)
-		return "job_share";
-	TAILQ_FOREACH(o, &p->jobs, link)
-	used += 2 * (uint64_t)o->nconns + o->pool.n + (o->listener != NULL);
-	if (used + 2 > limit)
-		return "proxy_full";
-	return NULL;
-}
-
 void
 conn_accept(struct pjob *j, int fd)
 {
 	struct proxy *p = j->p;
-	struct pconn *c;
-	const char *full = j->closed ? NULL : conn_budget(j);
+	struct pconn *c = calloc(1, sizeof(*c));
 
-	if (j->closed || full != NULL) {
-		close(fd);
-		job_refuse(j, j->closed ? "revoked" : "too_many_connections",
-		    full);
-		return;
-	}
-	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		close(fd);
 		return;
@@ -679,33 +641,6 @@ try_sni(struct pconn *c)
 
 /* --- the upstream --------------------------------------------------------- */
 
-static bool
-is_self(struct pconn *c, const struct sockaddr *sa)
-{
-	const struct sockaddr_in *in = (const void *)sa;
-	const struct sockaddr_in *self = (const void *)&c->p->self_addr;
-	socklen_t blen;
-	const struct sockaddr_in *broker =
-	    (const void *)brokerclient_addr(c->p->bclient, &blen);
-	uint16_t port;
-
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)sa;
-		port = in6->sin6_port;
-		if (!IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
-			return false;
-	} else {
-		port = in->sin_port;
-		if ((ntohl(in->sin_addr.s_addr) >> 24) != 127 &&
-		    in->sin_addr.s_addr != self->sin_addr.s_addr &&
-		    in->sin_addr.s_addr != broker->sin_addr.s_addr)
-			return false;
-	}
-	return (c->p->self_addr.ss_family == AF_INET &&
-		   port == self->sin_port) ||
-	    port == broker->sin_port;
-}
-
 static void
 on_dns(int err, struct evutil_addrinfo *ai, void *arg)
 {
@@ -778,9 +713,8 @@ connect_to(struct pconn *c, const struct sockaddr *sa, socklen_t len)
 static void
 dns_done(struct pconn *c)
 {
-	struct evutil_addrinfo *ai = c->ai, *a;
+	struct evutil_addrinfo *ai = c->ai;
 	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
-	const char *refused = NULL;
 
 	c->ai = NULL;
 	c->ai_ready = false;
@@ -792,26 +726,14 @@ dns_done(struct pconn *c)
 	}
 	/* The first address the rule may reach; the connection goes to it
 	 * and to nothing resolved again. */
-	for (a = ai; a != NULL; a = a->ai_next) {
-		const char *why;
-		if (a->ai_family != AF_INET && a->ai_family != AF_INET6)
-			continue;
-		if (is_self(c, a->ai_addr)) {
-			refused = "own_port";
-			continue;
-		}
-		why = egress_addr_refused(a->ai_addr, rule);
-		if (why == NULL)
-			break;
-		if (refused == NULL)
-			refused = why;
-	}
+	socklen_t blen;
+	const char *reason, *detail;
+	const struct evutil_addrinfo *a =
+	    verdict_address(ai, rule, (const struct sockaddr *)&c->p->self_addr,
+		brokerclient_addr(c->p->bclient, &blen), &reason, &detail);
 	if (a == NULL) {
 		evutil_freeaddrinfo(ai);
-		if (refused != NULL && strcmp(refused, "own_port") == 0)
-			deny(c, "own_port", NULL);
-		else
-			deny(c, "private_addr", refused);
+		deny(c, reason, detail);
 		return;
 	}
 	connect_to(c, a->ai_addr, (socklen_t)a->ai_addrlen);

@@ -15,6 +15,7 @@
 #include <event2/listener.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -36,6 +37,35 @@ job_find(struct proxy *p, const char *id)
  * proxy cannot chown it to the launcher unless it runs as root), so the
  * peer's uid is what decides: the launcher's, or nothing.
  */
+/*
+ * Whether j may have one more connection, counted in descriptors (two a
+ * connection: the job's and the upstream's; one an idle pooled upstream):
+ * NULL, or why not. The limit is read each time, so it follows a limit
+ * changed while the proxy runs.
+ */
+static const char *
+accept_budget(struct pjob *j)
+{
+	struct proxy *p = j->p;
+	struct rlimit rl;
+	uint64_t limit = 1024, usable, used = PROXY_FD_RESERVE;
+	struct pjob *o;
+
+	if (j->nconns >= (unsigned)p->cfg.max_conns_per_job)
+		return "max_conns_per_job";
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		limit = rl.rlim_cur;
+	usable =
+	    limit > 2 * PROXY_FD_RESERVE ? limit - PROXY_FD_RESERVE : limit / 2;
+	if (2 * ((uint64_t)j->nconns + 1) + j->pool.n > usable / PROXY_FD_SHARE)
+		return "job_share";
+	TAILQ_FOREACH(o, &p->jobs, link)
+	used += 2 * (uint64_t)o->nconns + o->pool.n + (o->listener != NULL);
+	if (used + 2 > limit)
+		return "proxy_full";
+	return NULL;
+}
+
 static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     int salen, void *arg)
@@ -43,6 +73,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct pjob *j = arg;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
+	const char *full;
 
 	(void)l;
 	(void)sa;
@@ -51,6 +82,13 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	    (long long)cred.uid != j->p->cfg.launcher_uid) {
 		close(fd);
 		job_refuse(j, "peer_uid", "not the launcher's uid");
+		return;
+	}
+	full = j->closed ? NULL : accept_budget(j);
+	if (j->closed || full != NULL) {
+		close(fd);
+		job_refuse(j, j->closed ? "revoked" : "too_many_connections",
+		    full);
 		return;
 	}
 	conn_accept(j, fd);

@@ -188,7 +188,8 @@ void job_refuse_flush(struct pjob *j, bool now);
 
 /* --- conn.c --------------------------------------------------------------- */
 
-/* Takes a new connection on j's channel (fd owned). */
+/* Takes a new connection on j's channel (fd owned), admitted by job.c:
+ * the job open and within its share of the descriptors. */
 void conn_accept(struct pjob *j, int fd);
 /* Closes c at once, logging its open decision, if any. */
 void conn_close(struct pconn *c);

@@ -6,6 +6,8 @@
  */
 #include "verdict.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
 
 static bool
@@ -102,5 +104,63 @@ verdict_token(int status, const json_t *body, const char *job,
 		return "no_audience";
 	if (aud == NULL || strcmp(aud, rule->audience) != 0)
 		return "audience";
+	return NULL;
+}
+
+/* Whether sa is the proxy's control port or the broker's: on loopback, or
+ * on the address either listens on. */
+static bool
+is_own_port(const struct sockaddr *sa, const struct sockaddr *self_sa,
+    const struct sockaddr *broker_sa)
+{
+	const struct sockaddr_in *in = (const void *)sa;
+	const struct sockaddr_in *self = (const void *)self_sa;
+	const struct sockaddr_in *broker = (const void *)broker_sa;
+	uint16_t port;
+
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+		port = in6->sin6_port;
+		if (!IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+			return false;
+	} else {
+		port = in->sin_port;
+		if ((ntohl(in->sin_addr.s_addr) >> 24) != 127 &&
+		    in->sin_addr.s_addr != self->sin_addr.s_addr &&
+		    in->sin_addr.s_addr != broker->sin_addr.s_addr)
+			return false;
+	}
+	return (self_sa->sa_family == AF_INET && port == self->sin_port) ||
+	    port == broker->sin_port;
+}
+
+const struct addrinfo *
+verdict_address(const struct addrinfo *ai, const struct egress_rule *rule,
+    const struct sockaddr *self, const struct sockaddr *broker,
+    const char **ret_reason, const char **ret_detail)
+{
+	const char *refused = NULL;
+
+	for (const struct addrinfo *a = ai; a != NULL; a = a->ai_next) {
+		const char *why;
+		if (a->ai_family != AF_INET && a->ai_family != AF_INET6)
+			continue;
+		if (is_own_port(a->ai_addr, self, broker)) {
+			refused = "own_port";
+			continue;
+		}
+		why = egress_addr_refused(a->ai_addr, rule);
+		if (why == NULL)
+			return a;
+		if (refused == NULL)
+			refused = why;
+	}
+	if (refused != NULL && strcmp(refused, "own_port") == 0) {
+		*ret_reason = "own_port";
+		*ret_detail = NULL;
+	} else {
+		*ret_reason = "private_addr";
+		*ret_detail = refused;
+	}
 	return NULL;
 }

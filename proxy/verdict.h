@@ -3,8 +3,8 @@
  * the job's rules and the state of the revocation feed, before any DNS
  * lookup and before any token is introspected. A pure function, so that
  * each refusal can be tested without a socket; conn.c carries it out.
- * The tokens' verdicts (tokens.h) and the address (egress_addr_refused)
- * come after it.
+ * The tokens' verdicts (tokens.h, verdict_token) and the address
+ * (verdict_address) come after it.
  */
 #ifndef CORDON_PROXY_VERDICT_H
 #define CORDON_PROXY_VERDICT_H
@@ -12,6 +12,7 @@
 #include "egress.h"
 
 #include <jansson.h>
+#include <netdb.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -77,5 +78,21 @@ void verdict_head(const struct verdict_request *rq,
  */
 const char *verdict_token(int status, const json_t *body, const char *job,
     const struct egress_rule *rule);
+
+/*
+ * The address to connect to for a request to rule, among the resolver's
+ * answers ai, in their order: the first IPv4 or IPv6 one that is neither
+ * the proxy's own control port (self, an IPv4 or IPv6 address) nor the
+ * broker's (broker, IPv4), on loopback or on their addresses, and that
+ * egress_addr_refused allows. The connection goes to it and to nothing
+ * resolved again. NULL when none may be reached, with *ret_reason
+ * "own_port" (one of the answers was one of those ports) or else
+ * "private_addr" and *ret_detail the first range that refused (NULL when
+ * ai held no address of either family).
+ */
+const struct addrinfo *verdict_address(const struct addrinfo *ai,
+    const struct egress_rule *rule, const struct sockaddr *self,
+    const struct sockaddr *broker, const char **ret_reason,
+    const char **ret_detail);
 
 #endif

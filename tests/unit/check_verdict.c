@@ -7,7 +7,11 @@
 #include "testutil.h"
 #include "verdict.h"
 
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct egress_rules rules;
@@ -24,7 +28,10 @@ setup(void)
 	    " {\"host\": \"tls.test\", \"port\": 443, \"methods\": [\"GET\"],"
 	    "  \"paths\": [\"/ok/\"], \"upgrade\": true},"
 	    " {\"host\": \"*.wild.test\", \"port\": 443, \"tls\": "
-	    "  \"passthrough\", \"methods\": [\"POST\"]}]",
+	    "  \"passthrough\", \"methods\": [\"POST\"]},"
+	    " {\"host\": \"db.test\", \"port\": 5432, \"tls\": \"none\","
+	    "  \"methods\": [\"GET\"], \"allow_cidrs\": [\"10.0.0.0/8\","
+	    "  \"127.0.0.0/8\", \"::1/128\"]}]",
 	    0);
 
 	ck_assert_msg(egress_rules_load(v, &rules, err, sizeof(err)) == 0, "%s",
@@ -276,6 +283,138 @@ START_TEST(a_token_is_good_only_for_its_job_and_audience)
 }
 END_TEST
 
+/* The resolver's answers, as a list: "ip:port" each (IPv4, or an IPv6
+ * address in brackets). */
+struct answers {
+	struct addrinfo ai[4];
+	struct sockaddr_storage sa[4];
+};
+
+static const struct addrinfo *
+answers(struct answers *a, const char *const *addrs, size_t n)
+{
+	memset(a, 0, sizeof(*a));
+	for (size_t i = 0; i < n; i++) {
+		char ip[64];
+		const char *colon = strrchr(addrs[i], ':');
+		unsigned port = (unsigned)strtoul(colon + 1, NULL, 10);
+		snprintf(ip, sizeof(ip), "%.*s", (int)(colon - addrs[i]),
+		    addrs[i]);
+		if (ip[0] == '[') {
+			struct sockaddr_in6 *s6 = (void *)&a->sa[i];
+			ip[strlen(ip) - 1] = '\0';
+			s6->sin6_family = AF_INET6;
+			s6->sin6_port = htons((uint16_t)port);
+			ck_assert_int_eq(inet_pton(AF_INET6, ip + 1,
+					     &s6->sin6_addr),
+			    1);
+			a->ai[i].ai_addrlen = sizeof(*s6);
+		} else {
+			struct sockaddr_in *s4 = (void *)&a->sa[i];
+			s4->sin_family = AF_INET;
+			s4->sin_port = htons((uint16_t)port);
+			ck_assert_int_eq(inet_pton(AF_INET, ip, &s4->sin_addr),
+			    1);
+			a->ai[i].ai_addrlen = sizeof(*s4);
+		}
+		a->ai[i].ai_family = a->sa[i].ss_family;
+		a->ai[i].ai_addr = (struct sockaddr *)&a->sa[i];
+		a->ai[i].ai_next = i + 1 < n ? &a->ai[i + 1] : NULL;
+	}
+	return n > 0 ? &a->ai[0] : NULL;
+}
+
+static struct sockaddr_in self4, broker4;
+
+static void
+own_ports(const char *self_ip)
+{
+	memset(&self4, 0, sizeof(self4));
+	memset(&broker4, 0, sizeof(broker4));
+	self4.sin_family = broker4.sin_family = AF_INET;
+	self4.sin_port = htons(7702);
+	broker4.sin_port = htons(7701);
+	ck_assert_int_eq(inet_pton(AF_INET, self_ip, &self4.sin_addr), 1);
+	ck_assert_int_eq(inet_pton(AF_INET, "127.0.0.1", &broker4.sin_addr), 1);
+}
+
+/* The address verdict_address chose ("" for none), with reason and
+ * detail. */
+static void
+pick(const char *const *addrs, size_t n, const struct egress_rule *rule,
+    char *out, size_t outlen, const char **reason, const char **detail)
+{
+	struct answers a;
+	const struct addrinfo *ai = answers(&a, addrs, n), *got;
+
+	*reason = *detail = "unset";
+	got = verdict_address(ai, rule, (const struct sockaddr *)&self4,
+	    (const struct sockaddr *)&broker4, reason, detail);
+	out[0] = '\0';
+	if (got != NULL)
+		snprintf(out, outlen, "%zu", (size_t)(got - &a.ai[0]));
+}
+
+START_TEST(the_first_address_the_rule_may_reach_is_used)
+{
+	const struct egress_rule *api = &rules.rule[0], *db = &rules.rule[3];
+	const char *reason, *detail;
+	char got[8];
+
+	own_ports("127.0.0.1");
+	pick((const char *[]){ "10.1.2.3:80", "8.8.8.8:80" }, 2, api, got,
+	    sizeof(got), &reason, &detail);
+	ck_assert_str_eq(got, "1");
+	pick((const char *[]){ "10.1.2.3:5432", "8.8.8.8:5432" }, 2, db, got,
+	    sizeof(got), &reason, &detail);
+	ck_assert_str_eq(got, "0"); /* allow_cidrs lists it */
+	pick((const char *[]){ "127.0.0.1:80", "10.1.2.3:80" }, 2, api, got,
+	    sizeof(got), &reason, &detail);
+	ck_assert_str_eq(got, "");
+	ck_assert_str_eq(reason, "private_addr");
+	ck_assert_str_eq(detail, "loopback"); /* the first that refused */
+	pick(NULL, 0, api, got, sizeof(got), &reason, &detail);
+	ck_assert_str_eq(got, "");
+	ck_assert_str_eq(reason, "private_addr");
+	ck_assert_ptr_null(detail);
+}
+END_TEST
+
+START_TEST(the_proxys_and_the_brokers_ports_are_never_reached)
+{
+	const struct egress_rule *db = &rules.rule[3];
+	const char *reason, *detail;
+	char got[8];
+	/* Whatever allow_cidrs says: loopback on either port, any IPv6
+	 * loopback, and the control port's own address. */
+	static const char *const own[] = { "127.0.0.1:7701", "127.0.0.2:7702",
+		"[::1]:7701", "[::1]:7702" };
+
+	own_ports("127.0.0.1");
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		pick(&own[i], 1, db, got, sizeof(got), &reason, &detail);
+		ck_assert_msg(got[0] == '\0', "%s was chosen", own[i]);
+		ck_assert_str_eq(reason, "own_port");
+		ck_assert_ptr_null(detail);
+	}
+	own_ports("10.0.0.5");
+	pick((const char *[]){ "10.0.0.5:7702" }, 1, db, got, sizeof(got),
+	    &reason, &detail);
+	ck_assert_str_eq(reason, "own_port");
+	pick((const char *[]){ "10.0.0.6:7702" }, 1, db, got, sizeof(got),
+	    &reason, &detail);
+	ck_assert_str_eq(got, "0"); /* another host's port 7702 */
+	/* One of them among the answers: own_port is the reason. */
+	pick((const char *[]){ "10.9.9.9:7701", "127.0.0.1:7701" }, 2,
+	    &rules.rule[0], got, sizeof(got), &reason, &detail);
+	ck_assert_str_eq(reason, "own_port");
+	/* After one the rule may reach, the next is never looked at. */
+	pick((const char *[]){ "10.1.1.1:5432", "127.0.0.1:7701" }, 2, db, got,
+	    sizeof(got), &reason, &detail);
+	ck_assert_str_eq(got, "0");
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -293,6 +432,8 @@ suite(void)
 	tcase_add_test(tc, upgrade_only_where_the_rule_allows_it);
 	tcase_add_test(tc, broker_cordon_takes_one_request);
 	tcase_add_test(tc, a_token_is_good_only_for_its_job_and_audience);
+	tcase_add_test(tc, the_first_address_the_rule_may_reach_is_used);
+	tcase_add_test(tc, the_proxys_and_the_brokers_ports_are_never_reached);
 	suite_add_tcase(s, tc);
 	return s;
 }
