@@ -206,6 +206,15 @@ main(int argc, char **argv)
 	    broker_options, broker_noptions, &b.cfg, &b.cfg.common);
 	if (r >= 0)
 		goto out;
+	/* The value is not echoed: a URI may hold a password. */
+	if (b.cfg.store != NULL && strcmp(b.cfg.store, "sqlite") != 0 &&
+	    !store_is_postgresql(b.cfg.store)) {
+		fprintf(stderr,
+		    "%s: store: \"sqlite\" or a postgresql:// URI\n",
+		    BROKER_PROG);
+		r = EXIT_CONFIG;
+		goto out;
+	}
 	if (args.check_only) {
 		r = service_config_ok(BROKER_PROG);
 		goto out;

@@ -570,11 +570,45 @@ START_TEST(survives_a_database_restart)
 }
 END_TEST
 
+/* --- configuration ----------------------------------------------------- */
+
+/* cordon-broker -n with a config of store: the exit status, stderr. */
+static int
+check_store(const char *store, char *err, size_t errlen)
+{
+	char path[400], cfg[600], out[256];
+	char *argv[] = { (char *)harness_bin("cordon-broker"), "-n", "--config",
+		path, NULL };
+
+	snprintf(path, sizeof(path), "%s/broker.json", harness_tmpdir());
+	snprintf(cfg, sizeof(cfg), "{\"store\": \"%s\"}", store);
+	harness_write_file(path, cfg);
+	return harness_run(argv, out, sizeof(out), err, errlen);
+}
+
+START_TEST(a_bad_store_is_a_config_error)
+{
+	char err[512];
+
+	ck_assert_int_eq(check_store("mysql://db/cordon", err, sizeof(err)),
+	    78);
+	ck_assert_msg(strstr(err, "store") != NULL, "%s", err);
+	ck_assert_int_eq(check_store("sqlite", err, sizeof(err)), 0);
+	ck_assert_int_eq(check_store("postgresql://db/cordon", err,
+			     sizeof(err)),
+	    0);
+}
+END_TEST
+
 static Suite *
 fleet_suite(void)
 {
 	Suite *s = suite_create("fleet");
 	TCase *tc = tcase_create("fleet");
+	TCase *cfg = tcase_create("config");
+
+	tcase_add_test(cfg, a_bad_store_is_a_config_error);
+	suite_add_tcase(s, cfg);
 
 	tcase_add_checked_fixture(tc, fleet_up, fleet_down);
 	tcase_set_timeout(tc, 120);
