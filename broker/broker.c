@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const struct config_option broker_options[] = {
 	CONFIG_COMMON_OPTIONS(offsetof(struct broker_config, common)),
@@ -55,6 +56,38 @@ broker_keys_open(struct broker *b)
 		    "role", role_name(roles[i]), "path", path);
 	}
 	return 0;
+}
+
+/* -n: each role key that is there must be one this user can read (a
+ * missing one is written at start). -1 when all are, else EXIT_CONFIG
+ * after one line on stderr. */
+static int
+broker_keys_check(const struct broker *b)
+{
+	static const unsigned roles[] = { ROLE_ADMIN, ROLE_LAUNCHER,
+		ROLE_VERIFIER };
+	_cleanup_free_ char *def = NULL;
+	const char *dir = b->cfg.keys_dir;
+
+	if (dir == NULL &&
+	    asprintf(&def, "%s/keys", b->cfg.common.state_dir) < 0)
+		return EXIT_OSERR;
+	if (dir == NULL)
+		dir = def;
+	for (size_t i = 0; i < ARRAY_SIZE(roles); i++) {
+		_cleanup_free_ char *path = NULL;
+		struct stat st;
+		int r;
+
+		if (asprintf(&path, "%s/%s.key", dir, role_name(roles[i])) < 0)
+			return EXIT_OSERR;
+		if (lstat(path, &st) < 0 && errno == ENOENT)
+			continue;
+		r = keys_check_setting(BROKER_PROG, "keys_dir", path);
+		if (r >= 0)
+			return r;
+	}
+	return -1;
 }
 
 /* A path under the state directory unless the config named one. */
@@ -216,7 +249,9 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (args.check_only) {
-		r = service_config_ok(BROKER_PROG);
+		r = broker_keys_check(&b);
+		if (r < 0)
+			r = service_config_ok(BROKER_PROG);
 		goto out;
 	}
 

@@ -81,10 +81,24 @@ workspace_check_input(const struct config_strings *roots, size_t i,
 			free(real);
 			return NULL;
 		}
-	problems_add(problems, field,
-	    roots->n == 0 ? "no input_roots are configured: the hatch copies "
-			    "nothing until an operator says from where"
-			  : "not under any of the hatch's input_roots");
+	if (roots->n == 0) {
+		problems_add(problems, field,
+		    "no input_roots are configured: the hatch copies nothing "
+		    "until an operator sets input_roots in its configuration");
+	} else {
+		/* The roots, so that the caller knows where to put it. */
+		char list[1024] = "";
+		for (size_t k = 0; k < roots->n; k++) {
+			size_t used = strlen(list);
+			snprintf(list + used, sizeof(list) - used, "%s%s",
+			    k > 0 ? ", " : "", roots->v[k]);
+		}
+		problems_add(problems, field,
+		    "not under any of the hatch's input_roots (%s): move it "
+		    "under one, or add its directory to input_roots in the "
+		    "hatch's configuration",
+		    list);
+	}
 	free(real);
 	return NULL;
 }

@@ -122,6 +122,30 @@ START_TEST(hatch_missing_key)
 }
 END_TEST
 
+/* The broker's -n reads the role keys that are there (a missing one is
+ * written at start). */
+START_TEST(broker_check_reads_its_keys)
+{
+	char dir[512], key[600], cfg_text[1024], want[700];
+
+	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
+	snprintf(key, sizeof(key), "%s/admin.key", dir);
+	harness_write_file(key, "crk_short\n");
+	snprintf(cfg_text, sizeof(cfg_text),
+	    "{\"keys_dir\": \"%s\", \"state_dir\": \"%s/state\"}", dir, dir);
+	const char *cfg = write_config("broker.json", cfg_text);
+	char *argv[] = { bin("cordon-broker"), "-n", "--config", (char *)cfg,
+		NULL };
+
+	ck_assert_int_eq(run(argv), 78);
+	ck_assert_ptr_null(strstr(out, "configuration ok"));
+	snprintf(want, sizeof(want), "cordon-broker: keys_dir %s: not a key",
+	    key);
+	ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+	assert_one_line();
+}
+END_TEST
+
 /* cordon run from a directory with no ./var: the default key path is
  * named with the directory it is relative to, and what to do. */
 START_TEST(run_elsewhere_names_the_key)
@@ -314,6 +338,23 @@ START_TEST(home_is_scratch)
 }
 END_TEST
 
+/* An input outside the hatch's roots names the roots and the setting. */
+START_TEST(input_outside_roots_names_them)
+{
+	char *argv[] = { bin("cordon"), "run", "--config", st.launcher_cfg,
+		"--manifest", "flagged", "--input", "/etc/hostname:h", "--",
+		"/bin/true", NULL };
+	char want[600];
+
+	ck_assert_int_eq(run(argv), 125);
+	snprintf(want, sizeof(want),
+	    "not under any of the hatch's input_roots (%s): move it under "
+	    "one, or add its directory to input_roots",
+	    st.inputs);
+	ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -323,6 +364,7 @@ main(void)
 	tcase_add_test(tc, proxy_check_missing_key);
 	tcase_add_test(tc, proxy_not_a_key);
 	tcase_add_test(tc, hatch_missing_key);
+	tcase_add_test(tc, broker_check_reads_its_keys);
 	tcase_add_test(tc, run_elsewhere_names_the_key);
 	tcase_add_test(tc, run_not_root);
 	tcase_add_test(tc, run_id_fd_checked);
@@ -333,6 +375,7 @@ main(void)
 	tcase_add_test(tc, output_cut_is_truncated);
 	tcase_add_test(tc, summary_says_the_verdict_reason);
 	tcase_add_test(tc, home_is_scratch);
+	tcase_add_test(tc, input_outside_roots_names_them);
 	suite_add_tcase(s, tc);
 	return harness_main(s);
 }
