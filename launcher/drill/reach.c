@@ -64,12 +64,27 @@ probe_start(struct probe *p, int *n, const char *host, int port, int type,
 	return 0;
 }
 
+/* Whether a reply is a DNS answer that resolved nothing, from a loopback
+ * address: the job's own resolver (the launcher's, inside the job's
+ * network namespace, which answers only the rules' names), not a way
+ * out. */
+static bool
+own_resolver(const union addr *from, const unsigned char *b, size_t n)
+{
+	bool lo = (from->sa.sa_family == AF_INET &&
+		      (ntohl(from->in.sin_addr.s_addr) >> 24) == 127) ||
+	    (from->sa.sa_family == AF_INET6 &&
+		IN6_IS_ADDR_LOOPBACK(&from->in6.sin6_addr));
+
+	return lo && n >= 12 && (b[2] & 0x80) != 0 && b[6] == 0 && b[7] == 0;
+}
+
 /* Waits up to ms for the probes: a connect to finish (stream), a reply to
  * arrive (dgram). The successes are counted and named; for connects the
  * errors are counted, timeouts as ETIMEDOUT. Closes them all. */
 static int
 probe_wait(struct probe *p, int n, int ms, bool stream, struct errs *c,
-    char *names, size_t len)
+    char *names, size_t len, int *inside)
 {
 	int64_t deadline = now_ms() + ms;
 	int ok = 0;
@@ -95,16 +110,23 @@ probe_wait(struct probe *p, int n, int ms, bool stream, struct errs *c,
 			struct probe *q = &p[idx[j]];
 			int err = 0;
 			socklen_t elen = sizeof(err);
-			char byte;
+			unsigned char reply[512];
+			union addr from;
+			socklen_t flen = sizeof(from);
+			ssize_t got = 0;
 
 			if (pfd[j].revents == 0)
 				continue;
 			if (stream)
 				(void)getsockopt(q->fd, SOL_SOCKET, SO_ERROR,
 				    &err, &elen);
-			else if (recv(q->fd, &byte, 1, MSG_DONTWAIT) < 0)
+			else if ((got = recvfrom(q->fd, reply, sizeof(reply),
+				      MSG_DONTWAIT, &from.sa, &flen)) < 0)
 				err = errno;
-			if (err == 0) {
+			if (err == 0 && !stream && inside != NULL &&
+			    own_resolver(&from, reply, (size_t)got)) {
+				(*inside)++;
+			} else if (err == 0) {
 				ok++;
 				append(names, len, ", ", "%s", q->name);
 			} else if (stream) {
@@ -152,7 +174,7 @@ step_direct_tcp(struct drill *d)
 			append(names, sizeof(names), ", ", "%s", name);
 		}
 	}
-	ok += probe_wait(p, n, 1000, true, &c, names, sizeof(names));
+	ok += probe_wait(p, n, 1000, true, &c, names, sizeof(names), NULL);
 	errs_append(&c, ev, sizeof(ev));
 	if (ok > 0) {
 		append(ev, sizeof(ev), " ", "connected=%d", ok);
@@ -171,17 +193,24 @@ udp_report(struct drill *d, const char *const *addrs, const int *ports,
 	struct probe p[MAX_PROBES];
 	struct errs c = { 0 };
 	char names[300] = "", ev[256] = "";
-	int n = 0, r, replies;
+	int n = 0, r, replies, inside = 0;
 
 	for (int i = 0; i < targets; i++)
 		if ((r = probe_start(p, &n, addrs[i], ports[i], SOCK_DGRAM,
 			 payload, len)) < 0)
 			errs_add(&c, -r);
-	replies = probe_wait(p, n, ms, false, &c, names, sizeof(names));
+	replies =
+	    probe_wait(p, n, ms, false, &c, names, sizeof(names), &inside);
 	errs_append(&c, ev, sizeof(ev));
 	append(ev, sizeof(ev), " ", "sent=%d replies=%d", n, replies);
+	if (inside > 0)
+		append(ev, sizeof(ev), " ", "own_resolver=%d", inside);
 	if (replies > 0)
 		report(d, "escaped", ev, "a reply came from %s", names);
+	else if (inside > 0)
+		report(d, "stopped", ev,
+		    "only the job's own resolver answered, from inside its "
+		    "namespace, and resolved nothing");
 	else if (n > 0)
 		report(d, "stopped", ev, "no reply from %d targets in %d ms", n,
 		    ms);
