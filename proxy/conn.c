@@ -250,29 +250,12 @@ static void
 answer(struct pconn *c, unsigned status, const char *deny_reason,
     const char *error, const char *message)
 {
-	static const char *const phrases[] = { [400] = "Bad Request",
-		[403] = "Forbidden",
-		[408] = "Request Timeout",
-		[502] = "Bad Gateway",
-		[503] = "Service Unavailable",
-		[504] = "Gateway Timeout" };
-	struct evbuffer *out = bufferevent_get_output(c->cl);
-	json_t *body = json_pack("{s:s, s:s?, s:s}", "error", error, "reason",
-	    deny_reason, "message", message);
-	char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
-	const char *phrase = status < ARRAY_SIZE(phrases) && phrases[status]
-	    ? phrases[status]
-	    : "Error";
+	struct buf out;
 
-	json_decref(body);
-	evbuffer_add_printf(out,
-	    "HTTP/1.1 %u %s\r\n%s: %s\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
-	    status, phrase,
-	    deny_reason != NULL ? "X-Cordon-Deny" : "X-Cordon-Error",
-	    deny_reason != NULL ? deny_reason : error,
-	    text != NULL ? strlen(text) + 1 : 1, text != NULL ? text : "");
-	free(text);
+	buf_init(&out, 4096);
+	if (verdict_refusal(&out, status, deny_reason, error, message) == 0)
+		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
+	buf_free(&out);
 	c->d.status = (int)status;
 	conn_finish(c);
 }

@@ -7,7 +7,9 @@
 #include "verdict.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool
@@ -163,4 +165,36 @@ verdict_address(const struct addrinfo *ai, const struct egress_rule *rule,
 		*ret_detail = refused;
 	}
 	return NULL;
+}
+
+int
+verdict_refusal(struct buf *out, unsigned status, const char *deny_reason,
+    const char *error, const char *message)
+{
+	static const char *const phrases[] = { [400] = "Bad Request",
+		[403] = "Forbidden",
+		[408] = "Request Timeout",
+		[502] = "Bad Gateway",
+		[503] = "Service Unavailable",
+		[504] = "Gateway Timeout" };
+	json_t *body = json_pack("{s:s, s:s?, s:s}", "error", error, "reason",
+	    deny_reason, "message", message);
+	char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+	const char *phrase = status < sizeof(phrases) / sizeof(phrases[0]) &&
+		phrases[status] != NULL
+	    ? phrases[status]
+	    : "Error";
+	int r;
+
+	json_decref(body);
+	if (text == NULL)
+		return -ENOMEM;
+	r = buf_printf(out,
+	    "HTTP/1.1 %u %s\r\n%s: %s\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+	    status, phrase,
+	    deny_reason != NULL ? "X-Cordon-Deny" : "X-Cordon-Error",
+	    deny_reason != NULL ? deny_reason : error, strlen(text) + 1, text);
+	free(text);
+	return r;
 }

@@ -9,6 +9,7 @@
 #ifndef CORDON_PROXY_VERDICT_H
 #define CORDON_PROXY_VERDICT_H
 
+#include "buf.h"
 #include "egress.h"
 
 #include <jansson.h>
@@ -90,6 +91,16 @@ const char *verdict_token(int status, const json_t *body, const char *job,
  * "private_addr" and *ret_detail the first range that refused (NULL when
  * ai held no address of either family).
  */
+/*
+ * The answer the job gets when the proxy ends a request itself, appended
+ * to out: status with its phrase, then deny_reason set (a denial, 403 or
+ * 408) as X-Cordon-Deny, or else error (an upstream failure, 502 or 504)
+ * as X-Cordon-Error, and the one-line JSON body {"error", "reason",
+ * "message"}; Connection: close. 0, or -ENOMEM / -E2BIG from out.
+ */
+int verdict_refusal(struct buf *out, unsigned status, const char *deny_reason,
+    const char *error, const char *message);
+
 const struct addrinfo *verdict_address(const struct addrinfo *ai,
     const struct egress_rule *rule, const struct sockaddr *self,
     const struct sockaddr *broker, const char **ret_reason,

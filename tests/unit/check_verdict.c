@@ -415,6 +415,46 @@ START_TEST(the_proxys_and_the_brokers_ports_are_never_reached)
 }
 END_TEST
 
+/* What the job reads, byte for byte as docs/egress.md shows it. */
+START_TEST(a_refusal_reads_as_the_docs_show_it)
+{
+	static const char denied[] =
+	    "HTTP/1.1 403 Forbidden\r\n"
+	    "X-Cordon-Deny: no_rule\r\n"
+	    "Content-Type: application/json\r\n"
+	    "Content-Length: 93\r\n"
+	    "Connection: close\r\n\r\n"
+	    "{\"error\":\"denied\",\"reason\":\"no_rule\",\"message\":"
+	    "\"cordon-proxy refused this request: no_rule\"}\n";
+	static const char upstream[] =
+	    "HTTP/1.1 504 Gateway Timeout\r\n"
+	    "X-Cordon-Error: upstream\r\n"
+	    "Content-Type: application/json\r\n"
+	    "Content-Length: 98\r\n"
+	    "Connection: close\r\n\r\n"
+	    "{\"error\":\"upstream\",\"reason\":null,\"message\":\"the "
+	    "upstream could not be "
+	    "reached: connect_timeout\"}\n";
+	struct buf out;
+
+	buf_init(&out, 4096);
+	ck_assert_int_eq(verdict_refusal(&out, 403, "no_rule", "denied",
+			     "cordon-proxy refused this request: no_rule"),
+	    0);
+	ck_assert_str_eq(buf_str(&out), denied);
+	buf_reset(&out);
+	ck_assert_int_eq(verdict_refusal(&out, 504, NULL, "upstream",
+			     "the upstream could not be reached: "
+			     "connect_timeout"),
+	    0);
+	ck_assert_str_eq(buf_str(&out), upstream);
+	buf_reset(&out);
+	ck_assert_int_eq(verdict_refusal(&out, 599, NULL, "x", "y"), 0);
+	ck_assert_ptr_nonnull(strstr(buf_str(&out), "HTTP/1.1 599 Error\r\n"));
+	buf_free(&out);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -434,6 +474,7 @@ suite(void)
 	tcase_add_test(tc, a_token_is_good_only_for_its_job_and_audience);
 	tcase_add_test(tc, the_first_address_the_rule_may_reach_is_used);
 	tcase_add_test(tc, the_proxys_and_the_brokers_ports_are_never_reached);
+	tcase_add_test(tc, a_refusal_reads_as_the_docs_show_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
