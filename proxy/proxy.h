@@ -5,15 +5,22 @@
  * event-driven on libevent; the control API is the common HTTP glue run
  * from the same event loop.
  *
- * The files: proxy.c (main, config, the loop), control.c (the control
- * API), brokerclient.c (the proxy's client of cordon-broker: every call
- * to it, rules, introspection, the revocation feed), job.c (a job: its channel, CA, connections and log),
- * conn.c (the data plane: one connection of a job, request by request),
- * pool.c (a job's idle upstream connections), tls.c (both sides' TLS).
- * In the testable core library (cordon_proxy_core): verdict.c (the pure
- * verdict on a request head and on the broker's word about a token),
- * tokens.c (the token shapes of a request and their verdicts),
- * egress.c (the rules), http1.c, response.c, sni.c, ca.c, decision.c.
+ * The files: proxy.c (main, config, the loop; wires the broker client's
+ * revocations to the jobs), control.c (the control API), brokerclient.c
+ * (the proxy's client of cordon-broker: rules, introspection, the
+ * revocation feed; it knows no job), job.c (a job: its channel, its
+ * admission of connections, CA and log), pool.c (a job's idle upstream
+ * connections), tls.c (both sides' TLS), conn.c (the state machine of
+ * one connection, request by request). In the testable core library
+ * (cordon_proxy_core): verdict.c (pure: a request head, the job's rules
+ * and the feed's state -> a decision; the broker's word on a token; the
+ * address to connect to; the refusal the job reads), tokens.c (a
+ * request's token shapes and their verdicts), egress.c (the rules),
+ * http1.c, response.c, sni.c, ca.c, decision.c. A new input (a
+ * connection captured by SNI or Host) enters as a CONNECT or an
+ * absolute-form request and meets the same verdict; a change to what
+ * goes upstream (a credential swapped for a token) belongs between the
+ * tokens' verdicts and send_request, in a file of its own.
  */
 #ifndef CORDON_PROXY_H
 #define CORDON_PROXY_H
