@@ -24,17 +24,36 @@ fail() { printf 'quickstart: %s\n' "$*" >&2; exit 1; }
 
 pidfile() { echo "$var/$1.pid"; }
 
-# Writes stdin to the configuration file $1 the first time only: a file
-# that is there already is the user's (or has the user's additions) and
-# is kept as it is.
+# Writes stdin (a JSON object) to the configuration file $1; when the file
+# is there already it is the user's: their keys and values are kept, and
+# only the keys it lacks are added (a new setting the services need).
 config_once() {
 	local f=$1 fresh
 	fresh=$(cat)
 	if [ ! -e "$f" ]; then
 		printf '%s\n' "$fresh" >"$f"
-	elif [ "$(cat "$f")" != "$fresh" ]; then
-		echo "  keeping your ${f#"$top"/} (remove it to get the quickstart's)"
+		return
 	fi
+	python3 - "$f" "$fresh" <<'PY' || fail "${f#"$top"/} is not a JSON object: fix it or remove it"
+import json, os, sys
+path, fresh = sys.argv[1], json.loads(sys.argv[2])
+with open(path) as f:
+    mine = json.load(f)
+if not isinstance(mine, dict):
+    sys.exit(1)
+added = [k for k in fresh if k not in mine]
+if added:
+    mine.update({k: fresh[k] for k in added})
+    with open(path + ".new", "w") as f:
+        json.dump(mine, f, indent=1)
+        f.write("\n")
+    os.rename(path + ".new", path)
+kept = [k for k in fresh if k not in added and mine[k] != fresh[k]]
+if added or kept:
+    print("  %s: yours, kept%s%s" % (path,
+          "; added " + ", ".join(added) if added else "",
+          "; your " + ", ".join(kept) if kept else ""))
+PY
 }
 
 running() {
