@@ -11,6 +11,7 @@
 #include "diagnose.h"
 #include "launcher.h"
 
+#include "capture.h"
 #include "cgroup.h"
 #include "digest.h"
 #include "envelope.h"
@@ -82,6 +83,7 @@ struct run {
 	struct event_base *base;
 	struct sandbox sb;
 	struct relay *relay; /* 127.0.0.1:3128 inside, to the channel */
+	struct jobnet *net; /* its resolver, 127.0.0.53:53 inside */
 	struct watch *watch; /* the lease and the job's state, at the broker */
 	struct event *out_ev, *err_ev, *wall, *sigs[3], *chld;
 	/* Without --json: the cleaned output waiting for fd 1 and 2. */
@@ -507,6 +509,7 @@ stop_path(struct run *r, struct outcome *o)
 	relay_counts(r->relay, &o->relay);
 	relay_free(r->relay);
 	r->relay = NULL;
+	jobnet_stop(r->net);
 	watch_free(r->watch);
 	r->watch = NULL;
 	patch_path(r, dest, sizeof(dest));
@@ -932,6 +935,8 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 	    : NULL;
 	char *tokens = minted != NULL ? json_dumps(minted, JSON_COMPACT) : NULL;
 	json_decref(minted);
+	/* The names its resolver answers: its manifest's egress hosts. */
+	(void)jobnet_fetch(r->cfg->broker, r->key, r->job, &r->net);
 	struct sandbox_spec spec = {
 		.tokens_json = tokens,
 		.canaries_text = canaries[0] != '\0' ? canaries : NULL,
@@ -950,6 +955,8 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		.err_fd = pipes[1][1],
 		.secret = r->key,
 		.secret_len = sizeof(r->key),
+		.in_netns = jobnet_enter, /* NULL net: the spawn fails */
+		.netns_arg = r->net,
 	};
 	rc = sandbox_spawn(&spec, &r->sb, err, errlen);
 	if (rc < 0) {
@@ -989,6 +996,8 @@ loop(struct run *r)
 
 	int rc = relay_new(r->base, r->sb.proxy_fd, r->channel, &r->relay);
 	r->sb.proxy_fd = -1; /* taken, whatever the outcome */
+	if (rc == 0)
+		rc = jobnet_start(r->net, r->base);
 	if (rc < 0)
 		return rc;
 	rc = watch_start(r->base, r->cfg->broker, r->key, r->id, lease_ms,
@@ -1050,6 +1059,7 @@ static void
 run_free(struct run *r)
 {
 	relay_free(r->relay);
+	jobnet_free(r->net);
 	watch_free(r->watch);
 	struct event *evs[] = { r->out_ev, r->err_ev, r->wall, r->chld,
 		r->sigs[0], r->sigs[1], r->sigs[2], r->write_ev[0],

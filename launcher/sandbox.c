@@ -224,9 +224,11 @@ build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 	write_file(ctl, ROOT "/etc/group", "root:x:0:\njob:x:1000:\n", 0644);
 	write_file(ctl, ROOT "/etc/hosts", "127.0.0.1 localhost\n", 0644);
 	write_file(ctl, ROOT "/etc/hostname", "cordon\n", 0644);
-	write_file(ctl, ROOT "/etc/resolv.conf", "", 0644);
+	/* The job's own resolver (launcher/dns.c): it forwards nothing. */
+	write_file(ctl, ROOT "/etc/resolv.conf", "nameserver 127.0.0.53\n",
+	    0644);
 	write_file(ctl, ROOT "/etc/nsswitch.conf",
-	    "passwd: files\ngroup: files\nhosts: files\n", 0644);
+	    "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
 	trust_bundle(ctl, ROOT "/etc/ssl/certs/ca-certificates.crt", s->ca_pem);
 	/* Where a job that goes looking for credentials will look: what it
 	 * finds are canaries, and using one revokes the job. */
@@ -614,6 +616,11 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
 		buf[n > 0 ? n : 0] = '\0';
 		snprintf(err, errlen, "%s", n > 0 ? buf : "the sandbox died");
 		r = -EIO;
+		goto fail;
+	}
+	if (spec->in_netns != NULL &&
+	    (r = spec->in_netns(ret->pid, spec->netns_arg)) < 0) {
+		snprintf(err, errlen, "the job's network: %s", strerror(-r));
 		goto fail;
 	}
 	snprintf(proc, sizeof(proc), "/proc/%d", (int)ret->pid);

@@ -47,6 +47,11 @@ struct sandbox_spec {
 	 * the launcher's memory, as is the launcher's environment. */
 	char *secret;
 	size_t secret_len;
+	/* Called with the init's pid once its network namespace exists and
+	 * before the command runs (the launcher's own sockets in it, such
+	 * as the job's resolver), or NULL. 0 or -errno: the spawn fails. */
+	int (*in_netns)(pid_t pid, void *arg);
+	void *netns_arg;
 };
 
 /* How each limit was enforced, for the run's report. */

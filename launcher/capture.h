@@ -1,0 +1,49 @@
+/*
+ * The launcher's side of a job's network, beside the relay: the job's
+ * resolver (dns.h) on 127.0.0.53:53 inside the job's network namespace,
+ * made there before the job's command runs (the sandbox's in_netns hook)
+ * and served on the launcher's loop until the stop path cuts the job's
+ * network. It holds no policy: the names come from the job's egress
+ * rules, and every connection still goes to the proxy to be judged.
+ */
+#ifndef CORDON_LAUNCHER_CAPTURE_H
+#define CORDON_LAUNCHER_CAPTURE_H
+
+#include "dns.h"
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <sys/types.h>
+
+struct jobnet;
+
+/* The job's network from its egress rules (borrowed): 0 and *ret, or
+ * -errno. */
+int jobnet_new(const json_t *rules, struct jobnet **ret);
+
+/*
+ * The job's network from the egress rules of the manifest version the
+ * broker's job answer (borrowed) names, asked of the broker at base with
+ * the launcher's key: 0 and *ret, or -errno (-EIO: no such answer). The
+ * names are all the launcher needs; the proxy alone judges the rules.
+ */
+int jobnet_fetch(const char *base, const char *key, const json_t *job,
+    struct jobnet **ret);
+
+/* The sandbox's in_netns hook (arg: a struct jobnet, NULL refused with
+ * -ENODATA): the sockets inside the namespace of pid. 0 or -errno. */
+int jobnet_enter(pid_t pid, void *arg);
+
+/* Serves them on base. NULL is -EINVAL. 0 or -errno. */
+int jobnet_start(struct jobnet *n, struct event_base *base);
+
+/* What the resolver did so far. NULL is fine. */
+void jobnet_dns_counts(const struct jobnet *n, struct dns_counts *ret);
+
+/* Closes the sockets (the job's resolver is gone). NULL is fine. */
+void jobnet_stop(struct jobnet *n);
+
+/* jobnet_stop, then frees it. NULL is fine. */
+void jobnet_free(struct jobnet *n);
+
+#endif

@@ -1,0 +1,183 @@
+/*
+ * The job's own DNS and transparent egress, end to end: a real broker,
+ * proxy and hatch, an upstream on 127.0.0.1, and `cordon run` making
+ * real namespaces. Inside, the job's resolver answers the names its
+ * rules allow with synthetic addresses and NXDOMAIN for the rest, and
+ * never forwards a query: a UDP socket on the host's 127.0.0.1:53 sees
+ * no packet while the job asks.
+ */
+#include "harness.h"
+#include "upstream.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct stack st;
+static struct upstream *plain;
+
+static void
+setup(void)
+{
+	static const struct stack_options o = { .uid_base = 340000,
+		.hosts = "127.0.0.1 api.test\n" };
+	char path[400];
+
+	signal(SIGPIPE, SIG_IGN);
+	plain = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+	stack_start(&st, &o);
+	snprintf(path, sizeof(path), "%s/repo", st.inputs);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/repo/README.md", st.inputs);
+	harness_write_file(path, "hello\n");
+
+	json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:i, s:[s], s:s, s:[s]}, "
+			      "{s:s, s:i, s:[s], s:s}], s:{s:i}, s:{s:[s]}}",
+	    "name", "net-job", "command", "/bin/true", "egress", "host",
+	    "api.test", "port", upstream_port(plain), "methods", "GET",
+	    "reason", "the api", "allow_cidrs", "127.0.0.0/8", "host",
+	    "*.cdn.test", "port", 443, "methods", "GET", "reason", "the cdn",
+	    "limits", "wall_seconds", 60, "return", "protected", ".github/**");
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/net-job", st.admin, NULL, m));
+}
+
+static void
+teardown(void)
+{
+	upstream_stop(plain);
+	stack_stop(&st);
+}
+
+/* Runs `cordon run --json` of net-job with script under /bin/sh -c: the
+ * job's stdout (free it). */
+static char *
+run_stdout(const char *script)
+{
+	static char out[1 << 20], err[1 << 16];
+	char input[400];
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
+		"--config", st.launcher_cfg, "--manifest", "net-job", "--input",
+		input, "--", "/bin/sh", "-c", (char *)script, NULL };
+
+	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
+	int status = harness_run(argv, out, sizeof(out), err, sizeof(err));
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "no JSON from cordon run (status %d): %s\n%s",
+	    status, out, err);
+	const char *text = json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stdout"),
+		"text"));
+	char *copy = strdup(text != NULL ? text : "");
+	ck_assert_msg(status == 0, "cordon run: %d\n%s\n%s", status, copy, err);
+	json_decref(j);
+	return copy;
+}
+
+/* A UDP query for the name in argv[1], type argv[2], to 127.0.0.53,
+ * with the answer's rcode and its first A address printed. */
+static const char dns_query_py[] =
+    "import socket,struct,sys\n"
+    "name,qt=sys.argv[1],int(sys.argv[2])\n"
+    "q=struct.pack('>HHHHHH',0x4242,0x0100,1,0,0,0)\n"
+    "q+=b''.join(bytes([len(l)])+l.encode() for l in name.split('.'))\n"
+    "q+=b'\\0'+struct.pack('>HH',qt,1)\n"
+    "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+    "s.settimeout(1)\n"
+    "try:\n"
+    " s.sendto(q,('127.0.0.53',53));a=s.recv(512)\n"
+    "except OSError as e:\n"
+    " print('dns',name,qt,'no answer:',e);sys.exit(0)\n"
+    "rc=a[3]&15;an=struct.unpack('>H',a[6:8])[0]\n"
+    "ip=socket.inet_ntoa(a[-4:]) if an else '-'\n"
+    "print('dns',name,qt,'rcode=%d'%rc,'answers=%d'%an,ip)\n";
+
+START_TEST(the_job_resolves_only_its_allowed_names)
+{
+	/* The host's resolver port on loopback, if free: nothing may come. */
+	int watch = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+		.sin_port = htons(53),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	bool watching = watch >= 0 &&
+	    bind(watch, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+	char script[4096];
+
+	snprintf(script, sizeof(script),
+	    "cat > /tmp/q.py <<'EOF'\n%sEOF\n"
+	    "cat /etc/resolv.conf\n"
+	    "getent hosts api.test; echo getent-allowed=$?\n"
+	    "getent hosts a.cdn.test; echo getent-wild=$?\n"
+	    "getent hosts secret.evil.example; echo getent-refused=$?\n"
+	    "/usr/bin/python3 /tmp/q.py api.test 1\n"
+	    "/usr/bin/python3 /tmp/q.py api.test 28\n"
+	    "/usr/bin/python3 /tmp/q.py secret.evil.example 1\n"
+	    "/usr/bin/python3 /tmp/q.py secret.evil.example 28\n",
+	    dns_query_py);
+	char *out = run_stdout(script);
+
+	ck_assert_msg(strstr(out, "nameserver 127.0.0.53\n") != NULL, "%s",
+	    out);
+	ck_assert_msg(strstr(out, "127.3.0.1       api.test\n") != NULL, "%s",
+	    out);
+	ck_assert_msg(strstr(out, "getent-allowed=0\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "127.3.0.2       a.cdn.test\n") != NULL, "%s",
+	    out);
+	ck_assert_msg(strstr(out, "getent-refused=2\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out,
+			  "dns api.test 1 rcode=0 answers=1 "
+			  "127.3.0.1\n") != NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out, "dns api.test 28 rcode=0 answers=0 -\n") !=
+		NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out,
+			  "dns secret.evil.example 1 rcode=3 "
+			  "answers=0 -\n") != NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out,
+			  "dns secret.evil.example 28 rcode=3 "
+			  "answers=0 -\n") != NULL,
+	    "%s", out);
+	if (getenv("CAPTURE_DEBUG") != NULL)
+		fprintf(stderr, "%s", out);
+	free(out);
+	if (watching) {
+		struct pollfd p = { .fd = watch, .events = POLLIN };
+		ck_assert_msg(poll(&p, 1, 0) == 0,
+		    "a packet reached the host's 127.0.0.1:53");
+	}
+	if (watch >= 0)
+		close(watch);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("capture");
+	TCase *tc = tcase_create("capture");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, the_job_resolves_only_its_allowed_names);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
