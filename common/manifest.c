@@ -12,6 +12,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -675,6 +676,20 @@ static const struct limit {
 	{ "disk_mb", 1, 65536, 256 },
 	{ "output_kb", 1, 65536, 1024 },
 };
+
+int
+manifest_limit_range(const char *key, long long *ret_min, long long *ret_max,
+    long long *ret_default)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(limits); i++)
+		if (strcmp(limits[i].key, key) == 0) {
+			*ret_min = limits[i].min;
+			*ret_max = limits[i].max;
+			*ret_default = limits[i].dflt;
+			return 0;
+		}
+	return -ENOENT;
+}
 
 /* limits.cpus, a fraction of cores enforced as a CFS quota of cpus times
  * the 100 ms period: 0.01 is the kernel's smallest quota (1 ms); 64 is

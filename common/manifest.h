@@ -38,6 +38,16 @@ bool manifest_validate(const json_t *m, const char *name, json_t *problems,
  */
 extern const char *const manifest_launcher_env[];
 
+/*
+ * The range and the default of the integer limit key ("wall_seconds",
+ * "memory_mb", "pids", "disk_mb", "output_kb"): the one table of them,
+ * which the broker applies, the launcher falls back on and
+ * docs/manifest.md shows (check_env compares). 0, or -ENOENT for another
+ * key.
+ */
+int manifest_limit_range(const char *key, long long *ret_min,
+    long long *ret_max, long long *ret_default);
+
 /* True when s is a valid manifest name: [a-z0-9][a-z0-9._-]{0,63}. */
 bool manifest_name_ok(const char *s);
 

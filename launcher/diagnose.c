@@ -152,12 +152,16 @@ diagnose_sandbox(const char *root, char *out, size_t len)
 		    "Ubuntu 23.10 and later): sysctl -w "
 		    "kernel.apparmor_restrict_unprivileged_userns=0, or give "
 		    "cordon an AppArmor profile that allows userns");
-	if (no_sys_admin(root) == 1)
+	int no_admin = no_sys_admin(root);
+	if (no_admin == 1)
 		add(out, len, &n,
 		    "CAP_SYS_ADMIN is missing (an unprivileged container?): "
 		    "run cordon as root on the host, or the container "
 		    "privileged (docker run --privileged)");
-	else if (in_container)
+	/* A container's marker alone says nothing when CAP_SYS_ADMIN is
+	 * there (a privileged container makes the sandbox): only when the
+	 * capabilities cannot be read. */
+	else if (in_container && no_admin < 0)
 		add(out, len, &n,
 		    "this is a container (/.dockerenv or /run/.containerenv): "
 		    "one that is not privileged refuses namespaces and mounts; "

@@ -16,8 +16,9 @@
  * unprivileged_userns_clone, root/proc/sys/user/max_user_namespaces and
  * root/proc/sys/kernel/apparmor_restrict_unprivileged_userns (user
  * namespaces refused); and whether this is a container (CAP_SYS_ADMIN
- * missing from CapEff in root/proc/self/status, root/.dockerenv,
- * root/run/.containerenv). Writes each finding with what to do, "; "
+ * missing from CapEff in root/proc/self/status; root/.dockerenv or
+ * root/run/.containerenv only when CapEff cannot be read: a privileged
+ * container makes the sandbox). Writes each finding with what to do, "; "
  * between them, into out (always NUL-terminated; "" when none) and
  * returns how many it found. A file it cannot read is no finding.
  */

@@ -717,9 +717,12 @@ report(struct run *r, const struct outcome *o)
 	int code = exit_code(r);
 
 	if (r->json) {
+		/* Without the broker's limits, the manifest's default. */
+		long long lo, hi, kb = 1024;
+		(void)manifest_limit_range("output_kb", &lo, &hi, &kb);
 		json_t *out = envelope_make((unsigned char *)r->out.data,
 		    r->out.len, (unsigned char *)r->err.data, r->err.len,
-		    r->output_cap > 0 ? r->output_cap : 1024 * 1024);
+		    r->output_cap > 0 ? r->output_cap : (uint64_t)kb * 1024);
 		/* Bytes past what the launcher keeps are cut too. */
 		static const char *const stream[2] = { "stdout", "stderr" };
 		for (int i = 0; i < 2; i++)

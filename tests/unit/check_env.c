@@ -2,13 +2,16 @@
  * The launcher's environment has one source, manifest_launcher_env: every
  * name in it (and CORDON_JOB) is refused in a manifest's env, the job's
  * HOME in it is the directory the sandbox makes (SANDBOX_HOME), outside
- * /work, and a name the launcher does not set is a manifest's to set.
+ * /work, and a name the launcher does not set is a manifest's to set. The
+ * limits' ranges and defaults likewise have one table, which
+ * docs/manifest.md shows.
  */
 #include "manifest.h"
 #include "sandbox.h"
 #include "testutil.h"
 
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -63,6 +66,53 @@ START_TEST(test_home_is_the_sandbox_s_scratch)
 }
 END_TEST
 
+/* docs/manifest.md's table of limits is the table manifest.c applies. */
+START_TEST(test_limits_doc_is_the_table)
+{
+	static const char *const keys[] = { "wall_seconds", "memory_mb", "pids",
+		"disk_mb", "output_kb" };
+	char line[512];
+	size_t seen = 0;
+	FILE *f = fopen(CORDON_SOURCE_DIR "/docs/manifest.md", "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			char head[64], digits[128];
+			long long min, max, dflt, v[3];
+			size_t k = 0;
+			int n = 0;
+
+			snprintf(head, sizeof(head), "| `%s` | ", keys[i]);
+			if (strncmp(line, head, strlen(head)) != 0)
+				continue;
+			/* "1 to 86,400 | 900 (...)": the commas dropped. */
+			for (const char *c = line + strlen(head);
+			     *c != '\0' && k + 1 < sizeof(digits); c++)
+				if (*c != ',')
+					digits[k++] = *c;
+			digits[k] = '\0';
+			ck_assert_int_eq(sscanf(digits, "%lld to %lld | %lld%n",
+					     &v[0], &v[1], &v[2], &n),
+			    3);
+			ck_assert_int_eq(manifest_limit_range(keys[i], &min,
+					     &max, &dflt),
+			    0);
+			ck_assert_msg(v[0] == min && v[1] == max &&
+				v[2] == dflt,
+			    "%s: the doc says %lld to %lld, %lld; the table "
+			    "%lld "
+			    "to %lld, %lld",
+			    keys[i], v[0], v[1], v[2], min, max, dflt);
+			seen++;
+		}
+	fclose(f);
+	ck_assert_uint_eq(seen, 5);
+	long long a, b, c;
+	ck_assert_int_eq(manifest_limit_range("cpus", &a, &b, &c), -ENOENT);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -71,6 +121,7 @@ main(void)
 
 	tcase_add_test(tc, test_every_launcher_variable_is_refused);
 	tcase_add_test(tc, test_home_is_the_sandbox_s_scratch);
+	tcase_add_test(tc, test_limits_doc_is_the_table);
 	suite_add_tcase(s, tc);
 	return testutil_run(s);
 }
