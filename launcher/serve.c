@@ -1419,7 +1419,13 @@ launcher_serve(int argc, char **argv)
 	if (r >= 0)
 		goto out;
 	if (args.check_only) {
-		r = service_config_ok("cordon serve");
+		/* At start a missing key is a warning (serve answers /healthz
+		 * and refuses jobs); -n says what start would meet. */
+		if ((r = keys_check_setting("cordon serve", "launcher_key_file",
+			 l->cfg.launcher_key_file)) < 0 &&
+		    (r = keys_check_setting("cordon serve", "callback_key_file",
+			 l->cfg.callback_key_file)) < 0)
+			r = service_config_ok("cordon serve");
 		goto out;
 	}
 

@@ -146,6 +146,24 @@ START_TEST(broker_check_reads_its_keys)
 }
 END_TEST
 
+/* cordon serve -n reads the keys it is configured with. */
+START_TEST(serve_check_missing_key)
+{
+	const char *cfg = write_config("serve.json",
+	    "{\"launcher_key_file\": \"/nonexistent/launcher.key\"}");
+	char *argv[] = { bin("cordon"), "serve", "-n", "--config", (char *)cfg,
+		NULL };
+
+	ck_assert_int_eq(run(argv), 78);
+	ck_assert_ptr_null(strstr(out, "configuration ok"));
+	ck_assert_msg(strstr(err,
+			  "cordon serve: launcher_key_file "
+			  "/nonexistent/launcher.key: no such file;") != NULL,
+	    "%s", err);
+	assert_one_line();
+}
+END_TEST
+
 /* cordon run from a directory with no ./var: the default key path is
  * named with the directory it is relative to, and what to do. */
 START_TEST(run_elsewhere_names_the_key)
@@ -365,6 +383,7 @@ main(void)
 	tcase_add_test(tc, proxy_not_a_key);
 	tcase_add_test(tc, hatch_missing_key);
 	tcase_add_test(tc, broker_check_reads_its_keys);
+	tcase_add_test(tc, serve_check_missing_key);
 	tcase_add_test(tc, run_elsewhere_names_the_key);
 	tcase_add_test(tc, run_not_root);
 	tcase_add_test(tc, run_id_fd_checked);
