@@ -18,6 +18,7 @@
  */
 #include "proxy.h"
 
+#include "forward.h"
 #include "http1.h"
 #include "log.h"
 #include "response.h"
@@ -796,40 +797,25 @@ static void
 send_request(struct pconn *c)
 {
 	const struct http1_request *r = &c->parser.req;
-	struct http1_field extra[3];
-	size_t nextra = 0;
-	char host[EGRESS_HOST_MAX + 8], auth[300];
-	unsigned flags = c->upgrade_ok ? HTTP1_KEEP_UPGRADE : 0;
+	socklen_t blen;
+	struct forward_target t = { .host = c->host,
+		.port = c->tunnel ? c->tport : r->port,
+		.tunnel = c->tunnel,
+		.upgrade_ok = c->upgrade_ok };
 	struct buf out;
 
 	if (c->broker_route) {
-		socklen_t len;
-		const struct sockaddr_in *b =
-		    (const void *)brokerclient_addr(c->p->bclient, &len);
-		char ip[INET_ADDRSTRLEN];
-		inet_ntop(AF_INET, &b->sin_addr, ip, sizeof(ip));
-		snprintf(host, sizeof(host), "%s:%u", ip, ntohs(b->sin_port));
-		snprintf(auth, sizeof(auth), "Bearer %s", c->p->verifier_key);
-		extra[nextra++] = (struct http1_field){ "Host", host };
-		extra[nextra++] = (struct http1_field){ "Authorization", auth };
-		extra[nextra++] =
-		    (struct http1_field){ "X-Cordon-Job", c->job->id };
-		flags |= HTTP1_DROP_CREDENTIALS;
-	} else {
-		uint16_t port = c->tunnel ? c->tport : r->port;
-		bool dflt = port == (c->tunnel ? 443 : 80);
-		snprintf(host, sizeof(host), dflt ? "%s" : "%s:%u", c->host,
-		    port);
-		extra[nextra++] = (struct http1_field){ "Host", host };
+		t.broker =
+		    (const void *)brokerclient_addr(c->p->bclient, &blen);
+		t.verifier_key = c->p->verifier_key;
+		t.job = c->job->id;
 	}
 	buf_init(&out, HTTP1_HEAD_MAX + 1024);
-	if (http1_serialize(r, c->head, extra, nextra, flags, &out) < 0) {
+	if (forward_head(r, c->head, &t, &out) < 0) {
 		buf_free(&out);
-		explicit_bzero(auth, sizeof(auth));
 		deny(c, "malformed", "serialize");
 		return;
 	}
-	explicit_bzero(auth, sizeof(auth));
 	evbuffer_add(bufferevent_get_output(c->up), out.data, out.len);
 	explicit_bzero(out.data, out.len);
 	buf_free(&out);

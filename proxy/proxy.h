@@ -15,12 +15,12 @@
  * (cordon_proxy_core): verdict.c (pure: a request head, the job's rules
  * and the feed's state -> a decision; the broker's word on a token; the
  * address to connect to; the refusal the job reads), tokens.c (a
- * request's token shapes and their verdicts), egress.c (the rules),
- * http1.c, response.c, sni.c, ca.c, decision.c. A new input (a
- * connection captured by SNI or Host) enters as a CONNECT or an
- * absolute-form request and meets the same verdict; a change to what
- * goes upstream (a credential swapped for a token) belongs between the
- * tokens' verdicts and send_request, in a file of its own.
+ * request's token shapes and their verdicts), forward.c (the head as it
+ * goes upstream), egress.c (the rules), http1.c, response.c, sni.c, ca.c,
+ * decision.c. A new input (a connection captured by SNI or Host) enters
+ * as a CONNECT or an absolute-form request and meets the same verdict; a
+ * change to what goes upstream (a credential swapped for a token) lands
+ * in forward.c, after every verdict.
  */
 #ifndef CORDON_PROXY_H
 #define CORDON_PROXY_H
