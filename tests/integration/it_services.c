@@ -147,12 +147,19 @@ START_TEST(config_errors)
 	    78);
 	ck_assert_ptr_nonnull(strstr(err, "No such file"));
 
-	char text[512], state[300];
+	char text[1024], state[300], key[300] = "";
 	snprintf(state, sizeof(state), "%s/state", harness_tmpdir());
+	/* cordon serve -n reads its launcher key (by default under ./var). */
+	if (strcmp(p->display, "cordon serve") == 0) {
+		snprintf(key, sizeof(key), "%s/launcher.key", harness_tmpdir());
+		harness_write_file(key,
+		    "crk_0123456789abcdef0123456789abcdef\n");
+	}
 	snprintf(text, sizeof(text),
 	    "{\"log_level\": \"debug\", \"listen\": \"127.0.0.1:17999\", "
-	    "\"state_dir\": \"%s\"}",
-	    state);
+	    "\"state_dir\": \"%s\"%s%s%s}",
+	    state, key[0] != '\0' ? ", \"launcher_key_file\": \"" : "", key,
+	    key[0] != '\0' ? "\"" : "");
 	ck_assert_int_eq(run(p, "-n", "--config", write_config(text), NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "configuration ok"));
 	/* -n checks; it creates nothing. */
