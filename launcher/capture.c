@@ -1,23 +1,73 @@
 /*
  * The job's network, the launcher's side (capture.h): the resolver's
- * zone, the sockets made inside the job's namespace, and their server on
- * the loop.
+ * zone, the sockets made inside the job's namespace (the resolver's, the
+ * AnyIP route, the capture's listeners), and their servers on the loop.
+ *
+ * A captured connection: accepted on one of the rules' ports, its
+ * original destination (getsockname: AnyIP makes every address local)
+ * mapped back to its name by the zone, the TLS ClientHello read until
+ * its SNI is known and checked against that name, then a CONNECT
+ * name:port on a connection of its own to the job's channel; once the
+ * proxy answers 200 the ClientHello follows and bytes pass both ways.
+ * Anything else (an address that is no name of the zone, no SNI or
+ * another one, not TLS, a refusal by the proxy) closes the connection.
  */
 #include "capture.h"
 
 #include "http_client.h"
+#include "sni.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define FETCH_MS 5000
+#define CAPTURE_PORTS_MAX 16 /* ports of one job captured */
+#define CAPTURE_CONNS_MAX 256 /* captured connections at once */
+#define PROXY_HEAD_MAX 4096 /* the proxy's answer to CONNECT */
+
+struct cconn;
 
 struct jobnet {
 	struct dns_zone *zone;
 	int dns_fds[2]; /* made by jobnet_enter, until jobnet_start */
 	struct dns_server *dns;
+	uint16_t ports[CAPTURE_PORTS_MAX];
+	int port_fds[CAPTURE_PORTS_MAX];
+	size_t nports;
+	struct evconnlistener *listeners[CAPTURE_PORTS_MAX];
+	struct event_base *base;
+	struct sockaddr_un channel;
+	struct cconn *conns;
+	struct capture_counts counts;
+};
+
+enum cstate { C_HELLO, C_PROXY, C_RELAY };
+
+/* A captured connection (b[0]) and its twin on the channel (b[1]). */
+struct cconn {
+	struct jobnet *n;
+	struct cconn *next, **prev;
+	struct bufferevent *b[2];
+	enum cstate state;
+	const char *name; /* the zone's, for the original address */
+	uint16_t port;
+	bool eof[2], shut[2];
 };
 
 int
@@ -29,9 +79,26 @@ jobnet_new(const json_t *rules, struct jobnet **ret)
 	if (n == NULL)
 		return -ENOMEM;
 	n->dns_fds[0] = n->dns_fds[1] = -1;
+	for (size_t i = 0; i < CAPTURE_PORTS_MAX; i++)
+		n->port_fds[i] = -1;
 	if ((r = dns_zone_new(rules, &n->zone)) < 0) {
 		free(n);
 		return r;
+	}
+	/* The rules' ports (TLS only so far: plain HTTP on them is closed
+	 * by the SNI check). */
+	size_t i;
+	json_t *v;
+	json_array_foreach(rules, i, v)
+	{
+		json_int_t p = json_integer_value(json_object_get(v, "port"));
+		bool seen = false;
+		if (p <= 0 || p > 65535 || p == 80)
+			continue;
+		for (size_t k = 0; k < n->nports; k++)
+			seen = seen || n->ports[k] == p;
+		if (!seen && n->nports < CAPTURE_PORTS_MAX)
+			n->ports[n->nports++] = (uint16_t)p;
 	}
 	*ret = n;
 	return 0;
@@ -64,6 +131,302 @@ jobnet_fetch(const char *base, const char *key, const json_t *job,
 	return r;
 }
 
+/* local 0.0.0.0/0 dev lo, in the local table: every IPv4 destination is
+ * this namespace's own (AnyIP). 0 or -errno. */
+static int
+anyip_route(void)
+{
+	struct {
+		struct nlmsghdr h;
+		struct rtmsg rt;
+		char attrs[64];
+	} req = { 0 };
+	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
+	char ack[512];
+	unsigned lo = if_nametoindex("lo");
+	struct rtattr *a;
+	int fd, r = 0;
+
+	if (lo == 0)
+		return -errno;
+	req.h.nlmsg_len = NLMSG_LENGTH(sizeof(req.rt));
+	req.h.nlmsg_type = RTM_NEWROUTE;
+	req.h.nlmsg_flags =
+	    NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+	req.h.nlmsg_seq = 1;
+	req.rt.rtm_family = AF_INET;
+	req.rt.rtm_table = RT_TABLE_LOCAL;
+	req.rt.rtm_protocol = RTPROT_BOOT;
+	req.rt.rtm_scope = RT_SCOPE_HOST;
+	req.rt.rtm_type = RTN_LOCAL;
+	a = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.h.nlmsg_len));
+	a->rta_type = RTA_OIF;
+	a->rta_len = RTA_LENGTH(sizeof(int));
+	memcpy(RTA_DATA(a), &lo, sizeof(int));
+	req.h.nlmsg_len = NLMSG_ALIGN(req.h.nlmsg_len) + RTA_ALIGN(a->rta_len);
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, &req, req.h.nlmsg_len, 0, (struct sockaddr *)&nl,
+		sizeof(nl)) < 0) {
+		r = -errno;
+	} else {
+		ssize_t got = recv(fd, ack, sizeof(ack), 0);
+		struct nlmsghdr *h = (struct nlmsghdr *)ack;
+		if (got < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+			r = got < 0 ? -errno : -EIO;
+		else if (h->nlmsg_type == NLMSG_ERROR)
+			r = ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+	}
+	close(fd);
+	return r;
+}
+
+/* In the job's namespace: the route, a listener on each port. */
+static int
+capture_sockets(struct jobnet *n)
+{
+	int r = anyip_route(), one = 1;
+
+	for (size_t i = 0; r == 0 && i < n->nports; i++) {
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+			.sin_port = htons(n->ports[i]) };
+		int fd = socket(AF_INET,
+		    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+			sizeof(one)) < 0 ||
+		    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+		    listen(fd, 128) < 0) {
+			r = -errno;
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		n->port_fds[i] = fd;
+	}
+	return r;
+}
+
+/* fn(n) with the calling thread in the network namespace of pid, and
+ * back in its own after: its answer, or -errno. */
+static int
+in_netns(pid_t pid, struct jobnet *n, int (*fn)(struct jobnet *))
+{
+	char path[64];
+	int own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), job, r;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	job = open(path, O_RDONLY | O_CLOEXEC);
+	if (own < 0 || job < 0 || setns(job, CLONE_NEWNET) < 0) {
+		r = -errno;
+	} else {
+		r = fn(n);
+		if (setns(own, CLONE_NEWNET) < 0)
+			r = -errno; /* cannot happen: our own namespace */
+	}
+	if (own >= 0)
+		close(own);
+	if (job >= 0)
+		close(job);
+	return r;
+}
+
+/* --- captured connections ------------------------------------------------- */
+
+static void on_cread(struct bufferevent *bev, void *arg);
+static void on_cwrite(struct bufferevent *bev, void *arg);
+static void on_cevent(struct bufferevent *bev, short what, void *arg);
+
+static void
+cconn_free(struct cconn *c)
+{
+	*c->prev = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	for (int i = 0; i < 2; i++)
+		if (c->b[i] != NULL)
+			bufferevent_free(c->b[i]);
+	free(c);
+}
+
+static void
+refuse(struct cconn *c)
+{
+	c->n->counts.refused++;
+	cconn_free(c);
+}
+
+static bool
+drained(struct bufferevent *bev)
+{
+	return evbuffer_get_length(bufferevent_get_output(bev)) == 0;
+}
+
+static void
+cconn_progress(struct cconn *c)
+{
+	for (int i = 0; i < 2; i++)
+		if (c->eof[1 - i] && !c->shut[i] && drained(c->b[i])) {
+			(void)shutdown(bufferevent_getfd(c->b[i]), SHUT_WR);
+			c->shut[i] = true;
+		}
+	if (c->eof[0] && c->eof[1] && drained(c->b[0]) && drained(c->b[1]))
+		cconn_free(c);
+}
+
+/* The client's bytes until its SNI is known: then the CONNECT. */
+static void
+on_hello(struct cconn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->b[0]);
+	size_t len = evbuffer_get_length(in);
+	char sni[SNI_MAX + 1], head[SNI_MAX + 128];
+	uint8_t *data = evbuffer_pullup(in, -1);
+	int r = data != NULL ? sni_parse(data, len, sni) : -ENOMEM;
+
+	if (r == -EAGAIN && len < SNI_READ_MAX)
+		return;
+	size_t k = r == 0 ? strlen(sni) : 0;
+	if (k > 0 && sni[k - 1] == '.')
+		sni[--k] = '\0';
+	if (r < 0 || strcasecmp(sni, c->name) != 0) {
+		refuse(c); /* not TLS, no SNI, or not the name dialled */
+		return;
+	}
+	int ch = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (ch < 0 ||
+	    connect(ch, (struct sockaddr *)&c->n->channel,
+		sizeof(c->n->channel)) < 0 ||
+	    (c->b[1] = bufferevent_socket_new(c->n->base, ch,
+		 BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		if (ch >= 0)
+			close(ch);
+		refuse(c);
+		return;
+	}
+	snprintf(head, sizeof(head),
+	    "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n", c->name, c->port,
+	    c->name, c->port);
+	bufferevent_write(c->b[1], head, strlen(head));
+	bufferevent_disable(c->b[0], EV_READ);
+	c->state = C_PROXY;
+	bufferevent_setcb(c->b[1], on_cread, on_cwrite, on_cevent, c);
+	bufferevent_enable(c->b[1], EV_READ | EV_WRITE);
+}
+
+/* The proxy's answer to the CONNECT: 200, then the tunnel. */
+static void
+on_proxy(struct cconn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->b[1]);
+	struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	char status[16] = "";
+
+	if (end.pos < 0) {
+		if (evbuffer_get_length(in) > PROXY_HEAD_MAX)
+			refuse(c);
+		return;
+	}
+	evbuffer_copyout(in, status, sizeof(status) - 1);
+	if (strncmp(status, "HTTP/1.1 200", 12) != 0 &&
+	    strncmp(status, "HTTP/1.0 200", 12) != 0) {
+		refuse(c); /* the proxy's refusal, logged there */
+		return;
+	}
+	evbuffer_drain(in, (size_t)end.pos + 4);
+	c->state = C_RELAY;
+	c->n->counts.captured++;
+	evbuffer_add_buffer(bufferevent_get_output(c->b[1]),
+	    bufferevent_get_input(c->b[0]));
+	evbuffer_add_buffer(bufferevent_get_output(c->b[0]), in);
+	bufferevent_enable(c->b[0], EV_READ);
+}
+
+static void
+on_cread(struct bufferevent *bev, void *arg)
+{
+	struct cconn *c = arg;
+	int i = c->b[0] == bev ? 0 : 1;
+
+	if (c->state == C_HELLO)
+		on_hello(c);
+	else if (c->state == C_PROXY && i == 1)
+		on_proxy(c);
+	else if (c->state == C_RELAY)
+		evbuffer_add_buffer(bufferevent_get_output(c->b[1 - i]),
+		    bufferevent_get_input(bev));
+}
+
+static void
+on_cwrite(struct bufferevent *bev, void *arg)
+{
+	struct cconn *c = arg;
+
+	(void)bev;
+	if (c->state == C_RELAY)
+		cconn_progress(c);
+}
+
+static void
+on_cevent(struct bufferevent *bev, short what, void *arg)
+{
+	struct cconn *c = arg;
+	int i = c->b[0] == bev ? 0 : 1;
+
+	if (c->state != C_RELAY || !(what & BEV_EVENT_EOF)) {
+		cconn_free(c); /* gone before the tunnel, or an error */
+		return;
+	}
+	evbuffer_add_buffer(bufferevent_get_output(c->b[1 - i]),
+	    bufferevent_get_input(bev));
+	c->eof[i] = true;
+	bufferevent_disable(bev, EV_READ);
+	cconn_progress(c);
+}
+
+static void
+on_caccept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	struct jobnet *n = arg;
+	struct sockaddr_in dst;
+	socklen_t dl = sizeof(dst);
+	struct cconn *c = NULL;
+	unsigned open_now = 0;
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	for (struct cconn *k = n->conns; k != NULL; k = k->next)
+		open_now++;
+	const char *name = getsockname(fd, (struct sockaddr *)&dst, &dl) == 0 &&
+		dst.sin_family == AF_INET
+	    ? dns_zone_name(n->zone, dst.sin_addr)
+	    : NULL;
+	if (name == NULL || open_now >= CAPTURE_CONNS_MAX ||
+	    (c = calloc(1, sizeof(*c))) == NULL ||
+	    (c->b[0] = bufferevent_socket_new(n->base, fd,
+		 BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		/* An address no name of the job's leads to: 1.1.1.1:443. */
+		n->counts.refused++;
+		free(c);
+		close(fd);
+		return;
+	}
+	c->n = n;
+	c->name = name;
+	c->port = ntohs(dst.sin_port);
+	c->next = n->conns;
+	c->prev = &n->conns;
+	if (n->conns != NULL)
+		n->conns->prev = &c->next;
+	n->conns = c;
+	bufferevent_setwatermark(c->b[0], EV_READ, 0, SNI_READ_MAX);
+	bufferevent_setcb(c->b[0], on_cread, on_cwrite, on_cevent, c);
+	bufferevent_enable(c->b[0], EV_READ | EV_WRITE);
+}
+
 int
 jobnet_enter(pid_t pid, void *arg)
 {
@@ -73,19 +436,42 @@ jobnet_enter(pid_t pid, void *arg)
 		return -ENODATA;
 	if (n->dns_fds[0] >= 0)
 		return -EALREADY;
-	return dns_sockets(pid, n->dns_fds);
+	int r = dns_sockets(pid, n->dns_fds);
+	if (r < 0)
+		return r;
+	return in_netns(pid, n, capture_sockets);
 }
 
 int
-jobnet_start(struct jobnet *n, struct event_base *base)
+jobnet_start(struct jobnet *n, struct event_base *base, const char *channel)
 {
 	int r;
 
-	if (n == NULL || n->dns_fds[0] < 0)
+	if (n == NULL || n->dns_fds[0] < 0 || channel == NULL)
 		return -EINVAL;
+	if (strlen(channel) >= sizeof(n->channel.sun_path))
+		return -ENAMETOOLONG;
+	n->base = base;
+	n->channel.sun_family = AF_UNIX;
+	memcpy(n->channel.sun_path, channel, strlen(channel) + 1);
 	r = dns_server_new(base, n->dns_fds, n->zone, NULL, NULL, &n->dns);
 	n->dns_fds[0] = n->dns_fds[1] = -1; /* taken */
+	for (size_t i = 0; r == 0 && i < n->nports; i++) {
+		n->listeners[i] = evconnlistener_new(base, on_caccept, n,
+		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
+		    n->port_fds[i]);
+		if (n->listeners[i] == NULL)
+			r = -ENOMEM;
+		else
+			n->port_fds[i] = -1; /* taken */
+	}
 	return r;
+}
+
+void
+jobnet_capture_counts(const struct jobnet *n, struct capture_counts *ret)
+{
+	*ret = n != NULL ? n->counts : (struct capture_counts){ 0 };
 }
 
 void
@@ -101,6 +487,16 @@ jobnet_stop(struct jobnet *n)
 		return;
 	dns_server_free(n->dns);
 	n->dns = NULL;
+	while (n->conns != NULL)
+		cconn_free(n->conns);
+	for (size_t i = 0; i < n->nports; i++) {
+		if (n->listeners[i] != NULL)
+			evconnlistener_free(n->listeners[i]);
+		n->listeners[i] = NULL;
+		if (n->port_fds[i] >= 0)
+			close(n->port_fds[i]);
+		n->port_fds[i] = -1;
+	}
 	for (int i = 0; i < 2; i++)
 		if (n->dns_fds[i] >= 0)
 			close(n->dns_fds[i]);

@@ -1,10 +1,15 @@
 /*
  * The launcher's side of a job's network, beside the relay: the job's
  * resolver (dns.h) on 127.0.0.53:53 inside the job's network namespace,
- * made there before the job's command runs (the sandbox's in_netns hook)
- * and served on the launcher's loop until the stop path cuts the job's
- * network. It holds no policy: the names come from the job's egress
- * rules, and every connection still goes to the proxy to be judged.
+ * and the transparent capture: an AnyIP route (local 0.0.0.0/0 dev lo:
+ * every IPv4 destination is the namespace's own) and a listener on each
+ * port the rules name, which takes a connection to a name's synthetic
+ * address to the job's channel as a CONNECT for the name its TLS SNI
+ * gives (it must be the name dialled). All made there before the job's
+ * command runs (the sandbox's in_netns hook) and served on the
+ * launcher's loop until the stop path cuts the job's network. It holds
+ * no policy: the names and ports come from the job's egress rules, and
+ * every connection still goes to the proxy to be judged.
  */
 #ifndef CORDON_LAUNCHER_CAPTURE_H
 #define CORDON_LAUNCHER_CAPTURE_H
@@ -13,6 +18,7 @@
 
 #include <event2/event.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct jobnet;
@@ -34,8 +40,18 @@ int jobnet_fetch(const char *base, const char *key, const json_t *job,
  * -ENODATA): the sockets inside the namespace of pid. 0 or -errno. */
 int jobnet_enter(pid_t pid, void *arg);
 
-/* Serves them on base. NULL is -EINVAL. 0 or -errno. */
-int jobnet_start(struct jobnet *n, struct event_base *base);
+/* Serves them on base, the capture's connections to the unix socket at
+ * channel. NULL is -EINVAL. 0 or -errno. */
+int jobnet_start(struct jobnet *n, struct event_base *base,
+    const char *channel);
+
+struct capture_counts {
+	uint64_t captured; /* tunnels the proxy accepted */
+	uint64_t refused; /* closed: no name, another SNI, the proxy's no */
+};
+
+/* What the capture did so far. NULL is fine. */
+void jobnet_capture_counts(const struct jobnet *n, struct capture_counts *ret);
 
 /* What the resolver did so far. NULL is fine. */
 void jobnet_dns_counts(const struct jobnet *n, struct dns_counts *ret);

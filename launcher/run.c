@@ -1000,7 +1000,7 @@ loop(struct run *r)
 	int rc = relay_new(r->base, r->sb.proxy_fd, r->channel, &r->relay);
 	r->sb.proxy_fd = -1; /* taken, whatever the outcome */
 	if (rc == 0)
-		rc = jobnet_start(r->net, r->base);
+		rc = jobnet_start(r->net, r->base, r->channel);
 	if (rc < 0)
 		return rc;
 	rc = watch_start(r->base, r->cfg->broker, r->key, r->id, lease_ms,

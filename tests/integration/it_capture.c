@@ -23,18 +23,27 @@
 #include <unistd.h>
 
 static struct stack st;
-static struct upstream *plain;
+static struct upstream *plain, *tls_up;
 
 static void
 setup(void)
 {
-	static const struct stack_options o = { .uid_base = 340000,
-		.hosts = "127.0.0.1 api.test\n" };
-	char path[400];
+	const char *tls_hosts[] = { "tls.test", NULL };
+	char path[400], cert[400], key[400], ca[400];
+	const char *cadir = harness_tmpdir();
+	struct stack_options o = { .uid_base = 340000,
+		.hosts = "127.0.0.1 api.test tls.test\n",
+		.upstream_ca_file = ca };
 
 	signal(SIGPIPE, SIG_IGN);
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
+	ck_assert_int_eq(test_ca_make(cadir, tls_hosts), 0);
+	snprintf(cert, sizeof(cert), "%s/tls.test.pem", cadir);
+	snprintf(key, sizeof(key), "%s/tls.test.key", cadir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", cadir);
+	tls_up = upstream_start(cert, key);
+	ck_assert_ptr_nonnull(tls_up);
 	stack_start(&st, &o);
 	snprintf(path, sizeof(path), "%s/repo", st.inputs);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
@@ -42,12 +51,17 @@ setup(void)
 	harness_write_file(path, "hello\n");
 
 	json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:i, s:[s], s:s, s:[s]}, "
-			      "{s:s, s:i, s:[s], s:s}], s:{s:i}, s:{s:[s]}}",
+			      "{s:s, s:i, s:[s], s:s}, "
+			      "{s:s, s:i, s:s, s:[s], s:[s], s:s, s:[s]}], "
+			      "s:{s:i}, s:{s:[s]}}",
 	    "name", "net-job", "command", "/bin/true", "egress", "host",
 	    "api.test", "port", upstream_port(plain), "methods", "GET",
 	    "reason", "the api", "allow_cidrs", "127.0.0.0/8", "host",
 	    "*.cdn.test", "port", 443, "methods", "GET", "reason", "the cdn",
-	    "limits", "wall_seconds", 60, "return", "protected", ".github/**");
+	    "host", "tls.test", "port", upstream_port(tls_up), "tls",
+	    "terminate", "methods", "GET", "paths", "/ok/", "reason", "tls",
+	    "allow_cidrs", "127.0.0.0/8", "limits", "wall_seconds", 60,
+	    "return", "protected", ".github/**");
 	json_decref(harness_expect(&st.broker, 200, "PUT",
 	    "/v1/manifests/net-job", st.admin, NULL, m));
 }
@@ -55,6 +69,7 @@ setup(void)
 static void
 teardown(void)
 {
+	upstream_stop(tls_up);
 	upstream_stop(plain);
 	stack_stop(&st);
 }
@@ -132,7 +147,7 @@ START_TEST(the_job_resolves_only_its_allowed_names)
 	ck_assert_msg(strstr(out, "127.3.0.1       api.test\n") != NULL, "%s",
 	    out);
 	ck_assert_msg(strstr(out, "getent-allowed=0\n") != NULL, "%s", out);
-	ck_assert_msg(strstr(out, "127.3.0.2       a.cdn.test\n") != NULL, "%s",
+	ck_assert_msg(strstr(out, "127.3.0.3       a.cdn.test\n") != NULL, "%s",
 	    out);
 	ck_assert_msg(strstr(out, "getent-refused=2\n") != NULL, "%s", out);
 	ck_assert_msg(strstr(out,
@@ -163,6 +178,54 @@ START_TEST(the_job_resolves_only_its_allowed_names)
 }
 END_TEST
 
+/* Node's fetch and https.get, which ignore HTTPS_PROXY, and Python's
+ * urllib with its proxies turned off: each reaches the allowed upstream
+ * through the capture and the proxy (TLS terminated by the job's CA);
+ * a path no rule allows is refused inside the tunnel; a direct connect
+ * to 1.1.1.1:443, local by AnyIP, is closed by the capture. */
+START_TEST(clients_that_ignore_the_proxy_are_captured)
+{
+	unsigned port = upstream_port(tls_up);
+	char script[4096];
+
+	snprintf(script, sizeof(script),
+	    "export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt\n"
+	    "/usr/bin/node -e \"fetch('https://tls.test:%u/ok/f')"
+	    ".then(r=>r.json()).then(j=>{console.log('fetch',j.target);process."
+	    "exit(0)})"
+	    ".catch(e=>console.log('fetch error',e.cause?e.cause.code:e))\"\n"
+	    "/usr/bin/node -e \"require('https').get('https://tls.test:%u/ok/h'"
+	    ",r=>{console.log('https.get',r.statusCode);process.exit(0)})"
+	    ".on('error',e=>console.log('https.get error',e.code))\"\n"
+	    "/usr/bin/node -e \"fetch('https://tls.test:%u/no/x')"
+	    ".then(r=>{console.log('denied',r.status);process.exit(0)})"
+	    ".catch(e=>console.log('denied error',e.cause?e.cause.code:e))\"\n"
+	    "/usr/bin/python3 -c \"import urllib.request as u,json\n"
+	    "o=u.build_opener(u.ProxyHandler({}))\n"
+	    "print('urllib',json.load(o.open('https://tls.test:%u/ok/p'))"
+	    "['target'])\"\n"
+	    "/usr/bin/python3 -c \"import socket,ssl\n"
+	    "try:\n"
+	    " s=socket.create_connection(('1.1.1.1',443),timeout=5)\n"
+	    " ssl.create_default_context().wrap_socket(s,"
+	    "server_hostname='one.one.one.one')\n"
+	    " print('direct connected')\n"
+	    "except Exception as e: print('direct "
+	    "refused',type(e).__name__)\"\n",
+	    port, port, port, port);
+	char *out = run_stdout(script);
+
+	if (getenv("CAPTURE_DEBUG") != NULL)
+		fprintf(stderr, "%s", out);
+	ck_assert_msg(strstr(out, "fetch /ok/f\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "https.get 200\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "denied 403\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "urllib /ok/p\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "direct refused") != NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -172,6 +235,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, the_job_resolves_only_its_allowed_names);
+	tcase_add_test(tc, clients_that_ignore_the_proxy_are_captured);
 	suite_add_tcase(s, tc);
 	return s;
 }
