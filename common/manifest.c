@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Names that mean "a secret" (DESIGN.md's convention), case-insensitive. */
+/* Names that mean "a secret" (docs/manifest.md, env), case-insensitive. */
 static const char secret_name_re[] =
     "SECRET|TOKEN|PASSW|PWD|API_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION|"
     "_KEY$|^AWS_|^GCP_|^AZURE_|DSN$|DATABASE_URL";

@@ -1,7 +1,7 @@
 /*
  * Manifests: a job's definition, reviewed like code. The broker validates
  * each version it stores, and `cordon lint` does the same before anyone
- * sends one. Validation refuses everything DESIGN.md lists and reports
+ * sends one. Validation refuses everything docs/manifest.md lists and reports
  * every problem at once; the planes a new version touches answer the
  * review question "which of identity, reachability and return does this
  * change?".

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 
 /* Without an answer from the revocation feed for this long, every request
- * is refused until it answers again (DESIGN.md: 2 s). */
+ * is refused until it answers again (docs/egress.md: 2 s). */
 #define FEED_FAIL_CLOSED_MS 2000
 /* The longest job id the feed's ring of recent revocations keeps. */
 #define BROKERCLIENT_JOB_MAX 63

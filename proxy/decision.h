@@ -1,6 +1,6 @@
 /*
  * The decision log: one JSON line per decision the proxy makes, allow or
- * deny, with the fields DESIGN.md fixes. Never a token, a header value or
+ * deny, with the fields docs/egress.md fixes. Never a token, a header value or
  * a query string: the path is cut at '?' and '#', and anything shaped
  * like a cordon token or key (crd_..., crk_...) in any field is replaced.
  */

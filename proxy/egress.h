@@ -1,6 +1,6 @@
 /*
  * A job's egress rules and the checks the proxy makes with them, in the
- * order DESIGN.md gives: the name against the rules before any DNS lookup
+ * order docs/egress.md gives: the name against the rules before any DNS lookup
  * (a denied name never reaches a resolver), then the address the name
  * resolved to against the ranges no job may reach unless its rule lists
  * them. Default deny: no rule, no way out.

@@ -5,7 +5,7 @@
  * "CONNECT host:443"), or, in origin mode, an inner request of a tunnel
  * whose TLS the proxy terminated ("GET /p" with Host). Whatever could be
  * read two ways is refused with a stable snake_case reason, the proxy's
- * decision log's "reason" (DESIGN.md, Proxy, rule 4). Refusal reasons:
+ * decision log's "reason" (docs/egress.md, The reasons). Refusal reasons:
  *
  *   nul                 a NUL byte anywhere in the head
  *   bare_cr, bare_lf    a CR not followed by LF, an LF not preceded by CR

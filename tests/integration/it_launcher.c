@@ -1,5 +1,5 @@
 /*
- * The launcher end to end, and the day-one list of DESIGN.md as tests: a
+ * The launcher end to end, and the day-one list (docs/design.md) as tests: a
  * real broker, proxy and hatch, an upstream on 127.0.0.1, and `cordon
  * run` making real namespaces. Each test runs a shell script inside the
  * sandbox and reads what it printed from the run's JSON result.

@@ -1,6 +1,6 @@
 /*
  * The decision log as an auditor reads it: one JSON line per decision
- * with exactly DESIGN.md's fields in their order, and never a token, a
+ * with exactly docs/egress.md's fields in their order, and never a token, a
  * query string, or a second line, whatever the job put in its request.
  */
 #include "decision.h"

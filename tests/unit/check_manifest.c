@@ -1,5 +1,5 @@
 /*
- * Manifest validation as a reviewer meets it: every rule of DESIGN.md
+ * Manifest validation as a reviewer meets it: every rule of docs/manifest.md
  * accepts a manifest at its boundary and refuses one just past it, naming
  * the field; every problem comes back at once; a version's planes answer
  * "which of identity, reachability and return does this touch?"; the
@@ -26,7 +26,7 @@ parse(const char *text)
 	return testutil_json(text, JSON_DECODE_ANY | JSON_ALLOW_NUL);
 }
 
-/* DESIGN.md's example: valid as it stands. */
+/* docs/manifest.md's example: valid as it stands. */
 static json_t *
 example(void)
 {
@@ -159,7 +159,7 @@ START_TEST(test_design_example_valid)
 	json_t *m = example();
 	struct verdict v = judge(m, "support-triage");
 
-	ck_assert_msg(v.ok, "DESIGN.md's example refused: %s", v.text);
+	ck_assert_msg(v.ok, "docs/manifest.md's example refused: %s", v.text);
 	ck_assert_uint_eq(json_array_size(v.warnings), 0);
 	verdict_free(&v);
 	json_decref(m);
