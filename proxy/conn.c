@@ -6,7 +6,7 @@
  *     └─ CONNECT host:port ─► HANDSHAKE (terminate) ─► HEAD, inner requests
  *                          └► SNI (passthrough) ─► DNS ─► CONNECT ─► TUNNEL
  *
- * Every request is judged in DESIGN.md's order before a byte leaves: the
+ * Every request is judged in docs/egress.md's order before a byte leaves: the
  * feed must be answering and the job open, the rules must match (before
  * any DNS lookup), a cordon token in it must be this job's and for this
  * host, and the address the name resolved to must be one the rule may
