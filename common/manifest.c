@@ -40,6 +40,17 @@ const char *const manifest_launcher_env[] = {
 	"NO_PROXY=",
 	"no_proxy=",
 	"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
+	/* The common runtimes, at the same bundle (it holds the job's CA);
+	 * Node at the proxy too (docs/launcher.md). */
+	"SSL_CERT_DIR=/etc/ssl/certs",
+	"NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt",
+	"NODE_USE_ENV_PROXY=1",
+	"REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+	"CURL_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+	"GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt",
+	"PIP_CERT=/etc/ssl/certs/ca-certificates.crt",
+	"npm_config_cafile=/etc/ssl/certs/ca-certificates.crt",
+	"AWS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
 	"HOME=/tmp/home",
 	"PATH=/usr/local/bin:/usr/bin:/bin",
 	"TERM=dumb",

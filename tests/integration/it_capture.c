@@ -226,6 +226,43 @@ START_TEST(clients_that_ignore_the_proxy_are_captured)
 }
 END_TEST
 
+/* The common runtimes are pointed at the job's CA (and Node at the
+ * proxy) by the launcher's environment: Node's fetch works with nothing
+ * set by the job. */
+START_TEST(the_common_runtimes_trust_the_jobs_ca)
+{
+	static const char *const want[] = {
+		"NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt",
+		"NODE_USE_ENV_PROXY=1",
+		"REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+		"CURL_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+		"SSL_CERT_DIR=/etc/ssl/certs",
+		"GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt",
+		"PIP_CERT=/etc/ssl/certs/ca-certificates.crt",
+		"npm_config_cafile=/etc/ssl/certs/ca-certificates.crt",
+		"AWS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+	};
+	char script[1024], line[128];
+
+	snprintf(script, sizeof(script),
+	    "/usr/bin/env\n"
+	    "/usr/bin/node -e \"fetch('https://tls.test:%u/ok/n')"
+	    ".then(r=>r.json()).then(j=>{console.log('fetch',j.target);"
+	    "process.exit(0)}).catch(e=>console.log('fetch error',"
+	    "e.cause?e.cause.code:e))\"\n",
+	    upstream_port(tls_up));
+	char *out = run_stdout(script);
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		snprintf(line, sizeof(line), "\n%s\n", want[i]);
+		ck_assert_msg(strstr(out, line) != NULL, "no %s in\n%s",
+		    want[i], out);
+	}
+	ck_assert_msg(strstr(out, "fetch /ok/n\n") != NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -236,6 +273,7 @@ suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, the_job_resolves_only_its_allowed_names);
 	tcase_add_test(tc, clients_that_ignore_the_proxy_are_captured);
+	tcase_add_test(tc, the_common_runtimes_trust_the_jobs_ca);
 	suite_add_tcase(s, tc);
 	return s;
 }
