@@ -351,36 +351,23 @@ create_job(void *ctx, struct http_request *req, struct http_response *res)
 		OPENSSL_cleanse(values[i], sizeof(values[i]));
 		free(rows[i].params);
 	}
-	json_t *caps = json_array(), *c;
-	size_t i;
-	json_array_foreach(json_object_get(m.body, "capabilities"), i, c)
-	{
-		json_array_append_new(caps,
-		    json_pack("{s:O, s:O, s:O, s:O*, s:b}", "name",
-			json_object_get(c, "name"), "audience",
-			json_object_get(c, "audience"), "params",
-			json_object_get(c, "params"), "ttl_seconds",
-			json_object_get(c, "ttl_seconds"), "mint_at_start",
-			json_is_true(json_object_get(c, "mint_at_start"))));
-	}
 	json_t *env = json_object_get(m.body, "env");
-	json_t *ret = json_object_get(m.body, "return");
 	json_t *command = json_object_get(m.body, "command");
 	log_info("job_created", "{s:s, s:s, s:I, s:I}", "job", j.id, "manifest",
 	    name, "manifest_version", (json_int_t)m.version, "tokens_minted",
 	    (json_int_t)n);
+	/* What the launcher needs, no more: the proxy reads the egress rules
+	 * and the hatch the return policy from here themselves. */
 	http_reply_json(res, 201,
 	    json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:O, s:o, s:o, "
-		      "s:o, s:o, s:o, s:o, s:o}",
+		      "s:o, s:o}",
 		"job", j.id, "manifest", name, "manifest_version",
 		(json_int_t)m.version, "manifest_sha256", m.sha256,
 		"lease_seconds", (json_int_t)b->cfg.lease_seconds, "created",
 		(json_int_t)j.created, "deadline", (json_int_t)j.deadline,
 		"command", command != NULL ? command : json_null(), "env",
-		env != NULL ? json_deep_copy(env) : json_object(), "egress",
-		manifest_egress(m.body), "limits", limits, "return",
-		ret != NULL ? json_incref(ret) : json_object(), "capabilities",
-		caps, "tokens", tokens, "canaries", canaries));
+		env != NULL ? json_deep_copy(env) : json_object(), "limits",
+		limits, "tokens", tokens, "canaries", canaries));
 	manifest_version_free(&m);
 }
 
@@ -523,6 +510,28 @@ job_egress(void *ctx, struct http_request *req, struct http_response *res)
 	    json_pack("{s:s, s:s, s:I, s:o}", "job", j.id, "state", j.state,
 		"deadline", (json_int_t)j.deadline, "egress",
 		manifest_egress(m.body)));
+	manifest_version_free(&m);
+}
+
+/* The job's return policy and disk cap, for the hatch: the launcher holds
+ * no policy. */
+static void
+job_return(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct broker *b = ctx;
+	struct manifest_version m;
+	struct job j;
+
+	if (job_and_manifest(b, http_request_param(req, 0), &j, &m, res) < 0)
+		return;
+	json_t *ret = json_object_get(m.body, "return");
+	json_t *limits = manifest_limits(m.body);
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:s, s:I, s:o, s:O}", "job", j.id, "state",
+		j.state, "deadline", (json_int_t)j.deadline, "return",
+		ret != NULL ? json_deep_copy(ret) : json_object(), "disk_mb",
+		json_object_get(limits, "disk_mb")));
+	json_decref(limits);
 	manifest_version_free(&m);
 }
 
@@ -1106,6 +1115,8 @@ const struct http_route broker_routes[] = {
 	{ "POST", "/v1/jobs/*/revoke", ROLE_ADMIN | ROLE_LAUNCHER,
 	    BODY_JSON_OPTIONAL, revoke_handler },
 	{ "GET", "/v1/jobs/*/egress", ROLE_VERIFIER, BODY_NONE, job_egress },
+	{ "GET", "/v1/jobs/*/return", ROLE_VERIFIER | ROLE_LAUNCHER, BODY_NONE,
+	    job_return },
 	{ "POST", "/v1/token", ROLE_VERIFIER | ROLE_LAUNCHER | ROLE_ADMIN,
 	    BODY_JSON, mint },
 	{ "POST", "/v1/introspect", ROLE_VERIFIER, BODY_JSON, introspect },

@@ -125,11 +125,14 @@ cmake --build "$build" -j"$(nproc)" 2>&1 |
 
 say "3/4 starting the services on loopback (state and logs under ./var/)"
 mkdir -p "$var/log" "$var/inputs"
-# The hatch copies inputs only from where an operator says, and answers
-# only the launcher's key (the broker writes it on its first start).
+# The hatch copies inputs only from where an operator says, answers only
+# the launcher's key (the broker writes it on its first start) and reads
+# each job's return policy from the broker.
 config_once "$var/hatch.json" <<JSON
 {"input_roots": ["$top/deploy/examples", "$var/inputs"],
- "launcher_key_file": "$var/broker/keys/launcher.key"}
+ "launcher_key_file": "$var/broker/keys/launcher.key",
+ "broker": "http://127.0.0.1:7701",
+ "broker_key_file": "$var/broker/keys/launcher.key"}
 JSON
 # The proxy calls the broker with the verifier key, answers only the
 # launcher's, and resolves the example API's name to loopback.

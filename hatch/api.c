@@ -1,10 +1,13 @@
 /*
  * The hatch's HTTP API (DESIGN.md, "Hatch"). Every call needs the
  * launcher's key. Inputs are checked whole before anything is copied, and
- * a workspace that cannot be made whole is not made at all.
+ * a workspace that cannot be made whole is not made at all. A job's return
+ * policy and disk cap are read from the broker (GET /v1/jobs/{job}/return)
+ * when its workspace is made; without them there is no workspace.
  */
 #include "hatch.h"
 
+#include "http_client.h"
 #include "log.h"
 #include "path.h"
 #include "problems.h"
@@ -58,6 +61,78 @@ check_return(const json_t *r, json_t *problems)
 		    "an integer from 1 to 1048576");
 }
 
+#define BROKER_TIMEOUT_MS 5000
+
+/*
+ * Reads job's return policy and disk cap from the broker into *ret_policy
+ * (new) and *ret_disk_mb. 0, or an HTTP status with its error code and
+ * message written (the workspace is refused: fail closed).
+ */
+static long
+policy_from_broker(struct hatch *h, const char *job, json_t **ret_policy,
+    long *ret_disk_mb, const char **ret_code, char *msg, size_t msglen)
+{
+	struct httpc_answer a = { 0 };
+	char path[200];
+	json_t *problems, *ret, *disk;
+	const char *state;
+	long status = 503;
+	int rc;
+
+	*ret_code = "policy_unavailable";
+	if (h->cfg.broker == NULL || h->broker_key == NULL) {
+		snprintf(msg, msglen,
+		    "the hatch has no broker to read job %s's return policy "
+		    "from (broker, broker_key_file); no workspace is made",
+		    job);
+		return status;
+	}
+	snprintf(path, sizeof(path), "/v1/jobs/%s/return", job);
+	rc = httpc_request(h->cfg.broker, "GET", path, h->broker_key, NULL,
+	    NULL, BROKER_TIMEOUT_MS, &a);
+	if (rc < 0) {
+		snprintf(msg, msglen,
+		    "the broker did not answer for job %s's return policy "
+		    "(%s); no workspace is made",
+		    job, strerror(-rc));
+		return status;
+	}
+	ret = json_object_get(a.json, "return");
+	disk = json_object_get(a.json, "disk_mb");
+	state = json_string_value(json_object_get(a.json, "state"));
+	problems = json_array();
+	check_return(ret, problems);
+	if (a.status == 404) {
+		status = 404;
+		*ret_code = "unknown_job";
+		snprintf(msg, msglen, "the broker knows no job %s", job);
+	} else if (a.status != 200) {
+		snprintf(msg, msglen,
+		    "the broker answered %ld for job %s's return policy; no "
+		    "workspace is made",
+		    a.status, job);
+	} else if (state == NULL || strcmp(state, "running") != 0) {
+		status = 409;
+		*ret_code = "job_not_running";
+		snprintf(msg, msglen, "job %s is %s at the broker", job,
+		    state != NULL ? state : "in no state");
+	} else if (!json_is_object(ret) || json_array_size(problems) > 0 ||
+	    !json_is_integer(disk) || json_integer_value(disk) < 1 ||
+	    json_integer_value(disk) > WORKSPACE_MAX_DISK_MB) {
+		snprintf(msg, msglen,
+		    "the broker's return policy for job %s is not one the "
+		    "hatch can apply; no workspace is made",
+		    job);
+	} else {
+		status = 0;
+		*ret_policy = json_deep_copy(ret);
+		*ret_disk_mb = (long)json_integer_value(disk);
+	}
+	json_decref(problems);
+	httpc_answer_free(&a);
+	return status;
+}
+
 static void
 create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 {
@@ -73,7 +148,9 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 	size_t i, n = 0;
 	int r;
 
-	problems_unknown_keys(body, "", fields, ARRAY_SIZE(fields), problems);
+	/* From the broker, not from the launcher that asks. */
+	problems_unknown_keys(body, "", fields,
+	    h->cfg.policy_from_request ? ARRAY_SIZE(fields) : 2, problems);
 	job = json_string_value(json_object_get(body, "job"));
 	if (job == NULL || !workspace_job_ok(job))
 		problems_add(problems, "job",
@@ -120,11 +197,27 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 		goto out;
 	}
 
+	json_t *policy = json_incref(json_object_get(body, "return"));
+	if (!h->cfg.policy_from_request) {
+		const char *code;
+		char msg[300];
+		long status = policy_from_broker(h, job, &policy, &disk_mb,
+		    &code, msg, sizeof(msg));
+
+		if (status != 0) {
+			log_warn("workspace_refused", "{s:s, s:s}", "job", job,
+			    "reason", msg);
+			json_decref(problems);
+			http_reply_error(res, (unsigned)status, code, "%s",
+			    msg);
+			goto out;
+		}
+	}
 	pthread_mutex_lock(&h->mu);
 	r = workspace_create(h->workspaces, job, inputs, n, disk_mb,
-	    (long)h->cfg.lower_tmpfs_mb, json_object_get(body, "return"),
-	    problems, &out);
+	    (long)h->cfg.lower_tmpfs_mb, policy, problems, &out);
 	pthread_mutex_unlock(&h->mu);
+	json_decref(policy);
 	if (r == 0) {
 		log_info("workspace_created", "{s:s, s:I, s:i}", "job", job,
 		    "inputs", (json_int_t)n, "disk_mb", (int)disk_mb);

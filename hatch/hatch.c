@@ -4,6 +4,7 @@
  */
 #include "hatch.h"
 
+#include "keys.h"
 #include "log.h"
 #include "service.h"
 #include "util.h"
@@ -19,6 +20,12 @@ static const struct config_option hatch_options[] = {
 	    offsetof(struct hatch_config, input_roots), 0, 0 },
 	{ "launcher_key_file", CONFIG_STRING,
 	    offsetof(struct hatch_config, launcher_key_file), 0, 0 },
+	{ "broker", CONFIG_STRING, offsetof(struct hatch_config, broker), 0,
+	    0 },
+	{ "broker_key_file", CONFIG_STRING,
+	    offsetof(struct hatch_config, broker_key_file), 0, 0 },
+	{ "policy_from_request", CONFIG_BOOL,
+	    offsetof(struct hatch_config, policy_from_request), 0, 0 },
 	{ "lower_tmpfs_mb", CONFIG_INT,
 	    offsetof(struct hatch_config, lower_tmpfs_mb), 0,
 	    WORKSPACE_MAX_LOWER_MB },
@@ -55,6 +62,11 @@ hatch_free(struct hatch *h)
 	config_common_free(&h->cfg.common);
 	config_strings_free(&h->cfg.input_roots);
 	free(h->cfg.launcher_key_file);
+	free(h->cfg.broker);
+	free(h->cfg.broker_key_file);
+	if (h->broker_key != NULL)
+		explicit_bzero(h->broker_key, strlen(h->broker_key));
+	free(h->broker_key);
 	free(h->workspaces);
 	pthread_mutex_destroy(&h->mu);
 }
@@ -83,7 +95,9 @@ main(int argc, char **argv)
 	if (r >= 0)
 		goto out;
 	if ((r = keys_check_setting(HATCH_PROG, "launcher_key_file",
-		 h.cfg.launcher_key_file)) >= 0)
+		 h.cfg.launcher_key_file)) >= 0 ||
+	    (r = keys_check_setting(HATCH_PROG, "broker_key_file",
+		 h.cfg.broker_key_file)) >= 0)
 		goto out;
 	if (args.check_only) {
 		r = service_config_ok(HATCH_PROG);
@@ -125,6 +139,29 @@ main(int argc, char **argv)
 		r = EXIT_CONFIG;
 		goto out;
 	}
+	if (h.cfg.broker_key_file != NULL) {
+		char key[256];
+
+		r = keys_read(h.cfg.broker_key_file, key, sizeof(key));
+		if (r == 0 && (h.broker_key = strdup(key)) == NULL)
+			r = -ENOMEM;
+		explicit_bzero(key, sizeof(key));
+		if (r < 0) {
+			log_error("key_failed", "{s:s, s:s}", "path",
+			    h.cfg.broker_key_file, "error", strerror(-r));
+			r = EXIT_CONFIG;
+			goto out;
+		}
+	}
+	if (h.cfg.policy_from_request)
+		log_warn("policy_from_request", "{s:s}", "effect",
+		    "return policy and disk_mb are taken from the workspace "
+		    "request, not the broker: for testing the hatch alone");
+	else if (h.cfg.broker == NULL || h.broker_key == NULL)
+		log_warn("no_broker", "{s:s}", "effect",
+		    "every workspace is refused until broker and "
+		    "broker_key_file are configured (a job's return policy "
+		    "comes from the broker)");
 	if (h.cfg.input_roots.n == 0)
 		log_warn("no_input_roots", "{s:s}", "effect",
 		    "every input is refused until input_roots is configured");

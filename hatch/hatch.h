@@ -2,7 +2,9 @@
  * cordon-hatch: the return path. It copies a job's inputs in, gives the
  * job an overlay whose upper directory lives on a size-capped tmpfs, and
  * turns that upper directory alone into a patch and a report once the job
- * has stopped. Nothing the job wrote is executed or trusted.
+ * has stopped. Nothing the job wrote is executed or trusted. A job's
+ * return policy and disk cap come from the broker, never from the
+ * launcher that asks for the workspace.
  */
 #ifndef CORDON_HATCH_H
 #define CORDON_HATCH_H
@@ -12,6 +14,7 @@
 #include "keys.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #define HATCH_PROG "cordon-hatch"
 #define HATCH_LISTEN "127.0.0.1:7703"
@@ -24,12 +27,20 @@ struct hatch_config {
 	char *launcher_key_file;
 	/* The cap of a workspace's lower tmpfs; 0: the inputs on the disk. */
 	long long lower_tmpfs_mb;
+	/* The broker, which says each job's return policy and disk cap, and
+	 * the key the hatch asks it with. */
+	char *broker;
+	char *broker_key_file;
+	/* The hatch alone (its tests): the request carries return and
+	 * disk_mb, no broker is asked. Never in a deployment. */
+	bool policy_from_request;
 };
 
 struct hatch {
 	struct hatch_config cfg;
 	char *workspaces; /* <state_dir>/workspaces */
 	struct keyring keys;
+	char *broker_key; /* read from broker_key_file */
 	pthread_mutex_t mu; /* one workspace change at a time */
 };
 

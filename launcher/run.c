@@ -840,12 +840,10 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	proxy_call_start(&cc);
 	r->ws_asked = true;
+	/* The hatch reads the job's return policy and disk cap from the
+	 * broker: the launcher holds no policy. */
 	rc = call(r, r->cfg->hatch, "POST", "/v1/workspaces",
-	    json_pack("{s:s, s:o, s:I, s:O?}", "job", r->id, "inputs",
-		inputs_json(f), "disk_mb",
-		(json_int_t)(limit(r, "disk_mb") > 0 ? limit(r, "disk_mb")
-						     : 256),
-		"return", json_object_get(r->job, "return")),
+	    json_pack("{s:s, s:o}", "job", r->id, "inputs", inputs_json(f)),
 	    &a);
 	r->laps[PH_WORKSPACE] = elapsed_ms(&t0);
 	proxy_call_wait(&cc);

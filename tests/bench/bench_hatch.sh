@@ -35,7 +35,7 @@ PY
 echo "tree: $(find "$src" -type f | wc -l) files, $(du -sm "$src" | cut -f1) MB" >&2
 
 echo "{\"input_roots\": [\"$tmp\"], \"launcher_key_file\": \"$tmp/key\",
-  \"state_dir\": \"$tmp/fast/hatch\"}" >"$tmp/hatch.json"
+  \"state_dir\": \"$tmp/fast/hatch\", \"policy_from_request\": true}" >"$tmp/hatch.json"
 echo "crk_bench-key-0123456789abcdefghijklmnopqrst" >"$tmp/key"
 start_service hatch "$tmp" "$bin/cordon-hatch" --config "$tmp/hatch.json"
 K="Authorization: Bearer $(cat "$tmp/key")"

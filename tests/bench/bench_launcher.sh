@@ -55,7 +55,8 @@ start_service proxy "$tmp/proxy" "$bin/cordon-proxy" --config "$tmp/proxy/proxy.
 proxy=$addr
 lower_mb=${BENCH_LOWER_TMPFS_MB:+, \"lower_tmpfs_mb\": $BENCH_LOWER_TMPFS_MB}
 cat >"$tmp/hatch/hatch.json" <<JSON
-{"input_roots": ["$tmp/in"], "launcher_key_file": "$K/launcher.key"$lower_mb}
+{"input_roots": ["$tmp/in"], "launcher_key_file": "$K/launcher.key",
+ "broker": "$broker", "broker_key_file": "$K/launcher.key"$lower_mb}
 JSON
 start_service hatch "$tmp/hatch" "$bin/cordon-hatch" --config "$tmp/hatch/hatch.json"
 hatch=$addr

@@ -53,7 +53,8 @@ JSON
 start_service proxy "$tmp/proxy" "$bin/cordon-proxy" --config "$tmp/proxy/proxy.json"
 proxy_pid=$started proxy=$addr
 cat >"$tmp/hatch/hatch.json" <<JSON
-{"input_roots": ["$tmp/in"], "launcher_key_file": "$K/launcher.key"}
+{"input_roots": ["$tmp/in"], "launcher_key_file": "$K/launcher.key",
+ "broker": "$broker", "broker_key_file": "$K/launcher.key"}
 JSON
 start_service hatch "$tmp/hatch" "$bin/cordon-hatch" --config "$tmp/hatch/hatch.json"
 hatch_pid=$started hatch=$addr

@@ -150,13 +150,15 @@ else
 		"the job's hatch runs natively, a second hatch under valgrind"
 fi
 conf hatch "{\"state_dir\": \"$tmp/hatch/state\", \"input_roots\": [\"$tmp/in\"],
- \"launcher_key_file\": \"$K/launcher.key\"}"
+ \"launcher_key_file\": \"$K/launcher.key\", \"broker\": \"$broker\",
+ \"broker_key_file\": \"$K/launcher.key\"}"
 start hatch "$tmp/hatch" "$hatch_vg" "$bin/cordon-hatch" --config "$tmp/hatch/hatch.json"
 hatch=$addr
 if [ "$hatch_vg" = no ]; then
 	mkdir -p "$tmp/hatch2"
 	conf hatch2 "{\"state_dir\": \"$tmp/hatch2/state\", \"input_roots\": [\"$tmp/in\"],
- \"launcher_key_file\": \"$K/launcher.key\"}"
+ \"launcher_key_file\": \"$K/launcher.key\", \"broker\": \"$broker\",
+ \"broker_key_file\": \"$K/launcher.key\"}"
 	start hatch2 "$tmp/hatch2" yes "$bin/cordon-hatch" --config "$tmp/hatch2/hatch2.json"
 	hatch2=$addr
 fi

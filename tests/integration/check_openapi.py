@@ -201,6 +201,7 @@ call(BR, B, "GET", f"/v1/jobs/{jid}", A)
 call(BR, B, "GET", "/v1/jobs/job_none", A)
 call(BR, B, "POST", f"/v1/jobs/{jid}/heartbeat", L)
 call(BR, B, "GET", f"/v1/jobs/{jid}/egress", V)
+call(BR, B, "GET", f"/v1/jobs/{jid}/return", L)
 st, tok = call(BR, B, "POST", "/v1/token", V, {"capability": "x.read", "params": {"t": "1"}},
                headers={"X-Cordon-Job": jid})
 call(BR, B, "POST", "/v1/token", V, {"capability": "x.read", "params": {"t": "2"}},

@@ -1415,7 +1415,7 @@ setup(void)
 
 	snprintf(roots, sizeof(roots), "%s", harness_tmpdir());
 	snprintf(cfg, sizeof(cfg),
-	    "{\"input_roots\": [\"%s\"], "
+	    "{\"input_roots\": [\"%s\"], \"policy_from_request\": true, "
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\"}",
 	    roots, b->dir);
 	ck_assert_int_eq(daemon_start(&daemons[HATCH], "hatch", cfg), 0);

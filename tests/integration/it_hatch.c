@@ -46,8 +46,9 @@ start(void)
 	snprintf(p, sizeof(p), "%s/secret.txt", outside);
 	write_file(p, "not for jobs\n", 0644);
 	snprintf(cfg, sizeof(cfg),
-	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\"}", roots,
-	    keyfile);
+	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\", "
+	    "\"policy_from_request\": true}",
+	    roots, keyfile);
 	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
 }
 

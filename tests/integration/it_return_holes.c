@@ -67,8 +67,9 @@ start(void)
 	write_file(keyfile, KEY "\n");
 	chmod(keyfile, 0600);
 	snprintf(cfg, sizeof(cfg),
-	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\"}", roots,
-	    keyfile);
+	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\", "
+	    "\"policy_from_request\": true}",
+	    roots, keyfile);
 	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
 }
 

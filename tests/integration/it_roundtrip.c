@@ -58,8 +58,9 @@ start(void)
 	    (ssize_t)strlen(KEY) + 1);
 	close(fd);
 	snprintf(cfg, sizeof(cfg),
-	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\"}", roots,
-	    keyfile);
+	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\", "
+	    "\"policy_from_request\": true}",
+	    roots, keyfile);
 	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
 }
 
