@@ -1,5 +1,5 @@
 /*
- * The hatch's HTTP API (DESIGN.md, "Hatch"). Every call needs the
+ * The hatch's HTTP API (docs/api.md, "cordon-hatch"). Every call needs the
  * launcher's key. Inputs are checked whole before anything is copied, and
  * a workspace that cannot be made whole is not made at all. A job's return
  * policy and disk cap are read from the broker (GET /v1/jobs/{job}/return)

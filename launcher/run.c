@@ -1,6 +1,6 @@
 /*
- * `cordon run`: one job in the foreground, the whole path of DESIGN.md's
- * launcher section. The broker makes the job, the hatch its workspace,
+ * `cordon run`: one job in the foreground, the whole path of docs/design.md
+ * and docs/launcher.md. The broker makes the job, the hatch its workspace,
  * the proxy its channel; the sandbox runs the command; one libevent loop
  * then relays the job's 127.0.0.1:3128 to its channel, streams its
  * output, renews its lease and watches the broker for a revoke, until the
