@@ -40,6 +40,7 @@
 #define CAPTURE_PORTS_MAX 16 /* ports of one job captured */
 #define CAPTURE_CONNS_MAX 256 /* captured connections at once */
 #define PROXY_HEAD_MAX 4096 /* the proxy's answer to CONNECT */
+#define ANNOUNCE_MAX 16 /* refusals being told to the proxy at once */
 
 struct cconn;
 
@@ -54,7 +55,16 @@ struct jobnet {
 	struct event_base *base;
 	struct sockaddr_un channel;
 	struct cconn *conns;
+	struct announce *announces;
+	unsigned nannounces;
 	struct capture_counts counts;
+};
+
+/* A refusal told to the proxy, so that it is judged and logged there. */
+struct announce {
+	struct jobnet *n;
+	struct announce *next, **prev;
+	struct bufferevent *bev;
 };
 
 enum cstate { C_HELLO, C_PROXY, C_RELAY };
@@ -232,6 +242,87 @@ in_netns(pid_t pid, struct jobnet *n, int (*fn)(struct jobnet *))
 	return r;
 }
 
+/* --- refusals told to the proxy ------------------------------------------ */
+
+static void
+announce_free(struct announce *a)
+{
+	*a->prev = a->next;
+	if (a->next != NULL)
+		a->next->prev = a->prev;
+	bufferevent_free(a->bev);
+	a->n->nannounces--;
+	free(a);
+}
+
+static void
+on_announce_read(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	announce_free(arg); /* the proxy answered: it judged and logged */
+}
+
+static void
+on_announce_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	announce_free(arg);
+}
+
+/*
+ * What the launcher refused itself (a name its resolver does not know,
+ * an address no name leads to), asked of the proxy as the CONNECT a
+ * client would have sent, so that the proxy judges it by the same rules
+ * and logs it as a decision with a reason; the answer is dropped. Past
+ * ANNOUNCE_MAX at once, counted only (unlogged).
+ */
+static void
+announce(struct jobnet *n, const char *host, unsigned port, const char *kind)
+{
+	char head[DNS_NAME_MAX + 160];
+	struct announce *a = NULL;
+	int ch = -1;
+
+	if (n->base == NULL || n->nannounces >= ANNOUNCE_MAX ||
+	    (a = calloc(1, sizeof(*a))) == NULL ||
+	    (ch = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		 0)) < 0 ||
+	    connect(ch, (struct sockaddr *)&n->channel, sizeof(n->channel)) <
+		0 ||
+	    (a->bev = bufferevent_socket_new(n->base, ch,
+		 BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		n->counts.unannounced++;
+		if (ch >= 0)
+			close(ch);
+		free(a);
+		return;
+	}
+	a->n = n;
+	a->next = n->announces;
+	a->prev = &n->announces;
+	if (n->announces != NULL)
+		n->announces->prev = &a->next;
+	n->announces = a;
+	n->nannounces++;
+	int k = snprintf(head, sizeof(head),
+	    "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\nCordon-Kind: %s\r\n\r\n",
+	    host, port, host, port, kind);
+	/* Sent now, not on the next turn of the loop: a stop right after
+	 * still leaves the proxy the whole request. */
+	ssize_t sent = send(ch, head, (size_t)k, MSG_NOSIGNAL);
+	if (sent >= 0 && sent < k)
+		bufferevent_write(a->bev, head + sent, (size_t)(k - sent));
+	bufferevent_setcb(a->bev, on_announce_read, NULL, on_announce_event, a);
+	bufferevent_enable(a->bev, EV_READ | EV_WRITE);
+}
+
+static void
+on_dns_refused(const char *name, void *arg)
+{
+	announce(arg, name, DNS_PORT, "dns");
+}
+
 /* --- captured connections ------------------------------------------------- */
 
 static void on_cread(struct bufferevent *bev, void *arg);
@@ -404,6 +495,11 @@ on_caccept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		dst.sin_family == AF_INET
 	    ? dns_zone_name(n->zone, dst.sin_addr)
 	    : NULL;
+	if (name == NULL && dl == sizeof(dst) && dst.sin_family == AF_INET) {
+		char ip[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &dst.sin_addr, ip, sizeof(ip));
+		announce(n, ip, ntohs(dst.sin_port), "capture");
+	}
 	if (name == NULL || open_now >= CAPTURE_CONNS_MAX ||
 	    (c = calloc(1, sizeof(*c))) == NULL ||
 	    (c->b[0] = bufferevent_socket_new(n->base, fd,
@@ -454,7 +550,8 @@ jobnet_start(struct jobnet *n, struct event_base *base, const char *channel)
 	n->base = base;
 	n->channel.sun_family = AF_UNIX;
 	memcpy(n->channel.sun_path, channel, strlen(channel) + 1);
-	r = dns_server_new(base, n->dns_fds, n->zone, NULL, NULL, &n->dns);
+	r = dns_server_new(base, n->dns_fds, n->zone, on_dns_refused, n,
+	    &n->dns);
 	n->dns_fds[0] = n->dns_fds[1] = -1; /* taken */
 	for (size_t i = 0; r == 0 && i < n->nports; i++) {
 		n->listeners[i] = evconnlistener_new(base, on_caccept, n,
@@ -489,6 +586,8 @@ jobnet_stop(struct jobnet *n)
 	n->dns = NULL;
 	while (n->conns != NULL)
 		cconn_free(n->conns);
+	while (n->announces != NULL)
+		announce_free(n->announces);
 	for (size_t i = 0; i < n->nports; i++) {
 		if (n->listeners[i] != NULL)
 			evconnlistener_free(n->listeners[i]);

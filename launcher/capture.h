@@ -48,6 +48,9 @@ int jobnet_start(struct jobnet *n, struct event_base *base,
 struct capture_counts {
 	uint64_t captured; /* tunnels the proxy accepted */
 	uint64_t refused; /* closed: no name, another SNI, the proxy's no */
+	/* Refusals of the launcher's own (a name, an address) not told to
+	 * the proxy: too many at once, or the channel full. */
+	uint64_t unannounced;
 };
 
 /* What the capture did so far. NULL is fine. */

@@ -74,6 +74,29 @@ teardown(void)
 	stack_stop(&st);
 }
 
+/* Whether the proxy logged a denial of host with reason. */
+static bool
+proxy_denied(const char *host, const char *reason)
+{
+	json_t *lines = daemon_log_lines(&st.proxy), *l;
+	bool seen = false;
+	size_t i;
+
+	json_array_foreach(lines, i, l)
+	{
+		const char *h = json_string_value(json_object_get(l, "host"));
+		const char *d =
+		    json_string_value(json_object_get(l, "decision"));
+		const char *r = json_string_value(json_object_get(l, "reason"));
+		seen = seen ||
+		    (h != NULL && d != NULL && r != NULL &&
+			strcmp(h, host) == 0 && strcmp(d, "deny") == 0 &&
+			strcmp(r, reason) == 0);
+	}
+	json_decref(lines);
+	return seen;
+}
+
 /* Runs `cordon run --json` of net-job with script under /bin/sh -c: the
  * job's stdout (free it). */
 static char *
@@ -168,6 +191,9 @@ START_TEST(the_job_resolves_only_its_allowed_names)
 	if (getenv("CAPTURE_DEBUG") != NULL)
 		fprintf(stderr, "%s", out);
 	free(out);
+	/* Each refused name is a decision of the proxy's, with its reason. */
+	ck_assert(proxy_denied("secret.evil.example", "no_rule"));
+	ck_assert(!proxy_denied("api.test", "no_rule"));
 	if (watching) {
 		struct pollfd p = { .fd = watch, .events = POLLIN };
 		ck_assert_msg(poll(&p, 1, 0) == 0,
@@ -223,6 +249,8 @@ START_TEST(clients_that_ignore_the_proxy_are_captured)
 	ck_assert_msg(strstr(out, "urllib /ok/p\n") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "direct refused") != NULL, "%s", out);
 	free(out);
+	/* The direct connect is a decision of the proxy's too. */
+	ck_assert(proxy_denied("1.1.1.1", "ip_literal"));
 }
 END_TEST
 
