@@ -598,7 +598,10 @@ main(int argc, char **argv)
 	    regcomp(&d->secret_name, secret_name,
 		REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0 ||
 	    regcomp(&d->secret_url, "://[^/?#@:[:space:]]*:[^/?#@[:space:]]+@",
-		REG_EXTENDED | REG_NOSUB) != 0) {
+		REG_EXTENDED | REG_NOSUB) != 0 ||
+	    regcomp(&d->ca_name,
+		"(CA_BUNDLE|CAINFO|CA_CERTS|CAFILE|CERT_FILE|CERT_DIR|_CERT)$",
+		REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0) {
 		fprintf(stderr, "cordon-drill-agent: cannot start\n");
 		return 70;
 	}
@@ -619,6 +622,7 @@ main(int argc, char **argv)
 			run_step(d, lines[i] + 5);
 	regfree(&d->secret_name);
 	regfree(&d->secret_url);
+	regfree(&d->ca_name);
 	free(lines);
 	free(d);
 	free(text);

@@ -57,7 +57,7 @@ struct drill {
 	struct rule rule[MAX_RULES];
 	int nsvc, nns, ncap, nrule;
 	long memory_mb, pids; /* 0: unknown */
-	regex_t secret_name, secret_url;
+	regex_t secret_name, secret_url, ca_name;
 	char minted[TOKEN_LEN + 1]; /* "" until mint */
 	const struct capability *minted_cap;
 	char found[MAX_TOKENS][TOKEN_LEN + 1]; /* by find_tokens */

@@ -45,6 +45,12 @@ note_secret(const struct drill *d, const char *entry, char *names, size_t n)
 		return 0;
 	snprintf(name, sizeof(name), "%.*s", (int)(eq - entry), entry);
 	value = eq + 1;
+	/* Where a tool finds its CA certificates (the launcher points them
+	 * at the job's bundle): a path to public certificates, not a
+	 * credential, whatever the name's prefix. */
+	if (value[0] == '/' && strpbrk(value, " :@") == NULL &&
+	    regexec(&d->ca_name, name, 0, NULL, 0) == 0)
+		return 0;
 	secret = regexec(&d->secret_name, name, 0, NULL, 0) == 0 ||
 	    regexec(&d->secret_url, value, 0, NULL, 0) == 0;
 	for (size_t i = 0;

@@ -32,6 +32,35 @@ struct probe {
 	char name[80];
 };
 
+struct bytes {
+	unsigned char b[512];
+	size_t n;
+};
+
+static void client_hello(struct bytes *o);
+
+/* Whether a TCP connection that opened reaches something: a ClientHello
+ * (SNI drill.invalid) sent, and data back or the connection still open
+ * after a second. The job's network namespace may take every address
+ * locally (the launcher's capture of TLS on the rules' ports), which
+ * closes what it will not carry: closed with nothing read is not a way
+ * out. */
+static bool
+answered(int fd)
+{
+	struct bytes hello = { .n = 0 };
+	int64_t deadline = now_ms() + 1000;
+	char b[16];
+	ssize_t k;
+
+	client_hello(&hello);
+	if (wait_fd(fd, POLLOUT, deadline) < 0 ||
+	    send_all(fd, hello.b, hello.n, deadline) < 0)
+		return false;
+	k = read_by(fd, b, sizeof(b), deadline);
+	return k > 0 || k == -ETIMEDOUT;
+}
+
 /* Starts a probe: a non-blocking connect (stream), or one datagram
  * (dgram). 0 when it waits in p[*n], 1 when connected at once, -errno. */
 static int
@@ -48,7 +77,7 @@ probe_start(struct probe *p, int *n, const char *host, int port, int type,
 	if (fd < 0)
 		return -errno;
 	if (type == SOCK_STREAM && connect(fd, &a.sa, alen) == 0)
-		r = 1;
+		r = answered(fd) ? 1 : -ECONNRESET;
 	else if (type == SOCK_STREAM && errno != EINPROGRESS)
 		r = -errno;
 	else if (type == SOCK_DGRAM &&
@@ -123,7 +152,12 @@ probe_wait(struct probe *p, int n, int ms, bool stream, struct errs *c,
 			else if ((got = recvfrom(q->fd, reply, sizeof(reply),
 				      MSG_DONTWAIT, &from.sa, &flen)) < 0)
 				err = errno;
-			if (err == 0 && !stream && inside != NULL &&
+			if (err == 0 && stream && !answered(q->fd))
+				err = ECONNRESET;
+			if (err == 0 && stream) {
+				ok++;
+				append(names, len, ", ", "%s", q->name);
+			} else if (err == 0 && !stream && inside != NULL &&
 			    own_resolver(&from, reply, (size_t)got)) {
 				(*inside)++;
 			} else if (err == 0) {
@@ -454,11 +488,6 @@ step_proxy_host_mismatch(struct drill *d)
 	tally_report(d, &t, false,
 	    "the proxy refused a Host header that is not the URL's");
 }
-
-struct bytes {
-	unsigned char b[512];
-	size_t n;
-};
 
 static void
 put(struct bytes *o, const void *p, size_t n)
