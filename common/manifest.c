@@ -50,7 +50,6 @@ const char *const manifest_launcher_env[] = {
 	"GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt",
 	"PIP_CERT=/etc/ssl/certs/ca-certificates.crt",
 	"npm_config_cafile=/etc/ssl/certs/ca-certificates.crt",
-	"AWS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
 	"HOME=/tmp/home",
 	"PATH=/usr/local/bin:/usr/bin:/bin",
 	"TERM=dumb",

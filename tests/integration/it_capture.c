@@ -268,7 +268,6 @@ START_TEST(the_common_runtimes_trust_the_jobs_ca)
 		"GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt",
 		"PIP_CERT=/etc/ssl/certs/ca-certificates.crt",
 		"npm_config_cafile=/etc/ssl/certs/ca-certificates.crt",
-		"AWS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
 	};
 	char script[1024], line[128];
 
