@@ -11,6 +11,7 @@
 #include "manifest.h"
 #include "metrics.h"
 #include "problems.h"
+#include "secrets.h"
 #include "token.h"
 #include "util.h"
 
@@ -147,8 +148,9 @@ put_manifest(void *ctx, struct http_request *req, struct http_response *res)
 	if (!manifest_name_ok(name))
 		problems_add(problems, "name",
 		    "the path's name must be [a-z0-9][a-z0-9._-]{0,63}");
-	if (!manifest_validate(body, name, problems, warnings) ||
-	    json_array_size(problems) > 0) {
+	if (manifest_validate(body, name, problems, warnings))
+		secrets_check_manifest(b, body, problems);
+	if (json_array_size(problems) > 0) {
 		json_t *err = json_pack("{s:s, s:s, s:o, s:o}", "error",
 		    "invalid_manifest", "message", "the manifest is refused",
 		    "problems", problems, "warnings", warnings);
@@ -1124,5 +1126,11 @@ const struct http_route broker_routes[] = {
 	{ "GET", "/v1/revocations", ROLE_VERIFIER | ROLE_LAUNCHER, BODY_NONE,
 	    revocations },
 	{ "GET", "/v1/audit", ROLE_ADMIN, BODY_NONE, audit },
+	{ "PUT", "/v1/secrets/*", ROLE_ADMIN, BODY_JSON, secrets_put },
+	{ "GET", "/v1/secrets", ROLE_ADMIN, BODY_NONE, secrets_list },
+	{ "GET", "/v1/secrets/*", ROLE_ADMIN, BODY_NONE, secrets_get },
+	{ "DELETE", "/v1/secrets/*", ROLE_ADMIN, BODY_NONE, secrets_delete },
+	{ "POST", "/v1/jobs/*/secrets/*/release", ROLE_VERIFIER, BODY_NONE,
+	    secrets_release },
 };
 const size_t broker_nroutes = ARRAY_SIZE(broker_routes);

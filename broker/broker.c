@@ -5,6 +5,7 @@
 #include "broker.h"
 
 #include "log.h"
+#include "secrets.h"
 #include "service.h"
 #include "util.h"
 
@@ -148,6 +149,31 @@ broker_ack_heard(void *arg, const char *name, int64_t acked, bool polling)
 	feed_remote(arg, name, acked, polling);
 }
 
+/* The key that seals secrets, <keys_dir>/secrets.aead, made at first
+ * start: never in the database. Logs what fails. */
+static int
+broker_secrets_key(struct broker *b)
+{
+	char path[4096];
+	bool created = false;
+	int r;
+
+	if (snprintf(path, sizeof(path), "%s/%s", b->cfg.keys_dir,
+		SECRETS_KEY_FILE) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	r = secrets_key_load(path, b->secrets_key, &created);
+	if (r < 0) {
+		log_error("secrets_key_failed", "{s:s, s:s}", "path", path,
+		    "error",
+		    r == -EINVAL ? "not 32 bytes: refusing to guess"
+				 : strerror(-r));
+		return r;
+	}
+	log_info(created ? "secrets_key_created" : "secrets_key_loaded",
+	    "{s:s}", "path", path);
+	return 0;
+}
+
 /* Opens the database, the pepper and the feed; logs what fails. */
 static int
 broker_open(struct broker *b)
@@ -183,6 +209,9 @@ broker_open(struct broker *b)
 	}
 	log_info(created ? "pepper_created" : "pepper_loaded", "{s:s}", "path",
 	    b->cfg.pepper);
+	r = broker_secrets_key(b);
+	if (r < 0)
+		return r;
 	r = store_revocation_head(b->store, &head);
 	if (r == 0 && (b->feed = feed_new(head)) == NULL)
 		r = -ENOMEM;
@@ -213,6 +242,7 @@ broker_close(struct broker *b)
 	feed_free(b->feed);
 	throttle_free(b->throttle);
 	OPENSSL_cleanse(b->pepper, sizeof(b->pepper));
+	OPENSSL_cleanse(b->secrets_key, sizeof(b->secrets_key));
 	config_common_free(&b->cfg.common);
 	free(b->cfg.keys_dir);
 	free(b->cfg.db);

@@ -44,6 +44,7 @@ struct broker {
 	struct feed *feed;
 	struct throttle *throttle; /* each job's mint rate */
 	unsigned char pepper[PEPPER_LEN];
+	unsigned char secrets_key[32]; /* SECRETS_KEY_LEN: seals secrets */
 	atomic_uint_fast64_t minted, introspected, active, revoked_jobs, lapsed,
 	    refused_mints, store_errors, rate_limited_mints, ceiling_mints;
 };

@@ -50,6 +50,11 @@ enum stmt_id {
 	ST_AUDIT_ALL,
 	ST_META_SET,
 	ST_META_GET,
+	ST_SECRET_CUR,
+	ST_SECRET_INS,
+	ST_SECRET_LIST,
+	ST_SECRET_DEL,
+	ST_SECRET_USED,
 	ST_MAX,
 };
 
@@ -109,6 +114,17 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_META_SET] = "INSERT INTO meta (key, value) VALUES (?, ?) ON "
 			"CONFLICT (key) DO UPDATE SET value = excluded.value",
 	[ST_META_GET] = "SELECT value FROM meta WHERE key = ?",
+	[ST_SECRET_CUR] = "SELECT name, version, created, last_used, sealed "
+			  "FROM secrets WHERE name = ? ORDER BY version DESC "
+			  "LIMIT 1",
+	[ST_SECRET_INS] = "INSERT INTO secrets (name, version, sealed, "
+			  "created) VALUES (?, ?, ?, ?)",
+	[ST_SECRET_LIST] = "SELECT name, max(version), max(created), "
+			   "max(last_used) FROM secrets GROUP BY name ORDER "
+			   "BY name",
+	[ST_SECRET_DEL] = "DELETE FROM secrets WHERE name = ?",
+	[ST_SECRET_USED] = "UPDATE secrets SET last_used = ? WHERE name = ? "
+			   "AND version = ?",
 };
 
 static const char schema[] =
@@ -145,7 +161,12 @@ static const char schema[] =
     "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit"
     " BEGIN SELECT RAISE(ABORT, 'the audit is append-only'); END;"
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
-    " WITHOUT ROWID;";
+    " WITHOUT ROWID;"
+    /* Sealed values only (secrets.h): the key is never in the database. */
+    "CREATE TABLE IF NOT EXISTS secrets ("
+    " name TEXT NOT NULL, version INTEGER NOT NULL, sealed BLOB NOT NULL,"
+    " created INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (name, version)) WITHOUT ROWID;";
 
 struct conn {
 	sqlite3 *db;
@@ -1314,7 +1335,211 @@ store_revocation_head(struct store *s, int64_t *ret)
 	return rc == SQLITE_ROW ? 0 : sqlite_errno(rc);
 }
 
-/* --- audit --------------------------------------------------------------- */
+/* --- secrets ------------------------------------------------------------ */
+
+struct secret_put {
+	const char *name, *actor;
+	int64_t version;
+	const unsigned char *sealed;
+	size_t len;
+};
+
+static int
+op_secret_put(struct store *s, struct op *op)
+{
+	struct secret_put *a = op->arg;
+	sqlite3_stmt *st = stmt(&s->w, ST_SECRET_CUR);
+	int64_t cur = 0;
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		cur = sqlite3_column_int64(st, 1);
+	else if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	sqlite3_reset(st);
+	if (a->version != cur + 1)
+		return -EEXIST;
+	if ((st = stmt(&s->w, ST_SECRET_INS)) == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, a->version);
+	sqlite3_bind_blob(st, 3, a->sealed, (int)a->len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, (int64_t)time(NULL));
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	json_t *d = json_pack("{s:s, s:I}", "secret", a->name, "version",
+	    (json_int_t)a->version);
+	rc = audit_append(s, "secret_put", NULL, a->actor, d);
+	json_decref(d);
+	return rc;
+}
+
+int
+store_secret_put(struct store *s, const char *name, int64_t version,
+    const unsigned char *sealed, size_t len, const char *actor)
+{
+	if (s->pg != NULL)
+		return -ENOTSUP;
+	struct secret_put a = { name, actor, version, sealed, len };
+
+	if (len == 0 || len > INT32_MAX)
+		return -EINVAL;
+	return store_write(s, op_secret_put, &a);
+}
+
+int
+store_secret_get(struct store *s, const char *name, struct secret_meta *ret,
+    unsigned char **ret_sealed, size_t *ret_len)
+{
+	if (s->pg != NULL)
+		return -ENOTSUP;
+	struct conn *c;
+	sqlite3_stmt *st = reader_stmt(s, ST_SECRET_CUR, &c);
+	int rc, r = 0;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		struct secret_meta m = { .version = 0 };
+		copy_col(m.name, sizeof(m.name), st, 0);
+		m.version = sqlite3_column_int64(st, 1);
+		m.created = sqlite3_column_int64(st, 2);
+		m.last_used = sqlite3_column_int64(st, 3);
+		if (ret_sealed != NULL) {
+			int n = sqlite3_column_bytes(st, 4);
+			const void *b = sqlite3_column_blob(st, 4);
+			unsigned char *copy = n > 0 ? malloc((size_t)n) : NULL;
+			if (copy == NULL)
+				r = n > 0 ? -ENOMEM : -EIO;
+			else {
+				memcpy(copy, b, (size_t)n);
+				*ret_sealed = copy;
+				*ret_len = (size_t)n;
+			}
+		}
+		if (r == 0)
+			*ret = m;
+	} else
+		r = rc == SQLITE_DONE ? -ENOENT : sqlite_errno(rc);
+	reader_put(s, c);
+	return r;
+}
+
+static json_t *
+secret_row(sqlite3_stmt *st)
+{
+	return json_pack("{s:s, s:I, s:I, s:I}", "name",
+	    (const char *)sqlite3_column_text(st, 0), "version",
+	    (json_int_t)sqlite3_column_int64(st, 1), "created",
+	    (json_int_t)sqlite3_column_int64(st, 2), "last_used",
+	    (json_int_t)sqlite3_column_int64(st, 3));
+}
+
+int
+store_secret_list(struct store *s, json_t **ret)
+{
+	if (s->pg != NULL)
+		return -ENOTSUP;
+	struct conn *c;
+	sqlite3_stmt *st = reader_stmt(s, ST_SECRET_LIST, &c);
+
+	if (st == NULL)
+		return -EIO;
+	return collect(s, c, st, secret_row, ret);
+}
+
+struct secret_del {
+	const char *name, *actor;
+	bool found;
+};
+
+static int
+op_secret_delete(struct store *s, struct op *op)
+{
+	struct secret_del *a = op->arg;
+	sqlite3_stmt *st = stmt(&s->w, ST_SECRET_DEL);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	a->found = sqlite3_changes(s->w.db) > 0;
+	if (!a->found)
+		return 0;
+	json_t *d = json_pack("{s:s}", "secret", a->name);
+	rc = audit_append(s, "secret_deleted", NULL, a->actor, d);
+	json_decref(d);
+	return rc;
+}
+
+int
+store_secret_delete(struct store *s, const char *name, const char *actor,
+    bool *ret_found)
+{
+	if (s->pg != NULL)
+		return -ENOTSUP;
+	struct secret_del a = { name, actor, false };
+	int r = store_write(s, op_secret_delete, &a);
+
+	if (r == 0)
+		*ret_found = a.found;
+	return r;
+}
+
+struct secret_used {
+	const char *name, *job, *actor;
+	int64_t version;
+};
+
+static int
+op_secret_released(struct store *s, struct op *op)
+{
+	struct secret_used *a = op->arg;
+	sqlite3_stmt *st = stmt(&s->w, ST_SECRET_USED);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (int64_t)time(NULL));
+	sqlite3_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, a->version);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	if (sqlite3_changes(s->w.db) == 0)
+		return -ENOENT; /* deleted or rotated away meanwhile */
+	json_t *d = json_pack("{s:s, s:I}", "secret", a->name, "version",
+	    (json_int_t)a->version);
+	rc = audit_append(s, "secret_released", a->job, a->actor, d);
+	json_decref(d);
+	return rc;
+}
+
+int
+store_secret_released(struct store *s, const char *name, int64_t version,
+    const char *job, const char *actor)
+{
+	if (s->pg != NULL)
+		return -ENOTSUP;
+	struct secret_used a = { name, job, actor, version };
+
+	return store_write(s, op_secret_released, &a);
+}
+
+/* --- audit ---------------------------------------------------------------- */
 
 /* A record with no job and no actor: a refused key, say. */
 struct audit_one {

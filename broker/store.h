@@ -200,6 +200,48 @@ int store_watch_acks(struct store *s, store_ack_fn fn, void *arg);
 int store_ack_publish(struct store *s, const char *follower, int64_t acked,
     bool polling);
 
+/* --- secrets ------------------------------------------------------------ */
+
+/* A secret's metadata (secrets.h): never its value. */
+struct secret_meta {
+	char name[72];
+	int64_t version; /* the current one */
+	int64_t created; /* of the current version */
+	int64_t last_used; /* its last release to a proxy; 0: never */
+};
+
+/*
+ * Stores sealed (len bytes, what secrets_seal made for name and version)
+ * as version of name, audited (secret_put: name and version). version
+ * must be the next one (1 for a new name): -EEXIST otherwise, when
+ * another put came first (seal again for the next and retry).
+ */
+int store_secret_put(struct store *s, const char *name, int64_t version,
+    const unsigned char *sealed, size_t len, const char *actor);
+
+/*
+ * The current version of name: its metadata in *ret, and when ret_sealed
+ * is not NULL its sealed value (free() it) and length. -ENOENT when
+ * there is none.
+ */
+int store_secret_get(struct store *s, const char *name, struct secret_meta *ret,
+    unsigned char **ret_sealed, size_t *ret_len);
+
+/* Every secret's current metadata, by name: a new array of {name,
+ * version, created, last_used}. */
+int store_secret_list(struct store *s, json_t **ret);
+
+/* Removes every version of name, audited (secret_deleted). Unknown is not
+ * an error: *ret_found says. */
+int store_secret_delete(struct store *s, const char *name, const char *actor,
+    bool *ret_found);
+
+/* Records that version of name was released to a proxy for job: its
+ * last_used and the audit record secret_released (name, version, job;
+ * never the value), committed before it returns. */
+int store_secret_released(struct store *s, const char *name, int64_t version,
+    const char *job, const char *actor);
+
 /* --- audit -------------------------------------------------------------- */
 
 /* Appends a record without waiting for the commit, for events that a

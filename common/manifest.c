@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Names that mean "a secret" (docs/manifest.md, env), case-insensitive. */
@@ -496,7 +497,7 @@ check_rule(const json_t *r, const char *where, json_t *problems)
 {
 	static const char *const keys[] = { "host", "port", "methods", "paths",
 		"tls", "reason", "registry", "allow_cidrs", "upgrade",
-		"audience" };
+		"audience", "inject" };
 	json_t *v;
 	size_t j;
 	char field[160];
@@ -633,8 +634,169 @@ rule_port(const json_t *r)
 	return json_is_integer(p) ? (int)json_integer_value(p) : 443;
 }
 
+/* Headers an injection may not set: the framing, the hop, the proxy's. */
+static const char *const inject_refused_headers[] = { "host", "content-length",
+	"transfer-encoding", "connection", "upgrade", "te", "trailer",
+	"keep-alive", "expect", "proxy-authorization", "proxy-connection" };
+
+bool
+manifest_inject_header_ok(const char *h)
+{
+	char lower[65];
+	size_t n = h != NULL ? strlen(h) : 0;
+
+	if (n == 0 || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = h[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			(c >= '0' && c <= '9') || c == '-'))
+			return false;
+		lower[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+	}
+	lower[n] = '\0';
+	if (strncmp(lower, "x-cordon-", 9) == 0)
+		return false;
+	return !in_list(lower, inject_refused_headers,
+	    ARRAY_SIZE(inject_refused_headers));
+}
+
+bool
+manifest_inject_format_ok(const char *f)
+{
+	size_t n = f != NULL ? strlen(f) : 0, holes = 0;
+
+	if (n == 0 || n > MANIFEST_INJECT_FORMAT_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)f[i] < 0x20 || (unsigned char)f[i] > 0x7e ||
+		    f[i] == '}')
+			return false;
+		if (f[i] == '{') {
+			if (strncmp(f + i, "{secret}", 8) != 0)
+				return false;
+			holes++;
+			i += 7;
+		}
+	}
+	return holes == 1;
+}
+
+/* Whether every range of rule r's allow_cidrs is inside 127.0.0.0/8 (and
+ * it has at least one): where plain HTTP may carry an injected value. */
+static bool
+loopback_only(const json_t *r)
+{
+	json_t *a = json_object_get(r, "allow_cidrs"), *v;
+	size_t i;
+
+	if (!json_is_array(a) || json_array_size(a) == 0)
+		return false;
+	json_array_foreach(a, i, v)
+	{
+		const char *s = json_string_value(v);
+		struct cidr c;
+		if (s == NULL || cidr_parse(s, &c) != 0 ||
+		    strncmp(s, "127.", 4) != 0 || strchr(s, ':') != NULL)
+			return false;
+		const char *slash = strchr(s, '/');
+		if (slash != NULL && strtol(slash + 1, NULL, 10) < 8)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The rule's "inject" (credentials.md): a secret the proxy adds upstream
+ * in place of the job's token for capability. Only where the proxy reads
+ * the request (tls terminate) or on plain HTTP to loopback ranges.
+ */
 static void
-check_egress(const json_t *egress, json_t *problems, json_t *warnings)
+check_inject(const json_t *m, const json_t *r, const char *where,
+    json_t *problems)
+{
+	static const char *const keys[] = { "secret", "header", "format",
+		"capability" };
+	json_t *in = json_object_get(r, "inject"), *v;
+	char field[160];
+
+	if (in == NULL)
+		return;
+	snprintf(field, sizeof(field), "%s.inject", where);
+	if (!json_is_object(in)) {
+		problems_add(problems, field,
+		    "must be {\"secret\", \"header\", \"format\", "
+		    "\"capability\"}");
+		return;
+	}
+	problems_unknown_keys(in, field, keys, ARRAY_SIZE(keys), problems);
+	const char *tls = json_string_value(json_object_get(r, "tls"));
+	if (tls == NULL)
+		tls = rule_port(r) == 443 ? "terminate" : "none";
+	if (strcmp(tls, "passthrough") == 0)
+		problems_add(problems, field,
+		    "passthrough cannot carry an injected credential: the "
+		    "proxy does not read the request; use \"tls\": "
+		    "\"terminate\"");
+	else if (strcmp(tls, "none") == 0 && !loopback_only(r))
+		problems_add(problems, field,
+		    "plain HTTP would carry the credential in clear: inject "
+		    "only on tls terminate, or with allow_cidrs all in "
+		    "127.0.0.0/8");
+
+	v = json_object_get(in, "secret");
+	snprintf(field, sizeof(field), "%s.inject.secret", where);
+	if (!json_is_string(v) || !manifest_name_ok(json_string_value(v)))
+		problems_add(problems, field,
+		    "required: the name of a secret at the broker, "
+		    "[a-z0-9][a-z0-9._-]{0,63}");
+
+	v = json_object_get(in, "header");
+	snprintf(field, sizeof(field), "%s.inject.header", where);
+	if (!json_is_string(v) ||
+	    !manifest_inject_header_ok(json_string_value(v)))
+		problems_add(problems, field,
+		    "required: a header name (letters, digits, '-'; at most "
+		    "64), not Host, a framing or hop header, nor X-Cordon-*");
+
+	v = json_object_get(in, "format");
+	snprintf(field, sizeof(field), "%s.inject.format", where);
+	if (v != NULL &&
+	    (!json_is_string(v) ||
+		!manifest_inject_format_ok(json_string_value(v))))
+		problems_add(problems, field,
+		    "printable ASCII with exactly one {secret} and no other "
+		    "braces (\"Bearer {secret}\"), at most %d bytes",
+		    MANIFEST_INJECT_FORMAT_MAX);
+
+	v = json_object_get(in, "capability");
+	snprintf(field, sizeof(field), "%s.inject.capability", where);
+	const json_t *cap = json_is_string(v)
+	    ? manifest_capability(m, json_string_value(v))
+	    : NULL;
+	if (!json_is_string(v))
+		problems_add(problems, field,
+		    "required: the capability whose token the job presents "
+		    "for the credential to be added");
+	else if (cap == NULL)
+		problems_add(problems, field,
+		    "no capability of this manifest has that name");
+	else {
+		const char *aud =
+		    json_string_value(json_object_get(r, "audience"));
+		const char *caud =
+		    json_string_value(json_object_get(cap, "audience"));
+		if (aud != NULL && caud != NULL && strcmp(aud, caud) != 0)
+			problems_add(problems, field,
+			    "the capability's audience (%.128s) is not this "
+			    "rule's (%.128s)",
+			    caud, aud);
+	}
+}
+
+static void
+check_egress(const json_t *m, const json_t *egress, json_t *problems,
+    json_t *warnings)
 {
 	size_t i, j, n;
 	json_t *r;
@@ -662,6 +824,7 @@ check_egress(const json_t *egress, json_t *problems, json_t *warnings)
 			continue;
 		}
 		check_rule(r, where, problems);
+		check_inject(m, r, where, problems);
 		for (j = 0; j < i; j++) {
 			json_t *o = json_array_get(egress, j);
 			if (json_is_object(o) &&
@@ -832,7 +995,7 @@ manifest_validate(const json_t *m, const char *name, json_t *problems,
 	if ((v = json_object_get(m, "mint")) != NULL)
 		check_mint(v, json_object_get(m, "capabilities"), problems);
 	if ((v = json_object_get(m, "egress")) != NULL)
-		check_egress(v, problems, warnings);
+		check_egress(m, v, problems, warnings);
 	if ((v = json_object_get(m, "limits")) != NULL)
 		check_limits(v, problems);
 	if ((v = json_object_get(m, "return")) != NULL)

@@ -77,6 +77,20 @@ void manifest_mint(const json_t *m, struct manifest_mint *ret);
 /* The capability named name in m, borrowed, or NULL. */
 json_t *manifest_capability(const json_t *m, const char *name);
 
+/* The longest "format" of an egress rule's "inject". */
+#define MANIFEST_INJECT_FORMAT_MAX 512
+
+/* Whether h may be the header an egress rule's "inject" sets: a token of
+ * letters, digits and '-' (at most 64), neither Host nor a framing or hop
+ * header (Content-Length, Transfer-Encoding, Connection, ...) nor
+ * X-Cordon-*. */
+bool manifest_inject_header_ok(const char *h);
+
+/* Whether f may be an "inject" format: printable ASCII, at most
+ * MANIFEST_INJECT_FORMAT_MAX bytes, exactly one "{secret}" and no other
+ * brace. */
+bool manifest_inject_format_ok(const char *f);
+
 /* Egress rules with defaults filled in (port, tls, paths): a new array. */
 json_t *manifest_egress(const json_t *m);
 

@@ -1,0 +1,86 @@
+/*
+ * Secrets at the broker (issue 18): upstream credentials that a proxy
+ * injects into a job's requests, so that none is ever inside a sandbox.
+ * A secret is stored sealed (AES-256-GCM with a key file beside the
+ * database, never in it; a random 96-bit nonce per seal; the name and
+ * version as associated data, so a sealed value cannot be moved to
+ * another name or version). The API gives metadata only; the value
+ * leaves the broker only when a verifier (a proxy) releases it for a
+ * running job whose manifest names it, and every release is audited
+ * (name, version, job: never the value).
+ */
+#ifndef CORDON_BROKER_SECRETS_H
+#define CORDON_BROKER_SECRETS_H
+
+#include "http_server.h"
+
+#include <jansson.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SECRETS_KEY_LEN 32
+#define SECRETS_NONCE_LEN 12
+#define SECRETS_TAG_LEN 16
+/* The longest value a secret may have, in bytes. */
+#define SECRETS_VALUE_MAX 4096
+/* A sealed value: nonce, ciphertext, tag. */
+#define SECRETS_SEALED_MAX                                                     \
+	(SECRETS_NONCE_LEN + SECRETS_VALUE_MAX + SECRETS_TAG_LEN)
+/* The key file's name under the broker's keys_dir. */
+#define SECRETS_KEY_FILE "secrets.aead"
+
+/*
+ * Reads the sealing key at path (exactly SECRETS_KEY_LEN bytes), or writes
+ * a fresh one (mode 0600) when there is none: 0, -EINVAL when the file is
+ * not a key, or -errno. *ret_created says whether it was written now.
+ */
+int secrets_key_load(const char *path, unsigned char key[SECRETS_KEY_LEN],
+    bool *ret_created);
+
+/*
+ * Seals len bytes of plain as version of name into out (cap bytes, at
+ * least len + SECRETS_NONCE_LEN + SECRETS_TAG_LEN): 0 with the sealed
+ * length in *ret_len, -EMSGSIZE when len exceeds SECRETS_VALUE_MAX or cap
+ * is short, -EIO when OpenSSL fails.
+ */
+int secrets_seal(const unsigned char key[SECRETS_KEY_LEN], const char *name,
+    int64_t version, const void *plain, size_t len, unsigned char *out,
+    size_t cap, size_t *ret_len);
+
+/*
+ * Opens what secrets_seal made for the same name and version into out
+ * (cap bytes; the value and a NUL): 0 with the value's length in
+ * *ret_len, -EBADMSG when it does not authenticate (another key, name or
+ * version, or altered bytes), -EMSGSIZE when cap is short. out is wiped
+ * on failure.
+ */
+int secrets_unseal(const unsigned char key[SECRETS_KEY_LEN], const char *name,
+    int64_t version, const unsigned char *sealed, size_t len, char *out,
+    size_t cap, size_t *ret_len);
+
+struct broker;
+/*
+ * Adds a problem to problems for each egress rule of manifest m (valid
+ * otherwise) whose "inject" names a secret the store does not hold, or
+ * that the store could not be asked about: a manifest is refused until
+ * its secrets exist.
+ */
+void secrets_check_manifest(struct broker *b, const json_t *m,
+    json_t *problems);
+
+/* The handlers of /v1/secrets and of a job's release; ctx is the struct
+ * broker. */
+void secrets_put(void *ctx, struct http_request *req,
+    struct http_response *res);
+void secrets_get(void *ctx, struct http_request *req,
+    struct http_response *res);
+void secrets_list(void *ctx, struct http_request *req,
+    struct http_response *res);
+void secrets_delete(void *ctx, struct http_request *req,
+    struct http_response *res);
+void secrets_release(void *ctx, struct http_request *req,
+    struct http_response *res);
+
+#endif
