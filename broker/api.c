@@ -1,5 +1,5 @@
 /*
- * The broker's HTTP API (DESIGN.md, "Broker API"): manifests, jobs, tokens,
+ * The broker's HTTP API (docs/api.md, cordon-broker): manifests, jobs, tokens,
  * introspection, revocation and its feed, audit. Handlers check their
  * input fully, call the store, and answer; when a check cannot be made
  * (the store fails), the answer is a refusal, never a grant.
