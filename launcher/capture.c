@@ -95,15 +95,14 @@ jobnet_new(const json_t *rules, struct jobnet **ret)
 		free(n);
 		return r;
 	}
-	/* The rules' ports (TLS only so far: plain HTTP on them is closed
-	 * by the SNI check). */
+	/* The rules' ports: TLS by its SNI, plain HTTP by its Host. */
 	size_t i;
 	json_t *v;
 	json_array_foreach(rules, i, v)
 	{
 		json_int_t p = json_integer_value(json_object_get(v, "port"));
 		bool seen = false;
-		if (p <= 0 || p > 65535 || p == 80)
+		if (p <= 0 || p > 65535)
 			continue;
 		for (size_t k = 0; k < n->nports; k++)
 			seen = seen || n->ports[k] == p;
@@ -366,6 +365,94 @@ cconn_progress(struct cconn *c)
 		cconn_free(c);
 }
 
+/* b[1]: a connection of its own on the job's channel. 0 or -1. */
+static int
+channel_open(struct cconn *c)
+{
+	int ch = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (ch < 0 ||
+	    connect(ch, (struct sockaddr *)&c->n->channel,
+		sizeof(c->n->channel)) < 0 ||
+	    (c->b[1] = bufferevent_socket_new(c->n->base, ch,
+		 BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		if (ch >= 0)
+			close(ch);
+		return -1;
+	}
+	bufferevent_setcb(c->b[1], on_cread, on_cwrite, on_cevent, c);
+	bufferevent_enable(c->b[1], EV_READ | EV_WRITE);
+	return 0;
+}
+
+/* The Host header's value in head[0..len) (the request's head, its
+ * request line first), without its port, into out: 0 or -1. */
+static int
+head_host(const char *head, size_t len, char *out, size_t cap)
+{
+	const char *p = memchr(head, '\n', len), *end = head + len;
+
+	while (p != NULL && p + 1 < end) {
+		const char *line = p + 1, *eol = memchr(line, '\n', end - line);
+		if (eol == NULL)
+			return -1;
+		if (eol - line > 5 && strncasecmp(line, "host:", 5) == 0) {
+			const char *v = line + 5;
+			while (v < eol && (*v == ' ' || *v == '\t'))
+				v++;
+			size_t n = 0;
+			while (v + n < eol && v[n] != ':' && v[n] != '\r' &&
+			    v[n] != ' ')
+				n++;
+			if (n == 0 || n >= cap)
+				return -1;
+			memcpy(out, v, n);
+			out[n] = '\0';
+			return 0;
+		}
+		p = eol;
+	}
+	return -1;
+}
+
+/* A plain HTTP request: once its head is whole, its Host must be the
+ * name dialled; its request line goes to the channel in absolute form
+ * (http://name:port/path), the rest as it came, then bytes both ways.
+ * Later requests on the connection are not rewritten: the proxy refuses
+ * them (docs/egress.md). */
+static void
+on_http(struct cconn *c, const char *data, size_t len)
+{
+	struct evbuffer *in = bufferevent_get_input(c->b[0]);
+	const char *end = memmem(data, len, "\r\n\r\n", 4);
+	const char *sp = memchr(data, ' ', len);
+	char host[DNS_NAME_MAX + 1], line[DNS_NAME_MAX + 64];
+
+	if (end == NULL) {
+		if (len >= PROXY_HEAD_MAX * 4)
+			refuse(c);
+		return;
+	}
+	/* METHOD SP /target: an origin-form target only. */
+	if (sp == NULL || sp > end || sp == data || sp[1] != '/' ||
+	    head_host(data, (size_t)(end - data) + 2, host, sizeof(host)) < 0 ||
+	    strcasecmp(host, c->name) != 0 || channel_open(c) < 0) {
+		refuse(c);
+		return;
+	}
+	int k = snprintf(line, sizeof(line), "%.*s http://%s:%u",
+	    (int)(sp - data), data, c->name, c->port);
+	if (k < 0 || (size_t)k >= sizeof(line)) {
+		refuse(c);
+		return;
+	}
+	evbuffer_drain(in, (size_t)(sp + 1 - data)); /* the method, SP */
+	bufferevent_write(c->b[1], line, (size_t)k);
+	c->state = C_RELAY;
+	c->n->counts.captured++;
+	evbuffer_add_buffer(bufferevent_get_output(c->b[1]), in);
+}
+
 /* The client's bytes until its SNI is known: then the CONNECT. */
 static void
 on_hello(struct cconn *c)
@@ -374,6 +461,11 @@ on_hello(struct cconn *c)
 	size_t len = evbuffer_get_length(in);
 	char sni[SNI_MAX + 1], head[SNI_MAX + 128];
 	uint8_t *data = evbuffer_pullup(in, -1);
+
+	if (data != NULL && len > 0 && data[0] != 0x16) {
+		on_http(c, (const char *)data, len); /* not a TLS record */
+		return;
+	}
 	int r = data != NULL ? sni_parse(data, len, sni) : -ENOMEM;
 
 	if (r == -EAGAIN && len < SNI_READ_MAX)
@@ -385,14 +477,7 @@ on_hello(struct cconn *c)
 		refuse(c); /* not TLS, no SNI, or not the name dialled */
 		return;
 	}
-	int ch = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (ch < 0 ||
-	    connect(ch, (struct sockaddr *)&c->n->channel,
-		sizeof(c->n->channel)) < 0 ||
-	    (c->b[1] = bufferevent_socket_new(c->n->base, ch,
-		 BEV_OPT_CLOSE_ON_FREE)) == NULL) {
-		if (ch >= 0)
-			close(ch);
+	if (channel_open(c) < 0) {
 		refuse(c);
 		return;
 	}
@@ -402,8 +487,6 @@ on_hello(struct cconn *c)
 	bufferevent_write(c->b[1], head, strlen(head));
 	bufferevent_disable(c->b[0], EV_READ);
 	c->state = C_PROXY;
-	bufferevent_setcb(c->b[1], on_cread, on_cwrite, on_cevent, c);
-	bufferevent_enable(c->b[1], EV_READ | EV_WRITE);
 }
 
 /* The proxy's answer to the CONNECT: 200, then the tunnel. */

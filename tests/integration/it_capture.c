@@ -254,6 +254,40 @@ START_TEST(clients_that_ignore_the_proxy_are_captured)
 }
 END_TEST
 
+/* Plain HTTP to an allowed name's address is captured too, by its Host:
+ * Node's fetch and urllib without proxies reach the upstream; a Host
+ * that is not the name dialled is closed and reaches nothing. */
+START_TEST(plain_http_is_captured_by_its_host)
+{
+	unsigned port = upstream_port(plain);
+	char script[2048];
+
+	snprintf(script, sizeof(script),
+	    "/usr/bin/node -e \"fetch('http://api.test:%u/ok/n')"
+	    ".then(r=>r.json()).then(j=>{console.log('fetch',j.target);"
+	    "process.exit(0)}).catch(e=>console.log('fetch error',"
+	    "e.cause?e.cause.code:e))\"\n"
+	    "/usr/bin/python3 -c \"import urllib.request as u,json\n"
+	    "o=u.build_opener(u.ProxyHandler({}))\n"
+	    "print('urllib',json.load(o.open('http://api.test:%u/ok/p'))"
+	    "['target'])\"\n"
+	    "/usr/bin/python3 -c \"import socket\n"
+	    "s=socket.create_connection(('api.test',%u),timeout=5)\n"
+	    "s.sendall(b'GET /ok/e HTTP/1.1\\r\\nHost: evil.test\\r\\n\\r\\n')"
+	    "\n"
+	    "print('other host got',len(s.recv(100)))\"\n",
+	    port, port, port);
+	char *out = run_stdout(script);
+
+	if (getenv("CAPTURE_DEBUG") != NULL)
+		fprintf(stderr, "%s", out);
+	ck_assert_msg(strstr(out, "fetch /ok/n\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "urllib /ok/p\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "other host got 0\n") != NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
 /* The common runtimes are pointed at the job's CA (and Node at the
  * proxy) by the launcher's environment: Node's fetch works with nothing
  * set by the job. */
@@ -301,6 +335,7 @@ suite(void)
 	tcase_add_test(tc, the_job_resolves_only_its_allowed_names);
 	tcase_add_test(tc, clients_that_ignore_the_proxy_are_captured);
 	tcase_add_test(tc, the_common_runtimes_trust_the_jobs_ca);
+	tcase_add_test(tc, plain_http_is_captured_by_its_host);
 	suite_add_tcase(s, tc);
 	return s;
 }
