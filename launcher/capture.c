@@ -132,10 +132,13 @@ jobnet_fetch(const char *base, const char *key, const json_t *job,
 	if ((r = httpc_request(base, "GET", path, key, NULL, NULL, FETCH_MS,
 		 &a)) < 0)
 		return r;
-	json_t *rules =
-	    json_object_get(json_object_get(a.json, "manifest"), "egress");
-	r = a.status == 200 && json_is_array(rules) ? jobnet_new(rules, ret)
-						    : -EIO;
+	json_t *m = json_object_get(a.json, "manifest");
+	json_t *rules = json_object_get(m, "egress");
+	/* No egress at all: no name answered, nothing captured. */
+	r = a.status == 200 && json_is_object(m) &&
+		(rules == NULL || json_is_array(rules))
+	    ? jobnet_new(rules, ret)
+	    : -EIO;
 	httpc_answer_free(&a);
 	return r;
 }

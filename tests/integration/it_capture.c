@@ -24,6 +24,7 @@
 
 static struct stack st;
 static struct upstream *plain, *tls_up;
+static const char *manifest = "net-job"; /* what run_stdout runs */
 
 static void
 setup(void)
@@ -105,8 +106,8 @@ run_stdout(const char *script)
 	static char out[1 << 20], err[1 << 16];
 	char input[400];
 	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
-		"--config", st.launcher_cfg, "--manifest", "net-job", "--input",
-		input, "--", "/bin/sh", "-c", (char *)script, NULL };
+		"--config", st.launcher_cfg, "--manifest", (char *)manifest,
+		"--input", input, "--", "/bin/sh", "-c", (char *)script, NULL };
 
 	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
 	int status = harness_run(argv, out, sizeof(out), err, sizeof(err));
@@ -288,6 +289,62 @@ START_TEST(plain_http_is_captured_by_its_host)
 }
 END_TEST
 
+/* A C client with a plain getaddrinfo and connect() (jobs/capture/raw.c)
+ * reaches the upstream; its direct connects to a public, a private and a
+ * link-local address all end at once inside the namespace: refused
+ * where nobody listens, closed by the capture on a rule's port (and
+ * then a denial in the proxy's log). */
+START_TEST(a_raw_socket_client_is_captured)
+{
+	char bin[400], script[1024], out[4096], err[4096];
+	unsigned port = upstream_port(plain);
+
+	snprintf(bin, sizeof(bin), "%s/repo/raw", st.inputs);
+	char *cc[] = { "/usr/bin/cc", "-o", bin,
+		CORDON_SOURCE_DIR "/tests/integration/jobs/capture/raw.c",
+		NULL };
+	ck_assert_msg(harness_run(cc, out, sizeof(out), err, sizeof(err)) == 0,
+	    "cc: %s", err);
+	snprintf(script, sizeof(script),
+	    "./repo/raw api.test %u 1.1.1.1:443 10.0.0.1:22 "
+	    "169.254.169.254:80 192.168.1.1:%u\n",
+	    port, port);
+	char *text = run_stdout(script);
+
+	if (getenv("CAPTURE_DEBUG") != NULL)
+		fprintf(stderr, "%s", text);
+	ck_assert_msg(strstr(text, "raw HTTP/1.1 200 OK\n") != NULL, "%s",
+	    text);
+	ck_assert_msg(strstr(text, "direct 10.0.0.1:22: Connection refused") !=
+		NULL,
+	    "%s", text);
+	ck_assert_msg(strstr(text,
+			  "direct 169.254.169.254:80: Connection "
+			  "refused") != NULL,
+	    "%s", text);
+	ck_assert_msg(strstr(text, "then more") == NULL, "%s", text);
+	ck_assert_msg(strstr(text, "direct 192.168.1.1:") != NULL, "%s", text);
+	free(text);
+	ck_assert(proxy_denied("192.168.1.1", "ip_literal"));
+}
+END_TEST
+
+/* A manifest with no egress at all runs, and its resolver knows no
+ * name. */
+START_TEST(a_job_without_egress_resolves_nothing)
+{
+	json_t *m = json_pack("{s:s, s:[s], s:{s:i}}", "name", "quiet-job",
+	    "command", "/bin/true", "limits", "wall_seconds", 60);
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/quiet-job", st.admin, NULL, m));
+	manifest = "quiet-job";
+	char *out = run_stdout("getent hosts api.test; echo getent=$?\n");
+
+	ck_assert_msg(strstr(out, "getent=2\n") != NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
 /* The common runtimes are pointed at the job's CA (and Node at the
  * proxy) by the launcher's environment: Node's fetch works with nothing
  * set by the job. */
@@ -336,6 +393,8 @@ suite(void)
 	tcase_add_test(tc, clients_that_ignore_the_proxy_are_captured);
 	tcase_add_test(tc, the_common_runtimes_trust_the_jobs_ca);
 	tcase_add_test(tc, plain_http_is_captured_by_its_host);
+	tcase_add_test(tc, a_raw_socket_client_is_captured);
+	tcase_add_test(tc, a_job_without_egress_resolves_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
