@@ -1,0 +1,78 @@
+/*
+ * Credential injection (issue 18, docs/credentials.md), the proxy's pure
+ * half: the header value a rule's "inject" format makes of a released
+ * secret, and the reflection scanner that keeps the secret from coming
+ * back to the job in an upstream's answer. The scanner knows the value
+ * raw, in hex, percent-encoded (every byte, or only the reserved ones)
+ * and in base64 (standard and URL-safe, at each of the three offsets a
+ * value can have inside a longer base64 text); hex and percent forms in
+ * either case. A match is overwritten in place with as many filler bytes,
+ * so the answer's length (and its framing) is kept. A match may span
+ * reads: the scanner holds back the last bytes it was given until it
+ * knows they start no match. No I/O; every buffer capped.
+ */
+#ifndef CORDON_PROXY_INJECT_H
+#define CORDON_PROXY_INJECT_H
+
+#include "buf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The longest secret value (the broker's SECRETS_VALUE_MAX). */
+#define INJECT_VALUE_MAX 4096
+/* The encodings of one value the scanner looks for, at most. */
+#define INJECT_PATTERNS 12
+
+/*
+ * Writes format (validated: manifest_inject_format_ok) with its one
+ * "{secret}" replaced by value[0..len) into out (cap bytes, with a NUL):
+ * 0, -EINVAL when format has no "{secret}" or value is not printable
+ * ASCII (it goes in a header), -EMSGSIZE when out is short. out is wiped
+ * on failure.
+ */
+int inject_format(const char *format, const char *value, size_t len, char *out,
+    size_t cap);
+
+struct inject_pattern {
+	char *text;
+	size_t len;
+	bool nocase; /* hex and percent forms: either case */
+};
+
+struct inject_scanner {
+	struct inject_pattern pat[INJECT_PATTERNS];
+	size_t npat;
+	size_t maxlen; /* of the patterns: up to maxlen - 1 bytes are held */
+	char *hold; /* maxlen bytes */
+	size_t nhold;
+	char filler; /* a byte that is not in any pattern */
+	size_t found; /* matches redacted so far */
+};
+
+/*
+ * Prepares s for value[0..len) (1 to INJECT_VALUE_MAX bytes): 0, -EINVAL,
+ * or -ENOMEM. Free with inject_scanner_free, which wipes what it held.
+ */
+int inject_scanner_init(struct inject_scanner *s, const char *value,
+    size_t len);
+
+/*
+ * Scans the next n bytes of an answer: appends to out every byte that
+ * can go now, each match of the value overwritten with filler bytes;
+ * the bytes that could still start a match stay held. 0, or buf_append's
+ * -errno (then nothing was appended and the bytes are not held: the
+ * caller ends the answer). *ret_found (may be NULL) gets the matches
+ * redacted in this call.
+ */
+int inject_scanner_feed(struct inject_scanner *s, const char *p, size_t n,
+    struct buf *out, size_t *ret_found);
+
+/* The answer ended: appends the held bytes (redacted) to out. 0 or
+ * -errno. */
+int inject_scanner_flush(struct inject_scanner *s, struct buf *out);
+
+/* Wipes and frees what s holds. A zeroed s is fine. */
+void inject_scanner_free(struct inject_scanner *s);
+
+#endif
