@@ -15,6 +15,7 @@
 #include "capture.h"
 
 #include "http_client.h"
+#include "sandbox.h"
 #include "sni.h"
 
 #include <arpa/inet.h>
@@ -102,7 +103,9 @@ jobnet_new(const json_t *rules, struct jobnet **ret)
 	{
 		json_int_t p = json_integer_value(json_object_get(v, "port"));
 		bool seen = false;
-		if (p <= 0 || p > 65535)
+		/* The relay's and the resolver's ports are theirs. */
+		if (p <= 0 || p > 65535 || p == SANDBOX_PROXY_PORT ||
+		    p == DNS_PORT)
 			continue;
 		for (size_t k = 0; k < n->nports; k++)
 			seen = seen || n->ports[k] == p;

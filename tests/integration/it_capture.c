@@ -345,6 +345,26 @@ START_TEST(a_job_without_egress_resolves_nothing)
 }
 END_TEST
 
+/* A rule on the relay's port (3128) or the resolver's (53) leaves them
+ * to the relay and the resolver: the job runs, and the relay answers. */
+START_TEST(a_rule_on_the_relays_port_still_runs)
+{
+	json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:i, s:[s], s:s}, "
+			      "{s:s, s:i, s:[s], s:s}], s:{s:i}}",
+	    "name", "port-job", "command", "/bin/true", "egress", "host",
+	    "api.test", "port", 3128, "methods", "GET", "reason", "odd", "host",
+	    "api.test", "port", 53, "methods", "GET", "reason", "odd", "limits",
+	    "wall_seconds", 60);
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/port-job", st.admin, NULL, m));
+	manifest = "port-job";
+	char *out = run_stdout("getent hosts api.test; echo getent=$?\n");
+
+	ck_assert_msg(strstr(out, "getent=0\n") != NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
 /* The common runtimes are pointed at the job's CA (and Node at the
  * proxy) by the launcher's environment: Node's fetch works with nothing
  * set by the job. */
@@ -395,6 +415,7 @@ suite(void)
 	tcase_add_test(tc, plain_http_is_captured_by_its_host);
 	tcase_add_test(tc, a_raw_socket_client_is_captured);
 	tcase_add_test(tc, a_job_without_egress_resolves_nothing);
+	tcase_add_test(tc, a_rule_on_the_relays_port_still_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }
