@@ -28,6 +28,11 @@ struct forward_target {
 	const struct sockaddr_in *broker;
 	const char *verifier_key;
 	const char *job;
+	/* Set for a rule that injects a credential (credentials.md): the
+	 * header and its value (inject_format's), added in place of the
+	 * job's token. */
+	const char *inject_header;
+	const char *inject_value;
 };
 
 /*
@@ -35,7 +40,10 @@ struct forward_target {
  * host, with ":port" unless the port is the scheme's default; for
  * broker.cordon, Host is the broker's address, Authorization the verifier
  * key and X-Cordon-Job the job, and the job's own Authorization, Cookie
- * and X-Cordon-* fields are dropped. 0, or http1_serialize's -errno. The
+ * and X-Cordon-* fields are dropped. With inject_header, the job's fields
+ * of that name, its Authorization and X-Cordon-* fields and every field
+ * whose value holds a crd_ token are dropped and inject_header:
+ * inject_value is added. 0, or http1_serialize's -errno. The
  * caller wipes out after use: it may hold a key.
  */
 int forward_head(const struct http1_request *r, const char *head,

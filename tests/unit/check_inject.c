@@ -6,6 +6,7 @@
  * other text left alone), and the manifest's validation of "inject"
  * (common/manifest.c).
  */
+#include "forward.h"
 #include "inject.h"
 #include "manifest.h"
 
@@ -279,6 +280,45 @@ START_TEST(test_manifest_inject)
 }
 END_TEST
 
+START_TEST(test_forward_swaps_the_token)
+{
+	static const char req[] = "GET /repos/acme/widgets HTTP/1.1\r\n"
+				  "Host: api.github.com\r\n"
+				  "Authorization: Bearer crd_job_token_here\r\n"
+				  "x-api-key: job-chosen\r\n"
+				  "X-Cordon-Job: job_other\r\n"
+				  "X-Other: crd_elsewhere\r\n"
+				  "Accept: application/json\r\n\r\n";
+	struct http1_parser parser;
+	struct forward_target t = { .host = "api.github.com",
+		.port = 443,
+		.tunnel = true,
+		.inject_header = "X-Api-Key",
+		.inject_value = "Key upstream-secret" };
+	struct buf out = BUF_INIT(HTTP1_HEAD_MAX + 1024);
+	size_t used = 0;
+
+	http1_parser_init(&parser, HTTP1_MODE_ORIGIN);
+	ck_assert_int_eq(http1_parse(&parser, req, strlen(req), &used), 0);
+	ck_assert_int_eq(forward_head(&parser.req, req, &t, &out), 0);
+	const char *s = buf_str(&out);
+	ck_assert_ptr_nonnull(
+	    strstr(s, "\r\nX-Api-Key: Key upstream-secret\r\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nAccept: application/json\r\n"));
+	ck_assert_ptr_null(strstr(s, "crd_"));
+	ck_assert_ptr_null(strstr(s, "job-chosen"));
+	ck_assert_ptr_null(strstr(s, "X-Cordon"));
+	ck_assert_ptr_null(strstr(s, "Authorization"));
+	buf_free(&out);
+	/* Without an injection the head is the job's, as before. */
+	t.inject_header = NULL;
+	buf_init(&out, HTTP1_HEAD_MAX + 1024);
+	ck_assert_int_eq(forward_head(&parser.req, req, &t, &out), 0);
+	ck_assert_ptr_nonnull(strstr(buf_str(&out), "crd_job_token_here"));
+	buf_free(&out);
+}
+END_TEST
+
 static Suite *
 inject_suite(void)
 {
@@ -290,6 +330,7 @@ inject_suite(void)
 	tcase_add_test(tc, test_scan_leaves_other_text);
 	tcase_add_test(tc, test_scanner_init_refuses);
 	tcase_add_test(tc, test_manifest_inject);
+	tcase_add_test(tc, test_forward_swaps_the_token);
 	suite_add_tcase(s, tc);
 	return s;
 }
