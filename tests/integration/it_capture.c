@@ -142,6 +142,24 @@ static const char dns_query_py[] =
     "ip=socket.inet_ntoa(a[-4:]) if an else '-'\n"
     "print('dns',name,qt,'rcode=%d'%rc,'answers=%d'%an,ip)\n";
 
+/* Two queries on one TCP connection to 127.0.0.53, each answer's rcode
+ * printed; then an oversized length, which ends the connection. */
+static const char dns_tcp_py[] =
+    "import socket,struct\n"
+    "def q(name,i):\n"
+    " b=struct.pack('>HHHHHH',i,0x0100,1,0,0,0)\n"
+    " b+=b''.join(bytes([len(l)])+l.encode() for l in name.split('.'))\n"
+    " b+=b'\\0'+struct.pack('>HH',1,1)\n"
+    " return struct.pack('>H',len(b))+b\n"
+    "s=socket.create_connection(('127.0.0.53',53),timeout=5)\n"
+    "s.sendall(q('api.test',1)+q('evil.example',2))\n"
+    "f=s.makefile('rb')\n"
+    "for i in range(2):\n"
+    " n=struct.unpack('>H',f.read(2))[0];a=f.read(n)\n"
+    " print('tcp',struct.unpack('>H',a[:2])[0],'rcode=%d'%(a[3]&15))\n"
+    "s.sendall(struct.pack('>H',4000)+b'x'*10)\n"
+    "print('tcp after oversize',len(f.read(10)))\n";
+
 START_TEST(the_job_resolves_only_its_allowed_names)
 {
 	/* The host's resolver port on loopback, if free: nothing may come. */
@@ -155,6 +173,7 @@ START_TEST(the_job_resolves_only_its_allowed_names)
 
 	snprintf(script, sizeof(script),
 	    "cat > /tmp/q.py <<'EOF'\n%sEOF\n"
+	    "cat > /tmp/tcp.py <<'EOF'\n%sEOF\n"
 	    "cat /etc/resolv.conf\n"
 	    "getent hosts api.test; echo getent-allowed=$?\n"
 	    "getent hosts a.cdn.test; echo getent-wild=$?\n"
@@ -162,8 +181,9 @@ START_TEST(the_job_resolves_only_its_allowed_names)
 	    "/usr/bin/python3 /tmp/q.py api.test 1\n"
 	    "/usr/bin/python3 /tmp/q.py api.test 28\n"
 	    "/usr/bin/python3 /tmp/q.py secret.evil.example 1\n"
-	    "/usr/bin/python3 /tmp/q.py secret.evil.example 28\n",
-	    dns_query_py);
+	    "/usr/bin/python3 /tmp/q.py secret.evil.example 28\n"
+	    "/usr/bin/python3 /tmp/tcp.py\n",
+	    dns_query_py, dns_tcp_py);
 	char *out = run_stdout(script);
 
 	ck_assert_msg(strstr(out, "nameserver 127.0.0.53\n") != NULL, "%s",
@@ -191,6 +211,9 @@ START_TEST(the_job_resolves_only_its_allowed_names)
 	    "%s", out);
 	if (getenv("CAPTURE_DEBUG") != NULL)
 		fprintf(stderr, "%s", out);
+	ck_assert_msg(strstr(out, "tcp 1 rcode=0\ntcp 2 rcode=3\n") != NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out, "tcp after oversize 0\n") != NULL, "%s", out);
 	free(out);
 	/* Each refused name is a decision of the proxy's, with its reason. */
 	ck_assert(proxy_denied("secret.evil.example", "no_rule"));
