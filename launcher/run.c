@@ -465,6 +465,8 @@ proxy_call_wait(struct proxy_call *pc)
 struct outcome {
 	struct stoppath_outcome s; /* stoppath.c's */
 	struct relay_counts relay;
+	struct dns_counts dns;
+	struct capture_counts capture;
 };
 
 /* Where the patch goes: --patch-out, or the state directory. */
@@ -507,6 +509,8 @@ stop_path(struct run *r, struct outcome *o)
 	/* The relay's connections go before anything else: the job's
 	 * network is cut, and their descriptors are the stop path's. */
 	relay_counts(r->relay, &o->relay);
+	jobnet_dns_counts(r->net, &o->dns);
+	jobnet_capture_counts(r->net, &o->capture);
 	relay_free(r->relay);
 	r->relay = NULL;
 	jobnet_stop(r->net);
@@ -760,6 +764,17 @@ report(struct run *r, const struct outcome *o)
 		    json_pack("{s:I, s:I, s:i}", "accepted",
 			(json_int_t)o->relay.accepted, "refused",
 			(json_int_t)o->relay.refused, "max", RELAY_MAX_CONNS));
+		json_object_set_new(j, "dns",
+		    json_pack("{s:I, s:I, s:I, s:I}", "answered",
+			(json_int_t)o->dns.answered, "nodata",
+			(json_int_t)o->dns.nodata, "refused",
+			(json_int_t)o->dns.refused, "bad",
+			(json_int_t)o->dns.bad));
+		json_object_set_new(j, "capture",
+		    json_pack("{s:I, s:I, s:I}", "captured",
+			(json_int_t)o->capture.captured, "refused",
+			(json_int_t)o->capture.refused, "unannounced",
+			(json_int_t)o->capture.unannounced));
 		json_t *t = json_object();
 		/* The workspace and the channel overlap: the total is the
 		 * time from the first call to the seal, not their sum. */

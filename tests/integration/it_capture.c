@@ -25,6 +25,15 @@
 static struct stack st;
 static struct upstream *plain, *tls_up;
 static const char *manifest = "net-job"; /* what run_stdout runs */
+static json_t *last; /* the last run's result */
+
+/* The last run's result's count at key.name. */
+static long long
+counted(const char *key, const char *name)
+{
+	return (long long)json_integer_value(
+	    json_object_get(json_object_get(last, key), name));
+}
 
 static void
 setup(void)
@@ -120,6 +129,8 @@ run_stdout(const char *script)
 		"text"));
 	char *copy = strdup(text != NULL ? text : "");
 	ck_assert_msg(status == 0, "cordon run: %d\n%s\n%s", status, copy, err);
+	json_decref(last);
+	last = json_incref(j);
 	json_decref(j);
 	return copy;
 }
@@ -215,6 +226,11 @@ START_TEST(the_job_resolves_only_its_allowed_names)
 	    "%s", out);
 	ck_assert_msg(strstr(out, "tcp after oversize 0\n") != NULL, "%s", out);
 	free(out);
+	/* The run's result counts what the resolver answered: the A of
+	 * getent, UDP and TCP, the AAAA by UDP, the refusals by all three. */
+	ck_assert_int_ge(counted("dns", "answered"), 3);
+	ck_assert_int_ge(counted("dns", "nodata"), 1);
+	ck_assert_int_ge(counted("dns", "refused"), 3);
 	/* Each refused name is a decision of the proxy's, with its reason. */
 	ck_assert(proxy_denied("secret.evil.example", "no_rule"));
 	ck_assert(!proxy_denied("api.test", "no_rule"));
@@ -273,6 +289,10 @@ START_TEST(clients_that_ignore_the_proxy_are_captured)
 	ck_assert_msg(strstr(out, "urllib /ok/p\n") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "direct refused") != NULL, "%s", out);
 	free(out);
+	/* 4 tunnels (fetch, https.get, the refused path's, urllib); the
+	 * direct connect refused by the capture itself. */
+	ck_assert_int_eq(counted("capture", "captured"), 4);
+	ck_assert_int_ge(counted("capture", "refused"), 1);
 	/* The direct connect is a decision of the proxy's too. */
 	ck_assert(proxy_denied("1.1.1.1", "ip_literal"));
 }
