@@ -4,6 +4,7 @@
  */
 #include "broker.h"
 
+#include "confine.h"
 #include "log.h"
 #include "secrets.h"
 #include "service.h"
@@ -310,6 +311,12 @@ main(int argc, char **argv)
 		.stopping = broker_stopping,
 		.auth_failed = broker_auth_failed,
 	};
+	/* Everything it needs is open: its own sandbox, late. */
+	if ((r = confine_apply(&confine_broker)) < 0) {
+		log_error("confine_failed", "{s:s}", "error", strerror(-r));
+		r = EXIT_OSERR;
+		goto out;
+	}
 	r = service_serve(&http, &b.cfg.common, addr, broker_sweep, 250);
 out:
 	if (fd >= 0)

@@ -4,6 +4,7 @@
  */
 #include "hatch.h"
 
+#include "confine.h"
 #include "keys.h"
 #include "log.h"
 #include "service.h"
@@ -174,6 +175,12 @@ main(int argc, char **argv)
 		.ctx = &h,
 		.keys = &h.keys,
 	};
+	/* Everything it needs is open: its own sandbox, late. */
+	if ((r = confine_apply(&confine_hatch)) < 0) {
+		log_error("confine_failed", "{s:s}", "error", strerror(-r));
+		r = EXIT_OSERR;
+		goto out;
+	}
 	r = service_serve(&http, &h.cfg.common, addr, NULL, 0);
 out:
 	if (fd >= 0)

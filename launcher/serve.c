@@ -15,6 +15,7 @@
 #include "launcher.h"
 
 #include "buf.h"
+#include "confine.h"
 #include "digest.h"
 #include "http_client.h"
 #include "http_server.h"
@@ -1466,6 +1467,13 @@ launcher_serve(int argc, char **argv)
 		.metrics = metrics,
 		.stopping = serve_stopping,
 	};
+	/* Its own sandbox, late; the jobs it forks inherit it
+	 * (confine.c: what serve keeps for cordon run). */
+	if ((r = confine_apply(&confine_serve)) < 0) {
+		log_error("confine_failed", "{s:s}", "error", strerror(-r));
+		r = EXIT_OSERR;
+		goto out;
+	}
 	r = service_serve(&http, &l->cfg.common, addr, tick, 100);
 	/* Jobs die with their launcher: each runs its stop path. */
 	for (struct sjob *j = l->jobs; j != NULL; j = j->next)

@@ -6,6 +6,7 @@
  */
 #include "proxy.h"
 
+#include "confine.h"
 #include "log.h"
 #include "service.h"
 #include "tls.h"
@@ -446,6 +447,12 @@ main(int argc, char **argv)
 		r = proxy_events(&p);
 	if (r < 0) {
 		log_error("http_failed", "{s:s}", "error", strerror(-r));
+		r = EXIT_OSERR;
+		goto out;
+	}
+	/* Everything it needs is open: its own sandbox, late. */
+	if ((r = confine_apply(&confine_proxy)) < 0) {
+		log_error("confine_failed", "{s:s}", "error", strerror(-r));
 		r = EXIT_OSERR;
 		goto out;
 	}
