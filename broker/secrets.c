@@ -149,6 +149,8 @@ secrets_unseal(const unsigned char key[SECRETS_KEY_LEN], const char *name,
 
 /* --- the API -------------------------------------------------------------- */
 
+static json_t *rule_injecting(const json_t *m, const char *name);
+
 static const char *
 actor_of(const struct http_request *req)
 {
@@ -264,7 +266,23 @@ secrets_get(void *ctx, struct http_request *req, struct http_response *res)
 		reply_store_error(b, res, r);
 		return;
 	}
-	http_reply_json(res, 200, meta_json(&m));
+	json_t *out = meta_json(&m), *cands = NULL, *names = json_array(), *c;
+	size_t i;
+	r = store_secret_manifests(b->store, m.name, &cands);
+	if (r < 0) {
+		json_decref(out);
+		json_decref(names);
+		reply_store_error(b, res, r);
+		return;
+	}
+	json_array_foreach(cands, i, c)
+	{
+		if (rule_injecting(json_object_get(c, "body"), m.name) != NULL)
+			json_array_append(names, json_object_get(c, "name"));
+	}
+	json_decref(cands);
+	json_object_set_new(out, "manifests", names);
+	http_reply_json(res, 200, out);
 }
 
 void

@@ -55,6 +55,7 @@ enum stmt_id {
 	ST_SECRET_LIST,
 	ST_SECRET_DEL,
 	ST_SECRET_USED,
+	ST_SECRET_MANIFESTS,
 	ST_MAX,
 };
 
@@ -125,6 +126,12 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_SECRET_DEL] = "DELETE FROM secrets WHERE name = ?",
 	[ST_SECRET_USED] = "UPDATE secrets SET last_used = ? WHERE name = ? "
 			   "AND version = ?",
+	/* Candidates: the canonical text is compact, so a rule naming the
+	 * secret holds this exact string; the caller parses to be sure. */
+	[ST_SECRET_MANIFESTS] = "SELECT m.name, m.body FROM manifests m WHERE "
+				"m.version = (SELECT max(version) FROM "
+				"manifests WHERE name = m.name) AND "
+				"instr(m.body, ?) > 0 ORDER BY m.name",
 };
 
 static const char schema[] =
@@ -1454,6 +1461,35 @@ store_secret_list(struct store *s, json_t **ret)
 	if (st == NULL)
 		return -EIO;
 	return collect(s, c, st, secret_row, ret);
+}
+
+static json_t *
+manifest_body_row(sqlite3_stmt *st)
+{
+	json_t *body =
+	    json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+
+	return json_pack("{s:s, s:o}", "name",
+	    (const char *)sqlite3_column_text(st, 0), "body",
+	    body != NULL ? body : json_null());
+}
+
+int
+store_secret_manifests(struct store *s, const char *name, json_t **ret)
+{
+	if (s->pg != NULL)
+		return -ENOTSUP;
+	char needle[128];
+	struct conn *c;
+	sqlite3_stmt *st;
+
+	if (snprintf(needle, sizeof(needle), "\"secret\":\"%s\"", name) >=
+	    (int)sizeof(needle))
+		return -EINVAL;
+	if ((st = reader_stmt(s, ST_SECRET_MANIFESTS, &c)) == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, needle, -1, SQLITE_TRANSIENT);
+	return collect(s, c, st, manifest_body_row, ret);
 }
 
 struct secret_del {

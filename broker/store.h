@@ -231,6 +231,10 @@ int store_secret_get(struct store *s, const char *name, struct secret_meta *ret,
  * version, created, last_used}. */
 int store_secret_list(struct store *s, json_t **ret);
 
+/* The current manifests that may inject name: a new array of {name,
+ * body} (body the manifest, parsed; check its rules to be sure). */
+int store_secret_manifests(struct store *s, const char *name, json_t **ret);
+
 /* Removes every version of name, audited (secret_deleted). Unknown is not
  * an error: *ret_found says. */
 int store_secret_delete(struct store *s, const char *name, const char *actor,

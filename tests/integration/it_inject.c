@@ -150,6 +150,20 @@ START_TEST(release_to_a_running_job_only)
 	json_decref(put_secret("/v1/secrets/other", value2, 200));
 	json_decref(harness_expect(&broker, 200, "PUT",
 	    "/v1/manifests/gh-reader", admin, NULL, m));
+	/* Which manifests name each secret. */
+	j = harness_expect(&broker, 200, "GET", "/v1/secrets/github-ro", admin,
+	    NULL, NULL);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "manifests")), 1);
+	ck_assert_str_eq(json_string_value(
+			     json_array_get(json_object_get(j, "manifests"),
+				 0)),
+	    "gh-reader");
+	json_decref(j);
+	j = harness_expect(&broker, 200, "GET", "/v1/secrets/other", admin,
+	    NULL, NULL);
+	ck_assert(json_is_array(json_object_get(j, "manifests")));
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "manifests")), 0);
+	json_decref(j);
 	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
 	    json_pack("{s:s}", "manifest", "gh-reader"));
 	job = strdup(json_string_value(json_object_get(j, "job")));
