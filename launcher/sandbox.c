@@ -222,7 +222,11 @@ build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 	    "nobody:x:65534:65534:nobody:/:/usr/sbin/nologin\n",
 	    0644);
 	write_file(ctl, ROOT "/etc/group", "root:x:0:\njob:x:1000:\n", 0644);
-	write_file(ctl, ROOT "/etc/hosts", "127.0.0.1 localhost\n", 0644);
+	/* The host name too, as Debian writes it: programs look their own
+	 * name up (git for its ident), and the resolver would log each as a
+	 * refused name. */
+	write_file(ctl, ROOT "/etc/hosts",
+	    "127.0.0.1 localhost\n127.0.1.1 cordon\n::1 localhost\n", 0644);
 	write_file(ctl, ROOT "/etc/hostname", "cordon\n", 0644);
 	/* The job's own resolver (launcher/dns.c): it forwards nothing. */
 	write_file(ctl, ROOT "/etc/resolv.conf", "nameserver 127.0.0.53\n",

@@ -463,6 +463,13 @@ int
 harness_run(char *const argv[], char *out, size_t outlen, char *err,
     size_t errlen)
 {
+	return harness_run_for(argv, 10000, out, outlen, err, errlen);
+}
+
+int
+harness_run_for(char *const argv[], int limit_ms, char *out, size_t outlen,
+    char *err, size_t errlen)
+{
 	const char *dir = harness_tmpdir();
 	int po[2], pe[2], status;
 	size_t gout = 0, gerr = 0;
@@ -499,7 +506,7 @@ harness_run(char *const argv[], char *out, size_t outlen, char *err,
 		drain(pe[0], err, errlen, &gerr);
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			break;
-		if ((double)monotonic_ms() - t0 > 10000) {
+		if ((double)monotonic_ms() - t0 > limit_ms) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 			status = -1;

@@ -60,6 +60,9 @@ json_t *daemon_log_lines(const struct daemon *d);
  * stderr into the buffers given (NUL-terminated): the exit status or -1. */
 int harness_run(char *const argv[], char *out, size_t outlen, char *err,
     size_t errlen);
+/* The same with a limit of limit_ms. */
+int harness_run_for(char *const argv[], int limit_ms, char *out, size_t outlen,
+    char *err, size_t errlen);
 
 /* GET base+path; NULL with *ret_status 0 when no answer came. */
 json_t *harness_get_json(const struct daemon *d, const char *path,
