@@ -20,6 +20,7 @@
 
 #include "forward.h"
 #include "http1.h"
+#include "inject.h"
 #include "log.h"
 #include "response.h"
 #include "sni.h"
@@ -34,6 +35,7 @@
 #include <event2/dns.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -112,6 +114,13 @@ struct pconn {
 	int ai_err;
 	bool ai_ready;
 	struct brokerclient_call *call;
+	/* A rule's injected credential (credentials.md), for this request
+	 * only: the header value, and the scanner that keeps the value out
+	 * of the answer. Wiped at the request's end. */
+	char *inject_value;
+	size_t inject_cap;
+	struct inject_scanner scan;
+	bool scanning;
 };
 
 static void on_cl_read(struct bufferevent *bev, void *arg);
@@ -195,6 +204,13 @@ request_reset(struct pconn *c)
 	c->path = NULL;
 	c->head_started = false;
 	tokens_reset(&c->tokens);
+	if (c->inject_value != NULL) {
+		explicit_bzero(c->inject_value, c->inject_cap);
+		free(c->inject_value);
+		c->inject_value = NULL;
+	}
+	inject_scanner_free(&c->scan);
+	c->scanning = false;
 }
 
 void
@@ -427,14 +443,85 @@ tokens_ask_next(struct pconn *c, brokerclient_cb cb)
 
 static void judge_tokens_next(struct pconn *c);
 
+/* The broker's release of the rule's secret: the credential for this
+ * request, or a refusal (fail closed). */
+static void
+on_release(void *arg, int status, json_t *body)
+{
+	struct pconn *c = arg;
+	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
+	const json_t *v = json_object_get(body, "value");
+	size_t len = json_string_length(v);
+
+	c->call = NULL;
+	if (status != 200 || !json_is_string(v) || len == 0 ||
+	    len > INJECT_VALUE_MAX) {
+		deny(c, "inject", "secret_unavailable");
+		return;
+	}
+	c->inject_cap = strlen(rule->inject.format) + len + 1;
+	c->inject_value = malloc(c->inject_cap);
+	if (c->inject_value == NULL ||
+	    inject_format(rule->inject.format, json_string_value(v), len,
+		c->inject_value, c->inject_cap) < 0 ||
+	    inject_scanner_init(&c->scan, json_string_value(v), len) < 0) {
+		deny(c, "inject", "secret_unusable");
+		return;
+	}
+	c->scanning = true;
+	log_info("secret_injected", "{s:s, s:s, s:s, s:I}", "job", c->job->id,
+	    "host", c->host, "secret", rule->inject.secret, "version",
+	    (json_int_t)json_integer_value(json_object_get(body, "version")));
+	go_upstream(c);
+}
+
+/*
+ * A rule that injects: the request must carry a good token of the rule's
+ * capability (judged already); the secret is released for this request
+ * and swapped in by forward_head. Other requests go on as they are.
+ */
+static void
+inject_then_upstream(struct pconn *c)
+{
+	const struct egress_rule *rule =
+	    c->rule >= 0 ? &c->job->rules.rule[c->rule] : NULL;
+	char path[256];
+	bool have = false;
+
+	if (rule == NULL || rule->inject.secret[0] == '\0' || c->broker_route ||
+	    c->parser.req.connect) {
+		go_upstream(c);
+		return;
+	}
+	for (size_t i = 0; i < c->tokens.n; i++)
+		have |= c->tokens.t[i].done && c->tokens.t[i].why == NULL &&
+		    strcmp(c->tokens.t[i].capability,
+			rule->inject.capability) == 0;
+	if (!have) {
+		deny(c, "token", "inject_needs_token");
+		return;
+	}
+	snprintf(path, sizeof(path), "/v1/jobs/%s/secrets/%s/release",
+	    c->job->id, rule->inject.secret);
+	c->call =
+	    brokerclient_call(c->p->bclient, "POST", path, NULL, on_release, c);
+	if (c->call == NULL)
+		deny(c, "inject", "secret_unavailable");
+}
+
 static void
 on_introspect(void *arg, int status, json_t *body)
 {
 	struct pconn *c = arg;
 
 	c->call = NULL;
-	tokens_judged(&c->tokens, c->tokens.judging,
-	    token_verdict(c, status, body));
+	const char *why = token_verdict(c, status, body);
+	tokens_judged(&c->tokens, c->tokens.judging, why);
+	if (why == NULL)
+		snprintf(c->tokens.t[c->tokens.judging].capability,
+		    sizeof(c->tokens.t[0].capability), "%s",
+		    json_string_value(json_object_get(body, "capability"))
+			?: "");
 	judge_tokens_next(c);
 }
 
@@ -454,7 +541,7 @@ judge_tokens_next(struct pconn *c)
 		deny(c, "token", why);
 		return;
 	}
-	go_upstream(c);
+	inject_then_upstream(c);
 }
 
 /* Every token shape in the head, request line and every field, is
@@ -810,6 +897,10 @@ send_request(struct pconn *c)
 		t.verifier_key = c->p->verifier_key;
 		t.job = c->job->id;
 	}
+	if (c->inject_value != NULL) {
+		t.inject_header = c->job->rules.rule[c->rule].inject.header;
+		t.inject_value = c->inject_value;
+	}
 	buf_init(&out, HTTP1_HEAD_MAX + 1024);
 	if (forward_head(r, c->head, &t, &out) < 0) {
 		buf_free(&out);
@@ -988,13 +1079,63 @@ pump_body(struct pconn *c)
 		pump_response(c); /* an answer that waited for the body */
 }
 
-/* Moves n bytes of the upstream's answer to the client. */
+static void
+reflected(struct pconn *c, size_t found)
+{
+	if (found == 0)
+		return;
+	log_warn("secret_reflected", "{s:s, s:s, s:s, s:I}", "job", c->job->id,
+	    "host", c->host, "secret",
+	    c->job->rules.rule[c->rule].inject.secret, "count",
+	    (json_int_t)found);
+}
+
+/* Moves n bytes of the upstream's answer to the client; with an injected
+ * credential, through the scanner (the last bytes held until the answer
+ * ends). */
 static void
 down(struct pconn *c, size_t n)
 {
-	evbuffer_remove_buffer(bufferevent_get_input(c->up),
-	    bufferevent_get_output(c->cl), n);
+	struct evbuffer *in = bufferevent_get_input(c->up);
+
 	c->d.bytes_down += n;
+	if (!c->scanning) {
+		evbuffer_remove_buffer(in, bufferevent_get_output(c->cl), n);
+		return;
+	}
+	struct buf out = BUF_INIT(n + INJECT_VALUE_MAX * 3);
+	size_t found = 0;
+	if (inject_scanner_feed(&c->scan,
+		(const char *)evbuffer_pullup(in, (ssize_t)n), n, &out,
+		&found) < 0) {
+		buf_free(&out);
+		evbuffer_drain(in, n);
+		c->scanning = false; /* nothing more goes down */
+		c->d.detail = "out_of_memory";
+		conn_finish(c);
+		return;
+	}
+	evbuffer_drain(in, n);
+	reflected(c, found);
+	if (out.len > 0)
+		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
+	buf_free(&out);
+}
+
+/* The answer ended: what the scanner held goes down. */
+static void
+down_flush(struct pconn *c)
+{
+	struct buf out = BUF_INIT(INJECT_VALUE_MAX * 3);
+	size_t before = c->scan.found;
+
+	if (!c->scanning)
+		return;
+	if (inject_scanner_flush(&c->scan, &out) == 0 && out.len > 0)
+		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
+	reflected(c, c->scan.found - before);
+	explicit_bzero(out.data, out.len);
+	buf_free(&out);
 }
 
 /* The response head, as the client gets it: without the upstream's
@@ -1017,6 +1158,23 @@ down_head(struct pconn *c, bool upgrade, bool close)
 		return -1;
 	}
 	evbuffer_drain(in, n);
+	if (c->scanning) {
+		/* The head is whole: scanned and flushed at once. */
+		struct buf clean = BUF_INIT(HTTP1_HEAD_MAX + 64);
+		size_t found = 0, before = c->scan.found;
+		if (inject_scanner_feed(&c->scan, head.data, head.len, &clean,
+			&found) < 0 ||
+		    inject_scanner_flush(&c->scan, &clean) < 0) {
+			buf_free(&clean);
+			buf_free(&head);
+			up_drop(c);
+			fail(c, 502, "out_of_memory");
+			return -1;
+		}
+		reflected(c, c->scan.found - before);
+		buf_free(&head);
+		head = clean;
+	}
 	evbuffer_add(bufferevent_get_output(c->cl), head.data, head.len);
 	c->d.bytes_down += head.len;
 	buf_free(&head);
@@ -1065,7 +1223,7 @@ pump_response(struct pconn *c)
 				return;
 			}
 			if (c->resp.status == 101) {
-				if (!c->upgrade_ok) {
+				if (!c->upgrade_ok || c->scanning) {
 					up_drop(c);
 					fail(c, 502, "unasked_upgrade");
 					return;
@@ -1122,6 +1280,8 @@ pump_response(struct pconn *c)
 		down(c, used);
 		c->resp_done = r == 0;
 	}
+	if (c->resp_done)
+		down_flush(c);
 	flow(c);
 	if (c->resp_done && c->body_done)
 		exchange_done(c);
@@ -1323,6 +1483,7 @@ on_up_event(struct bufferevent *bev, short what, void *arg)
 		if (c->resp_head && c->resp.body == HTTP1_RESP_CLOSE) {
 			pump_response(c);
 			c->resp_done = true;
+			down_flush(c);
 			c->keep_alive = false;
 			up_drop(c);
 			exchange_done(c);

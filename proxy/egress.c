@@ -163,12 +163,54 @@ egress_rules_free(struct egress_rules *r)
 	r->n = 0;
 }
 
+/* Copies string field key of o into out (cap bytes): false when it is
+ * not a string that fits (empty allowed only when dflt is given). */
+static bool
+inject_field(const json_t *o, const char *key, const char *dflt, char *out,
+    size_t cap)
+{
+	const json_t *v = json_object_get(o, key);
+	const char *s = v == NULL ? dflt : json_string_value(v);
+
+	if (s == NULL || strlen(s) == 0 || strlen(s) >= cap ||
+	    (v != NULL && json_string_length(v) != strlen(s)))
+		return false;
+	memcpy(out, s, strlen(s) + 1);
+	return true;
+}
+
+/* A rule's "inject": only where the proxy reads requests, all four
+ * fields sound (the broker validated them; the proxy checks again). */
+static int
+load_inject(const json_t *in, struct egress_rule *rule, char *err,
+    size_t errlen)
+{
+	if (in == NULL)
+		return 0;
+	if (!json_is_object(in) || json_object_size(in) > 4 ||
+	    rule->tls == EGRESS_TLS_PASSTHROUGH ||
+	    !inject_field(in, "secret", NULL, rule->inject.secret,
+		sizeof(rule->inject.secret)) ||
+	    !inject_field(in, "header", NULL, rule->inject.header,
+		sizeof(rule->inject.header)) ||
+	    !inject_field(in, "format", "{secret}", rule->inject.format,
+		sizeof(rule->inject.format)) ||
+	    !inject_field(in, "capability", NULL, rule->inject.capability,
+		sizeof(rule->inject.capability)) ||
+	    strstr(rule->inject.format, "{secret}") == NULL) {
+		rule->inject.secret[0] = '\0';
+		snprintf(err, errlen, "%s: a bad inject", rule->host);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int
 load_rule(const json_t *j, struct egress_rule *rule, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "host", "port", "methods", "paths",
 		"tls", "reason", "registry", "allow_cidrs", "upgrade",
-		"audience" };
+		"audience", "inject" };
 	const char *key, *host, *tls;
 	json_t *v;
 	size_t i;
@@ -275,7 +317,7 @@ load_rule(const json_t *j, struct egress_rule *rule, char *err, size_t errlen)
 	if (v != NULL)
 		memcpy(rule->audience, json_string_value(v),
 		    json_string_length(v) + 1);
-	return 0;
+	return load_inject(json_object_get(j, "inject"), rule, err, errlen);
 }
 
 int

@@ -39,6 +39,11 @@ struct egress_rule {
 	/* The audience of the cordon tokens this host may be sent; "" for
 	 * none: a token in a request to it is then refused. */
 	char audience[129];
+	/* "inject" (credentials.md): the secret the proxy adds as header,
+	 * in format, for a good token of capability; secret "" for none. */
+	struct {
+		char secret[65], header[65], format[513], capability[72];
+	} inject;
 };
 
 struct egress_rules {

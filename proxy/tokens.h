@@ -25,6 +25,7 @@ struct token_judged {
 	char tok[TOKEN_LEN + 1];
 	bool done; /* judged */
 	const char *why; /* NULL: good for this request; else the detail */
+	char capability[72]; /* the broker's word, when good */
 };
 
 struct token_set {

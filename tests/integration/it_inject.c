@@ -6,14 +6,22 @@
  * egress injects a secret the broker lacks is refused; a verifier
  * releases the current version for a running job whose manifest names
  * it (audited: name, version, job), and nothing for a stopped job, a
- * secret the manifest does not name, or another role.
+ * secret the manifest does not name, or another role. Then the proxy's
+ * half: a job's request with its token for the rule's capability goes
+ * upstream with the credential instead (the token dropped), one without
+ * is refused, an upstream that echoes the request's headers has the
+ * value redacted before the job reads it (secret_reflected), and after
+ * the job is revoked the old token gets nothing.
  */
 #include "harness.h"
+#include "upstream.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct daemon broker;
 static char admin[128], launcher[128], verifier[128];
@@ -233,6 +241,158 @@ START_TEST(release_to_a_running_job_only)
 }
 END_TEST
 
+/* --- the proxy's half ------------------------------------------------------ */
+
+static struct daemon proxy;
+static struct upstream *plain;
+static char channel[300];
+
+static char *
+send_on(const char *chan, const char *req)
+{
+	int fd = unix_connect(chan);
+	char *out;
+
+	if (fd < 0)
+		return strdup("");
+	out = http_exchange(fd, req, strlen(req), 5000);
+	close(fd);
+	return out != NULL ? out : strdup("");
+}
+
+static int
+status_of(const char *resp)
+{
+	int st = 0;
+
+	if (sscanf(resp, "HTTP/1.%*d %d", &st) != 1)
+		return 0;
+	return st;
+}
+
+static char *
+mint_via(const char *chan)
+{
+	static const char body[] =
+	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
+	char req[512], *resp, *tok, *end;
+
+	snprintf(req, sizeof(req),
+	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
+	    "broker.cordon\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n\r\n%s",
+	    strlen(body), body);
+	resp = send_on(chan, req);
+	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	tok = strstr(resp, "crd_");
+	ck_assert_ptr_nonnull(tok);
+	end = strchr(tok, '"');
+	*end = '\0';
+	tok = strdup(tok);
+	free(resp);
+	return tok;
+}
+
+static char *
+get_with(const char *tok)
+{
+	char req[512], auth[128] = "";
+
+	if (tok != NULL)
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n",
+		    tok);
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/echo HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "%sX-Api-Key: job-chosen\r\nConnection: close\r\n\r\n",
+	    upstream_port(plain), upstream_port(plain), auth);
+	return send_on(channel, req);
+}
+
+START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
+{
+	char cfg[2048], path[400], hostsf[400];
+	json_t *m, *j;
+	char *tok, *resp, *head, job[64];
+
+	signal(SIGPIPE, SIG_IGN);
+	plain = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
+	harness_write_file(hostsf, "127.0.0.1 api.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
+	harness_write_file(path, verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-inject\"}",
+	    broker.base, path, broker.dir, hostsf);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+
+	json_decref(put_secret("/v1/secrets/up-key", value1, 200));
+	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+		      " s:[{s:s, s:i, s:[s], s:s, s:[s], s:s,"
+		      "  s:{s:s, s:s, s:s, s:s}}]}",
+	    "name", "inject-test", "command", "/bin/true", "capabilities",
+	    "name", "x.read", "audience", "api", "params", "t", "1",
+	    "ttl_seconds", 600, "reason", "read x", "egress", "host",
+	    "api.test", "port", upstream_port(plain), "methods", "GET",
+	    "reason", "the api", "allow_cidrs", "127.0.0.0/8", "audience",
+	    "api", "inject", "secret", "up-key", "header", "X-Api-Key",
+	    "format", "Key {secret}", "capability", "x.read");
+	json_decref(harness_expect(&broker, 200, "PUT",
+	    "/v1/manifests/inject-test", admin, NULL, m));
+	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s}", "manifest", "inject-test"));
+	snprintf(job, sizeof(job), "%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
+	snprintf(channel, sizeof(channel), "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+
+	/* No token of the capability: refused, nothing went upstream. */
+	resp = get_with(NULL);
+	ck_assert_msg(status_of(resp) == 403, "%.300s", resp);
+	ck_assert_ptr_nonnull(strstr(resp, "inject_needs_token"));
+	ck_assert_ptr_null(upstream_last_head(plain));
+	free(resp);
+
+	tok = mint_via(channel);
+	resp = get_with(tok);
+	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	head = upstream_last_head(plain);
+	ck_assert_ptr_nonnull(head);
+	char want[128];
+	snprintf(want, sizeof(want), "X-Api-Key: Key %s\r\n", value1);
+	ck_assert_msg(strstr(head, want) != NULL, "%s", head);
+	ck_assert_ptr_null(strstr(head, "crd_"));
+	ck_assert_ptr_null(strstr(head, "job-chosen"));
+	free(head);
+	/* The upstream echoed the headers: the job reads them redacted. */
+	ck_assert_ptr_nonnull(strstr(resp, "X-Api-Key"));
+	ck_assert_msg(strstr(resp, value1) == NULL, "%s", resp);
+	free(resp);
+	ck_assert(file_holds(proxy.log, "secret_reflected"));
+	ck_assert(!file_holds(proxy.log, value1));
+
+	/* Revoked: the old token, on the old channel, gets nothing. */
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", job);
+	json_decref(harness_expect(&broker, 200, "POST", path, launcher, NULL,
+	    json_pack("{s:s}", "reason", "done")));
+	unsigned before = upstream_requests(plain);
+	resp = get_with(tok);
+	ck_assert_int_ne(status_of(resp), 200);
+	ck_assert_ptr_null(strstr(resp, value1));
+	free(resp);
+	ck_assert_uint_eq(upstream_requests(plain), before);
+	free(tok);
+	ck_assert_int_eq(daemon_stop(&proxy), 0);
+	upstream_stop(plain);
+}
+END_TEST
+
 static Suite *
 inject_suite(void)
 {
@@ -243,6 +403,7 @@ inject_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, secrets_are_sealed_metadata_only_and_rotate);
 	tcase_add_test(tc, release_to_a_running_job_only);
+	tcase_add_test(tc, the_proxy_swaps_the_token_and_redacts_the_echo);
 	suite_add_tcase(s, tc);
 	return s;
 }
