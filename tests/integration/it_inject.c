@@ -393,6 +393,112 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 }
 END_TEST
 
+/* --- a job of `cordon run` ------------------------------------------------- */
+
+/* value1 as a grep -E pattern that does not hold it literally: the
+ * job's own command line must not be what matches. */
+static const char value1_re[] = "sk_live_upstrea[m]_0123456789abcdef";
+
+static json_t *
+run_job(const struct stack *st, const char *script)
+{
+	static char out[1 << 20], err[1 << 16];
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
+		"--config", (char *)st->launcher_cfg, "--manifest",
+		"inject-job", "--", "/bin/sh", "-c", (char *)script, NULL };
+	int status =
+	    harness_run_for(argv, 50000, out, sizeof(out), err, sizeof(err));
+	json_t *j = json_loads(out, 0, NULL);
+
+	ck_assert_msg(j != NULL, "no JSON from cordon run (status %d): %s\n%s",
+	    status, out, err);
+	return j;
+}
+
+static const char *
+stdout_of(const json_t *j)
+{
+	return json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stdout"),
+		"text"));
+}
+
+START_TEST(the_key_is_nowhere_in_the_sandbox)
+{
+	static struct stack st;
+	static const struct stack_options o = { .uid_base = 310000,
+		.hosts = "127.0.0.1 api.test\n" };
+	char script[4096], old[128];
+	json_t *m, *j;
+	const char *out, *t;
+
+	signal(SIGPIPE, SIG_IGN);
+	plain = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+	stack_start(&st, &o);
+	json_decref(harness_expect(&st.broker, 200, "PUT", "/v1/secrets/up-key",
+	    st.admin, NULL, json_pack("{s:s}", "value", value1)));
+	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+		      " s:[{s:s, s:i, s:[s], s:s, s:[s], s:s,"
+		      "  s:{s:s, s:s, s:s, s:s}}], s:{s:i}}",
+	    "name", "inject-job", "command", "/bin/true", "capabilities",
+	    "name", "x.read", "audience", "api", "params", "t", "1",
+	    "ttl_seconds", 600, "reason", "read x", "egress", "host",
+	    "api.test", "port", upstream_port(plain), "methods", "GET",
+	    "reason", "the api", "allow_cidrs", "127.0.0.0/8", "audience",
+	    "api", "inject", "secret", "up-key", "header", "X-Api-Key",
+	    "format", "Key {secret}", "capability", "x.read", "limits",
+	    "wall_seconds", 60);
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/inject-job", st.admin, NULL, m));
+
+	snprintf(script, sizeof(script),
+	    "TOK=$(curl -s -X POST http://broker.cordon/v1/token -d "
+	    "'{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}' | "
+	    "sed 's/.*\"access_token\":\"\\([^\"]*\\)\".*/\\1/'); "
+	    "echo TOKEN=$TOK; "
+	    "curl -s -H \"Authorization: Bearer $TOK\" "
+	    "http://api.test:%u/echo; echo; "
+	    "echo env_hits=$(env | grep -cE '%s'); "
+	    "echo files=$(grep -rlsE --devices=skip '%s' /tmp /work /etc /run "
+	    "/var /dev/shm \"$HOME\" /proc/[0-9]*/environ "
+	    "/proc/[0-9]*/cmdline 2>/dev/null | grep -v \"^/proc/$$/\" | "
+	    "wc -l)",
+	    upstream_port(plain), value1_re, value1_re);
+	j = run_job(&st, script);
+	out = stdout_of(j);
+	ck_assert_ptr_nonnull(out);
+	/* The credential went upstream, the job read it redacted. */
+	ck_assert_msg(strstr(out, "X-Api-Key") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, value1) == NULL, "%s", out);
+	ck_assert_msg(strstr(out, "env_hits=0") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "files=0") != NULL, "%s", out);
+	char *head = upstream_last_head(plain);
+	ck_assert_ptr_nonnull(head);
+	ck_assert_ptr_nonnull(strstr(head, value1));
+	free(head);
+	t = strstr(out, "TOKEN=crd_");
+	ck_assert_msg(t != NULL, "%s", out);
+	snprintf(old, sizeof(old), "%.42s", t + 6);
+	json_decref(j);
+
+	/* After the stop, the old token in a new job gets nothing. */
+	unsigned before = upstream_requests(plain);
+	snprintf(script, sizeof(script),
+	    "echo status=$(curl -s -o /dev/null -w '%%{http_code}' -H "
+	    "\"Authorization: Bearer %s\" http://api.test:%u/echo)",
+	    old, upstream_port(plain));
+	j = run_job(&st, script);
+	out = stdout_of(j);
+	ck_assert_msg(strstr(out, "status=403") != NULL, "%s", out);
+	ck_assert_uint_eq(upstream_requests(plain), before);
+	json_decref(j);
+	stack_stop(&st);
+	upstream_stop(plain);
+}
+END_TEST
+
 static Suite *
 inject_suite(void)
 {
@@ -404,6 +510,10 @@ inject_suite(void)
 	tcase_add_test(tc, secrets_are_sealed_metadata_only_and_rotate);
 	tcase_add_test(tc, release_to_a_running_job_only);
 	tcase_add_test(tc, the_proxy_swaps_the_token_and_redacts_the_echo);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("job");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, the_key_is_nowhere_in_the_sandbox);
 	suite_add_tcase(s, tc);
 	return s;
 }
