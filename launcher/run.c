@@ -274,6 +274,7 @@ on_output(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	r->out_bytes += (uint64_t)n;
+	launcher_output_tee(is_err, buf, (size_t)n); /* serve follows it */
 	if (r->json)
 		r->out_cut[is_err] |=
 		    buf_append(is_err ? &r->err : &r->out, buf, (size_t)n) < 0;

@@ -115,8 +115,8 @@ struct callback {
 };
 
 static const char *const stop_reasons[] = { "exit", "wall_clock",
-	"output_limit", "revoked", "tripwire", "stopped", "interrupted",
-	"launcher_error", "none", "other" };
+	"output_limit", "output_closed", "revoked", "tripwire", "stopped",
+	"interrupted", "launcher_error", "none", "other" };
 static const unsigned duration_le[] = { 1, 5, 10, 30, 60, 300, 900, 3600 };
 
 /* serve's state: the launcher's, and what the API adds; l.mu guards all

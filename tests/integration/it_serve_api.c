@@ -530,6 +530,74 @@ START_TEST(the_command_cap_is_the_manifests)
 }
 END_TEST
 
+/* ?follow=1: what the job writes, cleaned, while it runs; then the
+ * envelope once it stopped. The job waits until it is stopped, so what
+ * is seen before is seen while it runs. */
+START_TEST(the_output_is_followed_while_the_job_runs)
+{
+	char path[300], *id;
+	json_t *j, *chunk;
+	const char *text = NULL;
+	long next = 0;
+
+	j = post_job(201, NULL, "api-job",
+	    "printf 'first \\033[31mred\\033[0m\\n'; echo oops >&2; "
+	    "sleep 60");
+	id = job_id(j);
+	json_decref(j);
+	/* Until both lines came, page after page, each while it runs. */
+	bool out = false, err = false;
+	for (int i = 0; i < 10 && !(out && err); i++) {
+		snprintf(path, sizeof(path),
+		    "/v1/jobs/%s/output?follow=1&offset=%ld&wait=5", id, next);
+		j = harness_expect(&serve, 200, "GET", path, st.launcher, NULL,
+		    NULL);
+		ck_assert_str_eq(json_string_value(json_object_get(j, "state")),
+		    "running");
+		ck_assert(json_is_null(json_object_get(j, "envelope")));
+		next = (long)json_integer_value(json_object_get(j, "next"));
+		size_t k;
+		json_array_foreach(json_object_get(j, "chunks"), k, chunk)
+		{
+			const char *stream =
+			    json_string_value(json_object_get(chunk, "stream"));
+			text =
+			    json_string_value(json_object_get(chunk, "text"));
+			if (strcmp(stream, "stdout") == 0) {
+				/* The escape sequences are gone. */
+				ck_assert_str_eq(text, "first red\n");
+				out = true;
+			} else if (strcmp(stream, "stderr") == 0) {
+				ck_assert_str_eq(text, "oops\n");
+				err = true;
+			}
+		}
+		json_decref(j);
+	}
+	ck_assert_msg(out && err, "the output did not come while it ran");
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/stop", id);
+	json_decref(
+	    harness_expect(&serve, 200, "POST", path, st.launcher, NULL, NULL));
+	snprintf(path, sizeof(path), "/v1/jobs/%s/output?follow=1&offset=%ld",
+	    id, next);
+	j = harness_expect(&serve, 200, "GET", path, st.launcher, NULL, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "state")),
+	    "done");
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_object_get(json_object_get(j,
+								 "envelope"),
+						 "stdout"),
+				 "text")),
+	    "first red\n");
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/output?follow=1&wait=99", id);
+	json_decref(
+	    harness_expect(&serve, 422, "GET", path, st.launcher, NULL, NULL));
+	free(id);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -544,6 +612,7 @@ suite(void)
 	tcase_add_test(tc, an_idempotency_key_gives_the_same_job);
 	tcase_add_test(tc, the_callback_is_signed);
 	tcase_add_test(tc, the_command_cap_is_the_manifests);
+	tcase_add_test(tc, the_output_is_followed_while_the_job_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -159,16 +159,22 @@ class Serve(_Service):
         """The untrusted output envelope of a finished job."""
         return self.call("GET", f"/v1/jobs/{_seg(job)}/output")
 
-    def follow(self, job, timeout=900.0, interval=0.2):
-        """Waits for the job to stop, then yields its stdout and stderr
-        text (from the envelope) as ("stdout" | "stderr", text). serve
-        gives the output once the job has stopped."""
-        self.wait(job, timeout=timeout, interval=interval)
-        env = self.output(job)
-        for stream in ("stdout", "stderr"):
-            text = (env.get(stream) or {}).get("text") or ""
-            if text:
-                yield stream, text
+    def follow(self, job, wait=25):
+        """Yields the job's output as it comes, ("stdout" | "stderr",
+        text), cleaned of escape sequences, while the job runs (serve's
+        long-polled GET .../output?follow=1), and returns the envelope
+        once it stopped (the generator's return value: StopIteration's
+        value, or `yield from`)."""
+        offset = 0
+        while True:
+            page = self.call("GET", f"/v1/jobs/{_seg(job)}/output",
+                             query={"follow": 1, "offset": offset, "wait": wait},
+                             timeout=max(self.timeout, wait + 10))
+            for c in page["chunks"]:
+                yield c["stream"], c["text"]
+            offset = page["next"]
+            if page["state"] == "done":
+                return page.get("envelope")
 
     def patch(self, job):
         """A finished job's patch, bytes (text/x-diff)."""

@@ -80,6 +80,23 @@ class Client(unittest.TestCase):
         self.assertEqual(out["trust"], "untrusted")
         self.assertEqual(out["stdout"]["text"], "said\n")
         self.assertEqual(list(self.serve.follow(job["job"])), [("stdout", "said\n")])
+
+    def test_follow_while_it_runs(self):
+        job = self.serve.run("py-job", inputs=[(self.repo, "repo")],
+                             command=["/bin/sh", "-c", "echo early; sleep 60"])
+        it = self.serve.follow(job["job"], wait=5)
+        self.assertEqual(next(it), ("stdout", "early\n"))
+        # Seen while it runs: the job only ends when stopped.
+        self.assertEqual(self.serve.job(job["job"])["state"], "running")
+        self.serve.stop(job["job"])
+        rest = []
+        try:
+            while True:
+                rest.append(next(it))
+        except StopIteration as end:
+            envelope = end.value
+        self.assertEqual(rest, [])
+        self.assertEqual(envelope["stdout"]["text"], "early\n")
         ids = [j["job"] for j in self.serve.iter_jobs(manifest="py-job", page=1)]
         self.assertIn(job["job"], ids)
 
