@@ -469,6 +469,7 @@ on_release(void *arg, int status, json_t *body)
 		return;
 	}
 	c->scanning = true;
+	c->p->injected++;
 	log_info("secret_injected", "{s:s, s:s, s:s, s:I}", "job", c->job->id,
 	    "host", c->host, "secret", rule->inject.secret, "version",
 	    (json_int_t)json_integer_value(json_object_get(body, "version")));
@@ -1084,6 +1085,7 @@ reflected(struct pconn *c, size_t found)
 {
 	if (found == 0)
 		return;
+	c->p->reflected += found;
 	log_warn("secret_reflected", "{s:s, s:s, s:s, s:I}", "job", c->job->id,
 	    "host", c->host, "secret",
 	    c->job->rules.rule[c->rule].inject.secret, "count",

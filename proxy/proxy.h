@@ -140,6 +140,7 @@ struct proxy {
 	socklen_t self_len;
 	uint64_t conns_open;
 	uint64_t allowed, denied; /* decisions, for /metrics */
+	uint64_t injected, reflected; /* credentials.md, for /metrics */
 
 	struct event *http_ev; /* the control API's descriptor */
 	struct event *http_tick; /* its timeouts */

@@ -375,6 +375,25 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 	ck_assert_msg(strstr(resp, value1) == NULL, "%s", resp);
 	free(resp);
 	ck_assert(file_holds(proxy.log, "secret_reflected"));
+	{
+		char cmd[256], line[256];
+		long st = 0;
+		bool inj = false, refl = false;
+		snprintf(cmd, sizeof(cmd), "curl -s %s/metrics", proxy.base);
+		FILE *f = popen(cmd, "r");
+		ck_assert_ptr_nonnull(f);
+		while (fgets(line, sizeof(line), f) != NULL) {
+			inj |= strcmp(line,
+				   "cordon_proxy_injections_total 1\n") == 0;
+			refl |= strncmp(line, "cordon_proxy_reflections_total ",
+				    31) == 0 &&
+			    line[31] != '0';
+		}
+		st = pclose(f);
+		ck_assert_int_eq(st, 0);
+		ck_assert(inj);
+		ck_assert(refl);
+	}
 	ck_assert(!file_holds(proxy.log, value1));
 
 	/* Revoked: the old token, on the old channel, gets nothing. */
