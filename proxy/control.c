@@ -305,8 +305,7 @@ control_metrics(void *ctx, struct buf *out)
 	metrics_sample(out, "cordon_proxy_decisions_total", "decision=\"deny\"",
 	    p->denied);
 	metrics_one(out, "cordon_proxy_injections_total", "counter",
-	    "Requests sent upstream with an injected credential.",
-	    p->injected);
+	    "Requests sent upstream with an injected credential.", p->injected);
 	metrics_one(out, "cordon_proxy_reflections_total", "counter",
 	    "Injected values found in an upstream's answer and redacted.",
 	    p->reflected);
