@@ -99,6 +99,8 @@ python(const char *script)
 	    CORDON_SOURCE_DIR);
 	setenv("CORDON_OPENAPI", openapi, 1);
 	setenv("CORDON_SOURCE_DIR", CORDON_SOURCE_DIR, 1);
+	/* No __pycache__ left in the source tree. */
+	setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
 	snprintf(log, sizeof(log), "%s/python.log", harness_tmpdir());
 
 	fflush(NULL);
