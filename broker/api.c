@@ -7,6 +7,7 @@
 #include "broker.h"
 
 #include "bodies.h"
+#include "feed_page.h"
 #include "log.h"
 #include "manifest.h"
 #include "metrics.h"
@@ -896,7 +897,8 @@ revocations_answer(struct broker *b, struct poll_state *st,
 	    ? feed_poll_done(b->feed, st->follower)
 	    : feed_head(b->feed);
 	json_t *list;
-	int r = store_revocations_after(b->store, st->after, 1000, &list);
+	int r =
+	    store_revocations_after(b->store, st->after, FEED_PAGE_MAX, &list);
 
 	if (r < 0) {
 		reply_store_error(b, res, r);

@@ -15,6 +15,8 @@
  */
 #include "watch.h"
 
+#include "feed_page.h"
+
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -28,7 +30,6 @@
 #include <string.h>
 
 #define ANSWER_MAX (64 * 1024)
-#define FEED_ANSWER_MAX (256 * 1024) /* 1,000 revocations */
 #define FEED_WAIT_S 25
 #define FEED_RETRY_MS 1000
 

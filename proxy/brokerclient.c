@@ -12,6 +12,7 @@
  */
 #include "brokerclient.h"
 
+#include "feed_page.h"
 #include "log.h"
 #include "util.h"
 
@@ -289,7 +290,7 @@ feed_answer(struct evhttp_request *req, void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &b->last_answer);
 	b->failing = false;
 	/* A full page means more: resync before traffic flows again. */
-	if (n < 1000) {
+	if (n < FEED_PAGE_MAX) {
 		if (!b->ok)
 			log_info("feed_ok", "{s:I}", "seq",
 			    (json_int_t)b->after);
