@@ -51,6 +51,33 @@ put_manifest(const char *name, int wall)
 	json_decref(harness_expect(broker, 200, "PUT", path, admin, NULL, m));
 }
 
+/* Copies the job script jobs/launcher/name into the input repository, so
+ * that a job runs it as repo/name (as it_boundary does with its probe). */
+static void
+copy_job(const char *name)
+{
+	char src[512], dst[512];
+	char *text;
+	FILE *f;
+	long n;
+
+	snprintf(src, sizeof(src),
+	    CORDON_SOURCE_DIR "/tests/integration/jobs/launcher/%s", name);
+	f = fopen(src, "re");
+	ck_assert_msg(f != NULL, "%s", src);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	ck_assert_int_gt(n, 0);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	snprintf(dst, sizeof(dst), "%s/repo/%s", inputs, name);
+	harness_write_file(dst, text);
+	free(text);
+}
+
 static void
 setup(void)
 {
@@ -78,6 +105,11 @@ setup(void)
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/repo/README.md", inputs);
 	harness_write_file(path, "hello\n");
+	/* The jobs' scripts, files under jobs/launcher/. */
+	static const char *const jobs[] = { "egress.sh", "half_close.py",
+		"hold_relay.py", "syscalls.py", "hog.py", "forkbomb.py" };
+	for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++)
+		copy_job(jobs[i]);
 	put_manifest("job-test", 60);
 	put_manifest("short-job", 2);
 	put_manifest("canary-job", 60);
@@ -190,36 +222,9 @@ START_TEST(tokens_are_short_and_egress_goes_through_the_proxy)
 	json_t *j, *mint;
 	const char *out, *p;
 
-	snprintf(script, sizeof(script),
-	    "curl -s -X POST http://broker.cordon/v1/token "
-	    "-d '{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}'; echo; "
-	    "echo allowed=$(curl -s -o /dev/null -w '%%{http_code}' "
-	    "http://api.test:%u/ok/x); "
-	    "echo denied=$(curl -s -o /dev/null -w '%%{http_code}' "
-	    "http://api.test:%u/admin); "
-	    "curl -s --noproxy '*' -m 2 -o /dev/null %s/healthz; echo "
-	    "broker=$?; "
-	    "curl -s --noproxy '*' -m 2 -o /dev/null %s/healthz; echo "
-	    "proxy=$?; "
-	    "curl -s --noproxy '*' -m 2 -o /dev/null http://127.0.0.1:%u/; "
-	    "echo upstream=$?; "
-	    "curl -s --noproxy '*' -m 2 -o /dev/null http://192.0.2.1/; "
-	    "echo outside=$?; "
-	    /* Through the relay with a half-close: the answer still comes. */
-	    "python3 -c 'import socket\n"
-	    "s = socket.create_connection((\"127.0.0.1\", 3128))\n"
-	    "s.sendall(b\"GET http://api.test:%u/ok/half HTTP/1.1\\r\\n"
-	    "Host: api.test:%u\\r\\nConnection: close\\r\\n\\r\\n\")\n"
-	    "s.shutdown(socket.SHUT_WR)\n"
-	    "d = b\"\"\n"
-	    "while True:\n"
-	    "    b = s.recv(65536)\n"
-	    "    if not b: break\n"
-	    "    d += b\n"
-	    "print(\"half=\" + d.split(b\" \")[1].decode())'",
-	    upstream_port(plain), upstream_port(plain), broker->base,
-	    proxy->base, upstream_port(plain), upstream_port(plain),
-	    upstream_port(plain));
+	/* The script: jobs/launcher/egress.sh (then half_close.py). */
+	snprintf(script, sizeof(script), "sh repo/egress.sh %u %s %s",
+	    upstream_port(plain), broker->base, proxy->base);
 	j = run_json("job-test", script, &status);
 	ck_assert_int_eq(status, 0);
 	out = job_stdout(j);
@@ -287,9 +292,7 @@ START_TEST(the_wall_clock_stop_burns_the_token)
 	    "echo TOKEN=$T; "
 	    /* A connection through the relay still open when the time is
 	     * up: the launcher ends it with the rest. */
-	    "python3 -c 'import socket, time\n"
-	    "s = socket.create_connection((\"127.0.0.1\", 3128))\n"
-	    "time.sleep(30)'",
+	    "python3 repo/hold_relay.py",
 	    &status);
 	char *tok = printed_token(job_stdout(j));
 	/* Killed (SIGKILL): its status says so, and nothing else went wrong
@@ -392,11 +395,7 @@ START_TEST(the_sandbox_holds_and_writes_come_back_as_a_patch)
 	    "SHADOW; "
 	    "mount -t tmpfs x /tmp 2>/dev/null && echo MOUNTED; "
 	    "unshare -U true 2>/dev/null && echo USERNS; "
-	    "python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_errno=True)\n"
-	    "for n,nr in ((\"ptrace\",101),(\"bpf\",321),(\"io_uring\",425),"
-	    "(\"keyctl\",250)):\n"
-	    " r=l.syscall(nr,0,0,0,0,0); print(n, r, "
-	    "os.strerror(ctypes.get_errno()))'; "
+	    "python3 repo/syscalls.py; "
 	    "id -u; echo fixed > repo/README.md; "
 	    "mkdir -p repo/.github/workflows; echo 'on: push' > "
 	    "repo/.github/workflows/ci.yml; echo done",
@@ -698,23 +697,7 @@ START_TEST(a_hog_and_a_fork_bomb_hit_their_limits)
 	/* The hog: a MemoryError under an rlimit, the OOM killer under a
 	 * cgroup; alive under neither. */
 	json_t *j = run_json("job-test",
-	    "python3 -c '\n"
-	    "try:\n"
-	    "    a = bytearray(1024 * 1024 * 1024); print(\"hog=alive\")\n"
-	    "except MemoryError:\n"
-	    "    print(\"hog=stopped\")'; echo hog_exit=$?; "
-	    "python3 -c '\n"
-	    "import os, time\n"
-	    "n = 0\n"
-	    "for i in range(500):\n"
-	    "    try:\n"
-	    "        pid = os.fork()\n"
-	    "    except OSError:\n"
-	    "        break\n"
-	    "    if pid == 0:\n"
-	    "        time.sleep(60); os._exit(0)\n"
-	    "    n += 1\n"
-	    "print(\"forked=%d\" % n)'",
+	    "python3 repo/hog.py; echo hog_exit=$?; python3 repo/forkbomb.py",
 	    &status);
 	const char *out = job_stdout(j);
 	const char *f = strstr(out, "forked=");
