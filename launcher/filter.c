@@ -98,8 +98,8 @@ filter_inet_protocols(scmp_filter_ctx ctx, int family)
 	    inet_protocols[sizeof(inet_protocols) / sizeof(inet_protocols[0]) -
 		1];
 	int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT),
-	    SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, (unsigned long)family),
-	    SCMP_A2(SCMP_CMP_GT, top));
+	    SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, (unsigned long)family, 0),
+	    SCMP_A2(SCMP_CMP_GT, top, 0));
 
 	for (unsigned long v = 0; r == 0 && v <= top;) {
 		unsigned long n = 1;
@@ -118,7 +118,7 @@ filter_inet_protocols(scmp_filter_ctx ctx, int family)
 		}
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT),
 		    SCMP_SYS(socket), 2,
-		    SCMP_A0(SCMP_CMP_EQ, (unsigned long)family),
+		    SCMP_A0(SCMP_CMP_EQ, (unsigned long)family, 0),
 		    SCMP_A2(SCMP_CMP_MASKED_EQ, ~(n - 1), v));
 		v += n;
 	}
@@ -140,21 +140,21 @@ static int
 filter_sockets(scmp_filter_ctx ctx, int nr)
 {
 	int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1,
-	    SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
+	    SCMP_A0(SCMP_CMP_GT, AF_NETLINK, 0));
 
 	for (unsigned long f = 0; r == 0 && f < AF_NETLINK; f++)
 		if (f != AF_UNIX && f != AF_INET && f != AF_INET6)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
-			    nr, 1, SCMP_A0(SCMP_CMP_EQ, f));
+			    nr, 1, SCMP_A0(SCMP_CMP_EQ, f, 0));
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), nr,
-		    2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
-		    SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+		    2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK, 0),
+		    SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE, 0));
 	/* The kernel makes (AF_INET, SOCK_PACKET) an AF_PACKET socket: the
 	 * type's low four bits are its kind, the rest flags. */
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 2,
-		    SCMP_A0(SCMP_CMP_EQ, AF_INET),
+		    SCMP_A0(SCMP_CMP_EQ, AF_INET, 0),
 		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET));
 	return r;
 }
