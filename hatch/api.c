@@ -326,7 +326,9 @@ seal(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	json_decref(problems);
 	pthread_mutex_lock(&h->mu);
-	r = seal_workspace(h->workspaces, job, body, output_kb, &report);
+	struct seal_child child = { 0, -1, -1 };
+	r = seal_workspace(h->workspaces, job, body, output_kb, &report,
+	    &child);
 	pthread_mutex_unlock(&h->mu);
 	if (r < 0) {
 		if (r != -ENOENT && r != -EINVAL)
@@ -335,9 +337,13 @@ seal(void *ctx, struct http_request *req, struct http_response *res)
 		reply_seal_error(res, job, r);
 		return;
 	}
-	log_info("workspace_sealed", "{s:s, s:O, s:O}", "job", job, "verdict",
-	    json_object_get(report, "verdict"), "patch",
-	    json_object_get(report, "patch"));
+	/* sealer: the child that sealed (pid 0: sealed before). */
+	log_info("workspace_sealed", "{s:s, s:O, s:O, s:{s:I, s:I, s:I}}",
+	    "job", job, "verdict", json_object_get(report, "verdict"), "patch",
+	    json_object_get(report, "patch"), "sealer", "pid",
+	    (json_int_t)child.pid, "seccomp_filters",
+	    (json_int_t)child.seccomp_filters, "no_new_privs",
+	    (json_int_t)child.no_new_privs);
 	http_reply_json(res, 200, report);
 }
 

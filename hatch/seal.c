@@ -2,10 +2,19 @@
  * Seal: policy from the workspace's meta.json, the upper walk, the output
  * envelope, then patch and report written to temporary files and renamed
  * into place, report last: a report on disk means a complete seal.
+ *
+ * The reading and judging (meta.json, the walk of the job's upper
+ * directory, hostile names and bytes) runs in a child forked for the one
+ * seal, under its own filter (confine_seal: on top of the hatch's, no
+ * mounts), which writes into the two temporary files its parent opened
+ * and tells its parent its own seccomp state through a pipe. The parent
+ * waits at most SEAL_CHILD_DEADLINE_S; a child that died, was killed or
+ * failed is a failed seal, and nothing is renamed into place.
  */
 #include "seal.h"
 
 #include "buf.h"
+#include "confine.h"
 #include "digest.h"
 #include "envelope.h"
 #include "log.h"
@@ -23,11 +32,21 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define META_MAX (1024 * 1024)
 #define REPORT_MAX (16 * 1024 * 1024)
+#define SEAL_CHILD_DEADLINE_S 300
+
+/*
+ * The sealer's profile: a child forked for one seal, which reads the
+ * workspace (meta.json, lower, the job's upper) and writes the patch and
+ * report into files its parent opened. On top of the hatch's filter it
+ * gives up the mounts too: no exec, mounts, namespaces or id changes.
+ */
+static const struct confine_profile confine_seal = { .name = "seal" };
 
 static int
 ws_dir(char *out, size_t len, const char *root, const char *job)
@@ -40,30 +59,6 @@ ws_dir(char *out, size_t len, const char *root, const char *job)
 	if (stat(out, &st) < 0)
 		return -errno;
 	return S_ISDIR(st.st_mode) ? 0 : -ENOENT;
-}
-
-/* Writes data to dir/name atomically (a temporary file, fsync, rename). */
-static int
-write_atomic(const char *dir, const char *name, const void *data, size_t len)
-{
-	char tmp[PATH_MAX], dst[PATH_MAX];
-	int fd, r;
-
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-	    0600);
-	if (fd < 0)
-		return -errno;
-	r = path_write_all(fd, data, len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	if (r == 0 && rename(tmp, dst) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
 }
 
 /* Decodes base64 field of output into a new buffer: 0 or -EINVAL. */
@@ -98,11 +93,13 @@ decode(const json_t *output, const char *field, unsigned char **ret,
 	return 0;
 }
 
-int
-seal_workspace(const char *root, const char *job, const json_t *output,
-    long output_kb, json_t **ret)
+/* The seal proper, in the child: writes the patch to patch_fd and the
+ * report to report_fd. 0 or -errno. */
+static int
+seal_compute(const char *dir, const char *job, const json_t *output,
+    long output_kb, int patch_fd, int report_fd)
 {
-	char dir[PATH_MAX - 64], path[PATH_MAX], sha[65], ts[40];
+	char path[PATH_MAX], sha[65], ts[40];
 	_cleanup_free_ char *meta_text = NULL;
 	_cleanup_close_ int lower = -1, upper = -1;
 	unsigned char *out = NULL, *err = NULL;
@@ -114,12 +111,6 @@ seal_workspace(const char *root, const char *job, const json_t *output,
 	struct statvfs vfs;
 	int r;
 
-	r = ws_dir(dir, sizeof(dir), root, job);
-	if (r < 0)
-		return r;
-	/* Sealed already: the same answer again. */
-	if (seal_report(root, job, ret) == 0)
-		return 0;
 	if ((r = decode(output, "stdout", &out, &outlen)) < 0 ||
 	    (r = decode(output, "stderr", &err, &errlen)) < 0)
 		goto out;
@@ -190,25 +181,14 @@ seal_workspace(const char *root, const char *job, const json_t *output,
 	    "flag_counts", pol.flag_counts, "output",
 	    envelope_make(out, outlen, err, errlen, (size_t)output_kb * 1024));
 	changes = NULL;
-	r = write_atomic(dir, "patch", buf_str(&patch), patch.len);
+	r = path_write_all(patch_fd, buf_str(&patch), patch.len);
 	buf_free(&patch);
 	if (r == 0) {
 		char *text = json_dumps(report, JSON_COMPACT);
-		r = text != NULL
-		    ? write_atomic(dir, "report.json", text, strlen(text))
-		    : -ENOMEM;
+		r = text != NULL ? path_write_all(report_fd, text, strlen(text))
+				 : -ENOMEM;
 		free(text);
 	}
-	/* A tree the seal could not take whole is refused; its evidence is
-	 * the report and the patch, both bounded. The job's tmpfs (its RAM)
-	 * goes now, not when someone removes the workspace (which unmounts
-	 * it, should this fail). */
-	if (r == 0 && !complete) {
-		snprintf(path, sizeof(path), "%s/rw", dir);
-		(void)umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
-	}
-	if (r == 0)
-		*ret = json_incref(report);
 out:
 	json_decref(report);
 	json_decref(changes);
@@ -216,6 +196,176 @@ out:
 	policy_free(&pol);
 	free(out);
 	free(err);
+	return r;
+}
+
+/* The Seccomp_filters and NoNewPrivs fields of /proc/self/status, as
+ * "filters nnp\n" to fd (best effort: the parent only logs them). */
+static void
+tell_state(int fd)
+{
+	char line[256], out[64];
+	long filters = -1, nnp = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "Seccomp_filters:", 16) == 0)
+			filters = strtol(line + 16, NULL, 10);
+		else if (strncmp(line, "NoNewPrivs:", 11) == 0)
+			nnp = strtol(line + 11, NULL, 10);
+	}
+	if (f != NULL)
+		fclose(f);
+	int n = snprintf(out, sizeof(out), "%ld %ld\n", filters, nnp);
+	(void)path_write_all(fd, out, (size_t)n);
+}
+
+/* Waits for pid at most SEAL_CHILD_DEADLINE_S, then kills it: 0 for an
+ * exit status of 0, -errno for the child's own failure, -EIO for a child
+ * that died otherwise or ran out of time. */
+static int
+wait_child(pid_t pid)
+{
+	struct timespec start, now, nap = { 0, 1000000 };
+	int status;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - start.tv_sec >= SEAL_CHILD_DEADLINE_S) {
+			kill(pid, SIGKILL);
+			(void)waitpid(pid, &status, 0);
+			return -ETIMEDOUT;
+		}
+		nanosleep(&nap, NULL);
+		if (nap.tv_nsec < 50000000)
+			nap.tv_nsec *= 2;
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status) == 0 ? 0 : -WEXITSTATUS(status);
+	return -EIO;
+}
+
+/* Opens dir/.name.tmp for writing. */
+static int
+open_tmp(const char *dir, const char *name)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	return open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	    0600);
+}
+
+/* fsyncs fd, then renames dir/.name.tmp to dir/name: 0 or -errno. */
+static int
+commit_tmp(const char *dir, const char *name, int fd)
+{
+	char tmp[PATH_MAX], dst[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
+	if (fsync(fd) < 0 || rename(tmp, dst) < 0)
+		return -errno;
+	return 0;
+}
+
+static void
+drop_tmp(const char *dir, const char *name)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	(void)unlink(tmp);
+}
+
+int
+seal_workspace(const char *root, const char *job, const json_t *output,
+    long output_kb, json_t **ret, struct seal_child *child)
+{
+	char dir[PATH_MAX - 64], path[PATH_MAX], state[64] = "";
+	_cleanup_close_ int patch_fd = -1, report_fd = -1;
+	int pipefd[2], r;
+	pid_t pid;
+
+	r = ws_dir(dir, sizeof(dir), root, job);
+	if (r < 0)
+		return r;
+	/* Sealed already: the same answer again. */
+	if (seal_report(root, job, ret) == 0)
+		return 0;
+	patch_fd = open_tmp(dir, "patch");
+	report_fd = open_tmp(dir, "report.json");
+	if (patch_fd < 0 || report_fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		goto fail;
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		r = confine_apply(&confine_seal);
+		if (r == 0) {
+			tell_state(pipefd[1]);
+			r = seal_compute(dir, job, output, output_kb, patch_fd,
+			    report_fd);
+		}
+		_exit(r < 0 ? (-r & 0xff) : 0);
+	}
+	close(pipefd[1]);
+	r = wait_child(pid);
+	ssize_t n = read(pipefd[0], state, sizeof(state) - 1);
+	close(pipefd[0]);
+	if (child != NULL) {
+		child->pid = pid;
+		child->seccomp_filters = -1;
+		child->no_new_privs = -1;
+		if (n > 0) {
+			char *end;
+			state[n] = '\0';
+			child->seccomp_filters = strtol(state, &end, 10);
+			child->no_new_privs = strtol(end, NULL, 10);
+		}
+	}
+	if (r < 0)
+		goto fail;
+	/* The patch first, the report last: a report means a whole seal. */
+	r = commit_tmp(dir, "patch", patch_fd);
+	if (r == 0)
+		r = commit_tmp(dir, "report.json", report_fd);
+	if (r < 0)
+		goto fail;
+	r = seal_report(root, job, ret);
+	if (r < 0)
+		return r == -EAGAIN ? -EIO : r;
+	/* A tree the seal could not take whole is refused; its evidence is
+	 * the report and the patch, both bounded. The job's tmpfs (its RAM)
+	 * goes now, not when someone removes the workspace (which unmounts
+	 * it, should this fail). */
+	if (!json_is_true(
+		json_object_get(json_object_get(*ret, "patch"), "complete"))) {
+		snprintf(path, sizeof(path), "%s/rw", dir);
+		(void)umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
+	}
+	return 0;
+fail:
+	drop_tmp(dir, "patch");
+	drop_tmp(dir, "report.json");
 	return r;
 }
 
