@@ -41,7 +41,7 @@ setup(void)
 	const char *tls_hosts[] = { "tls.test", NULL };
 	char path[400], cert[400], key[400], ca[400];
 	const char *cadir = harness_tmpdir();
-	struct stack_options o = { .uid_base = 340000,
+	struct stack_options o = { .uid_base = 410000,
 		.hosts = "127.0.0.1 api.test tls.test\n",
 		.upstream_ca_file = ca };
 

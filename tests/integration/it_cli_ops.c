@@ -74,7 +74,7 @@ cordon(const char *a0, const char *a1, const char *a2, const char *a3,
 static void
 setup(void)
 {
-	static const struct stack_options o = { .uid_base = 340000,
+	static const struct stack_options o = { .uid_base = 420000,
 		.hosts = "127.0.0.1 api.test\n" };
 	static char cfg[8192];
 	char path[400], decisions[600];

@@ -29,7 +29,7 @@ static struct daemon serve;
 static void
 setup(void)
 {
-	static const struct stack_options o = { .uid_base = 350000,
+	static const struct stack_options o = { .uid_base = 450000,
 		.hosts = "127.0.0.1 api.test\n" };
 	static char cfg[8192];
 	char path[400];

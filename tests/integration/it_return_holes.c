@@ -304,7 +304,7 @@ static struct stack st;
 static void
 stack_setup(void)
 {
-	static const struct stack_options o = { .uid_base = 360000 };
+	static const struct stack_options o = { .uid_base = 430000 };
 	char path[400];
 
 	stack_start(&st, &o);

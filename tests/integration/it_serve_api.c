@@ -49,7 +49,7 @@ put_manifest(const char *name)
 static void
 setup(void)
 {
-	static const struct stack_options o = { .uid_base = 330000 };
+	static const struct stack_options o = { .uid_base = 440000 };
 	static char cfg[8192];
 	char path[400];
 	FILE *f;
