@@ -326,7 +326,7 @@ seal(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	json_decref(problems);
 	pthread_mutex_lock(&h->mu);
-	struct seal_child child = { 0, -1, -1 };
+	struct seal_child child = { 0, -1, -1, false };
 	r = seal_workspace(h->workspaces, job, body, output_kb, &report,
 	    &child);
 	pthread_mutex_unlock(&h->mu);
@@ -338,12 +338,13 @@ seal(void *ctx, struct http_request *req, struct http_response *res)
 		return;
 	}
 	/* sealer: the child that sealed (pid 0: sealed before). */
-	log_info("workspace_sealed", "{s:s, s:O, s:O, s:{s:I, s:I, s:I}}",
+	log_info("workspace_sealed", "{s:s, s:O, s:O, s:{s:I, s:I, s:I, s:b}}",
 	    "job", job, "verdict", json_object_get(report, "verdict"), "patch",
 	    json_object_get(report, "patch"), "sealer", "pid",
 	    (json_int_t)child.pid, "seccomp_filters",
 	    (json_int_t)child.seccomp_filters, "no_new_privs",
-	    (json_int_t)child.no_new_privs);
+	    (json_int_t)child.no_new_privs, "socket_refused",
+	    child.socket_refused);
 	http_reply_json(res, 200, report);
 }
 

@@ -5,9 +5,10 @@
  *
  * The reading and judging (meta.json, the walk of the job's upper
  * directory, hostile names and bytes) runs in a child forked for the one
- * seal, under its own filter (confine_seal: on top of the hatch's, no
- * mounts), which writes into the two temporary files its parent opened
- * and tells its parent its own seccomp state through a pipe. The parent
+ * seal, holding none of the hatch's fds, under its own filters
+ * (confine_seal: on top of the hatch's, no mounts; then no sockets),
+ * which writes into the two temporary files its parent opened and tells
+ * its parent its own seccomp state through a pipe. The parent
  * waits at most SEAL_CHILD_DEADLINE_S; a child that died, was killed or
  * failed is a failed seal, and nothing is renamed into place.
  */
@@ -27,9 +28,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -47,6 +50,58 @@
  * gives up the mounts too: no exec, mounts, namespaces or id changes.
  */
 static const struct confine_profile confine_seal = { .name = "seal" };
+
+/* Sockets the sealer refuses (EPERM) on top of confine_seal: it needs
+ * none, and it must not use the hatch's listening socket it inherited. */
+static const char *const seal_no_sockets[] = { "socket", "socketpair",
+	"connect", "bind", "listen", "accept", "accept4" };
+
+/* Closes every fd from 3 up but the n in keep (the hatch's sockets, its
+ * other workspaces' files: the sealer needs none of them). */
+static void
+close_others(int *keep, size_t n)
+{
+	unsigned from = 3;
+
+	/* keep sorted (n is 3: a small insertion sort). */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned)keep[i] > from)
+			(void)close_range(from, (unsigned)keep[i] - 1, 0);
+		if ((unsigned)keep[i] + 1 > from)
+			from = (unsigned)keep[i] + 1;
+	}
+	(void)close_range(from, ~0U, 0);
+}
+
+/* confine_seal, then a second filter refusing seal_no_sockets: 0 or
+ * -errno. */
+static int
+confine_sealer(void)
+{
+	scmp_filter_ctx ctx;
+	int r = confine_apply(&confine_seal);
+
+	if (r < 0)
+		return r;
+	ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (ctx == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(seal_no_sockets); i++) {
+		int nr = seccomp_syscall_resolve_name(seal_no_sockets[i]);
+		if (nr != __NR_SCMP_ERROR)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+	}
+	if (r == 0)
+		r = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return r < 0 ? r : 0;
+}
 
 static int
 ws_dir(char *out, size_t len, const char *root, const char *job)
@@ -199,8 +254,9 @@ out:
 	return r;
 }
 
-/* The Seccomp_filters and NoNewPrivs fields of /proc/self/status, as
- * "filters nnp\n" to fd (best effort: the parent only logs them). */
+/* The Seccomp_filters and NoNewPrivs fields of /proc/self/status and
+ * whether socket(2) is refused, as "filters nnp refused\n" to fd (best
+ * effort: the parent only logs them). */
 static void
 tell_state(int fd)
 {
@@ -216,7 +272,11 @@ tell_state(int fd)
 	}
 	if (f != NULL)
 		fclose(f);
-	int n = snprintf(out, sizeof(out), "%ld %ld\n", filters, nnp);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s >= 0)
+		close(s);
+	int n = snprintf(out, sizeof(out), "%ld %ld %d\n", filters, nnp,
+	    s < 0 ? 1 : 0);
 	(void)path_write_all(fd, out, (size_t)n);
 }
 
@@ -318,8 +378,10 @@ seal_workspace(const char *root, const char *job, const json_t *output,
 		goto fail;
 	}
 	if (pid == 0) {
+		int keep[] = { pipefd[1], patch_fd, report_fd };
 		close(pipefd[0]);
-		r = confine_apply(&confine_seal);
+		close_others(keep, ARRAY_SIZE(keep));
+		r = confine_sealer();
 		if (r == 0) {
 			tell_state(pipefd[1]);
 			r = seal_compute(dir, job, output, output_kb, patch_fd,
@@ -339,7 +401,8 @@ seal_workspace(const char *root, const char *job, const json_t *output,
 			char *end;
 			state[n] = '\0';
 			child->seccomp_filters = strtol(state, &end, 10);
-			child->no_new_privs = strtol(end, NULL, 10);
+			child->no_new_privs = strtol(end, &end, 10);
+			child->socket_refused = strtol(end, NULL, 10) == 1;
 		}
 	}
 	if (r < 0)

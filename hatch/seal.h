@@ -8,17 +8,20 @@
 #define CORDON_HATCH_SEAL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define SEAL_DEFAULT_OUTPUT_KB 1024
 #define SEAL_MAX_OUTPUT_KB 65536
 
 /* Who sealed: the child's pid, and its Seccomp_filters and NoNewPrivs as
- * it read them from its own /proc/self/status once confined (-1 unknown). */
+ * it read them from its own /proc/self/status once confined (-1 unknown),
+ * and whether a socket(2) it tried then was refused. */
 struct seal_child {
 	long pid;
 	long seccomp_filters;
 	long no_new_privs;
+	bool socket_refused;
 };
 
 /*
