@@ -130,13 +130,21 @@ const struct confine_profile confine_proxy = { .name = "proxy" };
 const struct confine_profile confine_hatch = { .name = "hatch", .mount = true };
 
 /*
- * cordon serve forks and execs cordon run, which inherits this filter
- * and must still build the sandbox (clone with namespace flags, unshare,
- * mounts, pivot_root, sethostname, the job's uid and capabilities): serve
- * keeps all of those until it is split into a root part that forks jobs
- * and an HTTP part that does not (docs/threat-model.md).
+ * cordon serve's HTTP part: libmicrohttpd, the callbacks, the jobs'
+ * pipes. It has dropped root before this (launcher/spawner.c) and asks
+ * the spawner for every child: it never execs, mounts, enters a
+ * namespace or changes its ids.
  */
-const struct confine_profile confine_serve = { .name = "serve",
+const struct confine_profile confine_serve = { .name = "serve" };
+
+/*
+ * cordon serve's spawner forks and execs cordon run, which inherits this
+ * filter and must still build the sandbox (clone with namespace flags,
+ * unshare, mounts, pivot_root, sethostname, the job's uid and
+ * capabilities): it keeps all of those, and parses nothing but its
+ * fixed-format requests (docs/threat-model.md).
+ */
+const struct confine_profile confine_spawner = { .name = "spawner",
 	.exec = true,
 	.mount = true,
 	.namespaces = true,

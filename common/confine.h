@@ -10,8 +10,8 @@
  * call fails with EPERM (clone3 with ENOSYS, so that libc falls back to
  * clone, whose flags a filter can read); a call through another
  * architecture's entry point is refused whole. Every exec after it keeps
- * the filter: cordon serve's children (cordon run) inherit serve's, which
- * is why serve's profile keeps exec, mounts and namespaces.
+ * the filter: cordon serve's jobs (cordon run) inherit its spawner's,
+ * which is why that profile keeps exec, mounts and namespaces.
  */
 #ifndef CORDON_CONFINE_H
 #define CORDON_CONFINE_H
@@ -42,11 +42,12 @@ struct confine_profile {
 	bool setid; /* setuid, setgid, setgroups and the rest, capset */
 };
 
-/* The four daemons' profiles (confine.c says why each keeps what). */
+/* The daemons' profiles (serve's two parts: serve, spawner) (confine.c says why each keeps what). */
 extern const struct confine_profile confine_broker;
 extern const struct confine_profile confine_proxy;
 extern const struct confine_profile confine_hatch;
 extern const struct confine_profile confine_serve;
+extern const struct confine_profile confine_spawner;
 
 /*
  * Sets no_new_privs and PR_SET_DUMPABLE 0, then loads p's filter into

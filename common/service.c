@@ -172,6 +172,38 @@ service_open(struct config_common *common, int *ret_fd, char *ret_addr,
 	return -1;
 }
 
+/* service_notify_connect's socket, or -1. */
+static int notify_fd = -1;
+
+int
+service_notify_connect(void)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	size_t n;
+	int fd;
+
+	if (path == NULL || path[0] == '\0' || notify_fd >= 0)
+		return 0;
+	n = strlen(path);
+	if ((path[0] != '/' && path[0] != '@') || n >= sizeof(sun.sun_path))
+		return -EINVAL;
+	memcpy(sun.sun_path, path, n);
+	if (path[0] == '@')
+		sun.sun_path[0] = '\0';
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sun,
+		(socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	notify_fd = fd;
+	return 0;
+}
+
 int
 service_notify(const char *state)
 {
@@ -183,6 +215,10 @@ service_notify(const char *state)
 
 	if (path == NULL || path[0] == '\0')
 		return 0;
+	if (notify_fd >= 0)
+		return send(notify_fd, state, strlen(state), MSG_NOSIGNAL) < 0
+		    ? -errno
+		    : 0;
 	n = strlen(path);
 	if ((path[0] != '/' && path[0] != '@') || n >= sizeof(sun.sun_path))
 		return -EINVAL;

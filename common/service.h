@@ -53,6 +53,14 @@ int service_open(struct config_common *common, int *ret_fd, char *ret_addr,
  */
 int service_notify(const char *state);
 
+/*
+ * Connects a socket to $NOTIFY_SOCKET now, for every later
+ * service_notify: a process that gives up its uid keeps the right to
+ * tell systemd (cordon serve's HTTP part). 0 (also when it is unset) or
+ * -errno.
+ */
+int service_notify_connect(void);
+
 /* How often to send WATCHDOG=1: half of $WATCHDOG_USEC in ms (when
  * $WATCHDOG_PID is unset or ours), or 0 when there is no watchdog. */
 int service_watchdog_ms(void);

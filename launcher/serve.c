@@ -24,6 +24,7 @@
 #include "path.h"
 #include "problems.h"
 #include "service.h"
+#include "spawner.h"
 #include "stoppath.h"
 #include "util.h"
 
@@ -123,6 +124,7 @@ static const unsigned duration_le[] = { 1, 5, 10, 30, 60, 300, 900, 3600 };
  * of it. */
 struct serve {
 	struct launcher l;
+	struct spawner sp; /* the root part that forks each child */
 	unsigned char callback_key[256];
 	size_t callback_key_len; /* 0: callbacks refused */
 	char starting[STARTING_MAX][IDEM_MAX + 1];
@@ -354,8 +356,13 @@ reap(struct serve *s, struct sjob *j)
 	if (j->done)
 		return;
 	drain(j);
-	if (waitpid(j->pid, &st, WNOHANG) != j->pid)
+	/* A spawner gone stopped its children as it went: ended, status
+	 * unknown (125, as a child that could not exec). */
+	int k = spawner_reaped(&s->sp, j->pid, &st, 0);
+	if (k == 0)
 		return;
+	if (k < 0)
+		st = 125 << 8;
 	drain(j);
 	drain_err(j, true);
 	close(j->result_fd);
@@ -397,46 +404,19 @@ reap(struct serve *s, struct sjob *j)
 		l->recover_at = 0;
 }
 
-/* cordon with argv, as a child: stdin from /dev/null, stdout to out (or
- * /dev/null when -1), fd 3 to fd3 and fd 4 to fd4 (when not -1), stderr to
- * err (serve's when -1), signals unblocked. The child's pid, or -1. */
-static pid_t
-fork_cordon(struct launcher *l, char **argv, int out, int fd3, int fd4, int err)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		/* O_CLOEXEC: its copies on 0 (and 1) are what cordon gets. */
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		sigset_t none;
-		if (dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
-		    (fd3 >= 0 && dup2(fd3, 3) < 0) ||
-		    (fd4 >= 0 && dup2(fd4, LIVE_FD) < 0) ||
-		    (err >= 0 && dup2(err, 2) < 0))
-			_exit(125);
-		/* Nothing else of serve's, nor what serve's parent left
-		 * open without O_CLOEXEC. */
-		closefrom(fd4 >= 0 ? LIVE_FD + 1 : fd3 >= 0 ? 4 : 3);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execv(l->cordon, argv);
-		_exit(125);
-	}
-	return pid;
-}
-
-/* `cordon recover --log` as a child of its own, when it is time and none
- * runs; its JSON log lines go to serve's stderr. l->mu held. */
+/* `cordon recover --log` as a child of the spawner, when it is time and
+ * none runs; its JSON log lines go to serve's stderr. l->mu held. */
 static void
-recover_tick(struct launcher *l, time_t now)
+recover_tick(struct serve *s, time_t now)
 {
-	char *argv[] = { "cordon", "recover", "--log", "--config",
-		(char *)l->config_path, NULL };
-	int st;
+	struct launcher *l = &s->l;
+	int st, k;
 
 	if (l->recover_pid > 0) {
-		if (waitpid(l->recover_pid, &st, WNOHANG) != l->recover_pid)
+		if ((k = spawner_reaped(&s->sp, l->recover_pid, &st, 0)) == 0)
 			return;
+		if (k < 0)
+			st = 125 << 8;
 		l->recover_pid = 0;
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			log_warn("recover_left", "{s:i, s:s}", "status",
@@ -447,12 +427,11 @@ recover_tick(struct launcher *l, time_t now)
 	if (now < l->recover_at)
 		return;
 	l->recover_at = now + RECOVER_EVERY;
-	if (l->config_path == NULL)
-		argv[3] = NULL;
-	l->recover_pid = fork_cordon(l, argv, -1, -1, -1, -1);
+	l->recover_pid = spawner_recover(&s->sp);
 	if (l->recover_pid < 0) {
+		log_warn("recover_failed", "{s:s}", "error",
+		    strerror(-l->recover_pid));
 		l->recover_pid = 0;
-		log_warn("recover_failed", "{s:s}", "error", strerror(errno));
 	}
 }
 
@@ -512,7 +491,7 @@ tick(void *ctx)
 		}
 		p = &j->next;
 	}
-	recover_tick(l, now);
+	recover_tick(s, now);
 	wake_followers(s, false);
 	pthread_mutex_unlock(&l->mu);
 }
@@ -648,31 +627,21 @@ job_json(const struct sjob *j)
 	return o;
 }
 
-/* Starts `cordon run --json` for the request: the child, and the job id
- * it says once the broker made it. */
+/* Starts `cordon run --json` for the request (the spawner forks it: the
+ * argv it builds is spawner.c's): the child, and the job id it says once
+ * the broker made it. */
 static int
-spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
-    size_t errlen)
+spawn(struct serve *s, json_t *body, struct sjob *j, char *err, size_t errlen)
 {
 	json_t *inputs = json_object_get(body, "inputs");
 	json_t *command = json_object_get(body, "command");
-	char *argv[16 + 2 * MAX_INPUTS + MAX_COMMAND], *owned[MAX_INPUTS];
+	const char *words[MAX_COMMAND];
+	char *owned[MAX_INPUTS];
 	char buf[128];
-	size_t n = 0, nowned = 0, i;
+	size_t nwords = 0, nowned = 0, i;
 	int out[2], idp[2], errp[2], live[2];
 	json_t *v;
 
-	argv[n++] = "cordon";
-	argv[n++] = "run";
-	argv[n++] = "--json";
-	argv[n++] = "--id-fd";
-	argv[n++] = "3";
-	if (l->config_path != NULL) {
-		argv[n++] = "--config";
-		argv[n++] = (char *)l->config_path;
-	}
-	argv[n++] = "--manifest";
-	argv[n++] = j->manifest;
 	/* Checked by jobs_post: at most MAX_INPUTS, MAX_COMMAND. */
 	json_array_foreach(inputs, i, v)
 	{
@@ -681,15 +650,10 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 		char *arg;
 		if (asprintf(&arg, "%s:%s", src, dst) < 0)
 			break;
-		argv[n++] = "--input";
-		argv[n++] = owned[nowned++] = arg;
+		owned[nowned++] = arg;
 	}
-	if (json_array_size(command) > 0) {
-		argv[n++] = "--";
-		json_array_foreach(command, i, v) argv[n++] =
-		    (char *)json_string_value(v);
-	}
-	argv[n] = NULL;
+	json_array_foreach(command, i, v) words[nwords++] =
+	    json_string_value(v);
 	if (pipe2(out, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
@@ -721,7 +685,9 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 	/* Room for a burst of output between two ticks; a copy that finds
 	 * the pipe full stops (tee.c). */
 	(void)fcntl(live[0], F_SETPIPE_SZ, LIVE_PIPE);
-	j->pid = fork_cordon(l, argv, out[1], idp[1], live[1], errp[1]);
+	const int fds[4] = { out[1], idp[1], live[1], errp[1] };
+	j->pid = spawner_run(&s->sp, j->manifest, (const char *const *)owned,
+	    nowned, words, nwords, fds);
 	for (i = 0; i < nowned; i++)
 		free(owned[i]);
 	close(out[1]);
@@ -729,11 +695,13 @@ spawn(struct launcher *l, json_t *body, struct sjob *j, char *err,
 	close(errp[1]);
 	close(live[1]);
 	if (j->pid < 0) {
+		int e = -j->pid;
+		j->pid = 0;
 		close(out[0]);
 		close(idp[0]);
 		close(errp[0]);
 		close(live[0]);
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+		snprintf(err, errlen, "spawner: %s", strerror(e));
 		return -EIO;
 	}
 	j->result_fd = out[0];
@@ -953,11 +921,12 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 		http_reply_error(res, 500, "internal", "out of memory");
 		goto out;
 	}
-	if (spawn(l, body, j, err, sizeof(err)) < 0) {
+	if (spawn(s, body, j, err, sizeof(err)) < 0) {
 		if (j->pid > 0) {
 			/* What it said (a refused manifest, say) is the answer. */
 			int st;
-			waitpid(j->pid, &st, 0);
+			while (spawner_reaped(&s->sp, j->pid, &st, 1000) == 0)
+				drain(j);
 			drain(j);
 			drain_err(j, true);
 			json_t *result =
@@ -1091,7 +1060,7 @@ job_stop(void *ctx, struct http_request *req, struct http_response *res)
 	pthread_mutex_lock(&l->mu);
 	j = find_or_404(l, req, res);
 	if (j != NULL && !j->done)
-		kill(j->pid, SIGTERM);
+		(void)spawner_stop(&s->sp, j->pid);
 	pthread_mutex_unlock(&l->mu);
 	if (j == NULL)
 		return;
@@ -1224,11 +1193,42 @@ job_output(void *ctx, struct http_request *req, struct http_response *res)
 	pthread_mutex_unlock(&s->l.mu);
 }
 
+/* Reads fd (closed after) whole, at most max bytes: 0 with the text, or
+ * -errno (-EFBIG: larger). */
+static int
+read_capped(int fd, size_t max, char **ret, size_t *ret_len)
+{
+	struct buf b = BUF_INIT(max);
+	char chunk[16384];
+	int r = 0;
+
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : 0;
+			break;
+		}
+		if ((r = buf_append(&b, chunk, (size_t)n)) < 0) {
+			r = r == -E2BIG ? -EFBIG : r;
+			break;
+		}
+	}
+	close(fd);
+	if (r < 0) {
+		buf_free(&b);
+		return r;
+	}
+	*ret = buf_steal(&b, ret_len);
+	return *ret != NULL ? 0 : -ENOMEM;
+}
+
 /* Reads the patch of finished job j: 0 with the text, or an answer given
  * (and -1). l->mu held; the file is the one cordon run wrote whole. */
 static int
-read_patch(const struct sjob *j, struct http_response *res, char **ret,
-    size_t *ret_len)
+read_patch(struct serve *s, const struct sjob *j, struct http_response *res,
+    char **ret, size_t *ret_len)
 {
 	const char *at = json_string_value(result_get(j, "patch"));
 	const char *kept = json_string_value(result_get(j, "workspace_kept"));
@@ -1242,7 +1242,11 @@ read_patch(const struct sjob *j, struct http_response *res, char **ret,
 		    kept != NULL ? kept : "");
 		return -1;
 	}
-	r = path_read_file(at, PATCH_MAX, ret, ret_len);
+	/* cordon run wrote it as root, 0600, at <state_dir>/<job>.patch:
+	 * the spawner opens it for this unprivileged part. */
+	r = spawner_open_patch(&s->sp, j->id);
+	if (r >= 0)
+		r = read_capped(r, PATCH_MAX, ret, ret_len);
 	if (r == -ENOENT) {
 		http_reply_error(res, 410, "patch_gone",
 		    "the patch is no longer at %s", at);
@@ -1266,7 +1270,7 @@ job_patch(void *ctx, struct http_request *req, struct http_response *res)
 
 	pthread_mutex_lock(&s->l.mu);
 	j = find_done(s, req, res, "patch");
-	if (j != NULL && read_patch(j, res, &text, &len) == 0)
+	if (j != NULL && read_patch(s, j, res, &text, &len) == 0)
 		http_reply_text(res, 200, "text/x-diff", text, len);
 	pthread_mutex_unlock(&s->l.mu);
 	free(text);
@@ -1286,7 +1290,7 @@ job_report(void *ctx, struct http_request *req, struct http_response *res)
 	if (j == NULL)
 		goto out;
 	if (json_string_value(result_get(j, "patch")) != NULL) {
-		if (read_patch(j, res, &text, &len) < 0)
+		if (read_patch(s, j, res, &text, &len) < 0)
 			goto out;
 		sha256_hex(text, len, sha);
 		patch =
@@ -1395,6 +1399,7 @@ int
 launcher_serve(int argc, char **argv)
 {
 	static struct serve s = { .l = { .mu = PTHREAD_MUTEX_INITIALIZER },
+		.sp = { .fd = -1 },
 		.queue_cond = PTHREAD_COND_INITIALIZER };
 	struct launcher *l = &s.l;
 	struct service_args args;
@@ -1438,6 +1443,14 @@ launcher_serve(int argc, char **argv)
 		r = EXIT_OSERR;
 		goto out;
 	}
+	/* The root part, forked before the keys are read and the socket
+	 * opened: it holds neither (spawner.h). */
+	if ((r = spawner_start(&s.sp, l->cordon, l->config_path,
+		 l->cfg.common.state_dir)) < 0) {
+		log_error("no_spawner", "{s:s}", "error", strerror(-r));
+		r = EXIT_OSERR;
+		goto out;
+	}
 	/* Without its key serve still answers /healthz, and refuses every
 	 * job: the broker would refuse them anyway. */
 	if ((r = keyring_add_file(&l->keys, l->cfg.launcher_key_file,
@@ -1449,6 +1462,14 @@ launcher_serve(int argc, char **argv)
 	r = service_open(&l->cfg.common, &fd, addr, sizeof(addr));
 	if (r >= 0)
 		goto out;
+	/* Keys read, socket open, systemd's socket connected: root is not
+	 * needed here any more. */
+	(void)service_notify_connect();
+	if ((r = spawner_drop_root()) < 0) {
+		log_error("drop_root_failed", "{s:s}", "error", strerror(-r));
+		r = EXIT_OSERR;
+		goto out;
+	}
 	if (pthread_create(&s.callback_thread, NULL, callback_worker, &s) !=
 	    0) {
 		log_error("callback_thread", "{s:s}", "error", strerror(errno));
@@ -1467,8 +1488,8 @@ launcher_serve(int argc, char **argv)
 		.metrics = metrics,
 		.stopping = serve_stopping,
 	};
-	/* Its own sandbox, late; the jobs it forks inherit it
-	 * (confine.c: what serve keeps for cordon run). */
+	/* Its own sandbox, late: no exec, mounts, namespaces or id changes
+	 * (the spawner keeps those for cordon run, confine.c). */
 	if ((r = confine_apply(&confine_serve)) < 0) {
 		log_error("confine_failed", "{s:s}", "error", strerror(-r));
 		r = EXIT_OSERR;
@@ -1478,7 +1499,7 @@ launcher_serve(int argc, char **argv)
 	/* Jobs die with their launcher: each runs its stop path. */
 	for (struct sjob *j = l->jobs; j != NULL; j = j->next)
 		if (!j->done)
-			kill(j->pid, SIGTERM);
+			(void)spawner_stop(&s.sp, j->pid);
 	/* Reaped as the tick does, their results read meanwhile (a child
 	 * must not block on a full pipe), their callbacks sent still. */
 	for (bool left = true; left;) {
@@ -1492,8 +1513,11 @@ launcher_serve(int argc, char **argv)
 		if (left)
 			usleep(10 * 1000);
 	}
-	if (l->recover_pid > 0)
-		waitpid(l->recover_pid, NULL, 0);
+	if (l->recover_pid > 0) {
+		int st;
+		while (spawner_reaped(&s.sp, l->recover_pid, &st, 1000) == 0)
+			;
+	}
 out:
 	if (s.callback_thread_started) {
 		pthread_mutex_lock(&l->mu);
@@ -1504,6 +1528,8 @@ out:
 	}
 	if (fd >= 0)
 		close(fd);
+	/* Its end closed, the spawner stops what is left and exits. */
+	(void)spawner_close(&s.sp);
 	while (l->jobs != NULL) {
 		struct sjob *j = l->jobs;
 		l->jobs = j->next;

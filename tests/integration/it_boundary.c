@@ -665,9 +665,11 @@ START_TEST(serve_and_the_sandbox_init_leak_no_descriptor)
 		"60"));
 	const char *id = json_string_value(json_object_get(j, "job"));
 	ck_assert_ptr_nonnull(id);
-	/* serve -> cordon run -> the sandbox's PID 1 -> sleep. */
+	/* serve -> its spawner -> cordon run -> the sandbox's PID 1 ->
+	 * sleep. */
 	for (int i = 0; i < 300 && init == 0; i++) {
-		run = first_child(serve.pid);
+		pid_t spawner = first_child(serve.pid);
+		run = spawner > 0 ? first_child(spawner) : 0;
 		init = run > 0 ? first_child(run) : 0;
 		if (init > 0 && first_child(init) == 0)
 			init = 0; /* not yet the job's */

@@ -3,18 +3,23 @@
  * broker, the proxy, the hatch and cordon serve, started as the other
  * tests start them, must each show "Seccomp: 2" (a filter) and
  * "NoNewPrivs: 1" in /proc/PID/status while they serve, still answer,
- * and stop cleanly (status 0: the sanitizers' exit checks ran).
+ * and stop cleanly (status 0: the sanitizers' exit checks ran). cordon
+ * serve is two processes: its HTTP part (the pid started) runs as no
+ * root, with no capability, and its one child, the root spawner that
+ * forks the jobs, is filtered too.
  */
 #include "harness.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The value of field ("Seccomp") in /proc/pid/status, or -1. */
+/* The value of field ("Seccomp") in /proc/pid/status, read in base, or
+ * -1. */
 static long
-status_field(pid_t pid, const char *field)
+status_base(pid_t pid, const char *field, int base)
 {
 	char path[64], line[256];
 	size_t len = strlen(field);
@@ -22,15 +27,46 @@ status_field(pid_t pid, const char *field)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	ck_assert_ptr_nonnull(f);
+	/* A process scanned for may be gone by now: -1. */
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
 	while (fgets(line, sizeof(line), f) != NULL)
 		if (strncmp(line, field, len) == 0 && line[len] == ':') {
-			v = strtol(line + len + 1, NULL, 10);
+			v = strtol(line + len + 1, NULL, base);
 			break;
 		}
 	fclose(f);
 	return v;
+}
+
+static long
+status_field(pid_t pid, const char *field)
+{
+	return status_base(pid, field, 10);
+}
+
+/* The one process whose parent is pid, or -1 (none, or more than one). */
+static pid_t
+only_child(pid_t pid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = -1;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL) {
+		char *end;
+		long p = strtol(e->d_name, &end, 10);
+		if (*end != '\0' || p <= 0)
+			continue;
+		if (status_field((pid_t)p, "PPid") == pid) {
+			found = (pid_t)p;
+			n++;
+		}
+	}
+	closedir(d);
+	return n == 1 ? found : -1;
 }
 
 static void
@@ -70,6 +106,24 @@ START_TEST(every_daemon_runs_filtered)
 	expect_confined(&st.proxy);
 	expect_confined(&st.hatch);
 	expect_confined(&serve);
+	/* The HTTP part: no root, no capability; its spawner filtered. */
+	ck_assert_msg(status_field(serve.pid, "Uid") > 0,
+	    "serve's HTTP part runs as uid %ld",
+	    status_field(serve.pid, "Uid"));
+	ck_assert_msg(status_base(serve.pid, "CapEff", 16) == 0,
+	    "serve's HTTP part: CapEff %lx",
+	    status_base(serve.pid, "CapEff", 16));
+	ck_assert_msg(status_base(serve.pid, "CapPrm", 16) == 0,
+	    "serve's HTTP part: CapPrm %lx",
+	    status_base(serve.pid, "CapPrm", 16));
+	pid_t spawner = only_child(serve.pid);
+	ck_assert_msg(spawner > 0, "serve has no one child (its spawner)");
+	ck_assert_msg(status_field(spawner, "Seccomp") == 2,
+	    "serve's spawner (pid %d): Seccomp %ld", (int)spawner,
+	    status_field(spawner, "Seccomp"));
+	ck_assert_msg(status_field(spawner, "NoNewPrivs") == 1,
+	    "serve's spawner (pid %d): NoNewPrivs %ld", (int)spawner,
+	    status_field(spawner, "NoNewPrivs"));
 	ck_assert_int_eq(daemon_stop(&serve), 0);
 	ck_assert_int_eq(daemon_stop(&st.hatch), 0);
 	ck_assert_int_eq(daemon_stop(&st.proxy), 0);

@@ -37,7 +37,7 @@
 extern void __lsan_do_leak_check(void) __attribute__((weak));
 
 static const struct confine_profile *const profiles[] = { &confine_broker,
-	&confine_proxy, &confine_hatch, &confine_serve };
+	&confine_proxy, &confine_hatch, &confine_serve, &confine_spawner };
 
 /* A mount namespace of the test's own, then p's filter. */
 static void
@@ -190,7 +190,8 @@ become_nobody(void)
 
 START_TEST(serve_keeps_what_cordon_run_needs)
 {
-	confined(&confine_serve);
+	/* serve's spawner: the cordon run it execs inherits its filter. */
+	confined(&confine_spawner);
 	refused_by_all();
 	ck_assert_int_eq(in_child(exec_true), 0);
 	ck_assert_int_eq(in_child(sandbox_steps), 0);
@@ -281,8 +282,13 @@ START_TEST(each_profile_says_what_it_refuses)
 	ck_assert(confine_refuses(&confine_proxy, "mount"));
 	ck_assert(confine_refuses(&confine_hatch, "execve"));
 	ck_assert(!confine_refuses(&confine_hatch, "mount"));
-	ck_assert(!confine_refuses(&confine_serve, "execve"));
-	ck_assert(!confine_refuses(&confine_serve, "unshare"));
+	ck_assert(!confine_refuses(&confine_spawner, "execve"));
+	ck_assert(!confine_refuses(&confine_spawner, "unshare"));
+	/* serve's HTTP part asks its spawner for every child. */
+	ck_assert(confine_refuses(&confine_serve, "execve"));
+	ck_assert(confine_refuses(&confine_serve, "unshare"));
+	ck_assert(confine_refuses(&confine_serve, "mount"));
+	ck_assert(confine_refuses(&confine_serve, "setresuid"));
 	for (size_t i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++) {
 		ck_assert(confine_refuses(profiles[i], "keyctl"));
 		ck_assert(confine_refuses(profiles[i], "bpf"));

@@ -1,0 +1,90 @@
+/*
+ * cordon serve's root part. Before serve reads its keys or opens its
+ * socket it forks the spawner, joined to it by a SOCK_SEQPACKET
+ * socketpair; the HTTP part then drops root (spawner_drop_root) and a
+ * profile with no exec, mounts, namespaces or id changes. The spawner
+ * keeps what cordon run needs to build a sandbox and does three things,
+ * asked in capped, fixed-format messages: run a job (`cordon run --json`
+ * with a manifest, inputs and a command it puts in its own argv, the
+ * result, id, live and stderr pipes passed in over SCM_RIGHTS), run
+ * `cordon recover --log`, stop (SIGTERM) a child of its own, and open a
+ * job's patch in its state directory, read-only, for the HTTP part. It
+ * answers with the child's pid and tells each child's exit status. When
+ * the HTTP part's end closes it stops its children, waits for them and
+ * exits.
+ */
+#ifndef CORDON_SPAWNER_H
+#define CORDON_SPAWNER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define SPAWNER_MSG_MAX (128 * 1024)
+#define SPAWNER_EXITED_MAX 4096
+
+/* The HTTP part's end: the statuses told and not yet asked for. */
+struct spawner {
+	int fd; /* -1: none */
+	pid_t pid;
+	pthread_mutex_t mu;
+	struct {
+		pid_t pid;
+		int status;
+	} exited[SPAWNER_EXITED_MAX];
+	size_t nexited;
+	bool gone; /* its end closed: no status will come */
+};
+
+/*
+ * Forks the spawner, which confines itself (confine_spawner) and runs
+ * cordon (the program's path) with --config config_path (NULL: none)
+ * for each request, and opens <state_dir>/<job>.patch. Call it before any thread starts and before keys
+ * are read. 0 or -errno.
+ */
+int spawner_start(struct spawner *sp, const char *cordon,
+    const char *config_path, const char *state_dir);
+
+/*
+ * Asks for `cordon run --json --id-fd 3 [--config] --manifest manifest
+ * [--input in]... [-- command...]` with stdout, fd 3, fd 4 and stderr
+ * on fds[0..3]. The child's pid, or -errno (-E2BIG: the request exceeds
+ * SPAWNER_MSG_MAX).
+ */
+pid_t spawner_run(struct spawner *sp, const char *manifest,
+    const char *const *inputs, size_t ninputs, const char *const *command,
+    size_t ncommand, const int fds[4]);
+
+/* Asks for `cordon recover --log [--config]`, its output to the
+ * spawner's stderr: the child's pid, or -errno. */
+pid_t spawner_recover(struct spawner *sp);
+
+/* Asks the spawner to open <state_dir>/<job>.patch (cordon run writes it
+ * as root, 0600) read-only: the descriptor, or -errno (-EINVAL: job is
+ * not a name). */
+int spawner_open_patch(struct spawner *sp, const char *job);
+
+/* Asks the spawner to send SIGTERM to its child pid: 0 or -errno. */
+int spawner_stop(struct spawner *sp, pid_t pid);
+
+/*
+ * Whether the child pid ended, as waitpid would say, waiting up to
+ * timeout_ms (0: not at all): 1 with *status, 0 not yet, -EPIPE when the
+ * spawner is gone (its children too: it stops them as it goes).
+ */
+int spawner_reaped(struct spawner *sp, pid_t pid, int *status, int timeout_ms);
+
+/* Closes the HTTP part's end (the spawner stops what runs) and waits for
+ * the spawner: its exit status as waitpid's, or -1. */
+int spawner_close(struct spawner *sp);
+
+/*
+ * The HTTP part's drop, when it runs as root: to the user cordon-serve
+ * (else nobody), no supplementary groups, every capability gone from
+ * the bounding set, the permitted and effective sets empty. 0 (also when
+ * not root: nothing to drop), or -errno.
+ */
+int spawner_drop_root(void);
+
+#endif
