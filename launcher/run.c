@@ -1154,8 +1154,13 @@ launcher_run(int argc, char **argv)
 
 	struct sigaction pipe_sa = { .sa_handler = on_sigpipe,
 		.sa_flags = SA_RESTART };
+	sigset_t none;
 	sigemptyset(&pipe_sa.sa_mask);
 	sigaction(SIGPIPE, &pipe_sa, NULL);
+	/* A caller that blocked SIGTERM or SIGINT must not keep them from
+	 * starting the stop path. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	rc = parse_flags(argc, argv, &f);
 	if (rc >= 0)
 		return rc;

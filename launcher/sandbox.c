@@ -396,6 +396,22 @@ limits(int ctl, const struct sandbox_spec *s)
 	}
 }
 
+/* The command starts as any program expects, whatever its caller left:
+ * every signal at its default (exec keeps an ignored one: nohup's SIGHUP,
+ * serve's SIGPIPE) and none blocked (exec keeps the mask too). */
+static void
+default_signals(void)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+
+	sigemptyset(&dfl.sa_mask);
+	for (int sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &dfl, NULL); /* KILL, STOP: EINVAL */
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 /* Closes every descriptor from lo up but the ones in keep (at most 3,
  * each >= lo): 0 or -errno. */
 static int
@@ -512,6 +528,7 @@ child_main(void *arg)
 		/* The limits bind the command alone: the init stays able to
 		 * reap and report whatever the command does. */
 		limits(ctl, s);
+		default_signals();
 		/* The command holds 0, 1 and 2, nothing else. */
 		if (close_all_but(3, NULL, 0) < 0) {
 			dprintf(2, "cordon: cannot close descriptors\n");

@@ -111,6 +111,9 @@ struct launched {
 };
 
 static bool ignore_sigpipe; /* launch as cordon serve does: SIG_IGN */
+/* launch as a careless caller does: SIGHUP and SIGINT ignored (nohup),
+ * SIGTERM and SIGUSR1 blocked */
+static bool careless_caller;
 
 static void
 launch(struct launched *l, bool json, rlim_t nofile, const char *script)
@@ -137,6 +140,15 @@ launch(struct launched *l, bool json, rlim_t nofile, const char *script)
 		}
 
 		signal(SIGPIPE, ignore_sigpipe ? SIG_IGN : SIG_DFL);
+		if (careless_caller) {
+			sigset_t b;
+			signal(SIGHUP, SIG_IGN);
+			signal(SIGINT, SIG_IGN);
+			sigemptyset(&b);
+			sigaddset(&b, SIGTERM);
+			sigaddset(&b, SIGUSR1);
+			sigprocmask(SIG_BLOCK, &b, NULL);
+		}
 		if (nofile > 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
 			rl.rlim_cur = nofile;
 			setrlimit(RLIMIT_NOFILE, &rl);
@@ -401,6 +413,38 @@ START_TEST(https_jobs_whose_clients_close_early)
 	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
 	    "exit");
 	json_decref(j);
+}
+END_TEST
+
+/*
+ * Whatever its caller ignored or blocked, cordon run still stops on
+ * SIGTERM, and the job's processes start as any program expects: no
+ * signal ignored, none blocked (a job that inherited a blocked SIGTERM
+ * would outlive a polite stop of its own children).
+ */
+START_TEST(a_careless_callers_signals_reach_neither_cordon_nor_the_job)
+{
+	struct launched l;
+
+	careless_caller = true;
+	launch(&l, false, 0,
+	    "grep -E '^Sig(Ign|Blk):' /proc/self/status; echo started; "
+	    "sleep 60");
+	careless_caller = false;
+	ck_assert_msg(read_until(&l, "started", 30000), "the job never ran: %s",
+	    l.err);
+	ck_assert_int_eq(kill(l.pid, SIGTERM), 0);
+	int status = finish(&l, 30000);
+	ck_assert_msg(status >= 0,
+	    "cordon run did not stop within 30 s of SIGTERM:\n%.3000s", l.err);
+	ck_assert_msg(strstr(l.err, " stopped (stopped)") != NULL, "%s", l.err);
+	const char *ign = strstr(l.out, "SigIgn:"),
+		   *blk = strstr(l.out, "SigBlk:");
+	ck_assert_msg(ign != NULL && blk != NULL, "%s", l.out);
+	ck_assert_msg(strtoull(ign + 7, NULL, 16) == 0,
+	    "the job's processes ignore signals: %s", l.out);
+	ck_assert_msg(strtoull(blk + 7, NULL, 16) == 0,
+	    "the job's processes block signals: %s", l.out);
 }
 END_TEST
 
@@ -767,6 +811,8 @@ suite(void)
 	tcase_add_test(tc, the_launcher_follows_the_revocation_feed);
 	tcase_add_test(tc, a_stalled_reader_does_not_hold_up_the_stop);
 	tcase_add_test(tc, a_job_revoked_before_it_ran_is_reported_revoked);
+	tcase_add_test(tc,
+	    a_careless_callers_signals_reach_neither_cordon_nor_the_job);
 	suite_add_tcase(s, tc);
 	return s;
 }
