@@ -219,6 +219,44 @@ get_manifest(void *ctx, struct http_request *req, struct http_response *res)
 		(json_int_t)m.created, "manifest", m.body));
 }
 
+/*
+ * GET /v1/manifests?limit=&after=: the manifests by name, a page at a
+ * time; next (the page's last name, for after=) only when more follow.
+ */
+static void
+list_manifests(void *ctx, struct http_request *req, struct http_response *res)
+{
+	struct broker *b = ctx;
+	const char *after = http_request_query(req, "after");
+	long long limit;
+	json_t *list;
+	int r;
+
+	if (!query_int(req, "limit", 1, 1000, 100, &limit, res))
+		return;
+	if (after != NULL && !manifest_name_ok(after)) {
+		http_reply_error(res, 400, "malformed",
+		    "query argument after must be a manifest's name");
+		return;
+	}
+	/* One more than asked: whether another page follows. */
+	r = store_manifest_list(b->store, after, (size_t)limit + 1, &list);
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	json_t *last = NULL;
+	if (json_array_size(list) > (size_t)limit) {
+		json_array_remove(list, (size_t)limit);
+		last = json_object_get(json_array_get(list, (size_t)limit - 1),
+		    "name");
+	}
+	http_reply_json(res, 200,
+	    json_pack("{s:O, s:s?}", "manifests", list, "next",
+		json_string_value(last)));
+	json_decref(list);
+}
+
 /* --- jobs ----------------------------------------------------------------- */
 
 /* Mints the capabilities marked mint_at_start: arrays of rows and values. */
@@ -1110,6 +1148,8 @@ broker_stopping(void *ctx)
 }
 
 const struct http_route broker_routes[] = {
+	{ "GET", "/v1/manifests", ROLE_ADMIN | ROLE_LAUNCHER, BODY_NONE,
+	    list_manifests },
 	{ "PUT", "/v1/manifests/*", ROLE_ADMIN, BODY_JSON, put_manifest },
 	{ "GET", "/v1/manifests/*", ROLE_ADMIN | ROLE_LAUNCHER, BODY_NONE,
 	    get_manifest },

@@ -56,6 +56,7 @@ enum stmt_id {
 	ST_SECRET_DEL,
 	ST_SECRET_USED,
 	ST_SECRET_MANIFESTS,
+	ST_MANIFEST_LIST,
 	ST_MAX,
 };
 
@@ -132,6 +133,12 @@ static const char *const stmt_sql[ST_MAX] = {
 				"m.version = (SELECT max(version) FROM "
 				"manifests WHERE name = m.name) AND "
 				"instr(m.body, ?) > 0 ORDER BY m.name",
+	[ST_MANIFEST_LIST] = "SELECT m.name, m.version, m.sha256, (SELECT "
+			     "min(created) FROM manifests WHERE name = "
+			     "m.name), m.created FROM manifests m WHERE "
+			     "m.name > ? AND m.version = (SELECT max(version) "
+			     "FROM manifests WHERE name = m.name) ORDER BY "
+			     "m.name LIMIT ?",
 };
 
 static const char schema[] =
@@ -871,6 +878,33 @@ manifest_version_free(struct manifest_version *m)
 {
 	json_decref(m->body);
 	m->body = NULL;
+}
+
+static json_t *
+manifest_list_row(sqlite3_stmt *st)
+{
+	return json_pack("{s:s, s:I, s:s, s:I, s:I}", "name",
+	    (const char *)sqlite3_column_text(st, 0), "version",
+	    (json_int_t)sqlite3_column_int64(st, 1), "sha256",
+	    (const char *)sqlite3_column_text(st, 2), "created",
+	    (json_int_t)sqlite3_column_int64(st, 3), "updated",
+	    (json_int_t)sqlite3_column_int64(st, 4));
+}
+
+int
+store_manifest_list(struct store *s, const char *after, size_t max,
+    json_t **ret)
+{
+	if (s->pg != NULL)
+		return store_pg_manifest_list(s->pg, after, max, ret);
+	struct conn *c;
+	sqlite3_stmt *st = reader_stmt(s, ST_MANIFEST_LIST, &c);
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, after != NULL ? after : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)max);
+	return collect(s, c, st, manifest_list_row, ret);
 }
 
 /* --- jobs ---------------------------------------------------------------- */

@@ -68,6 +68,15 @@ int store_manifest_get(struct store *s, const char *name, int64_t version,
     struct manifest_version *ret);
 void manifest_version_free(struct manifest_version *m);
 
+/*
+ * The manifests by name (bytewise ascending), those named after after
+ * (NULL or "" for the first), at most max: a new array of {name, version,
+ * sha256, created, updated} (version and sha256 the current one, created
+ * the first version's time, updated the current one's).
+ */
+int store_manifest_list(struct store *s, const char *after, size_t max,
+    json_t **ret);
+
 /* --- jobs --------------------------------------------------------------- */
 
 struct job {

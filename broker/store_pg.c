@@ -1405,6 +1405,35 @@ rows_run(struct store_pg *s, struct rows *a, json_t **ret)
 }
 
 static json_t *
+manifest_list_row(const PGresult *res, int i)
+{
+	return json_pack("{s:s, s:I, s:s, s:I, s:I}", "name",
+	    PQgetvalue(res, i, 0), "version", (json_int_t)col_int(res, i, 1),
+	    "sha256", PQgetvalue(res, i, 2), "created",
+	    (json_int_t)col_int(res, i, 3), "updated",
+	    (json_int_t)col_int(res, i, 4));
+}
+
+int
+store_pg_manifest_list(struct store_pg *s, const char *after, size_t max,
+    json_t **ret)
+{
+	/* COLLATE "C": bytewise, as sqlite orders, whatever the database's
+	 * collation, so after= pages the same on both engines. */
+	struct rows a = { .row = manifest_list_row,
+		.sql = "SELECT m.name, m.version, m.sha256, (SELECT "
+		       "min(created) FROM manifests WHERE name = m.name), "
+		       "m.created FROM manifests m WHERE m.name COLLATE \"C\" "
+		       "> $1 AND m.version = (SELECT max(version) FROM "
+		       "manifests WHERE name = m.name) ORDER BY m.name "
+		       "COLLATE \"C\" LIMIT $2" };
+
+	p_text(&a.p, after != NULL ? after : "");
+	p_int(&a.p, (int64_t)max);
+	return rows_run(s, &a, ret);
+}
+
+static json_t *
 lapsed_row(const PGresult *res, int i)
 {
 	return json_pack("{s:s, s:s}", "job", PQgetvalue(res, i, 0), "reason",

@@ -53,6 +53,8 @@ int store_pg_watch_acks(struct store_pg *s, store_ack_fn fn, void *arg);
 int store_pg_ack_publish(struct store_pg *s, const char *follower,
     int64_t acked, bool polling);
 int store_pg_audit_async(struct store_pg *s, const char *event, json_t *detail);
+int store_pg_manifest_list(struct store_pg *s, const char *after, size_t max,
+    json_t **ret);
 int store_pg_audit_list(struct store_pg *s, const char *job, int64_t after,
     size_t max, json_t **ret);
 int store_pg_audit_verify(struct store_pg *s, bool *ret_ok,

@@ -1343,6 +1343,61 @@ START_TEST(parallel_mints_never_pass_the_ceiling)
 }
 END_TEST
 
+/* GET /v1/manifests: the current version of each, by name, a page at a
+ * time (next only while more follow); admin and launcher, not verifier. */
+START_TEST(manifests_listed_by_name_in_pages)
+{
+	json_t *v, *e;
+
+	v = expect(200, "GET", "/v1/manifests", admin, NULL, NULL);
+	ck_assert_uint_eq(json_array_size(json_object_get(v, "manifests")), 0);
+	ck_assert(json_is_null(json_object_get(v, "next")));
+	json_decref(v);
+	put_limited("zeta", NULL);
+	put_limited("alpha", NULL);
+	put_limited("alpha", "{\"max_tokens\": 5}");
+	put_limited("mid", NULL);
+
+	v = expect(200, "GET", "/v1/manifests?limit=2", admin, NULL, NULL);
+	e = json_array_get(json_object_get(v, "manifests"), 0);
+	ck_assert_uint_eq(json_array_size(json_object_get(v, "manifests")), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "name")),
+	    "alpha");
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "version")), 2);
+	ck_assert_uint_eq(strlen(
+			      json_string_value(json_object_get(e, "sha256"))),
+	    64);
+	ck_assert_int_le(json_integer_value(json_object_get(e, "created")),
+	    json_integer_value(json_object_get(e, "updated")));
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(json_object_get(v,
+								"manifests"),
+						 1),
+				 "name")),
+	    "mid");
+	ck_assert_str_eq(json_string_value(json_object_get(v, "next")), "mid");
+	json_decref(v);
+
+	v = expect(200, "GET", "/v1/manifests?limit=2&after=mid", launcher,
+	    NULL, NULL);
+	ck_assert_uint_eq(json_array_size(json_object_get(v, "manifests")), 1);
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(json_object_get(v,
+								"manifests"),
+						 0),
+				 "name")),
+	    "zeta");
+	ck_assert(json_is_null(json_object_get(v, "next")));
+	json_decref(v);
+
+	json_decref(expect(403, "GET", "/v1/manifests", verifier, NULL, NULL));
+	json_decref(
+	    expect(400, "GET", "/v1/manifests?limit=0", admin, NULL, NULL));
+	json_decref(
+	    expect(400, "GET", "/v1/manifests?after=A%2F", admin, NULL, NULL));
+}
+END_TEST
+
 static Suite *
 broker_suite(void)
 {
@@ -1353,6 +1408,7 @@ broker_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, manifest_versions_and_planes);
 	tcase_add_test(tc, manifest_validation_lists_every_problem);
+	tcase_add_test(tc, manifests_listed_by_name_in_pages);
 	tcase_add_test(tc, tokens_within_the_ceiling);
 	tcase_add_test(tc, no_token_outlives_its_ceiling_or_its_job);
 	tcase_add_test(tc, introspection_sees_every_death_and_survives_restart);

@@ -204,6 +204,59 @@ START_TEST(test_manifest_versions)
 }
 END_TEST
 
+/* The list: the current version of each, bytewise by name ("Zed" before
+ * "alpha", whatever the collation), a page after a name. */
+START_TEST(test_manifest_list)
+{
+	const char *const puts[][2] = { { "beta", "b1" }, { "alpha", "a1" },
+		{ "alpha", "a2" }, { "Zed", "z1" } };
+	int64_t v;
+	json_t *prev, *list, *e;
+	bool added;
+
+	ck_assert_int_eq(store_manifest_list(st, NULL, 10, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 0);
+	json_decref(list);
+	for (size_t i = 0; i < sizeof(puts) / sizeof(puts[0]); i++) {
+		char text[32];
+		snprintf(text, sizeof(text), "{\"v\":\"%s\"}", puts[i][1]);
+		ck_assert_int_eq(store_manifest_put(st, puts[i][0], text,
+				     puts[i][1], "admin", &v, &prev, &added),
+		    0);
+		json_decref(prev);
+	}
+	ck_assert_int_eq(store_manifest_list(st, NULL, 10, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 3);
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(list, 0), "name")),
+	    "Zed");
+	e = json_array_get(list, 1);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "name")),
+	    "alpha");
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "version")), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "sha256")), "a2");
+	ck_assert_int_gt(json_integer_value(json_object_get(e, "created")), 0);
+	ck_assert_int_le(json_integer_value(json_object_get(e, "created")),
+	    json_integer_value(json_object_get(e, "updated")));
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(list, 2), "name")),
+	    "beta");
+	json_decref(list);
+	ck_assert_int_eq(store_manifest_list(st, "Zed", 1, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 1);
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(list, 0), "name")),
+	    "alpha");
+	json_decref(list);
+	ck_assert_int_eq(store_manifest_list(st, "alpha", 10, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 1);
+	json_decref(list);
+	ck_assert_int_eq(store_manifest_list(st, "beta", 10, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 0);
+	json_decref(list);
+}
+END_TEST
+
 /* --- jobs ----------------------------------------------------------- */
 
 START_TEST(test_job_create_and_get)
@@ -729,6 +782,7 @@ store_suite(void)
 	tcase_add_checked_fixture(tc, open_fresh, close_store);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_manifest_versions);
+	tcase_add_test(tc, test_manifest_list);
 	tcase_add_test(tc, test_job_create_and_get);
 	tcase_add_test(tc, test_job_heartbeat);
 	tcase_add_test(tc, test_job_revoke);
