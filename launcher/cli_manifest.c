@@ -3,9 +3,8 @@
  * FILE`: the broker's manifests from the command line, with the admin key
  * the configuration names. put says, per file, the version stored and the
  * planes the change touches (the broker's own answer); diff says the same
- * before anything is stored, and which fields changed. The broker has no
- * endpoint that lists manifests: list reads its audit (every
- * manifest_put), which the admin key may read.
+ * before anything is stored, and which fields changed. list asks the
+ * broker's GET /v1/manifests, following next.
  */
 #include "cli.h"
 
@@ -19,7 +18,7 @@
 #include <string.h>
 
 #define MANIFEST_FILE_MAX (1024 * 1024)
-#define AUDIT_PAGE 10000
+#define LIST_PAGE 1000 /* the broker's most per page */
 
 /* Reads and parses a manifest file: the object, or NULL with the reason
  * printed. */
@@ -340,93 +339,67 @@ manifest_diff(struct cli *c, const char *name, const char *file)
 	return 1;
 }
 
-/* The latest version of each manifest, from the audit's manifest_put
- * records. */
+/* The current version of each manifest, by name, from the broker's
+ * GET /v1/manifests, page after page. */
 static int
 manifest_list(struct cli *c, bool json)
 {
-	json_t *latest = json_object(), *rec, *v;
-	long long after = 0;
-	const char *name;
-	size_t i, n;
+	json_t *all = json_array(), *e;
+	char after[80] = "";
+	const char *next;
+	size_t i;
 	int r;
 
 	do {
 		struct httpc_answer a;
-		char path[120];
-		snprintf(path, sizeof(path), "/v1/audit?after=%lld&limit=%d",
-		    after, AUDIT_PAGE);
+		char path[160];
+		snprintf(path, sizeof(path), "/v1/manifests?limit=%d%s%s",
+		    LIST_PAGE, after[0] != '\0' ? "&after=" : "", after);
 		if ((r = cli_call(c, c->cfg.broker, "GET", path, NULL, &a)) !=
 		    0) {
-			json_decref(latest);
+			json_decref(all);
 			return r;
 		}
-		json_t *records = json_object_get(a.json, "records");
-		n = json_array_size(records);
-		json_array_foreach(records, i, rec)
-		{
-			json_t *seq = json_object_get(rec, "seq");
-			if (json_is_integer(seq))
-				after = json_integer_value(seq);
-			const char *ev =
-			    json_string_value(json_object_get(rec, "event"));
-			json_t *d = json_object_get(rec, "detail");
-			name =
-			    json_string_value(json_object_get(d, "manifest"));
-			if (ev == NULL || strcmp(ev, "manifest_put") != 0 ||
-			    name == NULL || !manifest_name_ok(name))
-				continue;
-			json_object_set_new(latest, name,
-			    json_pack("{s:s, s:O, s:O, s:O}", "name", name,
-				"version", json_object_get(d, "version"),
-				"sha256", json_object_get(d, "sha256"),
-				"updated", json_object_get(rec, "ts")));
-		}
+		json_array_extend(all, json_object_get(a.json, "manifests"));
+		next = json_string_value(json_object_get(a.json, "next"));
+		/* A next that is no name (or no step forward) ends the walk:
+		 * never a loop on a broker's word. */
+		if (next != NULL &&
+		    (!manifest_name_ok(next) || strcmp(next, after) <= 0))
+			next = NULL;
+		if (next != NULL)
+			snprintf(after, sizeof(after), "%s", next);
 		httpc_answer_free(&a);
-	} while (n == AUDIT_PAGE);
+	} while (next != NULL);
 	if (json) {
-		json_t *list = json_array();
-		json_object_foreach(latest, name, v) json_array_append(list, v);
-		json_t *o = json_pack("{s:o}", "manifests", list);
+		json_t *o = json_pack("{s:o}", "manifests", all);
 		char *text = json_dumps(o, JSON_COMPACT);
 		if (text != NULL)
 			printf("%s\n", text);
 		free(text);
 		json_decref(o);
-	} else {
-		json_t *names = json_array();
-		json_object_foreach(latest, name, v)
-		    json_array_append_new(names, json_string(name));
-		/* Sorted by name: the audit's order is the order of puts. */
-		size_t count = json_array_size(names);
-		const char **sorted = calloc(count + 1, sizeof(*sorted));
-		for (i = 0; sorted != NULL && i < count; i++)
-			sorted[i] = json_string_value(json_array_get(names, i));
-		for (size_t x = 0; sorted != NULL && x < count; x++)
-			for (size_t y = x + 1; y < count; y++)
-				if (strcmp(sorted[y], sorted[x]) < 0) {
-					const char *t = sorted[x];
-					sorted[x] = sorted[y];
-					sorted[y] = t;
-				}
-		printf("%-32s %7s  %-12s  %s\n", "NAME", "VERSION", "SHA256",
-		    "UPDATED");
-		for (i = 0; sorted != NULL && i < count; i++) {
-			json_t *e = json_object_get(latest, sorted[i]);
-			const char *sha =
-			    json_string_value(json_object_get(e, "sha256"));
-			const char *ts =
-			    json_string_value(json_object_get(e, "updated"));
-			printf("%-32s %7lld  %-12.12s  %s\n", sorted[i],
-			    (long long)json_integer_value(
-				json_object_get(e, "version")),
-			    sha != NULL && name_ok(sha, 64, "") ? sha : "?",
-			    ts != NULL && name_ok(ts, 40, ":.-") ? ts : "?");
-		}
-		free(sorted);
-		json_decref(names);
+		return 0;
 	}
-	json_decref(latest);
+	printf("%-32s %7s  %-12s  %-20s  %s\n", "NAME", "VERSION", "SHA256",
+	    "CREATED", "UPDATED");
+	json_array_foreach(all, i, e)
+	{
+		const char *name =
+		    json_string_value(json_object_get(e, "name"));
+		const char *sha =
+		    json_string_value(json_object_get(e, "sha256"));
+		char created[32], updated[32];
+		printf("%-32s %7lld  %-12.12s  %-20s  %s\n",
+		    name != NULL && manifest_name_ok(name) ? name : "?",
+		    (long long)json_integer_value(
+			json_object_get(e, "version")),
+		    sha != NULL && name_ok(sha, 64, "") ? sha : "?",
+		    cli_time(json_object_get(e, "created"), created,
+			sizeof(created)),
+		    cli_time(json_object_get(e, "updated"), updated,
+			sizeof(updated)));
+	}
+	json_decref(all);
 	return 0;
 }
 

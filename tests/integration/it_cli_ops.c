@@ -178,6 +178,28 @@ START_TEST(manifests_put_get_list_and_diff)
 	ck_assert_msg(strncmp(line, "alpha", 5) == 0 &&
 		strstr(line, " 2 ") != NULL,
 	    "%s", out);
+	/* From the broker's GET /v1/manifests: created and updated. */
+	ck_assert_msg(strstr(out, "CREATED") != NULL &&
+		strstr(out, "UPDATED") != NULL,
+	    "%s", out);
+	ck_assert_int_eq(cordon("manifest", "list", "--json", NULL, NULL, NULL),
+	    0);
+	j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "%s", out);
+	json_t *ms = json_object_get(j, "manifests");
+	ck_assert_uint_eq(json_array_size(ms), 2);
+	json_t *m0 = json_array_get(ms, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(m0, "name")),
+	    "alpha");
+	ck_assert_int_eq(json_integer_value(json_object_get(m0, "version")), 2);
+	ck_assert_msg(json_integer_value(json_object_get(m0, "created")) > 0,
+	    "%s", out);
+	ck_assert_int_le(json_integer_value(json_object_get(m0, "created")),
+	    json_integer_value(json_object_get(m0, "updated")));
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(ms, 1), "name")),
+	    "beta");
+	json_decref(j);
 
 	/* A key is never taken from the command line. */
 	ck_assert_int_eq(cordon("manifest", "list", "--key", "crk_x", NULL,
