@@ -906,7 +906,8 @@ check_limits(const json_t *l, json_t *problems)
 static void
 check_return(const json_t *r, json_t *problems)
 {
-	static const char *const keys[] = { "protected", "max_patch_kb" };
+	static const char *const keys[] = { "protected", "exclude",
+		"max_patch_kb" };
 	json_t *v;
 
 	if (!json_is_object(r)) {
@@ -923,6 +924,18 @@ check_return(const json_t *r, json_t *problems)
 			if (!text_ok(json_array_get(v, i), 256))
 				problems_add(problems, "return.protected",
 				    "each glob is a non-empty string");
+	/* Globs of tool caches left out of the patch (counted in the
+	 * report); the same matcher as protected, which wins. */
+	v = json_object_get(r, "exclude");
+	if (v != NULL && (!json_is_array(v) || json_array_size(v) > 64))
+		problems_add(problems, "return.exclude",
+		    "must be a list of at most 64 globs");
+	else if (v != NULL)
+		for (size_t i = 0; i < json_array_size(v); i++)
+			if (!text_ok(json_array_get(v, i), 256))
+				problems_add(problems, "return.exclude",
+				    "each glob is a non-empty string of at "
+				    "most 256 bytes, no control characters");
 	v = json_object_get(r, "max_patch_kb");
 	if (v != NULL &&
 	    (!json_is_integer(v) || json_integer_value(v) < 1 ||

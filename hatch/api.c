@@ -28,11 +28,13 @@ paths_overlap(const char *a, const char *b)
 	    (na == nb || (na < nb ? b[n] : a[n]) == '/');
 }
 
-/* The manifest's "return": {protected: [globs], max_patch_kb}. */
+/* The manifest's "return": {protected, exclude: [globs], max_patch_kb}. */
 static void
 check_return(const json_t *r, json_t *problems)
 {
-	static const char *const keys[] = { "protected", "max_patch_kb" };
+	static const char *const keys[] = { "protected", "exclude",
+		"max_patch_kb" };
+	static const char *const globs[] = { "protected", "exclude" };
 	json_t *v, *g;
 	size_t i;
 
@@ -40,17 +42,22 @@ check_return(const json_t *r, json_t *problems)
 		return;
 	if (!json_is_object(r)) {
 		problems_add(problems, "return",
-		    "an object: {protected, max_patch_kb}");
+		    "an object: {protected, exclude, max_patch_kb}");
 		return;
 	}
 	problems_unknown_keys(r, "return", keys, ARRAY_SIZE(keys), problems);
-	v = json_object_get(r, "protected");
-	if (v != NULL) {
+	for (size_t k = 0; k < ARRAY_SIZE(globs); k++) {
+		char field[32];
+
+		v = json_object_get(r, globs[k]);
+		if (v == NULL)
+			continue;
 		bool ok = json_is_array(v) && json_array_size(v) <= 64;
 		json_array_foreach(v, i, g) ok = ok && json_is_string(g) &&
 		    json_string_length(g) > 0 && json_string_length(g) <= 256;
+		snprintf(field, sizeof(field), "return.%s", globs[k]);
 		if (!ok)
-			problems_add(problems, "return.protected",
+			problems_add(problems, field,
 			    "at most 64 globs of at most 256 bytes");
 	}
 	v = json_object_get(r, "max_patch_kb");

@@ -13,6 +13,7 @@
 #include "copyin.h"
 #include "envelope.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +115,64 @@ policy_free(struct policy *p)
 	json_decref(p->roots);
 	json_decref(p->flags);
 	json_decref(p->flag_counts);
+	json_decref(p->exclude);
+	json_decref(p->excluded_sample);
 	p->protected = p->roots = p->flags = p->flag_counts = NULL;
+	p->exclude = p->excluded_sample = NULL;
+}
+
+int
+policy_set_exclude(struct policy *p, const json_t *globs)
+{
+	size_t i;
+	json_t *g;
+
+	json_decref(p->exclude);
+	p->exclude = json_array();
+	if (p->exclude == NULL)
+		return -ENOMEM;
+	json_array_foreach(globs, i, g)
+	{
+		if (json_is_string(g) && json_array_append(p->exclude, g) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+bool
+policy_exclude(struct policy *p, const char *path, uint64_t bytes)
+{
+	bool hit = false;
+	size_t i;
+	json_t *g;
+
+	json_array_foreach(p->exclude, i, g)
+	{
+		if (policy_glob_match(json_string_value(g), path)) {
+			hit = true;
+			break;
+		}
+	}
+	if (!hit || policy_protected_by(p, path) != NULL)
+		return false;
+	p->excluded++;
+	p->excluded_bytes += bytes;
+	if (p->excluded_sample == NULL)
+		p->excluded_sample = json_array();
+	if (p->excluded_sample != NULL &&
+	    json_array_size(p->excluded_sample) < POLICY_EXCLUDED_SAMPLE)
+		json_array_append_new(p->excluded_sample,
+		    policy_path_json(path));
+	return true;
+}
+
+json_t *
+policy_excluded_json(const struct policy *p)
+{
+	return json_pack("{s:I, s:I, s:o}", "count", (json_int_t)p->excluded,
+	    "bytes", (json_int_t)p->excluded_bytes, "sample",
+	    p->excluded_sample != NULL ? json_deep_copy(p->excluded_sample)
+				       : json_array());
 }
 
 static char

@@ -33,7 +33,15 @@ struct policy {
 	uint64_t flags_omitted; /* flagged, not listed */
 	json_t *flag_counts; /* {flag: n}, every flag, listed or not */
 	enum verdict verdict;
+	json_t *exclude; /* array of globs: the manifest's return.exclude */
+	uint64_t excluded, excluded_bytes; /* left out of the patch */
+	json_t *excluded_sample; /* the first POLICY_EXCLUDED_SAMPLE paths */
 };
+
+/* Paths of excluded entries a report lists; past them each is counted. */
+#define POLICY_EXCLUDED_SAMPLE 20
+/* Globs a manifest's return.exclude (and return.protected) may hold. */
+#define POLICY_MAX_GLOBS 64
 
 /* The default protected globs (docs/return-path.md), NULL-terminated. */
 extern const char *const policy_default_protected[];
@@ -45,6 +53,26 @@ extern const char *const policy_default_protected[];
 int policy_init(struct policy *p, const json_t *extra, const json_t *roots,
     uint64_t max_patch_bytes);
 void policy_free(struct policy *p);
+
+/*
+ * Sets p's exclude list to globs (an array of strings, may be NULL; other
+ * elements are skipped). 0 or -ENOMEM.
+ */
+int policy_set_exclude(struct policy *p, const json_t *globs);
+
+/*
+ * Whether path (a file, link or deletion of one, of bytes bytes) is left
+ * out of the patch: it matches a glob of p's exclude list
+ * (policy_glob_match) and is not protected (policy_protected_by: a
+ * protected path is never excluded, it stays in the patch with its flag).
+ * When it is, it is counted in excluded and excluded_bytes and, among the
+ * first POLICY_EXCLUDED_SAMPLE, listed in excluded_sample.
+ */
+bool policy_exclude(struct policy *p, const char *path, uint64_t bytes);
+
+/* The report's "excluded": {count, bytes, sample}. NULL only without
+ * memory. */
+json_t *policy_excluded_json(const struct policy *p);
 
 /*
  * Matches path against a glob at any depth, folding ASCII case: a pattern

@@ -192,6 +192,9 @@ seal_compute(const char *dir, const char *job, const json_t *output,
 	r = policy_init(&pol, json_object_get(ret_pol, "protected"), dsts,
 	    max_patch);
 	json_decref(dsts);
+	if (r == 0)
+		r = policy_set_exclude(&pol,
+		    json_object_get(ret_pol, "exclude"));
 	if (r < 0) {
 		r = -ENOMEM;
 		goto out;
@@ -236,6 +239,13 @@ seal_compute(const char *dir, const char *job, const json_t *output,
 	    "flag_counts", pol.flag_counts, "output",
 	    envelope_make(out, outlen, err, errlen, (size_t)output_kb * 1024));
 	changes = NULL;
+	/* Without memory for it, no report (-ENOMEM below): fail closed. */
+	if (report != NULL &&
+	    json_object_set_new(report, "excluded",
+		policy_excluded_json(&pol)) < 0) {
+		json_decref(report);
+		report = NULL;
+	}
 	r = path_write_all(patch_fd, buf_str(&patch), patch.len);
 	buf_free(&patch);
 	if (r == 0) {

@@ -321,6 +321,9 @@ delete_lower(struct walk *w, const char *rel, int depth)
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
 		return 0;
+	/* return.exclude: counted in the report, not in the patch. */
+	if (policy_exclude(w->p, rel, (uint64_t)st.st_size))
+		return 0;
 	policy_check_deletion(w->p, rel);
 	r = read_side(w, w->lower, rel, &st, &old);
 	if (r == -EFBIG) {
@@ -448,7 +451,13 @@ walk_entry(struct walk *w, const char *rel, bool lower_dir, int depth)
 	if (in_lower && S_ISDIR(lst.st_mode)) {
 		r = delete_lower(w, rel, depth);
 		in_lower = false;
-	} else if (in_lower && (S_ISREG(lst.st_mode) || S_ISLNK(lst.st_mode)))
+	}
+	/* return.exclude, before reading it: a tool cache larger than the
+	 * patch is counted, not refused. */
+	if (r == 0 && policy_exclude(w->p, rel, (uint64_t)ust.st_size))
+		return 0;
+	if (r == 0 && in_lower &&
+	    (S_ISREG(lst.st_mode) || S_ISLNK(lst.st_mode)))
 		r = read_side(w, w->lower, rel, &lst, &old);
 	if (r == 0)
 		r = read_side(w, w->upper, rel, &ust, &new);

@@ -26,7 +26,8 @@ struct upper_stats {
  * appending each changed file's patch to patch and judging each written
  * entry with p. Every path is opened with openat2(RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS). changes gets {path, change} per file ("added",
- * "modified", "deleted"). 0; -E2BIG when the patch is not whole, each
+ * "modified", "deleted"); a file or link p excludes (policy_exclude) is
+ * counted in p, not in the patch nor in changes. 0; -E2BIG when the patch is not whole, each
  * cut flagged `refused` in p with its reason: the patch outgrew its buffer
  * (the walk went on to judge the rest), or part of the tree was left out
  * (deeper than UPPER_MAX_DEPTH, a path past PATH_MAX, more than

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define KEY "crk_hatch-test-key-0123456789abcdefghijkl"
@@ -85,28 +86,37 @@ expect(long want, const char *method, const char *path, json_t *body)
 	return harness_expect(&hatch, want, method, path, KEY, NULL, body);
 }
 
-/* A workspace for job over a small repository at dst "repo": the path of
- * its upper directory (static) and, in ws, of the workspace. */
+/* A workspace for job over a small repository at dst "repo", with the
+ * return policy ret (stolen, may be NULL): the path of its upper
+ * directory (static) and, in ws, of the workspace. */
 static const char *
-workspace(const char *job, char *ws, size_t wslen)
+workspace_with(const char *job, json_t *ret, char *ws, size_t wslen)
 {
 	static char upper[PATH_MAX];
 	char repo[400], p[500];
-	json_t *v;
+	json_t *v, *body;
 
 	snprintf(repo, sizeof(repo), "%s/%s", roots, job);
 	ck_assert_int_eq(mkdir(repo, 0755), 0);
 	snprintf(p, sizeof(p), "%s/README", repo);
 	write_file(p, "hello\n");
-	v = expect(201, "POST", "/v1/workspaces",
-	    json_pack("{s:s, s:[{s:s, s:s}], s:i}", "job", job, "inputs", "src",
-		repo, "dst", "repo", "disk_mb", 8));
+	body = json_pack("{s:s, s:[{s:s, s:s}], s:i}", "job", job, "inputs",
+	    "src", repo, "dst", "repo", "disk_mb", 8);
+	if (ret != NULL)
+		json_object_set_new(body, "return", ret);
+	v = expect(201, "POST", "/v1/workspaces", body);
 	snprintf(upper, sizeof(upper), "%s",
 	    json_string_value(json_object_get(v, "upper")));
 	/* upper is <ws>/rw/upper. */
 	snprintf(ws, wslen, "%.*s", (int)(strlen(upper) - 9), upper);
 	json_decref(v);
 	return upper;
+}
+
+static const char *
+workspace(const char *job, char *ws, size_t wslen)
+{
+	return workspace_with(job, NULL, ws, wslen);
 }
 
 /* Mounts at or under root, as the host's mount namespace sees. */
@@ -380,6 +390,56 @@ START_TEST(cordon_run_seals_what_the_job_left)
 }
 END_TEST
 
+/* Issue 20: return.exclude leaves tool caches out of the patch, counted
+ * in the report with a sample, and never hides a protected path. */
+START_TEST(exclude_counted_never_hides_protected)
+{
+	char ws[PATH_MAX], p[PATH_MAX];
+	const char *u = workspace_with("excl",
+	    json_pack("{s:[s, s, s, s]}", "exclude", ".cache", "*.pyc",
+		".github", "README"),
+	    ws, sizeof(ws));
+	json_t *r, *ex;
+
+	mkdirs(u, "repo/.cache/pip");
+	for (int i = 0; i < 25; i++) {
+		snprintf(p, sizeof(p), "%s/repo/.cache/pip/w%02d.whl", u, i);
+		write_file(p, "0123456789");
+	}
+	mkdirs(u, "repo/src");
+	snprintf(p, sizeof(p), "%s/repo/src/m.PYC", u);
+	write_file(p, "abc");
+	/* Excluded and protected: stays, flagged. */
+	mkdirs(u, "repo/.github/workflows");
+	snprintf(p, sizeof(p), "%s/repo/.github/workflows/ci.yml", u);
+	write_file(p, "on: push\n");
+	snprintf(p, sizeof(p), "%s/repo/notes.txt", u);
+	write_file(p, "kept\n");
+	/* The deletion of an excluded file of lower: counted too. */
+	snprintf(p, sizeof(p), "%s/repo/README", u);
+	ck_assert_int_eq(mknod(p, S_IFCHR | 0600, makedev(0, 0)), 0);
+	r = seal("excl");
+	ck_assert(has(r, "changes", "repo/notes.txt", "change", "added"));
+	ck_assert(has(r, "changes", "repo/.github/workflows/ci.yml", "change",
+	    "added"));
+	ck_assert(
+	    flagged(r, "repo/.github/workflows/ci.yml", "protected_path"));
+	ck_assert_str_eq(verdict(r), "needs-review");
+	ck_assert(!has(r, "changes", "repo/src/m.PYC", "change", "added"));
+	ck_assert(!has(r, "changes", "repo/README", "change", "deleted"));
+	ck_assert(
+	    !has(r, "changes", "repo/.cache/pip/w00.whl", "change", "added"));
+	ck_assert_uint_eq(json_array_size(json_object_get(r, "changes")), 2);
+	ex = json_object_get(r, "excluded");
+	ck_assert_msg(json_is_object(ex), "no excluded in the report");
+	ck_assert_int_eq(json_integer_value(json_object_get(ex, "count")), 27);
+	ck_assert_int_eq(json_integer_value(json_object_get(ex, "bytes")),
+	    25 * 10 + 3 + 6);
+	ck_assert_uint_eq(json_array_size(json_object_get(ex, "sample")), 20);
+	json_decref(r);
+}
+END_TEST
+
 static Suite *
 holes_suite(void)
 {
@@ -391,6 +451,7 @@ holes_suite(void)
 	tcase_add_test(tc, ci_outside_an_input_and_in_any_case);
 	tcase_add_test(tc, a_tree_too_deep_seals_refused_and_unmounts);
 	tcase_add_test(tc, report_paths_are_escaped);
+	tcase_add_test(tc, exclude_counted_never_hides_protected);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("run");

@@ -1107,6 +1107,26 @@ START_TEST(test_return_fields)
 	    "return.protected", "a number");
 	assert_refused(with("return", "{\"protected\": [\"a\\nb\"]}"),
 	    "return.protected", "a newline");
+	assert_valid(with("return",
+			 "{\"exclude\": [\".cache\", \"node_modules\", "
+			 "\"*.pyc\"]}"),
+	    "three excludes");
+	assert_refused(with("return", "{\"exclude\": \".cache\"}"),
+	    "return.exclude", "an exclude, not a list");
+	assert_refused(with("return", "{\"exclude\": [\"\"]}"),
+	    "return.exclude", "an empty exclude");
+	assert_refused(with("return", "{\"exclude\": [\"a\\tb\"]}"),
+	    "return.exclude", "a tab");
+	{
+		char text[2048], *at = text;
+
+		at += snprintf(at, 100, "{\"exclude\": [");
+		for (int i = 0; i < 65; i++)
+			at += snprintf(at, 100, "%s\"g%d\"", i ? ", " : "", i);
+		snprintf(at, 100, "]}");
+		assert_refused(with("return", text), "return.exclude",
+		    "65 excludes");
+	}
 	assert_refused(with("return", "{\"verdict\": \"clean\"}"),
 	    "return.verdict", "an unknown field");
 	assert_refused(with("return", "[]"), "return", "a list");

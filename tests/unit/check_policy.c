@@ -325,6 +325,49 @@ START_TEST(test_flags_bounded)
 }
 END_TEST
 
+/* return.exclude: matched as protected globs are, counted with a capped
+ * sample, and never over a protected path. */
+START_TEST(test_exclude)
+{
+	struct policy p;
+	json_t *ex = json_pack("[s, s, s]", ".cache", "*.pyc", ".github"), *j;
+	char path[64];
+
+	init(&p);
+	ck_assert_int_eq(policy_set_exclude(&p, ex), 0);
+	json_decref(ex);
+	ck_assert(policy_exclude(&p, "repo/.cache/pip/a.whl", 10));
+	ck_assert(policy_exclude(&p, "repo/src/M.PYC", 3));
+	ck_assert(!policy_exclude(&p, "repo/src/m.py", 3));
+	ck_assert(!policy_exclude(&p, "repo/.github/workflows/ci.yml", 5));
+	ck_assert(!policy_exclude(&p, "repo/.GitHub/Workflows/ci.yml", 5));
+	for (int i = 0; i < 30; i++) {
+		snprintf(path, sizeof(path), "repo/.cache/f%d", i);
+		ck_assert(policy_exclude(&p, path, 1));
+	}
+	ck_assert(policy_exclude(&p, "repo/.cache/\033x", 1));
+	j = policy_excluded_json(&p);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "count")), 33);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "bytes")), 44);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "sample")),
+	    POLICY_EXCLUDED_SAMPLE);
+	ck_assert_str_eq(json_string_value(
+			     json_array_get(json_object_get(j, "sample"), 0)),
+	    "repo/.cache/pip/a.whl");
+	json_decref(j);
+	policy_free(&p);
+
+	/* No exclude list: nothing excluded, an empty sample. */
+	init(&p);
+	ck_assert(!policy_exclude(&p, "repo/.cache/x", 1));
+	j = policy_excluded_json(&p);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "count")), 0);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "sample")), 0);
+	json_decref(j);
+	policy_free(&p);
+}
+END_TEST
+
 static Suite *
 policy_suite(void)
 {
@@ -339,6 +382,7 @@ policy_suite(void)
 	tcase_add_test(tc, test_path_json_escapes);
 	tcase_add_test(tc, test_flag_path_escaped);
 	tcase_add_test(tc, test_flags_bounded);
+	tcase_add_test(tc, test_exclude);
 	suite_add_tcase(s, tc);
 	return s;
 }
