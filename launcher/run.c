@@ -737,7 +737,7 @@ report(struct run *r, const struct outcome *o)
 				    "truncated", json_true());
 		json_t *j =
 		    json_pack("{s:s, s:i, s:s, s:b, s:I, s:s?, s:s?, "
-			      "s:{s:I, s:I}, s:{s:s, s:s, s:s, s:s, s:s}, "
+			      "s:{s:I, s:I, s:I}, s:{s:s, s:s, s:s, s:s, s:s}, "
 			      "s:o, s:s?}",
 			"job", r->id, "exit_code", code, "stop_reason",
 			r->stop_reason, "revoked", o->s.revoke_ok,
@@ -746,10 +746,12 @@ report(struct run *r, const struct outcome *o)
 			"verdict",
 			o->s.c.verdict[0] != '\0' ? o->s.c.verdict : NULL,
 			"egress", "allowed", (json_int_t)o->s.allowed, "denied",
-			(json_int_t)o->s.denied, "limits", "wall_clock",
-			"launcher_timer", "memory", r->sb.limits.memory, "pids",
-			r->sb.limits.pids, "disk", "hatch_tmpfs", "output",
-			"launcher_count", "output", out, "revoke_error",
+			(json_int_t)o->s.denied, "upstream_errors",
+			(json_int_t)o->s.upstream_errors, "limits",
+			"wall_clock", "launcher_timer", "memory",
+			r->sb.limits.memory, "pids", r->sb.limits.pids, "disk",
+			"hatch_tmpfs", "output", "launcher_count", "output",
+			out, "revoke_error",
 			o->s.revoke_ok ? NULL : o->s.revoke_error);
 		cgroup_job_report(&r->cg, j, r->stop_reason, o->s.c.report);
 		if (o->s.c.kept[0] != '\0')
@@ -812,8 +814,9 @@ report(struct run *r, const struct outcome *o)
 	char egress[300], why[600];
 	summary_verdict_reason(o->s.c.report, why, sizeof(why));
 	if (o->s.egress_known)
-		snprintf(egress, sizeof(egress), "%lld allowed, %lld denied",
-		    o->s.allowed, o->s.denied);
+		snprintf(egress, sizeof(egress),
+		    "%lld allowed, %lld denied, %lld upstream error(s)",
+		    o->s.allowed, o->s.denied, o->s.upstream_errors);
 	else
 		snprintf(egress, sizeof(egress), "unknown (%s)",
 		    o->s.close_error);

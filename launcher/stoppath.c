@@ -120,6 +120,8 @@ stoppath_run(const struct stoppath_job *j, struct stoppath_outcome *o)
 		    json_integer_value(json_object_get(cc.a.json, "allowed"));
 		o->denied =
 		    json_integer_value(json_object_get(cc.a.json, "denied"));
+		o->upstream_errors = json_integer_value(
+		    json_object_get(cc.a.json, "upstream_errors"));
 		if (!o->egress_known)
 			snprintf(o->close_error, sizeof(o->close_error),
 			    "%ld: %s", cc.a.status,

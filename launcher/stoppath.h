@@ -47,7 +47,7 @@ struct stoppath_outcome {
 	/* The proxy's counts, from the channel's close; when the close
 	 * failed close_error says why, and no figure is given. */
 	bool egress_known;
-	long long allowed, denied;
+	long long allowed, denied, upstream_errors;
 	char close_error[200];
 	bool closed; /* the close was asked (not when recovering failed) */
 	struct collected c; /* the seal, the patch, the workspace */

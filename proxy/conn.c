@@ -302,6 +302,7 @@ fail(struct pconn *c, unsigned status, const char *detail)
 {
 	char msg[160];
 
+	c->d.error = true;
 	c->d.detail = detail;
 	snprintf(msg, sizeof(msg), "the upstream could not be reached: %s",
 	    detail);
@@ -560,6 +561,27 @@ judge_head_tokens(struct pconn *c)
 	judge_tokens_next(c);
 }
 
+/* A CONNECT's kind: "dns" or "capture" when its Cordon-Kind says so
+ * (the launcher's capture announces those; the job could send it too, so
+ * it is a label, never a permission), "connect" for anything else,
+ * an unknown value included. */
+static const char *
+connect_kind(const struct pconn *c)
+{
+	static const char *const kinds[] = { "dns", "capture" };
+	const struct http1_header *h =
+	    http1_find_header(&c->parser.req, c->head, "Cordon-Kind");
+
+	for (size_t i = 0; h != NULL && i < sizeof(kinds) / sizeof(kinds[0]);
+	     i++) {
+		size_t n = strlen(kinds[i]);
+		if (h->value.len == n &&
+		    strncasecmp(c->head + h->value.off, kinds[i], n) == 0)
+			return kinds[i];
+	}
+	return "connect";
+}
+
 /* Judges a request head (verdict.c) and carries the verdict out: a
  * refusal, or the request's tokens next. */
 static void
@@ -569,7 +591,10 @@ judge(struct pconn *c)
 	char raw[EGRESS_HOST_MAX + 3];
 	struct verdict v;
 
-	decision_begin(c, c->tunnel ? "mitm" : r->connect ? "connect" : "http");
+	decision_begin(c,
+	    c->tunnel        ? "mitm"
+		: r->connect ? connect_kind(c)
+			     : "http");
 	c->rule = -1;
 	if (r->method.len >= sizeof(c->method) || r->host.len >= sizeof(raw)) {
 		deny(c, "malformed", "too_long");

@@ -188,9 +188,10 @@ job_delete(void *ctx, struct http_request *req, struct http_response *res)
 	log_info("job_closed", "{s:s, s:i}", "job", j->id, "connections_closed",
 	    (int)n);
 	http_reply_json(res, 200,
-	    json_pack("{s:s, s:s, s:i, s:I, s:I}", "job", j->id, "state",
+	    json_pack("{s:s, s:s, s:i, s:I, s:I, s:I}", "job", j->id, "state",
 		j->closed_why, "connections_closed", (int)n, "allowed",
-		(json_int_t)j->allowed, "denied", (json_int_t)j->denied));
+		(json_int_t)j->allowed, "denied", (json_int_t)j->denied,
+		"upstream_errors", (json_int_t)j->upstream_errors));
 }
 
 static void
@@ -217,10 +218,11 @@ job_get_log(void *ctx, struct http_request *req, struct http_response *res)
 			json_array_append_new(lines, v);
 	}
 	http_reply_json(res, 200,
-	    json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "job", j->id, "state",
-		j->closed ? j->closed_why : "open", "allowed",
+	    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "job", j->id,
+		"state", j->closed ? j->closed_why : "open", "allowed",
 		(json_int_t)j->allowed, "denied", (json_int_t)j->denied,
-		"dropped", (json_int_t)j->log_dropped, "decisions", lines));
+		"upstream_errors", (json_int_t)j->upstream_errors, "dropped",
+		(json_int_t)j->log_dropped, "decisions", lines));
 }
 
 const struct http_route control_routes[] = {
@@ -304,6 +306,8 @@ control_metrics(void *ctx, struct buf *out)
 	    "decision=\"allow\"", p->allowed);
 	metrics_sample(out, "cordon_proxy_decisions_total", "decision=\"deny\"",
 	    p->denied);
+	metrics_sample(out, "cordon_proxy_decisions_total",
+	    "decision=\"error\"", p->upstream_errors);
 	metrics_one(out, "cordon_proxy_injections_total", "counter",
 	    "Requests sent upstream with an injected credential.", p->injected);
 	metrics_one(out, "cordon_proxy_reflections_total", "counter",

@@ -112,8 +112,15 @@ decision_format(const struct decision *d)
 		r = buf_append(&b, ",\"rule\":null", 12);
 	r = r
 	    ?: buf_printf(&b, ",\"decision\":\"%s\",\"reason\":",
-		   d->allow ? "allow" : "deny");
-	r = r ?: put_field(&b, d->allow ? NULL : d->reason, 64, NULL);
+		   d->error       ? "error"
+		       : d->allow ? "allow"
+				  : "deny");
+	r = r
+	    ?: put_field(&b,
+		   d->error       ? "upstream_error"
+		       : d->allow ? NULL
+				  : d->reason,
+		   64, NULL);
 	r = r ?: buf_append(&b, ",\"detail\":", 10);
 	r = r ?: put_field(&b, d->detail, 64, NULL);
 	r = r

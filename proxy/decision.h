@@ -14,7 +14,10 @@
 struct decision {
 	const char *job;
 	uint64_t conn, req;
-	const char *kind; /* "http", "connect", "mitm" */
+	/* "http", "connect", "mitm", or for a CONNECT that carried
+	 * Cordon-Kind: dns|capture, that value (as claimed: the job can
+	 * send the header too). */
+	const char *kind;
 	const char *method;
 	const char *host;
 	uint16_t port;
@@ -23,6 +26,10 @@ struct decision {
 	const char *addr; /* the address connected to, "" before */
 	int rule; /* the rule's index, -1 for none */
 	bool allow;
+	/* The upstream failed (no address, refused, TLS, timeout, a bad
+	 * answer): logged as decision "error", reason "upstream_error", the
+	 * detail saying which; counted apart from allow and deny. */
+	bool error;
 	const char *reason; /* why denied ("no_rule", ...); NULL if allowed */
 	/* More about it, one of our own constant strings, never the job's:
 	 * the parser's refusal ("cl_and_te"), the address class

@@ -396,6 +396,12 @@ job_sweep(struct proxy *p)
 void
 job_log(struct pjob *j, const struct decision *d)
 {
+	if (d->error) {
+		j->upstream_errors++;
+		j->p->upstream_errors++;
+		job_write(j, d);
+		return;
+	}
 	if (d->allow) {
 		j->allowed++;
 		j->p->allowed++;

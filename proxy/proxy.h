@@ -109,6 +109,7 @@ struct pjob {
 	struct buf log; /* decision lines, up to JOB_LOG_MAX */
 	uint64_t log_dropped;
 	uint64_t allowed, denied;
+	uint64_t upstream_errors; /* decisions with error set, apart */
 	/* Refusals at accept, one line per burst: the one being counted. */
 	struct decision refused;
 	struct timespec refused_since;
@@ -140,6 +141,7 @@ struct proxy {
 	socklen_t self_len;
 	uint64_t conns_open;
 	uint64_t allowed, denied; /* decisions, for /metrics */
+	uint64_t upstream_errors; /* decision "error", for /metrics */
 	uint64_t injected, reflected; /* credentials.md, for /metrics */
 
 	struct event *http_ev; /* the control API's descriptor */

@@ -408,6 +408,98 @@ START_TEST(a_rule_on_the_relays_port_still_runs)
 }
 END_TEST
 
+/* Whether the proxy logged a line for host with kind, decision and (if
+ * not NULL) reason. */
+static bool
+proxy_logged(const char *host, const char *kind, const char *decision,
+    const char *reason)
+{
+	json_t *lines = daemon_log_lines(&st.proxy), *l;
+	bool seen = false;
+	size_t i;
+
+	json_array_foreach(lines, i, l)
+	{
+		const char *h = json_string_value(json_object_get(l, "host"));
+		const char *k = json_string_value(json_object_get(l, "kind"));
+		const char *d =
+		    json_string_value(json_object_get(l, "decision"));
+		const char *r = json_string_value(json_object_get(l, "reason"));
+		seen = seen ||
+		    (h != NULL && k != NULL && d != NULL &&
+			strcmp(h, host) == 0 && strcmp(k, kind) == 0 &&
+			strcmp(d, decision) == 0 &&
+			(reason == NULL ||
+			    (r != NULL && strcmp(r, reason) == 0)));
+	}
+	json_decref(lines);
+	return seen;
+}
+
+/* The proxy's lines say what the capture announced: a refused name is
+ * kind dns, a direct connect kind capture, a Cordon-Kind the job sends
+ * itself with another value is ignored (kind connect). An allowed
+ * upstream that refuses the connection is an upstream error, counted
+ * apart (the run's egress.upstream_errors), never an allow. */
+START_TEST(refusals_have_their_kind_and_upstream_errors_are_counted_apart)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sin);
+	char script[2048];
+
+	/* A port nobody listens on: bound, then let go. */
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(getsockname(s, (struct sockaddr *)&sin, &len), 0);
+	close(s);
+	unsigned port = ntohs(sin.sin_port);
+	json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:i, s:[s], s:s, s:[s]}], "
+			      "s:{s:i}}",
+	    "name", "gone-job", "command", "/bin/true", "egress", "host",
+	    "api.test", "port", port, "methods", "GET", "reason", "gone",
+	    "allow_cidrs", "127.0.0.0/8", "limits", "wall_seconds", 60);
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/gone-job", st.admin, NULL, m));
+	manifest = "gone-job";
+	snprintf(script, sizeof(script),
+	    "getent hosts secret.evil.example; echo getent=$?\n"
+	    "/usr/bin/python3 -c \"import urllib.request as u\n"
+	    "try:\n"
+	    " u.urlopen('http://api.test:%u/x',timeout=10)\n"
+	    "except Exception as e: print('upstream',getattr(e,'code',e))\"\n"
+	    "/usr/bin/python3 -c \"import socket\n"
+	    "try:\n"
+	    " s=socket.create_connection(('1.1.1.1',%u),timeout=5)\n"
+	    " print('direct got',len(s.recv(10)))\n"
+	    "except Exception as e: print('direct',type(e).__name__)\"\n"
+	    "/usr/bin/python3 -c \"import socket\n"
+	    "s=socket.create_connection(('127.0.0.1',3128),timeout=5)\n"
+	    "s.sendall(b'CONNECT forged.example:443 HTTP/1.1\\r\\n"
+	    "Host: forged.example:443\\r\\nCordon-Kind: bogus\\r\\n\\r\\n')\n"
+	    "print('forged',s.recv(12))\"\n",
+	    port, port);
+	char *out = run_stdout(script);
+
+	if (getenv("CAPTURE_DEBUG") != NULL)
+		fprintf(stderr, "%s", out);
+	ck_assert_msg(strstr(out, "getent=2\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "upstream 502\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "forged b'HTTP/1.1 403'\n") != NULL, "%s",
+	    out);
+	free(out);
+	ck_assert(
+	    proxy_logged("secret.evil.example", "dns", "deny", "no_rule"));
+	ck_assert(proxy_logged("1.1.1.1", "capture", "deny", "ip_literal"));
+	ck_assert(proxy_logged("forged.example", "connect", "deny", "no_rule"));
+	ck_assert(proxy_logged("api.test", "http", "error", "upstream_error"));
+	ck_assert(!proxy_logged("api.test", "http", "allow", NULL));
+	ck_assert_int_ge(counted("egress", "upstream_errors"), 1);
+	ck_assert_int_eq(counted("egress", "allowed"), 0);
+}
+END_TEST
+
 /* The common runtimes are pointed at the job's CA (and Node at the
  * proxy) by the launcher's environment: Node's fetch works with nothing
  * set by the job. */
@@ -459,6 +551,8 @@ suite(void)
 	tcase_add_test(tc, a_raw_socket_client_is_captured);
 	tcase_add_test(tc, a_job_without_egress_resolves_nothing);
 	tcase_add_test(tc, a_rule_on_the_relays_port_still_runs);
+	tcase_add_test(tc,
+	    refusals_have_their_kind_and_upstream_errors_are_counted_apart);
 	suite_add_tcase(s, tc);
 	return s;
 }
