@@ -391,10 +391,11 @@ dup_col(sqlite3_stmt *st, int col)
 
 /* --- the audit chain ----------------------------------------------------- */
 
-/* sha256 over the record's fields, each followed by a newline, in hex. */
-static void
-audit_hash(const char *prev, int64_t seq, const char *ts, const char *event,
-    const char *job, const char *actor, const char *detail, char out[65])
+/* The record hash both engines chain with (store_pg.h). */
+void
+store_audit_hash(const char *prev, int64_t seq, const char *ts,
+    const char *event, const char *job, const char *actor, const char *detail,
+    char out[65])
 {
 	unsigned char md[32];
 	unsigned int n = sizeof(md);
@@ -453,7 +454,7 @@ audit_append(struct store *s, const char *event, const char *job,
 	if (text == NULL)
 		return -ENOMEM;
 	log_timestamp(ts, sizeof(ts));
-	audit_hash(s->audit_hash, seq, ts, event, job, actor, text, hash);
+	store_audit_hash(s->audit_hash, seq, ts, event, job, actor, text, hash);
 	st = stmt(&s->w, ST_AUDIT_INS);
 	if (st == NULL) {
 		free(text);
@@ -1728,7 +1729,7 @@ store_audit_verify(struct store *s, bool *ret_ok, int64_t *ret_first_bad,
 
 		for (int i = 1; i < 8; i++)
 			col[i] = (const char *)sqlite3_column_text(st, i);
-		audit_hash(prev, seq, col[1] ? col[1] : "",
+		store_audit_hash(prev, seq, col[1] ? col[1] : "",
 		    col[2] ? col[2] : "", col[3], col[4], col[5] ? col[5] : "",
 		    hash);
 		if (seq != expect || col[6] == NULL ||

@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -454,31 +453,6 @@ pg_write(struct store_pg *s, pg_write_fn fn, void *arg)
 
 /* --- the audit chain ----------------------------------------------------- */
 
-/* sha256 over the record's fields, each followed by a newline, in hex:
- * the same record hash as the sqlite store's. */
-static void
-audit_hash(const char *prev, int64_t seq, const char *ts, const char *event,
-    const char *job, const char *actor, const char *detail, char out[65])
-{
-	unsigned char md[32];
-	unsigned int n = sizeof(md);
-	char seqs[24];
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	const char *parts[] = { prev, seqs, ts, event, job ? job : "",
-		actor ? actor : "", detail };
-
-	snprintf(seqs, sizeof(seqs), "%lld", (long long)seq);
-	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
-		EVP_DigestUpdate(ctx, parts[i], strlen(parts[i]));
-		EVP_DigestUpdate(ctx, "\n", 1);
-	}
-	EVP_DigestFinal_ex(ctx, md, &n);
-	EVP_MD_CTX_free(ctx);
-	for (size_t i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-}
-
 /* Appends a record in w's transaction, which holds the head's lock. */
 static int
 audit_append(struct wctx *w, const char *event, const char *job,
@@ -496,7 +470,7 @@ audit_append(struct wctx *w, const char *event, const char *job,
 	if (text == NULL)
 		return -ENOMEM;
 	log_timestamp(ts, sizeof(ts));
-	audit_hash(w->audit_hash, seq, ts, event, job, actor, text, hash);
+	store_audit_hash(w->audit_hash, seq, ts, event, job, actor, text, hash);
 	p_int(&p, seq);
 	p_text(&p, ts);
 	p_text(&p, event);
@@ -1768,7 +1742,7 @@ read_verify(PGconn *c, void *arg)
 			const char *rprev = PQgetvalue(res, i, 6);
 			const char *rhash = PQgetvalue(res, i, 7);
 
-			audit_hash(prev, seq, PQgetvalue(res, i, 1),
+			store_audit_hash(prev, seq, PQgetvalue(res, i, 1),
 			    PQgetvalue(res, i, 2), col_str(res, i, 3),
 			    col_str(res, i, 4), PQgetvalue(res, i, 5), hash);
 			if (seq != expect || strcmp(rprev, prev) != 0 ||

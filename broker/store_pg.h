@@ -15,6 +15,13 @@
 
 struct store_pg;
 
+/* Shared by both engines, so that their chains are one format: the
+ * record hash, sha256 over the fields each followed by a newline, in
+ * lowercase hex (job and actor NULL count as ""). In store.c. */
+void store_audit_hash(const char *prev, int64_t seq, const char *ts,
+    const char *event, const char *job, const char *actor, const char *detail,
+    char out[65]);
+
 /* Whether addr names a PostgreSQL database (postgresql:// or
  * postgres://) rather than a sqlite file. */
 bool store_pg_is_url(const char *addr);
