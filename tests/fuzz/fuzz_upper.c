@@ -45,6 +45,7 @@
 #include "fuzz.h"
 #include "path.h"
 #include "policy.h"
+#include "readable.h"
 #include "upper.h"
 
 #include <errno.h>
@@ -1190,123 +1191,12 @@ inside_inputs(const char *path)
 	    strncmp(path, "src/app/", 8) == 0 || strcmp(path, "src/app") == 0;
 }
 
-/* What a reader must never see raw in a report's path: controls, DEL,
- * '"', '\\', C1 controls, bidi controls, zero-width characters, the BOM
- * and tag characters (a few of the ranges, read independently). */
-static bool
-fools_a_reader(const unsigned char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = s[i];
-		unsigned char c1 = i + 1 < n ? s[i + 1] : 0;
-		unsigned char c2 = i + 2 < n ? s[i + 2] : 0;
-
-		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
-			return true;
-		if (c == 0xc2 && c1 >= 0x80 && c1 <= 0x9f)
-			return true;
-		if (c == 0xe2 && c1 == 0x80 &&
-		    ((c2 >= 0x8b && c2 <= 0x8f) || (c2 >= 0xa8 && c2 <= 0xae)))
-			return true;
-		if (c == 0xe2 && c1 == 0x81 && c2 >= 0xa0 && c2 <= 0xaf)
-			return true;
-		if (c == 0xef && c1 == 0xbb && c2 == 0xbf)
-			return true;
-		if (c == 0xf3 && c1 == 0xa0)
-			return true;
-	}
-	return false;
-}
-
-/* Puts code point cp as UTF-8 at out + *n. */
-static void
-put_utf8(char *out, size_t *n, unsigned long cp)
-{
-	if (cp < 0x80) {
-		out[(*n)++] = (char)cp;
-	} else if (cp < 0x800) {
-		out[(*n)++] = (char)(0xc0 | (cp >> 6));
-		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
-	} else if (cp < 0x10000) {
-		out[(*n)++] = (char)(0xe0 | (cp >> 12));
-		out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
-	} else {
-		out[(*n)++] = (char)(0xf0 | (cp >> 18));
-		out[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
-	}
-}
-
-/*
- * A path as the report shows it, back to the path it names (into out of
- * REL_MAX): bare, or quoted with git's escapes, \ooo for a byte and
- * \uXXXX or \UXXXXXXXX for a code point. Asserts that the form is the
- * one it must be: bare only when nothing in it fools a reader, and quoted
- * with nothing raw that would.
- */
+/* A path as the report shows it, back to the path it names (into out of
+ * REL_MAX), its form asserted (readable.h). */
 static void
 from_report(const char *p, char *out)
 {
-	char raw[REL_MAX]; /* its raw bytes, a space for each escape */
-	size_t n = 0, rn = 0, len = strlen(p);
-
-	if (p[0] != '"') {
-		FUZZ_ASSERT(!fools_a_reader((const unsigned char *)p, len));
-		FUZZ_ASSERT(len < REL_MAX);
-		memcpy(out, p, len + 1);
-		return;
-	}
-	FUZZ_ASSERT(len >= 2 && p[len - 1] == '"');
-	for (size_t i = 1; i + 1 < len;) {
-		static const char esc[] = "abtnvfr";
-		const char *e;
-
-		FUZZ_ASSERT(n + 4 < REL_MAX && rn + 1 < REL_MAX);
-		if (p[i] != '\\') {
-			raw[rn++] = p[i];
-			out[n++] = p[i++];
-			continue;
-		}
-		raw[rn++] = ' ';
-		i++;
-		FUZZ_ASSERT(i + 1 < len);
-		if (p[i] == '"' || p[i] == '\\') {
-			out[n++] = p[i++];
-		} else if ((e = strchr(esc, p[i])) != NULL && p[i] != '\0') {
-			out[n++] = (char)(0x07 + (e - esc));
-			i++;
-		} else if (p[i] == 'u' || p[i] == 'U') {
-			size_t k = p[i] == 'u' ? 4 : 8;
-			char hex[9] = { 0 };
-			char *end;
-
-			FUZZ_ASSERT(i + k < len);
-			memcpy(hex, p + i + 1, k);
-			unsigned long cp = strtoul(hex, &end, 16);
-			FUZZ_ASSERT(end == hex + k);
-			put_utf8(out, &n, cp);
-			i += k + 1;
-		} else {
-			FUZZ_ASSERT(i + 3 < len && p[i] >= '0' && p[i] <= '3' &&
-			    p[i + 1] >= '0' && p[i + 1] <= '7' &&
-			    p[i + 2] >= '0' && p[i + 2] <= '7');
-			out[n++] = (char)((p[i] - '0') << 6 |
-			    (p[i + 1] - '0') << 3 | (p[i + 2] - '0'));
-			i += 3;
-		}
-	}
-	out[n] = '\0';
-	/* Quoted only when it had to be: for what fools a reader here, or
-	 * for a byte past ASCII (not UTF-8, or an invisible code point of
-	 * the hatch's longer list). */
-	bool ascii = true;
-	for (size_t i = 0; i < n; i++)
-		ascii = ascii && (unsigned char)out[i] < 0x80;
-	FUZZ_ASSERT(fools_a_reader((const unsigned char *)out, n) || !ascii);
-	/* And what is left raw in the quoted form fools no one. */
-	FUZZ_ASSERT(!fools_a_reader((const unsigned char *)raw, rn));
+	(void)fuzz_report_path(p, strlen(p), out, REL_MAX);
 }
 
 static void
