@@ -309,13 +309,11 @@ launcher_recover(int argc, char **argv)
 			as_json = true;
 		else if (c == 'l')
 			as_log = true;
-		else if (c == 'h') {
-			printf("%s\nFinishes the jobs of launchers that died: "
-			       "revoke, channel closed, seal, patch out, "
-			       "workspace removed.\n",
-			    recover_usage);
-			return 0;
-		} else {
+		else if (c == 'h') /* cordon.c answers it first */
+			return launcher_help("recover", stdout) == 0
+			    ? 0
+			    : EXIT_USAGE;
+		else {
 			fputs(recover_usage, stderr);
 			return EXIT_USAGE;
 		}

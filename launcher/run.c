@@ -633,9 +633,9 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 			}
 			f->canaries = optarg[0] - '0';
 			break;
-		case 'h':
-			fputs(run_usage, stdout);
-			return 0;
+		case 'h': /* cordon.c answers it first; the same text */
+			return launcher_help("run", stdout) == 0 ? 0
+								 : EXIT_USAGE;
 		default:
 			fprintf(stderr,
 			    "cordon run: unknown or incomplete flag %s\n%s",
