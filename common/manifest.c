@@ -903,8 +903,8 @@ check_limits(const json_t *l, json_t *problems)
 		    "must be a number of cores, %g to %g", CPUS_MIN, CPUS_MAX);
 }
 
-static void
-check_return(const json_t *r, json_t *problems)
+void
+manifest_check_return(const json_t *r, json_t *problems)
 {
 	static const char *const keys[] = { "protected", "exclude",
 		"max_patch_kb" };
@@ -916,9 +916,9 @@ check_return(const json_t *r, json_t *problems)
 	}
 	problems_unknown_keys(r, "return", keys, ARRAY_SIZE(keys), problems);
 	v = json_object_get(r, "protected");
-	if (v != NULL && !json_is_array(v))
+	if (v != NULL && (!json_is_array(v) || json_array_size(v) > 64))
 		problems_add(problems, "return.protected",
-		    "must be a list of globs");
+		    "must be a list of at most 64 globs");
 	else if (v != NULL)
 		for (size_t i = 0; i < json_array_size(v); i++)
 			if (!text_ok(json_array_get(v, i), 256))
@@ -1012,7 +1012,7 @@ manifest_validate(const json_t *m, const char *name, json_t *problems,
 	if ((v = json_object_get(m, "limits")) != NULL)
 		check_limits(v, problems);
 	if ((v = json_object_get(m, "return")) != NULL)
-		check_return(v, problems);
+		manifest_check_return(v, problems);
 	return json_array_size(problems) == 0;
 }
 

@@ -30,6 +30,10 @@
 bool manifest_validate(const json_t *m, const char *name, json_t *problems,
     json_t *warnings);
 
+/* The check of a manifest's "return" object (r not NULL) alone, for the
+ * hatch, which reads it from the broker: the same problems, appended. */
+void manifest_check_return(const json_t *r, json_t *problems);
+
 /*
  * The one list of the variables the launcher gives every job besides the
  * manifest's env: "NAME=value", NULL-terminated, in the order set;

@@ -9,6 +9,7 @@
 
 #include "http_client.h"
 #include "log.h"
+#include "manifest.h"
 #include "path.h"
 #include "problems.h"
 #include "seal.h"
@@ -26,46 +27,6 @@ paths_overlap(const char *a, const char *b)
 
 	return strncmp(a, b, n) == 0 &&
 	    (na == nb || (na < nb ? b[n] : a[n]) == '/');
-}
-
-/* The manifest's "return": {protected, exclude: [globs], max_patch_kb}. */
-static void
-check_return(const json_t *r, json_t *problems)
-{
-	static const char *const keys[] = { "protected", "exclude",
-		"max_patch_kb" };
-	static const char *const globs[] = { "protected", "exclude" };
-	json_t *v, *g;
-	size_t i;
-
-	if (r == NULL)
-		return;
-	if (!json_is_object(r)) {
-		problems_add(problems, "return",
-		    "an object: {protected, exclude, max_patch_kb}");
-		return;
-	}
-	problems_unknown_keys(r, "return", keys, ARRAY_SIZE(keys), problems);
-	for (size_t k = 0; k < ARRAY_SIZE(globs); k++) {
-		char field[32];
-
-		v = json_object_get(r, globs[k]);
-		if (v == NULL)
-			continue;
-		bool ok = json_is_array(v) && json_array_size(v) <= 64;
-		json_array_foreach(v, i, g) ok = ok && json_is_string(g) &&
-		    json_string_length(g) > 0 && json_string_length(g) <= 256;
-		snprintf(field, sizeof(field), "return.%s", globs[k]);
-		if (!ok)
-			problems_add(problems, field,
-			    "at most 64 globs of at most 256 bytes");
-	}
-	v = json_object_get(r, "max_patch_kb");
-	if (v != NULL &&
-	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
-		json_integer_value(v) > 1048576))
-		problems_add(problems, "return.max_patch_kb",
-		    "an integer from 1 to 1048576");
 }
 
 #define BROKER_TIMEOUT_MS 5000
@@ -108,7 +69,8 @@ policy_from_broker(struct hatch *h, const char *job, json_t **ret_policy,
 	disk = json_object_get(a.json, "disk_mb");
 	state = json_string_value(json_object_get(a.json, "state"));
 	problems = json_array();
-	check_return(ret, problems);
+	if (ret != NULL)
+		manifest_check_return(ret, problems);
 	if (a.status == 404) {
 		status = 404;
 		*ret_code = "unknown_job";
@@ -170,7 +132,8 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 		problems_add(problems, "disk_mb", "an integer from 1 to 65536");
 	else if (v != NULL)
 		disk_mb = (long)json_integer_value(v);
-	check_return(json_object_get(body, "return"), problems);
+	if ((v = json_object_get(body, "return")) != NULL)
+		manifest_check_return(v, problems);
 	v = json_object_get(body, "inputs");
 	if (v != NULL &&
 	    (!json_is_array(v) || json_array_size(v) > WORKSPACE_MAX_INPUTS))

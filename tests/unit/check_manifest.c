@@ -1126,6 +1126,14 @@ START_TEST(test_return_fields)
 		snprintf(at, 100, "]}");
 		assert_refused(with("return", text), "return.exclude",
 		    "65 excludes");
+		/* The hatch refuses a policy of more: the broker must too,
+		 * or every job of the manifest fails at its workspace. */
+		at = text + snprintf(text, 100, "{\"protected\": [");
+		for (int i = 0; i < 65; i++)
+			at += snprintf(at, 100, "%s\"g%d\"", i ? ", " : "", i);
+		snprintf(at, 100, "]}");
+		assert_refused(with("return", text), "return.protected",
+		    "65 protected globs");
 	}
 	assert_refused(with("return", "{\"verdict\": \"clean\"}"),
 	    "return.verdict", "an unknown field");
