@@ -46,6 +46,9 @@
 #define MAX_INPUTS 64
 #define OUT_CHUNK 4096 /* PIPE_BUF: on a writable pipe, never blocks */
 #define OUT_PENDING_MAX (1024 * 1024)
+#define OUT_READ 16384 /* one read of the job's output */
+/* --json without the broker's output_kb: the manifest's default. */
+#define OUT_KEEP_DEFAULT (1024 * 1024)
 
 enum phase {
 	PH_BROKER,
@@ -264,7 +267,7 @@ static void
 on_output(evutil_socket_t fd, short what, void *arg)
 {
 	struct run *r = arg;
-	char buf[16384];
+	char buf[OUT_READ];
 	ssize_t n = read(fd, buf, sizeof(buf));
 	bool is_err = fd == r->err_fd;
 
@@ -795,6 +798,10 @@ report(struct run *r, const struct outcome *o)
 			    json_object_get(o->s.c.report, "flags"));
 			json_object_set(j, "changes",
 			    json_object_get(o->s.c.report, "changes"));
+			/* What return.exclude left out, never silently. */
+			json_t *ex = json_object_get(o->s.c.report, "excluded");
+			if (ex != NULL)
+				json_object_set(j, "excluded", ex);
 		}
 		/* The canaries planted, as digests: whoever holds a token
 		 * can tell whether it was one of them. */
@@ -811,8 +818,9 @@ report(struct run *r, const struct outcome *o)
 		return;
 	}
 	const char *hit = cgroup_job_hit(&r->cg, r->stop_reason, o->s.c.report);
-	char egress[300], why[600];
+	char egress[300], why[600], excluded[100];
 	summary_verdict_reason(o->s.c.report, why, sizeof(why));
+	summary_excluded(o->s.c.report, excluded, sizeof(excluded));
 	if (o->s.egress_known)
 		snprintf(egress, sizeof(egress),
 		    "%lld allowed, %lld denied, %lld upstream error(s)",
@@ -823,14 +831,15 @@ report(struct run *r, const struct outcome *o)
 	fprintf(stderr,
 	    "cordon: job %s stopped (%s): exit %d; %lld token(s) revoked%s; "
 	    "egress %s; relay %llu accepted, %llu refused; patch %s (%s%s%s); "
-	    "%s%s\n",
+	    "%s%s%s%s\n",
 	    r->id, r->stop_reason, code, o->s.tokens_revoked,
 	    o->s.revoke_ok ? "" : " -- REVOKE FAILED", egress,
 	    (unsigned long long)o->relay.accepted,
 	    (unsigned long long)o->relay.refused,
 	    o->s.c.patch[0] != '\0' ? o->s.c.patch : "none",
 	    o->s.c.verdict[0] != '\0' ? o->s.c.verdict : "no verdict",
-	    why[0] != '\0' ? ": " : "", why,
+	    why[0] != '\0' ? ": " : "", why, excluded,
+	    excluded[0] != '\0' ? "; " : "",
 	    hit != NULL ? "limit hit: " : "no limit hit", hit ?: "");
 	if (!o->s.revoke_ok)
 		fprintf(stderr, "cordon: the revoke failed: %s\n",
@@ -1185,8 +1194,8 @@ launcher_run(int argc, char **argv)
 	/* Until a sandbox says how it enforced them: not at all. */
 	r.sb.limits.memory = r.sb.limits.pids = "none";
 	r.sb.proxy_fd = -1;
-	buf_init(&r.out, 1024 * 1024);
-	buf_init(&r.err, 1024 * 1024);
+	buf_init(&r.out, OUT_KEEP_DEFAULT);
+	buf_init(&r.err, OUT_KEEP_DEFAULT);
 	log_init("launcher", LEVEL_WARN);
 	if (cfg.launcher_key_file == NULL) {
 		fprintf(stderr,
@@ -1232,6 +1241,13 @@ launcher_run(int argc, char **argv)
 		close(f.id_fd);
 	}
 	r.output_cap = (uint64_t)limit(&r, "output_kb") * 1024;
+	/* --json keeps what output_kb allows of each stream, and one read
+	 * past it, so that the envelope sees the cut and says truncated:
+	 * no second, smaller cap of the launcher's own. */
+	if (r.output_cap > 0) {
+		buf_init(&r.out, (size_t)r.output_cap + OUT_READ);
+		buf_init(&r.err, (size_t)r.output_cap + OUT_READ);
+	}
 
 	/* From here on, whatever happens ends in the stop path; the record
 	 * lets `cordon recover` end it if this launcher cannot. */

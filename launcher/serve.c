@@ -20,6 +20,7 @@
 #include "http_client.h"
 #include "http_server.h"
 #include "log.h"
+#include "manifest.h"
 #include "metrics.h"
 #include "path.h"
 #include "problems.h"
@@ -40,7 +41,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#define RESULT_MAX (4 * 1024 * 1024)
+/* A result's room beyond the output it carries (flags, changes, the
+ * figures): the hatch's report fits in it. */
+#define RESULT_REST (20 * 1024 * 1024)
 #define STOP_WAIT_MS 15000
 /* Finished jobs kept for GET: the newest this many, and any that ended
  * less than KEEP_SECONDS ago. */
@@ -141,6 +144,19 @@ struct serve {
 	bool http_stopping; /* the server stops: no follower waits */
 	struct follower *followers;
 };
+
+/* The most a child's result can be: the envelope of the most output a
+ * manifest may allow (output_kb's ceiling, both streams together, each
+ * byte at most two in JSON) and the rest. A cap of serve's own would cut
+ * the result a manifest allowed, and lose it whole. */
+static size_t
+result_max(void)
+{
+	long long lo, hi = 0, def;
+
+	(void)manifest_limit_range("output_kb", &lo, &hi, &def);
+	return (size_t)2 * ((size_t)hi * 1024 + 64 * 1024) + RESULT_REST;
+}
 
 static struct sjob *
 find(struct launcher *l, const char *id)
@@ -902,7 +918,7 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 		http_reply_error(res, 500, "internal", "out of memory");
 		goto out;
 	}
-	buf_init(&j->result, RESULT_MAX);
+	buf_init(&j->result, result_max());
 	buf_init(&j->live_line, LIVE_LINE_MAX);
 	j->result_fd = j->err_fd = j->live_fd = -1;
 	j->chunks = json_array();
@@ -1298,12 +1314,13 @@ job_report(void *ctx, struct http_request *req, struct http_response *res)
 			"bytes", (json_int_t)len, "sha256", sha);
 	}
 	http_reply_json(res, 200,
-	    json_pack("{s:s, s:O?, s:O?, s:O?, s:o, s:O?, s:O?, s:O?}", "job",
-		j->id, "verdict", result_get(j, "verdict"), "stop_reason",
-		result_get(j, "stop_reason"), "exit_code",
+	    json_pack("{s:s, s:O?, s:O?, s:O?, s:o, s:O?, s:O?, s:O?, s:O?}",
+		"job", j->id, "verdict", result_get(j, "verdict"),
+		"stop_reason", result_get(j, "stop_reason"), "exit_code",
 		result_get(j, "exit_code"), "patch", patch, "flags",
 		result_get(j, "flags"), "changes", result_get(j, "changes"),
-		"workspace_kept", result_get(j, "workspace_kept")));
+		"excluded", result_get(j, "excluded"), "workspace_kept",
+		result_get(j, "workspace_kept")));
 	patch = NULL;
 out:
 	json_decref(patch);

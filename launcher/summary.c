@@ -2,6 +2,8 @@
  * summary_verdict_reason: the flag behind a verdict, for the summary line
  * of `cordon run` (a person reads it before opening the report). Only
  * listed flags are counted; flags_omitted stays the report's to say.
+ * summary_excluded: the count of what return.exclude left out, so that
+ * nothing leaves the patch without the summary saying so.
  */
 #include "summary.h"
 
@@ -41,4 +43,20 @@ summary_verdict_reason(const json_t *report, char *out, size_t len)
 	    path ?: "?");
 	if (more > 0 && n >= 0 && (size_t)n < len)
 		snprintf(out + n, len - (size_t)n, " and %zu more", more);
+}
+
+void
+summary_excluded(const json_t *report, char *out, size_t len)
+{
+	const json_t *ex = json_object_get(report, "excluded");
+	json_int_t count = json_integer_value(json_object_get(ex, "count"));
+	json_int_t bytes = json_integer_value(json_object_get(ex, "bytes"));
+
+	if (len == 0)
+		return;
+	out[0] = '\0';
+	if (count <= 0)
+		return;
+	snprintf(out, len, "%lld excluded by return.exclude (%lld bytes)",
+	    (long long)count, (long long)bytes);
 }

@@ -1,6 +1,7 @@
 /*
  * What the launcher's one-line summary says about a result beyond its
- * figures: why the hatch's verdict is what it is.
+ * figures: why the hatch's verdict is what it is, and what return.exclude
+ * left out of the patch.
  */
 #ifndef CORDON_SUMMARY_H
 #define CORDON_SUMMARY_H
@@ -15,5 +16,13 @@
  * NUL-terminated). "" for a clean verdict or a report without flags.
  */
 void summary_verdict_reason(const json_t *report, char *out, size_t len);
+
+/*
+ * How many paths the manifest's return.exclude left out of the patch, as
+ * the report (borrowed; NULL: none) counts them: "N excluded by
+ * return.exclude (B bytes)" into out (always NUL-terminated), "" when
+ * none was.
+ */
+void summary_excluded(const json_t *report, char *out, size_t len);
 
 #endif

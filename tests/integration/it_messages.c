@@ -267,6 +267,9 @@ stack_setup(void)
 	put_manifest("flagged",
 	    "\"limits\": {\"wall_seconds\": 60}, "
 	    "\"return\": {\"protected\": [\".github/**\"]}");
+	put_manifest("caches",
+	    "\"limits\": {\"wall_seconds\": 60}, "
+	    "\"return\": {\"exclude\": [\"__pycache__\", \"*.pyc\"]}");
 }
 
 static void
@@ -308,6 +311,26 @@ START_TEST(output_cut_is_truncated)
 }
 END_TEST
 
+/* What the manifest's output_kb allows is kept whole: the launcher's own
+ * buffer is not a second, smaller cap. */
+START_TEST(output_kept_up_to_output_kb)
+{
+	int status = run_job("big",
+	    "head -c 1500000 /dev/zero | tr '\\0' a; echo done >&2", true);
+	json_t *j = json_loads(out, 0, NULL);
+
+	ck_assert_msg(j != NULL, "status %d: %.300s %.300s", status, out, err);
+	json_t *o = json_object_get(json_object_get(j, "output"), "stdout");
+	const char *text = json_string_value(json_object_get(o, "text")) ?: "";
+	ck_assert_msg(strlen(text) == 1500000 &&
+		json_is_false(json_object_get(o, "truncated")),
+	    "%zu of 1500000 bytes kept under output_kb 2048, truncated: %s",
+	    strlen(text),
+	    json_is_true(json_object_get(o, "truncated")) ? "true" : "false");
+	json_decref(j);
+}
+END_TEST
+
 /* The summary line says why the verdict is what it is. */
 START_TEST(summary_says_the_verdict_reason)
 {
@@ -319,6 +342,30 @@ START_TEST(summary_says_the_verdict_reason)
 	ck_assert_msg(strstr(summary, "needs-review: ") != NULL, "%s", summary);
 	ck_assert_msg(strstr(summary, "protected_path .github/ci.yml") != NULL,
 	    "%s", summary);
+}
+END_TEST
+
+/* What return.exclude left out is counted where a person reads first:
+ * the summary line, and the --json result. */
+START_TEST(summary_counts_the_excluded)
+{
+	const char *script =
+	    "mkdir -p __pycache__ && echo c >__pycache__/a.pyc "
+	    "&& echo c >__pycache__/b.pyc && echo d >m.pyc "
+	    "&& echo kept >result.txt";
+	int status = run_job("caches", script, false);
+	char *summary = strstr(err, "cordon: job ");
+
+	ck_assert_msg(summary != NULL, "status %d: %s", status, err);
+	ck_assert_msg(strstr(summary, "3 excluded by return.exclude") != NULL,
+	    "%s", summary);
+	status = run_job("caches", script, true);
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "status %d: %.300s %.300s", status, out, err);
+	json_t *ex = json_object_get(j, "excluded");
+	ck_assert_msg(json_is_object(ex), "no excluded in %.2000s", out);
+	ck_assert_int_eq(json_integer_value(json_object_get(ex, "count")), 3);
+	json_decref(j);
 }
 END_TEST
 
@@ -392,8 +439,10 @@ main(void)
 	tc = tcase_create("results");
 	tcase_add_checked_fixture(tc, stack_setup, stack_teardown);
 	tcase_add_test(tc, output_cut_is_truncated);
+	tcase_add_test(tc, output_kept_up_to_output_kb);
 	tcase_add_test(tc, summary_says_the_verdict_reason);
 	tcase_add_test(tc, home_is_scratch);
+	tcase_add_test(tc, summary_counts_the_excluded);
 	tcase_add_test(tc, input_outside_roots_names_them);
 	suite_add_tcase(s, tc);
 	return harness_main(s);

@@ -29,7 +29,7 @@ static struct daemon serve;
 static char inputs[300];
 
 static void
-put_manifest(const char *name)
+put_manifest_output(const char *name, int output_kb)
 {
 	json_t *m = json_pack("{s:s, s:[s], s:{s:s}, "
 			      "s:[{s:s, s:i, s:[s], s:[s], s:s, s:[s]}], "
@@ -37,13 +37,19 @@ put_manifest(const char *name)
 	    "name", name, "command", "/bin/true", "env", "LANG", "C.UTF-8",
 	    "egress", "host", "api.test", "port", 9, "methods", "GET", "paths",
 	    "/ok/", "reason", "the api", "allow_cidrs", "127.0.0.0/8", "limits",
-	    "wall_seconds", 60, "memory_mb", 512, "pids", 64, "output_kb", 256,
-	    "return", "protected", ".github/**");
+	    "wall_seconds", 60, "memory_mb", 512, "pids", 64, "output_kb",
+	    output_kb, "return", "protected", ".github/**");
 	char path[128];
 
 	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
 	json_decref(
 	    harness_expect(&st.broker, 200, "PUT", path, st.admin, NULL, m));
+}
+
+static void
+put_manifest(const char *name)
+{
+	put_manifest_output(name, 256);
 }
 
 static void
@@ -64,6 +70,7 @@ setup(void)
 	harness_write_file(path, "hello\n");
 	put_manifest("api-job");
 	put_manifest("other-job");
+	put_manifest_output("wide-job", 4096);
 
 	/* serve: the stack's launcher configuration and a callback key. */
 	snprintf(path, sizeof(path), "%s/callback.key", st.launcher_dir);
@@ -598,6 +605,35 @@ START_TEST(the_output_is_followed_while_the_job_runs)
 }
 END_TEST
 
+/* The envelope serve gives holds what the manifest's output_kb allows,
+ * not a buffer's worth of it. */
+START_TEST(the_output_is_kept_up_to_output_kb)
+{
+	char path[300], *id;
+	json_t *j, *o;
+
+	j = post_job(201, NULL, "wide-job",
+	    "head -c 3000000 /dev/zero | tr '\\0' a");
+	id = job_id(j);
+	json_decref(j);
+	json_decref(wait_done(id));
+	snprintf(path, sizeof(path), "/v1/jobs/%s/output", id);
+	j = harness_expect(&serve, 200, "GET", path, st.launcher, NULL, NULL);
+	o = json_object_get(j, "stdout");
+	ck_assert_msg(json_integer_value(json_object_get(o, "bytes")) ==
+		    3000000 &&
+		strlen(json_string_value(json_object_get(o, "text")) ?: "") ==
+		    3000000 &&
+		json_is_false(json_object_get(o, "truncated")),
+	    "%lld bytes seen, %zu kept under output_kb 4096, truncated %s",
+	    (long long)json_integer_value(json_object_get(o, "bytes")),
+	    strlen(json_string_value(json_object_get(o, "text")) ?: ""),
+	    json_is_true(json_object_get(o, "truncated")) ? "true" : "false");
+	json_decref(j);
+	free(id);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -613,6 +649,7 @@ suite(void)
 	tcase_add_test(tc, the_callback_is_signed);
 	tcase_add_test(tc, the_command_cap_is_the_manifests);
 	tcase_add_test(tc, the_output_is_followed_while_the_job_runs);
+	tcase_add_test(tc, the_output_is_kept_up_to_output_kb);
 	suite_add_tcase(s, tc);
 	return s;
 }
