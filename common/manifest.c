@@ -8,6 +8,7 @@
 
 #include "cidr.h"
 #include "egress_path.h"
+#include "path_template.h"
 #include "problems.h"
 #include "util.h"
 
@@ -794,6 +795,86 @@ check_inject(const json_t *m, const json_t *r, const char *where,
 	}
 }
 
+/*
+ * A rule's templated paths (credentials.md, "Param binding"): each
+ * placeholder a whole segment naming a parameter of the rule's inject
+ * capability, whose every allowed value is one plain segment, so that no
+ * token the broker mints can name another path. Only on a rule that
+ * injects: that capability's token is the one the proxy binds.
+ */
+static void
+check_templates(const json_t *m, const json_t *r, const char *where,
+    json_t *problems)
+{
+	const json_t *paths = json_object_get(r, "paths"), *p;
+	const json_t *cap = NULL, *ceiling = NULL;
+	const char *capname = json_string_value(
+	    json_object_get(json_object_get(r, "inject"), "capability"));
+	char field[160];
+	size_t i;
+
+	if (capname != NULL)
+		cap = manifest_capability(m, capname);
+	ceiling = json_object_get(cap, "params");
+	snprintf(field, sizeof(field), "%s.paths", where);
+	json_array_foreach(paths, i, p)
+	{
+		char names[PATH_TEMPLATE_MAX][PATH_TEMPLATE_NAME_MAX + 1];
+		char unknown[512] = "";
+		const char *s = json_string_value(p), *why = NULL;
+		size_t n = 0, used = 0;
+
+		if (s == NULL || !path_template_is(s))
+			continue;
+		if (path_template_parse(s, names, &n, &why) < 0) {
+			problems_add(problems, field,
+			    "a placeholder is {name} (a-z, 0-9, '_', '.', "
+			    "'-'), a whole segment, at most %d a path: %s",
+			    PATH_TEMPLATE_MAX, why);
+			continue;
+		}
+		if (json_object_get(r, "inject") == NULL) {
+			problems_add(problems, field,
+			    "a templated path binds the token of the rule's "
+			    "inject.capability: this rule injects nothing");
+			continue;
+		}
+		if (cap == NULL)
+			continue; /* check_inject says why */
+		for (size_t k = 0; k < n; k++) {
+			const json_t *allow =
+			    json_object_get(ceiling, names[k]);
+			const json_t *e;
+			size_t j;
+
+			if (allow == NULL) {
+				int w = snprintf(unknown + used,
+				    sizeof(unknown) - used, "%s{%s}",
+				    used > 0 ? ", " : "", names[k]);
+				if (w > 0 && (size_t)w < sizeof(unknown) - used)
+					used += (size_t)w;
+				continue;
+			}
+			json_array_foreach(allow, j, e)
+			{
+				if (path_template_value_ok(e, NULL))
+					continue;
+				problems_add(problems, field,
+				    "{%s}: every value capability %.64s may "
+				    "take must be one path segment ([A-Za-z0-9."
+				    "_~-], not '.', '..' nor ending in '.'); "
+				    "value %zu is not",
+				    names[k], capname, j);
+				break;
+			}
+		}
+		if (used > 0)
+			problems_add(problems, field,
+			    "not parameters of capability %.64s: %s", capname,
+			    unknown);
+	}
+}
+
 static void
 check_egress(const json_t *m, const json_t *egress, json_t *problems,
     json_t *warnings)
@@ -825,6 +906,7 @@ check_egress(const json_t *m, const json_t *egress, json_t *problems,
 		}
 		check_rule(r, where, problems);
 		check_inject(m, r, where, problems);
+		check_templates(m, r, where, problems);
 		for (j = 0; j < i; j++) {
 			json_t *o = json_array_get(egress, j);
 			if (json_is_object(o) &&

@@ -121,6 +121,9 @@ struct pconn {
 	size_t inject_cap;
 	struct inject_scanner scan;
 	bool scanning;
+	/* The params of the good token of the rule's inject capability:
+	 * what a templated path binds (verdict_params). */
+	json_t *inject_params;
 };
 
 static void on_cl_read(struct bufferevent *bev, void *arg);
@@ -211,6 +214,8 @@ request_reset(struct pconn *c)
 	}
 	inject_scanner_free(&c->scan);
 	c->scanning = false;
+	json_decref(c->inject_params);
+	c->inject_params = NULL;
 }
 
 void
@@ -471,6 +476,9 @@ on_release(void *arg, int status, json_t *body)
 	}
 	c->scanning = true;
 	c->p->injected++;
+	c->d.secret = rule->inject.secret;
+	c->d.secret_version =
+	    json_integer_value(json_object_get(body, "version"));
 	log_info("secret_injected", "{s:s, s:s, s:s, s:I}", "job", c->job->id,
 	    "host", c->host, "secret", rule->inject.secret, "version",
 	    (json_int_t)json_integer_value(json_object_get(body, "version")));
@@ -503,6 +511,11 @@ inject_then_upstream(struct pconn *c)
 		deny(c, "token", "inject_needs_token");
 		return;
 	}
+	const char *why = verdict_params(rule, c->d.path, c->inject_params);
+	if (why != NULL) {
+		deny(c, "param_mismatch", why);
+		return;
+	}
 	snprintf(path, sizeof(path), "/v1/jobs/%s/secrets/%s/release",
 	    c->job->id, rule->inject.secret);
 	c->call =
@@ -519,11 +532,19 @@ on_introspect(void *arg, int status, json_t *body)
 	c->call = NULL;
 	const char *why = token_verdict(c, status, body);
 	tokens_judged(&c->tokens, c->tokens.judging, why);
-	if (why == NULL)
+	if (why == NULL) {
+		const char *cap =
+		    json_string_value(json_object_get(body, "capability"));
 		snprintf(c->tokens.t[c->tokens.judging].capability,
-		    sizeof(c->tokens.t[0].capability), "%s",
-		    json_string_value(json_object_get(body, "capability"))
-			?: "");
+		    sizeof(c->tokens.t[0].capability), "%s", cap ?: "");
+		if (c->rule >= 0 && cap != NULL &&
+		    strcmp(cap,
+			c->job->rules.rule[c->rule].inject.capability) == 0) {
+			json_decref(c->inject_params);
+			c->inject_params =
+			    json_incref(json_object_get(body, "params"));
+		}
+	}
 	judge_tokens_next(c);
 }
 
@@ -1111,6 +1132,7 @@ reflected(struct pconn *c, size_t found)
 	if (found == 0)
 		return;
 	c->p->reflected += found;
+	c->d.reflected += found;
 	log_warn("secret_reflected", "{s:s, s:s, s:s, s:I}", "job", c->job->id,
 	    "host", c->host, "secret",
 	    c->job->rules.rule[c->rule].inject.secret, "count",

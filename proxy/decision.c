@@ -129,6 +129,15 @@ decision_format(const struct decision *d)
 		   "\"ms\":%.3f",
 		   d->status, (unsigned long long)d->bytes_up,
 		   (unsigned long long)d->bytes_down, d->ms);
+	if (r == 0 && d->secret != NULL) {
+		r = buf_append(&b, ",\"secret\":", 10);
+		r = r ?: put_field(&b, d->secret, 64, NULL);
+		r = r
+		    ?: buf_printf(&b,
+			   ",\"secret_version\":%lld,\"reflected\":%llu",
+			   (long long)d->secret_version,
+			   (unsigned long long)d->reflected);
+	}
 	if (r == 0 && d->count > 0)
 		r = buf_printf(&b, ",\"count\":%llu",
 		    (unsigned long long)d->count);

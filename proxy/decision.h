@@ -1,7 +1,7 @@
 /*
  * The decision log: one JSON line per decision the proxy makes, allow or
- * deny, with the fields docs/egress.md fixes. Never a token, a header value or
- * a query string: the path is cut at '?' and '#', and anything shaped
+ * deny, with the fields docs/egress.md fixes. Never a token, a header value,
+ * a secret's value or a query string: the path is cut at '?' and '#', and anything shaped
  * like a cordon token or key (crd_..., crk_...) in any field is replaced.
  */
 #ifndef CORDON_PROXY_DECISION_H
@@ -42,6 +42,12 @@ struct decision {
 	/* When not 0: the line stands for this many refusals of the same
 	 * kind in one burst (connections refused at accept). */
 	uint64_t count;
+	/* A credential injected (credentials.md): the secret's name (one of
+	 * the rules', never its value) and the version released; and how
+	 * many times the answer carried it back, redacted. NULL: none. */
+	const char *secret;
+	int64_t secret_version;
+	uint64_t reflected;
 };
 
 /* The decision as one JSON line with its newline (free() it), or NULL

@@ -5,6 +5,8 @@
  */
 #include "egress.h"
 
+#include "path_template.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -317,7 +319,22 @@ load_rule(const json_t *j, struct egress_rule *rule, char *err, size_t errlen)
 	if (v != NULL)
 		memcpy(rule->audience, json_string_value(v),
 		    json_string_length(v) + 1);
-	return load_inject(json_object_get(j, "inject"), rule, err, errlen);
+	if (load_inject(json_object_get(j, "inject"), rule, err, errlen) < 0)
+		return -EINVAL;
+	/* A templated path binds the token of the rule's inject capability:
+	 * without one, nothing would bind it. */
+	for (size_t k = 0; k < rule->npaths; k++) {
+		const char *why;
+		if (!path_template_is(rule->paths[k]))
+			continue;
+		if (rule->inject.secret[0] == '\0' ||
+		    path_template_parse(rule->paths[k], NULL, NULL, &why) < 0) {
+			snprintf(err, errlen, "%s: a bad templated path",
+			    rule->host);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 int
@@ -392,7 +409,9 @@ egress_match(const struct egress_rules *r, const char *host, uint16_t port,
 		}
 		size_t plen = strcspn(path, "?#");
 		for (size_t k = 0; k < rule->npaths; k++) {
-			size_t n = strlen(rule->paths[k]);
+			/* A templated prefix by its literal head: the rest is
+			 * the token's to bind (verdict_params). */
+			size_t n = strcspn(rule->paths[k], "{");
 			if (plen >= n && strncmp(path, rule->paths[k], n) == 0)
 				return (int)i;
 		}

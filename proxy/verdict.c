@@ -6,6 +6,8 @@
  */
 #include "verdict.h"
 
+#include "path_template.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -107,6 +109,33 @@ verdict_token(int status, const json_t *body, const char *job,
 	if (aud == NULL || strcmp(aud, rule->audience) != 0)
 		return "audience";
 	return NULL;
+}
+
+const char *
+verdict_params(const struct egress_rule *rule, const char *path,
+    const json_t *params)
+{
+	const char *worst = NULL;
+	size_t len = strcspn(path, "?#");
+
+	for (size_t k = 0; k < rule->npaths; k++) {
+		const char *prefix = rule->paths[k], *why = NULL;
+		size_t n = strlen(prefix);
+
+		if (!path_template_is(prefix)) {
+			if (len >= n && strncmp(path, prefix, n) == 0)
+				return NULL;
+			continue;
+		}
+		if (path_template_match(prefix, path, len, params, &why))
+			return NULL;
+		/* A bad or missing value says more than "elsewhere". */
+		if (worst == NULL || strcmp(worst, "param_mismatch") == 0 ||
+		    (strcmp(worst, "param_missing") == 0 &&
+			strcmp(why, "param_value") == 0))
+			worst = why;
+	}
+	return worst != NULL ? worst : "param_mismatch";
 }
 
 /* Whether sa is the proxy's control port or the broker's: on loopback, or

@@ -81,6 +81,20 @@ const char *verdict_token(int status, const json_t *body, const char *job,
     const struct egress_rule *rule);
 
 /*
+ * Param binding (credentials.md): whether path (without its query) is
+ * one the rule's prefixes allow with params, the params of the good
+ * token the request presented for the rule's capability (a JSON object,
+ * NULL when none): NULL when a plain prefix holds it or a templated one
+ * ("/repos/acme/{repo}/") does with the token's values, else the detail
+ * of the refusal: "param_value" (a value that cannot stand in a path),
+ * "param_missing" (the token lacks a placeholder's param) or
+ * "param_mismatch" (the path is elsewhere), the first two before the
+ * last. A rule without templates allows what egress_match allowed.
+ */
+const char *verdict_params(const struct egress_rule *rule, const char *path,
+    const json_t *params);
+
+/*
  * The address to connect to for a request to rule, among the resolver's
  * answers ai, in their order: the first IPv4 or IPv6 one that is neither
  * the proxy's own control port (self, an IPv4 or IPv6 address) nor the

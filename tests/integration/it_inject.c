@@ -271,10 +271,8 @@ status_of(const char *resp)
 }
 
 static char *
-mint_via(const char *chan)
+mint_body(const char *chan, const char *body)
 {
-	static const char body[] =
-	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
 	char req[512], *resp, *tok, *end;
 
 	snprintf(req, sizeof(req),
@@ -291,6 +289,13 @@ mint_via(const char *chan)
 	tok = strdup(tok);
 	free(resp);
 	return tok;
+}
+
+static char *
+mint_via(const char *chan)
+{
+	return mint_body(chan,
+	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}");
 }
 
 static char *
@@ -412,6 +417,117 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 }
 END_TEST
 
+/* GET path on api.test with tok, on the channel. */
+static char *
+get_path(const char *path, const char *tok)
+{
+	char req[768];
+
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u%s HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
+	    upstream_port(plain), path, upstream_port(plain), tok);
+	return send_on(channel, req);
+}
+
+START_TEST(a_templated_path_binds_the_tokens_param)
+{
+	char cfg[2048], path[400], hostsf[400], job[64], *tok, *resp;
+	static const char rules[] =
+	    "{\"name\": \"bound\", \"command\": [\"/bin/true\"],"
+	    " \"capabilities\": [{\"name\": \"repo.read\", \"audience\": "
+	    "\"api\", \"params\": {\"repo\": [\"widgets\", \"gadgets\"]},"
+	    "   \"ttl_seconds\": 600, \"reason\": \"read a repository\"}],"
+	    " \"egress\": [{\"host\": \"api.test\", \"port\": %u,"
+	    "   \"methods\": [\"GET\"], \"paths\": [\"%s\"],"
+	    "   \"allow_cidrs\": [\"127.0.0.0/8\"], \"audience\": \"api\","
+	    "   \"reason\": \"the api\", \"inject\": {\"secret\": \"up-key\","
+	    "   \"header\": \"X-Api-Key\", \"capability\": \"repo.read\"}}]}";
+	char text[1024];
+	json_t *j;
+
+	signal(SIGPIPE, SIG_IGN);
+	plain = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
+	harness_write_file(hostsf, "127.0.0.1 api.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
+	harness_write_file(path, verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-bound\"}",
+	    broker.base, path, broker.dir, hostsf);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+	json_decref(put_secret("/v1/secrets/up-key", value1, 200));
+
+	/* A placeholder the capability lacks: 422, naming it. */
+	snprintf(text, sizeof(text), rules, upstream_port(plain),
+	    "/repos/{owner}/{repo}/");
+	j = harness_expect(&broker, 422, "PUT", "/v1/manifests/bound", admin,
+	    NULL, json_loads(text, 0, NULL));
+	char *probs = json_dumps(json_object_get(j, "problems"), 0);
+	ck_assert_msg(strstr(probs, "egress[0].paths") != NULL &&
+		strstr(probs, "{owner}") != NULL &&
+		strstr(probs, "{repo}") == NULL,
+	    "%s", probs);
+	free(probs);
+	json_decref(j);
+
+	snprintf(text, sizeof(text), rules, upstream_port(plain),
+	    "/repos/acme/{repo}/");
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/bound",
+	    admin, NULL, json_loads(text, 0, NULL)));
+	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s}", "manifest", "bound"));
+	snprintf(job, sizeof(job), "%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
+	snprintf(channel, sizeof(channel), "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+
+	tok = mint_body(channel,
+	    "{\"capability\":\"repo.read\",\"params\":{\"repo\":\"widgets\"}}");
+	resp = get_path("/repos/acme/widgets/issues", tok);
+	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	free(resp);
+	unsigned before = upstream_requests(plain);
+	/* Beside its repository, in every spelling: 403, nothing upstream. */
+	static const char *const beside[] = { "/repos/acme/secrets/",
+		"/repos/acme/gadgets/issues", "/repos/acme/widgets-evil/",
+		"/repos/acme/WIDGETS/", "/repos/acme/widget%73/",
+		"/repos/acme/widgets%2f..%2fsecrets/",
+		"/repos/acme/widgets/../secrets/", "/repos/acme/widgets;/" };
+	for (size_t i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
+		resp = get_path(beside[i], tok);
+		ck_assert_msg(status_of(resp) == 403, "%s: %.400s", beside[i],
+		    resp);
+		free(resp);
+	}
+	ck_assert_uint_eq(upstream_requests(plain), before);
+	resp = get_path("/repos/acme/secrets/", tok);
+	ck_assert_msg(strstr(resp, "param_mismatch") != NULL, "%s", resp);
+	free(resp);
+	free(tok);
+	ck_assert_int_eq(daemon_stop(&proxy), 0);
+
+	/* The decision log: the allowed line names the secret and its
+	 * version (never the value), the refusal its reason. */
+	snprintf(path, sizeof(path), "%s/var/proxy/log/decisions.log",
+	    proxy.dir);
+	ck_assert(
+	    file_holds(path, "\"secret\":\"up-key\",\"secret_version\":1"));
+	ck_assert(file_holds(path,
+	    "\"reason\":\"param_mismatch\","
+	    "\"detail\":\"param_mismatch\""));
+	ck_assert(!file_holds(path, value1));
+	upstream_stop(plain);
+}
+END_TEST
+
 /* --- a job of `cordon run` ------------------------------------------------- */
 
 /* value1 as a grep -E pattern that does not hold it literally: the
@@ -529,6 +645,7 @@ inject_suite(void)
 	tcase_add_test(tc, secrets_are_sealed_metadata_only_and_rotate);
 	tcase_add_test(tc, release_to_a_running_job_only);
 	tcase_add_test(tc, the_proxy_swaps_the_token_and_redacts_the_echo);
+	tcase_add_test(tc, a_templated_path_binds_the_tokens_param);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("job");
 	tcase_set_timeout(tc, 120);

@@ -75,6 +75,42 @@ START_TEST(fields_in_order)
 }
 END_TEST
 
+/* An injected credential: its secret's name, the version released and
+ * the reflections redacted, after the common fields; never the value. */
+START_TEST(an_injection_names_its_secret_and_version)
+{
+	struct decision d = { .job = "job_abc",
+		.kind = "mitm",
+		.method = "GET",
+		.host = "api.github.com",
+		.port = 443,
+		.path = "/repos/acme/widgets/",
+		.rule = 0,
+		.allow = true,
+		.status = 200,
+		.secret = "github-ro",
+		.secret_version = 3,
+		.reflected = 2 };
+	char *line = decision_format(&d);
+	json_t *v = parse_line(line);
+
+	ck_assert_str_eq(json_string_value(json_object_get(v, "secret")),
+	    "github-ro");
+	ck_assert_int_eq(json_integer_value(
+			     json_object_get(v, "secret_version")),
+	    3);
+	ck_assert_int_eq(json_integer_value(json_object_get(v, "reflected")),
+	    2);
+	json_decref(v);
+	free(line);
+	/* Without one, no such field. */
+	d.secret = NULL;
+	line = decision_format(&d);
+	ck_assert_ptr_null(strstr(line, "secret"));
+	free(line);
+}
+END_TEST
+
 /* A line that stands for a burst of denials has one more field, last:
  * how many it counts. */
 START_TEST(a_burst_line_has_its_count)
@@ -177,6 +213,7 @@ decision_suite(void)
 	tcase_add_test(tc, fields_in_order);
 	tcase_add_test(tc, denials_and_nulls);
 	tcase_add_test(tc, a_burst_line_has_its_count);
+	tcase_add_test(tc, an_injection_names_its_secret_and_version);
 	tcase_add_test(tc, never_a_token_nor_a_second_line);
 	suite_add_tcase(s, tc);
 	return s;

@@ -678,6 +678,79 @@ START_TEST(test_egress_paths)
 }
 END_TEST
 
+/* A manifest whose rule injects for repo.read (its params as given) with
+ * the paths given (JSON list text). */
+static json_t *
+templated(const char *params, const char *paths)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof(text),
+	    "{\"name\": \"t\", \"capabilities\": [{\"name\": \"repo.read\","
+	    "  \"audience\": \"github\", \"params\": %s,"
+	    "  \"reason\": \"read\"}],"
+	    " \"egress\": [{\"host\": \"api.github.com\", \"methods\": "
+	    "[\"GET\"], \"paths\": %s, \"audience\": \"github\","
+	    "  \"reason\": \"read\", \"inject\": {\"secret\": \"gh\","
+	    "  \"header\": \"Authorization\", \"format\": \"Bearer {secret}\","
+	    "  \"capability\": \"repo.read\"}}]}",
+	    params, paths);
+
+	ck_assert(n > 0 && (size_t)n < sizeof(text));
+	return parse(text);
+}
+
+START_TEST(test_egress_templated_paths)
+{
+	static const char *const bad_values[] = { "\"a/b\"", "\"..\"", "\".\"",
+		"\"\"", "\"a%2fb\"", "\"a;b\"", "\"a\\u0000b\"", "\"x.\"",
+		"\"a b\"" };
+	char params[128];
+	struct verdict v;
+
+	assert_valid(templated("{\"repo\": [\"widgets\", \"gadgets\"]}",
+			 "[\"/repos/acme/{repo}/\", \"/meta\"]"),
+	    "a templated path");
+	assert_valid(templated("{\"repo\": [4182]}", "[\"/repos/{repo}\"]"),
+	    "an integer value");
+	/* A placeholder the capability lacks: named in the problem. */
+	json_t *m = templated("{\"repo\": [\"widgets\"]}",
+	    "[\"/repos/{owner}/{repo}/{ref}/\"]");
+	v = judge(m, NULL);
+	ck_assert(!v.ok);
+	ck_assert_int_ge(testutil_count_field(v.problems, "egress[0].paths"),
+	    1);
+	ck_assert_msg(strstr(v.text, "{owner}, {ref}") != NULL, "%s", v.text);
+	ck_assert_msg(strstr(v.text, "{repo}") == NULL, "%s", v.text);
+	verdict_free(&v);
+	json_decref(m);
+	/* A value the broker could mint that is not one segment. */
+	for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]);
+	     i++) {
+		snprintf(params, sizeof(params),
+		    "{\"repo\": [\"widgets\", %s]}", bad_values[i]);
+		assert_refused(templated(params, "[\"/repos/acme/{repo}/\"]"),
+		    "egress[0].paths", bad_values[i]);
+	}
+	/* Not a segment, unclosed, stray, empty, upper case. */
+	assert_refused(templated("{\"repo\": [\"w\"]}", "[\"/r/x{repo}/\"]"),
+	    "egress[0].paths", "inside a segment");
+	assert_refused(templated("{\"repo\": [\"w\"]}", "[\"/r/{repo}x\"]"),
+	    "egress[0].paths", "glued after");
+	assert_refused(templated("{\"repo\": [\"w\"]}", "[\"/r/{repo\"]"),
+	    "egress[0].paths", "unclosed");
+	assert_refused(templated("{\"repo\": [\"w\"]}", "[\"/r/repo}/\"]"),
+	    "egress[0].paths", "stray");
+	assert_refused(templated("{\"repo\": [\"w\"]}", "[\"/r/{}/\"]"),
+	    "egress[0].paths", "empty");
+	assert_refused(templated("{\"repo\": [\"w\"]}", "[\"/r/{Repo}/\"]"),
+	    "egress[0].paths", "upper case");
+	/* Without inject, nothing binds it. */
+	assert_refused(rule_for("api.github.com",
+			   "\"paths\": [\"/repos/acme/{repo}/\"]"),
+	    "egress[0].paths", "no inject");
+}
+END_TEST
+
 START_TEST(test_egress_tls)
 {
 	assert_valid(rule_for("a.example.com", "\"tls\": \"terminate\""),
@@ -1409,6 +1482,7 @@ manifest_suite(void)
 	tcase_add_test(tc, test_egress_ports);
 	tcase_add_test(tc, test_egress_methods);
 	tcase_add_test(tc, test_egress_paths);
+	tcase_add_test(tc, test_egress_templated_paths);
 	tcase_add_test(tc, test_egress_tls);
 	tcase_add_test(tc, test_egress_cidrs);
 	tcase_add_test(tc, test_egress_other_fields);

@@ -455,6 +455,162 @@ START_TEST(a_refusal_reads_as_the_docs_show_it)
 }
 END_TEST
 
+/* --- param binding (credentials.md) -------------------------------------- */
+
+static struct egress_rules bound;
+
+static void
+load_bound(void)
+{
+	char err[256] = "";
+	json_t *v = testutil_json(
+	    "[{\"host\": \"api.github.com\", \"port\": 443,"
+	    "  \"methods\": [\"GET\"], \"audience\": \"github\","
+	    "  \"paths\": [\"/repos/acme/{repo}/\", \"/orgs/acme/{org}\","
+	    "   \"/meta\"],"
+	    "  \"inject\": {\"secret\": \"gh\", \"header\": \"Authorization\","
+	    "   \"format\": \"Bearer {secret}\", \"capability\": "
+	    "\"repo.read\"}}]",
+	    0);
+
+	ck_assert_msg(egress_rules_load(v, &bound, err, sizeof(err)) == 0, "%s",
+	    err);
+	json_decref(v);
+}
+
+/* The verdict on GET path for a token with params (JSON text, may be
+ * NULL): NULL when allowed. */
+static const char *
+bound_get(const char *path, const char *params)
+{
+	struct verdict_request rq = { .method = "GET",
+		.host = "api.github.com",
+		.port = 443,
+		.path = path,
+		.tunnel_host = "api.github.com",
+		.tunnel_port = 443 };
+	struct verdict v;
+	json_t *p = params != NULL ? testutil_json(params, 0) : NULL;
+	const char *why;
+
+	verdict_head(&rq, &bound, &open_job, &v);
+	if (v.reason != NULL) {
+		json_decref(p);
+		return v.reason;
+	}
+	why = verdict_params(&bound.rule[v.rule], path, p);
+	json_decref(p);
+	return why;
+}
+
+START_TEST(a_templated_path_takes_the_tokens_value_only)
+{
+	static const char w[] = "{\"repo\": \"widgets\", \"org\": \"acme\"}";
+
+	load_bound();
+	ck_assert_ptr_null(bound_get("/repos/acme/widgets/", w));
+	ck_assert_ptr_null(bound_get("/repos/acme/widgets/issues?page=2", w));
+	ck_assert_ptr_null(bound_get("/orgs/acme/acme", w));
+	ck_assert_ptr_null(bound_get("/orgs/acme/acme/members", w));
+	ck_assert_ptr_null(bound_get("/meta", w));
+	/* Beside it: another repository, a longer name, another case, an
+	 * escape of the same letters, a prefix of the value. */
+	ck_assert_str_eq(bound_get("/repos/acme/secrets/", w),
+	    "param_mismatch");
+	ck_assert_str_eq(bound_get("/repos/acme/widgets-evil/", w),
+	    "param_mismatch");
+	ck_assert_str_eq(bound_get("/orgs/acme/acme-evil", w),
+	    "param_mismatch");
+	ck_assert_str_eq(bound_get("/orgs/acme/acmeX/members", w),
+	    "param_mismatch");
+	ck_assert_str_eq(bound_get("/repos/acme/WIDGETS/", w),
+	    "param_mismatch");
+	ck_assert_str_eq(bound_get("/repos/acme/widget%73/", w),
+	    "param_mismatch");
+	ck_assert_str_eq(bound_get("/repos/acme/widget/", w), "param_mismatch");
+	ck_assert_str_eq(bound_get("/repos/acme/widgets", w), "param_mismatch");
+	/* Shapes with a second reading never get that far. */
+	ck_assert_str_eq(bound_get("/repos/acme/widgets/../secrets/", w),
+	    "path");
+	ck_assert_str_eq(bound_get("/repos/acme/widgets%2f..%2fsecrets/", w),
+	    "path");
+	ck_assert_str_eq(bound_get("/repos/acme/widgets;x/", w), "path");
+	ck_assert_str_eq(bound_get("/repos/acme/widgets%252f/", w), "path");
+	ck_assert_str_eq(bound_get("/repos/other/widgets/", w), "path");
+	/* No token params, or not the placeholder's. */
+	ck_assert_str_eq(bound_get("/repos/acme/widgets/", NULL),
+	    "param_missing");
+	ck_assert_str_eq(bound_get("/repos/acme/widgets/", "{\"org\": \"a\"}"),
+	    "param_missing");
+	egress_rules_free(&bound);
+}
+END_TEST
+
+START_TEST(a_param_value_that_is_not_one_segment_is_refused_at_match)
+{
+	static const char *const bad[] = { "{\"repo\": \"a/b\"}",
+		"{\"repo\": \"..\"}", "{\"repo\": \".\"}", "{\"repo\": \"\"}",
+		"{\"repo\": \"a%2fb\"}", "{\"repo\": \"a%252fb\"}",
+		"{\"repo\": \"a;b\"}", "{\"repo\": \"a\\u0000b\"}",
+		"{\"repo\": \"widgets.\"}", "{\"repo\": \"a b\"}",
+		"{\"repo\": \"a?b\"}", "{\"repo\": \"a#b\"}",
+		"{\"repo\": \"a\\\\b\"}", "{\"repo\": \"w\\u00e9\"}",
+		"{\"repo\": [\"widgets\"]}", "{\"repo\": true}",
+		"{\"repo\": null}" };
+
+	load_bound();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *p = json_loads(bad[i], JSON_ALLOW_NUL, NULL);
+		ck_assert_msg(p != NULL, "%s", bad[i]);
+		const char *why =
+		    verdict_params(&bound.rule[0], "/repos/acme/a/b/", p);
+		ck_assert_msg(why != NULL && strcmp(why, "param_value") == 0,
+		    "%s: %s", bad[i], why != NULL ? why : "allowed");
+		json_decref(p);
+	}
+	/* An integer is its decimal text. */
+	ck_assert_ptr_null(bound_get("/repos/acme/4182/", "{\"repo\": 4182}"));
+	ck_assert_ptr_null(
+	    bound_get("/repos/acme/a.b_c-d~e/", "{\"repo\": \"a.b_c-d~e\"}"));
+	egress_rules_free(&bound);
+}
+END_TEST
+
+START_TEST(the_proxy_loads_a_template_only_where_a_token_binds_it)
+{
+	static const char *const bad[] = {
+		/* no inject: nothing binds it */
+		"[{\"host\": \"a.test\", \"port\": 443, \"methods\": [\"GET\"],"
+		" \"paths\": [\"/r/{repo}/\"]}]",
+		/* not a whole segment, unclosed, a stray brace */
+		"[{\"host\": \"a.test\", \"port\": 443, \"methods\": [\"GET\"],"
+		" \"paths\": [\"/r/x{repo}/\"], \"inject\": {\"secret\": \"s\","
+		" \"header\": \"X-K\", \"capability\": \"c\"}}]",
+		"[{\"host\": \"a.test\", \"port\": 443, \"methods\": [\"GET\"],"
+		" \"paths\": [\"/r/{repo}x/\"], \"inject\": {\"secret\": \"s\","
+		" \"header\": \"X-K\", \"capability\": \"c\"}}]",
+		"[{\"host\": \"a.test\", \"port\": 443, \"methods\": [\"GET\"],"
+		" \"paths\": [\"/r/{repo/\"], \"inject\": {\"secret\": \"s\","
+		" \"header\": \"X-K\", \"capability\": \"c\"}}]",
+		"[{\"host\": \"a.test\", \"port\": 443, \"methods\": [\"GET\"],"
+		" \"paths\": [\"/r/repo}/\"], \"inject\": {\"secret\": \"s\","
+		" \"header\": \"X-K\", \"capability\": \"c\"}}]",
+		"[{\"host\": \"a.test\", \"port\": 443, \"methods\": [\"GET\"],"
+		" \"paths\": [\"/r/{}/\"], \"inject\": {\"secret\": \"s\","
+		" \"header\": \"X-K\", \"capability\": \"c\"}}]",
+	};
+	struct egress_rules r;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *v = testutil_json(bad[i], 0);
+		ck_assert_msg(egress_rules_load(v, &r, err, sizeof(err)) < 0,
+		    "%s", bad[i]);
+		json_decref(v);
+	}
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -475,6 +631,11 @@ suite(void)
 	tcase_add_test(tc, the_first_address_the_rule_may_reach_is_used);
 	tcase_add_test(tc, the_proxys_and_the_brokers_ports_are_never_reached);
 	tcase_add_test(tc, a_refusal_reads_as_the_docs_show_it);
+	tcase_add_test(tc, a_templated_path_takes_the_tokens_value_only);
+	tcase_add_test(tc,
+	    a_param_value_that_is_not_one_segment_is_refused_at_match);
+	tcase_add_test(tc,
+	    the_proxy_loads_a_template_only_where_a_token_binds_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
