@@ -66,6 +66,7 @@ struct upstream {
 	pthread_mutex_t lock;
 	struct conn *conns;
 	char *last_head;
+	char *need_name, *need_value; /* upstream_require */
 	atomic_uint connections, requests;
 	atomic_bool stopping;
 };
@@ -607,6 +608,24 @@ path_is(const char *path, size_t len, const char *want)
 	return len == strlen(want) && memcmp(path, want, len) == 0;
 }
 
+/* Whether r has a field name (any case) whose value is value. */
+static bool
+has_header(const struct request *r, const char *name, const char *value)
+{
+	size_t i;
+	json_t *h;
+
+	json_array_foreach(r->headers, i, h)
+	{
+		const char *n = json_string_value(json_array_get(h, 0));
+		const char *v = json_string_value(json_array_get(h, 1));
+		if (n != NULL && v != NULL && strcasecmp(n, name) == 0 &&
+		    strcmp(v, value) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* Answers r: 0 to go on with the connection, -1 to close it. */
 static int
 answer(struct conn *c, struct request *r)
@@ -623,6 +642,11 @@ answer(struct conn *c, struct request *r)
 	len = strcspn(path, "?#");
 
 	atomic_fetch_add(&u->requests, 1);
+	if (u->need_name != NULL && !has_header(r, u->need_name, u->need_value))
+		return then(send_answer(c, r, "401 Unauthorized",
+				"Content-Type: text/plain\r\n", 8, "no key\r\n",
+				8),
+		    r);
 	if (path_is(path, len, "/redirect"))
 		return then(send_answer(c, r, "302 Found",
 				"Location: http://elsewhere.test/\r\n", 0, NULL,
@@ -943,8 +967,20 @@ upstream_stop(struct upstream *u)
 	close(u->wake[1]);
 	SSL_CTX_free(u->ctx);
 	free(u->last_head);
+	free(u->need_name);
+	free(u->need_value);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
+}
+
+int
+upstream_require(struct upstream *u, const char *name, const char *value)
+{
+	free(u->need_name);
+	free(u->need_value);
+	u->need_name = strdup(name);
+	u->need_value = strdup(value);
+	return u->need_name != NULL && u->need_value != NULL ? 0 : -1;
 }
 
 /* ---- the test CA ---- */

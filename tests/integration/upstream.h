@@ -42,6 +42,13 @@ struct upstream *upstream_start(const char *cert_file, const char *key_file);
 
 uint16_t upstream_port(const struct upstream *u);
 
+/*
+ * From now on u answers 401 "no key" to every request without a field
+ * name (any case) of exactly value, as an API that wants a key does (set
+ * it before the first request: the threads read it unlocked). 0 or -1.
+ */
+int upstream_require(struct upstream *u, const char *name, const char *value);
+
 /* Connections accepted so far (TCP, whether TLS then worked or not). */
 unsigned upstream_connections(const struct upstream *u);
 
