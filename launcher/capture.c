@@ -52,6 +52,10 @@ struct jobnet {
 	uint16_t ports[CAPTURE_PORTS_MAX];
 	int port_fds[CAPTURE_PORTS_MAX];
 	size_t nports;
+	/* ports[local]: 80 on cordon.local's address alone, for the proxy's
+	 * own answer (docs/egress.md, Asking why); -1 when a rule's 80
+	 * listens on every address already. */
+	int local;
 	struct evconnlistener *listeners[CAPTURE_PORTS_MAX];
 	struct event_base *base;
 	struct sockaddr_un channel;
@@ -112,6 +116,13 @@ jobnet_new(const json_t *rules, struct jobnet **ret)
 		if (!seen && n->nports < CAPTURE_PORTS_MAX)
 			n->ports[n->nports++] = (uint16_t)p;
 	}
+	bool has80 = false;
+	for (size_t k = 0; k < n->nports; k++)
+		has80 = has80 || n->ports[k] == 80;
+	n->local =
+	    !has80 && n->nports < CAPTURE_PORTS_MAX ? (int)n->nports : -1;
+	if (n->local >= 0)
+		n->ports[n->nports++] = 80;
 	*ret = n;
 	return 0;
 }
@@ -206,6 +217,10 @@ capture_sockets(struct jobnet *n)
 	for (size_t i = 0; r == 0 && i < n->nports; i++) {
 		struct sockaddr_in sin = { .sin_family = AF_INET,
 			.sin_port = htons(n->ports[i]) };
+		if ((int)i == n->local &&
+		    (r = dns_zone_lookup(n->zone, "cordon.local",
+			 &sin.sin_addr)) < 0)
+			break;
 		int fd = socket(AF_INET,
 		    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0 ||

@@ -603,6 +603,28 @@ connect_kind(const struct pconn *c)
 	return "connect";
 }
 
+/* A request for cordon.local, the proxy itself (denials.h): answered
+ * here from the job's own ring, never judged as egress nor forwarded,
+ * and no decision line of its own. */
+static void
+answer_local(struct pconn *c)
+{
+	const struct http1_request *r = &c->parser.req;
+	char method[32], path[64] = "";
+	struct buf out = BUF_INIT(1 << 20);
+
+	snprintf(method, sizeof(method), "%.*s", (int)r->method.len,
+	    c->head + r->method.off);
+	if (!r->connect)
+		snprintf(path, sizeof(path), "%.*s", (int)r->path.len,
+		    c->head + r->path.off);
+	if (denials_answer(&c->job->denials, c->job->id, method, path,
+		r->connect, &out) == 0)
+		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
+	buf_free(&out);
+	conn_finish(c);
+}
+
 /* Judges a request head (verdict.c) and carries the verdict out: a
  * refusal, or the request's tokens next. */
 static void
@@ -612,6 +634,11 @@ judge(struct pconn *c)
 	char raw[EGRESS_HOST_MAX + 3];
 	struct verdict v;
 
+	if (!c->tunnel &&
+	    denials_is_local(c->head + r->host.off, r->host.len)) {
+		answer_local(c);
+		return;
+	}
 	decision_begin(c,
 	    c->tunnel        ? "mitm"
 		: r->connect ? connect_kind(c)

@@ -337,6 +337,9 @@ job_close(struct pjob *j, const char *why)
 		n++;
 	}
 	pool_clear(&j->pool);
+	/* Only the job itself could ask, and it is gone: after the last
+	 * connection's line. */
+	denials_clear(&j->denials);
 	/* The CA's key dies with the job's right to reach anything. */
 	ca_free(j->ca);
 	j->ca = NULL;
@@ -402,6 +405,8 @@ job_log(struct pjob *j, const struct decision *d)
 		job_write(j, d);
 		return;
 	}
+	/* Kept for the job to ask why, whatever the budget of lines. */
+	(void)denials_add(&j->denials, d);
 	if (d->allow) {
 		j->allowed++;
 		j->p->allowed++;

@@ -30,6 +30,7 @@
 #include "ca.h"
 #include "config.h"
 #include "decision.h"
+#include "denials.h"
 #include "egress.h"
 #include "http_server.h"
 #include "keys.h"
@@ -110,6 +111,9 @@ struct pjob {
 	uint64_t log_dropped;
 	uint64_t allowed, denied;
 	uint64_t upstream_errors; /* decisions with error set, apart */
+	/* The last denials, for http://cordon.local/v1/denials (denials.h);
+	 * forgotten when the channel closes. */
+	struct denials denials;
 	/* Refusals at accept, one line per burst: the one being counted. */
 	struct decision refused;
 	struct timespec refused_since;
