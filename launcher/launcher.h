@@ -35,8 +35,11 @@ struct launcher_config {
 	char *drill_dir;
 	char *verifier_key_file;
 	/* `cordon serve` only: the key that signs a job's callback (NULL:
-	 * callbacks refused). */
+	 * callbacks refused), and where a callback may go: URL prefixes
+	 * ("http://host[:port][/path]") or hosts ("host[:port]"); empty:
+	 * nowhere. */
 	char *callback_key_file;
+	struct config_strings callback_allow;
 	/* The operator's commands (cordon manifest, jobs, logs, patch,
 	 * revoke): the broker's admin key, where serve is, and the proxy's
 	 * decision log (NULL: only the proxy's API is asked). */

@@ -8,13 +8,15 @@
  * serves a finished job's patch and report, turns every line its children
  * write on stderr into a JSON log line (and keeps the reason a job could
  * not run), replays a POST that carries an Idempotency-Key it has seen,
- * tells a job's callback URL, in a signed POST, that the job ended, and
+ * tells a job's callback URL (one callback_allow lets through, at an
+ * address judged once), in a signed POST, that the job ended, and
  * lets a client follow a running job's output (long-polled pages of what
  * the job wrote, cleaned, then the envelope).
  */
 #include "launcher.h"
 
 #include "buf.h"
+#include "cidr.h"
 #include "confine.h"
 #include "digest.h"
 #include "http_client.h"
@@ -29,9 +31,13 @@
 #include "stoppath.h"
 #include "util.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <poll.h>
@@ -512,26 +518,234 @@ tick(void *ctx)
 	pthread_mutex_unlock(&l->mu);
 }
 
+/* --- where a callback may go --------------------------------------------- */
+
+/* A callback URL, or an entry of callback_allow, in parts. */
+struct url_parts {
+	char host[256]; /* lower case; an IPv6 literal without brackets */
+	unsigned port; /* an entry's 0: any port */
+	char path[CALLBACK_URL_MAX + 1]; /* "" when it names none */
+	bool is_url; /* an entry given as a URL prefix */
+};
+
+/*
+ * Parses "http://host[:port][/path]" or, when url is false, also
+ * "host[:port]" (an entry of callback_allow): 0 or -EINVAL. The host is
+ * letters, digits, '.', '-', '_' or a bracketed IPv6 literal (no
+ * userinfo, nothing a second reader could split elsewhere); the port
+ * 1..65535; the path visible ASCII without '#'. A URL without a port is
+ * port 80, as the client dials it.
+ */
+static int
+url_parse(const char *s, bool url, struct url_parts *p)
+{
+	const char *h = s, *end;
+	size_t n = strlen(s), hl;
+
+	memset(p, 0, sizeof(*p));
+	if (n == 0 || n > CALLBACK_URL_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] <= 0x20 || s[i] >= 0x7f || s[i] == '#')
+			return -EINVAL;
+	if (strncmp(s, "http://", 7) == 0) {
+		p->is_url = true;
+		h = s + 7;
+	} else if (url || strstr(s, "://") != NULL) {
+		return -EINVAL;
+	}
+	if (*h == '[') {
+		end = strchr(h, ']');
+		if (end == NULL || end == h + 1)
+			return -EINVAL;
+		hl = (size_t)(end - h - 1);
+		if (hl >= sizeof(p->host))
+			return -EINVAL;
+		memcpy(p->host, h + 1, hl);
+		for (size_t i = 0; i < hl; i++)
+			if (!isxdigit((unsigned char)p->host[i]) &&
+			    p->host[i] != ':' && p->host[i] != '.')
+				return -EINVAL;
+		end++;
+	} else {
+		hl = strcspn(h, ":/?");
+		if (hl == 0 || hl >= sizeof(p->host))
+			return -EINVAL;
+		for (size_t i = 0; i < hl; i++) {
+			char c = h[i];
+			if (!isalnum((unsigned char)c) && c != '.' &&
+			    c != '-' && c != '_')
+				return -EINVAL;
+			p->host[i] = (char)tolower((unsigned char)c);
+		}
+		end = h + hl;
+	}
+	for (char *c = p->host; *c != '\0'; c++)
+		*c = (char)tolower((unsigned char)*c);
+	if (*end == ':') {
+		char *e;
+		errno = 0;
+		unsigned long port = strtoul(end + 1, &e, 10);
+		if (errno != 0 || e == end + 1 || port < 1 || port > 65535 ||
+		    !isdigit((unsigned char)end[1]))
+			return -EINVAL;
+		p->port = (unsigned)port;
+		end = e;
+	} else if (p->is_url) {
+		p->port = 80;
+	}
+	if (*end != '\0' && (*end != '/' || !p->is_url))
+		return -EINVAL;
+	snprintf(p->path, sizeof(p->path), "%s", end);
+	return 0;
+}
+
+/* Whether entry e of callback_allow lets URL u through: the same host;
+ * a host entry's port, if any; a URL prefix's port and path (a path not
+ * ending in '/' matches itself, or itself followed by '/' or '?'). */
+static bool
+url_allowed_by(const struct url_parts *e, const struct url_parts *u)
+{
+	size_t n = strlen(e->path);
+
+	if (strcmp(e->host, u->host) != 0)
+		return false;
+	if (!e->is_url)
+		return e->port == 0 || e->port == u->port;
+	if (e->port != u->port)
+		return false;
+	if (n == 0)
+		return true;
+	const char *up = u->path[0] != '\0' ? u->path : "/";
+	if (strncmp(up, e->path, n) != 0)
+		return false;
+	return e->path[n - 1] == '/' || up[n] == '\0' || up[n] == '/' ||
+	    up[n] == '?';
+}
+
+/* Whether callback_allow lets url through. */
+static bool
+url_allowed(const struct config_strings *allow, const struct url_parts *u)
+{
+	struct url_parts e;
+
+	for (size_t i = 0; i < allow->n; i++)
+		if (url_parse(allow->v[i], false, &e) == 0 &&
+		    url_allowed_by(&e, u))
+			return true;
+	return false;
+}
+
+/* Link-local addresses, and the clouds' metadata services on others. */
+static const char *const metadata_ranges[] = { "169.254.0.0/16",
+	"100.100.100.200/32", "fe80::/10", "fd00:ec2::254/128",
+	"::ffff:169.254.0.0/112", "::ffff:100.100.100.200/128" };
+
+/* Whether a is link-local or a metadata address. */
+static bool
+addr_metadata(const struct sockaddr *a)
+{
+	struct cidr c;
+
+	for (size_t i = 0; i < ARRAY_SIZE(metadata_ranges); i++)
+		if (cidr_parse(metadata_ranges[i], &c) == 0 &&
+		    cidr_contains(&c, a))
+			return true;
+	return false;
+}
+
+/* Whether the address text (inet_ntop's) is the host of an entry of
+ * callback_allow: listed explicitly, not reached through a name. */
+static bool
+addr_listed(const struct config_strings *allow, const char *text)
+{
+	struct url_parts e;
+
+	for (size_t i = 0; i < allow->n; i++)
+		if (url_parse(allow->v[i], false, &e) == 0 &&
+		    strcmp(e.host, text) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Resolves u's host (an address needs no resolver) and judges every
+ * address: 0 with the first as "http://a:port" or "http://[a]:port" in
+ * base, -EACCES when one is link-local or a metadata address that
+ * callback_allow does not list by itself, -ENOENT when the host has no
+ * address; why says which.
+ */
+static int
+url_resolve(const struct config_strings *allow, const struct url_parts *u,
+    char *base, size_t baselen, char *why, size_t whylen)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *x;
+	char port[8], text[INET6_ADDRSTRLEN];
+	int r = -ENOENT;
+
+	snprintf(port, sizeof(port), "%u", u->port);
+	base[0] = '\0';
+	if (getaddrinfo(u->host, port, &hints, &ai) != 0) {
+		snprintf(why, whylen, "%s has no address", u->host);
+		return -ENOENT;
+	}
+	for (x = ai; x != NULL; x = x->ai_next) {
+		const void *in = x->ai_family == AF_INET
+		    ? (const void *)&((struct sockaddr_in *)x->ai_addr)
+			  ->sin_addr
+		    : (const void *)&((struct sockaddr_in6 *)x->ai_addr)
+			  ->sin6_addr;
+		if ((x->ai_family != AF_INET && x->ai_family != AF_INET6) ||
+		    inet_ntop(x->ai_family, in, text, sizeof(text)) == NULL)
+			continue;
+		if (addr_metadata(x->ai_addr) && !addr_listed(allow, text)) {
+			snprintf(why, whylen,
+			    "%s is %s, a link-local or metadata address: "
+			    "callback_allow must list that address itself",
+			    u->host, text);
+			r = -EACCES;
+			break;
+		}
+		if (base[0] == '\0') {
+			snprintf(base, baselen,
+			    x->ai_family == AF_INET6 ? "http://[%s]:%s"
+						     : "http://%s:%s",
+			    text, port);
+			r = 0;
+		}
+	}
+	freeaddrinfo(ai);
+	if (r == -ENOENT)
+		snprintf(why, whylen, "%s has no address", u->host);
+	return r;
+}
+
 /* --- callbacks ------------------------------------------------------------ */
 
-/* POSTs c's body to its URL, signed: whether a 2xx came back. */
-static bool
+/* POSTs c's body to its URL, signed, at the address judged when it was
+ * resolved (no second lookup to rebind): 1 when a 2xx came back, 0 for a
+ * failure worth another try, -1 for one that is final (the address is
+ * refused, a redirect answered: neither is followed). */
+static int
 callback_send(struct serve *s, const struct callback *c, char *err,
     size_t errlen)
 {
-	const char *rest = c->url + 7; /* past "http://" */
-	const char *slash = strchr(rest, '/');
-	char base[CALLBACK_URL_MAX + 8], header[128], hex[65];
+	struct url_parts u;
+	char base[INET6_ADDRSTRLEN + 16], header[128], hex[65];
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned maclen = 0;
 	struct httpc_answer a;
 	char *text;
-	bool ok;
-	int r;
+	int ok, r;
 
-	snprintf(base, sizeof(base), "%.*s",
-	    (int)(slash != NULL ? (size_t)(slash - c->url) : strlen(c->url)),
-	    c->url);
+	if (url_parse(c->url, true, &u) < 0) {
+		snprintf(err, errlen, "not a URL serve can call");
+		return -1;
+	}
+	r = url_resolve(&s->l.cfg.callback_allow, &u, base, sizeof(base), err,
+	    errlen);
+	if (r < 0)
+		return r == -EACCES ? -1 : 0;
 	/* The bytes signed are the bytes the client sends: the same dump. */
 	text = json_dumps(c->body, JSON_COMPACT);
 	if (text == NULL ||
@@ -545,15 +759,21 @@ callback_send(struct serve *s, const struct callback *c, char *err,
 	for (unsigned i = 0; i < maclen && i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
 	snprintf(header, sizeof(header), "X-Cordon-Signature: sha256=%s", hex);
-	r = httpc_request(base, "POST", slash != NULL ? slash : "/", NULL,
+	r = httpc_request(base, "POST", u.path[0] != '\0' ? u.path : "/", NULL,
 	    header, c->body, CALLBACK_MS, &a);
 	if (r < 0) {
 		snprintf(err, errlen, "no answer: %s", strerror(-r));
-		return false;
+		return 0;
 	}
-	ok = a.status >= 200 && a.status < 300;
-	if (!ok)
+	ok = a.status >= 200 && a.status < 300 ? 1 : 0;
+	if (a.status >= 300 && a.status < 400) {
+		/* Where it points was never judged: not followed. */
+		snprintf(err, errlen, "answered %ld, a redirect: not followed",
+		    a.status);
+		ok = -1;
+	} else if (!ok) {
 		snprintf(err, errlen, "answered %ld", a.status);
+	}
 	httpc_answer_free(&a);
 	return ok;
 }
@@ -578,10 +798,10 @@ callback_worker(void *arg)
 		s->queue = c->next;
 		if (s->queue == NULL)
 			s->queue_tail = &s->queue;
-		char err[160] = "";
-		bool ok = false;
+		char err[300] = "";
+		int ok = 0;
 		int tries = 0;
-		while (!ok && tries < CALLBACK_TRIES) {
+		while (ok == 0 && tries < CALLBACK_TRIES) {
 			if (tries > 0) {
 				/* Woken early when serve stops. */
 				struct timespec until;
@@ -597,7 +817,7 @@ callback_worker(void *arg)
 			ok = callback_send(s, c, err, sizeof(err));
 			pthread_mutex_lock(&l->mu);
 		}
-		if (ok) {
+		if (ok > 0) {
 			s->callbacks_sent++;
 			log_info("callback_sent", "{s:s, s:i}", "job", c->job,
 			    "tries", tries);
@@ -760,19 +980,43 @@ idem_ok(const char *k)
 	return true;
 }
 
-/* A callback serve can call: http://host[:port][/path], visible ASCII. */
-static bool
-callback_ok(const char *u)
+/* A callback's problem, if any, added to problems: a URL serve can call,
+ * that callback_allow lets through, whose host is no link-local or
+ * metadata address callback_allow does not name itself. */
+static void
+check_callback(struct serve *s, const json_t *callback, json_t *problems)
 {
-	size_t n = strlen(u);
+	const struct config_strings *allow = &s->l.cfg.callback_allow;
+	struct url_parts u;
+	char base[INET6_ADDRSTRLEN + 16], why[400];
 
-	if (n > CALLBACK_URL_MAX || strncmp(u, "http://", 7) != 0 || n == 7 ||
-	    u[7] == '/')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (u[i] <= 0x20 || u[i] >= 0x7f)
-			return false;
-	return true;
+	if (!json_is_string(callback) ||
+	    url_parse(json_string_value(callback), true, &u) < 0) {
+		problems_add(problems, "callback",
+		    "an http://host[:port][/path] URL of at most 1024 visible "
+		    "characters");
+		return;
+	}
+	if (s->callback_key_len == 0) {
+		problems_add(problems, "callback",
+		    "serve has no callback_key_file: a callback is signed, "
+		    "or not sent");
+		return;
+	}
+	if (!url_allowed(allow, &u)) {
+		problems_add(problems, "callback",
+		    allow->n == 0
+			? "serve's callback_allow is empty: a callback goes "
+			  "only where it lists (URL prefixes or hosts)"
+			: "not allowed by serve's callback_allow: add its URL "
+			  "prefix or its host there");
+		return;
+	}
+	/* A name may lead where no one listed: judged now, and again when
+	 * the callback is sent. */
+	if (url_resolve(allow, &u, base, sizeof(base), why, sizeof(why)) ==
+	    -EACCES)
+		problems_add(problems, "callback", "%s", why);
 }
 
 /* The body's problems, each added to problems. */
@@ -820,15 +1064,8 @@ check_job(struct serve *s, json_t *body, json_t *problems)
 		    "a list of at most 256 strings");
 	json_array_foreach(command, i, v) if (!json_is_string(v))
 	    problems_add(problems, "command", "a list of strings");
-	if (callback != NULL &&
-	    (!json_is_string(callback) ||
-		!callback_ok(json_string_value(callback))))
-		problems_add(problems, "callback",
-		    "an http:// URL of at most 1024 visible characters");
-	else if (callback != NULL && s->callback_key_len == 0)
-		problems_add(problems, "callback",
-		    "serve has no callback_key_file: a callback is signed, "
-		    "or not sent");
+	if (callback != NULL)
+		check_callback(s, callback, problems);
 }
 
 /* With an Idempotency-Key: the job it made (answered again), or a refusal,
@@ -1389,6 +1626,25 @@ static const struct http_route serve_routes[] = {
 	{ "GET", "/v1/jobs/*/report", ROLE_LAUNCHER, BODY_NONE, job_report },
 };
 
+/* Every entry of callback_allow is one serve can match: -1, or
+ * EXIT_CONFIG after a line naming the entry. */
+static int
+check_allow(const struct config_strings *allow)
+{
+	struct url_parts e;
+
+	for (size_t i = 0; i < allow->n; i++)
+		if (url_parse(allow->v[i], false, &e) < 0) {
+			fprintf(stderr,
+			    "cordon serve: callback_allow[%zu] \"%s\" is "
+			    "neither a host[:port] nor an "
+			    "http://host[:port][/path] prefix\n",
+			    i, allow->v[i]);
+			return EXIT_CONFIG;
+		}
+	return -1;
+}
+
 /* Reads the callback key: callbacks are refused without one. */
 static void
 load_callback_key(struct serve *s)
@@ -1440,6 +1696,8 @@ launcher_serve(int argc, char **argv)
 	    LAUNCHER_LISTEN, launcher_options, launcher_noptions, &l->cfg,
 	    &l->cfg.common);
 	if (r >= 0)
+		goto out;
+	if ((r = check_allow(&l->cfg.callback_allow)) >= 0)
 		goto out;
 	if (args.check_only) {
 		/* At start a missing key is a warning (serve answers /healthz

@@ -28,6 +28,7 @@ const struct config_option launcher_options[] = {
 	{ "drill_dir", CONFIG_STRING, CFG(drill_dir), 0, 0 },
 	{ "verifier_key_file", CONFIG_STRING, CFG(verifier_key_file), 0, 0 },
 	{ "callback_key_file", CONFIG_STRING, CFG(callback_key_file), 0, 0 },
+	{ "callback_allow", CONFIG_STRINGS, CFG(callback_allow), 0, 0 },
 	{ "admin_key_file", CONFIG_STRING, CFG(admin_key_file), 0, 0 },
 	{ "serve", CONFIG_STRING, CFG(serve), 0, 0 },
 	{ "decision_log", CONFIG_STRING, CFG(decision_log), 0, 0 },
@@ -91,6 +92,7 @@ launcher_config_free(struct launcher_config *cfg)
 	free(cfg->drill_dir);
 	free(cfg->verifier_key_file);
 	free(cfg->callback_key_file);
+	config_strings_free(&cfg->callback_allow);
 	free(cfg->admin_key_file);
 	free(cfg->serve);
 	free(cfg->decision_log);

@@ -52,7 +52,9 @@ setup(void)
 		n--;
 	ck_assert_int_gt(n, 0);
 	snprintf(cfg + n - 1, sizeof(cfg) - n + 1,
-	    ", \"callback_key_file\": \"%s\"}", path);
+	    ", \"callback_key_file\": \"%s\", "
+	    "\"callback_allow\": [\"127.0.0.1\"]}",
+	    path);
 	ck_assert_int_eq(daemon_start(&serve, "launcher", cfg), 0);
 }
 

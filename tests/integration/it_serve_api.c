@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define CALLBACK_KEY "callback-key-for-the-tests-0123456789abcdef"
 
 static struct stack st;
@@ -82,8 +83,13 @@ setup(void)
 	while (n > 0 && cfg[n - 1] != '}')
 		n--;
 	ck_assert_int_gt(n, 0);
+	/* Callbacks to 127.0.0.1 on any port; 2852039166 is a name the
+	 * resolver turns into 169.254.169.254, as a DNS answer could. */
 	snprintf(cfg + n - 1, sizeof(cfg) - n + 1,
-	    ", \"callback_key_file\": \"%s\"}", path);
+	    ", \"callback_key_file\": \"%s\", "
+	    "\"callback_allow\": [\"127.0.0.1\", \"2852039166\", "
+	    "\"http://127.0.0.9:8080/hooks/\"]}",
+	    path);
 	ck_assert_int_eq(daemon_start(&serve, "launcher", cfg), 0);
 }
 
@@ -413,6 +419,7 @@ struct receiver {
 	pthread_t thread;
 	char req[16384];
 	size_t len;
+	const char *answer; /* NULL: 200 OK */
 };
 
 static void *
@@ -439,7 +446,8 @@ receive(void *arg)
 			strtoul(cl + 15, NULL, 10))
 			break;
 	}
-	if (write(c, ok, sizeof(ok) - 1) < 0) {
+	const char *say = r->answer != NULL ? r->answer : ok;
+	if (write(c, say, strlen(say)) < 0) {
 		/* serve's problem, seen by the test below */
 	}
 	close(c);
@@ -504,6 +512,115 @@ START_TEST(the_callback_is_signed)
 	snprintf(want, sizeof(want), "X-Cordon-Signature: sha256=%s\r\n", hex);
 	ck_assert_msg(strcasestr(r.req, want) != NULL, "want %s in %s", want,
 	    r.req);
+	free(id);
+}
+END_TEST
+
+/* The callback's problem in a 422 answer: its text. */
+static const char *
+callback_problem(json_t *j)
+{
+	json_t *p;
+	size_t i;
+
+	json_array_foreach(json_object_get(j, "problems"), i, p)
+	{
+		const char *f = json_string_value(json_object_get(p, "field"));
+		if (f != NULL && strcmp(f, "callback") == 0)
+			return json_string_value(json_object_get(p, "problem"));
+	}
+	return "";
+}
+
+static json_t *
+post_callback(long want, const char *url)
+{
+	return harness_expect(&serve, want, "POST", "/v1/jobs", st.launcher,
+	    NULL,
+	    json_pack("{s:s, s:[s], s:s}", "manifest", "api-job", "command",
+		"/bin/true", "callback", url));
+}
+
+/* A callback goes only where callback_allow says, never to a link-local
+ * or metadata address it does not name itself, and never follows a
+ * redirect. */
+START_TEST(callbacks_go_only_where_allowed)
+{
+	static const char *const refused[] = { "http://127.0.0.2:9/x",
+		"http://169.254.169.254/latest/meta-data/", "http://localhost/",
+		"http://127.0.0.9:8080/hooksmith",
+		"http://127.0.0.9:8081/hooks/x", "http://user@127.0.0.1/" };
+	struct receiver r = { .answer = "HTTP/1.1 302 Found\r\nLocation: "
+					"http://169.254.169.254/\r\n"
+					"Content-Length: 0\r\n\r\n" };
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	char url[128], *id;
+	json_t *j;
+
+	for (size_t i = 0; i < ARRAY_LEN(refused); i++) {
+		j = post_callback(422, refused[i]);
+		ck_assert_msg(strstr(callback_problem(j), "callback_allow") !=
+			    NULL ||
+			(i == 5 && strstr(callback_problem(j), "URL") != NULL),
+		    "%s: %s", refused[i], callback_problem(j));
+		json_decref(j);
+	}
+	/* Listed, but as a name that leads to the metadata address. */
+	j = post_callback(422, "http://2852039166/");
+	ck_assert_msg(strstr(callback_problem(j),
+			  "169.254.169.254, a link-local or metadata "
+			  "address") != NULL,
+	    "%s", callback_problem(j));
+	json_decref(j);
+	ck_assert_int_eq(count_jobs(""), 0);
+
+	/* An allowed receiver that answers with a redirect: not followed,
+	 * and not tried again. */
+	r.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(r.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(r.fd, 4), 0);
+	ck_assert_int_eq(getsockname(r.fd, (struct sockaddr *)&sa, &sl), 0);
+	r.port = ntohs(sa.sin_port);
+	ck_assert_int_eq(pthread_create(&r.thread, NULL, receive, &r), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/hook", r.port);
+	j = post_callback(201, url);
+	id = job_id(j);
+	json_decref(j);
+	json_decref(wait_done(id));
+	pthread_join(r.thread, NULL);
+	close(r.fd);
+	ck_assert_msg(strncmp(r.req, "POST /hook HTTP/1.1\r\n", 21) == 0, "%s",
+	    r.req);
+	json_t *line = NULL;
+	for (int i = 0; i < 200 && line == NULL; i++) {
+		json_t *lines = daemon_log_lines(&serve), *l;
+		size_t k;
+		json_array_foreach(lines, k, l)
+		{
+			const char *ev =
+			    json_string_value(json_object_get(l, "event"));
+			const char *job =
+			    json_string_value(json_object_get(l, "job"));
+			if (ev != NULL && job != NULL &&
+			    strncmp(ev, "callback_", 9) == 0 &&
+			    strcmp(job, id) == 0)
+				line = json_incref(l);
+		}
+		json_decref(lines);
+		if (line == NULL)
+			usleep(50000);
+	}
+	ck_assert_msg(line != NULL, "no callback line for %s", id);
+	const char *e = json_string_value(json_object_get(line, "error"));
+	ck_assert_msg(e != NULL &&
+		strstr(e, "redirect: not followed") != NULL &&
+		json_integer_value(json_object_get(line, "tries")) == 1,
+	    "%s after %lld tries",
+	    e != NULL ? e : json_string_value(json_object_get(line, "event")),
+	    (long long)json_integer_value(json_object_get(line, "tries")));
+	json_decref(line);
 	free(id);
 }
 END_TEST
@@ -647,6 +764,7 @@ suite(void)
 	tcase_add_test(tc, a_job_that_cannot_start_says_why);
 	tcase_add_test(tc, an_idempotency_key_gives_the_same_job);
 	tcase_add_test(tc, the_callback_is_signed);
+	tcase_add_test(tc, callbacks_go_only_where_allowed);
 	tcase_add_test(tc, the_command_cap_is_the_manifests);
 	tcase_add_test(tc, the_output_is_followed_while_the_job_runs);
 	tcase_add_test(tc, the_output_is_kept_up_to_output_kb);
