@@ -67,6 +67,53 @@ json_type_name(const json_t *v)
 	}
 }
 
+/* A CONFIG_LIST: a string as it is, or an array's strings joined by
+ * commas (none holding one), at most CONFIG_LIST_MAX of them. */
+static int
+set_list(const struct config_option *o, json_t *v, char **slot, char *err,
+    size_t errlen)
+{
+	_cleanup_free_ char *joined = NULL;
+	size_t i, len = 0, at = 0;
+	json_t *e;
+
+	if (json_is_string(v) && json_string_length(v) > 0 &&
+	    strlen(json_string_value(v)) == json_string_length(v))
+		return config_set_string(slot, json_string_value(v));
+	if (!json_is_array(v) || json_array_size(v) == 0 ||
+	    json_array_size(v) > CONFIG_LIST_MAX) {
+		snprintf(err, errlen,
+		    "\"%s\" must be a non-empty string or an array of 1 to "
+		    "%d of them, not %s",
+		    o->key, CONFIG_LIST_MAX, json_type_name(v));
+		return -EINVAL;
+	}
+	json_array_foreach(v, i, e)
+	{
+		if (!json_is_string(e) || json_string_length(e) == 0 ||
+		    strlen(json_string_value(e)) != json_string_length(e) ||
+		    strchr(json_string_value(e), ',') != NULL) {
+			snprintf(err, errlen,
+			    "\"%s\"[%zu] must be a non-empty string "
+			    "without a comma",
+			    o->key, i);
+			return -EINVAL;
+		}
+		len += json_string_length(e) + 1;
+	}
+	if ((joined = calloc(1, len)) == NULL)
+		return -ENOMEM;
+	json_array_foreach(v, i, e)
+	{
+		if (i > 0)
+			joined[at++] = ',';
+		memcpy(joined + at, json_string_value(e),
+		    json_string_length(e));
+		at += json_string_length(e);
+	}
+	return config_set_string(slot, joined);
+}
+
 static int
 set_option(const struct config_option *o, json_t *v, void *cfg, char *err,
     size_t errlen)
@@ -161,6 +208,8 @@ set_option(const struct config_option *o, json_t *v, void *cfg, char *err,
 		*s = n;
 		return 0;
 	}
+	case CONFIG_LIST:
+		return set_list(o, v, (char **)field, err, errlen);
 	}
 	return -EINVAL;
 }

@@ -23,7 +23,12 @@ enum config_type {
 	CONFIG_BOOL, /* bool */
 	CONFIG_STRINGS, /* struct config_strings */
 	CONFIG_LEVEL, /* enum log_level, from "debug" .. "error" */
+	/* char *: a string, or an array of 1 to CONFIG_LIST_MAX strings
+	 * without commas, kept joined by commas ("broker": a fleet's) */
+	CONFIG_LIST,
 };
+
+#define CONFIG_LIST_MAX 8 /* = HTTPC_BASES_MAX, the client's list */
 
 struct config_strings {
 	char **v;

@@ -9,13 +9,16 @@
  */
 #include "http_client.h"
 
+#include "config.h"
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -25,6 +28,9 @@
 #include <unistd.h>
 
 #define HEAD_MAX (64 * 1024)
+
+_Static_assert(HTTPC_BASES_MAX == CONFIG_LIST_MAX,
+    "a configured list fits the client's");
 
 void
 httpc_answer_free(struct httpc_answer *a)
@@ -212,8 +218,9 @@ dechunk(char *p, size_t n)
 	}
 }
 
-int
-httpc_request(const char *base, const char *method, const char *path,
+/* One call to one base: httpc_request's contract for a single address. */
+static int
+request_one(const char *base, const char *method, const char *path,
     const char *bearer, const char *header, const json_t *body, long timeout_ms,
     struct httpc_answer *ret)
 {
@@ -331,5 +338,94 @@ httpc_request(const char *base, const char *method, const char *path,
 	return 0;
 out:
 	httpc_answer_free(&a);
+	return r;
+}
+
+int
+httpc_bases(const char *list, char out[][HTTPC_BASE_MAX], size_t max)
+{
+	size_t n = 0;
+	const char *p = list;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		if (len == 0 || len >= HTTPC_BASE_MAX || n == max)
+			return -EINVAL;
+		memcpy(out[n], p, len);
+		out[n++][len] = '\0';
+		if (p[len] == '\0')
+			return (int)n;
+		p += len + 1;
+	}
+}
+
+/* Which address of a list answered last, kept per list (by its hash, in a
+ * few slots, without a lock): the hash's upper bits and the index. */
+#define PREFER_SLOTS 8
+static _Atomic uint64_t prefer[PREFER_SLOTS];
+
+static uint64_t
+list_hash(const char *list)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (const char *p = list; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return h & ~(uint64_t)0xff;
+}
+
+static size_t
+preferred(uint64_t h, size_t n)
+{
+	uint64_t v = atomic_load(&prefer[(h >> 8) % PREFER_SLOTS]);
+
+	return (v & ~(uint64_t)0xff) == h && (v & 0xff) < n ? (size_t)(v & 0xff)
+							    : 0;
+}
+
+/* Whether another address may do what this one could not: it met no
+ * server, no answer came in time or whole, or it said 503 (a broker
+ * without its database). */
+static bool
+worth_another(int r, const struct httpc_answer *a)
+{
+	if (r == 0)
+		return a->status == 503;
+	return r == -ECONNREFUSED || r == -ETIMEDOUT || r == -EIO;
+}
+
+int
+httpc_request(const char *base, const char *method, const char *path,
+    const char *bearer, const char *header, const json_t *body, long timeout_ms,
+    struct httpc_answer *ret)
+{
+	char bases[HTTPC_BASES_MAX][HTTPC_BASE_MAX];
+	uint64_t h;
+	size_t first, i;
+	int n, r = -EINVAL;
+
+	/* A unix socket's path is one address, whatever it holds. */
+	if (strchr(base, ',') == NULL || strncmp(base, "unix:", 5) == 0)
+		return request_one(base, method, path, bearer, header, body,
+		    timeout_ms, ret);
+	*ret = (struct httpc_answer){ .body = BUF_INIT(0) };
+	if ((n = httpc_bases(base, bases, HTTPC_BASES_MAX)) < 0)
+		return n;
+	h = list_hash(base);
+	first = preferred(h, (size_t)n);
+	for (i = 0; i < (size_t)n; i++) {
+		size_t at = (first + i) % (size_t)n;
+
+		r = request_one(bases[at], method, path, bearer, header, body,
+		    timeout_ms, ret);
+		if (!worth_another(r, ret)) {
+			if (at != first)
+				atomic_store(&prefer[(h >> 8) % PREFER_SLOTS],
+				    h | at);
+			return r;
+		}
+		if (i + 1 < (size_t)n && r == 0)
+			httpc_answer_free(ret);
+	}
 	return r;
 }

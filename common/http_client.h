@@ -2,8 +2,11 @@
  * A blocking HTTP/1.1 JSON client of our own, for calls between cordon's
  * processes: to a TCP address ("http://127.0.0.1:7701") or to a unix
  * socket ("unix:/run/cordon/proxy/job.sock"). Answers are read with a cap
- * and parsed as JSON when they say they are JSON. Nothing is retried here:
- * the caller decides, and on any failure it must deny.
+ * and parsed as JSON when they say they are JSON. A base may be a list of
+ * addresses joined by commas ("http://10.0.0.1:7701,http://10.0.0.2:7701",
+ * a fleet's brokers): a call fails over along it (httpc_request). Nothing
+ * else is retried here: the caller decides, and on any failure it must
+ * deny.
  */
 #ifndef CORDON_HTTP_CLIENT_H
 #define CORDON_HTTP_CLIENT_H
@@ -13,6 +16,9 @@
 #include <jansson.h>
 
 #define HTTPC_MAX_ANSWER (8 * 1024 * 1024)
+/* At most so many addresses in a list, each at most so long. */
+#define HTTPC_BASES_MAX 8
+#define HTTPC_BASE_MAX 128
 
 struct httpc_answer {
 	long status;
@@ -25,13 +31,28 @@ struct httpc_answer {
  * header ("Name: value") and an optional JSON body (borrowed), waiting at
  * most timeout_ms. Returns 0 when an answer arrived, whatever its status;
  * otherwise -ECONNREFUSED, -ETIMEDOUT, -EFBIG (answer over the cap),
- * -EBADMSG (said JSON, was not) or -EIO, and *ret is empty. Release the
- * answer with httpc_answer_free.
+ * -EBADMSG (said JSON, was not), -EINVAL (a bad base) or -EIO, and *ret
+ * is empty. Release the answer with httpc_answer_free.
+ *
+ * When base is a list, a call that met no server (refused, unreachable),
+ * no answer in time, a broken answer, or a 503 goes to the next address,
+ * each with timeout_ms of its own; the last one's result is returned. The
+ * address that answered is tried first by the next call with this list
+ * (in any thread of the process). A POST that timed out may so have been
+ * carried out twice: callers send only what the broker records or may
+ * repeat (a mint is audited, a revoke is idempotent).
  */
 int httpc_request(const char *base, const char *method, const char *path,
     const char *bearer, const char *header, const json_t *body, long timeout_ms,
     struct httpc_answer *ret);
 
 void httpc_answer_free(struct httpc_answer *a);
+
+/*
+ * Splits list (one base, or several joined by commas) into out: how many
+ * (1..max), or -EINVAL when an entry is empty, longer than HTTPC_BASE_MAX
+ * - 1, or there are more than max.
+ */
+int httpc_bases(const char *list, char out[][HTTPC_BASE_MAX], size_t max);
 
 #endif

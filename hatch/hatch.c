@@ -21,7 +21,7 @@ static const struct config_option hatch_options[] = {
 	    offsetof(struct hatch_config, input_roots), 0, 0 },
 	{ "launcher_key_file", CONFIG_STRING,
 	    offsetof(struct hatch_config, launcher_key_file), 0, 0 },
-	{ "broker", CONFIG_STRING, offsetof(struct hatch_config, broker), 0,
+	{ "broker", CONFIG_LIST, offsetof(struct hatch_config, broker), 0,
 	    0 },
 	{ "broker_key_file", CONFIG_STRING,
 	    offsetof(struct hatch_config, broker_key_file), 0, 0 },

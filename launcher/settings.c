@@ -18,7 +18,7 @@
 
 const struct config_option launcher_options[] = {
 	CONFIG_COMMON_OPTIONS(CFG(common)),
-	{ "broker", CONFIG_STRING, CFG(broker), 0, 0 },
+	{ "broker", CONFIG_LIST, CFG(broker), 0, 0 },
 	{ "proxy", CONFIG_STRING, CFG(proxy), 0, 0 },
 	{ "hatch", CONFIG_STRING, CFG(hatch), 0, 0 },
 	{ "launcher_key_file", CONFIG_STRING, CFG(launcher_key_file), 0, 0 },

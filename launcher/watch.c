@@ -12,10 +12,18 @@
  * HTTP client, one connection per purpose, one call in flight on each,
  * each with a deadline: nothing here waits for the broker, so a slow
  * broker never freezes the job's traffic or output.
+ *
+ * With a list of brokers (a fleet on one database), each purpose has a
+ * connection to each broker and every call goes to the current one; a
+ * call that gets no answer or a 503 makes the next broker current, the
+ * feed follows it from the sequence number it had (one feed, on the
+ * database), and the job's state is asked there at once (a revoke may
+ * have come meanwhile).
  */
 #include "watch.h"
 
 #include "feed_page.h"
+#include "http_client.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -33,15 +41,23 @@
 #define FEED_WAIT_S 25
 #define FEED_RETRY_MS 1000
 
+/* One broker of the list, a connection to it for each purpose. */
+struct watch_broker {
+	char host[256]; /* the Host field, "host:port" */
+	struct evhttp_connection *beat_conn, *watch_conn, *feed_conn;
+};
+
 struct watch {
 	struct event_base *base;
-	char host[256];
+	struct watch_broker brokers[HTTPC_BASES_MAX];
+	size_t nbrokers, cur; /* the broker every call goes to */
+	size_t beat_at, watch_at, feed_at; /* where each call in flight went */
 	char key[128];
 	char job[64];
 	char beat_path[128], job_path[128];
-	struct evhttp_connection *beat_conn, *watch_conn, *feed_conn;
 	struct event *beat_timer, *watch_timer, *feed_timer;
 	bool beat_busy, watch_busy, feed_busy;
+	size_t feed_turns, watch_turns; /* brokers turned to, no answer yet */
 	bool polling; /* the feed is refused: the state every WATCH_MS */
 	bool feed_started; /* its head is known: after is the next poll's */
 	long long after;
@@ -60,6 +76,18 @@ tell_stop(struct watch *w, const char *reason)
 	w->stop(w->arg, reason);
 }
 
+/* A call that got no answer, or a 503 (a broker without its database),
+ * at broker at: the next one is current, unless another call moved it. */
+static bool
+failed_at(struct watch *w, size_t at, int code)
+{
+	if (code != 0 && code != 503)
+		return false;
+	if (w->nbrokers > 1 && at == w->cur)
+		w->cur = (at + 1) % w->nbrokers;
+	return true;
+}
+
 /* A request on conn for path, answered to done: 0 or -ENOMEM. */
 static int
 ask(struct watch *w, struct evhttp_connection *conn, enum evhttp_cmd_type cmd,
@@ -73,7 +101,7 @@ ask(struct watch *w, struct evhttp_connection *conn, enum evhttp_cmd_type cmd,
 		return -ENOMEM;
 	h = evhttp_request_get_output_headers(req);
 	snprintf(auth, sizeof(auth), "Bearer %s", w->key);
-	if (evhttp_add_header(h, "Host", w->host) < 0 ||
+	if (evhttp_add_header(h, "Host", w->brokers[w->cur].host) < 0 ||
 	    evhttp_add_header(h, "Authorization", auth) < 0 ||
 	    (cmd == EVHTTP_REQ_POST &&
 		evhttp_add_header(h, "Content-Length", "0") < 0)) {
@@ -95,9 +123,12 @@ beat_done(struct evhttp_request *req, void *arg)
 {
 	struct watch *w = arg;
 
+	int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
+
 	w->beat_busy = false;
-	if (req != NULL && evhttp_request_get_response_code(req) == 409)
+	if (code == 409)
 		tell_stop(w, "revoked");
+	(void)failed_at(w, w->beat_at, code);
 }
 
 static void
@@ -109,7 +140,9 @@ on_beat(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (w->beat_busy || w->stopped)
 		return;
-	if (ask(w, w->beat_conn, EVHTTP_REQ_POST, w->beat_path, beat_done) == 0)
+	w->beat_at = w->cur;
+	if (ask(w, w->brokers[w->cur].beat_conn, EVHTTP_REQ_POST, w->beat_path,
+		beat_done) == 0)
 		w->beat_busy = true;
 }
 
@@ -134,8 +167,19 @@ watch_done(struct evhttp_request *req, void *arg)
 	struct watch *w = arg;
 	struct timeval next = { 0, WATCH_MS * 1000 };
 
+	int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
+
 	w->watch_busy = false;
-	if (req != NULL && evhttp_request_get_response_code(req) == 200) {
+	if (!failed_at(w, w->watch_at, code))
+		w->watch_turns = 0;
+	else if (w->nbrokers > 1 && ++w->watch_turns < w->nbrokers &&
+	    !w->seen && !w->stopped) {
+		/* Asked again at the next broker now, not WATCH_MS later. */
+		next = (struct timeval){ 0, 0 };
+		evtimer_add(w->watch_timer, &next);
+		return;
+	}
+	if (code == 200) {
 		struct evbuffer *in = evhttp_request_get_input_buffer(req);
 		size_t n = evbuffer_get_length(in);
 		const char *body = (const char *)evbuffer_pullup(in, -1);
@@ -166,7 +210,9 @@ on_watch(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (w->watch_busy || w->stopped)
 		return;
-	if (ask(w, w->watch_conn, EVHTTP_REQ_GET, w->job_path, watch_done) == 0)
+	w->watch_at = w->cur;
+	if (ask(w, w->brokers[w->cur].watch_conn, EVHTTP_REQ_GET, w->job_path,
+		watch_done) == 0)
 		w->watch_busy = true;
 	else
 		evtimer_add(w->watch_timer, &next);
@@ -232,6 +278,16 @@ feed_done(struct evhttp_request *req, void *arg)
 	w->feed_busy = false;
 	if (w->stopped)
 		return;
+	/* At another broker, at once: it follows from w->after (each
+	 * broker once, then the wait of one). */
+	if (!failed_at(w, w->feed_at, code))
+		w->feed_turns = 0;
+	else if (w->nbrokers > 1 && ++w->feed_turns < w->nbrokers) {
+		check_now(w);
+		feed_again(w, 0);
+		return;
+	} else
+		w->feed_turns = 0;
 	if (code == 200)
 		feed_answer(w, req);
 	else if (code == 401 || code == 403 || code == 404) {
@@ -263,7 +319,9 @@ on_feed(evutil_socket_t fd, short what, void *arg)
 		snprintf(path, sizeof(path),
 		    "/v1/revocations?after=%lld&wait=%d", w->after,
 		    FEED_WAIT_S);
-	if (ask(w, w->feed_conn, EVHTTP_REQ_GET, path, feed_done) == 0)
+	w->feed_at = w->cur;
+	if (ask(w, w->brokers[w->cur].feed_conn, EVHTTP_REQ_GET, path,
+		feed_done) == 0)
 		w->feed_busy = true;
 	else
 		feed_again(w, FEED_RETRY_MS);
@@ -285,53 +343,72 @@ connection(struct watch *w, const char *host, int port, int timeout_s,
 	return c;
 }
 
+/* brokers[at] for base ("http://host[:port]"): 0 or -EINVAL. */
+static int
+broker_open(struct watch *w, size_t at, const char *base)
+{
+	struct watch_broker *b = &w->brokers[at];
+	struct evhttp_uri *uri = evhttp_uri_parse(base);
+	const char *host = uri != NULL ? evhttp_uri_get_host(uri) : NULL;
+	const char *scheme = uri != NULL ? evhttp_uri_get_scheme(uri) : NULL;
+	int port = uri != NULL ? evhttp_uri_get_port(uri) : -1;
+
+	if (host == NULL || scheme == NULL || strcmp(scheme, "http") != 0) {
+		if (uri != NULL)
+			evhttp_uri_free(uri);
+		return -EINVAL;
+	}
+	if (port < 0)
+		port = 80;
+	snprintf(b->host, sizeof(b->host), "%s:%d", host, port);
+	b->beat_conn = connection(w, host, port, WATCH_CALL_S, ANSWER_MAX);
+	b->watch_conn = connection(w, host, port, WATCH_CALL_S, ANSWER_MAX);
+	b->feed_conn = connection(w, host, port, FEED_WAIT_S + WATCH_CALL_S,
+	    FEED_ANSWER_MAX);
+	evhttp_uri_free(uri);
+	return b->beat_conn == NULL || b->watch_conn == NULL ||
+		b->feed_conn == NULL
+	    ? -ENOMEM
+	    : 0;
+}
+
 int
 watch_start(struct event_base *base, const char *broker, const char *key,
     const char *job, long long lease_ms, watch_stop_fn stop, void *arg,
     struct watch **ret)
 {
-	struct evhttp_uri *uri = evhttp_uri_parse(broker);
-	const char *host = uri != NULL ? evhttp_uri_get_host(uri) : NULL;
-	const char *scheme = uri != NULL ? evhttp_uri_get_scheme(uri) : NULL;
-	int port = uri != NULL ? evhttp_uri_get_port(uri) : -1;
+	char bases[HTTPC_BASES_MAX][HTTPC_BASE_MAX];
+	int n = httpc_bases(broker, bases, HTTPC_BASES_MAX);
 	struct timeval beat = { (time_t)(lease_ms / 3000),
 		(long)(lease_ms / 3 % 1000) * 1000 };
 	struct timeval now = { 0, 0 };
 	struct watch *w;
+	int r;
 
-	if (host == NULL || scheme == NULL || strcmp(scheme, "http") != 0 ||
-	    strlen(key) >= sizeof(((struct watch *)0)->key) ||
-	    strlen(job) >= sizeof(((struct watch *)0)->job)) {
-		if (uri != NULL)
-			evhttp_uri_free(uri);
+	if (n < 0 || strlen(key) >= sizeof(((struct watch *)0)->key) ||
+	    strlen(job) >= sizeof(((struct watch *)0)->job))
 		return -EINVAL;
-	}
-	if ((w = calloc(1, sizeof(*w))) == NULL) {
-		evhttp_uri_free(uri);
+	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return -ENOMEM;
-	}
 	w->base = base;
 	w->stop = stop;
 	w->arg = arg;
 	snprintf(w->key, sizeof(w->key), "%s", key);
 	snprintf(w->job, sizeof(w->job), "%s", job);
-	if (port < 0)
-		port = 80;
-	snprintf(w->host, sizeof(w->host), "%s:%d", host, port);
 	snprintf(w->beat_path, sizeof(w->beat_path), "/v1/jobs/%s/heartbeat",
 	    job);
 	snprintf(w->job_path, sizeof(w->job_path), "/v1/jobs/%s", job);
-	w->beat_conn = connection(w, host, port, WATCH_CALL_S, ANSWER_MAX);
-	w->watch_conn = connection(w, host, port, WATCH_CALL_S, ANSWER_MAX);
-	w->feed_conn = connection(w, host, port, FEED_WAIT_S + WATCH_CALL_S,
-	    FEED_ANSWER_MAX);
-	evhttp_uri_free(uri);
+	w->nbrokers = (size_t)n;
+	for (size_t i = 0; i < w->nbrokers; i++)
+		if ((r = broker_open(w, i, bases[i])) < 0) {
+			watch_free(w);
+			return r;
+		}
 	w->beat_timer = event_new(base, -1, EV_PERSIST, on_beat, w);
 	w->watch_timer = evtimer_new(base, on_watch, w);
 	w->feed_timer = evtimer_new(base, on_feed, w);
-	if (w->beat_conn == NULL || w->watch_conn == NULL ||
-	    w->feed_conn == NULL || w->beat_timer == NULL ||
-	    w->watch_timer == NULL || w->feed_timer == NULL) {
+	if (w->beat_timer == NULL || w->watch_timer == NULL ||
+	    w->feed_timer == NULL) {
 		watch_free(w);
 		return -ENOMEM;
 	}
@@ -346,12 +423,16 @@ watch_free(struct watch *w)
 {
 	if (w == NULL)
 		return;
-	if (w->beat_conn != NULL)
-		evhttp_connection_free(w->beat_conn);
-	if (w->watch_conn != NULL)
-		evhttp_connection_free(w->watch_conn);
-	if (w->feed_conn != NULL)
-		evhttp_connection_free(w->feed_conn);
+	for (size_t i = 0; i < w->nbrokers; i++) {
+		struct watch_broker *b = &w->brokers[i];
+
+		if (b->beat_conn != NULL)
+			evhttp_connection_free(b->beat_conn);
+		if (b->watch_conn != NULL)
+			evhttp_connection_free(b->watch_conn);
+		if (b->feed_conn != NULL)
+			evhttp_connection_free(b->feed_conn);
+	}
 	if (w->beat_timer != NULL)
 		event_free(w->beat_timer);
 	if (w->watch_timer != NULL)

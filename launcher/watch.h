@@ -25,9 +25,10 @@ struct watch;
 typedef void (*watch_stop_fn)(void *arg, const char *reason);
 
 /*
- * Watches job at broker ("http://host:port"), with the launcher's key
- * (copied), renewing its lease every lease_ms / 3, on base. 0 and *ret,
- * or -errno (-EINVAL for a broker address that is not http://host:port).
+ * Watches job at broker ("http://host:port", or several joined by commas,
+ * failed over in turn), with the launcher's key (copied), renewing its
+ * lease every lease_ms / 3, on base. 0 and *ret, or -errno (-EINVAL for
+ * a broker address that is not http://host:port).
  */
 int watch_start(struct event_base *base, const char *broker, const char *key,
     const char *job, long long lease_ms, watch_stop_fn stop, void *arg,

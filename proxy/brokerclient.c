@@ -7,12 +7,23 @@
  * FEED_FAIL_CLOSED_MS means the feed is unreachable, whatever state the
  * TCP connection claims, and the proxy refuses everything until a poll
  * answers again. Each answer's revocations are applied (the job's
- * connections closed, by the revoked hook) before the next poll goes out, and the next poll
- * with after >= seq is what tells the broker the revocation took effect.
+ * connections closed, by the revoked hook) before the next poll goes out,
+ * and the next poll with after >= seq is what tells the broker the
+ * revocation took effect.
+ *
+ * With a list of brokers (a fleet on one database), everything goes to
+ * the current one; a call that gets no answer or a 503 is sent again to
+ * the next, and a feed poll that fails makes the next one current at
+ * once and follows it from the sequence number applied (the fleet's feed
+ * is one, on the database: nothing is skipped). The feed's poll waits
+ * 1.5 s, not 3, when there is another broker to turn to, so that the
+ * turn comes before the 2 s after which everything is refused. When none
+ * answers, the proxy fails closed as with one.
  */
 #include "brokerclient.h"
 
 #include "feed_page.h"
+#include "http_client.h"
 #include "log.h"
 #include "util.h"
 
@@ -41,6 +52,21 @@ struct brokerclient_call {
 	struct evhttp_request *req; /* NULL once answered */
 	brokerclient_cb cb;
 	void *arg;
+	/* What to send again at another broker. */
+	enum evhttp_cmd_type cmd;
+	char *path, *body;
+	size_t at; /* the broker it went to */
+	size_t tries; /* brokers asked so far */
+};
+
+/* One broker of the list and the connections to it. */
+struct broker_link {
+	char name[80]; /* "host:port", for the log and /healthz */
+	char host[64];
+	uint16_t port;
+	struct sockaddr_in addr;
+	struct evhttp_connection *calls[CALL_CONNS];
+	struct evhttp_connection *feed_conn;
 };
 
 struct brokerclient {
@@ -48,14 +74,14 @@ struct brokerclient {
 	struct brokerclient_hooks hooks;
 	char *verifier_key; /* NULL: no calls */
 	char follower[128];
-	char host[64];
-	uint16_t port;
-	struct sockaddr_in addr;
 	char auth[256];
-	struct evhttp_connection *calls[CALL_CONNS];
+	struct broker_link brokers[HTTPC_BASES_MAX];
+	size_t nbrokers;
+	size_t cur; /* the broker followed and asked first */
+	size_t feed_at; /* the broker of the poll in flight */
+	size_t feed_turns; /* brokers turned to since the last answer */
 	unsigned next_call;
 	TAILQ_HEAD(, brokerclient_call) pending;
-	struct evhttp_connection *feed_conn;
 	struct evhttp_request *feed_req;
 	struct event *feed_retry;
 	struct event *feed_check;
@@ -94,14 +120,32 @@ brokerclient_recently_revoked(const struct brokerclient *b, const char *job)
 const struct sockaddr *
 brokerclient_addr(const struct brokerclient *b, socklen_t *ret_len)
 {
-	*ret_len = sizeof(b->addr);
-	return (const struct sockaddr *)&b->addr;
+	*ret_len = sizeof(b->brokers[b->cur].addr);
+	return (const struct sockaddr *)&b->brokers[b->cur].addr;
+}
+
+const char *
+brokerclient_current(const struct brokerclient *b)
+{
+	return b->brokers[b->cur].name;
+}
+
+/* The broker after at becomes current, unless another failure moved it
+ * already. */
+static void
+turn_from(struct brokerclient *b, size_t at, const char *why)
+{
+	if (b->nbrokers < 2 || at != b->cur)
+		return;
+	b->cur = (at + 1) % b->nbrokers;
+	log_warn("broker_failover", "{s:s, s:s, s:s}", "from",
+	    b->brokers[at].name, "to", b->brokers[b->cur].name, "error", why);
 }
 
 /* "http://127.0.0.1:7701" (an IPv4 literal and a port: the broker is
  * local, and a name here would be one more thing to resolve and trust). */
 static int
-parse_base(struct brokerclient *b, const char *base)
+parse_base(struct broker_link *b, const char *base)
 {
 	const char *hp, *colon;
 	char *end;
@@ -125,18 +169,38 @@ parse_base(struct brokerclient *b, const char *base)
 	b->addr.sin_port = htons(b->port);
 	if (inet_pton(AF_INET, b->host, &b->addr.sin_addr) != 1)
 		return -EINVAL;
+	snprintf(b->name, sizeof(b->name), "%.*s", (int)(end - hp), hp);
 	return 0;
+}
+
+static int call_send(struct brokerclient_call *c);
+
+static void
+call_free(struct brokerclient_call *c)
+{
+	free(c->path);
+	free(c->body);
+	free(c);
 }
 
 static void
 call_done(struct evhttp_request *req, void *arg)
 {
 	struct brokerclient_call *c = arg;
+	struct brokerclient *b = c->b;
 	int status = req != NULL ? evhttp_request_get_response_code(req) : 0;
 	json_t *body = NULL;
 
 	c->req = NULL;
-	TAILQ_REMOVE(&c->b->pending, c, link);
+	TAILQ_REMOVE(&b->pending, c, link);
+	/* No answer, or a broker without its database: the next one. */
+	if ((status == 0 || status == 503) && c->tries < b->nbrokers) {
+		turn_from(b, c->at, status == 0 ? "no answer" : "status 503");
+		if (c->cb == NULL)
+			status = 0; /* cancelled: nobody waits for it */
+		else if (call_send(c) == 0)
+			return;
+	}
 	if (status > 0) {
 		struct evbuffer *in = evhttp_request_get_input_buffer(req);
 		size_t n = evbuffer_get_length(in);
@@ -147,7 +211,44 @@ call_done(struct evhttp_request *req, void *arg)
 	if (c->cb != NULL)
 		c->cb(c->arg, status, body);
 	json_decref(body);
-	free(c);
+	call_free(c);
+}
+
+/* Sends c to the current broker: 0, or -1 (nothing was sent). */
+static int
+call_send(struct brokerclient_call *c)
+{
+	struct brokerclient *b = c->b;
+	struct broker_link *l = &b->brokers[b->cur];
+	struct evkeyvalq *h;
+	struct evhttp_connection *conn;
+
+	c->req = evhttp_request_new(call_done, c);
+	if (c->req == NULL)
+		return -1;
+	h = evhttp_request_get_output_headers(c->req);
+	evhttp_add_header(h, "Host", l->host);
+	evhttp_add_header(h, "Authorization", b->auth);
+	if (c->body != NULL) {
+		if (evbuffer_add(evhttp_request_get_output_buffer(c->req),
+			c->body, strlen(c->body)) < 0) {
+			evhttp_request_free(c->req);
+			c->req = NULL;
+			return -1;
+		}
+		evhttp_add_header(h, "Content-Type", "application/json");
+	}
+	/* A few connections in turn: one slow answer does not queue all. */
+	conn = l->calls[b->next_call++ % CALL_CONNS];
+	c->at = b->cur;
+	c->tries++;
+	if (evhttp_make_request(conn, c->req, c->cmd, c->path) < 0) {
+		/* evhttp_make_request freed the request. */
+		c->req = NULL;
+		return -1;
+	}
+	TAILQ_INSERT_TAIL(&b->pending, c, link);
+	return 0;
 }
 
 struct brokerclient_call *
@@ -155,8 +256,6 @@ brokerclient_call(struct brokerclient *b, const char *method, const char *path,
     const json_t *json, brokerclient_cb cb, void *arg)
 {
 	struct brokerclient_call *c;
-	struct evkeyvalq *h;
-	struct evhttp_connection *conn;
 
 	if (b->verifier_key == NULL)
 		return NULL;
@@ -166,37 +265,14 @@ brokerclient_call(struct brokerclient *b, const char *method, const char *path,
 	c->b = b;
 	c->cb = cb;
 	c->arg = arg;
-	c->req = evhttp_request_new(call_done, c);
-	if (c->req == NULL) {
-		free(c);
+	c->cmd = strcmp(method, "POST") == 0 ? EVHTTP_REQ_POST : EVHTTP_REQ_GET;
+	c->path = strdup(path);
+	c->body = json != NULL ? json_dumps(json, JSON_COMPACT) : NULL;
+	if (c->path == NULL || (json != NULL && c->body == NULL) ||
+	    call_send(c) < 0) {
+		call_free(c);
 		return NULL;
 	}
-	h = evhttp_request_get_output_headers(c->req);
-	evhttp_add_header(h, "Host", b->host);
-	evhttp_add_header(h, "Authorization", b->auth);
-	if (json != NULL) {
-		char *text = json_dumps(json, JSON_COMPACT);
-		if (text == NULL ||
-		    evbuffer_add(evhttp_request_get_output_buffer(c->req), text,
-			strlen(text)) < 0) {
-			free(text);
-			evhttp_request_free(c->req);
-			free(c);
-			return NULL;
-		}
-		free(text);
-		evhttp_add_header(h, "Content-Type", "application/json");
-	}
-	/* A few connections in turn: one slow answer does not queue all. */
-	conn = b->calls[b->next_call++ % CALL_CONNS];
-	if (evhttp_make_request(conn, c->req,
-		strcmp(method, "POST") == 0 ? EVHTTP_REQ_POST : EVHTTP_REQ_GET,
-		path) < 0) {
-		/* evhttp_make_request freed the request. */
-		free(c);
-		return NULL;
-	}
-	TAILQ_INSERT_TAIL(&b->pending, c, link);
 	return c;
 }
 
@@ -226,7 +302,17 @@ static void
 feed_failed(struct brokerclient *b, const char *why)
 {
 	static const struct timeval retry = { 0, FEED_RETRY_MS * 1000 };
+	static const struct timeval now = { 0, 0 };
 
+	/* Another broker to turn to: at once, following it from after. */
+	if (b->nbrokers > 1 && b->feed_turns + 1 < b->nbrokers) {
+		turn_from(b, b->feed_at, why);
+		b->feed_turns++;
+		evtimer_add(b->feed_retry, &now);
+		return;
+	}
+	b->feed_turns = 0;
+	turn_from(b, b->feed_at, why);
 	/* Refusing starts 2 s after the last answer (on_feed_check), not
 	 * at the first failed poll: a broker restarting revokes nothing. */
 	if (!b->failing)
@@ -289,6 +375,7 @@ feed_answer(struct evhttp_request *req, void *arg)
 	json_decref(body);
 	clock_gettime(CLOCK_MONOTONIC, &b->last_answer);
 	b->failing = false;
+	b->feed_turns = 0;
 	/* A full page means more: resync before traffic flows again. */
 	if (n < FEED_PAGE_MAX) {
 		if (!b->ok)
@@ -320,11 +407,12 @@ feed_poll(struct brokerclient *b)
 		feed_failed(b, "out of memory");
 		return;
 	}
+	b->feed_at = b->cur;
 	h = evhttp_request_get_output_headers(b->feed_req);
-	evhttp_add_header(h, "Host", b->host);
+	evhttp_add_header(h, "Host", b->brokers[b->cur].host);
 	evhttp_add_header(h, "Authorization", b->auth);
-	if (evhttp_make_request(b->feed_conn, b->feed_req, EVHTTP_REQ_GET,
-		path) < 0) {
+	if (evhttp_make_request(b->brokers[b->cur].feed_conn, b->feed_req,
+		EVHTTP_REQ_GET, path) < 0) {
 		b->feed_req = NULL;
 		feed_failed(b, "could not send");
 	}
@@ -364,7 +452,12 @@ brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
     struct brokerclient **ret)
 {
 	static const struct timeval check = { 0, 100 * 1000 };
+	/* With another broker to turn to, a poll is given up sooner. */
+	static const struct timeval feed_one = { FEED_WAIT_S + 2, 0 };
+	static const struct timeval feed_many = { FEED_WAIT_S, 500 * 1000 };
+	char bases[HTTPC_BASES_MAX][HTTPC_BASE_MAX];
 	struct brokerclient *b = calloc(1, sizeof(*b));
+	int n;
 
 	if (b == NULL)
 		return -ENOMEM;
@@ -373,10 +466,15 @@ brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
 	TAILQ_INIT(&b->pending);
 	snprintf(b->follower, sizeof(b->follower), "%s",
 	    o->follower != NULL ? o->follower : "");
-	if (parse_base(b, o->base) < 0) {
+	n = httpc_bases(o->base, bases, HTTPC_BASES_MAX);
+	for (int i = 0; i < n; i++)
+		if (parse_base(&b->brokers[i], bases[i]) < 0)
+			n = -EINVAL;
+	if (n < 0) {
 		free(b);
 		return -EINVAL;
 	}
+	b->nbrokers = (size_t)n;
 	if (o->verifier_key != NULL) {
 		b->verifier_key = strdup(o->verifier_key);
 		if (b->verifier_key == NULL)
@@ -384,22 +482,31 @@ brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
 		snprintf(b->auth, sizeof(b->auth), "Bearer %s",
 		    o->verifier_key);
 	}
-	for (size_t i = 0; i < CALL_CONNS; i++) {
-		b->calls[i] =
-		    evhttp_connection_base_new(base, NULL, b->host, b->port);
-		if (b->calls[i] == NULL)
+	for (size_t k = 0; k < b->nbrokers; k++) {
+		struct broker_link *l = &b->brokers[k];
+
+		for (size_t i = 0; i < CALL_CONNS; i++) {
+			l->calls[i] = evhttp_connection_base_new(base, NULL,
+			    l->host, l->port);
+			if (l->calls[i] == NULL)
+				goto fail;
+			evhttp_connection_set_timeout(l->calls[i],
+			    CALL_TIMEOUT_S);
+			evhttp_connection_set_retries(l->calls[i], 0);
+		}
+		l->feed_conn =
+		    evhttp_connection_base_new(base, NULL, l->host, l->port);
+		if (l->feed_conn == NULL)
 			goto fail;
-		evhttp_connection_set_timeout(b->calls[i], CALL_TIMEOUT_S);
-		evhttp_connection_set_retries(b->calls[i], 0);
+		evhttp_connection_set_timeout_tv(l->feed_conn,
+		    b->nbrokers > 1 ? &feed_many : &feed_one);
+		evhttp_connection_set_retries(l->feed_conn, 0);
 	}
-	b->feed_conn = evhttp_connection_base_new(base, NULL, b->host, b->port);
 	b->feed_retry = evtimer_new(base, on_feed_retry, b);
 	b->feed_check = event_new(base, -1, EV_PERSIST, on_feed_check, b);
-	if (b->feed_conn == NULL || b->feed_retry == NULL ||
-	    b->feed_check == NULL || event_add(b->feed_check, &check) < 0)
+	if (b->feed_retry == NULL || b->feed_check == NULL ||
+	    event_add(b->feed_check, &check) < 0)
 		goto fail;
-	evhttp_connection_set_timeout(b->feed_conn, FEED_WAIT_S + 2);
-	evhttp_connection_set_retries(b->feed_conn, 0);
 	feed_poll(b);
 	*ret = b;
 	return 0;
@@ -415,16 +522,20 @@ brokerclient_free(struct brokerclient *b)
 		return;
 	/* Freeing a connection frees its requests without a word to their
 	 * callbacks: the calls go here. */
-	for (size_t i = 0; i < CALL_CONNS; i++)
-		if (b->calls[i] != NULL)
-			evhttp_connection_free(b->calls[i]);
+	for (size_t k = 0; k < b->nbrokers; k++) {
+		struct broker_link *l = &b->brokers[k];
+
+		for (size_t i = 0; i < CALL_CONNS; i++)
+			if (l->calls[i] != NULL)
+				evhttp_connection_free(l->calls[i]);
+		if (l->feed_conn != NULL)
+			evhttp_connection_free(l->feed_conn);
+	}
 	while (!TAILQ_EMPTY(&b->pending)) {
 		struct brokerclient_call *c = TAILQ_FIRST(&b->pending);
 		TAILQ_REMOVE(&b->pending, c, link);
-		free(c);
+		call_free(c);
 	}
-	if (b->feed_conn != NULL)
-		evhttp_connection_free(b->feed_conn);
 	if (b->feed_retry != NULL)
 		event_free(b->feed_retry);
 	if (b->feed_check != NULL)

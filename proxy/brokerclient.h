@@ -31,7 +31,9 @@ struct brokerclient_hooks {
 };
 
 struct brokerclient_options {
-	const char *base; /* "http://127.0.0.1:7701": an IPv4 literal */
+	/* "http://127.0.0.1:7701": an IPv4 literal and a port; or several
+	 * joined by commas, a fleet's brokers, failed over in turn */
+	const char *base;
 	/* The verifier key (copied); NULL: no call can be made, and the
 	 * feed is not polled. */
 	const char *verifier_key;
@@ -41,7 +43,7 @@ struct brokerclient_options {
 
 struct brokerclient;
 
-/* Starts polling the feed: 0, -EINVAL (a bad base), or -ENOMEM. */
+/* Starts polling the feed: 0, -EINVAL (a bad base or list), or -ENOMEM. */
 int brokerclient_new(struct event_base *base,
     const struct brokerclient_options *o, struct brokerclient **ret);
 /* Frees b and every call in flight, without calling their callbacks. */
@@ -58,16 +60,20 @@ bool brokerclient_recently_revoked(const struct brokerclient *b,
 /* A call to the broker in flight; cancel it before freeing its owner. */
 struct brokerclient_call;
 typedef void (*brokerclient_cb)(void *arg, int status, json_t *body);
-/* GET path or POST json to path (json borrowed), with the verifier key.
- * cb gets the status (0: no answer) and the JSON body (borrowed, may be
- * NULL). NULL when it could not start: then cb is never called. */
+/* GET path or POST json to path (json borrowed), with the verifier key,
+ * at the current broker, then at each other one while the answer is none
+ * or 503. cb gets the last status (0: no answer) and the JSON body
+ * (borrowed, may be NULL). NULL when it could not start: then cb is never
+ * called. */
 struct brokerclient_call *brokerclient_call(struct brokerclient *b,
     const char *method, const char *path, const json_t *json,
     brokerclient_cb cb, void *arg);
 /* cb will not be called; c is freed when its answer comes. NULL: none. */
 void brokerclient_cancel(struct brokerclient_call *c);
-/* Where to send a job's broker.cordon requests. */
+/* Where to send a job's broker.cordon requests: the current broker. */
 const struct sockaddr *brokerclient_addr(const struct brokerclient *b,
     socklen_t *ret_len);
+/* The current broker, "host:port": the one followed and asked first. */
+const char *brokerclient_current(const struct brokerclient *b);
 
 #endif

@@ -284,6 +284,8 @@ control_health(void *ctx, json_t *out)
 		brokerclient_feed_ok(p->bclient) ? "ok" : "unavailable"));
 	json_object_set_new(out, "failing_closed",
 	    json_boolean(!brokerclient_feed_ok(p->bclient)));
+	json_object_set_new(out, "feed_broker",
+	    json_string(brokerclient_current(p->bclient)));
 	json_object_set_new(out, "jobs", json_integer(n.open));
 	json_object_set_new(out, "jobs_closed", json_integer(n.closed));
 	json_object_set_new(out, "connections",

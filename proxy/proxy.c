@@ -23,7 +23,7 @@
 
 static const struct config_option proxy_options[] = {
 	CONFIG_COMMON_OPTIONS(CFG(common)),
-	{ "broker", CONFIG_STRING, CFG(broker), 0, 0 },
+	{ "broker", CONFIG_LIST, CFG(broker), 0, 0 },
 	{ "broker_key_file", CONFIG_STRING, CFG(broker_key_file), 0, 0 },
 	{ "launcher_key_file", CONFIG_STRING, CFG(launcher_key_file), 0, 0 },
 	{ "launcher_uid", CONFIG_INT, CFG(launcher_uid), 0, 4294967294LL },

@@ -20,7 +20,9 @@
 #include "pg.h"
 #include "upstream.h"
 
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static struct pg_server pg;
@@ -60,8 +63,9 @@ broker_config(char *out, size_t len)
 	    F.url, F.dir, F.dir);
 }
 
+/* A proxy named name whose "broker" setting is the JSON value brokers. */
 static void
-proxy_start(struct daemon *p, const struct daemon *broker, const char *name)
+proxy_start_with(struct daemon *p, const char *brokers, const char *name)
 {
 	char cfg[1500], hosts[400], vkey[400];
 
@@ -69,11 +73,20 @@ proxy_start(struct daemon *p, const struct daemon *broker, const char *name)
 	harness_write_file(hosts, "");
 	snprintf(vkey, sizeof(vkey), "%s/keys/verifier.key", F.dir);
 	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "{\"broker\": %s, \"broker_key_file\": \"%s\", "
 	    "\"launcher_key_file\": \"%s/keys/launcher.key\", \"hosts_file\": "
 	    "\"%s\", \"follower\": \"%s\"}",
-	    broker->base, vkey, F.dir, hosts, name);
+	    brokers, vkey, F.dir, hosts, name);
 	ck_assert_int_eq(daemon_start(p, "proxy", cfg), 0);
+}
+
+static void
+proxy_start(struct daemon *p, const struct daemon *broker, const char *name)
+{
+	char one[200];
+
+	snprintf(one, sizeof(one), "\"%s\"", broker->base);
+	proxy_start_with(p, one, name);
 }
 
 /* feed_followers in d's /healthz. */
@@ -88,17 +101,23 @@ followers_of(const struct daemon *d)
 	return status == 200 ? n : -1;
 }
 
-/* Waits (up to 30 s) until both brokers count both followers. */
+/* Waits (up to 30 s) until both brokers count n followers. */
 static void
-wait_followers(void)
+wait_n_followers(long n)
 {
 	for (int i = 0; i < 300; i++) {
-		if (followers_of(&F.a) >= 2 && followers_of(&F.b) >= 2)
+		if (followers_of(&F.a) >= n && followers_of(&F.b) >= n)
 			return;
 		usleep(100000);
 	}
-	ck_abort_msg("the brokers never saw both followers: A %ld, B %ld",
+	ck_abort_msg("the brokers never saw %ld followers: A %ld, B %ld", n,
 	    followers_of(&F.a), followers_of(&F.b));
+}
+
+static void
+wait_followers(void)
+{
+	wait_n_followers(2);
 }
 
 static void
@@ -570,6 +589,228 @@ START_TEST(survives_a_database_restart)
 }
 END_TEST
 
+/* --- clients with a list of brokers ----------------------------------- */
+
+/* Waits (up to 10 s) until proxy p follows the broker at addr with its
+ * feed answering: false when it never did. */
+static bool
+follows(const struct daemon *p, const char *addr)
+{
+	for (int i = 0; i < 100; i++) {
+		long status;
+		json_t *h = harness_get_json(p, "/healthz", &status);
+		const char *at =
+		    json_string_value(json_object_get(h, "feed_broker"));
+		const char *feed =
+		    json_string_value(json_object_get(h, "feed"));
+		bool yes = status == 200 && at != NULL && feed != NULL &&
+		    strcmp(at, addr) == 0 && strcmp(feed, "ok") == 0;
+
+		json_decref(h);
+		if (yes)
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+/* The job's channel on proxy p: a connection to it (the fd). */
+static int
+open_channel(const struct daemon *p, const char *job)
+{
+	char path[128];
+	json_t *j;
+	int fd;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(p, 201, "POST", path, F.launcher, NULL, NULL);
+	fd = unix_connect(json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
+START_TEST(a_proxy_with_two_brokers_survives_one)
+{
+	struct daemon pc;
+	char list[300], *job, *later, *tok;
+	long status;
+	json_t *r, *ack;
+	int fd;
+
+	snprintf(list, sizeof(list), "[\"%s\", \"%s\"]", F.a.base, F.b.base);
+	proxy_start_with(&pc, list, "host-c");
+	wait_n_followers(3);
+	ck_assert(follows(&pc, F.a.addr));
+	put_manifest(&F.a);
+	job = new_job(&F.a);
+	tok = try_mint(&F.a, job, &status);
+	ck_assert_int_eq(status, 200);
+	fd = open_channel(&pc, job);
+
+	/* A dies: host-c follows B from the sequence it had, and opens
+	 * the channels of new jobs with B's answers. */
+	daemon_kill(&F.a);
+	ck_assert_msg(follows(&pc, F.b.addr), "host-c never followed B");
+	later = new_job(&F.b);
+	close(open_channel(&pc, later));
+
+	/* A revoke at the survivor still cuts host-c's connection before
+	 * it returns, and host-c is among those that acknowledged. */
+	r = revoke_at(&F.b, job);
+	ck_assert_msg(closed_now(fd), "the job's connection is still open");
+	ack = json_object_get(json_object_get(r, "propagated"), "acknowledged");
+	ck_assert_msg(lists(ack, "host-c") && lists(ack, "host-b"),
+	    "acknowledged: %s", json_dumps(ack, JSON_COMPACT));
+	json_decref(r);
+	ck_assert_int_eq(active_at(&F.b, tok), 0);
+	close(fd);
+	ck_assert_int_eq(daemon_stop(&pc), 0);
+	ck_assert_int_eq(daemon_restart(&F.a), 0);
+	free(tok);
+	free(later);
+	free(job);
+}
+END_TEST
+
+/* A broker that lost its database, as far as its clients can tell: 503
+ * store_unavailable to everything, from a thread of the test. */
+struct lost_broker {
+	int fd;
+	atomic_int answered;
+	atomic_bool stop;
+	pthread_t th;
+	char base[64];
+};
+
+static void *
+lost_main(void *arg)
+{
+	struct lost_broker *l = arg;
+	static const char body[] =
+	    "{\"error\":\"store_unavailable\",\"message\":\"the database\"}";
+	char answer[300];
+	int alen = snprintf(answer, sizeof(answer),
+	    "HTTP/1.1 503 Service Unavailable\r\n"
+	    "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+	    "Connection: close\r\n\r\n%s",
+	    sizeof(body) - 1, body);
+
+	while (!atomic_load(&l->stop)) {
+		struct pollfd p = { .fd = l->fd, .events = POLLIN };
+		char buf[8192];
+		size_t n = 0;
+		int c;
+
+		if (poll(&p, 1, 50) != 1 ||
+		    (c = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC)) < 0)
+			continue;
+		struct timeval tv = { 1, 0 };
+		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		while (n < sizeof(buf) - 1) {
+			ssize_t k = recv(c, buf + n, sizeof(buf) - 1 - n, 0);
+			if (k <= 0)
+				break;
+			n += (size_t)k;
+			buf[n] = '\0';
+			if (strstr(buf, "\r\n\r\n") != NULL)
+				break;
+		}
+		(void)send(c, answer, (size_t)alen, MSG_NOSIGNAL);
+		atomic_fetch_add(&l->answered, 1);
+		close(c);
+	}
+	return NULL;
+}
+
+static void
+lost_start(struct lost_broker *l)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+
+	memset(l, 0, sizeof(*l));
+	l->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(l->fd, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(l->fd, 64), 0);
+	ck_assert_int_eq(getsockname(l->fd, (struct sockaddr *)&sa, &len), 0);
+	snprintf(l->base, sizeof(l->base), "http://127.0.0.1:%u",
+	    ntohs(sa.sin_port));
+	ck_assert_int_eq(pthread_create(&l->th, NULL, lost_main, l), 0);
+}
+
+static void
+lost_stop(struct lost_broker *l)
+{
+	atomic_store(&l->stop, true);
+	pthread_join(l->th, NULL);
+	close(l->fd);
+}
+
+/* A port nobody listens on: a broker that is down. */
+static void
+down_base(char *out, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(out, len, "http://127.0.0.1:%u", ntohs(sa.sin_port));
+	close(fd);
+}
+
+START_TEST(a_broker_without_its_database_is_passed_over)
+{
+	struct lost_broker lost;
+	struct daemon pd;
+	char list[400], down[64], cfg[1200], path[400], out[4096], err[2048];
+	char *job;
+	json_t *r;
+	int fd;
+
+	lost_start(&lost);
+	down_base(down, sizeof(down));
+	snprintf(list, sizeof(list), "[\"%s\", \"%s\"]", lost.base, F.b.base);
+	proxy_start_with(&pd, list, "host-d");
+	ck_assert_msg(follows(&pd, F.b.addr), "host-d never followed B");
+	ck_assert_int_ge(atomic_load(&lost.answered), 1);
+	put_manifest(&F.b);
+	job = new_job(&F.b);
+	fd = open_channel(&pd, job);
+	r = revoke_at(&F.a, job);
+	ck_assert_msg(closed_now(fd), "the job's connection is still open");
+	ck_assert(lists(json_object_get(json_object_get(r, "propagated"),
+			    "acknowledged"),
+	    "host-d"));
+	json_decref(r);
+	close(fd);
+
+	/* The launcher's CLI with a list: a broker without its database,
+	 * one that is down, then B. */
+	snprintf(path, sizeof(path), "%s/launcher.json", F.dir);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": [\"%s\", \"%s\", \"%s\"], \"admin_key_file\": "
+	    "\"%s/keys/admin.key\", \"launcher_key_file\": "
+	    "\"%s/keys/launcher.key\", \"state_dir\": \"%s/launcher\"}",
+	    lost.base, down, F.b.base, F.dir, F.dir, F.dir);
+	harness_write_file(path, cfg);
+	char *argv[] = { (char *)harness_bin("cordon"), "manifest", "list",
+		"--config", path, NULL };
+	ck_assert_msg(harness_run(argv, out, sizeof(out), err, sizeof(err)) ==
+		0,
+	    "cordon manifest list: %s%s", out, err);
+	ck_assert_msg(strstr(out, "fleet") != NULL, "%s", out);
+	ck_assert_int_eq(daemon_stop(&pd), 0);
+	lost_stop(&lost);
+	free(job);
+}
+END_TEST
+
 /* --- configuration ----------------------------------------------------- */
 
 /* cordon-broker -n with a config of store: the exit status, stderr. */
@@ -618,6 +859,8 @@ fleet_suite(void)
 	tcase_add_test(tc, kill_a_broker_mid_mint);
 	tcase_add_test(tc, kill_a_broker_mid_revoke);
 	tcase_add_test(tc, survives_a_database_restart);
+	tcase_add_test(tc, a_proxy_with_two_brokers_survives_one);
+	tcase_add_test(tc, a_broker_without_its_database_is_passed_over);
 	suite_add_tcase(s, tc);
 	return s;
 }
