@@ -1,14 +1,17 @@
 /*
  * The operator's commands about jobs: `cordon jobs` and `cordon patch`
  * ask cordon serve (the launcher's key), `cordon logs` asks the broker's
- * audit (the admin key) and the proxy's log of the job (the launcher's
- * key), falling back on the proxy's decision log file once the proxy has
- * forgotten the job, and `cordon revoke` asks the broker (the admin key).
+ * audit and the proxy's decision log (GET /v1/decisions?job=, page after
+ * page: the admin key, no file on the proxy's host needed), and, from a
+ * proxy without the admin key, its in-memory log of the job (the
+ * launcher's key) or the decision log file; `cordon revoke` asks the
+ * broker (the admin key).
  * Everything a job or a service chose is printed without control
  * characters when it goes to a terminal.
  */
 #include "cli.h"
 
+#include "decisions.h"
 #include "path.h"
 #include "util.h"
 
@@ -21,6 +24,7 @@
 #include <unistd.h>
 
 #define DECISION_LINE_MAX (64 * 1024)
+#define LOGS_DECISIONS_MAX 100000 /* lines of one job cordon logs holds */
 
 int
 cli_open(struct cli *c, const char *prog, const char *config, enum cli_key key)
@@ -510,6 +514,48 @@ decisions_from_file(const char *file, const char *job)
 	return out;
 }
 
+/*
+ * The job's decisions from the proxy's GET /v1/decisions (the admin key),
+ * page after page: a new array; NULL when the proxy did not answer or
+ * refused (*ret_status its status, 0 for no answer).
+ */
+static json_t *
+decisions_from_api(struct cli *admin, const char *job, long *ret_status)
+{
+	char path[200], cursor[DECISIONS_CURSOR_MAX] = "";
+	json_t *out = json_array();
+
+	*ret_status = 0;
+	for (;;) {
+		struct httpc_answer a;
+		snprintf(path, sizeof(path),
+		    "/v1/decisions?job=%s&limit=%d%s%s", job,
+		    DECISIONS_LIMIT_MAX, cursor[0] != '\0' ? "&cursor=" : "",
+		    cursor);
+		if (httpc_request(admin->cfg.proxy, "GET", path, admin->key,
+			NULL, NULL, 20000, &a) < 0) {
+			json_decref(out);
+			return NULL;
+		}
+		*ret_status = a.status;
+		if (a.status != 200) {
+			httpc_answer_free(&a);
+			json_decref(out);
+			return NULL;
+		}
+		json_array_extend(out, json_object_get(a.json, "decisions"));
+		const char *next =
+		    json_string_value(json_object_get(a.json, "next"));
+		bool more = next != NULL && decisions_cursor_ok(next) &&
+		    json_array_size(out) < LOGS_DECISIONS_MAX;
+		if (more)
+			snprintf(cursor, sizeof(cursor), "%s", next);
+		httpc_answer_free(&a);
+		if (!more)
+			return out;
+	}
+}
+
 int
 launcher_logs(int argc, char **argv)
 {
@@ -560,10 +606,22 @@ launcher_logs(int argc, char **argv)
 		goto out;
 	audit = json_incref(json_object_get(a.json, "records"));
 	httpc_answer_free(&a);
-	/* The proxy's: every decision, while the proxy holds the job; then
-	 * its decision log file. */
+	/* The proxy's: its decision log, rotated files too, with the admin
+	 * key; from a proxy without it (401, 403), the job's log it holds,
+	 * then the decision log file. */
+	long status;
+	decisions = decisions_from_api(&admin, job, &status);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
-	if (httpc_request(launcher.cfg.proxy, "GET", path, launcher.key, NULL,
+	if (decisions == NULL && status != 0)
+		fprintf(stderr,
+		    "cordon logs: the proxy answered %ld to GET "
+		    "/v1/decisions%s\n",
+		    status,
+		    status == 401 || status == 403
+			? " (give it admin_key_file to read its decision log)"
+			: "");
+	if (decisions == NULL &&
+	    httpc_request(launcher.cfg.proxy, "GET", path, launcher.key, NULL,
 		NULL, 20000, &a) == 0) {
 		if (a.status == 200)
 			decisions =

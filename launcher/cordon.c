@@ -32,6 +32,7 @@ static const char usage[] =
     "  manifest  put, get, list and diff the broker's manifests\n"
     "  lint      check manifests as the broker will\n"
     "  drill     run a hostile job against a manifest\n"
+    "  egress-report  a period's denials, stale rules, a proposed diff\n"
     "\n"
     "cordon COMMAND --help says the rest; so does man cordon.\n"
     "Keys are read from the files the configuration names, never from the\n"
@@ -103,6 +104,8 @@ main(int argc, char **argv)
 		return launcher_patch(argc - 1, argv + 1);
 	if (strcmp(argv[1], "revoke") == 0)
 		return launcher_revoke(argc - 1, argv + 1);
+	if (strcmp(argv[1], "egress-report") == 0)
+		return launcher_egress_report(argc - 1, argv + 1);
 	fprintf(stderr, "cordon: unknown command \"%s\" (try cordon --help)\n",
 	    argv[1]);
 	return EXIT_USAGE;

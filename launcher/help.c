@@ -164,10 +164,12 @@ static const char help_logs[] =
     "What was decided about a job, in time order: the broker's audit of it\n"
     "(created, each token minted, revoked, and by whom) and every egress\n"
     "decision of the proxy (allow or deny, the method, host, port and path,\n"
-    "the reason, the status). The proxy keeps a closed job's decisions for\n"
-    "closed_job_linger_seconds; after that they are read from its decision\n"
-    "log file, decision_log in the configuration. Everything a job chose is\n"
-    "printed without control characters.\n"
+    "the reason, the status), read from the proxy's decision log over its\n"
+    "GET /v1/decisions with the admin key (the proxy's admin_key_file): no\n"
+    "file on the proxy's host is needed. A proxy without that key answers\n"
+    "403; then the job's log it keeps (closed_job_linger_seconds) is read,\n"
+    "or the file decision_log in the configuration names. Everything a job\n"
+    "chose is printed without control characters.\n"
     "\n"
     "  --json          {\"job\", \"audit\": [...], \"decisions\": [...],\n"
     "                  \"decisions_from\"} as JSON\n"
@@ -213,6 +215,34 @@ static const char help_revoke[] =
     "unknown job); 64 usage; 69 the broker did not answer; 78 a bad\n"
     "configuration or key.\n";
 
+static const char help_egress_report[] =
+    "usage: cordon egress-report [--manifest NAME] [--since 7d] [--json]\n"
+    "                            [--config FILE]\n"
+    "\n"
+    "What the jobs tried to reach and were refused: the proxy's denials of\n"
+    "the period (its GET /v1/decisions, rotated log files too) grouped by\n"
+    "host, method and path with counts, first and last seen and the jobs;\n"
+    "each manifest's rules with no hit in the period (stale) and whether it\n"
+    "is over the warning of 6 rules; and, for requests denied 2 times or\n"
+    "more for want of a rule (no_rule, method, path), the narrowest rules\n"
+    "that would have allowed them, as a unified diff of the manifest's\n"
+    "JSON. A proposed path is exactly a path that was asked for, never a\n"
+    "common prefix and never \"/\"; at most 8 a host. Denials no rule should\n"
+    "allow (token, malformed, private_addr, ...), addresses, lookups and\n"
+    "refused CONNECTs are listed apart, with why. Nothing is applied:\n"
+    "review the diff, then cordon manifest put.\n"
+    "\n"
+    "  --manifest NAME  only this manifest's jobs and rules (default: all)\n"
+    "  --since WHEN     30m, 12h, 7d (default) before now, or an RFC 3339\n"
+    "                   time (2026-12-01T09:00:00Z)\n"
+    "  --json           the same as one JSON document (docs/operations.md)\n"
+    "  --config FILE    the configuration (admin_key_file, broker, proxy)\n"
+    "  --help           this text\n"
+    "\n"
+    "Exit status: 0 reported; 1 a service refused; 64 usage (a bad --since);\n"
+    "69 the broker or the proxy did not answer; 78 a bad configuration or\n"
+    "key.\n";
+
 static const struct {
 	const char *cmd;
 	const char *text;
@@ -226,6 +256,7 @@ static const struct {
 	{ "logs", help_logs },
 	{ "patch", help_patch },
 	{ "revoke", help_revoke },
+	{ "egress-report", help_egress_report },
 };
 
 int

@@ -155,6 +155,9 @@ int launcher_jobs(int argc, char **argv);
 int launcher_logs(int argc, char **argv);
 int launcher_patch(int argc, char **argv);
 int launcher_revoke(int argc, char **argv);
+/* `cordon egress-report [--manifest NAME] [--since 7d] [--json]`: the
+ * denial report (cli_report.c, report.c). */
+int launcher_egress_report(int argc, char **argv);
 
 /*
  * Copies a chunk of the job's output (stderr when is_err), cleaned, as one

@@ -229,6 +229,7 @@ const struct http_route control_routes[] = {
 	{ "POST", "/v1/jobs/*", ROLE_LAUNCHER, BODY_JSON_OPTIONAL, job_post },
 	{ "DELETE", "/v1/jobs/*", ROLE_LAUNCHER, BODY_NONE, job_delete },
 	{ "GET", "/v1/jobs/*/log", ROLE_LAUNCHER, BODY_NONE, job_get_log },
+	{ "GET", "/v1/decisions", ROLE_ADMIN, BODY_NONE, decisions_get },
 };
 const size_t control_nroutes = ARRAY_SIZE(control_routes);
 

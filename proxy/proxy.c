@@ -26,6 +26,7 @@ static const struct config_option proxy_options[] = {
 	{ "broker", CONFIG_LIST, CFG(broker), 0, 0 },
 	{ "broker_key_file", CONFIG_STRING, CFG(broker_key_file), 0, 0 },
 	{ "launcher_key_file", CONFIG_STRING, CFG(launcher_key_file), 0, 0 },
+	{ "admin_key_file", CONFIG_STRING, CFG(admin_key_file), 0, 0 },
 	{ "launcher_uid", CONFIG_INT, CFG(launcher_uid), 0, 4294967294LL },
 	{ "upstream_ca_file", CONFIG_STRING, CFG(upstream_ca_file), 0, 0 },
 	{ "hosts_file", CONFIG_STRING, CFG(hosts_file), 0, 0 },
@@ -264,6 +265,7 @@ proxy_free(struct proxy *p)
 	free(p->cfg.broker);
 	free(p->cfg.broker_key_file);
 	free(p->cfg.launcher_key_file);
+	free(p->cfg.admin_key_file);
 	free(p->cfg.upstream_ca_file);
 	free(p->cfg.hosts_file);
 	free(p->cfg.follower);
@@ -299,6 +301,14 @@ proxy_setup(struct proxy *p)
 		      ROLE_LAUNCHER)) < 0) {
 		log_error("key_failed", "{s:s, s:s}", "path",
 		    p->cfg.launcher_key_file, "error", strerror(-r));
+		return EXIT_CONFIG;
+	}
+	/* An admin reads the decision log back (GET /v1/decisions). */
+	if (p->cfg.admin_key_file != NULL &&
+	    (r = keyring_add_file(&p->keys, p->cfg.admin_key_file,
+		 ROLE_ADMIN)) < 0) {
+		log_error("key_failed", "{s:s, s:s}", "path",
+		    p->cfg.admin_key_file, "error", strerror(-r));
 		return EXIT_CONFIG;
 	}
 	if (p->cfg.broker_key_file == NULL)
@@ -404,7 +414,9 @@ main(int argc, char **argv)
 	if ((r = keys_check_setting(PROXY_PROG, "launcher_key_file",
 		 p.cfg.launcher_key_file)) >= 0 ||
 	    (r = keys_check_setting(PROXY_PROG, "broker_key_file",
-		 p.cfg.broker_key_file)) >= 0)
+		 p.cfg.broker_key_file)) >= 0 ||
+	    (r = keys_check_setting(PROXY_PROG, "admin_key_file",
+		 p.cfg.admin_key_file)) >= 0)
 		goto out;
 	if (args.check_only) {
 		r = service_config_ok(PROXY_PROG);

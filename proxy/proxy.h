@@ -72,6 +72,7 @@ struct proxy_config {
 	char *broker; /* "http://127.0.0.1:7701" */
 	char *broker_key_file; /* the verifier key */
 	char *launcher_key_file; /* for the control API */
+	char *admin_key_file; /* GET /v1/decisions (decisions_api.c) */
 	long long launcher_uid; /* the only peer a channel accepts */
 	char *upstream_ca_file; /* NULL: the system's trust store */
 	char *hosts_file; /* extra names for the resolver (tests) */
@@ -167,6 +168,9 @@ extern const size_t control_nroutes;
 void control_stopping(void *ctx);
 int control_health(void *ctx, json_t *out);
 void control_metrics(void *ctx, struct buf *out);
+/* GET /v1/decisions, the decision log for an admin (decisions_api.c). */
+void decisions_get(void *ctx, struct http_request *req,
+    struct http_response *res);
 
 /* --- job.c ---------------------------------------------------------------- */
 
