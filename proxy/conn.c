@@ -1179,7 +1179,7 @@ down(struct pconn *c, size_t n)
 		evbuffer_remove_buffer(in, bufferevent_get_output(c->cl), n);
 		return;
 	}
-	struct buf out = BUF_INIT(n + INJECT_VALUE_MAX * 3);
+	struct buf out = BUF_INIT(n + INJECT_HOLD_MAX);
 	size_t found = 0;
 	if (inject_scanner_feed(&c->scan,
 		(const char *)evbuffer_pullup(in, (ssize_t)n), n, &out,
@@ -1202,7 +1202,7 @@ down(struct pconn *c, size_t n)
 static void
 down_flush(struct pconn *c)
 {
-	struct buf out = BUF_INIT(INJECT_VALUE_MAX * 3);
+	struct buf out = BUF_INIT(INJECT_HOLD_MAX);
 	size_t before = c->scan.found;
 
 	if (!c->scanning)
@@ -1325,6 +1325,8 @@ pump_response(struct pconn *c)
 			c->resp_left = c->resp.content_length;
 			if (c->resp.body == HTTP1_RESP_CHUNKED)
 				http1_chunked_init(&c->rchunk, HTTP1_CL_MAX);
+			if (c->resp.body == HTTP1_RESP_CHUNKED && c->scanning)
+				inject_scanner_chunked(&c->scan);
 			c->resp_done = c->resp.body == HTTP1_RESP_NONE ||
 			    (c->resp.body == HTTP1_RESP_LENGTH &&
 				c->resp_left == 0);

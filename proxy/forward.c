@@ -29,12 +29,75 @@ dropped_for_inject(const struct http1_header *h, const char *head,
 	return memmem(v, vl, TOKEN_PREFIX, TOKEN_PREFIX_LEN) != NULL;
 }
 
+/* The end of the last span of r in its head. */
+static size_t
+head_extent(const struct http1_request *r)
+{
+	const struct http1_span *spans[] = { &r->method, &r->target, &r->path,
+		&r->query };
+	size_t end = 0;
+
+	for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++)
+		if (spans[i]->off + spans[i]->len > end)
+			end = spans[i]->off + spans[i]->len;
+	for (size_t i = 0; i < r->nheaders; i++) {
+		const struct http1_header *h = &r->headers[i];
+		if (h->name.off + h->name.len > end)
+			end = h->name.off + h->name.len;
+		if (h->value.off + h->value.len > end)
+			end = h->value.off + h->value.len;
+	}
+	return end;
+}
+
+/*
+ * With a credential swapped in, a token in the query goes too: kept's
+ * query becomes the query's parameters that hold no crd_ shape, in
+ * order, written after a copy of head in *ret_head (free it). 0, or
+ * -ENOMEM. *ret_head stays NULL when the query holds no token.
+ */
+static int
+drop_query_tokens(struct http1_request *kept, const char *head, char **ret_head)
+{
+	const char *q = head + kept->query.off;
+	size_t qlen = kept->query.len, end, n = 0;
+	char *copy;
+
+	*ret_head = NULL;
+	if (!kept->has_query ||
+	    memmem(q, qlen, TOKEN_PREFIX, TOKEN_PREFIX_LEN) == NULL)
+		return 0;
+	end = head_extent(kept);
+	if ((copy = malloc(end + qlen + 1)) == NULL)
+		return -ENOMEM;
+	memcpy(copy, head, end);
+	for (size_t at = 0; at <= qlen;) {
+		const char *amp = memchr(q + at, '&', qlen - at);
+		size_t len = amp != NULL ? (size_t)(amp - (q + at)) : qlen - at;
+		if (len > 0 &&
+		    memmem(q + at, len, TOKEN_PREFIX, TOKEN_PREFIX_LEN) ==
+			NULL) {
+			if (n > 0)
+				copy[end + n++] = '&';
+			memcpy(copy + end + n, q + at, len);
+			n += len;
+		}
+		at += len + 1;
+	}
+	kept->query.off = end;
+	kept->query.len = n;
+	kept->has_query = n > 0;
+	*ret_head = copy;
+	return 0;
+}
+
 int
 forward_head(const struct http1_request *r, const char *head,
     const struct forward_target *t, struct buf *out)
 {
 	struct http1_field extra[3];
 	struct http1_request *kept = NULL;
+	char *rewritten = NULL;
 	size_t nextra = 0;
 	char host[EGRESS_HOST_MAX + 8], auth[300];
 	unsigned flags = t->upgrade_ok ? HTTP1_KEEP_UPGRADE : 0;
@@ -72,11 +135,18 @@ forward_head(const struct http1_request *r, const char *head,
 			extra[nextra++] =
 			    (struct http1_field){ t->inject_header,
 				    t->inject_value };
+			if (drop_query_tokens(kept, head, &rewritten) < 0) {
+				free(kept);
+				return -ENOMEM;
+			}
+			if (rewritten != NULL)
+				head = rewritten;
 			r = kept;
 		}
 	}
 	rc = http1_serialize(r, head, extra, nextra, flags, out);
 	explicit_bzero(auth, sizeof(auth));
+	free(rewritten);
 	free(kept);
 	return rc;
 }

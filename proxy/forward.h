@@ -42,8 +42,8 @@ struct forward_target {
  * key and X-Cordon-Job the job, and the job's own Authorization, Cookie
  * and X-Cordon-* fields are dropped. With inject_header, the job's fields
  * of that name, its Authorization and X-Cordon-* fields and every field
- * whose value holds a crd_ token are dropped and inject_header:
- * inject_value is added. 0, or http1_serialize's -errno. The
+ * whose value holds a crd_ token are dropped, so is every query
+ * parameter holding one, and inject_header: inject_value is added. 0, or http1_serialize's -errno. The
  * caller wipes out after use: it may hold a key.
  */
 int forward_head(const struct http1_request *r, const char *head,

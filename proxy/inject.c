@@ -168,6 +168,7 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 	}
 	if (r == 0 && (s->hold = malloc(s->maxlen)) == NULL)
 		r = -ENOMEM;
+	s->holdcap = s->maxlen;
 	if (r < 0) {
 		inject_scanner_free(s);
 		return r;
@@ -216,11 +217,93 @@ redact(struct inject_scanner *s, char *w, size_t n)
 	return found;
 }
 
+/* The framing of a chunked body, leniently (the proxy's own parser
+ * checks it; this one only says which bytes are data). */
+enum { CH_SIZE, CH_EXT, CH_DATA, CH_DATA_END, CH_TRAILER };
+
+/* Advances ch past byte b: whether b is a data byte. */
+static bool
+chunk_step(struct inject_chunking *ch, unsigned char b)
+{
+	switch (ch->state) {
+	case CH_SIZE:
+		if (isxdigit(b)) {
+			if (ch->left < (UINT64_MAX >> 4))
+				ch->left = ch->left << 4 |
+				    (uint64_t)(isdigit(b)
+					    ? b - '0'
+					    : tolower(b) - 'a' + 10);
+		} else if (b == '\n')
+			ch->state = ch->left > 0 ? CH_DATA : CH_TRAILER;
+		else if (b != '\r')
+			ch->state = CH_EXT;
+		return false;
+	case CH_EXT:
+		if (b == '\n')
+			ch->state = ch->left > 0 ? CH_DATA : CH_TRAILER;
+		return false;
+	case CH_DATA:
+		if (--ch->left == 0)
+			ch->state = CH_DATA_END;
+		return true;
+	case CH_DATA_END:
+		if (b == '\n')
+			ch->state = CH_SIZE;
+		return false;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Redacts the data bytes of w[0..n) (chunk framing from *ch on) as one
+ * text: each match found there is overwritten in w. *ch ends at w[n];
+ * when cut is not NULL, *ret_cut is the position of the data byte
+ * maxlen - 1 from the last (n when fewer) and *cut the state there.
+ */
+static size_t
+redact_chunked(struct inject_scanner *s, char *w, size_t n,
+    struct inject_chunking *ch, size_t *ret_cut, struct inject_chunking *cut,
+    int *ret_err)
+{
+	size_t *at = malloc((n + 1) * sizeof(*at)), nd = 0, found = 0, keep;
+	char *d = malloc(n + 1);
+	struct inject_chunking start = *ch;
+
+	*ret_err = 0;
+	if (at == NULL || d == NULL) {
+		free(at);
+		free(d);
+		*ret_err = -ENOMEM;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (chunk_step(ch, (unsigned char)w[i])) {
+			at[nd] = i;
+			d[nd++] = w[i];
+		}
+	found = redact(s, d, nd);
+	for (size_t k = 0; k < nd; k++)
+		w[at[k]] = d[k];
+	if (ret_cut != NULL) {
+		keep = s->maxlen - 1 < nd ? s->maxlen - 1 : nd;
+		*ret_cut = keep > 0 ? at[nd - keep] : n;
+		*cut = start;
+		for (size_t i = 0; i < *ret_cut; i++)
+			(void)chunk_step(cut, (unsigned char)w[i]);
+	}
+	explicit_bzero(d, nd);
+	free(d);
+	free(at);
+	return found;
+}
+
 int
 inject_scanner_feed(struct inject_scanner *s, const char *p, size_t n,
     struct buf *out, size_t *ret_found)
 {
-	size_t total = s->nhold + n, keep, found;
+	size_t total = s->nhold + n, keep, found, cut;
+	struct inject_chunking ch = s->chunk, at_cut = s->chunk;
 	char *w;
 	int r;
 
@@ -234,14 +317,47 @@ inject_scanner_feed(struct inject_scanner *s, const char *p, size_t n,
 	memcpy(w + s->nhold, p, n);
 	found = redact(s, w, total);
 	keep = s->maxlen - 1 < total ? s->maxlen - 1 : total;
+	if (s->chunked) {
+		found += redact_chunked(s, w, total, &ch, &cut, &at_cut, &r);
+		if (r < 0)
+			goto out;
+		/* Hold from the first data byte that may start a match, but
+		 * never more than INJECT_HOLD_MAX. */
+		if (total - cut > keep)
+			keep = total - cut;
+		if (keep > INJECT_HOLD_MAX && INJECT_HOLD_MAX >= s->maxlen) {
+			keep = INJECT_HOLD_MAX;
+			at_cut = s->chunk;
+			for (size_t i = 0; i < total - keep; i++)
+				(void)chunk_step(&at_cut, (unsigned char)w[i]);
+		} else if (total - cut < keep) {
+			/* The raw hold reaches further back than the data's. */
+			at_cut = s->chunk;
+			for (size_t i = 0; i < total - keep; i++)
+				(void)chunk_step(&at_cut, (unsigned char)w[i]);
+		}
+	}
+	if (keep > s->holdcap) {
+		char *h = malloc(keep);
+		if (h == NULL) {
+			r = -ENOMEM;
+			goto out;
+		}
+		explicit_bzero(s->hold, s->holdcap);
+		free(s->hold);
+		s->hold = h;
+		s->holdcap = keep;
+	}
 	r = buf_append(out, w, total - keep);
 	if (r == 0) {
 		memcpy(s->hold, w + total - keep, keep);
 		s->nhold = keep;
+		s->chunk = at_cut;
 		s->found += found;
 		if (ret_found != NULL)
 			*ret_found = found;
 	}
+out:
 	explicit_bzero(w, total);
 	free(w);
 	return r;
@@ -250,17 +366,31 @@ inject_scanner_feed(struct inject_scanner *s, const char *p, size_t n,
 int
 inject_scanner_flush(struct inject_scanner *s, struct buf *out)
 {
-	int r;
+	int r = 0;
 
 	/* The held bytes were redacted as they came: no match fits in
 	 * fewer than maxlen bytes unless it was seen already. */
 	s->found += redact(s, s->hold, s->nhold);
+	if (s->chunked) {
+		struct inject_chunking ch = s->chunk;
+		s->found +=
+		    redact_chunked(s, s->hold, s->nhold, &ch, NULL, NULL, &r);
+		if (r < 0)
+			return r;
+	}
 	r = buf_append(out, s->hold, s->nhold);
 	if (r == 0) {
 		explicit_bzero(s->hold, s->nhold);
 		s->nhold = 0;
 	}
 	return r;
+}
+
+void
+inject_scanner_chunked(struct inject_scanner *s)
+{
+	s->chunked = true;
+	s->chunk = (struct inject_chunking){ CH_SIZE, 0 };
 }
 
 void
@@ -271,7 +401,7 @@ inject_scanner_free(struct inject_scanner *s)
 		free(s->pat[i].text);
 	}
 	if (s->hold != NULL) {
-		explicit_bzero(s->hold, s->maxlen);
+		explicit_bzero(s->hold, s->holdcap);
 		free(s->hold);
 	}
 	memset(s, 0, sizeof(*s));

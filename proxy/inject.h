@@ -9,7 +9,9 @@
  * either case. A match is overwritten in place with as many filler bytes,
  * so the answer's length (and its framing) is kept. A match may span
  * reads: the scanner holds back the last bytes it was given until it
- * knows they start no match. No I/O; every buffer capped.
+ * knows they start no match. In a chunked body a match may also span
+ * the framing between chunks: the data is matched apart from it (at most
+ * INJECT_HOLD_MAX bytes held for that). No I/O; every buffer capped.
  */
 #ifndef CORDON_PROXY_INJECT_H
 #define CORDON_PROXY_INJECT_H
@@ -18,9 +20,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The longest secret value (the broker's SECRETS_VALUE_MAX). */
 #define INJECT_VALUE_MAX 4096
+/* The most bytes held back across reads: a match split by more chunk
+ * framing than this (absurd framing) is no longer seen whole. */
+#define INJECT_HOLD_MAX (64 * 1024)
 /* The encodings of one value the scanner looks for, at most. */
 #define INJECT_PATTERNS 12
 
@@ -40,14 +46,24 @@ struct inject_pattern {
 	bool nocase; /* hex and percent forms: either case */
 };
 
+/* Where a chunked body's framing is, byte by byte (inject.c). */
+struct inject_chunking {
+	int state;
+	uint64_t left; /* data bytes left in the chunk */
+};
+
 struct inject_scanner {
 	struct inject_pattern pat[INJECT_PATTERNS];
 	size_t npat;
 	size_t maxlen; /* of the patterns: up to maxlen - 1 bytes are held */
-	char *hold; /* maxlen bytes */
-	size_t nhold;
+	char *hold; /* holdcap bytes */
+	size_t nhold, holdcap;
 	char filler; /* a byte that is not in any pattern */
 	size_t found; /* matches redacted so far */
+	/* A chunked body: also matched in its data alone, the framing
+	 * skipped; the state is the one at the first held byte. */
+	bool chunked;
+	struct inject_chunking chunk;
 };
 
 /*
@@ -71,6 +87,13 @@ int inject_scanner_feed(struct inject_scanner *s, const char *p, size_t n,
 /* The answer ended: appends the held bytes (redacted) to out. 0 or
  * -errno. */
 int inject_scanner_flush(struct inject_scanner *s, struct buf *out);
+
+/*
+ * The answer's body from now on is chunked (RFC 9112 7.1): matches are
+ * looked for in the chunks' data as well, across the framing between
+ * them ("...sk_li\r\n5\r\nve_..."); the framing bytes go as they came.
+ */
+void inject_scanner_chunked(struct inject_scanner *s);
 
 /* Wipes and frees what s holds. A zeroed s is fine. */
 void inject_scanner_free(struct inject_scanner *s);

@@ -3,9 +3,10 @@
  * of a header value (never past its buffer, the value and the format's
  * text exactly) and the reflection scanner fed an answer in pieces of a
  * fuzzed size: the answer keeps its length, and the value never comes
- * out of it raw. Input: one byte of value length, one of piece size,
- * the value, then the answer (or, with the top bit of the first byte,
- * a format and a value split at the first NUL).
+ * out of it raw. Input: one byte of value length (its 0x40 bit: the
+ * answer is a chunked body), one of piece size, the value, then the
+ * answer (or, with the top bit of the first byte, a format and a value
+ * split at the first NUL).
  */
 #include "fuzz.h"
 #include "inject.h"
@@ -60,6 +61,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (inject_scanner_init(&s, value, vlen) != 0)
 		return 0;
+	if (data[0] & 0x40)
+		inject_scanner_chunked(&s);
 	for (off = 0; off < tlen; off += n) {
 		n = tlen - off < step ? tlen - off : step;
 		FUZZ_ASSERT(

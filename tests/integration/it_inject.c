@@ -401,6 +401,54 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 	}
 	ck_assert(!file_holds(proxy.log, value1));
 
+	/* Echoed in 5-byte chunks: the value split by the framing is
+	 * redacted all the same, the framing kept. */
+	{
+		char req[512], data[8192];
+		size_t n = 0;
+		snprintf(req, sizeof(req),
+		    "GET http://api.test:%u/echo-chunked HTTP/1.1\r\n"
+		    "Host: api.test:%u\r\nAuthorization: Bearer %s\r\n"
+		    "Connection: close\r\n\r\n",
+		    upstream_port(plain), upstream_port(plain), tok);
+		resp = send_on(channel, req);
+		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		const char *p = strstr(resp, "\r\n\r\n");
+		ck_assert_ptr_nonnull(p);
+		for (p += 4; n < sizeof(data) - 8;) {
+			char *end;
+			unsigned long size = strtoul(p, &end, 16);
+			if (size == 0 || strncmp(end, "\r\n", 2) != 0)
+				break;
+			memcpy(data + n, end + 2, size);
+			n += size;
+			p = end + 2 + size + 2;
+		}
+		data[n] = '\0';
+		ck_assert_msg(strstr(data, "X-Api-Key") != NULL, "%s", data);
+		ck_assert_msg(strstr(data, value1) == NULL, "%s", data);
+		free(resp);
+	}
+
+	/* The token in the query, not a header: it goes no further. */
+	{
+		char req[512];
+		snprintf(req, sizeof(req),
+		    "GET http://api.test:%u/echo?access_token=%s&page=2 "
+		    "HTTP/1.1\r\nHost: api.test:%u\r\nConnection: close"
+		    "\r\n\r\n",
+		    upstream_port(plain), tok, upstream_port(plain));
+		resp = send_on(channel, req);
+		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		free(resp);
+		head = upstream_last_head(plain);
+		static const char line[] = "GET /echo?page=2 HTTP/1.1\r\n";
+		ck_assert_msg(strncmp(head, line, strlen(line)) == 0, "%s",
+		    head);
+		ck_assert_ptr_null(strstr(head, "crd_"));
+		free(head);
+	}
+
 	/* Revoked: the old token, on the old channel, gets nothing. */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", job);
 	json_decref(harness_expect(&broker, 200, "POST", path, launcher, NULL,

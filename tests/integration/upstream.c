@@ -509,8 +509,18 @@ send_answer(struct conn *c, const struct request *r, const char *status,
 	return rc;
 }
 
+static int answer_echo_as(struct conn *c, const struct request *r,
+    size_t chunk);
+
 static int
 answer_echo(struct conn *c, const struct request *r)
+{
+	return answer_echo_as(c, r, 0);
+}
+
+/* The echo, as a chunked body of chunk-byte chunks when chunk > 0. */
+static int
+answer_echo_as(struct conn *c, const struct request *r, size_t chunk)
 {
 	const struct body *b = &r->body;
 	json_t *body = NULL, *o;
@@ -527,6 +537,33 @@ answer_echo(struct conn *c, const struct request *r)
 	json_decref(o);
 	if (text == NULL)
 		return -1;
+	if (chunk > 0) {
+		size_t len = strlen(text), n = 0;
+		size_t cap = len + (len / chunk + 1) * 24 + 8;
+		char *framed = malloc(cap);
+		if (framed == NULL) {
+			free(text);
+			return -1;
+		}
+		for (size_t off = 0; off < len; off += chunk) {
+			size_t m = len - off < chunk ? len - off : chunk;
+			n +=
+			    (size_t)snprintf(framed + n, cap - n, "%zx\r\n", m);
+			memcpy(framed + n, text + off, m);
+			n += m;
+			memcpy(framed + n, "\r\n", 2);
+			n += 2;
+		}
+		memcpy(framed + n, "0\r\n\r\n", 5);
+		n += 5;
+		rc = send_answer(c, r, "200 OK",
+		    "Content-Type: application/json\r\n"
+		    "Transfer-Encoding: chunked\r\n",
+		    -1, framed, n);
+		free(framed);
+		free(text);
+		return rc;
+	}
 	rc = send_answer(c, r, "200 OK", "Content-Type: application/json\r\n",
 	    (long long)strlen(text), text, strlen(text));
 	free(text);
@@ -676,6 +713,8 @@ answer(struct conn *c, struct request *r)
 	if (path_is(path, len, "/upgrade") && r->upgrade != NULL &&
 	    has_token(r->upgrade, "websocket"))
 		return answer_upgrade(c, r);
+	if (path_is(path, len, "/echo-chunked"))
+		return then(answer_echo_as(c, r, 5), r);
 	if (path_is(path, len, "/slow") && wait_stop(u, SLOW_MS))
 		return -1;
 	return then(answer_echo(c, r), r);

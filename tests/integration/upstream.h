@@ -28,6 +28,7 @@ struct upstream; /* opaque */
  *   /close      200 "bye" without Content-Length, then the connection closes
  *   /bytes/N    200, N bytes of 'x' with Content-Length
  *   /slow       the echo below, after 3 s
+ *   /echo-chunked  the echo below as a chunked body of 5-byte chunks
  *   /upgrade    with Upgrade: websocket, 101 Switching Protocols (with a
  *               Sec-WebSocket-Accept when there was a key), then it echoes
  *               bytes back until the peer closes; without, the echo below

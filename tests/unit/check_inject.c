@@ -157,6 +157,90 @@ START_TEST(test_scan_leaves_other_text)
 }
 END_TEST
 
+/* Writes text as a chunked body of pieces of size step (with an
+ * extension on every other size line) into out: its length. */
+static size_t
+chunked(const char *text, size_t step, char *out, size_t cap)
+{
+	size_t n = 0, len = strlen(text);
+
+	for (size_t off = 0, k = 0; off < len; off += step, k++) {
+		size_t m = len - off < step ? len - off : step;
+		n += (size_t)snprintf(out + n, cap - n, "%zx%s\r\n", m,
+		    k % 2 ? ";ext=1" : "");
+		memcpy(out + n, text + off, m);
+		n += m;
+		n += (size_t)snprintf(out + n, cap - n, "\r\n");
+	}
+	n += (size_t)snprintf(out + n, cap - n, "0\r\nTrailer: x\r\n\r\n");
+	return n;
+}
+
+/* De-frames a chunked body (as chunked() writes it): the data. */
+static void
+unchunk(const char *in, size_t len, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len;) {
+		size_t size = strtoul(in + i, NULL, 16);
+		i = (size_t)(strstr(in + i, "\r\n") - in) + 2;
+		if (size == 0)
+			break;
+		memcpy(out + n, in + i, size);
+		n += size;
+		i += size + 2;
+	}
+	out[n] = '\0';
+}
+
+START_TEST(test_scan_across_chunked_framing)
+{
+	static const size_t steps[] = { 1, 2, 5, 9, 1000 };
+	static const size_t reads[] = { 0, 1, 3, 17 };
+	char text[256], body[4096], got_data[4096], want_data[4096];
+
+	snprintf(text, sizeof(text), "{\"echo\": \"Bearer %s\", \"n\": 1}",
+	    secret);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		for (size_t k = 0; k < sizeof(reads) / sizeof(reads[0]); k++) {
+			size_t len =
+			    chunked(text, steps[i], body, sizeof(body));
+			struct inject_scanner s;
+			struct buf out = BUF_INIT(1 << 20);
+			size_t step = reads[k] == 0 ? len : reads[k], n;
+
+			ck_assert_int_eq(inject_scanner_init(&s, secret,
+					     strlen(secret)),
+			    0);
+			inject_scanner_chunked(&s);
+			for (size_t off = 0; off < len; off += n) {
+				n = len - off < step ? len - off : step;
+				ck_assert_int_eq(inject_scanner_feed(&s,
+						     body + off, n, &out, NULL),
+				    0);
+			}
+			ck_assert_int_eq(inject_scanner_flush(&s, &out), 0);
+			/* The framing as it was, the value's bytes filler. */
+			ck_assert_uint_eq(out.len, len);
+			unchunk(out.data, out.len, got_data);
+			ck_assert_msg(strstr(got_data, secret) == NULL,
+			    "chunks of %zu, reads of %zu: %s", steps[i],
+			    reads[k], got_data);
+			ck_assert_uint_ge(s.found, 1);
+			unchunk(body, len, want_data);
+			ck_assert_uint_eq(strlen(got_data), strlen(want_data));
+			ck_assert_int_eq(strncmp(got_data,
+					     "{\"echo\": \"Bearer ", 17),
+			    0);
+			ck_assert_ptr_nonnull(
+			    strstr(got_data, "\", \"n\": 1}"));
+			inject_scanner_free(&s);
+			buf_free(&out);
+		}
+}
+END_TEST
+
 START_TEST(test_scanner_init_refuses)
 {
 	struct inject_scanner s;
@@ -319,6 +403,48 @@ START_TEST(test_forward_swaps_the_token)
 }
 END_TEST
 
+/* A token in the query goes too: the parameter holding it is dropped,
+ * the others kept in order; no query is left when none remains. */
+START_TEST(test_forward_drops_a_token_in_the_query)
+{
+	static const char *const in[] = {
+		"GET /r?access_token=crd_job_token_here&page=2 HTTP/1.1\r\n",
+		"GET /r?page=2&t=xcrd_glued&per=5 HTTP/1.1\r\n",
+		"GET /r?access_token=crd_job_token_here HTTP/1.1\r\n",
+		"GET /r?page=2 HTTP/1.1\r\n",
+	};
+	static const char *const want[] = { "GET /r?page=2 HTTP/1.1\r\n",
+		"GET /r?page=2&per=5 HTTP/1.1\r\n", "GET /r HTTP/1.1\r\n",
+		"GET /r?page=2 HTTP/1.1\r\n" };
+	struct forward_target t = { .host = "api.github.com",
+		.port = 443,
+		.tunnel = true,
+		.inject_header = "X-Api-Key",
+		.inject_value = "Key upstream-secret" };
+
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		char req[512];
+		struct http1_parser parser;
+		struct buf out = BUF_INIT(HTTP1_HEAD_MAX + 1024);
+		size_t used = 0;
+
+		snprintf(req, sizeof(req),
+		    "%sHost: api.github.com\r\nAccept: */*\r\n\r\n", in[i]);
+		http1_parser_init(&parser, HTTP1_MODE_ORIGIN);
+		ck_assert_int_eq(http1_parse(&parser, req, strlen(req), &used),
+		    0);
+		ck_assert_int_eq(forward_head(&parser.req, req, &t, &out), 0);
+		ck_assert_msg(strncmp(buf_str(&out), want[i],
+				  strlen(want[i])) == 0,
+		    "%s", buf_str(&out));
+		ck_assert_ptr_null(strstr(buf_str(&out), "crd_"));
+		ck_assert_ptr_nonnull(
+		    strstr(buf_str(&out), "\r\nAccept: */*\r\n"));
+		buf_free(&out);
+	}
+}
+END_TEST
+
 static Suite *
 inject_suite(void)
 {
@@ -328,9 +454,11 @@ inject_suite(void)
 	tcase_add_test(tc, test_format);
 	tcase_add_test(tc, test_scan_forms);
 	tcase_add_test(tc, test_scan_leaves_other_text);
+	tcase_add_test(tc, test_scan_across_chunked_framing);
 	tcase_add_test(tc, test_scanner_init_refuses);
 	tcase_add_test(tc, test_manifest_inject);
 	tcase_add_test(tc, test_forward_swaps_the_token);
+	tcase_add_test(tc, test_forward_drops_a_token_in_the_query);
 	suite_add_tcase(s, tc);
 	return s;
 }
