@@ -33,6 +33,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -44,6 +45,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -102,9 +104,13 @@ struct sjob {
 	bool done;
 	time_t started, ended;
 	int64_t started_ms;
+	int64_t order; /* the wall clock at the start, in ms: the list's order
+			  across restarts */
 	char idem[IDEM_MAX + 1]; /* its Idempotency-Key, or "" */
 	char idem_sha[SHA256_HEX_LEN + 1]; /* of the body that came with it */
 	char *callback; /* told when the job ends, or NULL */
+	bool lost; /* serve stopped while it ran: its result is lost */
+	bool from_record; /* read back at start: no output kept */
 };
 
 /* A GET of a job's output with follow=1, waiting for more. */
@@ -149,6 +155,8 @@ struct serve {
 	bool callback_thread_started, stopping;
 	bool http_stopping; /* the server stops: no follower waits */
 	struct follower *followers;
+	int records_fd; /* <state_dir>/serve-jobs, the jobs' records; -1 */
+	bool record_warned; /* a failed write was logged once */
 };
 
 /* The most a child's result can be: the envelope of the most output a
@@ -164,6 +172,9 @@ result_max(void)
 	return (size_t)2 * ((size_t)hi * 1024 + 64 * 1024) + RESULT_REST;
 }
 
+static int read_capped(int fd, size_t max, char **ret, size_t *ret_len);
+static bool idem_ok(const char *k);
+
 static struct sjob *
 find(struct launcher *l, const char *id)
 {
@@ -171,6 +182,13 @@ find(struct launcher *l, const char *id)
 		if (strcmp(j->id, id) == 0)
 			return j;
 	return NULL;
+}
+
+/* The job's state as the API says it. */
+static const char *
+state_of(const struct sjob *j)
+{
+	return j->lost ? "lost" : j->done ? "done" : "running";
 }
 
 static void
@@ -338,8 +356,8 @@ static json_t *
 summary_json(const struct sjob *j)
 {
 	return json_pack("{s:s, s:s, s:s, s:I, s:o, s:O?, s:O?, s:O?, s:s?}",
-	    "job", j->id, "state", j->done ? "done" : "running", "manifest",
-	    j->manifest, "started", (json_int_t)j->started, "ended",
+	    "job", j->id, "state", state_of(j), "manifest", j->manifest,
+	    "started", (json_int_t)j->started, "ended",
 	    j->done ? json_integer((json_int_t)j->ended) : json_null(),
 	    "exit_code", result_get(j, "exit_code"), "stop_reason",
 	    result_get(j, "stop_reason"), "verdict", result_get(j, "verdict"),
@@ -366,6 +384,295 @@ callback_queue(struct serve *s, struct sjob *j)
 	*s->queue_tail = c;
 	s->queue_tail = &c->next;
 	pthread_cond_signal(&s->queue_cond);
+}
+
+/* --- the jobs' records -------------------------------------------------- */
+
+/* What a restarted serve says of a job that ran when it stopped. */
+#define LOST_ERROR                                                             \
+	"serve stopped while this job ran, and its result is lost; its "       \
+	"stop path ran in its own cordon run, or `cordon recover` finishes "   \
+	"it (revoke, seal, patch: serve runs it at start and every 30 s); "    \
+	"the patch, once written, is at GET /v1/jobs/{job}/patch"
+
+/* A job's record: what GET answers of it after a restart (its result
+ * without the output, which is not kept). */
+static json_t *
+record_json(const struct sjob *j)
+{
+	json_t *res = j->res != NULL ? json_copy(j->res) : NULL;
+
+	if (res != NULL)
+		json_object_del(res, "output");
+	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:s, s:s, s:s?, s:o}",
+	    "job", j->id, "manifest", j->manifest, "state", state_of(j),
+	    "started", (json_int_t)j->started, "order", (json_int_t)j->order,
+	    "ended", j->done ? json_integer((json_int_t)j->ended) : json_null(),
+	    "idem", j->idem, "idem_sha", j->idem_sha, "error",
+	    j->error[0] != '\0' ? j->error : NULL, "result",
+	    res != NULL ? res : json_null());
+}
+
+static int
+write_all_fd(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Writes j's record whole, <job>.json by a rename of a file fsync'd
+ * first, then the directory: a crash leaves the old record or the new,
+ * never half of one. l->mu held; a failure is logged once. */
+static void
+record_write(struct serve *s, const struct sjob *j)
+{
+	char name[80], tmp[90];
+	json_t *rec;
+	char *text = NULL;
+	int fd = -1, r = -ENOMEM;
+
+	if (s->records_fd < 0)
+		return;
+	snprintf(name, sizeof(name), "%s.json", j->id);
+	snprintf(tmp, sizeof(tmp), "%s.json.tmp", j->id);
+	rec = record_json(j);
+	if (rec != NULL)
+		text = json_dumps(rec, JSON_COMPACT);
+	json_decref(rec);
+	if (text == NULL)
+		goto out;
+	fd = openat(s->records_fd, tmp,
+	    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if ((r = write_all_fd(fd, text, strlen(text))) < 0 ||
+	    (r = fsync(fd) < 0 ? -errno : 0) < 0)
+		goto out;
+	close(fd);
+	fd = -1;
+	if (renameat(s->records_fd, tmp, s->records_fd, name) < 0 ||
+	    fsync(s->records_fd) < 0)
+		r = -errno;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		(void)unlinkat(s->records_fd, tmp, 0);
+		if (!s->record_warned)
+			log_warn("record_failed", "{s:s, s:s, s:s}", "job",
+			    j->id, "error", strerror(-r), "effect",
+			    "a restart of serve forgets this job");
+		s->record_warned = true;
+	}
+	free(text);
+}
+
+/* A job forgotten: its record goes too. */
+static void
+record_forget(struct serve *s, const char *id)
+{
+	char name[80];
+
+	if (s->records_fd < 0)
+		return;
+	snprintf(name, sizeof(name), "%s.json", id);
+	(void)unlinkat(s->records_fd, name, 0);
+}
+
+/*
+ * The records' directory, <state_dir>/serve-jobs, made (0700) by the
+ * root part for the user the HTTP part drops to, and opened: the part
+ * keeps the descriptor, and needs no way into the root-only state
+ * directory. 0 or -errno.
+ */
+static int
+records_open(struct serve *s)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	uid_t uid;
+	gid_t gid;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/serve-jobs",
+		s->l.cfg.common.state_dir) >= sizeof(path))
+		return -ENAMETOOLONG;
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	if (geteuid() == 0 && spawner_serve_user(&uid, &gid) == 0 &&
+	    (st.st_uid != uid || st.st_gid != gid) &&
+	    (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0)) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	s->records_fd = fd;
+	return 0;
+}
+
+/* Reads the record at name in the records' directory: a job, or NULL
+ * (the record is not one: removed). */
+static struct sjob *
+record_read(struct serve *s, const char *name)
+{
+	size_t n = strlen(name), len = 0;
+	char id[64], *text = NULL;
+	struct sjob *j = NULL;
+	json_t *rec = NULL;
+	int fd, r;
+
+	if (n <= 5 || n - 5 >= sizeof(id) || strcmp(name + n - 5, ".json") != 0)
+		return NULL;
+	memcpy(id, name, n - 5);
+	id[n - 5] = '\0';
+	if (!name_ok(id, sizeof(id) - 1, "_-"))
+		return NULL;
+	fd = openat(s->records_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return NULL;
+	r = read_capped(fd, RESULT_REST, &text, &len);
+	if (r == 0)
+		rec = json_loadb(text, len, 0, NULL);
+	free(text);
+	const char *job = json_string_value(json_object_get(rec, "job"));
+	const char *manifest =
+	    json_string_value(json_object_get(rec, "manifest"));
+	const char *state = json_string_value(json_object_get(rec, "state"));
+	const char *idem = json_string_value(json_object_get(rec, "idem"));
+	const char *sha = json_string_value(json_object_get(rec, "idem_sha"));
+	const char *error = json_string_value(json_object_get(rec, "error"));
+	json_t *res = json_object_get(rec, "result");
+	if (job == NULL || strcmp(job, id) != 0 || manifest == NULL ||
+	    !name_ok(manifest, 64, "._-") || state == NULL ||
+	    (strcmp(state, "running") != 0 && strcmp(state, "done") != 0 &&
+		strcmp(state, "lost") != 0) ||
+	    (res != NULL && !json_is_object(res) && !json_is_null(res)) ||
+	    (j = calloc(1, sizeof(*j))) == NULL) {
+		json_decref(rec);
+		return NULL;
+	}
+	memcpy(j->id, id, strlen(id) + 1);
+	snprintf(j->manifest, sizeof(j->manifest), "%s", manifest);
+	j->result_fd = j->err_fd = j->live_fd = -1;
+	j->chunks = json_array();
+	j->started =
+	    (time_t)json_integer_value(json_object_get(rec, "started"));
+	j->ended = (time_t)json_integer_value(json_object_get(rec, "ended"));
+	j->order = (int64_t)json_integer_value(json_object_get(rec, "order"));
+	if (idem != NULL && idem_ok(idem) && sha != NULL &&
+	    strlen(sha) == SHA256_HEX_LEN) {
+		snprintf(j->idem, sizeof(j->idem), "%s", idem);
+		snprintf(j->idem_sha, sizeof(j->idem_sha), "%s", sha);
+	}
+	if (error != NULL)
+		snprintf(j->error, sizeof(j->error), "%s", error);
+	if (json_is_object(res))
+		j->res = json_incref(res);
+	j->done = true;
+	j->from_record = true;
+	/* It ran when serve stopped: what it became is not known here. */
+	if (strcmp(state, "done") != 0) {
+		j->lost = true;
+		if (j->ended == 0)
+			j->ended = time(NULL);
+		snprintf(j->error, sizeof(j->error), "%s", LOST_ERROR);
+	}
+	json_decref(rec);
+	return j;
+}
+
+static int
+newest_first(const void *a, const void *b)
+{
+	const struct sjob *x = *(struct sjob *const *)a;
+	const struct sjob *y = *(struct sjob *const *)b;
+
+	if (x->order != y->order)
+		return x->order > y->order ? -1 : 1;
+	return strcmp(y->id, x->id);
+}
+
+/* Reads the records back at start, newest first, at most KEEP_DONE (the
+ * older ones removed); a job that was running is lost, and its record
+ * says so from now on. Before any request; l->mu need not be held. */
+static void
+records_load(struct serve *s)
+{
+	struct sjob **all = NULL, *j;
+	size_t n = 0, cap = 0, lost = 0;
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	if (s->records_fd < 0 || (fd = dup(s->records_fd)) < 0)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		if (e->d_name[0] == '.')
+			continue;
+		/* A write a crash cut short: the record before it stands. */
+		if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) {
+			(void)unlinkat(s->records_fd, e->d_name, 0);
+			continue;
+		}
+		if ((j = record_read(s, e->d_name)) == NULL)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap != 0 ? 2 * cap : 64;
+			struct sjob **m = realloc(all, ncap * sizeof(*m));
+			if (m == NULL) {
+				sjob_free(j);
+				break;
+			}
+			all = m;
+			cap = ncap;
+		}
+		all[n++] = j;
+	}
+	closedir(d);
+	if (n > 0)
+		qsort(all, n, sizeof(*all), newest_first);
+	struct sjob **tail = &s->l.jobs;
+	for (size_t i = 0; i < n; i++) {
+		j = all[i];
+		if (i >= KEEP_DONE) {
+			record_forget(s, j->id);
+			sjob_free(j);
+			continue;
+		}
+		if (j->lost) {
+			lost++;
+			record_write(s, j);
+		}
+		*tail = j;
+		tail = &j->next;
+	}
+	free(all);
+	log_info("jobs_loaded", "{s:I, s:I}", "jobs",
+	    (json_int_t)(n < KEEP_DONE ? n : KEEP_DONE), "lost",
+	    (json_int_t)lost);
 }
 
 /* Reads what j's child wrote and reaps it if it ended; l->mu held. */
@@ -418,6 +725,7 @@ reap(struct serve *s, struct sjob *j)
 			s->duration_bucket[i]++;
 	s->duration_count++;
 	s->duration_sum += secs;
+	record_write(s, j);
 	if (j->callback != NULL)
 		callback_queue(s, j);
 	/* Killed, or its revoke or its patch not done: cordon run left its
@@ -508,6 +816,7 @@ tick(void *ctx)
 		if (j->done && ++done > KEEP_DONE &&
 		    now - j->ended > KEEP_SECONDS) {
 			*p = j->next;
+			record_forget(s, j->id);
 			sjob_free(j);
 			continue;
 		}
@@ -853,8 +1162,8 @@ static json_t *
 job_json(const struct sjob *j)
 {
 	json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:o, s:O?}", "job", j->id,
-	    "state", j->done ? "done" : "running", "manifest", j->manifest,
-	    "started", (json_int_t)j->started, "ended",
+	    "state", state_of(j), "manifest", j->manifest, "started",
+	    (json_int_t)j->started, "ended",
 	    j->done ? json_integer((json_int_t)j->ended) : json_null(),
 	    "result", j->res);
 
@@ -1161,6 +1470,9 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 	j->chunks = json_array();
 	j->started = time(NULL);
 	j->started_ms = monotonic_ms();
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	j->order = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	snprintf(j->manifest, sizeof(j->manifest), "%s",
 	    json_string_value(json_object_get(body, "manifest")));
 	if (key != NULL) {
@@ -1209,6 +1521,7 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 	s->started_total++;
 	j->next = l->jobs;
 	l->jobs = j;
+	record_write(s, j);
 	http_reply_json(res, 201, job_json(j));
 	pthread_mutex_unlock(&l->mu);
 out:
@@ -1234,8 +1547,8 @@ jobs_list(void *ctx, struct http_request *req, struct http_response *res)
 	struct sjob *j, *last = NULL;
 
 	if (state != NULL && strcmp(state, "running") != 0 &&
-	    strcmp(state, "done") != 0)
-		problems_add(problems, "state", "running or done");
+	    strcmp(state, "done") != 0 && strcmp(state, "lost") != 0)
+		problems_add(problems, "state", "running, done or lost");
 	if (manifest != NULL && !name_ok(manifest, 64, "._-"))
 		problems_add(problems, "manifest", "a manifest's name");
 	if (limit_s != NULL) {
@@ -1266,8 +1579,7 @@ jobs_list(void *ctx, struct http_request *req, struct http_response *res)
 	list = json_array();
 	for (; j != NULL; j = j->next) {
 		reap(s, j);
-		if ((state != NULL &&
-			strcmp(state, j->done ? "done" : "running") != 0) ||
+		if ((state != NULL && strcmp(state, state_of(j)) != 0) ||
 		    (manifest != NULL && strcmp(manifest, j->manifest) != 0))
 			continue;
 		if ((long)json_array_size(list) == limit)
@@ -1409,8 +1721,7 @@ follow_answer(struct serve *s, struct http_request *req,
 		json_array_append(chunks, json_array_get(j->chunks, i));
 	http_reply_json(res, 200,
 	    json_pack("{s:s, s:s, s:I, s:I, s:o, s:b, s:O?}", "job", j->id,
-		"state", j->done ? "done" : "running", "offset",
-		(json_int_t)offset, "next",
+		"state", state_of(j), "offset", (json_int_t)offset, "next",
 		(json_int_t)((size_t)offset > n ? (size_t)offset : n), "chunks",
 		chunks, "truncated", j->live_truncated, "envelope",
 		j->done ? result_get(j, "output") : NULL));
@@ -1439,6 +1750,12 @@ job_output(void *ctx, struct http_request *req, struct http_response *res)
 		json_t *out = result_get(j, "output");
 		if (out != NULL)
 			http_reply_json(res, 200, json_incref(out));
+		else if (j->from_record)
+			http_reply_error(res, 410, "output_gone",
+			    "serve restarted since the job ended: its output "
+			    "is "
+			    "not kept across restarts (its patch and report "
+			    "are)");
 		else
 			http_reply_error(res, 502, "no_output",
 			    "the job ended without a result");
@@ -1485,8 +1802,23 @@ read_patch(struct serve *s, const struct sjob *j, struct http_response *res,
 {
 	const char *at = json_string_value(result_get(j, "patch"));
 	const char *kept = json_string_value(result_get(j, "workspace_kept"));
+	char lost_at[PATH_MAX];
 	int r;
 
+	/* Lost, its result with it: the patch is where cordon run (or
+	 * recover) writes one, if it did. */
+	if (at == NULL && j->lost) {
+		snprintf(lost_at, sizeof(lost_at), "%s/%s.patch",
+		    s->l.cfg.common.state_dir, j->id);
+		r = spawner_open_patch(&s->sp, j->id);
+		if (r == -ENOENT) {
+			http_reply_error(res, 404, "no_patch",
+			    "no patch at %s yet: %s", lost_at, LOST_ERROR);
+			return -1;
+		}
+		at = lost_at;
+		goto read;
+	}
 	if (at == NULL) {
 		http_reply_error(res, 404, "no_patch",
 		    "the job left no patch%s%s",
@@ -1498,6 +1830,7 @@ read_patch(struct serve *s, const struct sjob *j, struct http_response *res,
 	/* cordon run wrote it as root, 0600, at <state_dir>/<job>.patch:
 	 * the spawner opens it for this unprivileged part. */
 	r = spawner_open_patch(&s->sp, j->id);
+read:
 	if (r >= 0)
 		r = read_capped(r, PATCH_MAX, ret, ret_len);
 	if (r == -ENOENT) {
@@ -1542,22 +1875,37 @@ job_report(void *ctx, struct http_request *req, struct http_response *res)
 	j = find_done(s, req, res, "report");
 	if (j == NULL)
 		goto out;
-	if (json_string_value(result_get(j, "patch")) != NULL) {
+	if (j->lost) {
+		/* The patch its stop path or recover wrote, if one did. */
+		int fd = spawner_open_patch(&s->sp, j->id);
+		char at[PATH_MAX];
+		snprintf(at, sizeof(at), "%s/%s.patch",
+		    s->l.cfg.common.state_dir, j->id);
+		if (fd >= 0 && read_capped(fd, PATCH_MAX, &text, &len) == 0) {
+			sha256_hex(text, len, sha);
+			json_decref(patch);
+			patch = json_pack("{s:s, s:I, s:s}", "path", at,
+			    "bytes", (json_int_t)len, "sha256", sha);
+		}
+	} else if (json_string_value(result_get(j, "patch")) != NULL) {
 		if (read_patch(s, j, res, &text, &len) < 0)
 			goto out;
 		sha256_hex(text, len, sha);
+		json_decref(patch);
 		patch =
 		    json_pack("{s:O, s:I, s:s}", "path", result_get(j, "patch"),
 			"bytes", (json_int_t)len, "sha256", sha);
 	}
 	http_reply_json(res, 200,
-	    json_pack("{s:s, s:O?, s:O?, s:O?, s:o, s:O?, s:O?, s:O?, s:O?}",
+	    json_pack("{s:s, s:O?, s:O?, s:O?, s:o, s:O?, s:O?, s:O?, s:O?, "
+		      "s:s?}",
 		"job", j->id, "verdict", result_get(j, "verdict"),
 		"stop_reason", result_get(j, "stop_reason"), "exit_code",
 		result_get(j, "exit_code"), "patch", patch, "flags",
 		result_get(j, "flags"), "changes", result_get(j, "changes"),
 		"excluded", result_get(j, "excluded"), "workspace_kept",
-		result_get(j, "workspace_kept")));
+		result_get(j, "workspace_kept"), "error",
+		j->lost ? j->error : NULL));
 	patch = NULL;
 out:
 	json_decref(patch);
@@ -1571,16 +1919,17 @@ static void
 metrics(void *ctx, struct buf *out)
 {
 	struct serve *s = ctx;
-	uint64_t running = 0, done = 0;
+	uint64_t running = 0, done = 0, lost = 0;
 	char label[64];
 
 	pthread_mutex_lock(&s->l.mu);
 	for (struct sjob *j = s->l.jobs; j != NULL; j = j->next)
-		j->done ? done++ : running++;
+		j->lost ? lost++ : j->done ? done++ : running++;
 	metrics_header(out, "cordon_serve_jobs", "gauge",
 	    "jobs serve holds, by state");
 	metrics_sample(out, "cordon_serve_jobs", "state=\"running\"", running);
 	metrics_sample(out, "cordon_serve_jobs", "state=\"done\"", done);
+	metrics_sample(out, "cordon_serve_jobs", "state=\"lost\"", lost);
 	metrics_one(out, "cordon_serve_jobs_started_total", "counter",
 	    "jobs started (the broker made them)", s->started_total);
 	metrics_one(out, "cordon_serve_jobs_not_started_total", "counter",
@@ -1673,7 +2022,8 @@ launcher_serve(int argc, char **argv)
 {
 	static struct serve s = { .l = { .mu = PTHREAD_MUTEX_INITIALIZER },
 		.sp = { .fd = -1 },
-		.queue_cond = PTHREAD_COND_INITIALIZER };
+		.queue_cond = PTHREAD_COND_INITIALIZER,
+		.records_fd = -1 };
 	struct launcher *l = &s.l;
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
@@ -1737,6 +2087,12 @@ launcher_serve(int argc, char **argv)
 	r = service_open(&l->cfg.common, &fd, addr, sizeof(addr));
 	if (r >= 0)
 		goto out;
+	/* Its jobs' records, kept across restarts: a directory the HTTP
+	 * part owns, opened before the drop. */
+	if ((r = records_open(&s)) < 0)
+		log_warn("no_records", "{s:s, s:s, s:s}", "path",
+		    l->cfg.common.state_dir, "error", strerror(-r), "effect",
+		    "a restart of serve forgets its jobs");
 	/* Keys read, socket open, systemd's socket connected: root is not
 	 * needed here any more. */
 	(void)service_notify_connect();
@@ -1752,6 +2108,7 @@ launcher_serve(int argc, char **argv)
 		goto out;
 	}
 	s.callback_thread_started = true;
+	records_load(&s);
 	struct http_server_config http = {
 		.svc = "launcher",
 		.listen_fd = steal_fd(&fd),
@@ -1811,6 +2168,8 @@ out:
 		sjob_free(j);
 	}
 	explicit_bzero(s.callback_key, sizeof(s.callback_key));
+	if (s.records_fd >= 0)
+		close(s.records_fd);
 	launcher_config_free(&l->cfg);
 	return r;
 }

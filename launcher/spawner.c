@@ -585,21 +585,30 @@ spawner_close(struct spawner *sp)
 }
 
 int
-spawner_drop_root(void)
+spawner_serve_user(uid_t *ret_uid, gid_t *ret_gid)
 {
-	const struct passwd *pw;
-	uid_t uid;
-	gid_t gid;
+	const struct passwd *pw = getpwnam("cordon-serve");
 
-	if (geteuid() != 0)
-		return 0;
-	pw = getpwnam("cordon-serve");
 	if (pw == NULL)
 		pw = getpwnam("nobody");
 	if (pw == NULL || pw->pw_uid == 0)
 		return -ENOENT;
-	uid = pw->pw_uid;
-	gid = pw->pw_gid;
+	*ret_uid = pw->pw_uid;
+	*ret_gid = pw->pw_gid;
+	return 0;
+}
+
+int
+spawner_drop_root(void)
+{
+	uid_t uid;
+	gid_t gid;
+	int r;
+
+	if (geteuid() != 0)
+		return 0;
+	if ((r = spawner_serve_user(&uid, &gid)) < 0)
+		return r;
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
 		(void)prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
 	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||

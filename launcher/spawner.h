@@ -79,6 +79,10 @@ int spawner_reaped(struct spawner *sp, pid_t pid, int *status, int timeout_ms);
  * the spawner: its exit status as waitpid's, or -1. */
 int spawner_close(struct spawner *sp);
 
+/* The user the HTTP part drops to: cordon-serve, else nobody. 0, or
+ * -ENOENT when neither exists (or it is root). */
+int spawner_serve_user(uid_t *ret_uid, gid_t *ret_gid);
+
 /*
  * The HTTP part's drop, when it runs as root: to the user cordon-serve
  * (else nobody), no supplementary groups, every capability gone from
