@@ -144,12 +144,13 @@ class Serve(_Service):
                          timeout=max(self.timeout, 20))
 
     def wait(self, job, timeout=900.0, interval=0.2):
-        """Polls until the job is done: the job with its result. Raises
-        Timeout after timeout seconds."""
+        """Polls until the job is done (or lost: serve restarted while it
+        ran, and its error says what finishes it): the job with its
+        result. Raises Timeout after timeout seconds."""
         end = time.monotonic() + timeout
         while True:
             j = self.job(job)
-            if j.get("state") == "done":
+            if j.get("state") in ("done", "lost"):
                 return j
             if time.monotonic() >= end:
                 raise Timeout(job, timeout)
@@ -173,7 +174,7 @@ class Serve(_Service):
             for c in page["chunks"]:
                 yield c["stream"], c["text"]
             offset = page["next"]
-            if page["state"] == "done":
+            if page["state"] != "running":
                 return page.get("envelope")
 
     def patch(self, job):
