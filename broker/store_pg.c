@@ -18,6 +18,15 @@
  * is dropped and a new one made on the next call: while the database is
  * away calls fail with -ENOTCONN (the API answers 503) and recover by
  * themselves.
+ *
+ * A database that does not answer (a host gone silent, a server that
+ * accepts and says nothing) costs one call its deadline, not every call:
+ * a connection attempt is given 2 s (connect_timeout), a statement 5 s
+ * on the server (statement_timeout) and an answer PG_ANSWER_MS here;
+ * an attempt that fails or an answer that does not come marks the store
+ * down, and from then on every call needing a new connection fails at
+ * once with -ENOTCONN while the listener thread reconnects in the
+ * background; its connection made and LISTENing, the store is up again.
  */
 #include "store_pg.h"
 
@@ -38,6 +47,8 @@
 #include <unistd.h>
 
 #define PG_POOL_MAX 16
+#define PG_STATEMENT_MS 5000 /* statement_timeout, on the server */
+#define PG_ANSWER_MS (PG_STATEMENT_MS + 1000) /* a statement's, here */
 #define PG_RETRIES 8
 #define PG_PARAMS_MAX 12
 #define PG_CHANNEL "cordon_revocations"
@@ -109,6 +120,9 @@ struct store_pg {
 	pthread_mutex_t pool_mu;
 	PGconn *pool[PG_POOL_MAX];
 	size_t npool;
+	/* A connection attempt failed or an answer did not come: no new
+	 * connection is tried by a call until the listener has made one. */
+	atomic_bool down;
 
 	pthread_mutex_t mu;
 	pthread_cond_t work;
@@ -172,9 +186,9 @@ pg_connect(const char *url)
 	/* The URI's own values override the defaults before it. */
 	static const char *const keys[] = { "connect_timeout",
 		"application_name", "keepalives_idle", "keepalives_interval",
-		"keepalives_count", "dbname", NULL };
-	const char *vals[] = { "5", "cordon-broker", "10", "5", "3", url,
-		NULL };
+		"keepalives_count", "options", "dbname", NULL };
+	const char *vals[] = { "2", "cordon-broker", "10", "5", "3",
+		"-c statement_timeout=5000", url, NULL };
 	PGconn *c = PQconnectdbParams(keys, vals, 1);
 
 	if (c != NULL && PQstatus(c) != CONNECTION_OK) {
@@ -187,6 +201,8 @@ pg_connect(const char *url)
 	return c;
 }
 
+/* A pooled connection, else a new one unless the store is down and the
+ * listener reconnects (then NULL at once). */
 static PGconn *
 conn_get(struct store_pg *s)
 {
@@ -196,7 +212,11 @@ conn_get(struct store_pg *s)
 	if (s->npool > 0)
 		c = s->pool[--s->npool];
 	pthread_mutex_unlock(&s->pool_mu);
-	return c != NULL ? c : pg_connect(s->url);
+	if (c != NULL || (atomic_load(&s->down) && s->listener_started))
+		return c;
+	if ((c = pg_connect(s->url)) == NULL)
+		atomic_store(&s->down, true);
+	return c;
 }
 
 /* Drops every pooled connection: one was lost, so all likely were. */
@@ -220,7 +240,13 @@ conn_put(struct store_pg *s, PGconn *c)
 {
 	if (PQstatus(c) != CONNECTION_OK ||
 	    PQtransactionStatus(c) != PQTRANS_IDLE) {
-		if (PQstatus(c) != CONNECTION_OK)
+		/* Still busy: its answer did not come in time (q), so the
+		 * others' will not either. */
+		if (PQstatus(c) == CONNECTION_OK &&
+		    PQtransactionStatus(c) == PQTRANS_ACTIVE)
+			atomic_store(&s->down, true);
+		if (PQstatus(c) != CONNECTION_OK ||
+		    PQtransactionStatus(c) == PQTRANS_ACTIVE)
 			pool_flush(s);
 		PQfinish(c);
 		return;
@@ -291,7 +317,28 @@ pg_errno(PGconn *c, const PGresult *res)
 	if (strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
 	    strcmp(state, "57P03") == 0)
 		return -ENOTCONN;
+	if (strcmp(state, "57014") == 0)
+		return -ETIMEDOUT; /* statement_timeout */
 	return -EIO;
+}
+
+/* Waits until c's answer can be read, up to deadline: 0, -ETIMEDOUT, or
+ * -ENOTCONN. */
+static int
+wait_answer(PGconn *c, int64_t deadline)
+{
+	while (PQisBusy(c)) {
+		struct pollfd p = { .fd = PQsocket(c), .events = POLLIN };
+		int64_t left = deadline - monotonic_ms();
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+			return -ENOTCONN;
+		if (PQconsumeInput(c) == 0)
+			return -ENOTCONN;
+	}
+	return 0;
 }
 
 /* Runs sql with p (may be NULL): 0 with *ret (PQclear it, may be NULL
@@ -299,13 +346,34 @@ pg_errno(PGconn *c, const PGresult *res)
 static int
 q(PGconn *c, const char *sql, const struct params *p, PGresult **ret)
 {
-	/* Without parameters, the simple protocol: a migration's several
-	 * statements go as one. */
-	PGresult *res = p == NULL
-	    ? PQexec(c, sql)
-	    : PQexecParams(c, sql, p->n, NULL, p->v, p->len, p->fmt, 0);
-	ExecStatusType st = PQresultStatus(res);
+	int64_t deadline = monotonic_ms() + PG_ANSWER_MS;
+	PGresult *res = NULL, *next;
+	ExecStatusType st;
 	int r = 0;
+
+	/* Without parameters, the simple protocol: a migration's several
+	 * statements go as one. PQexec's answer, with a deadline: the
+	 * last result, or the error that stopped the rest. An answer that
+	 * does not come leaves c busy, for conn_put to drop. */
+	if ((p == NULL ? PQsendQuery(c, sql)
+		       : PQsendQueryParams(c, sql, p->n, NULL, p->v, p->len,
+			     p->fmt, 0)) == 0)
+		return pg_errno(c, NULL);
+	for (;;) {
+		if ((r = wait_answer(c, deadline)) < 0) {
+			PQclear(res);
+			return r;
+		}
+		if ((next = PQgetResult(c)) == NULL)
+			break;
+		if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR) {
+			PQclear(next);
+		} else {
+			PQclear(res);
+			res = next;
+		}
+	}
+	st = PQresultStatus(res);
 
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
 		r = pg_errno(c, res);
@@ -726,14 +794,20 @@ listener_main(void *arg)
 				return NULL;
 			continue;
 		}
+		/* The database answers: calls may connect again. */
+		atomic_store(&s->down, false);
 		listener_publish_head(s, c);
 		for (;;) {
 			PGnotify *n;
 
-			if (listener_sleep(s, PQsocket(c), 5000)) {
+			if (listener_sleep(s, PQsocket(c), 500)) {
 				PQfinish(c);
 				return NULL;
 			}
+			/* A call found the database silent: this connection
+			 * may be as stuck as its was; a new one tells. */
+			if (atomic_load(&s->down))
+				break;
 			if (PQconsumeInput(c) == 0)
 				break;
 			while ((n = PQnotifies(c)) != NULL) {

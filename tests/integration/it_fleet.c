@@ -811,6 +811,182 @@ START_TEST(a_broker_without_its_database_is_passed_over)
 }
 END_TEST
 
+/* --- a database that does not answer ---------------------------------- */
+
+/*
+ * A TCP relay to the test's PostgreSQL (its unix socket), in a thread:
+ * while forwarding it pumps bytes both ways; while silent it stops
+ * pumping and accepts new connections without ever answering them, a
+ * database host gone quiet. Back to forwarding, it drops every
+ * connection of the silence.
+ */
+#define RELAY_PAIRS 64
+
+struct relay {
+	int fd, port;
+	char sock[200];
+	atomic_bool silent, stop;
+	atomic_int accepted;
+	pthread_t th;
+};
+
+static void *
+relay_main(void *arg)
+{
+	struct relay *r = arg;
+	int cl[RELAY_PAIRS], sv[RELAY_PAIRS], n = 0;
+	bool was_silent = false;
+
+	while (!atomic_load(&r->stop)) {
+		struct pollfd p[1 + 2 * RELAY_PAIRS];
+		bool silent = atomic_load(&r->silent);
+		int np = 1, c;
+
+		if (was_silent && !silent) {
+			for (int i = 0; i < n; i++) {
+				close(cl[i]);
+				if (sv[i] >= 0)
+					close(sv[i]);
+			}
+			n = 0;
+		}
+		was_silent = silent;
+		p[0] = (struct pollfd){ .fd = r->fd, .events = POLLIN };
+		for (int i = 0; i < n && !silent; i++) {
+			p[np++] =
+			    (struct pollfd){ .fd = cl[i], .events = POLLIN };
+			p[np++] =
+			    (struct pollfd){ .fd = sv[i], .events = POLLIN };
+		}
+		if (poll(p, (nfds_t)np, 50) <= 0)
+			continue;
+		if ((p[0].revents & POLLIN) != 0 && n < RELAY_PAIRS &&
+		    (c = accept4(r->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+			atomic_fetch_add(&r->accepted, 1);
+			cl[n] = c;
+			sv[n] = silent ? -1 : unix_connect(r->sock);
+			if (!silent && sv[n] < 0)
+				close(c);
+			else
+				n++;
+		}
+		for (int i = 0, k = 1; i < n && !silent; i++, k += 2) {
+			bool gone = false;
+
+			for (int d = 0; d < 2 && !gone; d++) {
+				char buf[16384];
+				int from = d == 0 ? cl[i] : sv[i];
+				int to = d == 0 ? sv[i] : cl[i];
+				ssize_t m;
+
+				if ((p[k + d].revents & (POLLIN | POLLHUP)) ==
+				    0)
+					continue;
+				m = recv(from, buf, sizeof(buf), 0);
+				gone = m <= 0 ||
+				    send(to, buf, (size_t)m, MSG_NOSIGNAL) != m;
+			}
+			if (gone) {
+				close(cl[i]);
+				close(sv[i]);
+				cl[i] = cl[n - 1];
+				sv[i] = sv[n - 1];
+				n--;
+				break; /* the poll set no longer matches */
+			}
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		close(cl[i]);
+		if (sv[i] >= 0)
+			close(sv[i]);
+	}
+	return NULL;
+}
+
+static void
+relay_start(struct relay *r)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->sock, sizeof(r->sock), "%s/.s.PGSQL.%d", pg.dir, pg.port);
+	r->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(r->fd, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(r->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(r->fd, 64), 0);
+	ck_assert_int_eq(getsockname(r->fd, (struct sockaddr *)&sa, &len), 0);
+	r->port = ntohs(sa.sin_port);
+	ck_assert_int_eq(pthread_create(&r->th, NULL, relay_main, r), 0);
+}
+
+static void
+relay_stop(struct relay *r)
+{
+	atomic_store(&r->stop, true);
+	pthread_join(r->th, NULL);
+	close(r->fd);
+}
+
+#define SILENT_CALLS 10
+
+START_TEST(a_silent_database_is_503_at_once)
+{
+	struct relay rl;
+	struct daemon c;
+	char name[64], url[400], cfg[1500], *job, *tok, *late = NULL;
+	long status;
+	int before, attempts;
+
+	relay_start(&rl);
+	snprintf(name, sizeof(name), "silent%d", (int)getpid());
+	ck_assert_int_eq(pg_create_db(&pg, name, url, sizeof(url)), 0);
+	snprintf(url, sizeof(url),
+	    "postgresql://127.0.0.1:%d/%s?user=cordon&sslmode=disable", rl.port,
+	    name);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"store\": \"%s\", \"keys_dir\": \"%s/keys\", \"pepper\": "
+	    "\"%s/pepper\", \"lease_seconds\": 3600}",
+	    url, F.dir, F.dir);
+	ck_assert_int_eq(daemon_start(&c, "broker", cfg), 0);
+	put_manifest(&c);
+	job = new_job(&c);
+	tok = try_mint(&c, job, &status);
+	ck_assert_int_eq(status, 200);
+
+	/* The database host goes quiet: one call may wait for its answer,
+	 * then every call is 503 without trying to connect, while the
+	 * broker reconnects in the background. */
+	atomic_store(&rl.silent, true);
+	before = atomic_load(&rl.accepted);
+	for (int i = 0; i < SILENT_CALLS; i++) {
+		free(try_mint(&c, job, &status));
+		ck_assert_int_eq(status, 503);
+		ck_assert_int_eq(active_at(&c, tok), -503);
+	}
+	attempts = atomic_load(&rl.accepted) - before;
+	ck_assert_msg(attempts < SILENT_CALLS / 2,
+	    "%d connection attempts for %d calls", attempts, 2 * SILENT_CALLS);
+
+	/* It answers again: the broker finds out by itself. */
+	atomic_store(&rl.silent, false);
+	for (int i = 0; i < 200 && late == NULL; i++) {
+		late = try_mint(&c, job, &status);
+		if (late == NULL)
+			usleep(100000);
+	}
+	ck_assert_msg(late != NULL, "never recovered: %ld", status);
+	ck_assert_int_eq(active_at(&c, tok), 1);
+	ck_assert_int_eq(daemon_stop(&c), 0);
+	relay_stop(&rl);
+	free(late);
+	free(tok);
+	free(job);
+}
+END_TEST
+
 /* --- configuration ----------------------------------------------------- */
 
 /* cordon-broker -n with a config of store: the exit status, stderr. */
@@ -861,6 +1037,7 @@ fleet_suite(void)
 	tcase_add_test(tc, survives_a_database_restart);
 	tcase_add_test(tc, a_proxy_with_two_brokers_survives_one);
 	tcase_add_test(tc, a_broker_without_its_database_is_passed_over);
+	tcase_add_test(tc, a_silent_database_is_503_at_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
