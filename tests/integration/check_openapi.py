@@ -234,6 +234,8 @@ call(PX, P, "POST", f"/v1/jobs/{jid}", L, {})
 call(PX, P, "POST", "/v1/jobs/job_none", L, {})
 call(PX, P, "GET", f"/v1/jobs/{jid}/log", L)
 call(PX, P, "GET", "/v1/jobs/job_none/log", L)
+call(PX, P, "GET", "/v1/decisions?limit=5", A)  # no admin_key_file here: 401
+call(PX, P, "GET", "/v1/decisions", None)
 call(PX, P, "DELETE", f"/v1/jobs/{jid}", L)
 
 call(BR, B, "POST", f"/v1/jobs/{jid}/revoke", A, {"reason": "openapi"})
