@@ -134,14 +134,16 @@ config_once "$var/hatch.json" <<JSON
  "broker": "http://127.0.0.1:7701",
  "broker_key_file": "$var/broker/keys/launcher.key"}
 JSON
-# The proxy calls the broker with the verifier key, answers only the
-# launcher's, and resolves the example API's name to loopback.
+# The proxy calls the broker with the verifier key, answers the
+# launcher's (and the admin's, for its decision log: cordon logs), and
+# resolves the example API's name to loopback.
 grep -qs '^127\.0\.0\.1 invoices\.internal$' "$var/hosts" ||
 	echo "127.0.0.1 invoices.internal" >>"$var/hosts"
 config_once "$var/proxy.json" <<JSON
 {"broker": "http://127.0.0.1:7701",
  "broker_key_file": "$var/broker/keys/verifier.key",
  "launcher_key_file": "$var/broker/keys/launcher.key",
+ "admin_key_file": "$var/broker/keys/admin.key",
  "launcher_uid": $(id -u), "hosts_file": "$var/hosts", "follower": "quickstart"}
 JSON
 for svc in $services; do
