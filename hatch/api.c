@@ -105,8 +105,7 @@ policy_from_broker(struct hatch *h, const char *job, json_t **ret_policy,
 static void
 create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = { "job", "inputs", "disk_mb",
-		"return" };
+	static const char *const fields[] = { "job", "inputs" };
 	struct hatch *h = ctx;
 	json_t *body = http_request_body(req), *v, *in;
 	json_t *problems = json_array(), *out = NULL;
@@ -117,23 +116,14 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 	size_t i, n = 0;
 	int r;
 
-	/* From the broker, not from the launcher that asks. */
-	problems_unknown_keys(body, "", fields,
-	    h->cfg.policy_from_request ? ARRAY_SIZE(fields) : 2, problems);
+	/* From the broker, not from the launcher that asks: return and
+	 * disk_mb in the request are unknown keys. */
+	problems_unknown_keys(body, "", fields, ARRAY_SIZE(fields), problems);
 	job = json_string_value(json_object_get(body, "job"));
 	if (job == NULL || !workspace_job_ok(job))
 		problems_add(problems, "job",
 		    "required: [A-Za-z0-9._-]{1,128}, not starting with "
 		    "'.'");
-	v = json_object_get(body, "disk_mb");
-	if (v != NULL &&
-	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
-		json_integer_value(v) > WORKSPACE_MAX_DISK_MB))
-		problems_add(problems, "disk_mb", "an integer from 1 to 65536");
-	else if (v != NULL)
-		disk_mb = (long)json_integer_value(v);
-	if ((v = json_object_get(body, "return")) != NULL)
-		manifest_check_return(v, problems);
 	v = json_object_get(body, "inputs");
 	if (v != NULL &&
 	    (!json_is_array(v) || json_array_size(v) > WORKSPACE_MAX_INPUTS))
@@ -167,21 +157,18 @@ create_workspace(void *ctx, struct http_request *req, struct http_response *res)
 		goto out;
 	}
 
-	json_t *policy = json_incref(json_object_get(body, "return"));
-	if (!h->cfg.policy_from_request) {
-		const char *code;
-		char msg[300];
-		long status = policy_from_broker(h, job, &policy, &disk_mb,
-		    &code, msg, sizeof(msg));
+	json_t *policy = NULL;
+	const char *code;
+	char msg[300];
+	long status = policy_from_broker(h, job, &policy, &disk_mb, &code, msg,
+	    sizeof(msg));
 
-		if (status != 0) {
-			log_warn("workspace_refused", "{s:s, s:s}", "job", job,
-			    "reason", msg);
-			json_decref(problems);
-			http_reply_error(res, (unsigned)status, code, "%s",
-			    msg);
-			goto out;
-		}
+	if (status != 0) {
+		log_warn("workspace_refused", "{s:s, s:s}", "job", job,
+		    "reason", msg);
+		json_decref(problems);
+		http_reply_error(res, (unsigned)status, code, "%s", msg);
+		goto out;
 	}
 	pthread_mutex_lock(&h->mu);
 	r = workspace_create(h->workspaces, job, inputs, n, disk_mb,

@@ -21,12 +21,9 @@ static const struct config_option hatch_options[] = {
 	    offsetof(struct hatch_config, input_roots), 0, 0 },
 	{ "launcher_key_file", CONFIG_STRING,
 	    offsetof(struct hatch_config, launcher_key_file), 0, 0 },
-	{ "broker", CONFIG_LIST, offsetof(struct hatch_config, broker), 0,
-	    0 },
+	{ "broker", CONFIG_LIST, offsetof(struct hatch_config, broker), 0, 0 },
 	{ "broker_key_file", CONFIG_STRING,
 	    offsetof(struct hatch_config, broker_key_file), 0, 0 },
-	{ "policy_from_request", CONFIG_BOOL,
-	    offsetof(struct hatch_config, policy_from_request), 0, 0 },
 	{ "lower_tmpfs_mb", CONFIG_INT,
 	    offsetof(struct hatch_config, lower_tmpfs_mb), 0,
 	    WORKSPACE_MAX_LOWER_MB },
@@ -55,6 +52,28 @@ resolve_roots(struct config_strings *roots)
 		roots->v[i] = real;
 	}
 	return -1;
+}
+
+/*
+ * Settings that are gone and must not be taken for unknown typing:
+ * EXIT_CONFIG after one line on stderr that says why, or -1.
+ */
+static int
+refuse_gone_settings(const char *path)
+{
+	json_t *root = path != NULL ? json_load_file(path, 0, NULL) : NULL;
+	bool named = json_object_get(root, "policy_from_request") != NULL;
+
+	json_decref(root);
+	if (!named)
+		return -1;
+	fprintf(stderr,
+	    "%s: config %s: \"policy_from_request\" is gone: a job's "
+	    "return policy and disk cap come from the broker alone (set "
+	    "broker and broker_key_file; tests make their jobs there); "
+	    "remove the setting\n",
+	    HATCH_PROG, path);
+	return EXIT_CONFIG;
 }
 
 static void
@@ -88,6 +107,8 @@ main(int argc, char **argv)
 	    "The return path: copy-in, size-capped overlays, patches out.",
 	    &args);
 	if (r >= 0)
+		return r;
+	if ((r = refuse_gone_settings(args.config_path)) >= 0)
 		return r;
 	r = service_configure(&args, HATCH_PROG, "hatch", HATCH_LISTEN,
 	    hatch_options, ARRAY_SIZE(hatch_options), &h.cfg, &h.cfg.common);
@@ -154,11 +175,7 @@ main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (h.cfg.policy_from_request)
-		log_warn("policy_from_request", "{s:s}", "effect",
-		    "return policy and disk_mb are taken from the workspace "
-		    "request, not the broker: for testing the hatch alone");
-	else if (h.cfg.broker == NULL || h.broker_key == NULL)
+	if (h.cfg.broker == NULL || h.broker_key == NULL)
 		log_warn("no_broker", "{s:s}", "effect",
 		    "every workspace is refused until broker and "
 		    "broker_key_file are configured (a job's return policy "

@@ -31,9 +31,6 @@ struct hatch_config {
 	 * the key the hatch asks it with. */
 	char *broker;
 	char *broker_key_file;
-	/* The hatch alone (its tests): the request carries return and
-	 * disk_mb, no broker is asked. Never in a deployment. */
-	bool policy_from_request;
 };
 
 struct hatch {

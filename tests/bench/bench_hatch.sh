@@ -14,7 +14,7 @@ files=${BENCH_FILES:-10000}
 runs=${BENCH_RUNS:-3}
 [ "$(id -u)" = 0 ] || die "must run as root (mounts)"
 need curl python3 git bc
-need_bin cordon-hatch
+need_bin cordon-hatch cordon-broker
 
 # Everything the hatch and cp write goes to the same kind of place.
 mkdir -p "$tmp/fast"
@@ -34,8 +34,21 @@ for i in range(n):
 PY
 echo "tree: $(find "$src" -type f | wc -l) files, $(du -sm "$src" | cut -f1) MB" >&2
 
+# Each job's return policy and disk cap come from a broker, as in a
+# deployment: one manifest, a job of it per run.
+mkdir -p "$tmp/broker"
+echo '{"lease_seconds": 3600}' >"$tmp/broker/broker.json"
+start_service broker "$tmp/broker" "$bin/cordon-broker" --config "$tmp/broker/broker.json"
+B=$addr
+bkeys=$tmp/broker/var/broker/keys
+BA="Authorization: Bearer $(cat "$bkeys/admin.key")"
+BL="Authorization: Bearer $(cat "$bkeys/launcher.key")"
+curl -sf -X PUT -H "$BA" "$B/v1/manifests/bench-hatch" -d '{"name": "bench-hatch",
+  "command": ["/bin/true"], "limits": {"wall_seconds": 3600, "disk_mb": 512}}' >/dev/null
+
 echo "{\"input_roots\": [\"$tmp\"], \"launcher_key_file\": \"$tmp/key\",
-  \"state_dir\": \"$tmp/fast/hatch\", \"policy_from_request\": true}" >"$tmp/hatch.json"
+  \"broker\": \"$B\", \"broker_key_file\": \"$bkeys/launcher.key\",
+  \"state_dir\": \"$tmp/fast/hatch\"}" >"$tmp/hatch.json"
 echo "crk_bench-key-0123456789abcdefghijklmnopqrst" >"$tmp/key"
 start_service hatch "$tmp" "$bin/cordon-hatch" --config "$tmp/hatch.json"
 K="Authorization: Bearer $(cat "$tmp/key")"
@@ -46,10 +59,11 @@ ms() { echo "($2 - $1) * 1000" | bc -l; }
 
 copy_h=() copy_c=() seal_h=() seal_g=()
 for run in $(seq 1 "$runs"); do
+	job=$(curl -sf -X POST -H "$BL" "$B/v1/jobs" -d '{"manifest": "bench-hatch"}' | json_get job)
 	sync
 	t0=$(now)
 	out=$(curl -sf -X POST -H "$K" "$H/v1/workspaces" \
-		-d "{\"job\": \"b$run\", \"inputs\": [{\"src\": \"$src\", \"dst\": \"repo\"}], \"disk_mb\": 512}")
+		-d "{\"job\": \"$job\", \"inputs\": [{\"src\": \"$src\", \"dst\": \"repo\"}]}")
 	t1=$(now)
 	copy_h+=("$(ms "$t0" "$t1")")
 	t0=$(now)
@@ -74,7 +88,7 @@ for run in $(seq 1 "$runs"); do
 	umount "$tmp/merged"
 
 	t0=$(now)
-	curl -sf -X POST -H "$K" "$H/v1/workspaces/b$run/seal" >"$tmp/report.json"
+	curl -sf -X POST -H "$K" "$H/v1/workspaces/$job/seal" >"$tmp/report.json"
 	t1=$(now)
 	seal_h+=("$(ms "$t0" "$t1")")
 	grep -q '"modified":50' "$tmp/report.json" && grep -q '"added":10' "$tmp/report.json" &&
@@ -85,7 +99,7 @@ for run in $(seq 1 "$runs"); do
 	git diff --no-index --binary "$src" "$tmp/fast/after" >/dev/null || true
 	t1=$(now)
 	seal_g+=("$(ms "$t0" "$t1")")
-	curl -sf -X DELETE -H "$K" "$H/v1/workspaces/b$run" >/dev/null
+	curl -sf -X DELETE -H "$K" "$H/v1/workspaces/$job" >/dev/null
 done
 
 ch=$(printf '%s\n' "${copy_h[@]}" | median)

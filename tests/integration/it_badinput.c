@@ -1308,12 +1308,11 @@ normal_request(enum svc s)
 		free(job);
 		break;
 	case HATCH: {
-		char id[64];
-		snprintf(id, sizeof(id), "job_normal%u", normal_n);
+		char *id = broker_job();
 		j = harness_expect(&daemons[HATCH], 201, "POST",
 		    "/v1/workspaces", keys[LAUNCHER], NULL,
-		    json_pack("{s:s, s:[{s:s, s:s}], s:i}", "job", id, "inputs",
-			"src", make_repo(), "dst", "repo", "disk_mb", 8));
+		    json_pack("{s:s, s:[{s:s, s:s}]}", "job", id, "inputs",
+			"src", make_repo(), "dst", "repo"));
 		json_decref(j);
 		snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", id);
 		j = harness_expect(&daemons[HATCH], 200, "POST", path,
@@ -1325,6 +1324,7 @@ normal_request(enum svc s)
 		snprintf(path, sizeof(path), "/v1/workspaces/%s", id);
 		json_decref(harness_expect(&daemons[HATCH], 200, "DELETE", path,
 		    keys[LAUNCHER], NULL, NULL));
+		free(id);
 		break;
 	}
 	case SERVE: {
@@ -1414,10 +1414,12 @@ setup(void)
 	ck_assert_int_eq(daemon_start(&daemons[PROXY], "proxy", cfg), 0);
 
 	snprintf(roots, sizeof(roots), "%s", harness_tmpdir());
+	/* The hatch reads each job's return policy at the broker. */
 	snprintf(cfg, sizeof(cfg),
-	    "{\"input_roots\": [\"%s\"], \"policy_from_request\": true, "
+	    "{\"input_roots\": [\"%s\"], \"broker\": \"%s\", "
+	    "\"broker_key_file\": \"%s/var/broker/keys/launcher.key\", "
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\"}",
-	    roots, b->dir);
+	    roots, b->base, b->dir, b->dir);
 	ck_assert_int_eq(daemon_start(&daemons[HATCH], "hatch", cfg), 0);
 
 	snprintf(cfg, sizeof(cfg),

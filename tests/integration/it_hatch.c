@@ -2,9 +2,12 @@
  * cordon-hatch, the real daemon on loopback, as root (it mounts): copy-in
  * that copies what it should and refuses the rest whole, the tmpfs that
  * caps the job's writes, removal that leaves nothing mounted, and bad
- * input of every kind.
+ * input of every kind. Each job is made at a real broker, with the return
+ * policy and disk cap the test names, as production makes it; a test
+ * calls its jobs by tags, the broker names them.
  */
 #include "harness.h"
+#include "hatchjob.h"
 #include "http_client.h"
 
 #include <check.h>
@@ -20,7 +23,35 @@
 #define KEY "crk_hatch-test-key-0123456789abcdefghijkl"
 
 static struct daemon hatch;
+static struct hatchjob hj;
 static char roots[300], outside[300];
+
+/* A new job for tag, of a manifest returning ret (taken; NULL: none)
+ * with disk_mb (0: the default): its id. */
+static const char *
+mint(const char *tag, json_t *ret, int disk_mb)
+{
+	return hatchjob_mint(&hj, tag, ret, disk_mb);
+}
+
+/* The id of tag's job (minted before). */
+static const char *
+J(const char *tag)
+{
+	return hatchjob_id(&hj, tag);
+}
+
+/* "/v1/workspaces/<tag's id><suffix>", in one of four buffers. */
+static const char *
+wpath(const char *tag, const char *suffix)
+{
+	static char paths[4][256];
+	static unsigned n;
+	char *p = paths[n++ % 4];
+
+	snprintf(p, sizeof(paths[0]), "/v1/workspaces/%s%s", J(tag), suffix);
+	return p;
+}
 
 static void
 write_file(const char *path, const char *text, mode_t mode)
@@ -36,7 +67,7 @@ write_file(const char *path, const char *text, mode_t mode)
 static void
 start(void)
 {
-	char cfg[1024], keyfile[400], p[400];
+	char cfg[2048], keyfile[400], p[400];
 
 	/* Inputs live under roots; a file outside them is refused. */
 	snprintf(roots, sizeof(roots), "%s", harness_tmpdir());
@@ -45,10 +76,11 @@ start(void)
 	write_file(keyfile, KEY "\n", 0600);
 	snprintf(p, sizeof(p), "%s/secret.txt", outside);
 	write_file(p, "not for jobs\n", 0644);
+	hatchjob_start(&hj);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\", "
-	    "\"policy_from_request\": true}",
-	    roots, keyfile);
+	    "%s}",
+	    roots, keyfile, hj.hatch_config);
 	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
 }
 
@@ -56,6 +88,7 @@ static void
 stop(void)
 {
 	ck_assert_int_eq(daemon_stop(&hatch), 0);
+	hatchjob_stop(&hj);
 }
 
 static json_t *
@@ -111,8 +144,8 @@ START_TEST(copy_in_and_remove)
 	json_t *v;
 
 	v = expect(201, "POST", "/v1/workspaces", KEY,
-	    json_pack("{s:s, s:[{s:s, s:s}], s:i}", "job", "job_a", "inputs",
-		"src", repo, "dst", "checkout/repo", "disk_mb", 8));
+	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", mint("job_a", NULL, 8),
+		"inputs", "src", repo, "dst", "checkout/repo"));
 	const char *lower = json_string_value(json_object_get(v, "lower"));
 	const char *upper = json_string_value(json_object_get(v, "upper"));
 	ck_assert_ptr_nonnull(lower);
@@ -153,26 +186,26 @@ START_TEST(copy_in_and_remove)
 
 	/* One workspace per job. */
 	json_decref(expect(409, "POST", "/v1/workspaces", KEY,
-	    json_pack("{s:s, s:[]}", "job", "job_a", "inputs")));
+	    json_pack("{s:s, s:[]}", "job", J("job_a"), "inputs")));
 
 	/* Removal unmounts and leaves nothing. */
 	char dir[600];
 	snprintf(dir, sizeof(dir), "%s", lower);
 	*strrchr(dir, '/') = '\0';
-	json_decref(expect(200, "DELETE", "/v1/workspaces/job_a", KEY, NULL));
+	json_decref(expect(200, "DELETE", wpath("job_a", ""), KEY, NULL));
 	ck_assert_int_eq(access(dir, F_OK), -1);
 	ck_assert(!mounted(dir));
-	json_decref(expect(404, "DELETE", "/v1/workspaces/job_a", KEY, NULL));
+	json_decref(expect(404, "DELETE", wpath("job_a", ""), KEY, NULL));
 	json_decref(v);
 	/* A job gets one workspace: removed, it is closed. */
 	json_decref(expect(409, "POST", "/v1/workspaces", KEY,
-	    json_pack("{s:s, s:[]}", "job", "job_a", "inputs")));
+	    json_pack("{s:s, s:[]}", "job", J("job_a"), "inputs")));
 	/* And a DELETE that finds none closes it too: a create from a
 	 * launcher that died before its answer cannot come after. */
-	json_decref(
-	    expect(404, "DELETE", "/v1/workspaces/job_late", KEY, NULL));
+	mint("job_late", NULL, 0);
+	json_decref(expect(404, "DELETE", wpath("job_late", ""), KEY, NULL));
 	v = expect(409, "POST", "/v1/workspaces", KEY,
-	    json_pack("{s:s, s:[]}", "job", "job_late", "inputs"));
+	    json_pack("{s:s, s:[]}", "job", J("job_late"), "inputs"));
 	ck_assert_str_eq(json_string_value(json_object_get(v, "error")),
 	    "workspace_closed");
 	json_decref(v);
@@ -192,8 +225,8 @@ START_TEST(an_unfinished_workspace_goes_at_start)
 	json_t *v;
 
 	v = expect(201, "POST", "/v1/workspaces", KEY,
-	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", "job_done", "inputs",
-		"src", repo, "dst", "repo"));
+	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", mint("job_done", NULL, 0),
+		"inputs", "src", repo, "dst", "repo"));
 	snprintf(half, sizeof(half), "%s",
 	    json_string_value(json_object_get(v, "lower")));
 	json_decref(v);
@@ -234,12 +267,11 @@ START_TEST(an_unfinished_workspace_goes_at_start)
 	json_decref(
 	    expect(404, "DELETE", "/v1/workspaces/job_half", KEY, NULL));
 	/* The finished one is there, and seals. */
-	v = expect(200, "POST", "/v1/workspaces/job_done/seal", KEY, NULL);
+	v = expect(200, "POST", wpath("job_done", "/seal"), KEY, NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(v, "verdict")),
 	    "clean");
 	json_decref(v);
-	json_decref(
-	    expect(200, "DELETE", "/v1/workspaces/job_done", KEY, NULL));
+	json_decref(expect(200, "DELETE", wpath("job_done", ""), KEY, NULL));
 }
 END_TEST
 
@@ -279,15 +311,16 @@ START_TEST(refuses_what_it_must_not_copy)
 	ck_assert_int_eq(symlink("../../..", p), 0);
 
 	v = expect(422, "POST", "/v1/workspaces", KEY,
-	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", "job_h", "inputs", "src",
-		repo, "dst", "repo"));
+	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", mint("job_h", NULL, 0),
+		"inputs", "src", repo, "dst", "repo"));
 	ck_assert(has_problem(v, "path", "pipe", "fifo"));
 	ck_assert(has_problem(v, "path", "null", "device"));
 	ck_assert(has_problem(v, "path", "src/passwd", "leads out"));
 	ck_assert(has_problem(v, "path", "src/up", "leads out"));
 	json_decref(v);
 	/* Nothing is left of it. */
-	snprintf(ws, sizeof(ws), "%s/var/hatch/workspaces/job_h", hatch.dir);
+	snprintf(ws, sizeof(ws), "%s/var/hatch/workspaces/%s", hatch.dir,
+	    J("job_h"));
 	ck_assert_int_eq(access(ws, F_OK), -1);
 }
 END_TEST
@@ -328,18 +361,19 @@ START_TEST(bad_input_gets_the_right_status)
 		"inputs", "src", p, "dst", "a", "src", p, "dst", "a/b")));
 	json_decref(expect(422, "POST", "/v1/workspaces", KEY,
 	    json_pack("{s:s, s:[]}", "job", "../x", "inputs")));
-	json_decref(expect(422, "POST", "/v1/workspaces", KEY,
-	    json_pack("{s:s, s:[], s:i}", "job", "j", "inputs", "disk_mb", 0)));
+	/* The policy is the broker's: a request cannot carry one. */
+	v = expect(422, "POST", "/v1/workspaces", KEY,
+	    json_pack("{s:s, s:[], s:i}", "job", "j", "inputs", "disk_mb", 8));
+	ck_assert(has_problem(v, "field", "disk_mb", "unknown field"));
+	json_decref(v);
 	json_decref(expect(422, "POST", "/v1/workspaces", KEY,
 	    json_pack("{s:s, s:[], s:b}", "job", "j", "inputs", "extra", 1)));
 	json_decref(expect(422, "POST", "/v1/workspaces", KEY,
 	    json_pack("{s:s, s:s}", "job", "j", "inputs", "all")));
 	v = expect(422, "POST", "/v1/workspaces", KEY,
-	    json_pack("{s:s, s:[], s:{s:i, s:i, s:b}}", "job", "j", "inputs",
-		"return", "protected", 5, "max_patch_kb", 0, "verdict", 1));
-	ck_assert(has_problem(v, "field", "return.protected", "64 globs"));
-	ck_assert(has_problem(v, "field", "return.max_patch_kb", "1048576"));
-	ck_assert(has_problem(v, "field", "return.verdict", "unknown field"));
+	    json_pack("{s:s, s:[], s:{s:[s]}}", "job", "j", "inputs", "return",
+		"protected", "nothing/**"));
+	ck_assert(has_problem(v, "field", "return", "unknown field"));
 	json_decref(v);
 	/* Keys. */
 	json_decref(expect(401, "POST", "/v1/workspaces", NULL,
@@ -356,10 +390,11 @@ static char *
 workspace(const char *job, int disk_mb)
 {
 	const char *repo = make_repo(job);
+	const char *id = mint(job,
+	    json_pack("{s:[s]}", "protected", "docs/secret/**"), disk_mb);
 	json_t *v = expect(201, "POST", "/v1/workspaces", KEY,
-	    json_pack("{s:s, s:[{s:s, s:s}], s:i, s:{s:[s]}}", "job", job,
-		"inputs", "src", repo, "dst", "repo", "disk_mb", disk_mb,
-		"return", "protected", "docs/secret/**"));
+	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", id, "inputs", "src", repo,
+		"dst", "repo"));
 	char *upper = strdup(json_string_value(json_object_get(v, "upper")));
 
 	json_decref(v);
@@ -370,10 +405,7 @@ workspace(const char *job, int disk_mb)
 static json_t *
 seal(const char *job, json_t *output)
 {
-	char path[128];
-
-	snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", job);
-	return expect(200, "POST", path, KEY, output);
+	return expect(200, "POST", wpath(job, "/seal"), KEY, output);
 }
 
 /* Whether report's changes hold path with the change given. */
@@ -556,15 +588,13 @@ START_TEST(seal_api)
 	struct httpc_answer a;
 
 	/* Not sealed yet: no patch, no report. */
-	json_decref(
-	    expect(409, "GET", "/v1/workspaces/s_api/patch", KEY, NULL));
-	json_decref(
-	    expect(409, "GET", "/v1/workspaces/s_api/report", KEY, NULL));
+	json_decref(expect(409, "GET", wpath("s_api", "/patch"), KEY, NULL));
+	json_decref(expect(409, "GET", wpath("s_api", "/report"), KEY, NULL));
 	json_decref(
 	    expect(404, "POST", "/v1/workspaces/nothing/seal", KEY, NULL));
-	json_decref(expect(422, "POST", "/v1/workspaces/s_api/seal", KEY,
+	json_decref(expect(422, "POST", wpath("s_api", "/seal"), KEY,
 	    json_pack("{s:s}", "stdout", "not base64!")));
-	v = expect(422, "POST", "/v1/workspaces/s_api/seal", KEY,
+	v = expect(422, "POST", wpath("s_api", "/seal"), KEY,
 	    json_pack("{s:i, s:b}", "stderr", 5, "extra", 1));
 	ck_assert(has_problem(v, "field", "stderr", "base64"));
 	ck_assert(has_problem(v, "field", "extra", "unknown field"));
@@ -589,12 +619,12 @@ START_TEST(seal_api)
 	json_decref(r);
 
 	ck_assert_int_eq(httpc_request(hatch.base, "GET",
-			     "/v1/workspaces/s_api/patch", KEY, NULL, NULL,
-			     5000, &a),
+			     wpath("s_api", "/patch"), KEY, NULL, NULL, 5000,
+			     &a),
 	    0);
 	ck_assert_int_eq(a.status, 200);
 	httpc_answer_free(&a);
-	json_decref(expect(200, "DELETE", "/v1/workspaces/s_api", KEY, NULL));
+	json_decref(expect(200, "DELETE", wpath("s_api", ""), KEY, NULL));
 	free(u);
 }
 END_TEST
@@ -609,8 +639,8 @@ START_TEST(whiteouts_and_opaque_directories)
 	write_file(p, "pipeline {}\n", 0644);
 	snprintf(p, sizeof(p), "%s/wo", roots);
 	v = expect(201, "POST", "/v1/workspaces", KEY,
-	    json_pack("{s:s, s:[{s:s, s:s}], s:i}", "job", "wo", "inputs",
-		"src", p, "dst", "repo", "disk_mb", 8));
+	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", mint("wo", NULL, 8),
+		"inputs", "src", p, "dst", "repo"));
 	snprintf(mnt, sizeof(mnt), "%s", harness_tmpdir());
 	snprintf(opts, sizeof(opts),
 	    "lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=off,"
@@ -654,6 +684,31 @@ START_TEST(whiteouts_and_opaque_directories)
 }
 END_TEST
 
+/* The hatch alone once took a job's policy from the request
+ * (policy_from_request, for its tests): a configuration that still names
+ * it, true or false, is refused with the reason, not started. */
+START_TEST(a_config_naming_policy_from_request_is_refused)
+{
+	static const char *const values[] = { "true", "false" };
+	char cfg[400], out[1024], err[2048], text[128];
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(cfg, sizeof(cfg), "%s/hatch-%zu.json",
+		    harness_tmpdir(), i);
+		snprintf(text, sizeof(text), "{\"policy_from_request\": %s}",
+		    values[i]);
+		harness_write_file(cfg, text);
+		char *argv[] = { (char *)harness_bin("cordon-hatch"), "-n",
+			"--config", cfg, NULL };
+		int st = harness_run(argv, out, sizeof(out), err, sizeof(err));
+		ck_assert_msg(st == 78, "exit %d: %s%s", st, out, err);
+		ck_assert_msg(strstr(err, "policy_from_request") != NULL &&
+			strstr(err, "broker") != NULL,
+		    "stderr: %s", err);
+	}
+}
+END_TEST
+
 static Suite *
 hatch_suite(void)
 {
@@ -671,6 +726,9 @@ hatch_suite(void)
 	tcase_add_test(tc, whiteouts_and_opaque_directories);
 	tcase_add_test(tc, an_unfinished_workspace_goes_at_start);
 	suite_add_tcase(s, tc);
+	TCase *cf = tcase_create("config");
+	tcase_add_test(cf, a_config_naming_policy_from_request_is_refused);
+	suite_add_tcase(s, cf);
 	return s;
 }
 

@@ -9,6 +9,7 @@
  * result, as the job's output is cleaned of them.
  */
 #include "harness.h"
+#include "hatchjob.h"
 
 #include <check.h>
 #include <errno.h>
@@ -25,6 +26,7 @@
 #define RLO "\342\200\256" /* U+202E, RIGHT-TO-LEFT OVERRIDE */
 
 static struct daemon hatch;
+static struct hatchjob hj;
 static char roots[300];
 
 static void
@@ -61,16 +63,17 @@ mkdirs(const char *base, const char *rel)
 static void
 start(void)
 {
-	char cfg[1024], keyfile[400];
+	char cfg[2048], keyfile[400];
 
+	hatchjob_start(&hj);
 	snprintf(roots, sizeof(roots), "%s", harness_tmpdir());
 	snprintf(keyfile, sizeof(keyfile), "%s/launcher.key", harness_tmpdir());
 	write_file(keyfile, KEY "\n");
 	chmod(keyfile, 0600);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\", "
-	    "\"policy_from_request\": true}",
-	    roots, keyfile);
+	    "%s}",
+	    roots, keyfile, hj.hatch_config);
 	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
 }
 
@@ -78,6 +81,7 @@ static void
 stop(void)
 {
 	ck_assert_int_eq(daemon_stop(&hatch), 0);
+	hatchjob_stop(&hj);
 }
 
 static json_t *
@@ -86,9 +90,10 @@ expect(long want, const char *method, const char *path, json_t *body)
 	return harness_expect(&hatch, want, method, path, KEY, NULL, body);
 }
 
-/* A workspace for job over a small repository at dst "repo", with the
- * return policy ret (stolen, may be NULL): the path of its upper
- * directory (static) and, in ws, of the workspace. */
+/* A workspace for job (a tag: the broker names the job, of a manifest
+ * with the return policy ret, stolen, may be NULL, and disk_mb 8) over a
+ * small repository at dst "repo": the path of its upper directory
+ * (static) and, in ws, of the workspace. */
 static const char *
 workspace_with(const char *job, json_t *ret, char *ws, size_t wslen)
 {
@@ -100,10 +105,9 @@ workspace_with(const char *job, json_t *ret, char *ws, size_t wslen)
 	ck_assert_int_eq(mkdir(repo, 0755), 0);
 	snprintf(p, sizeof(p), "%s/README", repo);
 	write_file(p, "hello\n");
-	body = json_pack("{s:s, s:[{s:s, s:s}], s:i}", "job", job, "inputs",
-	    "src", repo, "dst", "repo", "disk_mb", 8);
-	if (ret != NULL)
-		json_object_set_new(body, "return", ret);
+	body = json_pack("{s:s, s:[{s:s, s:s}]}", "job",
+	    hatchjob_mint(&hj, job, ret, 8), "inputs", "src", repo, "dst",
+	    "repo");
 	v = expect(201, "POST", "/v1/workspaces", body);
 	snprintf(upper, sizeof(upper), "%s",
 	    json_string_value(json_object_get(v, "upper")));
@@ -134,9 +138,10 @@ mounts_under(const char *root)
 static json_t *
 seal(const char *job)
 {
-	char path[128];
+	char path[200];
 
-	snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", job);
+	snprintf(path, sizeof(path), "/v1/workspaces/%s/seal",
+	    hatchjob_id(&hj, job));
 	return expect(200, "POST", path, NULL);
 }
 
@@ -275,8 +280,13 @@ START_TEST(a_tree_too_deep_seals_refused_and_unmounts)
 	/* The evidence is the report and the patch; the job's tmpfs goes
 	 * (the inputs' waits for the DELETE). */
 	ck_assert_uint_eq(mounts_under(ws), 1);
-	json_decref(expect(200, "GET", "/v1/workspaces/deep/report", NULL));
-	json_decref(expect(200, "DELETE", "/v1/workspaces/deep", NULL));
+	char path[200];
+	snprintf(path, sizeof(path), "/v1/workspaces/%s/report",
+	    hatchjob_id(&hj, "deep"));
+	json_decref(expect(200, "GET", path, NULL));
+	snprintf(path, sizeof(path), "/v1/workspaces/%s",
+	    hatchjob_id(&hj, "deep"));
+	json_decref(expect(200, "DELETE", path, NULL));
 	ck_assert_uint_eq(mounts_under(ws), 0);
 }
 END_TEST

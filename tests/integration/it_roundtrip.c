@@ -14,6 +14,7 @@
  *                            CORDON_KEEP_TMP, to look at upper/)
  */
 #include "harness.h"
+#include "hatchjob.h"
 #include "http_client.h"
 
 #include <check.h>
@@ -32,6 +33,7 @@
 #define ARRAY_N(a) (sizeof(a) / sizeof((a)[0]))
 
 static struct daemon hatch;
+static struct hatchjob hj;
 static char roots[300];
 static unsigned long long rng;
 
@@ -48,9 +50,10 @@ rnd(unsigned n)
 static void
 start(void)
 {
-	char cfg[1024], keyfile[400];
+	char cfg[2048], keyfile[400];
 	int fd;
 
+	hatchjob_start(&hj);
 	snprintf(roots, sizeof(roots), "%s", harness_tmpdir());
 	snprintf(keyfile, sizeof(keyfile), "%s/launcher.key", harness_tmpdir());
 	fd = open(keyfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -59,8 +62,8 @@ start(void)
 	close(fd);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\", "
-	    "\"policy_from_request\": true}",
-	    roots, keyfile);
+	    "%s}",
+	    roots, keyfile, hj.hatch_config);
 	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
 }
 
@@ -68,6 +71,7 @@ static void
 stop(void)
 {
 	ck_assert_int_eq(daemon_stop(&hatch), 0);
+	hatchjob_stop(&hj);
 }
 
 /* Names that make quoting earn its keep. */
@@ -376,7 +380,7 @@ call(long want, const char *method, const char *path, json_t *body)
 static void
 one_case(unsigned seed)
 {
-	char src[PATH_MAX], job[32], path[128], mnt[PATH_MAX],
+	char src[PATH_MAX], job[128], path[256], mnt[PATH_MAX],
 	    opts[PATH_MAX * 3], snap[PATH_MAX], pristine[PATH_MAX],
 	    patchfile[PATH_MAX], tmp[300];
 	struct httpc_answer a;
@@ -389,10 +393,11 @@ one_case(unsigned seed)
 	ck_assert_int_eq(mkdir(src, 0755), 0);
 	random_tree(src, 0);
 
-	snprintf(job, sizeof(job), "rt-%u", seed);
+	/* The broker's job, of a manifest with disk_mb 64. */
+	hatchjob_new(&hj, NULL, 64, job, sizeof(job));
 	json_t *ws = call(201, "POST", "/v1/workspaces",
-	    json_pack("{s:s, s:[{s:s, s:s}], s:i}", "job", job, "inputs", "src",
-		src, "dst", "repo", "disk_mb", 64));
+	    json_pack("{s:s, s:[{s:s, s:s}]}", "job", job, "inputs", "src", src,
+		"dst", "repo"));
 	snprintf(mnt, sizeof(mnt), "%s/merged", tmp);
 	ck_assert_int_eq(mkdir(mnt, 0755), 0);
 	snprintf(opts, sizeof(opts),

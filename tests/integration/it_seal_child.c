@@ -8,6 +8,7 @@
  * mounts, namespaces, id changes or new sockets).
  */
 #include "harness.h"
+#include "hatchjob.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #define KEY "crk_hatch-test-key-0123456789abcdefghijkl"
 
 static struct daemon hatch;
+static struct hatchjob hj;
 static char roots[300];
 
 static void
@@ -35,16 +37,17 @@ write_file(const char *path, const char *text, mode_t mode)
 static void
 start(void)
 {
-	char cfg[1024], keyfile[400], dir[300];
+	char cfg[2048], keyfile[400], dir[300];
 
+	hatchjob_start(&hj);
 	snprintf(roots, sizeof(roots), "%s", harness_tmpdir());
 	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
 	snprintf(keyfile, sizeof(keyfile), "%s/launcher.key", dir);
 	write_file(keyfile, KEY "\n", 0600);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\", "
-	    "\"policy_from_request\": true}",
-	    roots, keyfile);
+	    "%s}",
+	    roots, keyfile, hj.hatch_config);
 	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
 }
 
@@ -52,6 +55,7 @@ static void
 stop(void)
 {
 	ck_assert_int_eq(daemon_stop(&hatch), 0);
+	hatchjob_stop(&hj);
 }
 
 /* The Seccomp_filters field of /proc/pid/status, or -1. */
@@ -74,7 +78,7 @@ filters_of(pid_t pid)
 
 START_TEST(the_seal_runs_in_a_confined_child)
 {
-	char repo[400], p[500];
+	char repo[400], p[500], job[128], path[200];
 	json_t *lines, *l, *sealer = NULL;
 	size_t i;
 
@@ -84,10 +88,11 @@ START_TEST(the_seal_runs_in_a_confined_child)
 	write_file(p, "hello\n", 0644);
 	json_decref(
 	    harness_expect(&hatch, 201, "POST", "/v1/workspaces", KEY, NULL,
-		json_pack("{s:s, s:[{s:s, s:s}]}", "job", "sealer", "inputs",
+		json_pack("{s:s, s:[{s:s, s:s}]}", "job",
+		    hatchjob_new(&hj, NULL, 8, job, sizeof(job)), "inputs",
 		    "src", repo, "dst", "repo")));
-	json_t *r = harness_expect(&hatch, 200, "POST",
-	    "/v1/workspaces/sealer/seal", KEY, NULL, NULL);
+	snprintf(path, sizeof(path), "/v1/workspaces/%s/seal", job);
+	json_t *r = harness_expect(&hatch, 200, "POST", path, KEY, NULL, NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(r, "verdict")),
 	    "clean");
 	json_decref(r);
