@@ -8,6 +8,7 @@
 
 #include "bodies.h"
 #include "feed_page.h"
+#include "issuers.h"
 #include "log.h"
 #include "manifest.h"
 #include "metrics.h"
@@ -468,12 +469,15 @@ heartbeat(void *ctx, struct http_request *req, struct http_response *res)
 	http_reply_json(res, 200, job_json(&j));
 }
 
-/* Revokes job in the store and wakes the followers: 0 or -errno. */
+/* Revokes job in the store and wakes the followers, then revokes its
+ * upstream credentials at their issuers (secrets_revoke_upstream; the
+ * list in *ret_upstream when not NULL): 0 or -errno. */
 static int
 revoke_job(struct broker *b, const char *job, const char *reason,
-    const char *actor, struct revoke_result *rr)
+    const char *actor, struct revoke_result *rr, json_t **ret_upstream)
 {
 	int r = store_job_revoke(b->store, job, reason, actor, rr);
+	json_t *up;
 
 	if (r < 0)
 		return r;
@@ -484,18 +488,41 @@ revoke_job(struct broker *b, const char *job, const char *reason,
 		    "reason", reason, "by", actor, "tokens_revoked",
 		    (json_int_t)rr->tokens_revoked, "seq", (json_int_t)rr->seq);
 	}
+	/* After the job's own tokens died: a failed issuer holds no part
+	 * of the revoke up beyond its time budget. */
+	up = secrets_revoke_upstream(b, job, actor);
+	if (ret_upstream != NULL)
+		*ret_upstream = up;
+	else
+		json_decref(up);
 	return 0;
 }
 
 static void
 revoke_answer(struct broker *b, const char *job, const struct revoke_result *rr,
-    struct http_response *res)
+    json_t *upstream, struct http_response *res)
 {
 	http_reply_json(res, 200,
-	    json_pack("{s:s, s:s, s:s, s:I, s:I, s:o}", "job", job, "state",
-		"revoked", "reason", rr->reason, "tokens_revoked",
+	    json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:O}", "job", job,
+		"state", "revoked", "reason", rr->reason, "tokens_revoked",
 		(json_int_t)rr->tokens_revoked, "seq", (json_int_t)rr->seq,
-		"propagated", feed_acks_result(b->feed, rr->seq)));
+		"propagated", feed_acks_result(b->feed, rr->seq), "upstream",
+		upstream != NULL ? upstream : json_array()));
+}
+
+/* A revoke request's state while it waits for the acknowledgements. */
+struct revoke_state {
+	struct revoke_result rr;
+	json_t *upstream;
+};
+
+static void
+revoke_state_free(void *p)
+{
+	struct revoke_state *st = p;
+
+	json_decref(st->upstream);
+	free(st);
 }
 
 /*
@@ -506,14 +533,14 @@ static void
 revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct broker *b = ctx;
-	struct revoke_result *rr = http_request_state(req);
+	struct revoke_state *st = http_request_state(req);
 	const char *job = http_request_param(req, 0);
 	const char *reason = NULL;
 	json_t *problems;
 	int r;
 
-	if (rr != NULL) { /* resumed: the followers had their chance */
-		revoke_answer(b, job, rr, res);
+	if (st != NULL) { /* resumed: the followers had their chance */
+		revoke_answer(b, job, &st->rr, st->upstream, res);
 		return;
 	}
 	problems = json_array();
@@ -523,19 +550,19 @@ revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
 	if (reason == NULL || reason[0] == '\0')
 		reason = (http_request_roles(req) & ROLE_ADMIN) ? "operator"
 								: "stopped";
-	rr = calloc(1, sizeof(*rr));
-	if (rr == NULL) {
+	st = calloc(1, sizeof(*st));
+	if (st == NULL) {
 		http_reply_error(res, 500, "internal", "out of memory");
 		return;
 	}
-	http_request_set_state(req, rr, free);
-	r = revoke_job(b, job, reason, actor_of(req), rr);
+	http_request_set_state(req, st, revoke_state_free);
+	r = revoke_job(b, job, reason, actor_of(req), &st->rr, &st->upstream);
 	if (r < 0) {
 		reply_job_error(b, res, r);
 		return;
 	}
-	if (feed_wait_acks(b->feed, rr->seq, req) == 1)
-		revoke_answer(b, job, rr, res);
+	if (feed_wait_acks(b->feed, st->rr.seq, req) == 1)
+		revoke_answer(b, job, &st->rr, st->upstream, res);
 }
 
 static void
@@ -871,7 +898,7 @@ introspect(void *ctx, struct http_request *req, struct http_response *res)
 			"introspection"));
 		log_warn("tripwire", "{s:s, s:s}", "job", t.job, "token_id",
 		    t.id);
-		if (revoke_job(b, t.job, "tripwire", "broker", &rr) < 0)
+		if (revoke_job(b, t.job, "tripwire", "broker", &rr, NULL) < 0)
 			atomic_fetch_add(&b->store_errors, 1);
 		free(t.params);
 		http_reply_json(res, 200, json_pack("{s:b}", "active", 0));
@@ -1063,7 +1090,7 @@ broker_sweep(void *ctx)
 
 		struct revoke_result rr;
 
-		if (revoke_job(b, job, why, "broker", &rr) == 0) {
+		if (revoke_job(b, job, why, "broker", &rr, NULL) == 0) {
 			atomic_fetch_add(&b->lapsed, 1);
 			log_warn("job_lapsed", "{s:s, s:s}", "job", job,
 			    "reason", why);
@@ -1102,6 +1129,22 @@ broker_metrics(void *ctx, struct buf *out)
 	metrics_one(out, "cordon_broker_store_errors_total", "counter",
 	    "Database failures (each answered with a refusal).",
 	    atomic_load(&b->store_errors));
+	struct issuers_counts ic;
+	issuers_counts(b->issuers, &ic);
+	metrics_one(out, "cordon_broker_upstream_issued_total", "counter",
+	    "Short-lived upstream credentials obtained from their issuers.",
+	    ic.issued);
+	metrics_one(out, "cordon_broker_upstream_issue_failures_total",
+	    "counter",
+	    "Upstream credentials an issuer refused or failed to give.",
+	    ic.issue_failed);
+	metrics_one(out, "cordon_broker_upstream_revoked_total", "counter",
+	    "Upstream credentials revoked at their issuer at a job's revoke.",
+	    ic.revoked);
+	metrics_one(out, "cordon_broker_upstream_revoke_failures_total",
+	    "counter",
+	    "Upstream credentials whose revocation at the issuer failed.",
+	    ic.revoke_failed);
 	metrics_one(out, "cordon_broker_feed_followers", "gauge",
 	    "Followers of the revocation feed connected now.",
 	    feed_followers(b->feed));

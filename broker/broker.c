@@ -5,6 +5,7 @@
 #include "broker.h"
 
 #include "confine.h"
+#include "issuers.h"
 #include "log.h"
 #include "secrets.h"
 #include "service.h"
@@ -26,6 +27,8 @@ const struct config_option broker_options[] = {
 	    0 },
 	{ "lease_seconds", CONFIG_INT,
 	    offsetof(struct broker_config, lease_seconds), 2, 3600 },
+	{ "issuer_ca_file", CONFIG_STRING,
+	    offsetof(struct broker_config, issuer_ca_file), 0, 0 },
 };
 const size_t broker_noptions = ARRAY_SIZE(broker_options);
 
@@ -213,6 +216,13 @@ broker_open(struct broker *b)
 	r = broker_secrets_key(b);
 	if (r < 0)
 		return r;
+	/* Credential issuers' TLS: their CA read now, before the sandbox. */
+	r = issuers_open(b->cfg.issuer_ca_file, &b->issuers);
+	if (r < 0) {
+		log_error("issuer_ca_failed", "{s:s}", "path",
+		    b->cfg.issuer_ca_file ?: "the system's trust store");
+		return r;
+	}
 	r = store_revocation_head(b->store, &head);
 	if (r == 0 && (b->feed = feed_new(head)) == NULL)
 		r = -ENOMEM;
@@ -242,6 +252,7 @@ broker_close(struct broker *b)
 	store_close(b->store);
 	feed_free(b->feed);
 	throttle_free(b->throttle);
+	issuers_close(b->issuers);
 	OPENSSL_cleanse(b->pepper, sizeof(b->pepper));
 	OPENSSL_cleanse(b->secrets_key, sizeof(b->secrets_key));
 	config_common_free(&b->cfg.common);
@@ -249,6 +260,7 @@ broker_close(struct broker *b)
 	free(b->cfg.db);
 	free(b->cfg.store);
 	free(b->cfg.pepper);
+	free(b->cfg.issuer_ca_file);
 }
 
 int

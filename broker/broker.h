@@ -35,6 +35,9 @@ struct broker_config {
 	char *store;
 	char *pepper; /* default <state_dir>/pepper */
 	long long lease_seconds; /* a job's lease between heartbeats */
+	/* PEM CAs the credential issuers' TLS is checked against (issuers.h);
+	 * default: the system's store */
+	char *issuer_ca_file;
 };
 
 struct broker {
@@ -45,6 +48,7 @@ struct broker {
 	struct throttle *throttle; /* each job's mint rate */
 	unsigned char pepper[PEPPER_LEN];
 	unsigned char secrets_key[32]; /* SECRETS_KEY_LEN: seals secrets */
+	struct issuers *issuers; /* short-lived upstream credentials held */
 	atomic_uint_fast64_t minted, introspected, active, revoked_jobs, lapsed,
 	    refused_mints, store_errors, rate_limited_mints, ceiling_mints;
 };

@@ -9,6 +9,7 @@
 #include "secrets.h"
 
 #include "broker.h"
+#include "issuers.h"
 #include "log.h"
 #include "manifest.h"
 #include "path.h"
@@ -198,16 +199,112 @@ meta_json(const struct secret_meta *m)
 	    "last_used", (json_int_t)m->last_used);
 }
 
+/* Overwrites every string inside j (an issuer's configuration holds a
+ * client secret or a private key) before it is freed. */
+static void
+wipe_json(json_t *j)
+{
+	const char *k;
+	size_t i;
+	json_t *v;
+
+	if (json_is_string(j))
+		OPENSSL_cleanse((char *)json_string_value(j),
+		    json_string_length(j));
+	else if (json_is_object(j))
+		json_object_foreach(j, k, v) wipe_json(v);
+	else if (json_is_array(j))
+		json_array_foreach(j, i, v) wipe_json(v);
+}
+
+/*
+ * What a PUT body seals: a static value as it is, or an issuer's
+ * configuration (issuers.h) as SECRETS_ISSUER_PREFIX and its JSON. 0
+ * with a malloc'd plaintext, or -EINVAL with why.
+ */
+static int
+plaintext_of(const json_t *body, char **ret, size_t *ret_len,
+    const char **ret_kind, char *why, size_t whylen)
+{
+	json_t *v = json_object_get(body, "value"), *cfg = NULL;
+	char *text, *out;
+	size_t n;
+
+	if (json_object_get(body, "kind") == NULL) {
+		if (!json_is_object(body) || json_object_size(body) != 1 ||
+		    !json_is_string(v) ||
+		    !value_ok(json_string_value(v), json_string_length(v))) {
+			snprintf(why, whylen,
+			    "the body must be {\"value\": ...}: 1 to %d "
+			    "printable ASCII bytes, nothing else; or an "
+			    "issuer's {\"kind\": ...}",
+			    SECRETS_VALUE_MAX);
+			return -EINVAL;
+		}
+		if ((*ret = strdup(json_string_value(v))) == NULL)
+			return -ENOMEM;
+		*ret_len = json_string_length(v);
+		*ret_kind = "static";
+		return 0;
+	}
+	if (issuers_config_check(body, &cfg, why, whylen) < 0)
+		return -EINVAL;
+	text = json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS);
+	*ret_kind = strcmp(json_string_value(json_object_get(cfg, "kind")),
+			ISSUER_OAUTH) == 0
+	    ? ISSUER_OAUTH
+	    : ISSUER_GITHUB;
+	wipe_json(cfg);
+	json_decref(cfg);
+	if (text == NULL)
+		return -ENOMEM;
+	n = strlen(SECRETS_ISSUER_PREFIX) + strlen(text);
+	out = n <= SECRETS_VALUE_MAX ? malloc(n + 1) : NULL;
+	if (out != NULL)
+		snprintf(out, n + 1, "%s%s", SECRETS_ISSUER_PREFIX, text);
+	OPENSSL_cleanse(text, strlen(text));
+	free(text);
+	if (out == NULL) {
+		snprintf(why, whylen,
+		    "the issuer's configuration is over %d bytes",
+		    SECRETS_VALUE_MAX);
+		return -EINVAL;
+	}
+	*ret = out;
+	*ret_len = n;
+	return 0;
+}
+
+/* An issuer's configuration from an opened secret, or NULL for a static
+ * value (or a configuration that no longer parses). */
+static json_t *
+issuer_config(const char *value, size_t len)
+{
+	size_t pl = strlen(SECRETS_ISSUER_PREFIX);
+
+	if (len <= pl || memcmp(value, SECRETS_ISSUER_PREFIX, pl) != 0)
+		return NULL;
+	return json_loadb(value + pl, len - pl, 0, NULL);
+}
+
+static bool
+is_issuer(const char *value, size_t len)
+{
+	size_t pl = strlen(SECRETS_ISSUER_PREFIX);
+
+	return len > pl && memcmp(value, SECRETS_ISSUER_PREFIX, pl) == 0;
+}
+
 void
 secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct broker *b = ctx;
-	const char *name = http_request_param(req, 0);
-	json_t *body = http_request_body(req),
-	       *v = json_object_get(body, "value");
+	const char *name = http_request_param(req, 0), *kind = "static";
+	json_t *body = http_request_body(req);
 	unsigned char sealed[SECRETS_SEALED_MAX];
 	struct secret_meta m;
-	size_t len = 0;
+	char why[200], *plain = NULL;
+	size_t len = 0, plen = 0;
 	int r = -EEXIST;
 
 	if (!manifest_name_ok(name)) {
@@ -215,15 +312,16 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 		    "a secret's name must be [a-z0-9][a-z0-9._-]{0,63}");
 		return;
 	}
-	if (!json_is_object(body) || json_object_size(body) != 1 ||
-	    !json_is_string(v) ||
-	    !value_ok(json_string_value(v), json_string_length(v))) {
-		http_reply_error(res, 422, "invalid_request",
-		    "the body must be {\"value\": ...}: 1 to %d printable "
-		    "ASCII bytes, nothing else",
-		    SECRETS_VALUE_MAX);
+	r = plaintext_of(body, &plain, &plen, &kind, why, sizeof(why));
+	if (r == -EINVAL) {
+		http_reply_error(res, 422, "invalid_request", "%s", why);
 		return;
 	}
+	if (r < 0) {
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	r = -EEXIST;
 	for (int i = 0; i < PUT_TRIES && r == -EEXIST; i++) {
 		int64_t next = 1;
 		r = store_secret_get(b->store, name, &m, NULL, NULL);
@@ -231,23 +329,26 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 			next = m.version + 1;
 		else if (r != -ENOENT)
 			break;
-		r = secrets_seal(b->secrets_key, name, next,
-		    json_string_value(v), json_string_length(v), sealed,
-		    sizeof(sealed), &len);
+		r = secrets_seal(b->secrets_key, name, next, plain, plen,
+		    sealed, sizeof(sealed), &len);
 		if (r == 0)
 			r = store_secret_put(b->store, name, next, sealed, len,
 			    actor_of(req));
 	}
 	OPENSSL_cleanse(sealed, sizeof(sealed));
+	OPENSSL_cleanse(plain, plen);
+	free(plain);
 	if (r == 0)
 		r = store_secret_get(b->store, name, &m, NULL, NULL);
 	if (r < 0) {
 		reply_store_error(b, res, r);
 		return;
 	}
-	log_info("secret_put", "{s:s, s:I}", "secret", name, "version",
-	    (json_int_t)m.version);
-	http_reply_json(res, 200, meta_json(&m));
+	log_info("secret_put", "{s:s, s:I, s:s}", "secret", name, "version",
+	    (json_int_t)m.version, "kind", kind);
+	json_t *out = meta_json(&m);
+	json_object_set_new(out, "kind", json_string(kind));
+	http_reply_json(res, 200, out);
 }
 
 void
@@ -255,8 +356,11 @@ secrets_get(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct broker *b = ctx;
 	struct secret_meta m;
-	int r = store_secret_get(b->store, http_request_param(req, 0), &m, NULL,
-	    NULL);
+	unsigned char *sealed = NULL;
+	char value[SECRETS_VALUE_MAX + 1];
+	size_t slen = 0, vlen = 0;
+	int r = store_secret_get(b->store, http_request_param(req, 0), &m,
+	    &sealed, &slen);
 
 	if (r == -ENOENT) {
 		http_reply_error(res, 404, "unknown_secret", "no such secret");
@@ -268,6 +372,24 @@ secrets_get(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	json_t *out = meta_json(&m), *cands = NULL, *names = json_array(), *c;
 	size_t i;
+
+	/* The kind, and what of an issuer's configuration may be shown. */
+	r = secrets_unseal(b->secrets_key, m.name, m.version, sealed, slen,
+	    value, sizeof(value), &vlen);
+	free(sealed);
+	if (r < 0) {
+		json_object_set_new(out, "kind", json_string("unsealable"));
+	} else if (is_issuer(value, vlen)) {
+		json_t *cfg = issuer_config(value, vlen);
+		json_t *pub = issuers_public(cfg);
+		json_object_update(out, pub);
+		json_decref(pub);
+		wipe_json(cfg);
+		json_decref(cfg);
+	} else {
+		json_object_set_new(out, "kind", json_string("static"));
+	}
+	OPENSSL_cleanse(value, sizeof(value));
 	r = store_secret_manifests(b->store, m.name, &cands);
 	if (r < 0) {
 		json_decref(out);
@@ -368,6 +490,98 @@ secrets_check_manifest(struct broker *b, const json_t *m, json_t *problems)
 	}
 }
 
+/*
+ * The credential of an issuer's secret (configuration in value) for job,
+ * written over value (cap bytes) with its length in *vlen: 0, or -1 once
+ * the refusal is answered. Each credential obtained, and each attempt
+ * that failed, is audited (name, version, job, kind, issuer; never a
+ * value).
+ */
+static int
+release_issued(struct broker *b, const char *job, const char *name,
+    int64_t version, char *value, size_t *vlen, size_t cap,
+    const char **ret_source, int64_t *ret_expires, struct http_response *res)
+{
+	json_t *cfg = issuer_config(value, *vlen);
+	struct issued *got = calloc(1, sizeof(*got));
+	char why[240];
+	long status = 0;
+	int r;
+
+	OPENSSL_cleanse(value, cap);
+	if (cfg == NULL || got == NULL) {
+		json_decref(cfg);
+		free(got);
+		http_reply_error(res, 500, "secret_unusable",
+		    "secret %s holds no issuer configuration this broker "
+		    "reads: PUT it again",
+		    name);
+		return -1;
+	}
+	const char *kind =
+	    strcmp(json_string_value(json_object_get(cfg, "kind")) ?: "",
+		ISSUER_OAUTH) == 0
+	    ? ISSUER_OAUTH
+	    : ISSUER_GITHUB;
+	json_t *audit = json_pack("{s:s, s:s, s:I, s:s, s:s}", "job", job,
+	    "secret", name, "version", (json_int_t)version, "kind", kind,
+	    "issuer", issuers_issuer(cfg) ?: "");
+	r = issuers_release(b->issuers, job, name, version, cfg, got, &status,
+	    why, sizeof(why));
+	wipe_json(cfg);
+	json_decref(cfg);
+	if (r < 0) {
+		if (audit != NULL) {
+			json_object_set_new(audit, "error", json_string(why));
+			if (status != 0)
+				json_object_set_new(audit, "status",
+				    json_integer(status));
+			store_audit_async(b->store, "upstream_issue_failed",
+			    audit);
+		}
+		log_warn("upstream_issue_failed", "{s:s, s:s, s:s, s:s}", "job",
+		    job, "secret", name, "kind", kind, "error", why);
+		free(got);
+		if (r == -ESTALE)
+			http_reply_error(res, 409, "job_not_running",
+			    "job %s was revoked meanwhile: nothing released",
+			    job);
+		else if (r == -EPROTO)
+			http_reply_error(res, 502, "issuer_refused",
+			    "the issuer of secret %s refused: %s", name, why);
+		else if (r == -EIO)
+			http_reply_error(res, 502, "issuer_failed",
+			    "the issuer of secret %s failed: %s", name, why);
+		else if (r == -ECONNREFUSED || r == -ETIMEDOUT || r == -ENOSPC)
+			http_reply_error(res, 503, "issuer_unavailable",
+			    "the issuer of secret %s is not reachable: %s",
+			    name, why);
+		else
+			http_reply_error(res, 500, "secret_unusable",
+			    "secret %s: %s", name,
+			    why[0] != '\0' ? why : strerror(-r));
+		return -1;
+	}
+	if (got->fresh && audit != NULL) {
+		if (got->expires != 0)
+			json_object_set_new(audit, "expires",
+			    json_integer(got->expires));
+		store_audit_async(b->store, "upstream_issued", audit);
+		audit = NULL;
+		log_info("upstream_issued", "{s:s, s:s, s:I, s:s}", "job", job,
+		    "secret", name, "version", (json_int_t)version, "kind",
+		    kind);
+	}
+	json_decref(audit);
+	memcpy(value, got->value, got->len + 1);
+	*vlen = got->len;
+	*ret_source = kind;
+	*ret_expires = got->expires;
+	OPENSSL_cleanse(got, sizeof(*got));
+	free(got);
+	return 0;
+}
+
 void
 secrets_release(void *ctx, struct http_request *req, struct http_response *res)
 {
@@ -379,6 +593,8 @@ secrets_release(void *ctx, struct http_request *req, struct http_response *res)
 	unsigned char *sealed = NULL;
 	char value[SECRETS_VALUE_MAX + 1];
 	size_t slen = 0, vlen = 0;
+	const char *source = "static";
+	int64_t expires = 0;
 	struct job j;
 	int r;
 
@@ -428,6 +644,14 @@ secrets_release(void *ctx, struct http_request *req, struct http_response *res)
 			    name, SECRETS_KEY_FILE);
 			return;
 		}
+		/* An issuer's secret: its credential for this job is what
+		 * is released, never the configuration. */
+		if (is_issuer(value, vlen) &&
+		    release_issued(b, j.id, name, m.version, value, &vlen,
+			sizeof(value), &source, &expires, res) < 0) {
+			OPENSSL_cleanse(value, sizeof(value));
+			return;
+		}
 		/* Audited before a byte of the value leaves. */
 		r = store_secret_released(b->store, name, m.version, j.id,
 		    actor_of(req));
@@ -439,9 +663,43 @@ secrets_release(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	log_info("secret_released", "{s:s, s:s, s:I}", "job", j.id, "secret",
 	    name, "version", (json_int_t)m.version);
-	http_reply_json(res, 200,
-	    json_pack("{s:s, s:s, s:I, s:s%, s:s}", "job", j.id, "secret", name,
-		"version", (json_int_t)m.version, "value", value, vlen,
-		"source", "static"));
+	json_t *out = json_pack("{s:s, s:s, s:I, s:s%, s:s}", "job", j.id,
+	    "secret", name, "version", (json_int_t)m.version, "value", value,
+	    vlen, "source", source);
+	if (out != NULL && expires != 0)
+		json_object_set_new(out, "expires", json_integer(expires));
+	http_reply_json(res, 200, out);
 	OPENSSL_cleanse(value, sizeof(value));
+}
+
+json_t *
+secrets_revoke_upstream(struct broker *b, const char *job, const char *actor)
+{
+	json_t *list = issuers_revoke_job(b->issuers, job), *e;
+	size_t i;
+
+	json_array_foreach(list, i, e)
+	{
+		bool ok = json_is_true(json_object_get(e, "ok"));
+		json_t *d = json_deep_copy(e);
+
+		if (d != NULL) {
+			json_object_set_new(d, "job", json_string(job));
+			json_object_set_new(d, "actor", json_string(actor));
+			store_audit_async(b->store,
+			    ok ? "upstream_revoked" : "upstream_revoke_failed",
+			    d);
+		}
+		if (ok)
+			log_info("upstream_revoked", "{s:s, s:O, s:O}", "job",
+			    job, "secret", json_object_get(e, "secret"), "kind",
+			    json_object_get(e, "kind"));
+		else
+			log_warn("upstream_revoke_failed",
+			    "{s:s, s:O, s:O, s:O}", "job", job, "secret",
+			    json_object_get(e, "secret"), "kind",
+			    json_object_get(e, "kind"), "error",
+			    json_object_get(e, "error"));
+	}
+	return list;
 }

@@ -7,7 +7,10 @@
  * another name or version). The API gives metadata only; the value
  * leaves the broker only when a verifier (a proxy) releases it for a
  * running job whose manifest names it, and every release is audited
- * (name, version, job: never the value).
+ * (name, version, job: never the value). A secret may instead hold an
+ * issuer's configuration (issuers.h): then what is released is a
+ * short-lived credential that issuer gave for the job, revoked at the
+ * job's revoke.
  */
 #ifndef CORDON_BROKER_SECRETS_H
 #define CORDON_BROKER_SECRETS_H
@@ -28,6 +31,9 @@
 /* A sealed value: nonce, ciphertext, tag. */
 #define SECRETS_SEALED_MAX                                                     \
 	(SECRETS_NONCE_LEN + SECRETS_VALUE_MAX + SECRETS_TAG_LEN)
+/* What an issuer's sealed configuration starts with: a byte no static
+ * value may hold (they are printable ASCII), then its JSON. */
+#define SECRETS_ISSUER_PREFIX "\001issuer\n"
 /* The key file's name under the broker's keys_dir. */
 #define SECRETS_KEY_FILE "secrets.aead"
 
@@ -69,6 +75,15 @@ struct broker;
  */
 void secrets_check_manifest(struct broker *b, const json_t *m,
     json_t *problems);
+
+/*
+ * Revokes at their issuers the upstream credentials obtained for job
+ * (issuers_revoke_job), each audited as upstream_revoked or
+ * upstream_revoke_failed (job, secret, version, kind, issuer, status or
+ * error; never a value) by actor: the new array of results.
+ */
+json_t *secrets_revoke_upstream(struct broker *b, const char *job,
+    const char *actor);
 
 /* The handlers of /v1/secrets and of a job's release; ctx is the struct
  * broker. */

@@ -757,6 +757,8 @@ report(struct run *r, const struct outcome *o)
 			out, "revoke_error",
 			o->s.revoke_ok ? NULL : o->s.revoke_error);
 		cgroup_job_report(&r->cg, j, r->stop_reason, o->s.c.report);
+		json_object_set_new(j, "upstream_revocations",
+		    stoppath_upstream_json(&o->s));
 		if (o->s.c.kept[0] != '\0')
 			json_object_set_new(j, "workspace_kept",
 			    json_string(o->s.c.kept));
@@ -818,9 +820,11 @@ report(struct run *r, const struct outcome *o)
 		return;
 	}
 	const char *hit = cgroup_job_hit(&r->cg, r->stop_reason, o->s.c.report);
-	char egress[300], why[600], excluded[100];
+	char egress[300], why[600], excluded[100], upstream[160];
 	summary_verdict_reason(o->s.c.report, why, sizeof(why));
 	summary_excluded(o->s.c.report, excluded, sizeof(excluded));
+	json_t *up = stoppath_upstream_json(&o->s);
+	summary_upstream(up, upstream, sizeof(upstream));
 	if (o->s.egress_known)
 		snprintf(egress, sizeof(egress),
 		    "%lld allowed, %lld denied, %lld upstream error(s)",
@@ -829,11 +833,11 @@ report(struct run *r, const struct outcome *o)
 		snprintf(egress, sizeof(egress), "unknown (%s)",
 		    o->s.close_error);
 	fprintf(stderr,
-	    "cordon: job %s stopped (%s): exit %d; %lld token(s) revoked%s; "
+	    "cordon: job %s stopped (%s): exit %d; %lld token(s) revoked%s%s; "
 	    "egress %s; relay %llu accepted, %llu refused; patch %s (%s%s%s); "
 	    "%s%s%s%s\n",
 	    r->id, r->stop_reason, code, o->s.tokens_revoked,
-	    o->s.revoke_ok ? "" : " -- REVOKE FAILED", egress,
+	    o->s.revoke_ok ? "" : " -- REVOKE FAILED", upstream, egress,
 	    (unsigned long long)o->relay.accepted,
 	    (unsigned long long)o->relay.refused,
 	    o->s.c.patch[0] != '\0' ? o->s.c.patch : "none",
@@ -844,6 +848,20 @@ report(struct run *r, const struct outcome *o)
 	if (!o->s.revoke_ok)
 		fprintf(stderr, "cordon: the revoke failed: %s\n",
 		    o->s.revoke_error);
+	/* A failed upstream revocation is told, never hidden. */
+	size_t ui;
+	json_t *ue;
+	json_array_foreach(up, ui, ue)
+	{
+		if (!json_is_true(json_object_get(ue, "ok")))
+			fprintf(stderr,
+			    "cordon: the upstream credential of secret %s (%s) "
+			    "was not revoked at its issuer: %s\n",
+			    json_string_value(json_object_get(ue, "secret")),
+			    json_string_value(json_object_get(ue, "kind")),
+			    json_string_value(json_object_get(ue, "error")));
+	}
+	json_decref(up);
 	if (o->s.c.kept[0] != '\0')
 		fprintf(stderr,
 		    "cordon: the workspace of %s is kept at the hatch: %s\n",

@@ -44,6 +44,57 @@ close_run(void *arg)
 	return NULL;
 }
 
+/* The revoke answer's upstream revocations (list, borrowed) into o: a
+ * failed one is counted and kept, never dropped. */
+static void
+upstream_of(const json_t *list, struct stoppath_outcome *o)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(list, i, e)
+	{
+		bool ok = json_is_true(json_object_get(e, "ok"));
+		o->upstream_total++;
+		o->upstream_failed += !ok;
+		if (o->n_upstream == STOPPATH_UPSTREAM_MAX)
+			continue;
+		struct stoppath_upstream *u = &o->upstream[o->n_upstream++];
+		snprintf(u->secret, sizeof(u->secret), "%s",
+		    json_string_value(json_object_get(e, "secret")) ?: "?");
+		snprintf(u->kind, sizeof(u->kind), "%s",
+		    json_string_value(json_object_get(e, "kind")) ?: "?");
+		u->ok = ok;
+		u->status =
+		    (long)json_integer_value(json_object_get(e, "status"));
+		snprintf(u->error, sizeof(u->error), "%s",
+		    ok ? ""
+		       : json_string_value(json_object_get(e, "error"))
+			?: "the issuer refused");
+	}
+}
+
+json_t *
+stoppath_upstream_json(const struct stoppath_outcome *o)
+{
+	json_t *out = json_array();
+
+	for (size_t i = 0; i < o->n_upstream; i++) {
+		const struct stoppath_upstream *u = &o->upstream[i];
+		json_t *e = json_pack("{s:s, s:s, s:b}", "secret", u->secret,
+		    "kind", u->kind, "ok", u->ok);
+		if (e == NULL)
+			continue;
+		if (u->status != 0)
+			json_object_set_new(e, "status",
+			    json_integer(u->status));
+		if (!u->ok)
+			json_object_set_new(e, "error", json_string(u->error));
+		json_array_append_new(out, e);
+	}
+	return out;
+}
+
 static void
 revoke_job(const struct stoppath_job *j, struct stoppath_outcome *o)
 {
@@ -66,6 +117,7 @@ revoke_job(const struct stoppath_job *j, struct stoppath_outcome *o)
 	o->revoke_ok = a.status == 200 || (j->recovering && a.status == 404);
 	o->tokens_revoked =
 	    json_integer_value(json_object_get(a.json, "tokens_revoked"));
+	upstream_of(json_object_get(a.json, "upstream"), o);
 	if (!o->revoke_ok)
 		snprintf(o->revoke_error, sizeof(o->revoke_error), "%ld: %s",
 		    a.status, launcher_answer_message(&a));

@@ -11,6 +11,8 @@
 
 #include "launcher.h"
 
+#include <jansson.h>
+
 #include <stdbool.h>
 #include <sys/wait.h>
 
@@ -38,12 +40,26 @@ struct stoppath_job {
 	int record_fd;
 };
 
+/* The broker's revoke revokes the job's upstream credentials at their
+ * issuers (docs/credentials.md): one of its answer's "upstream" list. */
+#define STOPPATH_UPSTREAM_MAX 16
+struct stoppath_upstream {
+	char secret[72], kind[32];
+	bool ok;
+	long status; /* the issuer's HTTP status; 0 when none came */
+	char error[200]; /* "" when ok */
+};
+
 struct stoppath_outcome {
 	bool revoke_ok; /* revoked, or (recovering) unknown to the broker */
 	bool revoke_answered; /* the broker answered, whatever it said */
 	bool unknown_job; /* the broker did not know the job */
 	long long tokens_revoked;
 	char revoke_error[200]; /* "" when revoke_ok */
+	/* The upstream revocations the broker reported (the first
+	 * STOPPATH_UPSTREAM_MAX; the counts are of all of them). */
+	struct stoppath_upstream upstream[STOPPATH_UPSTREAM_MAX];
+	size_t n_upstream, upstream_total, upstream_failed;
 	/* The proxy's counts, from the channel's close; when the close
 	 * failed close_error says why, and no figure is given. */
 	bool egress_known;
@@ -67,6 +83,10 @@ struct stoppath_outcome {
  * after.
  */
 void stoppath_run(const struct stoppath_job *j, struct stoppath_outcome *o);
+
+/* The upstream revocations of o as the result lists them: a new array
+ * of {secret, kind, ok, status | error}. */
+json_t *stoppath_upstream_json(const struct stoppath_outcome *o);
 
 /* The exit status of `cordon run`: 3 when the revoke failed, else 125 for
  * a launcher error, else 4 when the patch is not out, else job_status

@@ -60,3 +60,28 @@ summary_excluded(const json_t *report, char *out, size_t len)
 	snprintf(out, len, "%lld excluded by return.exclude (%lld bytes)",
 	    (long long)count, (long long)bytes);
 }
+
+void
+summary_upstream(const json_t *list, char *out, size_t len)
+{
+	size_t n = json_array_size(list), failed = 0, i;
+	json_t *e;
+	int k;
+
+	if (len == 0)
+		return;
+	out[0] = '\0';
+	if (n == 0)
+		return;
+	json_array_foreach(list, i, e)
+	{
+		if (!json_is_true(json_object_get(e, "ok")))
+			failed++;
+	}
+	k = snprintf(out, len,
+	    ", %zu upstream credential(s) revoked at their issuers",
+	    n - failed);
+	if (failed > 0 && k >= 0 && (size_t)k < len)
+		snprintf(out + k, len - (size_t)k, ", %zu REVOCATION(S) FAILED",
+		    failed);
+}

@@ -1,7 +1,8 @@
 /*
  * What the launcher's one-line summary says about a result beyond its
- * figures: why the hatch's verdict is what it is, and what return.exclude
- * left out of the patch.
+ * figures: why the hatch's verdict is what it is, what return.exclude
+ * left out of the patch, and how the revocations of its upstream
+ * credentials went.
  */
 #ifndef CORDON_SUMMARY_H
 #define CORDON_SUMMARY_H
@@ -24,5 +25,14 @@ void summary_verdict_reason(const json_t *report, char *out, size_t len);
  * none was.
  */
 void summary_excluded(const json_t *report, char *out, size_t len);
+
+/*
+ * The job's upstream credentials revoked at their issuers, as
+ * stoppath_upstream_json lists them (borrowed): ", N upstream
+ * credential(s) revoked at their issuers" and, when some failed, ", F
+ * REVOCATION(S) FAILED", into out (always NUL-terminated); "" when the
+ * job had none.
+ */
+void summary_upstream(const json_t *list, char *out, size_t len);
 
 #endif

@@ -459,7 +459,17 @@ on_release(void *arg, int status, json_t *body)
 	const json_t *v = json_object_get(body, "value");
 	size_t len = json_string_length(v);
 
+	const char *err = json_string_value(json_object_get(body, "error"));
+
 	c->call = NULL;
+	/* The credential's issuer refused or is away (the broker's
+	 * issuers.c): the upstream side failed, and the answer says so. */
+	if ((status == 502 || status == 503) && err != NULL &&
+	    strncmp(err, "issuer_", 7) == 0) {
+		fail(c, (unsigned)status,
+		    status == 502 ? "issuer_refused" : "issuer_unavailable");
+		return;
+	}
 	if (status != 200 || !json_is_string(v) || len == 0 ||
 	    len > INJECT_VALUE_MAX) {
 		deny(c, "inject", "secret_unavailable");

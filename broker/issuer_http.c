@@ -1,0 +1,484 @@
+/*
+ * The issuers' client (issuer_http.h): a URL checked before any socket
+ * (https anywhere, http to loopback only), a non-blocking connect, an
+ * OpenSSL handshake that verifies the chain and the host (its DNS name,
+ * or its IP address for a literal), one request with Connection: close,
+ * and the answer read to the close under one deadline, framed by
+ * Content-Length, chunked, or the close. The request's bytes (client
+ * secrets, tokens, JWTs) are wiped once sent.
+ */
+#include "issuer_http.h"
+
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define REQ_HEAD_MAX (16 * 1024)
+
+void
+ihttp_answer_free(struct ihttp_answer *a)
+{
+	if (a->body.data != NULL)
+		OPENSSL_cleanse(a->body.data, a->body.len);
+	buf_free(&a->body);
+}
+
+SSL_CTX *
+ihttp_ctx_new(const char *ca_file)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+	if (ctx == NULL)
+		return NULL;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if ((ca_file != NULL &&
+		SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1) ||
+	    (ca_file == NULL && SSL_CTX_set_default_verify_paths(ctx) != 1)) {
+		SSL_CTX_free(ctx);
+		ERR_clear_error();
+		return NULL;
+	}
+	return ctx;
+}
+
+static bool
+loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return false;
+}
+
+int
+ihttp_parse_url(const char *url, struct ihttp_url *ret)
+{
+	const char *hp, *end, *colon = NULL;
+	size_t n = strlen(url);
+
+	memset(ret, 0, sizeof(*ret));
+	if (n == 0 || n >= IHTTP_URL_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)url[i] <= 0x20 ||
+		    (unsigned char)url[i] >= 0x7f || url[i] == '#')
+			return -EINVAL;
+	if (strncmp(url, "https://", 8) == 0) {
+		ret->tls = true;
+		hp = url + 8;
+	} else if (strncmp(url, "http://", 7) == 0) {
+		hp = url + 7;
+	} else {
+		return -EINVAL;
+	}
+	end = hp + strcspn(hp, "/?");
+	if (memchr(hp, '@', (size_t)(end - hp)) != NULL || end == hp)
+		return -EINVAL;
+	if (*hp == '[') {
+		const char *rb = memchr(hp, ']', (size_t)(end - hp));
+		if (rb == NULL || rb - hp - 1 <= 0 ||
+		    (size_t)(rb - hp - 1) >= sizeof(ret->host))
+			return -EINVAL;
+		memcpy(ret->host, hp + 1, (size_t)(rb - hp - 1));
+		if (rb + 1 < end) {
+			if (rb[1] != ':')
+				return -EINVAL;
+			colon = rb + 1;
+		}
+	} else {
+		colon = memchr(hp, ':', (size_t)(end - hp));
+		size_t hl = (size_t)((colon != NULL ? colon : end) - hp);
+		if (hl == 0 || hl >= sizeof(ret->host))
+			return -EINVAL;
+		memcpy(ret->host, hp, hl);
+		for (size_t i = 0; i < hl; i++)
+			if (!(ret->host[i] == '.' || ret->host[i] == '-' ||
+				(ret->host[i] >= '0' && ret->host[i] <= '9') ||
+				(ret->host[i] >= 'a' && ret->host[i] <= 'z') ||
+				(ret->host[i] >= 'A' && ret->host[i] <= 'Z')))
+				return -EINVAL;
+	}
+	if (colon != NULL) {
+		size_t pl = (size_t)(end - colon - 1);
+		char *e;
+		unsigned long p;
+		if (pl == 0 || pl >= sizeof(ret->port))
+			return -EINVAL;
+		memcpy(ret->port, colon + 1, pl);
+		p = strtoul(ret->port, &e, 10);
+		if (*e != '\0' || p == 0 || p > 65535 || ret->port[0] == '+')
+			return -EINVAL;
+	} else {
+		snprintf(ret->port, sizeof(ret->port), "%s",
+		    ret->tls ? "443" : "80");
+	}
+	snprintf(ret->path, sizeof(ret->path), "%s%s", *end == '/' ? "" : "/",
+	    end);
+	{
+		struct in_addr a4;
+		struct in6_addr a6;
+		ret->literal = inet_pton(AF_INET, ret->host, &a4) == 1 ||
+		    inet_pton(AF_INET6, ret->host, &a6) == 1;
+	}
+	if (!ret->tls && !loopback(ret->host))
+		return -EPERM;
+	return 0;
+}
+
+static int
+wait_fd(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - monotonic_ms();
+		struct pollfd p = { .fd = fd, .events = events };
+		int r;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, (int)left);
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -EIO;
+	}
+}
+
+static int
+dial(const struct ihttp_url *u, int64_t deadline)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *p;
+	int fd = -1, err = ECONNREFUSED;
+
+	hints.ai_flags =
+	    u->literal ? AI_NUMERICHOST | AI_NUMERICSERV : AI_NUMERICSERV;
+	if (getaddrinfo(u->host, u->port, &hints, &ai) != 0)
+		return -ECONNREFUSED;
+	/* Plain HTTP goes to loopback only: the name was a literal. */
+	for (p = ai; p != NULL && fd < 0; p = p->ai_next) {
+		fd = socket(p->ai_family,
+		    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		err = 0;
+		if (connect(fd, p->ai_addr, p->ai_addrlen) < 0) {
+			if (errno != EINPROGRESS && errno != EAGAIN) {
+				err = errno;
+			} else if (wait_fd(fd, POLLOUT, deadline) < 0) {
+				err = ETIMEDOUT;
+			} else {
+				socklen_t el = sizeof(err);
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+			}
+		}
+		if (err != 0) {
+			close(fd);
+			fd = -1;
+		}
+		if (err == ETIMEDOUT)
+			break;
+	}
+	freeaddrinfo(ai);
+	if (fd >= 0)
+		return fd;
+	return err == ETIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED;
+}
+
+/* One SSL call until it is done, waiting on fd for what it wants. */
+static int
+ssl_step(SSL *ssl, int fd, int rc, int64_t deadline)
+{
+	int e = SSL_get_error(ssl, rc);
+
+	if (e == SSL_ERROR_WANT_READ)
+		return wait_fd(fd, POLLIN, deadline);
+	if (e == SSL_ERROR_WANT_WRITE)
+		return wait_fd(fd, POLLOUT, deadline);
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return 1;
+	return -EIO;
+}
+
+struct conn {
+	int fd;
+	SSL *ssl;
+};
+
+static int
+conn_send(struct conn *c, const char *p, size_t n, int64_t deadline)
+{
+	while (n > 0) {
+		if (c->ssl != NULL) {
+			int k =
+			    SSL_write(c->ssl, p, (int)(n > 16384 ? 16384 : n));
+			if (k > 0) {
+				p += k;
+				n -= (size_t)k;
+				continue;
+			}
+			int r = ssl_step(c->ssl, c->fd, k, deadline);
+			if (r != 0)
+				return r < 0 ? r : -EIO;
+			continue;
+		}
+		ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
+		if (k > 0) {
+			p += k;
+			n -= (size_t)k;
+		} else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+			int r = wait_fd(c->fd, POLLOUT, deadline);
+			if (r < 0)
+				return r;
+		} else {
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* Some bytes into buf: their count, 0 at the end, or -errno. */
+static ssize_t
+conn_recv(struct conn *c, char *buf, size_t cap, int64_t deadline)
+{
+	for (;;) {
+		if (c->ssl != NULL) {
+			int k = SSL_read(c->ssl, buf, (int)cap);
+			if (k > 0)
+				return k;
+			int e = SSL_get_error(c->ssl, k);
+			/* A peer that closes without close_notify ends a
+			 * close-framed answer as well. */
+			if (e == SSL_ERROR_ZERO_RETURN ||
+			    (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0))
+				return 0;
+			if (e == SSL_ERROR_SSL) {
+				unsigned long le = ERR_peek_error();
+				if (ERR_GET_REASON(le) ==
+				    SSL_R_UNEXPECTED_EOF_WHILE_READING)
+					return 0;
+			}
+			int r = ssl_step(c->ssl, c->fd, k, deadline);
+			if (r != 0)
+				return r < 0 ? r : 0;
+			continue;
+		}
+		ssize_t k = recv(c->fd, buf, cap, 0);
+		if (k >= 0)
+			return k;
+		if (errno == EAGAIN || errno == EINTR) {
+			int r = wait_fd(c->fd, POLLIN, deadline);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		return -EIO;
+	}
+}
+
+static int
+handshake(struct conn *c, SSL_CTX *ctx, const struct ihttp_url *u,
+    int64_t deadline)
+{
+	X509_VERIFY_PARAM *vp;
+	int rc;
+
+	if ((c->ssl = SSL_new(ctx)) == NULL)
+		return -ENOMEM;
+	vp = SSL_get0_param(c->ssl);
+	if (u->literal) {
+		if (X509_VERIFY_PARAM_set1_ip_asc(vp, u->host) != 1)
+			return -EPROTO;
+	} else if (SSL_set_tlsext_host_name(c->ssl, u->host) != 1 ||
+	    SSL_set1_host(c->ssl, u->host) != 1) {
+		return -EPROTO;
+	}
+	if (SSL_set_fd(c->ssl, c->fd) != 1)
+		return -EPROTO;
+	while ((rc = SSL_connect(c->ssl)) != 1) {
+		int e = SSL_get_error(c->ssl, rc);
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+			return -EPROTO;
+		int r = wait_fd(c->fd,
+		    e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+		if (r < 0)
+			return r;
+	}
+	return SSL_get_verify_result(c->ssl) == X509_V_OK ? 0 : -EPROTO;
+}
+
+static const char *
+field(const char *head, size_t len, const char *name, size_t *ret_len)
+{
+	size_t n = strlen(name);
+	const char *end = head + len, *p = memchr(head, '\n', len);
+
+	while (p != NULL && p + 1 < end) {
+		const char *line = p + 1;
+		const char *eol = memchr(line, '\n', (size_t)(end - line));
+		if (eol == NULL)
+			break;
+		if ((size_t)(eol - line) > n && line[n] == ':' &&
+		    strncasecmp(line, name, n) == 0) {
+			const char *v = line + n + 1, *ve = eol;
+			while (v < ve && (*v == ' ' || *v == '\t'))
+				v++;
+			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' '))
+				ve--;
+			*ret_len = (size_t)(ve - v);
+			return v;
+		}
+		p = eol;
+	}
+	return NULL;
+}
+
+static ssize_t
+dechunk(char *p, size_t n)
+{
+	size_t in = 0, out = 0;
+
+	for (;;) {
+		char *end, *lf;
+		unsigned long size;
+
+		if (in >= n)
+			return -1;
+		size = strtoul(p + in, &end, 16);
+		lf = memchr(p + in, '\n', n - in);
+		if (lf == NULL || end == p + in)
+			return -1;
+		in = (size_t)(lf - p) + 1;
+		if (size == 0)
+			return (ssize_t)out;
+		if (size > n - in || n - in - size < 2)
+			return -1;
+		memmove(p + out, p + in, size);
+		out += size;
+		in += size + 2;
+	}
+}
+
+/* Frames what was read in a->body: the body alone, or -EIO. */
+static int
+frame(struct ihttp_answer *a, const char *method)
+{
+	char *d = a->body.data, *head_end;
+	size_t head_len, blen, vlen;
+	const char *v;
+
+	head_end = d != NULL ? memmem(d, a->body.len, "\r\n\r\n", 4) : NULL;
+	if (head_end == NULL || sscanf(d, "HTTP/1.%*d %ld", &a->status) != 1)
+		return -EIO;
+	head_len = (size_t)(head_end - d) + 4;
+	blen = a->body.len - head_len;
+	if (strcmp(method, "HEAD") == 0 || a->status == 204 ||
+	    a->status == 304) {
+		blen = 0;
+	} else if ((v = field(d, head_len, "Transfer-Encoding", &vlen)) !=
+		NULL &&
+	    vlen == 7 && strncasecmp(v, "chunked", 7) == 0) {
+		ssize_t k = dechunk(d + head_len, blen);
+		if (k < 0)
+			return -EIO;
+		blen = (size_t)k;
+	} else if ((v = field(d, head_len, "Content-Length", &vlen)) != NULL) {
+		unsigned long cl = strtoul(v, NULL, 10);
+		if (cl > blen)
+			return -EIO;
+		blen = cl;
+	}
+	memmove(d, d + head_len, blen);
+	OPENSSL_cleanse(d + blen, a->body.len - blen);
+	a->body.len = blen;
+	d[blen] = '\0';
+	return 0;
+}
+
+int
+ihttp_request(SSL_CTX *ctx, const char *url, const char *method,
+    const char *head_fields, const void *body, size_t blen, long timeout_ms,
+    struct ihttp_answer *ret)
+{
+	struct ihttp_url u;
+	struct conn c = { .fd = -1 };
+	struct buf req = BUF_INIT(REQ_HEAD_MAX + IHTTP_MAX_ANSWER);
+	struct ihttp_answer a = { .body = BUF_INIT(IHTTP_MAX_ANSWER) };
+	int64_t deadline = monotonic_ms() + timeout_ms;
+	char rbuf[8192];
+	bool v6;
+	int r;
+
+	*ret = (struct ihttp_answer){ .body = BUF_INIT(0) };
+	if ((r = ihttp_parse_url(url, &u)) < 0)
+		return r;
+	if (u.tls && ctx == NULL)
+		return -EPROTO;
+	v6 = strchr(u.host, ':') != NULL;
+	r = buf_printf(&req,
+	    "%s %s HTTP/1.1\r\nHost: %s%s%s%s%s\r\nConnection: close\r\n"
+	    "User-Agent: cordon-broker\r\n%sContent-Length: %zu\r\n\r\n",
+	    method, u.path, v6 ? "[" : "", u.host, v6 ? "]" : "",
+	    (strcmp(u.port, u.tls ? "443" : "80") == 0) ? "" : ":",
+	    (strcmp(u.port, u.tls ? "443" : "80") == 0) ? "" : u.port,
+	    head_fields != NULL ? head_fields : "", blen);
+	if (r == 0 && blen > 0)
+		r = buf_append(&req, body, blen);
+	if (r < 0)
+		goto out;
+	if ((c.fd = dial(&u, deadline)) < 0) {
+		r = c.fd;
+		goto out;
+	}
+	if (u.tls && (r = handshake(&c, ctx, &u, deadline)) < 0)
+		goto out;
+	if ((r = conn_send(&c, req.data, req.len, deadline)) < 0)
+		goto out;
+	for (;;) {
+		ssize_t k = conn_recv(&c, rbuf, sizeof(rbuf), deadline);
+		if (k < 0) {
+			r = (int)k;
+			break;
+		}
+		if (k == 0)
+			break;
+		if (buf_append(&a.body, rbuf, (size_t)k) < 0) {
+			r = -EFBIG;
+			break;
+		}
+	}
+	OPENSSL_cleanse(rbuf, sizeof(rbuf));
+	if (r == 0)
+		r = frame(&a, method);
+out:
+	if (req.data != NULL)
+		OPENSSL_cleanse(req.data, req.len);
+	buf_free(&req);
+	if (c.ssl != NULL) {
+		SSL_free(c.ssl);
+		ERR_clear_error();
+	}
+	if (c.fd >= 0)
+		close(c.fd);
+	if (r < 0) {
+		ihttp_answer_free(&a);
+		return r;
+	}
+	*ret = a;
+	return 0;
+}

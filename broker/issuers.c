@@ -1,0 +1,1064 @@
+/*
+ * Issuers of short-lived upstream credentials (issuers.h): the checks of
+ * an issuer secret's configuration, the two ways to obtain a credential
+ * (RFC 6749 section 4.4; a GitHub App's JWT and installation token), the
+ * credentials held per job (a list under one lock, never held across a
+ * call to an issuer), and their revocation when the job's revoke comes.
+ * A job revoked once is remembered (a ring of recent ids), so that a
+ * credential obtained by a release that raced the revoke is revoked at
+ * once instead of held for a job that has ended.
+ */
+#include "issuers.h"
+
+#include "buf.h"
+#include "issuer_http.h"
+#include "util.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define TOMBSTONES 1024
+#define ID_MAX 80
+#define FIELD_MAX 1024
+#define PEM_MAX 3600
+#define REPOS_MAX 100
+#define PERMS_MAX 50
+
+struct held {
+	struct held *next;
+	char job[ID_MAX], secret[ID_MAX], kind[32];
+	char issuer[IHTTP_URL_MAX];
+	int64_t version, expires, refresh_at;
+	bool current;
+	char *value;
+	size_t len;
+	/* How to revoke it: NULL url when the issuer offers no way. */
+	char *revoke_url;
+	const char *revoke_method;
+	char *revoke_head, *revoke_body;
+};
+
+struct issuers {
+	SSL_CTX *tls;
+	pthread_mutex_t lock;
+	struct held *head;
+	size_t count;
+	char tomb[TOMBSTONES][ID_MAX];
+	size_t tomb_next;
+	atomic_uint_fast64_t issued, issue_failed, revoked, revoke_failed;
+};
+
+static void
+wipe_str(char *s)
+{
+	if (s != NULL) {
+		OPENSSL_cleanse(s, strlen(s));
+		free(s);
+	}
+}
+
+static void
+held_free(struct held *h)
+{
+	if (h == NULL)
+		return;
+	if (h->value != NULL) {
+		OPENSSL_cleanse(h->value, h->len);
+		free(h->value);
+	}
+	free(h->revoke_url);
+	wipe_str(h->revoke_head);
+	wipe_str(h->revoke_body);
+	free(h);
+}
+
+int
+issuers_open(const char *ca_file, struct issuers **ret)
+{
+	struct issuers *is = calloc(1, sizeof(*is));
+
+	if (is == NULL)
+		return -ENOMEM;
+	is->tls = ihttp_ctx_new(ca_file);
+	if (is->tls == NULL) {
+		free(is);
+		return -EINVAL;
+	}
+	pthread_mutex_init(&is->lock, NULL);
+	*ret = is;
+	return 0;
+}
+
+void
+issuers_close(struct issuers *is)
+{
+	if (is == NULL)
+		return;
+	while (is->head != NULL) {
+		struct held *h = is->head;
+		is->head = h->next;
+		held_free(h);
+	}
+	SSL_CTX_free(is->tls);
+	pthread_mutex_destroy(&is->lock);
+	free(is);
+}
+
+void
+issuers_counts(struct issuers *is, struct issuers_counts *ret)
+{
+	ret->issued = atomic_load(&is->issued);
+	ret->issue_failed = atomic_load(&is->issue_failed);
+	ret->revoked = atomic_load(&is->revoked);
+	ret->revoke_failed = atomic_load(&is->revoke_failed);
+}
+
+/* --- encodings ------------------------------------------------------------ */
+
+/* application/x-www-form-urlencoded of s, appended to b. */
+static int
+form_append(struct buf *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+		char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+		bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+		    c == '_' || c == '~';
+		int r = plain ? buf_append(b, s, 1) : buf_append(b, e, 3);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* base64 (url: the URL-safe alphabet without padding) of in, appended. */
+static int
+b64_append(struct buf *b, const void *in, size_t len, bool url)
+{
+	size_t cap = 4 * ((len + 2) / 3) + 1;
+	unsigned char *out = malloc(cap);
+	int n, r;
+
+	if (out == NULL)
+		return -ENOMEM;
+	n = EVP_EncodeBlock(out, in, (int)len);
+	if (url) {
+		while (n > 0 && out[n - 1] == '=')
+			n--;
+		for (int i = 0; i < n; i++)
+			out[i] = out[i] == '+' ? '-'
+			    : out[i] == '/'    ? '_'
+					       : out[i];
+	}
+	r = buf_append(b, out, (size_t)n);
+	OPENSSL_cleanse(out, cap);
+	free(out);
+	return r;
+}
+
+static char *
+buf_take(struct buf *b)
+{
+	size_t len;
+	char *s = buf_steal(b, &len);
+
+	if (s == NULL)
+		s = strdup("");
+	return s;
+}
+
+/* --- the configurations --------------------------------------------------- */
+
+static bool
+printable(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+			return false;
+	return true;
+}
+
+static bool
+digits(const char *s)
+{
+	if (*s == '\0' || strlen(s) > 20)
+		return false;
+	for (; *s != '\0'; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* A printable string field of at most max bytes: 1 when present and
+ * good, 0 when absent and optional, -1 otherwise (why says so). */
+static int
+take_str(const json_t *body, const char *key, bool required, size_t max,
+    json_t *cfg, char *why, size_t whylen)
+{
+	json_t *v = json_object_get(body, key);
+
+	if (v == NULL && !required)
+		return 0;
+	if (!json_is_string(v) || json_string_length(v) == 0 ||
+	    json_string_length(v) > max ||
+	    !printable(json_string_value(v), json_string_length(v))) {
+		snprintf(why, whylen,
+		    "%s must be a string of 1 to %zu printable ASCII bytes",
+		    key, max);
+		return -1;
+	}
+	json_object_set_new(cfg, key, json_string(json_string_value(v)));
+	return 1;
+}
+
+static int
+take_url(const json_t *body, const char *key, bool required, json_t *cfg,
+    char *why, size_t whylen)
+{
+	int r =
+	    take_str(body, key, required, IHTTP_URL_MAX - 1, cfg, why, whylen);
+	struct ihttp_url u;
+
+	if (r <= 0)
+		return r;
+	r = ihttp_parse_url(json_string_value(json_object_get(cfg, key)), &u);
+	if (r == -EPERM) {
+		snprintf(why, whylen,
+		    "%s: plain http only to a loopback address; use https",
+		    key);
+		return -1;
+	}
+	if (r < 0) {
+		snprintf(why, whylen,
+		    "%s must be an https:// URL (no user, no fragment)", key);
+		return -1;
+	}
+	return 1;
+}
+
+/* An id given as digits, or as a positive integer. */
+static int
+take_id(const json_t *body, const char *key, json_t *cfg, char *why,
+    size_t whylen)
+{
+	json_t *v = json_object_get(body, key);
+	char s[32];
+
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		snprintf(s, sizeof(s), "%lld",
+		    (long long)json_integer_value(v));
+	else if (json_is_string(v) && digits(json_string_value(v)))
+		snprintf(s, sizeof(s), "%s", json_string_value(v));
+	else {
+		snprintf(why, whylen, "%s must be a positive integer", key);
+		return -1;
+	}
+	json_object_set_new(cfg, key, json_string(s));
+	return 0;
+}
+
+static bool
+only_keys(const json_t *body, const char *const *keys, size_t n, char *why,
+    size_t whylen)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)body, k, v)
+	{
+		bool known = false;
+		for (size_t i = 0; i < n; i++)
+			known |= strcmp(k, keys[i]) == 0;
+		if (!known) {
+			snprintf(why, whylen, "unknown field %.64s", k);
+			return false;
+		}
+	}
+	return true;
+}
+
+static EVP_PKEY *
+load_key(const char *pem)
+{
+	BIO *bio = BIO_new_mem_buf(pem, -1);
+	EVP_PKEY *k;
+
+	if (bio == NULL)
+		return NULL;
+	k = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	return k;
+}
+
+static int
+check_oauth(const json_t *body, json_t *cfg, char *why, size_t whylen)
+{
+	static const char *const keys[] = { "kind", "token_url", "client_id",
+		"client_secret", "scope", "revocation_url", "client_auth" };
+	const char *auth;
+
+	if (!only_keys(body, keys, sizeof(keys) / sizeof(keys[0]), why,
+		whylen) ||
+	    take_url(body, "token_url", true, cfg, why, whylen) < 0 ||
+	    take_str(body, "client_id", true, 256, cfg, why, whylen) < 0 ||
+	    take_str(body, "client_secret", true, FIELD_MAX, cfg, why, whylen) <
+		0 ||
+	    take_str(body, "scope", false, FIELD_MAX, cfg, why, whylen) < 0 ||
+	    take_url(body, "revocation_url", false, cfg, why, whylen) < 0 ||
+	    take_str(body, "client_auth", false, 8, cfg, why, whylen) < 0)
+		return -EINVAL;
+	auth = json_string_value(json_object_get(cfg, "client_auth"));
+	if (auth == NULL)
+		json_object_set_new(cfg, "client_auth", json_string("basic"));
+	else if (strcmp(auth, "basic") != 0 && strcmp(auth, "post") != 0) {
+		snprintf(why, whylen,
+		    "client_auth must be \"basic\" (the default) or \"post\"");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int
+check_github(const json_t *body, json_t *cfg, char *why, size_t whylen)
+{
+	static const char *const keys[] = { "kind", "app_id", "installation_id",
+		"private_key", "api", "repositories", "permissions" };
+	json_t *repos = json_object_get(body, "repositories"),
+	       *perms = json_object_get(body, "permissions"), *v;
+	const char *pem, *k;
+	EVP_PKEY *key;
+	size_t i;
+	int ok;
+
+	if (!only_keys(body, keys, sizeof(keys) / sizeof(keys[0]), why,
+		whylen) ||
+	    take_id(body, "app_id", cfg, why, whylen) < 0 ||
+	    take_id(body, "installation_id", cfg, why, whylen) < 0 ||
+	    take_url(body, "api", false, cfg, why, whylen) < 0)
+		return -EINVAL;
+	v = json_object_get(body, "private_key");
+	pem = json_string_value(v);
+	if (pem == NULL || json_string_length(v) > PEM_MAX ||
+	    strlen(pem) != json_string_length(v)) {
+		snprintf(why, whylen,
+		    "private_key must be the App's RSA key in PEM");
+		return -EINVAL;
+	}
+	key = load_key(pem);
+	ok = key != NULL && EVP_PKEY_base_id(key) == EVP_PKEY_RSA &&
+	    EVP_PKEY_get_bits(key) >= 2048;
+	EVP_PKEY_free(key);
+	if (!ok) {
+		snprintf(why, whylen,
+		    "private_key must be the App's RSA key (2048 bits or more) "
+		    "in PEM");
+		return -EINVAL;
+	}
+	json_object_set_new(cfg, "private_key", json_string(pem));
+	if (json_object_get(cfg, "api") == NULL)
+		json_object_set_new(cfg, "api", json_string(ISSUER_GITHUB_API));
+	else {
+		/* The paths are appended: no trailing slash. */
+		char api[IHTTP_URL_MAX];
+		snprintf(api, sizeof(api), "%s",
+		    json_string_value(json_object_get(cfg, "api")));
+		for (size_t n = strlen(api); n > 0 && api[n - 1] == '/'; n--)
+			api[n - 1] = '\0';
+		if (strchr(api, '?') != NULL) {
+			snprintf(why, whylen, "api must have no query");
+			return -EINVAL;
+		}
+		json_object_set_new(cfg, "api", json_string(api));
+	}
+	if (repos != NULL) {
+		if (!json_is_array(repos) || json_array_size(repos) == 0 ||
+		    json_array_size(repos) > REPOS_MAX) {
+			snprintf(why, whylen,
+			    "repositories must be 1 to %d repository names",
+			    REPOS_MAX);
+			return -EINVAL;
+		}
+		json_array_foreach(repos, i, v)
+		{
+			const char *s = json_string_value(v);
+			size_t n = json_string_length(v);
+			if (s == NULL || n == 0 || n > 100 ||
+			    strspn(s,
+				"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST"
+				"UVWXYZ"
+				"0123456789._-") != n) {
+				snprintf(why, whylen,
+				    "repositories[%zu] must be a repository "
+				    "name ([A-Za-z0-9._-], at most 100)",
+				    i);
+				return -EINVAL;
+			}
+		}
+		json_object_set_new(cfg, "repositories", json_deep_copy(repos));
+	}
+	if (perms != NULL) {
+		if (!json_is_object(perms) || json_object_size(perms) == 0 ||
+		    json_object_size(perms) > PERMS_MAX) {
+			snprintf(why, whylen,
+			    "permissions must be an object of 1 to %d "
+			    "permissions",
+			    PERMS_MAX);
+			return -EINVAL;
+		}
+		json_object_foreach(perms, k, v)
+		{
+			const char *s = json_string_value(v);
+			size_t n = strlen(k);
+			if (n == 0 || n > 64 ||
+			    strspn(k, "abcdefghijklmnopqrstuvwxyz_") != n ||
+			    s == NULL ||
+			    (strcmp(s, "read") != 0 &&
+				strcmp(s, "write") != 0 &&
+				strcmp(s, "admin") != 0)) {
+				snprintf(why, whylen,
+				    "permissions: each a name ([a-z_]) and "
+				    "\"read\", \"write\" or \"admin\"");
+				return -EINVAL;
+			}
+		}
+		json_object_set_new(cfg, "permissions", json_deep_copy(perms));
+	}
+	return 0;
+}
+
+int
+issuers_config_check(const json_t *body, json_t **ret_cfg, char *why,
+    size_t whylen)
+{
+	const char *kind = json_string_value(json_object_get(body, "kind"));
+	json_t *cfg;
+	int r;
+
+	if (kind == NULL ||
+	    (strcmp(kind, ISSUER_OAUTH) != 0 &&
+		strcmp(kind, ISSUER_GITHUB) != 0)) {
+		snprintf(why, whylen, "kind must be \"%s\" or \"%s\"",
+		    ISSUER_OAUTH, ISSUER_GITHUB);
+		return -EINVAL;
+	}
+	cfg = json_pack("{s:s}", "kind", kind);
+	if (cfg == NULL)
+		return -ENOMEM;
+	r = strcmp(kind, ISSUER_OAUTH) == 0
+	    ? check_oauth(body, cfg, why, whylen)
+	    : check_github(body, cfg, why, whylen);
+	if (r < 0) {
+		json_decref(cfg);
+		return r;
+	}
+	*ret_cfg = cfg;
+	return 0;
+}
+
+const char *
+issuers_issuer(const json_t *cfg)
+{
+	const char *kind = json_string_value(json_object_get(cfg, "kind"));
+
+	if (kind != NULL && strcmp(kind, ISSUER_OAUTH) == 0)
+		return json_string_value(json_object_get(cfg, "token_url"));
+	return json_string_value(json_object_get(cfg, "api"));
+}
+
+json_t *
+issuers_public(const json_t *cfg)
+{
+	static const char *const shown[] = { "kind", "token_url",
+		"revocation_url", "client_id", "scope", "client_auth", "api",
+		"app_id", "installation_id", "repositories", "permissions" };
+	json_t *out = json_object();
+
+	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
+		json_t *v = json_object_get(cfg, shown[i]);
+		/* Copies: the caller wipes cfg's strings. */
+		if (v != NULL)
+			json_object_set_new(out, shown[i], json_deep_copy(v));
+	}
+	return out;
+}
+
+/* --- obtaining -------------------------------------------------------------- */
+
+static const char *
+cfg_str(const json_t *cfg, const char *key)
+{
+	return json_string_value(json_object_get(cfg, key));
+}
+
+/* Refreshed a minute before it expires, or at 3/4 of a short life. */
+static int64_t
+refresh_at(int64_t now, int64_t expires)
+{
+	int64_t life = expires - now;
+
+	if (expires == 0)
+		return 0;
+	if (life <= 0)
+		return now;
+	return expires - (life >= 240 ? 60 : life / 4);
+}
+
+/* Why an exchange failed, in words. */
+static void
+call_failed(int r, const char *what, char *why, size_t whylen)
+{
+	snprintf(why, whylen, "%s: %s", what,
+	    r == -ECONNREFUSED    ? "connection refused"
+		: r == -ETIMEDOUT ? "no answer in time"
+		: r == -EPROTO    ? "TLS failed (certificate or handshake)"
+		: r == -EFBIG     ? "answer too large"
+				  : "malformed answer");
+}
+
+/* The issuer refused: its status and, when it said, its error code. */
+static void
+refused(const struct ihttp_answer *a, const char *what, char *why,
+    size_t whylen)
+{
+	json_t *j = json_loadb(a->body.data, a->body.len, 0, NULL);
+	const char *e = json_string_value(json_object_get(j, "error"));
+	const char *m = json_string_value(json_object_get(j, "message"));
+	char code[80] = "";
+
+	if (e != NULL)
+		snprintf(code, sizeof(code), "%.64s", e);
+	else if (m != NULL)
+		snprintf(code, sizeof(code), "%.64s", m);
+	for (char *p = code; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
+	snprintf(why, whylen, "%s answered %ld%s%s", what, a->status,
+	    code[0] != '\0' ? ": " : "", code);
+	json_decref(j);
+}
+
+static bool
+value_good(const char *v, size_t len)
+{
+	return v != NULL && len > 0 && len <= ISSUED_VALUE_MAX &&
+	    printable(v, len);
+}
+
+/* The client's authentication (RFC 6749 section 2.3.1) as a header, or
+ * in the body for "post". */
+static int
+client_auth(const json_t *cfg, struct buf *head, struct buf *body)
+{
+	struct buf pair = BUF_INIT(4 * FIELD_MAX);
+	int r = 0;
+
+	if (strcmp(cfg_str(cfg, "client_auth"), "post") == 0) {
+		r = buf_printf(body, "&client_id=");
+		if (r == 0)
+			r = form_append(body, cfg_str(cfg, "client_id"));
+		if (r == 0)
+			r = buf_printf(body, "&client_secret=");
+		if (r == 0)
+			r = form_append(body, cfg_str(cfg, "client_secret"));
+		return r;
+	}
+	r = form_append(&pair, cfg_str(cfg, "client_id"));
+	if (r == 0)
+		r = buf_append(&pair, ":", 1);
+	if (r == 0)
+		r = form_append(&pair, cfg_str(cfg, "client_secret"));
+	if (r == 0)
+		r = buf_printf(head, "Authorization: Basic ");
+	if (r == 0)
+		r = b64_append(head, pair.data, pair.len, false);
+	if (r == 0)
+		r = buf_printf(head, "\r\n");
+	if (pair.data != NULL)
+		OPENSSL_cleanse(pair.data, pair.len);
+	buf_free(&pair);
+	return r;
+}
+
+static int
+obtain_oauth(struct issuers *is, const json_t *cfg, struct held *h,
+    long *ret_status, char *why, size_t whylen)
+{
+	struct buf head = BUF_INIT(16 * 1024), body = BUF_INIT(16 * 1024);
+	struct ihttp_answer a;
+	const char *scope = cfg_str(cfg, "scope"), *tok;
+	json_t *j = NULL, *exp;
+	int64_t now = (int64_t)time(NULL);
+	int r;
+
+	r = buf_printf(&head,
+	    "Content-Type: application/x-www-form-urlencoded\r\n"
+	    "Accept: application/json\r\n");
+	if (r == 0)
+		r = buf_printf(&body, "grant_type=client_credentials");
+	if (r == 0 && scope != NULL) {
+		r = buf_printf(&body, "&scope=");
+		if (r == 0)
+			r = form_append(&body, scope);
+	}
+	if (r == 0)
+		r = client_auth(cfg, &head, &body);
+	if (r == 0) {
+		r = ihttp_request(is->tls, cfg_str(cfg, "token_url"), "POST",
+		    head.data, body.data, body.len, ISSUER_CALL_MS, &a);
+		if (r < 0)
+			call_failed(r, "the token endpoint", why, whylen);
+	}
+	if (r == 0) {
+		*ret_status = a.status;
+		j = a.status == 200
+		    ? json_loadb(a.body.data, a.body.len, 0, NULL)
+		    : NULL;
+		tok = json_string_value(json_object_get(j, "access_token"));
+		exp = json_object_get(j, "expires_in");
+		if (a.status != 200) {
+			refused(&a, "the token endpoint", why, whylen);
+			r = -EPROTO;
+		} else if (!value_good(tok,
+			       json_string_length(
+				   json_object_get(j, "access_token"))) ||
+		    (exp != NULL &&
+			(!json_is_integer(exp) ||
+			    json_integer_value(exp) <= 0))) {
+			snprintf(why, whylen,
+			    "the token endpoint's answer has no usable "
+			    "access_token and expires_in");
+			r = -EIO;
+		} else {
+			h->len = strlen(tok);
+			h->value = strdup(tok);
+			h->expires = exp != NULL
+			    ? now + (int64_t)json_integer_value(exp)
+			    : 0;
+			if (h->value == NULL)
+				r = -ENOMEM;
+		}
+		if (j != NULL) {
+			/* The token's copy inside jansson. */
+			json_t *t = json_object_get(j, "access_token");
+			if (json_is_string(t))
+				OPENSSL_cleanse((char *)json_string_value(t),
+				    json_string_length(t));
+		}
+		json_decref(j);
+		ihttp_answer_free(&a);
+	}
+	/* RFC 7009 where the issuer offers it: the same client
+	 * authentication, the token and its type. */
+	if (r == 0 && cfg_str(cfg, "revocation_url") != NULL) {
+		struct buf rb = BUF_INIT(16 * 1024);
+		r = buf_printf(&rb, "token=");
+		if (r == 0)
+			r = form_append(&rb, h->value);
+		if (r == 0)
+			r = buf_printf(&rb, "&token_type_hint=access_token");
+		buf_reset(&head);
+		if (r == 0)
+			r = buf_printf(&head,
+			    "Content-Type: "
+			    "application/x-www-form-urlencoded\r\n"
+			    "Accept: application/json\r\n");
+		if (r == 0)
+			r = client_auth(cfg, &head, &rb);
+		h->revoke_url = strdup(cfg_str(cfg, "revocation_url"));
+		h->revoke_method = "POST";
+		h->revoke_body = buf_take(&rb);
+		h->revoke_head = buf_take(&head);
+		if (h->revoke_url == NULL || h->revoke_body == NULL ||
+		    h->revoke_head == NULL)
+			r = -ENOMEM;
+	}
+	if (head.data != NULL)
+		OPENSSL_cleanse(head.data, head.len);
+	if (body.data != NULL)
+		OPENSSL_cleanse(body.data, body.len);
+	buf_free(&head);
+	buf_free(&body);
+	return r;
+}
+
+int
+issuers_github_jwt(const char *pem, const char *app_id, int64_t now, char **ret)
+{
+	struct buf t = BUF_INIT(8192);
+	char claims[160];
+	unsigned char sig[1024];
+	size_t siglen = sizeof(sig);
+	EVP_PKEY *key = load_key(pem);
+	EVP_MD_CTX *md = NULL;
+	int r = 0;
+
+	if (key == NULL || EVP_PKEY_base_id(key) != EVP_PKEY_RSA ||
+	    !digits(app_id)) {
+		EVP_PKEY_free(key);
+		return -EINVAL;
+	}
+	/* GitHub: iat a minute back for clock drift, exp at most 10
+	 * minutes ahead of iat. */
+	snprintf(claims, sizeof(claims),
+	    "{\"iat\":%lld,\"exp\":%lld,"
+	    "\"iss\":\"%s\"}",
+	    (long long)(now - 60), (long long)(now + 540), app_id);
+	r = b64_append(&t, "{\"alg\":\"RS256\",\"typ\":\"JWT\"}", 27, true);
+	if (r == 0)
+		r = buf_append(&t, ".", 1);
+	if (r == 0)
+		r = b64_append(&t, claims, strlen(claims), true);
+	if (r == 0 &&
+	    ((md = EVP_MD_CTX_new()) == NULL ||
+		EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
+		EVP_DigestSign(md, sig, &siglen, (unsigned char *)t.data,
+		    t.len) != 1))
+		r = -EIO;
+	EVP_MD_CTX_free(md);
+	EVP_PKEY_free(key);
+	if (r == 0)
+		r = buf_append(&t, ".", 1);
+	if (r == 0)
+		r = b64_append(&t, sig, siglen, true);
+	if (r < 0) {
+		buf_free(&t);
+		return r;
+	}
+	*ret = buf_take(&t);
+	return *ret != NULL ? 0 : -ENOMEM;
+}
+
+/* "2026-12-01T12:00:00Z" in unix seconds, or 0. */
+static int64_t
+iso_time(const char *s)
+{
+	struct tm tm = { 0 };
+	char z = 0;
+
+	if (s == NULL ||
+	    sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%c", &tm.tm_year, &tm.tm_mon,
+		&tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &z) != 7 ||
+	    z != 'Z')
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm);
+}
+
+static const char gh_fields[] = "Accept: application/vnd.github+json\r\n"
+				"X-GitHub-Api-Version: 2022-11-28\r\n";
+
+static int
+obtain_github(struct issuers *is, const json_t *cfg, struct held *h,
+    long *ret_status, char *why, size_t whylen)
+{
+	struct buf head = BUF_INIT(16 * 1024);
+	char url[IHTTP_URL_MAX + 64], *jwt = NULL, *body = NULL;
+	json_t *narrow = json_object(), *j = NULL;
+	struct ihttp_answer a;
+	const char *tok;
+	int r;
+
+	if (narrow == NULL)
+		return -ENOMEM;
+	if (json_object_get(cfg, "repositories") != NULL)
+		json_object_set(narrow, "repositories",
+		    json_object_get(cfg, "repositories"));
+	if (json_object_get(cfg, "permissions") != NULL)
+		json_object_set(narrow, "permissions",
+		    json_object_get(cfg, "permissions"));
+	body = json_dumps(narrow, JSON_COMPACT);
+	json_decref(narrow);
+	snprintf(url, sizeof(url), "%s/app/installations/%s/access_tokens",
+	    cfg_str(cfg, "api"), cfg_str(cfg, "installation_id"));
+	r = body == NULL
+	    ? -ENOMEM
+	    : issuers_github_jwt(cfg_str(cfg, "private_key"),
+		  cfg_str(cfg, "app_id"), (int64_t)time(NULL), &jwt);
+	if (r == 0)
+		r = buf_printf(&head,
+		    "Authorization: Bearer %s\r\n%sContent-Type: "
+		    "application/json\r\n",
+		    jwt, gh_fields);
+	wipe_str(jwt);
+	if (r == 0) {
+		r = ihttp_request(is->tls, url, "POST", head.data, body,
+		    strlen(body), ISSUER_CALL_MS, &a);
+		if (r < 0)
+			call_failed(r, "the installation token endpoint", why,
+			    whylen);
+	}
+	free(body);
+	if (r == 0) {
+		*ret_status = a.status;
+		j = a.status == 201 || a.status == 200
+		    ? json_loadb(a.body.data, a.body.len, 0, NULL)
+		    : NULL;
+		tok = json_string_value(json_object_get(j, "token"));
+		if (a.status != 201 && a.status != 200) {
+			refused(&a, "the installation token endpoint", why,
+			    whylen);
+			r = -EPROTO;
+		} else if (!value_good(tok,
+			       json_string_length(
+				   json_object_get(j, "token")))) {
+			snprintf(why, whylen,
+			    "the installation token endpoint's answer has no "
+			    "usable token");
+			r = -EIO;
+		} else {
+			h->len = strlen(tok);
+			h->value = strdup(tok);
+			h->expires = iso_time(json_string_value(
+			    json_object_get(j, "expires_at")));
+			if (h->value == NULL)
+				r = -ENOMEM;
+		}
+		if (j != NULL) {
+			json_t *t = json_object_get(j, "token");
+			if (json_is_string(t))
+				OPENSSL_cleanse((char *)json_string_value(t),
+				    json_string_length(t));
+		}
+		json_decref(j);
+		ihttp_answer_free(&a);
+	}
+	if (r == 0) {
+		buf_reset(&head);
+		r = buf_printf(&head, "Authorization: Bearer %s\r\n%s",
+		    h->value, gh_fields);
+		snprintf(url, sizeof(url), "%s/installation/token",
+		    cfg_str(cfg, "api"));
+		h->revoke_url = strdup(url);
+		h->revoke_method = "DELETE";
+		h->revoke_head = buf_take(&head);
+		if (r == 0 && (h->revoke_url == NULL || h->revoke_head == NULL))
+			r = -ENOMEM;
+	}
+	if (head.data != NULL)
+		OPENSSL_cleanse(head.data, head.len);
+	buf_free(&head);
+	return r;
+}
+
+/* --- held credentials --------------------------------------------------- */
+
+static bool
+tombstoned(const struct issuers *is, const char *job)
+{
+	for (size_t i = 0; i < TOMBSTONES; i++)
+		if (is->tomb[i][0] != '\0' && strcmp(is->tomb[i], job) == 0)
+			return true;
+	return false;
+}
+
+/* Revokes h at its issuer within timeout_ms: the result object. */
+static json_t *
+revoke_one(struct issuers *is, const struct held *h, long timeout_ms)
+{
+	json_t *out =
+	    json_pack("{s:s, s:I, s:s, s:s}", "secret", h->secret, "version",
+		(json_int_t)h->version, "kind", h->kind, "issuer", h->issuer);
+	int64_t now = (int64_t)time(NULL);
+	struct ihttp_answer a;
+	char why[200];
+	int r;
+
+	if (out == NULL)
+		return NULL;
+	if (h->expires != 0 && h->expires <= now) {
+		json_object_set_new(out, "ok", json_true());
+		json_object_set_new(out, "expired", json_true());
+		return out;
+	}
+	if (h->revoke_url == NULL) {
+		atomic_fetch_add(&is->revoke_failed, 1);
+		json_object_set_new(out, "ok", json_false());
+		json_object_set_new(out, "error",
+		    json_string("the issuer has no revocation endpoint: the "
+				"credential lives until it expires"));
+		if (h->expires != 0)
+			json_object_set_new(out, "expires",
+			    json_integer(h->expires));
+		return out;
+	}
+	if (timeout_ms <= 0) {
+		atomic_fetch_add(&is->revoke_failed, 1);
+		json_object_set_new(out, "ok", json_false());
+		json_object_set_new(out, "error",
+		    json_string("not tried: the revocations' time ran out"));
+		return out;
+	}
+	r = ihttp_request(is->tls, h->revoke_url, h->revoke_method,
+	    h->revoke_head, h->revoke_body,
+	    h->revoke_body != NULL ? strlen(h->revoke_body) : 0, timeout_ms,
+	    &a);
+	if (r < 0) {
+		call_failed(r, "the revocation endpoint", why, sizeof(why));
+		atomic_fetch_add(&is->revoke_failed, 1);
+		json_object_set_new(out, "ok", json_false());
+		json_object_set_new(out, "error", json_string(why));
+		return out;
+	}
+	json_object_set_new(out, "status", json_integer(a.status));
+	json_object_set_new(out, "ok", json_boolean(a.status / 100 == 2));
+	if (a.status / 100 == 2) {
+		atomic_fetch_add(&is->revoked, 1);
+	} else {
+		refused(&a, "the revocation endpoint", why, sizeof(why));
+		json_object_set_new(out, "error", json_string(why));
+		atomic_fetch_add(&is->revoke_failed, 1);
+	}
+	ihttp_answer_free(&a);
+	return out;
+}
+
+static void
+give(const struct held *h, struct issued *ret, bool fresh)
+{
+	memcpy(ret->value, h->value, h->len);
+	ret->value[h->len] = '\0';
+	ret->len = h->len;
+	ret->expires = h->expires;
+	ret->fresh = fresh;
+}
+
+int
+issuers_release(struct issuers *is, const char *job, const char *secret,
+    int64_t version, const json_t *cfg, struct issued *ret, long *ret_status,
+    char *why, size_t whylen)
+{
+	const char *kind = cfg_str(cfg, "kind"), *issuer = issuers_issuer(cfg);
+	int64_t now = (int64_t)time(NULL);
+	struct held *h, **pp;
+	size_t mine = 0;
+	int r;
+
+	*ret_status = 0;
+	why[0] = '\0';
+	if (kind == NULL || issuer == NULL || strlen(job) >= ID_MAX ||
+	    strlen(secret) >= ID_MAX) {
+		snprintf(why, whylen, "the secret's configuration is broken");
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&is->lock);
+	for (h = is->head; h != NULL; h = h->next)
+		if (h->current && h->version == version &&
+		    strcmp(h->job, job) == 0 &&
+		    strcmp(h->secret, secret) == 0 &&
+		    (h->refresh_at == 0 || now < h->refresh_at)) {
+			give(h, ret, false);
+			pthread_mutex_unlock(&is->lock);
+			return 0;
+		}
+	pthread_mutex_unlock(&is->lock);
+
+	if ((h = calloc(1, sizeof(*h))) == NULL)
+		return -ENOMEM;
+	snprintf(h->job, sizeof(h->job), "%s", job);
+	snprintf(h->secret, sizeof(h->secret), "%s", secret);
+	snprintf(h->kind, sizeof(h->kind), "%s", kind);
+	snprintf(h->issuer, sizeof(h->issuer), "%s", issuer);
+	h->version = version;
+	r = strcmp(kind, ISSUER_OAUTH) == 0
+	    ? obtain_oauth(is, cfg, h, ret_status, why, whylen)
+	    : obtain_github(is, cfg, h, ret_status, why, whylen);
+	if (r < 0) {
+		atomic_fetch_add(&is->issue_failed, 1);
+		/* A credential obtained but not kept is ended. */
+		if (h->value != NULL && h->revoke_url != NULL)
+			json_decref(revoke_one(is, h, ISSUER_CALL_MS));
+		held_free(h);
+		OPENSSL_cleanse(ret, sizeof(*ret));
+		return r;
+	}
+	atomic_fetch_add(&is->issued, 1);
+	h->refresh_at = refresh_at(now, h->expires);
+	h->current = true;
+
+	pthread_mutex_lock(&is->lock);
+	r = tombstoned(is, job) ? -ESTALE : 0;
+	/* Dead ones of this job and secret go; the rest stay for the
+	 * revoke. */
+	for (pp = &is->head; r == 0 && *pp != NULL;) {
+		struct held *o = *pp;
+		if (strcmp(o->job, job) == 0 &&
+		    strcmp(o->secret, secret) == 0) {
+			if (o->expires != 0 && o->expires <= now) {
+				*pp = o->next;
+				is->count--;
+				held_free(o);
+				continue;
+			}
+			o->current = false;
+			mine++;
+		}
+		pp = &o->next;
+	}
+	if (r == 0 && (is->count >= ISSUED_MAX || mine >= ISSUED_PER_JOB_MAX))
+		r = -ENOSPC;
+	if (r == 0) {
+		*pp = h; /* the tail: the order obtained */
+		is->count++;
+		give(h, ret, true);
+	}
+	pthread_mutex_unlock(&is->lock);
+	if (r < 0) {
+		snprintf(why, whylen, "%s",
+		    r == -ESTALE ? "the job was revoked meanwhile"
+				 : "the broker holds too many credentials");
+		json_decref(revoke_one(is, h, ISSUER_CALL_MS));
+		held_free(h);
+		OPENSSL_cleanse(ret, sizeof(*ret));
+	}
+	return r;
+}
+
+json_t *
+issuers_revoke_job(struct issuers *is, const char *job)
+{
+	struct held *mine = NULL, **tail = &mine, **pp;
+	int64_t deadline = monotonic_ms() + ISSUER_REVOKE_BUDGET_MS;
+	json_t *out = json_array();
+
+	pthread_mutex_lock(&is->lock);
+	if (!tombstoned(is, job)) {
+		snprintf(is->tomb[is->tomb_next], ID_MAX, "%s", job);
+		is->tomb_next = (is->tomb_next + 1) % TOMBSTONES;
+	}
+	for (pp = &is->head; *pp != NULL;) {
+		struct held *h = *pp;
+		if (strcmp(h->job, job) == 0) {
+			*pp = h->next;
+			h->next = NULL;
+			*tail = h;
+			tail = &h->next;
+			is->count--;
+			continue;
+		}
+		pp = &h->next;
+	}
+	pthread_mutex_unlock(&is->lock);
+	while (mine != NULL) {
+		struct held *h = mine;
+		long left = (long)(deadline - monotonic_ms());
+		json_t *one = revoke_one(is, h,
+		    left < ISSUER_CALL_MS ? left : ISSUER_CALL_MS);
+		if (one != NULL)
+			json_array_append_new(out, one);
+		mine = h->next;
+		held_free(h);
+	}
+	return out;
+}

@@ -1,0 +1,584 @@
+/*
+ * The issuers of short-lived upstream credentials (broker/issuers.c,
+ * broker/issuer_http.c) without the daemons: an issuer's URL (https, or
+ * plain http to loopback only), the checks of a secret's configuration
+ * and what of it may be shown, the GitHub App's JWT (RS256, verified here
+ * with the public key; iss, iat - 60, exp at most 10 minutes on), and an
+ * OAuth issuer in a thread of this test on 127.0.0.1: the token obtained
+ * once and held, obtained again once it expired, the job's revoke an RFC
+ * 7009 request with the client's Basic authentication for each credential
+ * still alive, a release after the revoke refused, an issuer that is not
+ * there told as refused connections, and the counts.
+ */
+#include "issuer_http.h"
+#include "issuers.h"
+
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* --- URLs and configurations ------------------------------------------ */
+
+START_TEST(test_urls)
+{
+	struct ihttp_url u;
+
+	ck_assert_int_eq(ihttp_parse_url("https://api.github.com", &u), 0);
+	ck_assert(u.tls);
+	ck_assert_str_eq(u.host, "api.github.com");
+	ck_assert_str_eq(u.port, "443");
+	ck_assert_str_eq(u.path, "/");
+	ck_assert_int_eq(
+	    ihttp_parse_url("https://id.example:8443/oauth/token?x=1", &u), 0);
+	ck_assert_str_eq(u.port, "8443");
+	ck_assert_str_eq(u.path, "/oauth/token?x=1");
+	ck_assert_int_eq(ihttp_parse_url("http://127.0.0.1:9/t", &u), 0);
+	ck_assert(!u.tls);
+	ck_assert(u.literal);
+	ck_assert_int_eq(ihttp_parse_url("http://[::1]:9/t", &u), 0);
+	ck_assert_str_eq(u.host, "::1");
+	/* Plain http elsewhere than loopback: refused, named apart. */
+	ck_assert_int_eq(ihttp_parse_url("http://id.example/t", &u), -EPERM);
+	ck_assert_int_eq(ihttp_parse_url("http://10.0.0.1/t", &u), -EPERM);
+	ck_assert_int_eq(ihttp_parse_url("http://localhost/t", &u), -EPERM);
+	ck_assert_int_eq(ihttp_parse_url("https://u:p@id.example/", &u),
+	    -EINVAL);
+	ck_assert_int_eq(ihttp_parse_url("https://id.example/#f", &u), -EINVAL);
+	ck_assert_int_eq(ihttp_parse_url("https://id.example/a b", &u),
+	    -EINVAL);
+	ck_assert_int_eq(ihttp_parse_url("https://id.example:0/", &u), -EINVAL);
+	ck_assert_int_eq(ihttp_parse_url("https://id.example:99999/", &u),
+	    -EINVAL);
+	ck_assert_int_eq(ihttp_parse_url("ftp://id.example/", &u), -EINVAL);
+	ck_assert_int_eq(ihttp_parse_url("https:///x", &u), -EINVAL);
+}
+END_TEST
+
+static char *
+rsa_pem(int bits)
+{
+	EVP_PKEY *k = EVP_RSA_gen((unsigned)bits);
+	BIO *b = BIO_new(BIO_s_mem());
+	char *data, *out;
+	long n;
+
+	ck_assert_ptr_nonnull(k);
+	ck_assert_int_eq(PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL,
+			     NULL),
+	    1);
+	n = BIO_get_mem_data(b, &data);
+	out = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(out);
+	memcpy(out, data, (size_t)n);
+	out[n] = '\0';
+	BIO_free(b);
+	EVP_PKEY_free(k);
+	return out;
+}
+
+static int
+check(json_t *body, json_t **cfg, char *why, size_t len)
+{
+	int r = issuers_config_check(body, cfg, why, len);
+
+	json_decref(body);
+	return r;
+}
+
+START_TEST(test_oauth_config)
+{
+	json_t *cfg, *pub;
+	char why[200];
+	char *text;
+
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s}", "kind",
+				   ISSUER_OAUTH, "token_url",
+				   "https://id.example/token", "client_id",
+				   "cid", "client_secret", "csecret"),
+			     &cfg, why, sizeof(why)),
+	    0);
+	ck_assert_str_eq(json_string_value(json_object_get(cfg, "client_auth")),
+	    "basic");
+	ck_assert_str_eq(issuers_issuer(cfg), "https://id.example/token");
+	pub = issuers_public(cfg);
+	text = json_dumps(pub, 0);
+	ck_assert_ptr_null(strstr(text, "csecret"));
+	ck_assert_ptr_nonnull(strstr(text, "cid"));
+	free(text);
+	json_decref(pub);
+	json_decref(cfg);
+
+	/* Plain http to the world, an unknown field, a bad client_auth, a
+	 * missing secret, a control byte: each refused and named. */
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s}", "kind",
+				   ISSUER_OAUTH, "token_url",
+				   "http://id.example/token", "client_id", "c",
+				   "client_secret", "s"),
+			     &cfg, why, sizeof(why)),
+	    -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "loopback"));
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s, s:s}", "kind",
+				   ISSUER_OAUTH, "token_url",
+				   "https://id.example/token", "client_id", "c",
+				   "client_secret", "s", "audience", "x"),
+			     &cfg, why, sizeof(why)),
+	    -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "audience"));
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s, s:s}", "kind",
+				   ISSUER_OAUTH, "token_url",
+				   "https://id.example/token", "client_id", "c",
+				   "client_secret", "s", "client_auth", "jwt"),
+			     &cfg, why, sizeof(why)),
+	    -EINVAL);
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s}", "kind",
+				   ISSUER_OAUTH, "token_url",
+				   "https://id.example/token", "client_id",
+				   "c"),
+			     &cfg, why, sizeof(why)),
+	    -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "client_secret"));
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s}", "kind",
+				   ISSUER_OAUTH, "token_url",
+				   "https://id.example/token", "client_id",
+				   "c\nd", "client_secret", "s"),
+			     &cfg, why, sizeof(why)),
+	    -EINVAL);
+	ck_assert_int_eq(check(json_pack("{s:s}", "kind", "static"), &cfg, why,
+			     sizeof(why)),
+	    -EINVAL);
+}
+END_TEST
+
+START_TEST(test_github_config)
+{
+	char *pem = rsa_pem(2048), *small = rsa_pem(1024), why[200], *text;
+	json_t *cfg, *pub;
+
+	ck_assert_int_eq(
+	    check(json_pack("{s:s, s:i, s:s, s:s, s:s, s:[s], s:{s:s}}", "kind",
+		      ISSUER_GITHUB, "app_id", 12, "installation_id", "34",
+		      "private_key", pem, "api", "https://ghe.example/api/v3/",
+		      "repositories", "widgets", "permissions", "contents",
+		      "read"),
+		&cfg, why, sizeof(why)),
+	    0);
+	ck_assert_str_eq(json_string_value(json_object_get(cfg, "app_id")),
+	    "12");
+	ck_assert_str_eq(issuers_issuer(cfg), "https://ghe.example/api/v3");
+	pub = issuers_public(cfg);
+	text = json_dumps(pub, 0);
+	ck_assert_ptr_null(strstr(text, "PRIVATE"));
+	ck_assert_ptr_nonnull(strstr(text, "widgets"));
+	free(text);
+	json_decref(pub);
+	json_decref(cfg);
+	/* The default API. */
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s}", "kind",
+				   ISSUER_GITHUB, "app_id", "12",
+				   "installation_id", "34", "private_key", pem),
+			     &cfg, why, sizeof(why)),
+	    0);
+	ck_assert_str_eq(issuers_issuer(cfg), ISSUER_GITHUB_API);
+	json_decref(cfg);
+
+	/* A key too small, not a key, a bad id, a bad repository name, a
+	 * permission level GitHub does not have. */
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s}", "kind",
+				   ISSUER_GITHUB, "app_id", "12",
+				   "installation_id", "34", "private_key",
+				   small),
+			     &cfg, why, sizeof(why)),
+	    -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "2048"));
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s}", "kind",
+				   ISSUER_GITHUB, "app_id", "12",
+				   "installation_id", "34", "private_key",
+				   "not a key"),
+			     &cfg, why, sizeof(why)),
+	    -EINVAL);
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s}", "kind",
+				   ISSUER_GITHUB, "app_id", "12x",
+				   "installation_id", "34", "private_key", pem),
+			     &cfg, why, sizeof(why)),
+	    -EINVAL);
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s, s:[s]}", "kind",
+				   ISSUER_GITHUB, "app_id", "12",
+				   "installation_id", "34", "private_key", pem,
+				   "repositories", "../etc"),
+			     &cfg, why, sizeof(why)),
+	    -EINVAL);
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s, s:{s:s}}",
+				   "kind", ISSUER_GITHUB, "app_id", "12",
+				   "installation_id", "34", "private_key", pem,
+				   "permissions", "contents", "owner"),
+			     &cfg, why, sizeof(why)),
+	    -EINVAL);
+	free(pem);
+	free(small);
+}
+END_TEST
+
+/* --- the JWT ------------------------------------------------------------ */
+
+static unsigned char *
+b64url_decode(const char *s, size_t n, size_t *ret_len)
+{
+	char *std = calloc(1, n + 4);
+	unsigned char *out = calloc(1, n + 4);
+	size_t m = n;
+	int k;
+
+	for (size_t i = 0; i < n; i++)
+		std[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
+	while (m % 4 != 0)
+		std[m++] = '=';
+	k = EVP_DecodeBlock(out, (unsigned char *)std, (int)m);
+	ck_assert_int_ge(k, 0);
+	*ret_len = (size_t)k - (n % 4 == 2 ? 2 : n % 4 == 3 ? 1 : 0);
+	free(std);
+	return out;
+}
+
+START_TEST(test_github_jwt)
+{
+	char *pem = rsa_pem(2048), *jwt;
+	int64_t now = 1796000000;
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	EVP_PKEY *k = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	size_t hl, cl, sl;
+
+	ck_assert_int_eq(issuers_github_jwt(pem, "4242", now, &jwt), 0);
+	char *dot1 = strchr(jwt, '.'), *dot2 = strrchr(jwt, '.');
+	ck_assert_ptr_nonnull(dot1);
+	ck_assert_ptr_ne(dot1, dot2);
+	unsigned char *head = b64url_decode(jwt, (size_t)(dot1 - jwt), &hl);
+	unsigned char *claims =
+	    b64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &cl);
+	unsigned char *sig = b64url_decode(dot2 + 1, strlen(dot2 + 1), &sl);
+	ck_assert_str_eq((char *)head, "{\"alg\":\"RS256\",\"typ\":\"JWT\"}");
+	json_t *c = json_loads((char *)claims, 0, NULL);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_str_eq(json_string_value(json_object_get(c, "iss")), "4242");
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "iat")),
+	    now - 60);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "exp")),
+	    now + 540);
+	json_decref(c);
+	ck_assert_uint_eq(sl, 256);
+	/* The signature holds under the public key, and only over these
+	 * bytes. */
+	ck_assert_int_eq(EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, k),
+	    1);
+	ck_assert_int_eq(EVP_DigestVerify(md, sig, sl, (unsigned char *)jwt,
+			     (size_t)(dot2 - jwt)),
+	    1);
+	EVP_MD_CTX_free(md);
+	md = EVP_MD_CTX_new();
+	jwt[3] ^= 1;
+	ck_assert_int_eq(EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, k),
+	    1);
+	ck_assert_int_ne(EVP_DigestVerify(md, sig, sl, (unsigned char *)jwt,
+			     (size_t)(dot2 - jwt)),
+	    1);
+	ck_assert_int_eq(issuers_github_jwt("nope", "4242", now, &jwt),
+	    -EINVAL);
+	EVP_MD_CTX_free(md);
+	EVP_PKEY_free(k);
+	BIO_free(b);
+	free(head);
+	free(claims);
+	free(sig);
+	free(jwt);
+	free(pem);
+}
+END_TEST
+
+/* --- an OAuth issuer in a thread ----------------------------------------- */
+
+struct fake {
+	int fd;
+	unsigned port;
+	int expires_in;
+	pthread_t t;
+	pthread_mutex_t lock;
+	char last_token[64];
+	char reqs[8][2048]; /* the requests seen, head and body */
+	size_t nreqs;
+	bool stop;
+};
+
+static void *
+fake_run(void *arg)
+{
+	struct fake *f = arg;
+	unsigned serial = 0;
+
+	for (;;) {
+		int c = accept(f->fd, NULL, NULL);
+		char req[2048] = "", answer[512], body[200];
+		size_t n = 0;
+
+		if (c < 0)
+			return NULL;
+		/* One request: the head and a Content-Length body. */
+		for (;;) {
+			ssize_t k = read(c, req + n, sizeof(req) - 1 - n);
+			char *he, *cl;
+			if (k <= 0)
+				break;
+			n += (size_t)k;
+			req[n] = '\0';
+			he = strstr(req, "\r\n\r\n");
+			cl = strstr(req, "Content-Length: ");
+			if (he != NULL && cl != NULL &&
+			    n >= (size_t)(he + 4 - req) +
+				    strtoul(cl + 16, NULL, 10))
+				break;
+		}
+		pthread_mutex_lock(&f->lock);
+		if (f->nreqs < 8)
+			snprintf(f->reqs[f->nreqs++], sizeof(f->reqs[0]), "%s",
+			    req);
+		if (strncmp(req, "POST /token ", 12) == 0) {
+			snprintf(f->last_token, sizeof(f->last_token),
+			    "tok-%u-abcdef", ++serial);
+			snprintf(body, sizeof(body),
+			    "{\"access_token\":\"%s\",\"token_type\":"
+			    "\"Bearer\","
+			    "\"expires_in\":%d}",
+			    f->last_token, f->expires_in);
+		} else {
+			body[0] = '\0';
+		}
+		pthread_mutex_unlock(&f->lock);
+		snprintf(answer, sizeof(answer),
+		    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		    strlen(body), body);
+		if (write(c, answer, strlen(answer)) < 0) {
+			/* the client went */
+		}
+		close(c);
+	}
+}
+
+static void
+fake_start(struct fake *f, int expires_in)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+
+	memset(f, 0, sizeof(*f));
+	f->expires_in = expires_in;
+	pthread_mutex_init(&f->lock, NULL);
+	f->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(f->fd, 0);
+	ck_assert_int_eq(bind(f->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(f->fd, 8), 0);
+	getsockname(f->fd, (struct sockaddr *)&a, &al);
+	f->port = ntohs(a.sin_port);
+	ck_assert_int_eq(pthread_create(&f->t, NULL, fake_run, f), 0);
+}
+
+static void
+fake_stop(struct fake *f)
+{
+	shutdown(f->fd, SHUT_RDWR);
+	pthread_join(f->t, NULL);
+	close(f->fd);
+	pthread_mutex_destroy(&f->lock);
+}
+
+static json_t *
+fake_cfg(const struct fake *f)
+{
+	char url[80], rev[80], why[200];
+	json_t *cfg;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/token", f->port);
+	snprintf(rev, sizeof(rev), "http://127.0.0.1:%u/revoke", f->port);
+	ck_assert_int_eq(check(json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}",
+				   "kind", ISSUER_OAUTH, "token_url", url,
+				   "client_id", "my app", "client_secret",
+				   "p&ss", "scope", "a b", "revocation_url",
+				   rev),
+			     &cfg, why, sizeof(why)),
+	    0);
+	return cfg;
+}
+
+START_TEST(test_oauth_held_refreshed_and_revoked)
+{
+	struct issuers *is;
+	struct issuers_counts n;
+	struct issued got;
+	struct fake f;
+	json_t *cfg, *list;
+	long status;
+	char why[200];
+
+	fake_start(&f, 1);
+	cfg = fake_cfg(&f);
+	ck_assert_int_eq(issuers_open(NULL, &is), 0);
+	ck_assert_int_eq(issuers_release(is, "job_a", "api", 1, cfg, &got,
+			     &status, why, sizeof(why)),
+	    0);
+	ck_assert(got.fresh);
+	ck_assert_str_eq(got.value, "tok-1-abcdef");
+	ck_assert_int_gt(got.expires, 0);
+	/* RFC 6749 4.4: a form POST, the client's Basic authentication of
+	 * its form-encoded id and secret ("my app", "p&ss"). */
+	pthread_mutex_lock(&f.lock);
+	ck_assert_ptr_nonnull(strstr(f.reqs[0],
+	    "Content-Type: application/x-www-form-urlencoded\r\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(f.reqs[0], "Authorization: Basic bXklMjBhcHA6cCUyNnNz\r\n"));
+	ck_assert_ptr_nonnull(strstr(f.reqs[0],
+	    "\r\n\r\ngrant_type=client_credentials&scope=a%20b"));
+	pthread_mutex_unlock(&f.lock);
+	/* Once it expired (1 s), the next release obtains another. */
+	sleep(2);
+	pthread_mutex_lock(&f.lock);
+	f.expires_in = 3600;
+	pthread_mutex_unlock(&f.lock);
+	ck_assert_int_eq(issuers_release(is, "job_a", "api", 1, cfg, &got,
+			     &status, why, sizeof(why)),
+	    0);
+	ck_assert(got.fresh);
+	ck_assert_str_eq(got.value, "tok-2-abcdef");
+	json_decref(cfg);
+
+	/* A long-lived one for another job is held. */
+	cfg = fake_cfg(&f);
+	ck_assert_int_eq(issuers_release(is, "job_b", "api", 1, cfg, &got,
+			     &status, why, sizeof(why)),
+	    0);
+	ck_assert_str_eq(got.value, "tok-3-abcdef");
+	ck_assert_int_eq(issuers_release(is, "job_b", "api", 1, cfg, &got,
+			     &status, why, sizeof(why)),
+	    0);
+	ck_assert(!got.fresh);
+	ck_assert_str_eq(got.value, "tok-3-abcdef");
+	/* A new version of the secret is a new credential. */
+	ck_assert_int_eq(issuers_release(is, "job_b", "api", 2, cfg, &got,
+			     &status, why, sizeof(why)),
+	    0);
+	ck_assert(got.fresh);
+	ck_assert_str_eq(got.value, "tok-4-abcdef");
+
+	/* job_a's revoke: the expired one was dropped when the next came,
+	 * the live one is revoked with RFC 7009. */
+	list = issuers_revoke_job(is, "job_a");
+	ck_assert_uint_eq(json_array_size(list), 1);
+	json_t *e = json_array_get(list, 0);
+	ck_assert(json_is_true(json_object_get(e, "ok")));
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "status")), 200);
+	json_decref(list);
+	pthread_mutex_lock(&f.lock);
+	ck_assert_uint_eq(f.nreqs, 5);
+	ck_assert_int_eq(strncmp(f.reqs[4], "POST /revoke ", 13), 0);
+	ck_assert_ptr_nonnull(strstr(f.reqs[4],
+	    "\r\n\r\ntoken=tok-2-abcdef&token_type_hint=access_token"));
+	ck_assert_ptr_nonnull(
+	    strstr(f.reqs[4], "Authorization: Basic bXklMjBhcHA6cCUyNnNz\r\n"));
+	pthread_mutex_unlock(&f.lock);
+	/* Revoked: a release that raced the revoke gets nothing, and what
+	 * it obtained is revoked at once. */
+	ck_assert_int_eq(issuers_release(is, "job_a", "api", 1, cfg, &got,
+			     &status, why, sizeof(why)),
+	    -ESTALE);
+	pthread_mutex_lock(&f.lock);
+	ck_assert_uint_eq(f.nreqs, 7); /* obtained, then revoked at once */
+	ck_assert_int_eq(strncmp(f.reqs[6], "POST /revoke ", 13), 0);
+	pthread_mutex_unlock(&f.lock);
+	list = issuers_revoke_job(is, "job_a");
+	ck_assert_uint_eq(json_array_size(list), 0);
+	json_decref(list);
+	/* job_b's two, in the order obtained. */
+	list = issuers_revoke_job(is, "job_b");
+	ck_assert_uint_eq(json_array_size(list), 2);
+	ck_assert_int_eq(json_integer_value(
+			     json_object_get(json_array_get(list, 1),
+				 "version")),
+	    2);
+	json_decref(list);
+	issuers_counts(is, &n);
+	ck_assert_uint_eq(n.issued, 5);
+	ck_assert_uint_eq(n.revoked, 4);
+	ck_assert_uint_eq(n.revoke_failed, 0);
+	json_decref(cfg);
+	issuers_close(is);
+	fake_stop(&f);
+}
+END_TEST
+
+START_TEST(test_issuer_away)
+{
+	struct issuers *is;
+	struct issuers_counts n;
+	struct issued got;
+	struct fake f;
+	json_t *cfg, *list;
+	long status;
+	char why[200];
+
+	/* An address nobody listens on any more. */
+	fake_start(&f, 60);
+	cfg = fake_cfg(&f);
+	fake_stop(&f);
+	ck_assert_int_eq(issuers_open(NULL, &is), 0);
+	ck_assert_int_eq(issuers_release(is, "job_c", "api", 1, cfg, &got,
+			     &status, why, sizeof(why)),
+	    -ECONNREFUSED);
+	ck_assert_ptr_nonnull(strstr(why, "connection refused"));
+	ck_assert_str_eq(got.value, "");
+	list = issuers_revoke_job(is, "job_c");
+	ck_assert_uint_eq(json_array_size(list), 0);
+	json_decref(list);
+	issuers_counts(is, &n);
+	ck_assert_uint_eq(n.issued, 0);
+	ck_assert_uint_eq(n.issue_failed, 1);
+	json_decref(cfg);
+	issuers_close(is);
+	ck_assert_int_eq(issuers_open("/nonexistent/ca.pem", &is), -EINVAL);
+}
+END_TEST
+
+static Suite *
+issuers_suite(void)
+{
+	Suite *s = suite_create("issuers");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_urls);
+	tcase_add_test(tc, test_oauth_config);
+	tcase_add_test(tc, test_github_config);
+	tcase_add_test(tc, test_github_jwt);
+	tcase_add_test(tc, test_oauth_held_refreshed_and_revoked);
+	tcase_add_test(tc, test_issuer_away);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(issuers_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
