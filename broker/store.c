@@ -1427,7 +1427,8 @@ store_secret_put(struct store *s, const char *name, int64_t version,
     const unsigned char *sealed, size_t len, const char *actor)
 {
 	if (s->pg != NULL)
-		return -ENOTSUP;
+		return store_pg_secret_put(s->pg, name, version, sealed, len,
+		    actor);
 	struct secret_put a = { name, actor, version, sealed, len };
 
 	if (len == 0 || len > INT32_MAX)
@@ -1440,7 +1441,8 @@ store_secret_get(struct store *s, const char *name, struct secret_meta *ret,
     unsigned char **ret_sealed, size_t *ret_len)
 {
 	if (s->pg != NULL)
-		return -ENOTSUP;
+		return store_pg_secret_get(s->pg, name, ret, ret_sealed,
+		    ret_len);
 	struct conn *c;
 	sqlite3_stmt *st = reader_stmt(s, ST_SECRET_CUR, &c);
 	int rc, r = 0;
@@ -1489,7 +1491,7 @@ int
 store_secret_list(struct store *s, json_t **ret)
 {
 	if (s->pg != NULL)
-		return -ENOTSUP;
+		return store_pg_secret_list(s->pg, ret);
 	struct conn *c;
 	sqlite3_stmt *st = reader_stmt(s, ST_SECRET_LIST, &c);
 
@@ -1513,7 +1515,7 @@ int
 store_secret_manifests(struct store *s, const char *name, json_t **ret)
 {
 	if (s->pg != NULL)
-		return -ENOTSUP;
+		return store_pg_secret_manifests(s->pg, name, ret);
 	char needle[128];
 	struct conn *c;
 	sqlite3_stmt *st;
@@ -1560,7 +1562,7 @@ store_secret_delete(struct store *s, const char *name, const char *actor,
     bool *ret_found)
 {
 	if (s->pg != NULL)
-		return -ENOTSUP;
+		return store_pg_secret_delete(s->pg, name, actor, ret_found);
 	struct secret_del a = { name, actor, false };
 	int r = store_write(s, op_secret_delete, &a);
 
@@ -1604,7 +1606,8 @@ store_secret_released(struct store *s, const char *name, int64_t version,
     const char *job, const char *actor)
 {
 	if (s->pg != NULL)
-		return -ENOTSUP;
+		return store_pg_secret_released(s->pg, name, version, job,
+		    actor);
 	struct secret_used a = { name, job, actor, version };
 
 	return store_write(s, op_secret_released, &a);

@@ -98,6 +98,12 @@ static const char *const migrations[STORE_PG_SCHEMA_VERSION] = {
 	" FOR EACH ROW EXECUTE FUNCTION cordon_audit_append_only();"
 	"CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit"
 	" FOR EACH STATEMENT EXECUTE FUNCTION cordon_audit_append_only();",
+	/* 2: secrets (credentials.md), sealed values only: the key is never
+	 * in the database. */
+	"CREATE TABLE secrets ("
+	" name TEXT NOT NULL, version BIGINT NOT NULL, sealed BYTEA NOT NULL,"
+	" created BIGINT NOT NULL, last_used BIGINT NOT NULL DEFAULT 0,"
+	" PRIMARY KEY (name, version));",
 };
 
 /* An asynchronous write, queued for the writer thread. */
@@ -292,6 +298,16 @@ p_hash(struct params *p, const unsigned char *hash)
 {
 	p->v[p->n] = (const char *)hash;
 	p->len[p->n] = STORE_HASH_LEN;
+	p->fmt[p->n] = 1;
+	p->n++;
+}
+
+/* A binary parameter: len bytes at v (a sealed secret). */
+static void
+p_blob(struct params *p, const unsigned char *v, size_t len)
+{
+	p->v[p->n] = (const char *)v;
+	p->len[p->n] = (int)len;
 	p->fmt[p->n] = 1;
 	p->n++;
 }
@@ -1857,4 +1873,259 @@ store_pg_audit_verify(struct store_pg *s, bool *ret_ok, int64_t *ret_first_bad,
 	*ret_first_bad = v.first_bad;
 	*ret_records = v.records;
 	return 0;
+}
+
+/* --- secrets ------------------------------------------------------------- */
+
+struct secret_put {
+	const char *name, *actor;
+	int64_t version;
+	const unsigned char *sealed;
+	size_t len;
+};
+
+static int
+op_secret_put(struct wctx *w, void *arg)
+{
+	struct secret_put *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int64_t cur = 0;
+	int r;
+
+	/* Under the audit head's lock: two brokers putting at once make
+	 * versions one after the other, and one of them is refused. */
+	p_text(&p, a->name);
+	r = q(w->c, "SELECT max(version) FROM secrets WHERE name = $1", &p,
+	    &res);
+	if (r < 0)
+		return r;
+	cur = col_int(res, 0, 0);
+	PQclear(res);
+	if (a->version != cur + 1)
+		return -EEXIST;
+	p.n = 0;
+	p_text(&p, a->name);
+	p_int(&p, a->version);
+	p_blob(&p, a->sealed, a->len);
+	p_int(&p, (int64_t)time(NULL));
+	r = q(w->c,
+	    "INSERT INTO secrets (name, version, sealed, created) VALUES "
+	    "($1, $2, $3, $4)",
+	    &p, NULL);
+	if (r < 0)
+		return r;
+	json_t *d = json_pack("{s:s, s:I}", "secret", a->name, "version",
+	    (json_int_t)a->version);
+	r = audit_append(w, "secret_put", NULL, a->actor, d);
+	json_decref(d);
+	return r;
+}
+
+int
+store_pg_secret_put(struct store_pg *s, const char *name, int64_t version,
+    const unsigned char *sealed, size_t len, const char *actor)
+{
+	struct secret_put a = { name, actor, version, sealed, len };
+
+	if (len == 0 || len > INT32_MAX)
+		return -EINVAL;
+	return pg_write(s, op_secret_put, &a);
+}
+
+struct secret_get {
+	const char *name;
+	struct secret_meta *out;
+	unsigned char **sealed;
+	size_t *len;
+};
+
+static int
+read_secret(PGconn *c, void *arg)
+{
+	struct secret_get *a = arg;
+	struct params p = { 0 };
+	struct secret_meta m = { .version = 0 };
+	PGresult *res;
+	int r;
+
+	p_text(&p, a->name);
+	r = q(c,
+	    "SELECT name, version, created, last_used, sealed FROM secrets "
+	    "WHERE name = $1 ORDER BY version DESC LIMIT 1",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return -ENOENT;
+	}
+	col_copy(m.name, sizeof(m.name), res, 0, 0);
+	m.version = col_int(res, 0, 1);
+	m.created = col_int(res, 0, 2);
+	m.last_used = col_int(res, 0, 3);
+	if (a->sealed != NULL) {
+		size_t n = 0;
+		unsigned char *raw =
+		    PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0,
+					4),
+			&n);
+		unsigned char *copy = raw != NULL && n > 0 ? malloc(n) : NULL;
+
+		if (copy != NULL)
+			memcpy(copy, raw, n);
+		if (raw != NULL) {
+			explicit_bzero(raw, n);
+			PQfreemem(raw);
+		}
+		if (copy == NULL) {
+			PQclear(res);
+			return n > 0 || raw == NULL ? -ENOMEM : -EIO;
+		}
+		*a->sealed = copy;
+		*a->len = n;
+	}
+	PQclear(res);
+	*a->out = m;
+	return 0;
+}
+
+int
+store_pg_secret_get(struct store_pg *s, const char *name,
+    struct secret_meta *ret, unsigned char **ret_sealed, size_t *ret_len)
+{
+	struct secret_get a = { name, ret, ret_sealed, ret_len };
+
+	return pg_read(s, read_secret, &a);
+}
+
+static json_t *
+secret_row(const PGresult *res, int i)
+{
+	return json_pack("{s:s, s:I, s:I, s:I}", "name", PQgetvalue(res, i, 0),
+	    "version", (json_int_t)col_int(res, i, 1), "created",
+	    (json_int_t)col_int(res, i, 2), "last_used",
+	    (json_int_t)col_int(res, i, 3));
+}
+
+int
+store_pg_secret_list(struct store_pg *s, json_t **ret)
+{
+	/* As sqlite answers: by name bytewise, the newest version's
+	 * number, created and the last release of any. */
+	struct rows a = { .row = secret_row,
+		.sql = "SELECT name, max(version), max(created), "
+		       "max(last_used) FROM secrets GROUP BY name ORDER BY "
+		       "name COLLATE \"C\"" };
+
+	return rows_run(s, &a, ret);
+}
+
+static json_t *
+manifest_body_row(const PGresult *res, int i)
+{
+	json_t *body = json_loads(PQgetvalue(res, i, 1), 0, NULL);
+
+	return json_pack("{s:s, s:o}", "name", PQgetvalue(res, i, 0), "body",
+	    body != NULL ? body : json_null());
+}
+
+int
+store_pg_secret_manifests(struct store_pg *s, const char *name, json_t **ret)
+{
+	/* Candidates, as store.c's: the canonical text is compact, so a
+	 * rule naming the secret holds this exact string. */
+	struct rows a = { .row = manifest_body_row,
+		.sql = "SELECT m.name, m.body FROM manifests m WHERE "
+		       "m.version = (SELECT max(version) FROM manifests "
+		       "WHERE name = m.name) AND strpos(m.body, $1) > 0 "
+		       "ORDER BY m.name COLLATE \"C\"" };
+	char needle[128];
+
+	if (snprintf(needle, sizeof(needle), "\"secret\":\"%s\"", name) >=
+	    (int)sizeof(needle))
+		return -EINVAL;
+	p_text(&a.p, needle);
+	return rows_run(s, &a, ret);
+}
+
+struct secret_del {
+	const char *name, *actor;
+	bool found;
+};
+
+static int
+op_secret_delete(struct wctx *w, void *arg)
+{
+	struct secret_del *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_text(&p, a->name);
+	r = q(w->c, "DELETE FROM secrets WHERE name = $1", &p, &res);
+	if (r < 0)
+		return r;
+	a->found = strtoll(PQcmdTuples(res), NULL, 10) > 0;
+	PQclear(res);
+	if (!a->found)
+		return 0;
+	json_t *d = json_pack("{s:s}", "secret", a->name);
+	r = audit_append(w, "secret_deleted", NULL, a->actor, d);
+	json_decref(d);
+	return r;
+}
+
+int
+store_pg_secret_delete(struct store_pg *s, const char *name, const char *actor,
+    bool *ret_found)
+{
+	struct secret_del a = { name, actor, false };
+	int r = pg_write(s, op_secret_delete, &a);
+
+	if (r == 0)
+		*ret_found = a.found;
+	return r;
+}
+
+struct secret_used {
+	const char *name, *job, *actor;
+	int64_t version;
+};
+
+static int
+op_secret_released(struct wctx *w, void *arg)
+{
+	struct secret_used *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_int(&p, (int64_t)time(NULL));
+	p_text(&p, a->name);
+	p_int(&p, a->version);
+	r = q(w->c,
+	    "UPDATE secrets SET last_used = $1 WHERE name = $2 AND version = "
+	    "$3",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	bool changed = strtoll(PQcmdTuples(res), NULL, 10) > 0;
+	PQclear(res);
+	if (!changed)
+		return -ENOENT; /* deleted or rotated away meanwhile */
+	json_t *d = json_pack("{s:s, s:I}", "secret", a->name, "version",
+	    (json_int_t)a->version);
+	r = audit_append(w, "secret_released", a->job, a->actor, d);
+	json_decref(d);
+	return r;
+}
+
+int
+store_pg_secret_released(struct store_pg *s, const char *name, int64_t version,
+    const char *job, const char *actor)
+{
+	struct secret_used a = { name, job, actor, version };
+
+	return pg_write(s, op_secret_released, &a);
 }

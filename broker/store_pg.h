@@ -11,7 +11,7 @@
 
 /* The schema store_pg writes; an older one is migrated at open, a newer
  * one refused with -EPROTONOSUPPORT. */
-#define STORE_PG_SCHEMA_VERSION 1
+#define STORE_PG_SCHEMA_VERSION 2
 
 struct store_pg;
 
@@ -66,5 +66,16 @@ int store_pg_audit_list(struct store_pg *s, const char *job, int64_t after,
     size_t max, json_t **ret);
 int store_pg_audit_verify(struct store_pg *s, bool *ret_ok,
     int64_t *ret_first_bad, int64_t *ret_records);
+int store_pg_secret_put(struct store_pg *s, const char *name, int64_t version,
+    const unsigned char *sealed, size_t len, const char *actor);
+int store_pg_secret_get(struct store_pg *s, const char *name,
+    struct secret_meta *ret, unsigned char **ret_sealed, size_t *ret_len);
+int store_pg_secret_list(struct store_pg *s, json_t **ret);
+int store_pg_secret_manifests(struct store_pg *s, const char *name,
+    json_t **ret);
+int store_pg_secret_delete(struct store_pg *s, const char *name,
+    const char *actor, bool *ret_found);
+int store_pg_secret_released(struct store_pg *s, const char *name,
+    int64_t version, const char *job, const char *actor);
 
 #endif

@@ -30,6 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The schema this build writes (store_pg.h's, which only store.c may
+ * include): the first, and the secrets. */
+#define STORE_PG_SCHEMA_VERSION_WANT 2
+
 static struct pg_server pg;
 static char url[400];
 static struct store *st;
@@ -318,6 +322,140 @@ START_TEST(test_manifest_list)
 }
 END_TEST
 
+/* Secrets (credentials.md): sealed bytes kept as given, versions one
+ * after the other, metadata without the value, the manifests naming one,
+ * a release stamped and audited, a delete audited; one database, so the
+ * other broker sees the same. */
+START_TEST(test_secrets)
+{
+	static const unsigned char sealed1[] = { 0x00, 0x01, 0xfe, 'a', 0x00,
+		'z' };
+	static const unsigned char sealed2[] = { 0x42, 0x00, 0x43 };
+	struct secret_meta m;
+	unsigned char *got = NULL;
+	size_t len = 0;
+	int64_t v;
+	bool added, found;
+	json_t *prev, *list;
+	struct store *b;
+
+	ck_assert_int_eq(store_secret_get(st, "gh", &m, NULL, NULL), -ENOENT);
+	ck_assert_int_eq(store_secret_put(st, "gh", 2, sealed1, sizeof(sealed1),
+			     "admin"),
+	    -EEXIST);
+	ck_assert_int_eq(store_secret_put(st, "gh", 1, sealed1, sizeof(sealed1),
+			     "admin"),
+	    0);
+	ck_assert_int_eq(store_secret_put(st, "gh", 1, sealed2, sizeof(sealed2),
+			     "admin"),
+	    -EEXIST);
+	ck_assert_int_eq(store_secret_get(st, "gh", &m, &got, &len), 0);
+	ck_assert_str_eq(m.name, "gh");
+	ck_assert_int_eq(m.version, 1);
+	ck_assert_int_gt(m.created, 0);
+	ck_assert_int_eq(m.last_used, 0);
+	ck_assert_uint_eq(len, sizeof(sealed1));
+	ck_assert_mem_eq(got, sealed1, len);
+	free(got);
+	ck_assert_int_eq(store_secret_put(st, "gh", 2, sealed2, sizeof(sealed2),
+			     "admin"),
+	    0);
+	ck_assert_int_eq(store_secret_put(st, "other", 1, sealed2,
+			     sizeof(sealed2), "admin"),
+	    0);
+
+	/* The other broker: the current version, its bytes. */
+	ck_assert_int_eq(store_open(url, &b), 0);
+	ck_assert_int_eq(store_secret_get(b, "gh", &m, &got, &len), 0);
+	ck_assert_int_eq(m.version, 2);
+	ck_assert_uint_eq(len, sizeof(sealed2));
+	ck_assert_mem_eq(got, sealed2, len);
+	free(got);
+	ck_assert_int_eq(store_secret_released(b, "gh", 2, "job_s", "verifier"),
+	    0);
+	ck_assert_int_eq(store_secret_released(b, "gh", 7, "job_s", "verifier"),
+	    -ENOENT);
+	store_close(b);
+
+	ck_assert_int_eq(store_secret_list(st, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 2);
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(list, 0), "name")),
+	    "gh");
+	ck_assert_int_eq(json_integer_value(
+			     json_object_get(json_array_get(list, 0),
+				 "version")),
+	    2);
+	ck_assert_int_gt(json_integer_value(
+			     json_object_get(json_array_get(list, 0),
+				 "last_used")),
+	    0);
+	ck_assert_ptr_null(json_object_get(json_array_get(list, 0), "value"));
+	json_decref(list);
+
+	/* The manifests whose current version names it. */
+	ck_assert_int_eq(store_manifest_put(st, "inj",
+			     "{\"egress\":[{\"inject\":{\"secret\":\"gh\"}}]}",
+			     "s1", "admin", &v, &prev, &added),
+	    0);
+	json_decref(prev);
+	ck_assert_int_eq(store_manifest_put(st, "plain", "{\"egress\":[]}",
+			     "s2", "admin", &v, &prev, &added),
+	    0);
+	json_decref(prev);
+	ck_assert_int_eq(store_secret_manifests(st, "gh", &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 1);
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(list, 0), "name")),
+	    "inj");
+	ck_assert(
+	    json_is_object(json_object_get(json_array_get(list, 0), "body")));
+	json_decref(list);
+	ck_assert_int_eq(store_secret_manifests(st, "other", &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 0);
+	json_decref(list);
+
+	ck_assert_int_eq(store_secret_delete(st, "gh", "admin", &found), 0);
+	ck_assert(found);
+	ck_assert_int_eq(store_secret_delete(st, "gh", "admin", &found), 0);
+	ck_assert(!found);
+	ck_assert_int_eq(store_secret_get(st, "gh", &m, NULL, NULL), -ENOENT);
+	/* Audited, in the one chain: three puts, a release, a delete. */
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM audit WHERE event = "
+				 "'secret_put'"),
+	    3);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM audit WHERE event = "
+				 "'secret_released' AND job = 'job_s'"),
+	    1);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM audit WHERE event = "
+				 "'secret_deleted'"),
+	    1);
+	assert_chain_ok(st, -1);
+}
+END_TEST
+
+/* A database of the first schema (no secrets) is brought to the
+ * second at open, its records kept. */
+START_TEST(test_schema_1_migrates)
+{
+	struct secret_meta m;
+
+	store_close(st);
+	st = NULL;
+	sql("DROP TABLE secrets");
+	sql("UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+	ck_assert_int_eq(store_open(url, &st), 0);
+	ck_assert_int_eq(sql_int("SELECT value FROM meta WHERE key = "
+				 "'schema_version'"),
+	    STORE_PG_SCHEMA_VERSION_WANT);
+	ck_assert_int_eq(store_secret_put(st, "gh", 1,
+			     (const unsigned char *)"x", 1, "admin"),
+	    0);
+	ck_assert_int_eq(store_secret_get(st, "gh", &m, NULL, NULL), 0);
+	assert_chain_ok(st, -1);
+}
+END_TEST
+
 START_TEST(test_jobs_lapsed)
 {
 	struct job j = job_of("job_l");
@@ -581,7 +719,7 @@ START_TEST(test_schema)
 	}
 	ck_assert_int_eq(sql_int("SELECT value FROM meta WHERE key = "
 				 "'schema_version'"),
-	    1);
+	    STORE_PG_SCHEMA_VERSION_WANT);
 	ck_assert_int_eq(sql_int("SELECT count(*) FROM audit_head"), 1);
 	/* A newer broker's schema: this one refuses, and changes nothing. */
 	sql("UPDATE meta SET value = '99' WHERE key = 'schema_version'");
@@ -648,6 +786,8 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_manifests_jobs_tokens);
 	tcase_add_test(tc, test_manifest_list);
+	tcase_add_test(tc, test_secrets);
+	tcase_add_test(tc, test_schema_1_migrates);
 	tcase_add_test(tc, test_jobs_lapsed);
 	tcase_add_test(tc, test_audit_tampering_seen);
 	tcase_add_test(tc, test_two_brokers_one_chain);
