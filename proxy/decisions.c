@@ -325,7 +325,12 @@ decisions_scan(int dirfd, const char *name, const struct decisions_query *q,
 	struct reader r = { .fd = -1 };
 	int k = 0;
 
+	char verdict[40] = "";
+
 	memset(ret, 0, sizeof(*ret));
+	if (q->verdict != NULL)
+		snprintf(verdict, sizeof(verdict), "\"decision\":\"%.16s\"",
+		    q->verdict);
 	if (q->cursor != NULL) {
 		uint64_t ino, off;
 		if (!decisions_cursor_ok(q->cursor))
@@ -387,7 +392,11 @@ decisions_scan(int dirfd, const char *name, const struct decisions_query *q,
 			if ((k = next_line(&r, &line, &off, &len)) <= 0)
 				break;
 			scanned += len;
-			if (q->job != NULL && strstr(line, q->job) == NULL)
+			/* What cannot match is not parsed: the proxy writes
+			 * "decision":"deny" exactly so (decision.c). */
+			if ((q->job != NULL && strstr(line, q->job) == NULL) ||
+			    (verdict[0] != '\0' &&
+				strstr(line, verdict) == NULL))
 				continue;
 			json_t *d = json_loads(line, 0, NULL);
 			int64_t ms = line_time(d);
