@@ -14,7 +14,8 @@
 #include <strings.h>
 
 /* Whether the job's field h goes when a credential is injected: one of
- * the injected name, where a token travels, or holding a token. */
+ * the injected name, where a token travels, holding a token, or asking
+ * for a compressed answer (the scanner reads the answer as it comes). */
 static bool
 dropped_for_inject(const struct http1_header *h, const char *head,
     const char *name)
@@ -24,6 +25,7 @@ dropped_for_inject(const struct http1_header *h, const char *head,
 
 	if ((nl == strlen(name) && strncasecmp(n, name, nl) == 0) ||
 	    (nl == 13 && strncasecmp(n, "Authorization", 13) == 0) ||
+	    (nl == 15 && strncasecmp(n, "Accept-Encoding", 15) == 0) ||
 	    (nl >= 9 && strncasecmp(n, "X-Cordon-", 9) == 0))
 		return true;
 	return memmem(v, vl, TOKEN_PREFIX, TOKEN_PREFIX_LEN) != NULL;
@@ -95,7 +97,7 @@ int
 forward_head(const struct http1_request *r, const char *head,
     const struct forward_target *t, struct buf *out)
 {
-	struct http1_field extra[3];
+	struct http1_field extra[4];
 	struct http1_request *kept = NULL;
 	char *rewritten = NULL;
 	size_t nextra = 0;
@@ -135,6 +137,9 @@ forward_head(const struct http1_request *r, const char *head,
 			extra[nextra++] =
 			    (struct http1_field){ t->inject_header,
 				    t->inject_value };
+			extra[nextra++] =
+			    (struct http1_field){ "Accept-Encoding",
+				    "identity" };
 			if (drop_query_tokens(kept, head, &rewritten) < 0) {
 				free(kept);
 				return -ENOMEM;

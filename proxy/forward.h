@@ -43,7 +43,8 @@ struct forward_target {
  * and X-Cordon-* fields are dropped. With inject_header, the job's fields
  * of that name, its Authorization and X-Cordon-* fields and every field
  * whose value holds a crd_ token are dropped, so is every query
- * parameter holding one, and inject_header: inject_value is added. 0, or http1_serialize's -errno. The
+ * parameter holding one and its Accept-Encoding, and inject_header:
+ * inject_value and Accept-Encoding: identity are added. 0, or http1_serialize's -errno. The
  * caller wipes out after use: it may hold a key.
  */
 int forward_head(const struct http1_request *r, const char *head,

@@ -372,7 +372,8 @@ START_TEST(test_forward_swaps_the_token)
 				  "x-api-key: job-chosen\r\n"
 				  "X-Cordon-Job: job_other\r\n"
 				  "X-Other: crd_elsewhere\r\n"
-				  "Accept: application/json\r\n\r\n";
+				  "Accept: application/json\r\n"
+				  "Accept-Encoding: gzip, br\r\n\r\n";
 	struct http1_parser parser;
 	struct forward_target t = { .host = "api.github.com",
 		.port = 443,
@@ -393,6 +394,9 @@ START_TEST(test_forward_swaps_the_token)
 	ck_assert_ptr_null(strstr(s, "job-chosen"));
 	ck_assert_ptr_null(strstr(s, "X-Cordon"));
 	ck_assert_ptr_null(strstr(s, "Authorization"));
+	/* An answer the scanner can read: no compression asked for. */
+	ck_assert_ptr_null(strstr(s, "gzip"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nAccept-Encoding: identity\r\n"));
 	buf_free(&out);
 	/* Without an injection the head is the job's, as before. */
 	t.inject_header = NULL;
