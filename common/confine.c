@@ -123,9 +123,10 @@ const struct confine_profile confine_broker = { .name = "broker" };
 const struct confine_profile confine_proxy = { .name = "proxy" };
 
 /*
- * The hatch mounts and unmounts each workspace's tmpfs (and, as the seal
- * is built, reads overlays): it keeps the mount calls. It never execs,
- * enters a namespace or changes its ids.
+ * The hatch mounts and unmounts each workspace's tmpfs: it keeps the mount
+ * calls. It never execs, enters a namespace or changes its ids; its
+ * sealer, forked before this, reads the overlays under an allow list of
+ * its own (hatch/sealer.c).
  */
 const struct confine_profile confine_hatch = { .name = "hatch", .mount = true };
 

@@ -234,9 +234,11 @@ delete_workspace(void *ctx, struct http_request *req, struct http_response *res)
 	    json_pack("{s:s, s:b}", "job", job, "deleted", 1));
 }
 
-/* An error for seal_* results: 404, 409 (not sealed), 422 or 503. */
+/* An error for seal_* results: 404, 409 (not sealed), 422 or 503, with
+ * the sealer's reason when it gave one. */
 static void
-reply_seal_error(struct http_response *res, const char *job, int r)
+reply_seal_error(struct http_response *res, const char *job, int r,
+    const char *reason)
 {
 	if (r == -ENOENT)
 		http_reply_error(res, 404, "unknown_workspace",
@@ -247,6 +249,13 @@ reply_seal_error(struct http_response *res, const char *job, int r)
 	else if (r == -EINVAL)
 		http_reply_error(res, 422, "invalid_output",
 		    "stdout and stderr must be base64");
+	else if (r == -EPIPE)
+		http_reply_error(res, 503, "sealer_unavailable",
+		    "the workspace of job %s was not sealed: %s", job,
+		    reason != NULL && reason[0] != '\0' ? reason : "no sealer");
+	else if (reason != NULL && reason[0] != '\0')
+		http_reply_error(res, 503, "seal_failed",
+		    "the workspace of job %s was not sealed: %s", job, reason);
 	else
 		http_reply_error(res, 503, "seal_failed",
 		    "the workspace could not be sealed (%s)", strerror(-r));
@@ -283,25 +292,26 @@ seal(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	json_decref(problems);
 	pthread_mutex_lock(&h->mu);
-	struct seal_child child = { 0, -1, -1, false };
-	r = seal_workspace(h->workspaces, job, body, output_kb, &report,
-	    &child);
+	struct seal_child child;
+	r = seal_workspace(&h->sealer, h->workspaces, job, body, output_kb,
+	    &report, &child);
 	pthread_mutex_unlock(&h->mu);
 	if (r < 0) {
 		if (r != -ENOENT && r != -EINVAL)
-			log_error("seal_failed", "{s:s, s:s}", "job", job,
-			    "error", strerror(-r));
-		reply_seal_error(res, job, r);
+			log_error("seal_failed", "{s:s, s:s, s:s}", "job", job,
+			    "error", strerror(-r), "reason", child.reason);
+		reply_seal_error(res, job, r, child.reason);
 		return;
 	}
-	/* sealer: the child that sealed (pid 0: sealed before). */
-	log_info("workspace_sealed", "{s:s, s:O, s:O, s:{s:I, s:I, s:I, s:b}}",
-	    "job", job, "verdict", json_object_get(report, "verdict"), "patch",
+	/* sealer: the worker that sealed (pid 0: sealed before). */
+	log_info("workspace_sealed",
+	    "{s:s, s:O, s:O, s:{s:I, s:I, s:I, s:I, s:I, s:b}}", "job", job,
+	    "verdict", json_object_get(report, "verdict"), "patch",
 	    json_object_get(report, "patch"), "sealer", "pid",
-	    (json_int_t)child.pid, "seccomp_filters",
-	    (json_int_t)child.seccomp_filters, "no_new_privs",
-	    (json_int_t)child.no_new_privs, "socket_refused",
-	    child.socket_refused);
+	    (json_int_t)child.pid, "uid", (json_int_t)child.uid, "seccomp",
+	    (json_int_t)child.seccomp, "no_new_privs",
+	    (json_int_t)child.no_new_privs, "cap_eff",
+	    (json_int_t)child.cap_eff, "socket_refused", child.socket_refused);
 	http_reply_json(res, 200, report);
 }
 
@@ -315,7 +325,7 @@ get_patch(void *ctx, struct http_request *req, struct http_response *res)
 	int r = seal_patch(h->workspaces, job, &patch, &len);
 
 	if (r < 0) {
-		reply_seal_error(res, job, r);
+		reply_seal_error(res, job, r, NULL);
 		return;
 	}
 	http_reply_text(res, 200, "text/x-diff", patch, len);
@@ -331,7 +341,7 @@ get_report(void *ctx, struct http_request *req, struct http_response *res)
 	int r = seal_report(h->workspaces, job, &report);
 
 	if (r < 0) {
-		reply_seal_error(res, job, r);
+		reply_seal_error(res, job, r, NULL);
 		return;
 	}
 	http_reply_json(res, 200, report);

@@ -1,19 +1,39 @@
 /*
  * cordon-hatch: main. Flags, log, config (input roots resolved, the
- * launcher's key read), -n check, state dir, listen, serve until SIGTERM.
+ * launcher's key read), -n check, the sealer forked (sealer.h), state
+ * dir, listen, the hatch's own capabilities dropped and its filter
+ * applied, serve until SIGTERM.
  */
 #include "hatch.h"
 
 #include "confine.h"
 #include "keys.h"
 #include "log.h"
+#include "path.h"
+#include "sealer.h"
 #include "service.h"
 #include "util.h"
 #include "workspace.h"
 
 #include <errno.h>
+#include <linux/capability.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/*
+ * What the hatch keeps once its sealer is forked: CAP_SYS_ADMIN (each
+ * workspace's tmpfs mounted and unmounted), CAP_DAC_OVERRIDE (inputs read
+ * and copied whatever their modes, workspaces removed whatever modes the
+ * copies kept), CAP_KILL (a sealer that hangs is killed: it runs as
+ * nobody). Nothing else, in any set (docs/threat-model.md).
+ */
+#define HATCH_CAPS                                                             \
+	((1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_DAC_OVERRIDE) |                \
+	    (1ULL << CAP_KILL))
 
 static const struct config_option hatch_options[] = {
 	CONFIG_COMMON_OPTIONS(offsetof(struct hatch_config, common)),
@@ -24,6 +44,9 @@ static const struct config_option hatch_options[] = {
 	{ "broker", CONFIG_LIST, offsetof(struct hatch_config, broker), 0, 0 },
 	{ "broker_key_file", CONFIG_STRING,
 	    offsetof(struct hatch_config, broker_key_file), 0, 0 },
+	{ "seal_deadline_s", CONFIG_INT,
+	    offsetof(struct hatch_config, seal_deadline_s), 1,
+	    SEALER_MAX_DEADLINE_S },
 	{ "lower_tmpfs_mb", CONFIG_INT,
 	    offsetof(struct hatch_config, lower_tmpfs_mb), 0,
 	    WORKSPACE_MAX_LOWER_MB },
@@ -76,6 +99,28 @@ refuse_gone_settings(const char *path)
 	return EXIT_CONFIG;
 }
 
+/* Drops every capability but HATCH_CAPS from the bounding, permitted,
+ * effective, inheritable and ambient sets: 0 or -errno. */
+static int
+drop_caps(void)
+{
+	struct __user_cap_header_struct hd = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
+	if (geteuid() != 0)
+		return 0; /* a test's unprivileged -n, or no privilege at all */
+	for (int cap = 0; cap < 64; cap++)
+		if (!(HATCH_CAPS & (1ULL << cap)) &&
+		    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	d[0].effective = d[0].permitted = (uint32_t)HATCH_CAPS;
+	d[1].effective = d[1].permitted = (uint32_t)(HATCH_CAPS >> 32);
+	if (syscall(SYS_capset, &hd, d) < 0 ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		return -errno;
+	return 0;
+}
+
 static void
 hatch_free(struct hatch *h)
 {
@@ -88,6 +133,7 @@ hatch_free(struct hatch *h)
 		explicit_bzero(h->broker_key, strlen(h->broker_key));
 	free(h->broker_key);
 	free(h->workspaces);
+	sealer_stop(&h->sealer);
 	pthread_mutex_destroy(&h->mu);
 }
 
@@ -97,6 +143,8 @@ main(int argc, char **argv)
 	struct hatch h = {
 		.mu = PTHREAD_MUTEX_INITIALIZER,
 		.cfg.lower_tmpfs_mb = WORKSPACE_DEFAULT_LOWER_MB,
+		.cfg.seal_deadline_s = SEALER_DEFAULT_DEADLINE_S,
+		.sealer = { .fd = -1 },
 	};
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
@@ -136,6 +184,22 @@ main(int argc, char **argv)
 		r = EXIT_OSERR;
 		goto out;
 	}
+	/* The sealer before the keys are read, the filter applied or a
+	 * thread started: it keeps no descriptor of the hatch's. */
+	r = path_mkdir_p(h.workspaces, 0700) < 0 ? -errno : 0;
+	if (r < 0 ||
+	    (r = sealer_start(&h.sealer, h.workspaces,
+		 (long)h.cfg.seal_deadline_s)) < 0) {
+		log_error("sealer_failed", "{s:s, s:s}", "error", strerror(-r),
+		    "reason",
+		    h.sealer.gone[0] != '\0' ? h.sealer.gone
+					     : "the workspaces directory");
+		r = EXIT_OSERR;
+		goto out;
+	}
+	log_info("sealer_started", "{s:I, s:I}", "pid",
+	    (json_int_t)h.sealer.pid, "seal_deadline_s",
+	    (json_int_t)h.cfg.seal_deadline_s);
 	json_t *gone = json_array();
 	if (gone == NULL) {
 		r = EXIT_OSERR;
@@ -193,6 +257,11 @@ main(int argc, char **argv)
 		.keys = &h.keys,
 	};
 	/* Everything it needs is open: its own sandbox, late. */
+	if ((r = drop_caps()) < 0) {
+		log_error("drop_failed", "{s:s}", "error", strerror(-r));
+		r = EXIT_OSERR;
+		goto out;
+	}
 	if ((r = confine_apply(&confine_hatch)) < 0) {
 		log_error("confine_failed", "{s:s}", "error", strerror(-r));
 		r = EXIT_OSERR;

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "http_server.h"
 #include "keys.h"
+#include "sealer.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -31,6 +32,8 @@ struct hatch_config {
 	 * the key the hatch asks it with. */
 	char *broker;
 	char *broker_key_file;
+	/* How long one seal may take before its worker is killed. */
+	long long seal_deadline_s;
 };
 
 struct hatch {
@@ -38,6 +41,7 @@ struct hatch {
 	char *workspaces; /* <state_dir>/workspaces */
 	struct keyring keys;
 	char *broker_key; /* read from broker_key_file */
+	struct sealer sealer; /* forked at start; used under mu */
 	pthread_mutex_t mu; /* one workspace change at a time */
 };
 

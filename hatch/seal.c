@@ -4,18 +4,17 @@
  * into place, report last: a report on disk means a complete seal.
  *
  * The reading and judging (meta.json, the walk of the job's upper
- * directory, hostile names and bytes) runs in a child forked for the one
- * seal, holding none of the hatch's fds, under its own filters
- * (confine_seal: on top of the hatch's, no mounts; then no sockets),
- * which writes into the two temporary files its parent opened and tells
- * its parent its own seccomp state through a pipe. The parent
- * waits at most SEAL_CHILD_DEADLINE_S; a child that died, was killed or
- * failed is a failed seal, and nothing is renamed into place.
+ * directory, hostile names and bytes, the job's output) is seal_compute,
+ * run by a worker of the sealer helper (sealer.c) with the workspace as
+ * its root directory; this side opens the workspace, the output and the
+ * two temporary files, hands them over, and renames what came back into
+ * place only when the worker exited 0. A worker that died, was killed,
+ * outlived the seal deadline or failed is a failed seal, with its reason,
+ * and nothing is renamed into place.
  */
 #include "seal.h"
 
 #include "buf.h"
-#include "confine.h"
 #include "digest.h"
 #include "envelope.h"
 #include "log.h"
@@ -28,80 +27,19 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
-#include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define META_MAX (1024 * 1024)
 #define REPORT_MAX (16 * 1024 * 1024)
-#define SEAL_CHILD_DEADLINE_S 300
-
-/*
- * The sealer's profile: a child forked for one seal, which reads the
- * workspace (meta.json, lower, the job's upper) and writes the patch and
- * report into files its parent opened. On top of the hatch's filter it
- * gives up the mounts too: no exec, mounts, namespaces or id changes.
- */
-static const struct confine_profile confine_seal = { .name = "seal" };
-
-/* Sockets the sealer refuses (EPERM) on top of confine_seal: it needs
- * none, and it must not use the hatch's listening socket it inherited. */
-static const char *const seal_no_sockets[] = { "socket", "socketpair",
-	"connect", "bind", "listen", "accept", "accept4" };
-
-/* Closes every fd from 3 up but the n in keep (the hatch's sockets, its
- * other workspaces' files: the sealer needs none of them). */
-static void
-close_others(int *keep, size_t n)
-{
-	unsigned from = 3;
-
-	/* keep sorted (n is 3: a small insertion sort). */
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	for (size_t i = 0; i < n; i++) {
-		if ((unsigned)keep[i] > from)
-			(void)close_range(from, (unsigned)keep[i] - 1, 0);
-		if ((unsigned)keep[i] + 1 > from)
-			from = (unsigned)keep[i] + 1;
-	}
-	(void)close_range(from, ~0U, 0);
-}
-
-/* confine_seal, then a second filter refusing seal_no_sockets: 0 or
- * -errno. */
-static int
-confine_sealer(void)
-{
-	scmp_filter_ctx ctx;
-	int r = confine_apply(&confine_seal);
-
-	if (r < 0)
-		return r;
-	ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (ctx == NULL)
-		return -ENOMEM;
-	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(seal_no_sockets); i++) {
-		int nr = seccomp_syscall_resolve_name(seal_no_sockets[i]);
-		if (nr != __NR_SCMP_ERROR)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-	}
-	if (r == 0)
-		r = seccomp_load(ctx);
-	seccomp_release(ctx);
-	return r < 0 ? r : 0;
-}
+/* The output as the seal's request carried it: two fields of base64 of
+ * at most SEAL_MAX_OUTPUT_KB... the HTTP body's own cap is lower. */
+#define OUTPUT_MAX ((size_t)256 * 1024 * 1024)
 
 static int
 ws_dir(char *out, size_t len, const char *root, const char *job)
@@ -148,30 +86,84 @@ decode(const json_t *output, const char *field, unsigned char **ret,
 	return 0;
 }
 
-/* The seal proper, in the child: writes the patch to patch_fd and the
- * report to report_fd. 0 or -errno. */
+/* Reads the regular file name under dir_fd (or fd itself, name NULL,
+ * from its start) into a new NUL-terminated buffer of at most max bytes:
+ * 0 or -errno (-EFBIG past max, -EINVAL not a regular file). */
 static int
-seal_compute(const char *dir, const char *job, const json_t *output,
-    long output_kb, int patch_fd, int report_fd)
+read_all(int dir_fd, const char *name, size_t max, char **ret)
 {
-	char path[PATH_MAX], sha[65], ts[40];
-	_cleanup_free_ char *meta_text = NULL;
+	_cleanup_close_ int own = -1;
+	struct buf b = BUF_INIT(max);
+	char chunk[16384];
+	struct stat st;
+	off_t off = 0;
+	int fd = dir_fd;
+
+	if (name != NULL) {
+		/* O_NONBLOCK: a fifo named as a file must not hang us. */
+		own = fd = openat(dir_fd, name,
+		    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+		if (fd < 0)
+			return -errno;
+	}
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	for (;;) {
+		ssize_t n = pread(fd, chunk, sizeof(chunk), off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			buf_free(&b);
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		int e = buf_append(&b, chunk, (size_t)n);
+		if (e < 0) {
+			buf_free(&b);
+			return e == -E2BIG ? -EFBIG : e;
+		}
+		off += n;
+	}
+	*ret = buf_steal(&b, NULL);
+	if (*ret == NULL)
+		*ret = strdup("");
+	return *ret != NULL ? 0 : -ENOMEM;
+}
+
+int
+seal_compute(int dir_fd, const char *job, int output_fd, long output_kb,
+    int patch_fd, int report_fd)
+{
+	char sha[65], ts[40];
+	_cleanup_free_ char *meta_text = NULL, *output_text = NULL;
 	_cleanup_close_ int lower = -1, upper = -1;
 	unsigned char *out = NULL, *err = NULL;
 	size_t outlen = 0, errlen = 0;
-	json_t *meta = NULL, *changes = NULL, *report = NULL;
+	json_t *meta = NULL, *changes = NULL, *report = NULL, *output = NULL;
 	struct upper_stats stats = { 0 };
 	struct policy pol = { 0 };
 	struct buf patch;
 	struct statvfs vfs;
 	int r;
 
+	r = read_all(output_fd, NULL, OUTPUT_MAX, &output_text);
+	if (r < 0)
+		goto out;
+	output = output_text[0] != '\0' ? json_loads(output_text, 0, NULL)
+					: json_object();
+	if (!json_is_object(output)) {
+		r = -EINVAL;
+		goto out;
+	}
 	if ((r = decode(output, "stdout", &out, &outlen)) < 0 ||
 	    (r = decode(output, "stderr", &err, &errlen)) < 0)
 		goto out;
 
-	snprintf(path, sizeof(path), "%s/meta.json", dir);
-	r = path_read_file(path, META_MAX, &meta_text, NULL);
+	r = read_all(dir_fd, "meta.json", META_MAX, &meta_text);
 	if (r < 0)
 		goto out;
 	meta = json_loads(meta_text, 0, NULL);
@@ -200,10 +192,12 @@ seal_compute(const char *dir, const char *job, const json_t *output,
 		goto out;
 	}
 
-	snprintf(path, sizeof(path), "%s/lower", dir);
-	lower = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	snprintf(path, sizeof(path), "%s/rw/upper", dir);
-	upper = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	lower = openat(dir_fd, "lower",
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	upper = path_open_beneath(dir_fd, "rw/upper", O_RDONLY | O_DIRECTORY, 0,
+	    true);
+	if (upper < 0)
+		errno = -upper;
 	if (lower < 0 || upper < 0) {
 		r = -errno;
 		goto out;
@@ -258,68 +252,11 @@ out:
 	json_decref(report);
 	json_decref(changes);
 	json_decref(meta);
+	json_decref(output);
 	policy_free(&pol);
 	free(out);
 	free(err);
 	return r;
-}
-
-/* The Seccomp_filters and NoNewPrivs fields of /proc/self/status and
- * whether socket(2) is refused, as "filters nnp refused\n" to fd (best
- * effort: the parent only logs them). */
-static void
-tell_state(int fd)
-{
-	char line[256], out[64];
-	long filters = -1, nnp = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-		if (strncmp(line, "Seccomp_filters:", 16) == 0)
-			filters = strtol(line + 16, NULL, 10);
-		else if (strncmp(line, "NoNewPrivs:", 11) == 0)
-			nnp = strtol(line + 11, NULL, 10);
-	}
-	if (f != NULL)
-		fclose(f);
-	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s >= 0)
-		close(s);
-	int n = snprintf(out, sizeof(out), "%ld %ld %d\n", filters, nnp,
-	    s < 0 ? 1 : 0);
-	(void)path_write_all(fd, out, (size_t)n);
-}
-
-/* Waits for pid at most SEAL_CHILD_DEADLINE_S, then kills it: 0 for an
- * exit status of 0, -errno for the child's own failure, -EIO for a child
- * that died otherwise or ran out of time. */
-static int
-wait_child(pid_t pid)
-{
-	struct timespec start, now, nap = { 0, 1000000 };
-	int status;
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-
-		if (w == pid)
-			break;
-		if (w < 0 && errno != EINTR)
-			return -errno;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec >= SEAL_CHILD_DEADLINE_S) {
-			kill(pid, SIGKILL);
-			(void)waitpid(pid, &status, 0);
-			return -ETIMEDOUT;
-		}
-		nanosleep(&nap, NULL);
-		if (nap.tv_nsec < 50000000)
-			nap.tv_nsec *= 2;
-	}
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status) == 0 ? 0 : -WEXITSTATUS(status);
-	return -EIO;
 }
 
 /* Opens dir/.name.tmp for writing. */
@@ -355,66 +292,67 @@ drop_tmp(const char *dir, const char *name)
 	(void)unlink(tmp);
 }
 
-int
-seal_workspace(const char *root, const char *job, const json_t *output,
-    long output_kb, json_t **ret, struct seal_child *child)
+/* The output (a JSON object, may be NULL) in a memory file: its fd or
+ * -errno. */
+static int
+output_file(const json_t *output)
 {
-	char dir[PATH_MAX - 64], path[PATH_MAX], state[64] = "";
-	_cleanup_close_ int patch_fd = -1, report_fd = -1;
-	int pipefd[2], r;
-	pid_t pid;
+	char *text = output != NULL ? json_dumps(output, JSON_COMPACT) : NULL;
+	int fd = memfd_create("cordon-seal-output", MFD_CLOEXEC), r = 0;
 
+	if (fd < 0) {
+		free(text);
+		return -errno;
+	}
+	if (text != NULL)
+		r = path_write_all(fd, text, strlen(text));
+	else if (output != NULL)
+		r = -ENOMEM;
+	free(text);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int
+seal_workspace(struct sealer *s, const char *root, const char *job,
+    const json_t *output, long output_kb, json_t **ret,
+    struct seal_child *child)
+{
+	char dir[PATH_MAX - 64], path[PATH_MAX];
+	_cleanup_close_ int patch_fd = -1, report_fd = -1, dir_fd = -1,
+			    out_fd = -1;
+	int r;
+
+	*child = (struct seal_child){ .pid = 0,
+		.uid = -1,
+		.seccomp = -1,
+		.no_new_privs = -1,
+		.cap_eff = -1 };
 	r = ws_dir(dir, sizeof(dir), root, job);
 	if (r < 0)
 		return r;
 	/* Sealed already: the same answer again. */
 	if (seal_report(root, job, ret) == 0)
 		return 0;
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dir_fd < 0)
+		return -errno;
 	patch_fd = open_tmp(dir, "patch");
 	report_fd = open_tmp(dir, "report.json");
 	if (patch_fd < 0 || report_fd < 0) {
 		r = -errno;
 		goto fail;
 	}
-	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		r = -errno;
+	out_fd = output_file(output);
+	if (out_fd < 0) {
+		r = out_fd;
 		goto fail;
 	}
-	pid = fork();
-	if (pid < 0) {
-		r = -errno;
-		close(pipefd[0]);
-		close(pipefd[1]);
-		goto fail;
-	}
-	if (pid == 0) {
-		int keep[] = { pipefd[1], patch_fd, report_fd };
-		close(pipefd[0]);
-		close_others(keep, ARRAY_SIZE(keep));
-		r = confine_sealer();
-		if (r == 0) {
-			tell_state(pipefd[1]);
-			r = seal_compute(dir, job, output, output_kb, patch_fd,
-			    report_fd);
-		}
-		_exit(r < 0 ? (-r & 0xff) : 0);
-	}
-	close(pipefd[1]);
-	r = wait_child(pid);
-	ssize_t n = read(pipefd[0], state, sizeof(state) - 1);
-	close(pipefd[0]);
-	if (child != NULL) {
-		child->pid = pid;
-		child->seccomp_filters = -1;
-		child->no_new_privs = -1;
-		if (n > 0) {
-			char *end;
-			state[n] = '\0';
-			child->seccomp_filters = strtol(state, &end, 10);
-			child->no_new_privs = strtol(end, &end, 10);
-			child->socket_refused = strtol(end, NULL, 10) == 1;
-		}
-	}
+	r = sealer_seal(s, dir_fd, job, out_fd, output_kb, patch_fd, report_fd,
+	    child);
 	if (r < 0)
 		goto fail;
 	/* The patch first, the report last: a report means a whole seal. */

@@ -7,6 +7,8 @@
 #ifndef CORDON_HATCH_SEAL_H
 #define CORDON_HATCH_SEAL_H
 
+#include "sealer.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,28 +16,30 @@
 #define SEAL_DEFAULT_OUTPUT_KB 1024
 #define SEAL_MAX_OUTPUT_KB 65536
 
-/* Who sealed: the child's pid, and its Seccomp_filters and NoNewPrivs as
- * it read them from its own /proc/self/status once confined (-1 unknown),
- * and whether a socket(2) it tried then was refused. */
-struct seal_child {
-	long pid;
-	long seccomp_filters;
-	long no_new_privs;
-	bool socket_refused;
-};
+/*
+ * Seals job's workspace under root through the sealer s (sealer.h): the
+ * workspace's directory, the output and two temporary files opened here
+ * and handed to a worker, the files renamed into place only when it
+ * succeeded. output, when not NULL, is the job's output as the launcher
+ * captured it: {"stdout": base64, "stderr": base64}, capped at output_kb
+ * each in the report's envelope. A workspace already sealed answers its
+ * report again (child->pid 0). *ret gets the report; *child who sealed
+ * and, on failure, why. 0, -ENOENT (no workspace), -EINVAL (output not
+ * base64), -ETIMEDOUT (past the deadline), -EIO (the worker died),
+ * -EPIPE (no sealer), or -errno; nothing is sealed on failure.
+ */
+int seal_workspace(struct sealer *s, const char *root, const char *job,
+    const json_t *output, long output_kb, json_t **ret,
+    struct seal_child *child);
 
 /*
- * Seals job's workspace under root, in a child forked for it and
- * confined (confine_seal), waited for at most 300 s. output, when not
- * NULL, is the job's output as the launcher captured it: {"stdout":
- * base64, "stderr": base64}, capped at output_kb each in the report's
- * envelope. A workspace already sealed answers its report again (child
- * untouched). *ret gets the report; *child, when not NULL, who sealed. 0,
- * -ENOENT (no workspace), -EINVAL (output not base64), -ETIMEDOUT, -EIO
- * (the child died), or -errno.
+ * The seal proper, in a sealer's worker: reads meta.json, lower/ and
+ * rw/upper/ under dir_fd and the output JSON from output_fd, writes the
+ * patch to patch_fd and the report to report_fd. 0 or -errno (-EINVAL:
+ * the output is not an object of base64).
  */
-int seal_workspace(const char *root, const char *job, const json_t *output,
-    long output_kb, json_t **ret, struct seal_child *child);
+int seal_compute(int dir_fd, const char *job, int output_fd, long output_kb,
+    int patch_fd, int report_fd);
 
 /* The sealed patch: 0, -ENOENT (no workspace), -EAGAIN (not sealed). */
 int seal_patch(const char *root, const char *job, char **ret, size_t *ret_len);
