@@ -34,7 +34,6 @@ python3-pip
 git
 iproute2
 nodejs
-npm
 golang-go
 dnsutils
 python3-requests
