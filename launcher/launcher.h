@@ -52,11 +52,31 @@ struct launcher_config {
 extern const struct config_option launcher_options[];
 extern const size_t launcher_noptions;
 
-/* The defaults alone: 0 or -ENOMEM. */
+/* The defaults alone (the layout's key files and state directory, as
+ * launcher_source_tree tells): 0 or -ENOMEM. */
 int launcher_config_defaults(struct launcher_config *cfg);
 
-/* Defaults, then the file at path (NULL: none), then the directories:
- * 0, or -1 with one line in err (and nothing left to free). */
+/*
+ * The source tree this program was built in: <top> of <top>/<build>/bin/
+ * <program> when <top>/deploy/quickstart.sh is there, into out; -ENOENT
+ * for an installed program.
+ */
+int launcher_source_tree(char *out, size_t len);
+
+/*
+ * The configuration used without --config: $CORDON_CONFIG when set, else
+ * the source tree's var/launcher.json (the quickstart's) when there is
+ * one, else /etc/cordon/launcher.json when it exists. 0 with the path in
+ * out, or -ENOENT with the places looked at in looked.
+ */
+int launcher_config_find(char *out, size_t len, char *looked, size_t lookedlen);
+
+/*
+ * Defaults, then the file at path (NULL: the one launcher_config_find
+ * finds, and none found is an error naming the places looked at), then
+ * the directories, made when root: 0, or -1 with one line in err (and
+ * nothing left to free).
+ */
 int launcher_config_load(struct launcher_config *cfg, const char *path,
     char *err, size_t errlen);
 void launcher_config_free(struct launcher_config *cfg);

@@ -2041,6 +2041,14 @@ launcher_serve(int argc, char **argv)
 	    "The launcher's HTTP API for orchestrators.", &args);
 	if (r >= 0)
 		goto out;
+	/* Without --config, the file cordon run would find: serve and the
+	 * jobs it runs read the same one (none: the built-in defaults). */
+	static char found[PATH_MAX];
+	char looked[3 * PATH_MAX];
+	if (args.config_path == NULL &&
+	    launcher_config_find(found, sizeof(found), looked,
+		sizeof(looked)) == 0)
+		args.config_path = found;
 	l->config_path = args.config_path;
 	r = service_configure(&args, "cordon serve", "launcher",
 	    LAUNCHER_LISTEN, launcher_options, launcher_noptions, &l->cfg,

@@ -1,8 +1,11 @@
 /*
  * The launcher's configuration: where the three services are, its key,
  * and the range of uids its jobs run as. By default everything is on
- * loopback and the key is the one the broker wrote under ./var, as the
- * quickstart runs it.
+ * loopback. Nothing depends on the current directory: without --config
+ * the file is $CORDON_CONFIG, else the one of the layout this cordon is
+ * in (a source tree's var/launcher.json, which the quickstart writes, or
+ * an installed /etc/cordon/launcher.json), and the keys and the state
+ * directory a file leaves unset are that layout's too.
  */
 #include "launcher.h"
 
@@ -11,8 +14,15 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* An installed cordon's: the unit's --config, the broker's keys, the
+ * launcher unit's StateDirectory. */
+#define INSTALLED_CONFIG "/etc/cordon/launcher.json"
+#define INSTALLED_KEYS "/var/lib/cordon-broker/keys"
+#define INSTALLED_STATE "/var/lib/cordon-launcher"
 
 #define CFG(field) offsetof(struct launcher_config, field)
 
@@ -36,20 +46,91 @@ const struct config_option launcher_options[] = {
 const size_t launcher_noptions = ARRAY_SIZE(launcher_options);
 
 int
+launcher_source_tree(char *out, size_t len)
+{
+	char self[PATH_MAX], probe[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return -ENOENT;
+	self[n] = '\0';
+	/* <top>/<build>/bin/<program>: three components off. */
+	for (int i = 0; i < 3; i++) {
+		char *slash = strrchr(self, '/');
+		if (slash == NULL || slash == self)
+			return -ENOENT;
+		*slash = '\0';
+	}
+	if ((size_t)snprintf(probe, sizeof(probe), "%s/deploy/quickstart.sh",
+		self) >= sizeof(probe) ||
+	    access(probe, F_OK) < 0)
+		return -ENOENT;
+	if ((size_t)snprintf(out, len, "%s", self) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int
+launcher_config_find(char *out, size_t len, char *looked, size_t lookedlen)
+{
+	const char *env = getenv("CORDON_CONFIG");
+	char top[PATH_MAX], tree[PATH_MAX + 32] = "";
+
+	if (env != NULL && env[0] != '\0') {
+		if ((size_t)snprintf(out, len, "%s", env) >= len)
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	if (launcher_source_tree(top, sizeof(top)) == 0) {
+		snprintf(tree, sizeof(tree), "%s/var/launcher.json", top);
+		if (access(tree, F_OK) == 0) {
+			if ((size_t)snprintf(out, len, "%s", tree) >= len)
+				return -ENAMETOOLONG;
+			return 0;
+		}
+	}
+	if (access(INSTALLED_CONFIG, F_OK) == 0) {
+		if ((size_t)snprintf(out, len, "%s", INSTALLED_CONFIG) >= len)
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	snprintf(looked, lookedlen, "$CORDON_CONFIG (not set), %s%s%s",
+	    tree[0] != '\0' ? tree : "",
+	    tree[0] != '\0' ? " (./deploy/quickstart.sh writes it), " : "",
+	    INSTALLED_CONFIG);
+	return -ENOENT;
+}
+
+int
 launcher_config_defaults(struct launcher_config *cfg)
 {
+	char top[PATH_MAX], keys[PATH_MAX + 16], state[PATH_MAX + 16];
+	char key[PATH_MAX + 32], admin[PATH_MAX + 32];
+
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->common.log_level = LEVEL_INFO;
 	cfg->uid_base = 200000;
 	cfg->uid_count = 10000;
+	/* The layout's paths, never the current directory's. */
+	if (launcher_source_tree(top, sizeof(top)) == 0) {
+		snprintf(keys, sizeof(keys), "%s/var/broker/keys", top);
+		snprintf(state, sizeof(state), "%s/var/launcher", top);
+	} else {
+		snprintf(keys, sizeof(keys), "%s", INSTALLED_KEYS);
+		snprintf(state, sizeof(state), "%s", INSTALLED_STATE);
+	}
+	snprintf(key, sizeof(key), "%s/launcher.key", keys);
+	snprintf(admin, sizeof(admin), "%s/admin.key", keys);
 	if (config_set_string(&cfg->broker, "http://127.0.0.1:7701") < 0 ||
 	    config_set_string(&cfg->proxy, "http://127.0.0.1:7702") < 0 ||
 	    config_set_string(&cfg->hatch, "http://127.0.0.1:7703") < 0 ||
-	    config_set_string(&cfg->launcher_key_file,
-		"var/broker/keys/launcher.key") < 0 ||
-	    config_set_string(&cfg->admin_key_file,
-		"var/broker/keys/admin.key") < 0 ||
+	    config_set_string(&cfg->launcher_key_file, key) < 0 ||
+	    config_set_string(&cfg->admin_key_file, admin) < 0 ||
 	    config_set_string(&cfg->serve, "http://127.0.0.1:7704") < 0)
+		return -ENOMEM;
+	/* systemd's StateDirectory still wins (config_default_dirs). */
+	if (getenv("STATE_DIRECTORY") == NULL &&
+	    config_set_string(&cfg->common.state_dir, state) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -59,20 +140,36 @@ launcher_config_load(struct launcher_config *cfg, const char *path, char *err,
     size_t errlen)
 {
 	const char *failed = NULL;
+	char found[PATH_MAX], looked[3 * PATH_MAX];
 	int r;
 
 	if (launcher_config_defaults(cfg) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (path != NULL &&
-	    config_load(path, launcher_options, launcher_noptions, cfg, err,
+	if (path == NULL) {
+		r = launcher_config_find(found, sizeof(found), looked,
+		    sizeof(looked));
+		if (r < 0) {
+			snprintf(err, errlen,
+			    "no configuration: none of %s is there; give "
+			    "--config FILE (or set CORDON_CONFIG)",
+			    r == -ENOENT ? looked : "its paths");
+			launcher_config_free(cfg);
+			return -1;
+		}
+		path = found;
+	}
+	if (config_load(path, launcher_options, launcher_noptions, cfg, err,
 		errlen) < 0) {
 		launcher_config_free(cfg);
 		return -1;
 	}
+	/* Only root writes there (cordon run, recover, drill): a command a
+	 * user runs makes no directory it could not write. */
 	if ((r = config_default_dirs(&cfg->common, "launcher")) < 0 ||
-	    (r = config_make_dirs(&cfg->common, &failed)) < 0) {
+	    (geteuid() == 0 &&
+		(r = config_make_dirs(&cfg->common, &failed)) < 0)) {
 		snprintf(err, errlen, "%s: %s", failed ? failed : "directories",
 		    strerror(-r));
 		launcher_config_free(cfg);

@@ -164,24 +164,111 @@ START_TEST(serve_check_missing_key)
 }
 END_TEST
 
-/* cordon run from a directory with no ./var: the default key path is
- * named with the directory it is relative to, and what to do. */
-START_TEST(run_elsewhere_names_the_key)
+/* A source tree of its own: <tmp>/top with deploy/quickstart.sh and a
+ * copy of cordon at build/bin/cordon, var/launcher.json written when
+ * config is not NULL. The copy's path; top in top (the directory a run
+ * of harness_run starts in is another). */
+static const char *
+fake_tree(const char *config, char *top, size_t len)
 {
+	static char copy[600];
+	char path[600], buf[65536];
+	size_t n;
+
+	snprintf(top, len, "%s/top", harness_tmpdir());
+	const char *dirs[] = { "", "/build", "/build/bin", "/deploy", "/var" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", top, dirs[i]);
+		ck_assert_int_eq(mkdir(path, 0755), 0);
+	}
+	snprintf(path, sizeof(path), "%s/deploy/quickstart.sh", top);
+	harness_write_file(path, "#!/bin/sh\n");
+	if (config != NULL) {
+		snprintf(path, sizeof(path), "%s/var/launcher.json", top);
+		harness_write_file(path, config);
+	}
+	snprintf(copy, sizeof(copy), "%s/build/bin/cordon", top);
+	FILE *in = fopen(harness_bin("cordon"), "rbe");
+	FILE *o = fopen(copy, "wbe");
+	ck_assert(in != NULL && o != NULL);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		ck_assert_uint_eq(fwrite(buf, 1, n, o), n);
+	fclose(in);
+	ck_assert_int_eq(fclose(o), 0);
+	ck_assert_int_eq(chmod(copy, 0755), 0);
+	return copy;
+}
+
+/* cordon run with no --config, from a directory that is not the tree's:
+ * no file is found there, and the message names every place it looked
+ * and the flag. */
+START_TEST(run_without_config_says_where_it_looked)
+{
+	char top[512], want[1600];
+	const char *copy = fake_tree(NULL, top, sizeof(top));
+	char *argv[] = { (char *)copy, "run", "--manifest", "m", "--",
+		"/bin/true", NULL };
+
+	/* This machine's own installed configuration would be found. */
+	if (access("/etc/cordon/launcher.json", F_OK) == 0)
+		return;
+	unsetenv("CORDON_CONFIG");
+	ck_assert_int_eq(run(argv), 78);
+	snprintf(want, sizeof(want),
+	    "cordon run: no configuration: none of $CORDON_CONFIG (not set), "
+	    "%s/var/launcher.json (./deploy/quickstart.sh writes it), "
+	    "/etc/cordon/launcher.json is there; give --config FILE",
+	    top);
+	ck_assert_msg(strstr(err, want) != NULL, "want %s in %s", want, err);
+	assert_one_line();
+}
+END_TEST
+
+/* The tree's var/launcher.json is found from any directory, and what it
+ * leaves unset is the tree's too (here the key), not the directory's. */
+START_TEST(run_from_anywhere_finds_the_trees_config)
+{
+	char top[512], cfg[1200], want[1200], state[700];
+	struct stat sb;
+
+	const char *copy = fake_tree(NULL, top, sizeof(top));
+	char *argv[] = { (char *)copy, "run", "--manifest", "m", "--",
+		"/bin/true", NULL };
+
+	snprintf(cfg, sizeof(cfg), "{\"state_dir\": \"%s/var/mine\"}", top);
+	snprintf(state, sizeof(state), "%s/var/launcher.json", top);
+	harness_write_file(state, cfg);
+
+	unsetenv("CORDON_CONFIG");
+	ck_assert_int_eq(run(argv), 78);
+	snprintf(want, sizeof(want),
+	    "cordon run: launcher_key_file %s/var/broker/keys/launcher.key: "
+	    "no such file; start cordon-broker",
+	    top);
+	ck_assert_msg(strstr(err, want) != NULL, "want %s in %s", want, err);
+	snprintf(state, sizeof(state), "%s/var/mine", top);
+	ck_assert_msg(stat(state, &sb) == 0, "%s/var/launcher.json not read",
+	    top);
+	assert_one_line();
+}
+END_TEST
+
+/* $CORDON_CONFIG names the file when --config does not. */
+START_TEST(cordon_config_names_the_file)
+{
+	const char *cfg = write_config("env.json",
+	    "{\"launcher_key_file\": \"/nonexistent/env.key\"}");
 	char *argv[] = { bin("cordon"), "run", "--manifest", "m", "--",
 		"/bin/true", NULL };
 
-	ck_assert_int_eq(run(argv), 78);
-	ck_assert_ptr_null(strstr(err, "Invalid argument"));
+	setenv("CORDON_CONFIG", cfg, 1);
+	int status = run(argv);
+	unsetenv("CORDON_CONFIG");
+	ck_assert_int_eq(status, 78);
 	ck_assert_msg(strstr(err,
-			  "cordon run: launcher_key_file "
-			  "var/broker/keys/launcher.key (relative to /") !=
-		NULL,
+			  "cordon run: launcher_key_file /nonexistent/env.key: "
+			  "no such file") != NULL,
 	    "%s", err);
-	ck_assert_msg(strstr(err, "): no such file; start cordon-broker") !=
-		NULL,
-	    "%s", err);
-	assert_one_line();
 }
 END_TEST
 
@@ -431,7 +518,9 @@ main(void)
 	tcase_add_test(tc, hatch_missing_key);
 	tcase_add_test(tc, broker_check_reads_its_keys);
 	tcase_add_test(tc, serve_check_missing_key);
-	tcase_add_test(tc, run_elsewhere_names_the_key);
+	tcase_add_test(tc, run_without_config_says_where_it_looked);
+	tcase_add_test(tc, run_from_anywhere_finds_the_trees_config);
+	tcase_add_test(tc, cordon_config_names_the_file);
 	tcase_add_test(tc, run_not_root);
 	tcase_add_test(tc, run_id_fd_checked);
 	tcase_add_test(tc, command_must_be_a_path);
