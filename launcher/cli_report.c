@@ -196,9 +196,15 @@ read_decisions(struct walk *w, int64_t since_ms, int64_t until_ms)
 		    cursor);
 		int r =
 		    cli_call(c, c->cfg.proxy, "GET", buf_str(&path), NULL, &a);
+		if (r == 1)
+			fprintf(stderr,
+			    "cordon egress-report: the proxy reads its "
+			    "decision "
+			    "log to the admin's key only: give it "
+			    "admin_key_file (docs/operations.md#keys)\n");
 		if (r != 0) {
 			buf_free(&path);
-			return r == 1 ? EXIT_UNAVAIL : r;
+			return r;
 		}
 		json_array_foreach(json_object_get(a.json, "decisions"), i, d)
 		{

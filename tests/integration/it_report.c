@@ -410,6 +410,19 @@ START_TEST(decisions_over_http)
 	ck_assert_int_eq(status, 401);
 	json_decref(j);
 
+	/* The report with a key the proxy refuses: 1 and the setting to
+	 * give it, not "did not answer". */
+	char lcfg[4096], file[400];
+	snprintf(lcfg, sizeof(lcfg), "%s", read_all(opcfg));
+	snprintf(file, sizeof(file), "%s/wrong-key.json", harness_tmpdir());
+	char launcher_file[400];
+	snprintf(launcher_file, sizeof(launcher_file),
+	    "%s/var/broker/keys/launcher.key", st.broker.dir);
+	harness_write_file(file, replaced(lcfg, admin_file, launcher_file));
+	const char *wrong[] = { "egress-report", "--config", file, NULL };
+	ck_assert_int_eq(cordon(wrong), 1);
+	ck_assert_msg(strstr(err, "admin_key_file") != NULL, "%s", err);
+
 	/* A bad parameter: 400 naming it. */
 	static const char *const bad[][2] = {
 		{ "since=yesterday", "since" },
