@@ -31,6 +31,7 @@
 #define PEM_MAX 3600
 #define REPOS_MAX 100
 #define PERMS_MAX 50
+#define PENDING_MAX 64
 
 struct held {
 	struct held *next;
@@ -51,6 +52,13 @@ struct issuers {
 	pthread_mutex_t lock;
 	struct held *head;
 	size_t count;
+	/* The (job, secret) pairs being obtained now: one call to the
+	 * issuer at a time for each, the others wait for its credential. */
+	struct {
+		bool used;
+		char job[ID_MAX], secret[ID_MAX];
+	} pending[PENDING_MAX];
+	pthread_cond_t obtained;
 	char tomb[TOMBSTONES][ID_MAX];
 	size_t tomb_next;
 	atomic_uint_fast64_t issued, issue_failed, revoked, revoke_failed;
@@ -93,6 +101,7 @@ issuers_open(const char *ca_file, struct issuers **ret)
 		return -EINVAL;
 	}
 	pthread_mutex_init(&is->lock, NULL);
+	pthread_cond_init(&is->obtained, NULL);
 	*ret = is;
 	return 0;
 }
@@ -108,6 +117,7 @@ issuers_close(struct issuers *is)
 		held_free(h);
 	}
 	SSL_CTX_free(is->tls);
+	pthread_cond_destroy(&is->obtained);
 	pthread_mutex_destroy(&is->lock);
 	free(is);
 }
@@ -863,6 +873,62 @@ tombstoned(const struct issuers *is, const char *job)
 	return false;
 }
 
+static int
+pending_find(const struct issuers *is, const char *job, const char *secret)
+{
+	for (int i = 0; i < PENDING_MAX; i++)
+		if (is->pending[i].used &&
+		    strcmp(is->pending[i].job, job) == 0 &&
+		    strcmp(is->pending[i].secret, secret) == 0)
+			return i;
+	return -1;
+}
+
+/* A slot for (job, secret) being obtained, or -1 when all are taken
+ * (then nobody waits for this one). Under the lock. */
+static int
+pending_claim(struct issuers *is, const char *job, const char *secret)
+{
+	for (int i = 0; i < PENDING_MAX; i++)
+		if (!is->pending[i].used) {
+			is->pending[i].used = true;
+			snprintf(is->pending[i].job, ID_MAX, "%s", job);
+			snprintf(is->pending[i].secret, ID_MAX, "%s", secret);
+			return i;
+		}
+	return -1;
+}
+
+/* Gives slot up and wakes those waiting on it. Not under the lock. */
+static void
+pending_done(struct issuers *is, int slot)
+{
+	pthread_mutex_lock(&is->lock);
+	if (slot >= 0)
+		is->pending[slot].used = false;
+	pthread_cond_broadcast(&is->obtained);
+	pthread_mutex_unlock(&is->lock);
+}
+
+/* Waits on c until woken (0) or the monotonic deadline passed (-1). */
+static int
+cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t until)
+{
+	struct timespec ts;
+	int64_t left = until - monotonic_ms();
+
+	if (left <= 0)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += left / 1000;
+	ts.tv_nsec += (left % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return pthread_cond_timedwait(c, m, &ts) == 0 ? 0 : -1;
+}
+
 /* Revokes h at its issuer within timeout_ms: the result object. */
 static json_t *
 revoke_one(struct issuers *is, const struct held *h, long timeout_ms)
@@ -943,7 +1009,7 @@ issuers_release(struct issuers *is, const char *job, const char *secret,
 	int64_t now = (int64_t)time(NULL);
 	struct held *h, **pp;
 	size_t mine = 0;
-	int r;
+	int r, slot;
 
 	*ret_status = 0;
 	why[0] = '\0';
@@ -953,19 +1019,36 @@ issuers_release(struct issuers *is, const char *job, const char *secret,
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&is->lock);
-	for (h = is->head; h != NULL; h = h->next)
-		if (h->current && h->version == version &&
-		    strcmp(h->job, job) == 0 &&
-		    strcmp(h->secret, secret) == 0 &&
-		    (h->refresh_at == 0 || now < h->refresh_at)) {
-			give(h, ret, false);
+	for (int64_t until = monotonic_ms() + 2 * ISSUER_CALL_MS;;) {
+		now = (int64_t)time(NULL);
+		for (h = is->head; h != NULL; h = h->next)
+			if (h->current && h->version == version &&
+			    strcmp(h->job, job) == 0 &&
+			    strcmp(h->secret, secret) == 0 &&
+			    (h->refresh_at == 0 || now < h->refresh_at)) {
+				give(h, ret, false);
+				pthread_mutex_unlock(&is->lock);
+				return 0;
+			}
+		if (tombstoned(is, job)) {
 			pthread_mutex_unlock(&is->lock);
-			return 0;
+			snprintf(why, whylen, "the job is revoked");
+			OPENSSL_cleanse(ret, sizeof(*ret));
+			return -ESTALE;
 		}
+		/* Another request of the job is asking the issuer: its
+		 * credential is this one's too. */
+		if (pending_find(is, job, secret) < 0 ||
+		    cond_wait_until(&is->obtained, &is->lock, until) < 0)
+			break;
+	}
+	slot = pending_claim(is, job, secret);
 	pthread_mutex_unlock(&is->lock);
 
-	if ((h = calloc(1, sizeof(*h))) == NULL)
+	if ((h = calloc(1, sizeof(*h))) == NULL) {
+		pending_done(is, slot);
 		return -ENOMEM;
+	}
 	snprintf(h->job, sizeof(h->job), "%s", job);
 	snprintf(h->secret, sizeof(h->secret), "%s", secret);
 	snprintf(h->kind, sizeof(h->kind), "%s", kind);
@@ -975,6 +1058,7 @@ issuers_release(struct issuers *is, const char *job, const char *secret,
 	    ? obtain_oauth(is, cfg, h, ret_status, why, whylen)
 	    : obtain_github(is, cfg, h, ret_status, why, whylen);
 	if (r < 0) {
+		pending_done(is, slot);
 		atomic_fetch_add(&is->issue_failed, 1);
 		/* A credential obtained but not kept is ended. */
 		if (h->value != NULL && h->revoke_url != NULL)
@@ -1013,6 +1097,9 @@ issuers_release(struct issuers *is, const char *job, const char *secret,
 		is->count++;
 		give(h, ret, true);
 	}
+	if (slot >= 0)
+		is->pending[slot].used = false;
+	pthread_cond_broadcast(&is->obtained);
 	pthread_mutex_unlock(&is->lock);
 	if (r < 0) {
 		snprintf(why, whylen, "%s",

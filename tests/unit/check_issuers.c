@@ -7,8 +7,9 @@
  * OAuth issuer in a thread of this test on 127.0.0.1: the token obtained
  * once and held, obtained again once it expired, the job's revoke an RFC
  * 7009 request with the client's Basic authentication for each credential
- * still alive, a release after the revoke refused, an issuer that is not
- * there told as refused connections, and the counts.
+ * still alive, a release after the revoke refused without asking the
+ * issuer, requests at once served by one call to the issuer, an issuer
+ * that is not there told as refused connections, and the counts.
  */
 #include "issuer_http.h"
 #include "issuers.h"
@@ -309,6 +310,7 @@ struct fake {
 	int fd;
 	unsigned port;
 	int expires_in;
+	int delay_ms; /* before each answer */
 	pthread_t t;
 	pthread_mutex_t lock;
 	char last_token[64];
@@ -361,6 +363,8 @@ fake_run(void *arg)
 			body[0] = '\0';
 		}
 		pthread_mutex_unlock(&f->lock);
+		if (f->delay_ms > 0)
+			usleep((useconds_t)f->delay_ms * 1000);
 		snprintf(answer, sizeof(answer),
 		    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 		    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
@@ -493,14 +497,13 @@ START_TEST(test_oauth_held_refreshed_and_revoked)
 	ck_assert_ptr_nonnull(
 	    strstr(f.reqs[4], "Authorization: Basic bXklMjBhcHA6cCUyNnNz\r\n"));
 	pthread_mutex_unlock(&f.lock);
-	/* Revoked: a release that raced the revoke gets nothing, and what
-	 * it obtained is revoked at once. */
+	/* Revoked: a release after it gets nothing, and the issuer is not
+	 * asked. */
 	ck_assert_int_eq(issuers_release(is, "job_a", "api", 1, cfg, &got,
 			     &status, why, sizeof(why)),
 	    -ESTALE);
 	pthread_mutex_lock(&f.lock);
-	ck_assert_uint_eq(f.nreqs, 7); /* obtained, then revoked at once */
-	ck_assert_int_eq(strncmp(f.reqs[6], "POST /revoke ", 13), 0);
+	ck_assert_uint_eq(f.nreqs, 5);
 	pthread_mutex_unlock(&f.lock);
 	list = issuers_revoke_job(is, "job_a");
 	ck_assert_uint_eq(json_array_size(list), 0);
@@ -514,9 +517,61 @@ START_TEST(test_oauth_held_refreshed_and_revoked)
 	    2);
 	json_decref(list);
 	issuers_counts(is, &n);
-	ck_assert_uint_eq(n.issued, 5);
-	ck_assert_uint_eq(n.revoked, 4);
+	ck_assert_uint_eq(n.issued, 4);
+	ck_assert_uint_eq(n.revoked, 3);
 	ck_assert_uint_eq(n.revoke_failed, 0);
+	json_decref(cfg);
+	issuers_close(is);
+	fake_stop(&f);
+}
+END_TEST
+
+struct racer {
+	struct issuers *is;
+	json_t *cfg;
+	struct issued got;
+	int r;
+};
+
+static void *
+race(void *arg)
+{
+	struct racer *x = arg;
+	long status;
+	char why[200];
+
+	x->r = issuers_release(x->is, "job_d", "api", 1, x->cfg, &x->got,
+	    &status, why, sizeof(why));
+	return NULL;
+}
+
+START_TEST(test_one_call_for_requests_at_once)
+{
+	struct racer x[4];
+	pthread_t t[4];
+	struct issuers *is;
+	struct fake f;
+	json_t *cfg, *list;
+
+	fake_start(&f, 3600);
+	f.delay_ms = 300; /* the others arrive while the first asks */
+	cfg = fake_cfg(&f);
+	ck_assert_int_eq(issuers_open(NULL, &is), 0);
+	for (int i = 0; i < 4; i++) {
+		x[i] = (struct racer){ .is = is, .cfg = cfg };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, race, &x[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(x[i].r, 0);
+		ck_assert_str_eq(x[i].got.value, "tok-1-abcdef");
+	}
+	pthread_mutex_lock(&f.lock);
+	ck_assert_uint_eq(f.nreqs, 1);
+	pthread_mutex_unlock(&f.lock);
+	list = issuers_revoke_job(is, "job_d");
+	ck_assert_uint_eq(json_array_size(list), 1);
+	json_decref(list);
 	json_decref(cfg);
 	issuers_close(is);
 	fake_stop(&f);
@@ -566,6 +621,7 @@ issuers_suite(void)
 	tcase_add_test(tc, test_github_config);
 	tcase_add_test(tc, test_github_jwt);
 	tcase_add_test(tc, test_oauth_held_refreshed_and_revoked);
+	tcase_add_test(tc, test_one_call_for_requests_at_once);
 	tcase_add_test(tc, test_issuer_away);
 	suite_add_tcase(s, tc);
 	return s;
