@@ -154,6 +154,30 @@ on_drain(evutil_socket_t fd, short what, void *cls)
 		event_base_loopbreak(p->base);
 }
 
+/* SIGHUP: decisions.log opened anew, for a rotation that renamed it
+ * (logrotate's default, then kill -HUP); the old descriptor is kept when
+ * the new file cannot be opened. */
+static void
+reopen_decision_log(struct proxy *p)
+{
+	char path[4096];
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/decisions.log",
+		p->cfg.common.logs_dir) >= (int)sizeof(path))
+		return;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		log_error("decision_log_reopen_failed", "{s:s, s:s}", "path",
+		    path, "error", strerror(errno));
+		return;
+	}
+	if (p->log_fd >= 0)
+		close(p->log_fd);
+	p->log_fd = fd;
+	log_info("decision_log_reopened", "{s:s}", "path", path);
+}
+
 static void
 on_signal(evutil_socket_t sig, short what, void *cls)
 {
@@ -162,7 +186,7 @@ on_signal(evutil_socket_t sig, short what, void *cls)
 
 	(void)what;
 	if (sig == SIGHUP) {
-		log_info("sighup_ignored", NULL);
+		reopen_decision_log(p);
 		return;
 	}
 	if (p->drain != NULL)

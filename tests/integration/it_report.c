@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct stack st;
@@ -408,6 +409,30 @@ START_TEST(decisions_over_http)
 	j = harness_call(&st.proxy, "GET", "/v1/decisions", NULL, NULL, NULL,
 	    &status);
 	ck_assert_int_eq(status, 401);
+	json_decref(j);
+
+	/* A rotation by renaming, then SIGHUP: the proxy writes a new
+	 * decisions.log (what it wrote after goes there, not into the
+	 * renamed file), and the renamed one is read as older. */
+	char from[600], to[600];
+	snprintf(from, sizeof(from), "%s/decisions.log.1", logdir);
+	snprintf(to, sizeof(to), "%s/decisions.log.2", logdir);
+	ck_assert_int_eq(rename(from, to), 0);
+	snprintf(to, sizeof(to), "%s/decisions.log", logdir);
+	ck_assert_int_eq(rename(to, from), 0);
+	ck_assert_int_eq(kill(st.proxy.pid, SIGHUP), 0);
+	struct stat sb;
+	bool reopened = false;
+	for (int i = 0; i < 200 && !reopened; i++) {
+		reopened = stat(to, &sb) == 0;
+		if (!reopened)
+			usleep(20000);
+	}
+	ck_assert_msg(reopened, "no new %s after SIGHUP", to);
+	j = harness_expect(&st.proxy, 200, "GET",
+	    "/v1/decisions?job=job_rotated&verdict=deny", admin, NULL, NULL);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "decisions")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "files")), 3);
 	json_decref(j);
 
 	/* The report with a key the proxy refuses: 1 and the setting to
