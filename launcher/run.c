@@ -1029,6 +1029,19 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 	return rc;
 }
 
+/* A stop asked for before the loop watches for one (serve stops a job it
+ * has just started, while its workspace, channel and sandbox are being
+ * made): kept, and carried out as soon as the loop runs, through the
+ * whole stop path. Without it SIGTERM's default killed cordon run there,
+ * its result lost and its job left for recover. */
+static volatile sig_atomic_t early_signal;
+
+static void
+on_early_signal(int sig)
+{
+	early_signal = sig;
+}
+
 static int
 loop(struct run *r)
 {
@@ -1081,6 +1094,9 @@ loop(struct run *r)
 		if (r->sigs[i] != NULL)
 			event_add(r->sigs[i], NULL);
 	}
+	/* Asked to stop before the loop watched for it: stopped now. */
+	if (early_signal != 0)
+		stop(r, early_signal == SIGTERM ? "stopped" : "interrupted");
 	/* The command may have ended before SIGCHLD was watched. */
 	int st = sandbox_wait(&r->sb, true);
 	if (st >= 0) {
@@ -1187,6 +1203,12 @@ launcher_run(int argc, char **argv)
 	sigset_t none;
 	sigemptyset(&pipe_sa.sa_mask);
 	sigaction(SIGPIPE, &pipe_sa, NULL);
+	struct sigaction early_sa = { .sa_handler = on_early_signal,
+		.sa_flags = SA_RESTART };
+	sigemptyset(&early_sa.sa_mask);
+	sigaction(SIGTERM, &early_sa, NULL);
+	sigaction(SIGINT, &early_sa, NULL);
+	sigaction(SIGHUP, &early_sa, NULL);
 	/* A caller that blocked SIGTERM or SIGINT must not keep them from
 	 * starting the stop path. */
 	sigemptyset(&none);

@@ -751,6 +751,30 @@ START_TEST(the_output_is_kept_up_to_output_kb)
 }
 END_TEST
 
+/* A stop that comes while the job is still being set up (its workspace,
+ * its channel, its sandbox) runs the stop path all the same: the job is
+ * revoked and sealed, not killed with its result lost. */
+START_TEST(a_job_stopped_as_it_starts_runs_its_stop_path)
+{
+	char path[160], *id;
+	json_t *j, *res;
+
+	j = post_job(201, NULL, "api-job", "sleep 60");
+	id = job_id(j);
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/stop", id);
+	j = harness_expect(&serve, 200, "POST", path, st.launcher, NULL, NULL);
+	res = json_object_get(j, "result");
+	ck_assert_msg(json_is_object(res), "no result: %s",
+	    json_string_value(json_object_get(j, "error")) ?: "(no error)");
+	ck_assert_str_eq(json_string_value(json_object_get(res, "stop_reason")),
+	    "stopped");
+	ck_assert(json_is_true(json_object_get(res, "revoked")));
+	json_decref(j);
+	free(id);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -768,6 +792,7 @@ suite(void)
 	tcase_add_test(tc, the_command_cap_is_the_manifests);
 	tcase_add_test(tc, the_output_is_followed_while_the_job_runs);
 	tcase_add_test(tc, the_output_is_kept_up_to_output_kb);
+	tcase_add_test(tc, a_job_stopped_as_it_starts_runs_its_stop_path);
 	suite_add_tcase(s, tc);
 	return s;
 }
