@@ -216,11 +216,25 @@ broker_open(struct broker *b)
 	r = broker_secrets_key(b);
 	if (r < 0)
 		return r;
-	/* Credential issuers' TLS: their CA read now, before the sandbox. */
-	r = issuers_open(b->cfg.issuer_ca_file, &b->issuers);
+	/* Credential issuers' TLS: their CA read now, before the sandbox;
+	 * and the credentials held for running jobs, sealed on disk. */
+	char issued[4096];
+	if (snprintf(issued, sizeof(issued), "%s/%s", b->cfg.common.state_dir,
+		ISSUERS_STATE_FILE) >= (int)sizeof(issued))
+		return -ENAMETOOLONG;
+	r = issuers_open(b->cfg.issuer_ca_file, issued, b->secrets_key,
+	    &b->issuers);
 	if (r < 0) {
-		log_error("issuer_ca_failed", "{s:s}", "path",
-		    b->cfg.issuer_ca_file ?: "the system's trust store");
+		log_error("issuers_failed", "{s:s, s:s}", "error",
+		    r == -EINVAL ? "the issuer CA file does not load"
+			: r == -EBADMSG
+			? "the held credentials do not open with "
+			  "secrets.aead: remove the file to start without them"
+			: strerror(-r),
+		    "path",
+		    r == -EINVAL
+			? (b->cfg.issuer_ca_file ?: "the system's store")
+			: issued);
 		return r;
 	}
 	r = store_revocation_head(b->store, &head);

@@ -12,12 +12,14 @@
 
 #include "buf.h"
 #include "issuer_http.h"
+#include "path.h"
 #include "util.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
 #include <openssl/rsa.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -59,6 +61,8 @@ struct issuers {
 		char job[ID_MAX], secret[ID_MAX];
 	} pending[PENDING_MAX];
 	pthread_cond_t obtained;
+	char *state; /* the state file, or NULL */
+	unsigned char key[ISSUERS_KEY_LEN];
 	char tomb[TOMBSTONES][ID_MAX];
 	size_t tomb_next;
 	atomic_uint_fast64_t issued, issue_failed, revoked, revoke_failed;
@@ -88,10 +92,14 @@ held_free(struct held *h)
 	free(h);
 }
 
+static int state_load(struct issuers *is);
+
 int
-issuers_open(const char *ca_file, struct issuers **ret)
+issuers_open(const char *ca_file, const char *state_path,
+    const unsigned char *key, struct issuers **ret)
 {
 	struct issuers *is = calloc(1, sizeof(*is));
+	int r;
 
 	if (is == NULL)
 		return -ENOMEM;
@@ -102,6 +110,15 @@ issuers_open(const char *ca_file, struct issuers **ret)
 	}
 	pthread_mutex_init(&is->lock, NULL);
 	pthread_cond_init(&is->obtained, NULL);
+	if (state_path != NULL) {
+		memcpy(is->key, key, ISSUERS_KEY_LEN);
+		r = (is->state = strdup(state_path)) == NULL ? -ENOMEM
+							     : state_load(is);
+		if (r < 0) {
+			issuers_close(is);
+			return r;
+		}
+	}
 	*ret = is;
 	return 0;
 }
@@ -117,6 +134,8 @@ issuers_close(struct issuers *is)
 		held_free(h);
 	}
 	SSL_CTX_free(is->tls);
+	free(is->state);
+	OPENSSL_cleanse(is->key, sizeof(is->key));
 	pthread_cond_destroy(&is->obtained);
 	pthread_mutex_destroy(&is->lock);
 	free(is);
@@ -129,6 +148,215 @@ issuers_counts(struct issuers *is, struct issuers_counts *ret)
 	ret->issue_failed = atomic_load(&is->issue_failed);
 	ret->revoked = atomic_load(&is->revoked);
 	ret->revoke_failed = atomic_load(&is->revoke_failed);
+}
+
+/* --- the state file -------------------------------------------------------- */
+
+#define STATE_MAX (64 * 1024 * 1024)
+#define NONCE_LEN 12
+#define TAG_LEN 16
+static const char state_aad[] = "cordon-issued\n";
+
+static void
+wipe_json(json_t *j)
+{
+	const char *k;
+	size_t i;
+	json_t *v;
+
+	if (json_is_string(j))
+		OPENSSL_cleanse((char *)json_string_value(j),
+		    json_string_length(j));
+	else if (json_is_object(j))
+		json_object_foreach(j, k, v) wipe_json(v);
+	else if (json_is_array(j))
+		json_array_foreach(j, i, v) wipe_json(v);
+}
+
+/* AES-256-GCM of in (len bytes) into out: nonce, text, tag when sealing
+ * (out holds len + NONCE_LEN + TAG_LEN), the text when opening. 0 or
+ * -EBADMSG / -EIO. */
+static int
+state_aead(const struct issuers *is, bool seal, const unsigned char *in,
+    size_t len, unsigned char *out)
+{
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	const unsigned char *nonce = seal ? out : in;
+	int n = 0, fin = 0, ok;
+
+	if (c == NULL)
+		return -ENOMEM;
+	if (seal) {
+		ok = RAND_bytes(out, NONCE_LEN) == 1 &&
+		    EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, is->key,
+			nonce) == 1 &&
+		    EVP_EncryptUpdate(c, NULL, &n,
+			(const unsigned char *)state_aad,
+			(int)strlen(state_aad)) == 1 &&
+		    EVP_EncryptUpdate(c, out + NONCE_LEN, &n, in, (int)len) ==
+			1 &&
+		    EVP_EncryptFinal_ex(c, out + NONCE_LEN + n, &fin) == 1 &&
+		    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, TAG_LEN,
+			out + NONCE_LEN + n + fin) == 1;
+	} else {
+		size_t clen = len - NONCE_LEN - TAG_LEN;
+		unsigned char tag[TAG_LEN];
+		memcpy(tag, in + len - TAG_LEN, TAG_LEN);
+		ok = EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, is->key,
+			 nonce) == 1 &&
+		    EVP_DecryptUpdate(c, NULL, &n,
+			(const unsigned char *)state_aad,
+			(int)strlen(state_aad)) == 1 &&
+		    EVP_DecryptUpdate(c, out, &n, in + NONCE_LEN, (int)clen) ==
+			1 &&
+		    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, TAG_LEN,
+			tag) == 1 &&
+		    EVP_DecryptFinal_ex(c, out + n, &fin) == 1;
+	}
+	EVP_CIPHER_CTX_free(c);
+	return ok ? 0 : seal ? -EIO : -EBADMSG;
+}
+
+/* Rewrites the state file with every credential held: 0 or -errno.
+ * Under the lock. */
+static int
+state_save(struct issuers *is)
+{
+	json_t *all;
+	unsigned char *sealed;
+	char *text, tmp[4096];
+	size_t n;
+	int r;
+
+	if (is->state == NULL)
+		return 0;
+	if ((all = json_array()) == NULL)
+		return -ENOMEM;
+	for (const struct held *h = is->head; h != NULL; h = h->next)
+		json_array_append_new(all,
+		    json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:s%, "
+			      "s:s?, s:s?, s:s?, s:s?}",
+			"job", h->job, "secret", h->secret, "kind", h->kind,
+			"issuer", h->issuer, "version", (json_int_t)h->version,
+			"expires", (json_int_t)h->expires, "refresh_at",
+			(json_int_t)h->refresh_at, "current", h->current,
+			"value", h->value, h->len, "revoke_url", h->revoke_url,
+			"revoke_method", h->revoke_method, "revoke_head",
+			h->revoke_head, "revoke_body", h->revoke_body));
+	text = json_dumps(all, JSON_COMPACT);
+	wipe_json(all);
+	json_decref(all);
+	if (text == NULL)
+		return -ENOMEM;
+	n = strlen(text);
+	sealed = malloc(n + NONCE_LEN + TAG_LEN);
+	r = sealed == NULL
+	    ? -ENOMEM
+	    : state_aead(is, true, (unsigned char *)text, n, sealed);
+	OPENSSL_cleanse(text, n);
+	free(text);
+	if (r == 0 &&
+	    snprintf(tmp, sizeof(tmp), "%s.tmp", is->state) >= (int)sizeof(tmp))
+		r = -ENAMETOOLONG;
+	if (r == 0) {
+		(void)unlink(tmp);
+		r = path_write_secret(tmp, sealed, n + NONCE_LEN + TAG_LEN);
+		if (r == 0 && rename(tmp, is->state) < 0) {
+			r = -errno;
+			(void)unlink(tmp);
+		}
+	}
+	free(sealed);
+	return r;
+}
+
+static char *
+dup_or_null(const json_t *v)
+{
+	return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
+}
+
+/* Reads the state file back (none: nothing held), dropping what has
+ * expired: 0, -EBADMSG, -errno. */
+static int
+state_load(struct issuers *is)
+{
+	char *data = NULL;
+	unsigned char *plain;
+	size_t len = 0, i;
+	json_t *all, *e;
+	struct held **tail = &is->head;
+	int64_t now = (int64_t)time(NULL);
+	int r = path_read_file(is->state, STATE_MAX, &data, &len);
+
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r == -EFBIG ? -EBADMSG : r;
+	if (len < NONCE_LEN + TAG_LEN) {
+		free(data);
+		return -EBADMSG;
+	}
+	plain = malloc(len + 1);
+	r = plain == NULL
+	    ? -ENOMEM
+	    : state_aead(is, false, (unsigned char *)data, len, plain);
+	free(data);
+	if (r < 0) {
+		free(plain);
+		return r;
+	}
+	all = json_loadb((char *)plain, len - NONCE_LEN - TAG_LEN, 0, NULL);
+	OPENSSL_cleanse(plain, len - NONCE_LEN - TAG_LEN);
+	free(plain);
+	if (!json_is_array(all)) {
+		json_decref(all);
+		return -EBADMSG;
+	}
+	json_array_foreach(all, i, e)
+	{
+		const char *m =
+		    json_string_value(json_object_get(e, "revoke_method"));
+		json_t *v = json_object_get(e, "value");
+		struct held *h;
+
+		if (!json_is_string(v) ||
+		    !json_is_string(json_object_get(e, "job")) ||
+		    !json_is_string(json_object_get(e, "secret")) ||
+		    (r = 0, h = calloc(1, sizeof(*h))) == NULL)
+			continue;
+		snprintf(h->job, sizeof(h->job), "%s",
+		    json_string_value(json_object_get(e, "job")));
+		snprintf(h->secret, sizeof(h->secret), "%s",
+		    json_string_value(json_object_get(e, "secret")));
+		snprintf(h->kind, sizeof(h->kind), "%s",
+		    json_string_value(json_object_get(e, "kind")) ?: "");
+		snprintf(h->issuer, sizeof(h->issuer), "%s",
+		    json_string_value(json_object_get(e, "issuer")) ?: "");
+		h->version = json_integer_value(json_object_get(e, "version"));
+		h->expires = json_integer_value(json_object_get(e, "expires"));
+		h->refresh_at =
+		    json_integer_value(json_object_get(e, "refresh_at"));
+		h->current = json_is_true(json_object_get(e, "current"));
+		h->len = json_string_length(v);
+		h->value = dup_or_null(v);
+		h->revoke_url = dup_or_null(json_object_get(e, "revoke_url"));
+		h->revoke_method =
+		    m != NULL && strcmp(m, "DELETE") == 0 ? "DELETE" : "POST";
+		h->revoke_head = dup_or_null(json_object_get(e, "revoke_head"));
+		h->revoke_body = dup_or_null(json_object_get(e, "revoke_body"));
+		if (h->value == NULL ||
+		    (h->expires != 0 && h->expires <= now)) {
+			held_free(h);
+			continue;
+		}
+		*tail = h;
+		tail = &h->next;
+		is->count++;
+	}
+	wipe_json(all);
+	json_decref(all);
+	return 0;
 }
 
 /* --- encodings ------------------------------------------------------------ */
@@ -1095,7 +1323,14 @@ issuers_release(struct issuers *is, const char *job, const char *secret,
 	if (r == 0) {
 		*pp = h; /* the tail: the order obtained */
 		is->count++;
-		give(h, ret, true);
+		/* On disk before it is given: a restart still revokes it. */
+		if (state_save(is) < 0) {
+			*pp = NULL;
+			is->count--;
+			r = -EIO;
+		} else {
+			give(h, ret, true);
+		}
 	}
 	if (slot >= 0)
 		is->pending[slot].used = false;
@@ -1104,7 +1339,10 @@ issuers_release(struct issuers *is, const char *job, const char *secret,
 	if (r < 0) {
 		snprintf(why, whylen, "%s",
 		    r == -ESTALE ? "the job was revoked meanwhile"
-				 : "the broker holds too many credentials");
+			: r == -EIO
+			? "the broker could not record the credential "
+			  "in its state file"
+			: "the broker holds too many credentials");
 		json_decref(revoke_one(is, h, ISSUER_CALL_MS));
 		held_free(h);
 		OPENSSL_cleanse(ret, sizeof(*ret));
@@ -1136,6 +1374,10 @@ issuers_revoke_job(struct issuers *is, const char *job)
 		}
 		pp = &h->next;
 	}
+	/* Revoked or not, they are no longer held: a failure is reported
+	 * now, not retried after a restart. */
+	if (mine != NULL)
+		(void)state_save(is);
 	pthread_mutex_unlock(&is->lock);
 	while (mine != NULL) {
 		struct held *h = mine;

@@ -6,8 +6,8 @@
  * App (an RS256 JWT signed with the App's key buys an installation token,
  * narrowed to the secret's repositories and permissions; DELETE
  * /installation/token ends it). The first release for a job obtains one,
- * which is then kept in memory for the job's life or until shortly before
- * it expires; the job's revoke revokes every credential obtained for it
+ * which is then kept (in memory, and sealed in a file of the broker's
+ * state) for the job's life or until shortly before it expires; the job's revoke revokes every credential obtained for it
  * at its issuer and says how each went. Nothing here logs or touches the
  * store: the callers audit.
  */
@@ -39,12 +39,23 @@
 
 struct issuers;
 
+/* The credentials held, sealed, under the broker's state directory. */
+#define ISSUERS_STATE_FILE "issued.sealed"
+#define ISSUERS_KEY_LEN 32
+
 /*
  * Opens the issuers' state: TLS peers are verified against ca_file (PEM;
- * NULL for the system's trust store). 0, or -EINVAL when the CA file does
- * not load, -ENOMEM.
+ * NULL for the system's trust store). With state_path (NULL: memory
+ * only), every credential held is also kept there, sealed with key
+ * (AES-256-GCM, ISSUERS_KEY_LEN bytes), rewritten at each change, and
+ * read back now: a broker restarted while its jobs run still revokes what
+ * it obtained for them. 0, or -EINVAL when the CA file does not load,
+ * -EBADMSG when the state file does not open with key or does not parse
+ * (fail closed: remove it to start without; what it held then lives
+ * until it expires), -ENOMEM, -errno.
  */
-int issuers_open(const char *ca_file, struct issuers **ret);
+int issuers_open(const char *ca_file, const char *state_path,
+    const unsigned char *key, struct issuers **ret);
 
 /* Wipes and frees every credential held. NULL is fine. */
 void issuers_close(struct issuers *is);
@@ -83,7 +94,8 @@ struct issued {
  * in why), -ECONNREFUSED / -ETIMEDOUT / -EIO it could not be reached or
  * answered nonsense (why says which), -ESTALE the job was revoked while
  * the credential was obtained (it is revoked at once and not given),
- * -ENOSPC too many held, -EINVAL a broken configuration. ret is wiped on
+ * -ENOSPC too many held, -EIO also when it could not be recorded in the
+ * state file (it is revoked at once), -EINVAL a broken configuration. ret is wiped on
  * failure.
  */
 int issuers_release(struct issuers *is, const char *job, const char *secret,

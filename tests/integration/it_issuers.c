@@ -636,6 +636,53 @@ START_TEST(issuer_down_at_stop_is_reported_and_the_job_still_dies)
 }
 END_TEST
 
+START_TEST(a_restarted_broker_still_revokes_what_it_obtained)
+{
+	char job[64];
+	json_t *j, *e, *revs;
+	char *value;
+
+	json_decref(
+	    harness_expect(&broker, 200, "PUT", "/v1/secrets/things-api", admin,
+		NULL, oauth_secret(client_secret)));
+	manifest_and_job("things", "things-api", job, sizeof(job));
+	j = release(job, "things-api", 200);
+	value = strdup(json_string_value(json_object_get(j, "value")));
+	json_decref(j);
+	/* Killed, not stopped: what it held must be on disk already, and
+	 * never in clear. */
+	daemon_kill(&broker);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/var/broker/issued.sealed", broker.dir);
+	char *disk = slurp(path);
+	ck_assert_ptr_null(strstr(disk, value));
+	ck_assert_ptr_null(strstr(disk, client_secret));
+	free(disk);
+	ck_assert_int_eq(daemon_restart(&broker), 0);
+	/* Held across the restart: the issuer is not asked again. */
+	j = release(job, "things-api", 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "value")), value);
+	json_decref(j);
+	revs = issuer_events("token");
+	ck_assert_uint_eq(json_array_size(revs), 1);
+	json_decref(revs);
+	j = revoke_at_broker(job);
+	e = json_array_get(json_object_get(j, "upstream"), 0);
+	ck_assert_msg(e != NULL,
+	    "the restarted broker revoked nothing upstream");
+	ck_assert(json_is_true(json_object_get(e, "ok")));
+	json_decref(j);
+	revs = issuer_events("revoke");
+	ck_assert_uint_eq(json_array_size(revs), 1);
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(revs, 0), "token")),
+	    value);
+	json_decref(revs);
+	free(value);
+	ck_assert_int_eq(daemon_stop(&broker), 0);
+}
+END_TEST
+
 START_TEST(a_refusing_token_endpoint_is_a_502_with_a_decision_line)
 {
 	char job[64], *tok, *resp;
@@ -815,6 +862,7 @@ issuers_suite(void)
 	    issuer_down_at_stop_is_reported_and_the_job_still_dies);
 	tcase_add_test(tc,
 	    a_refusing_token_endpoint_is_a_502_with_a_decision_line);
+	tcase_add_test(tc, a_restarted_broker_still_revokes_what_it_obtained);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("job");
 	tcase_add_checked_fixture(tc, setup, teardown);

@@ -8,7 +8,8 @@
  * once and held, obtained again once it expired, the job's revoke an RFC
  * 7009 request with the client's Basic authentication for each credential
  * still alive, a release after the revoke refused without asking the
- * issuer, requests at once served by one call to the issuer, an issuer
+ * issuer, requests at once served by one call to the issuer, what is
+ * held kept sealed in a state file across a restart, an issuer
  * that is not there told as refused connections, and the counts.
  */
 #include "issuer_http.h"
@@ -434,7 +435,7 @@ START_TEST(test_oauth_held_refreshed_and_revoked)
 
 	fake_start(&f, 1);
 	cfg = fake_cfg(&f);
-	ck_assert_int_eq(issuers_open(NULL, &is), 0);
+	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, &is), 0);
 	ck_assert_int_eq(issuers_release(is, "job_a", "api", 1, cfg, &got,
 			     &status, why, sizeof(why)),
 	    0);
@@ -556,7 +557,7 @@ START_TEST(test_one_call_for_requests_at_once)
 	fake_start(&f, 3600);
 	f.delay_ms = 300; /* the others arrive while the first asks */
 	cfg = fake_cfg(&f);
-	ck_assert_int_eq(issuers_open(NULL, &is), 0);
+	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, &is), 0);
 	for (int i = 0; i < 4; i++) {
 		x[i] = (struct racer){ .is = is, .cfg = cfg };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, race, &x[i]), 0);
@@ -578,6 +579,72 @@ START_TEST(test_one_call_for_requests_at_once)
 }
 END_TEST
 
+START_TEST(test_state_kept_sealed_across_a_restart)
+{
+	static const unsigned char key[ISSUERS_KEY_LEN] =
+	    "0123456789abcdef0123456789abcde";
+	unsigned char other[ISSUERS_KEY_LEN];
+	char dir[] = "/tmp/check_issuers.XXXXXX", path[300], *data = NULL;
+	struct issuers *is;
+	struct issued got;
+	struct fake f;
+	json_t *cfg, *list;
+	long status;
+	char why[200];
+	FILE *fp;
+	size_t n;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/%s", dir, ISSUERS_STATE_FILE);
+	fake_start(&f, 3600);
+	cfg = fake_cfg(&f);
+	ck_assert_int_eq(issuers_open(NULL, path, key, &is), 0);
+	ck_assert_int_eq(issuers_release(is, "job_e", "api", 1, cfg, &got,
+			     &status, why, sizeof(why)),
+	    0);
+	issuers_close(is);
+	/* Sealed: neither the token nor the client's secret in clear. */
+	fp = fopen(path, "rbe");
+	ck_assert_ptr_nonnull(fp);
+	data = calloc(1, 1 << 16);
+	n = fread(data, 1, (1 << 16) - 1, fp);
+	fclose(fp);
+	ck_assert_uint_gt(n, 0);
+	ck_assert_ptr_null(memmem(data, n, "tok-1", 5));
+	ck_assert_ptr_null(memmem(data, n, "p%26ss", 6));
+	free(data);
+	/* Another key: refused, not started empty. */
+	memcpy(other, key, sizeof(other));
+	other[0] ^= 1;
+	ck_assert_int_eq(issuers_open(NULL, path, other, &is), -EBADMSG);
+	/* The same key: held as before, and revoked at the job's revoke. */
+	ck_assert_int_eq(issuers_open(NULL, path, key, &is), 0);
+	ck_assert_int_eq(issuers_release(is, "job_e", "api", 1, cfg, &got,
+			     &status, why, sizeof(why)),
+	    0);
+	ck_assert(!got.fresh);
+	ck_assert_str_eq(got.value, "tok-1-abcdef");
+	list = issuers_revoke_job(is, "job_e");
+	ck_assert_uint_eq(json_array_size(list), 1);
+	ck_assert(json_is_true(json_object_get(json_array_get(list, 0), "ok")));
+	json_decref(list);
+	issuers_close(is);
+	/* Nothing held any more after a restart. */
+	ck_assert_int_eq(issuers_open(NULL, path, key, &is), 0);
+	list = issuers_revoke_job(is, "job_e");
+	ck_assert_uint_eq(json_array_size(list), 0);
+	json_decref(list);
+	issuers_close(is);
+	pthread_mutex_lock(&f.lock);
+	ck_assert_uint_eq(f.nreqs, 2);
+	pthread_mutex_unlock(&f.lock);
+	json_decref(cfg);
+	fake_stop(&f);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_issuer_away)
 {
 	struct issuers *is;
@@ -592,7 +659,7 @@ START_TEST(test_issuer_away)
 	fake_start(&f, 60);
 	cfg = fake_cfg(&f);
 	fake_stop(&f);
-	ck_assert_int_eq(issuers_open(NULL, &is), 0);
+	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, &is), 0);
 	ck_assert_int_eq(issuers_release(is, "job_c", "api", 1, cfg, &got,
 			     &status, why, sizeof(why)),
 	    -ECONNREFUSED);
@@ -606,7 +673,8 @@ START_TEST(test_issuer_away)
 	ck_assert_uint_eq(n.issue_failed, 1);
 	json_decref(cfg);
 	issuers_close(is);
-	ck_assert_int_eq(issuers_open("/nonexistent/ca.pem", &is), -EINVAL);
+	ck_assert_int_eq(issuers_open("/nonexistent/ca.pem", NULL, NULL, &is),
+	    -EINVAL);
 }
 END_TEST
 
@@ -622,6 +690,7 @@ issuers_suite(void)
 	tcase_add_test(tc, test_github_jwt);
 	tcase_add_test(tc, test_oauth_held_refreshed_and_revoked);
 	tcase_add_test(tc, test_one_call_for_requests_at_once);
+	tcase_add_test(tc, test_state_kept_sealed_across_a_restart);
 	tcase_add_test(tc, test_issuer_away);
 	suite_add_tcase(s, tc);
 	return s;
