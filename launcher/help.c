@@ -143,14 +143,15 @@ static const char help_manifest[] =
     "69 the broker did not answer; 78 a bad configuration or key.\n";
 
 static const char help_jobs[] =
-    "usage: cordon jobs [--state running|done] [--manifest NAME] [--limit N]\n"
-    "                   [--after JOB] [--json] [--serve URL] [--config FILE]\n"
+    "usage: cordon jobs [--state running|done|lost] [--manifest NAME]\n"
+    "                   [--limit N] [--after JOB] [--json] [--serve URL]\n"
+    "                   [--config FILE]\n"
     "\n"
     "The jobs cordon serve holds, newest first: job, state, manifest, when it\n"
     "started and ended (UTC), exit code, stop reason, verdict. When there are\n"
     "more than one page, the next page's command is said on stderr.\n"
     "\n"
-    "  --state S       running or done\n"
+    "  --state S       running, done or lost (serve died while it ran)\n"
     "  --manifest NAME only the jobs of this manifest\n"
     "  --limit N       at most N (1 to 1000, default 100)\n"
     "  --after JOB     the page after JOB\n"
