@@ -55,15 +55,13 @@ DRILL_ROW(proxy_service_ports, "reachability", "proxy: the services' own ports",
 DRILL_ROW(proxy_path_params, "reachability",
     "proxy: path parameters and encoded dots out of a rule's path", J_PROXY)
 DRILL_ROW(capture_unlisted, "reachability",
-    "no proxy: an unlisted host by name, and by an allowed name's address",
-    J_AGENT)
+    "no proxy: an unlisted host, by name and by Host", J_AGENT)
 DRILL_ROW(dns_exfil, "reachability",
-    "DNS exfiltration: data in the query names, to every resolver", J_NET)
+    "DNS exfiltration: data in query names, to every resolver", J_NET)
 DRILL_ROW(direct_addrs, "reachability",
-    "no proxy: public, private, CGNAT and link-local addresses, by address",
-    J_NET)
+    "no proxy: public, private and link-local addresses", J_NET)
 DRILL_ROW(denials_why, "reachability",
-    "ask http://cordon.local/v1/denials why a request was refused", J_AGENT)
+    "ask cordon.local/v1/denials why a request was refused", J_AGENT)
 DRILL_ROW(write_workflow, "return", "write .github/workflows/", J_HATCH)
 DRILL_ROW(write_git_hook, "return", "write .git/hooks/", J_HATCH)
 DRILL_ROW(ci_files, "return",
