@@ -1,22 +1,30 @@
 /*
  * The job's network, the launcher's side (capture.h): the resolver's
  * zone, the sockets made inside the job's namespace (the resolver's, the
- * AnyIP route, the capture's listeners), and their servers on the loop.
+ * AnyIP routes, the capture's listeners, the observer of refusals), and
+ * their servers on the loop.
  *
  * A captured connection: accepted on one of the rules' ports, its
  * original destination (getsockname: AnyIP makes every address local)
- * mapped back to its name by the zone, the TLS ClientHello read until
- * its SNI is known and checked against that name, then a CONNECT
- * name:port on a connection of its own to the job's channel; once the
- * proxy answers 200 the ClientHello follows and bytes pass both ways.
- * Anything else (an address that is no name of the zone, no SNI or
- * another one, not TLS, a refusal by the proxy) closes the connection.
+ * mapped back to its name by the zone, then, by its first byte, either
+ * a TLS record (a "CORDON/1 capture" line and a CONNECT name:port on a
+ * connection of its own to the job's channel; once the proxy answers
+ * 200 the ClientHello follows) or plain HTTP (a "CORDON/1 capture-http
+ * name port" line, then the requests as they come, each judged by the
+ * proxy on its own Host). Either way the pair is then the relay's
+ * (relay_join), under its cap and its descriptor headroom. The launcher
+ * checks no SNI and no Host: the proxy does, and logs what it refused.
+ * An address that is no name of the zone is closed at once and told to
+ * the proxy; so is every connect and datagram the namespace refused
+ * because nothing listens there, seen by raw sockets held in the
+ * namespace (a RST answering a SYN, an ICMP port unreachable).
  */
 #include "capture.h"
 
+#include "http1.h"
 #include "http_client.h"
+#include "relay.h"
 #include "sandbox.h"
-#include "sni.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,9 +32,11 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,6 +52,20 @@
 #define CAPTURE_CONNS_MAX 256 /* captured connections at once */
 #define PROXY_HEAD_MAX 4096 /* the proxy's answer to CONNECT */
 #define ANNOUNCE_MAX 16 /* refusals being told to the proxy at once */
+#define PACKETS_A_TURN 64 /* refusals read by an observer a wakeup */
+#define PACKET_SNAP 128 /* what the observers keep of each */
+
+/* The observers of the namespace's refusals: a raw socket each. */
+enum obs_kind { OBS_TCP4, OBS_ICMP4, OBS_TCP6, OBS_ICMP6, OBS_N };
+
+struct jobnet;
+
+struct observer {
+	struct jobnet *n;
+	enum obs_kind kind;
+	int fd;
+	struct event *ev;
+};
 
 struct cconn;
 
@@ -57,8 +81,9 @@ struct jobnet {
 	 * listens on every address already. */
 	int local;
 	struct evconnlistener *listeners[CAPTURE_PORTS_MAX];
+	struct observer obs[OBS_N]; /* what the namespace refused */
 	struct event_base *base;
-	struct sockaddr_un channel;
+	struct relay *relay; /* the job's: the channel, the cap, the fds */
 	struct cconn *conns;
 	struct announce *announces;
 	unsigned nannounces;
@@ -72,9 +97,10 @@ struct announce {
 	struct bufferevent *bev;
 };
 
-enum cstate { C_HELLO, C_PROXY, C_RELAY };
+enum cstate { C_FIRST, C_PROXY };
 
-/* A captured connection (b[0]) and its twin on the channel (b[1]). */
+/* A captured connection (b[0]) and its twin on the channel (b[1]), until
+ * the relay takes them; a slot of the relay's held meanwhile. */
 struct cconn {
 	struct jobnet *n;
 	struct cconn *next, **prev;
@@ -82,7 +108,6 @@ struct cconn {
 	enum cstate state;
 	const char *name; /* the zone's, for the original address */
 	uint16_t port;
-	bool eof[2], shut[2];
 };
 
 int
@@ -94,6 +119,8 @@ jobnet_new(const json_t *rules, struct jobnet **ret)
 	if (n == NULL)
 		return -ENOMEM;
 	n->dns_fds[0] = n->dns_fds[1] = -1;
+	for (int i = 0; i < OBS_N; i++)
+		n->obs[i] = (struct observer){ n, (enum obs_kind)i, -1, NULL };
 	for (size_t i = 0; i < CAPTURE_PORTS_MAX; i++)
 		n->port_fds[i] = -1;
 	if ((r = dns_zone_new(rules, &n->zone)) < 0) {
@@ -157,10 +184,11 @@ jobnet_fetch(const char *base, const char *key, const json_t *job,
 	return r;
 }
 
-/* local 0.0.0.0/0 dev lo, in the local table: every IPv4 destination is
- * this namespace's own (AnyIP). 0 or -errno. */
+/* local 0.0.0.0/0 (or ::/0) dev lo, in the local table: every
+ * destination of the family is this namespace's own (AnyIP). 0 or
+ * -errno. */
 static int
-anyip_route(void)
+anyip_route(int family)
 {
 	struct {
 		struct nlmsghdr h;
@@ -180,7 +208,7 @@ anyip_route(void)
 	req.h.nlmsg_flags =
 	    NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
 	req.h.nlmsg_seq = 1;
-	req.rt.rtm_family = AF_INET;
+	req.rt.rtm_family = (unsigned char)family;
 	req.rt.rtm_table = RT_TABLE_LOCAL;
 	req.rt.rtm_protocol = RTPROT_BOOT;
 	req.rt.rtm_scope = RT_SCOPE_HOST;
@@ -208,12 +236,115 @@ anyip_route(void)
 	return r;
 }
 
-/* In the job's namespace: the route, a listener on each port. */
+/*
+ * What the observers keep: the kernel's own refusals, as delivered to the
+ * job's socket (a raw socket gets a copy of each packet of its protocol
+ * delivered in the namespace). A TCP RST|ACK with sequence 0 answers a
+ * SYN where nothing listens; an ICMP port unreachable (type 3 code 3, for
+ * IPv6 type 1 code 4) a datagram where nothing listens. An IPv4 raw
+ * socket's data starts at the IP header, an IPv6 one's at the transport
+ * header.
+ */
+static const struct sock_filter tcp4_filter[] = {
+	BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),
+	BPF_STMT(BPF_LD | BPF_B | BPF_IND, 13),
+	BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x14),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x14, 0, 3),
+	BPF_STMT(BPF_LD | BPF_W | BPF_IND, 4),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, PACKET_SNAP),
+	BPF_STMT(BPF_RET | BPF_K, 0),
+};
+static const struct sock_filter icmp4_filter[] = {
+	BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),
+	BPF_STMT(BPF_LD | BPF_B | BPF_IND, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 3, 0, 3),
+	BPF_STMT(BPF_LD | BPF_B | BPF_IND, 1),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 3, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, PACKET_SNAP),
+	BPF_STMT(BPF_RET | BPF_K, 0),
+};
+static const struct sock_filter tcp6_filter[] = {
+	BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
+	BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x14),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x14, 0, 3),
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, PACKET_SNAP),
+	BPF_STMT(BPF_RET | BPF_K, 0),
+};
+static const struct sock_filter icmp6_filter[] = {
+	BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 3),
+	BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 1),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 4, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, PACKET_SNAP),
+	BPF_STMT(BPF_RET | BPF_K, 0),
+};
+
+/* One observer, made inside the namespace: a raw socket that takes
+ * nothing but what its filter keeps. The socket or -errno; -EAFNOSUPPORT
+ * for an IPv6 one where the namespace has no IPv6. */
+static int
+observer_socket(enum obs_kind k)
+{
+	static const struct {
+		int family, proto;
+		const struct sock_filter *f;
+		unsigned short len;
+	} o[OBS_N] = {
+		{ AF_INET, IPPROTO_TCP, tcp4_filter,
+		    sizeof(tcp4_filter) / sizeof(tcp4_filter[0]) },
+		{ AF_INET, IPPROTO_ICMP, icmp4_filter,
+		    sizeof(icmp4_filter) / sizeof(icmp4_filter[0]) },
+		{ AF_INET6, IPPROTO_TCP, tcp6_filter,
+		    sizeof(tcp6_filter) / sizeof(tcp6_filter[0]) },
+		{ AF_INET6, IPPROTO_ICMPV6, icmp6_filter,
+		    sizeof(icmp6_filter) / sizeof(icmp6_filter[0]) },
+	};
+	struct sock_fprog prog = { .len = o[k].len,
+		.filter = (struct sock_filter *)o[k].f };
+	char drain[64];
+	int fd = socket(o[k].family, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    o[k].proto);
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) <
+	    0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	/* What came before the filter was attached is not ours. */
+	while (recv(fd, drain, sizeof(drain), MSG_DONTWAIT) > 0)
+		;
+	return fd;
+}
+
+/* In the job's namespace: the routes, a listener on each port, the
+ * observer. */
 static int
 capture_sockets(struct jobnet *n)
 {
-	int r = anyip_route(), one = 1;
+	int r = anyip_route(AF_INET), one = 1;
 
+	if (r == 0) {
+		/* IPv6 too, so that a v6 connect is refused where it is made
+		 * (and seen), not unroutable; a namespace with IPv6 turned
+		 * off has nothing to route. */
+		int r6 = anyip_route(AF_INET6);
+		if (r6 < 0 && r6 != -EAFNOSUPPORT && r6 != -EACCES)
+			r = r6;
+	}
+	for (int i = 0; r == 0 && i < OBS_N; i++) {
+		int fd = observer_socket((enum obs_kind)i);
+		bool v6 = i == OBS_TCP6 || i == OBS_ICMP6;
+		if (fd >= 0)
+			n->obs[i].fd = fd;
+		else if (!(v6 && fd == -EAFNOSUPPORT))
+			r = fd;
+	}
 	for (size_t i = 0; r == 0 && i < n->nports; i++) {
 		struct sockaddr_in sin = { .sin_family = AF_INET,
 			.sin_port = htons(n->ports[i]) };
@@ -291,25 +422,30 @@ on_announce_event(struct bufferevent *bev, short what, void *arg)
 }
 
 /*
- * What the launcher refused itself (a name its resolver does not know,
- * an address no name leads to), asked of the proxy as the CONNECT a
- * client would have sent, so that the proxy judges it by the same rules
- * and logs it as a decision with a reason; the answer is dropped. Past
- * ANNOUNCE_MAX at once, counted only (unlogged).
+ * What the launcher or the namespace refused (a name its resolver does
+ * not know, an address no name leads to, a port nobody listens on),
+ * asked of the proxy as the CONNECT a client would have sent, after the
+ * launcher's line (origin, "dns", "capture", "direct tcp|udp"), so that
+ * the proxy judges it by the same rules and logs it as a decision with a
+ * reason; the answer is dropped. host is a name or an address (an IPv6
+ * one is bracketed here). Past ANNOUNCE_MAX at once, counted only.
  */
 static void
-announce(struct jobnet *n, const char *host, unsigned port, const char *kind)
+announce(struct jobnet *n, const char *host, unsigned port, const char *origin)
 {
-	char head[DNS_NAME_MAX + 160];
+	char head[DNS_NAME_MAX + 200];
+	bool v6 = strchr(host, ':') != NULL;
 	struct announce *a = NULL;
 	int ch = -1;
 
-	if (n->base == NULL || n->nannounces >= ANNOUNCE_MAX ||
-	    (a = calloc(1, sizeof(*a))) == NULL ||
-	    (ch = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-		 0)) < 0 ||
-	    connect(ch, (struct sockaddr *)&n->channel, sizeof(n->channel)) <
-		0 ||
+	int k = snprintf(head, sizeof(head),
+	    HTTP1_ORIGIN_PREFIX "%s\r\nCONNECT %s%s%s:%u HTTP/1.1\r\n"
+				"Host: %s%s%s:%u\r\n\r\n",
+	    origin, v6 ? "[" : "", host, v6 ? "]" : "", port, v6 ? "[" : "",
+	    host, v6 ? "]" : "", port);
+	if (n->relay == NULL || n->nannounces >= ANNOUNCE_MAX || k < 0 ||
+	    (size_t)k >= sizeof(head) || (a = calloc(1, sizeof(*a))) == NULL ||
+	    (ch = relay_channel(n->relay, head, (size_t)k, true)) < 0 ||
 	    (a->bev = bufferevent_socket_new(n->base, ch,
 		 BEV_OPT_CLOSE_ON_FREE)) == NULL) {
 		n->counts.unannounced++;
@@ -325,14 +461,6 @@ announce(struct jobnet *n, const char *host, unsigned port, const char *kind)
 		n->announces->prev = &a->next;
 	n->announces = a;
 	n->nannounces++;
-	int k = snprintf(head, sizeof(head),
-	    "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\nCordon-Kind: %s\r\n\r\n",
-	    host, port, host, port, kind);
-	/* Sent now, not on the next turn of the loop: a stop right after
-	 * still leaves the proxy the whole request. */
-	ssize_t sent = send(ch, head, (size_t)k, MSG_NOSIGNAL);
-	if (sent >= 0 && sent < k)
-		bufferevent_write(a->bev, head + sent, (size_t)(k - sent));
 	bufferevent_setcb(a->bev, on_announce_read, NULL, on_announce_event, a);
 	bufferevent_enable(a->bev, EV_READ | EV_WRITE);
 }
@@ -343,21 +471,134 @@ on_dns_refused(const char *name, void *arg)
 	announce(arg, name, DNS_PORT, "dns");
 }
 
+/* An address the job reached, as the proxy should read it: the zone's
+ * name for one of its synthetic addresses, else the address. */
+static void
+address_text(const struct jobnet *n, int family, const void *addr, char *out,
+    size_t cap)
+{
+	const char *name = NULL;
+
+	if (family == AF_INET) {
+		struct in_addr in;
+		memcpy(&in, addr, sizeof(in));
+		name = dns_zone_name(n->zone, in);
+	}
+	if (name != NULL)
+		snprintf(out, cap, "%s", name);
+	else if (inet_ntop(family, addr, out, (socklen_t)cap) == NULL)
+		snprintf(out, cap, "?");
+}
+
+/* What an IPv4 observer kept (from the IP header): the address and port
+ * refused, and whether a datagram was. 0 or -1 (not one to tell). */
+static int
+refusal4(const uint8_t *p, size_t len, const uint8_t **addr, unsigned *port,
+    bool *udp)
+{
+	size_t ihl = len >= 20 ? (size_t)(p[0] & 15) * 4 : 0;
+
+	if (ihl < 20 || (p[0] >> 4) != 4 || len < ihl + 8)
+		return -1;
+	if (p[9] == IPPROTO_TCP) { /* the RST: from where it was sent */
+		*addr = p + 12;
+		*port = (unsigned)p[ihl] << 8 | p[ihl + 1];
+		*udp = false;
+		return 0;
+	}
+	/* Port unreachable: the datagram's IP and UDP heads follow. */
+	const uint8_t *q = p + ihl + 8;
+	size_t qlen = len - ihl - 8;
+	size_t qihl = qlen >= 20 ? (size_t)(q[0] & 15) * 4 : 0;
+	if (p[9] != IPPROTO_ICMP || qihl < 20 || qlen < qihl + 4 ||
+	    (q[0] >> 4) != 4 || q[9] != IPPROTO_UDP)
+		return -1;
+	/* The resolver's answer to a client gone: not the job's refusal. */
+	uint32_t src;
+	memcpy(&src, q + 12, sizeof(src));
+	if (src == htonl(0x7f000035u) /* DNS_ADDR */ &&
+	    (q[qihl] << 8 | q[qihl + 1]) == DNS_PORT)
+		return -1;
+	*addr = q + 16;
+	*port = (unsigned)q[qihl + 2] << 8 | q[qihl + 3];
+	*udp = true;
+	return 0;
+}
+
+/* What an IPv6 observer kept (from the transport header; from, its
+ * sender). 0 or -1. */
+static int
+refusal6(enum obs_kind k, const uint8_t *p, size_t len,
+    const struct sockaddr_in6 *from, const uint8_t **addr, unsigned *port,
+    bool *udp)
+{
+	if (k == OBS_TCP6 && len >= 20) {
+		*addr = from->sin6_addr.s6_addr;
+		*port = (unsigned)p[0] << 8 | p[1];
+		*udp = false;
+		return 0;
+	}
+	/* ICMPv6 (8), the datagram's IPv6 head (40), its UDP head. */
+	if (k != OBS_ICMP6 || len < 8 + 40 + 4 || (p[8] >> 4) != 6 ||
+	    p[8 + 6] != IPPROTO_UDP)
+		return -1;
+	*addr = p + 8 + 24;
+	*port = (unsigned)p[8 + 42] << 8 | p[8 + 43];
+	*udp = true;
+	return 0;
+}
+
+/* The refusals an observer saw, each announced to the proxy. */
+static void
+on_packets(evutil_socket_t fd, short what, void *arg)
+{
+	struct observer *o = arg;
+	struct jobnet *n = o->n;
+	bool v6 = o->kind == OBS_TCP6 || o->kind == OBS_ICMP6;
+	uint8_t p[PACKET_SNAP];
+
+	(void)what;
+	for (int i = 0; i < PACKETS_A_TURN; i++) {
+		struct sockaddr_in6 from = { 0 };
+		socklen_t fl = sizeof(from);
+		ssize_t got = recvfrom(fd, p, sizeof(p), MSG_DONTWAIT,
+		    (struct sockaddr *)&from, &fl);
+		const uint8_t *addr = NULL;
+		char host[INET6_ADDRSTRLEN + 1];
+		unsigned port = 0;
+		bool udp = false;
+
+		if (got <= 0)
+			return;
+		if ((v6 ? refusal6(o->kind, p, (size_t)got, &from, &addr, &port,
+			      &udp)
+			: refusal4(p, (size_t)got, &addr, &port, &udp)) < 0)
+			continue;
+		address_text(n, v6 ? AF_INET6 : AF_INET, addr, host,
+		    sizeof(host));
+		n->counts.direct++;
+		announce(n, host, port, udp ? "direct udp" : "direct tcp");
+	}
+}
+
 /* --- captured connections ------------------------------------------------- */
 
 static void on_cread(struct bufferevent *bev, void *arg);
-static void on_cwrite(struct bufferevent *bev, void *arg);
 static void on_cevent(struct bufferevent *bev, short what, void *arg);
 
+/* Off the list; its bufferevents freed unless given (to the relay). */
 static void
-cconn_free(struct cconn *c)
+cconn_free(struct cconn *c, bool given)
 {
 	*c->prev = c->next;
 	if (c->next != NULL)
 		c->next->prev = c->prev;
-	for (int i = 0; i < 2; i++)
-		if (c->b[i] != NULL)
-			bufferevent_free(c->b[i]);
+	if (!given) {
+		for (int i = 0; i < 2; i++)
+			if (c->b[i] != NULL)
+				bufferevent_free(c->b[i]);
+		relay_unhold(c->n->relay);
+	}
 	free(c);
 }
 
@@ -365,147 +606,75 @@ static void
 refuse(struct cconn *c)
 {
 	c->n->counts.refused++;
-	cconn_free(c);
+	cconn_free(c, false);
 }
 
-static bool
-drained(struct bufferevent *bev)
-{
-	return evbuffer_get_length(bufferevent_get_output(bev)) == 0;
-}
-
+/* The pair is the relay's from now on. */
 static void
-cconn_progress(struct cconn *c)
+join(struct cconn *c)
 {
-	for (int i = 0; i < 2; i++)
-		if (c->eof[1 - i] && !c->shut[i] && drained(c->b[i])) {
-			(void)shutdown(bufferevent_getfd(c->b[i]), SHUT_WR);
-			c->shut[i] = true;
-		}
-	if (c->eof[0] && c->eof[1] && drained(c->b[0]) && drained(c->b[1]))
-		cconn_free(c);
+	struct jobnet *n = c->n;
+	struct bufferevent *b0 = c->b[0], *b1 = c->b[1];
+
+	cconn_free(c, true);
+	bufferevent_enable(b0, EV_READ);
+	if (relay_join(n->relay, b0, b1) == 0)
+		n->counts.captured++;
+	else
+		n->counts.refused++;
 }
 
-/* b[1]: a connection of its own on the job's channel. 0 or -1. */
+/* b[1]: a connection of its own on the job's channel, first sent on it.
+ * 0 or -1. */
 static int
-channel_open(struct cconn *c)
+channel_open(struct cconn *c, const char *first, size_t len)
 {
-	int ch = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int ch = relay_channel(c->n->relay, first, len, false);
 
-	if (ch < 0 ||
-	    connect(ch, (struct sockaddr *)&c->n->channel,
-		sizeof(c->n->channel)) < 0 ||
-	    (c->b[1] = bufferevent_socket_new(c->n->base, ch,
+	if (ch < 0)
+		return -1;
+	if ((c->b[1] = bufferevent_socket_new(c->n->base, ch,
 		 BEV_OPT_CLOSE_ON_FREE)) == NULL) {
-		if (ch >= 0)
-			close(ch);
+		close(ch);
 		return -1;
 	}
-	bufferevent_setcb(c->b[1], on_cread, on_cwrite, on_cevent, c);
+	bufferevent_setcb(c->b[1], on_cread, NULL, on_cevent, c);
 	bufferevent_enable(c->b[1], EV_READ | EV_WRITE);
 	return 0;
 }
 
-/* The Host header's value in head[0..len) (the request's head, its
- * request line first), without its port, into out: 0 or -1. */
-static int
-head_host(const char *head, size_t len, char *out, size_t cap)
-{
-	const char *p = memchr(head, '\n', len), *end = head + len;
-
-	while (p != NULL && p + 1 < end) {
-		const char *line = p + 1, *eol = memchr(line, '\n', end - line);
-		if (eol == NULL)
-			return -1;
-		if (eol - line > 5 && strncasecmp(line, "host:", 5) == 0) {
-			const char *v = line + 5;
-			while (v < eol && (*v == ' ' || *v == '\t'))
-				v++;
-			size_t n = 0;
-			while (v + n < eol && v[n] != ':' && v[n] != '\r' &&
-			    v[n] != ' ')
-				n++;
-			if (n == 0 || n >= cap)
-				return -1;
-			memcpy(out, v, n);
-			out[n] = '\0';
-			return 0;
-		}
-		p = eol;
-	}
-	return -1;
-}
-
-/* A plain HTTP request: once its head is whole, its Host must be the
- * name dialled; its request line goes to the channel in absolute form
- * (http://name:port/path), the rest as it came, then bytes both ways.
- * Later requests on the connection are not rewritten: the proxy refuses
- * them (docs/egress.md). */
+/* The first byte: a TLS record is a CONNECT for the name dialled, its
+ * ClientHello held until the proxy said yes; anything else is plain
+ * HTTP, to the proxy at once as origin-form requests for that name. */
 static void
-on_http(struct cconn *c, const char *data, size_t len)
+on_first(struct cconn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->b[0]);
-	const char *end = memmem(data, len, "\r\n\r\n", 4);
-	const char *sp = memchr(data, ' ', len);
-	char host[DNS_NAME_MAX + 1], line[DNS_NAME_MAX + 64];
+	char head[DNS_NAME_MAX * 2 + 160];
+	uint8_t first;
+	int k;
 
-	if (end == NULL) {
-		if (len >= PROXY_HEAD_MAX * 4)
+	if (evbuffer_copyout(in, &first, 1) != 1)
+		return;
+	if (first != 0x16) {
+		k = snprintf(head, sizeof(head),
+		    HTTP1_ORIGIN_PREFIX "capture-http %s %u\r\n", c->name,
+		    c->port);
+		if (channel_open(c, head, (size_t)k) < 0) {
 			refuse(c);
+			return;
+		}
+		join(c);
 		return;
 	}
-	/* METHOD SP /target: an origin-form target only. */
-	if (sp == NULL || sp > end || sp == data || sp[1] != '/' ||
-	    head_host(data, (size_t)(end - data) + 2, host, sizeof(host)) < 0 ||
-	    strcasecmp(host, c->name) != 0 || channel_open(c) < 0) {
+	k = snprintf(head, sizeof(head),
+	    HTTP1_ORIGIN_PREFIX "capture\r\n"
+				"CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n",
+	    c->name, c->port, c->name, c->port);
+	if (channel_open(c, head, (size_t)k) < 0) {
 		refuse(c);
 		return;
 	}
-	int k = snprintf(line, sizeof(line), "%.*s http://%s:%u",
-	    (int)(sp - data), data, c->name, c->port);
-	if (k < 0 || (size_t)k >= sizeof(line)) {
-		refuse(c);
-		return;
-	}
-	evbuffer_drain(in, (size_t)(sp + 1 - data)); /* the method, SP */
-	bufferevent_write(c->b[1], line, (size_t)k);
-	c->state = C_RELAY;
-	c->n->counts.captured++;
-	evbuffer_add_buffer(bufferevent_get_output(c->b[1]), in);
-}
-
-/* The client's bytes until its SNI is known: then the CONNECT. */
-static void
-on_hello(struct cconn *c)
-{
-	struct evbuffer *in = bufferevent_get_input(c->b[0]);
-	size_t len = evbuffer_get_length(in);
-	char sni[SNI_MAX + 1], head[SNI_MAX + 128];
-	uint8_t *data = evbuffer_pullup(in, -1);
-
-	if (data != NULL && len > 0 && data[0] != 0x16) {
-		on_http(c, (const char *)data, len); /* not a TLS record */
-		return;
-	}
-	int r = data != NULL ? sni_parse(data, len, sni) : -ENOMEM;
-
-	if (r == -EAGAIN && len < SNI_READ_MAX)
-		return;
-	size_t k = r == 0 ? strlen(sni) : 0;
-	if (k > 0 && sni[k - 1] == '.')
-		sni[--k] = '\0';
-	if (r < 0 || strcasecmp(sni, c->name) != 0) {
-		refuse(c); /* not TLS, no SNI, or not the name dialled */
-		return;
-	}
-	if (channel_open(c) < 0) {
-		refuse(c);
-		return;
-	}
-	snprintf(head, sizeof(head),
-	    "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n", c->name, c->port,
-	    c->name, c->port);
-	bufferevent_write(c->b[1], head, strlen(head));
 	bufferevent_disable(c->b[0], EV_READ);
 	c->state = C_PROXY;
 }
@@ -530,54 +699,26 @@ on_proxy(struct cconn *c)
 		return;
 	}
 	evbuffer_drain(in, (size_t)end.pos + 4);
-	c->state = C_RELAY;
-	c->n->counts.captured++;
-	evbuffer_add_buffer(bufferevent_get_output(c->b[1]),
-	    bufferevent_get_input(c->b[0]));
-	evbuffer_add_buffer(bufferevent_get_output(c->b[0]), in);
-	bufferevent_enable(c->b[0], EV_READ);
+	join(c);
 }
 
 static void
 on_cread(struct bufferevent *bev, void *arg)
 {
 	struct cconn *c = arg;
-	int i = c->b[0] == bev ? 0 : 1;
 
-	if (c->state == C_HELLO)
-		on_hello(c);
-	else if (c->state == C_PROXY && i == 1)
+	if (c->state == C_FIRST && bev == c->b[0])
+		on_first(c);
+	else if (c->state == C_PROXY && bev == c->b[1])
 		on_proxy(c);
-	else if (c->state == C_RELAY)
-		evbuffer_add_buffer(bufferevent_get_output(c->b[1 - i]),
-		    bufferevent_get_input(bev));
-}
-
-static void
-on_cwrite(struct bufferevent *bev, void *arg)
-{
-	struct cconn *c = arg;
-
-	(void)bev;
-	if (c->state == C_RELAY)
-		cconn_progress(c);
 }
 
 static void
 on_cevent(struct bufferevent *bev, short what, void *arg)
 {
-	struct cconn *c = arg;
-	int i = c->b[0] == bev ? 0 : 1;
-
-	if (c->state != C_RELAY || !(what & BEV_EVENT_EOF)) {
-		cconn_free(c); /* gone before the tunnel, or an error */
-		return;
-	}
-	evbuffer_add_buffer(bufferevent_get_output(c->b[1 - i]),
-	    bufferevent_get_input(bev));
-	c->eof[i] = true;
-	bufferevent_disable(bev, EV_READ);
-	cconn_progress(c);
+	(void)bev;
+	(void)what;
+	cconn_free(arg, false); /* gone before the join, or an error */
 }
 
 static void
@@ -588,13 +729,10 @@ on_caccept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct sockaddr_in dst;
 	socklen_t dl = sizeof(dst);
 	struct cconn *c = NULL;
-	unsigned open_now = 0;
 
 	(void)l;
 	(void)sa;
 	(void)salen;
-	for (struct cconn *k = n->conns; k != NULL; k = k->next)
-		open_now++;
 	const char *name = getsockname(fd, (struct sockaddr *)&dst, &dl) == 0 &&
 		dst.sin_family == AF_INET
 	    ? dns_zone_name(n->zone, dst.sin_addr)
@@ -604,12 +742,18 @@ on_caccept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		inet_ntop(AF_INET, &dst.sin_addr, ip, sizeof(ip));
 		announce(n, ip, ntohs(dst.sin_port), "capture");
 	}
-	if (name == NULL || open_now >= CAPTURE_CONNS_MAX ||
-	    (c = calloc(1, sizeof(*c))) == NULL ||
+	if (name == NULL || relay_hold(n->relay, fd) < 0) {
+		/* An address no name of the job's leads to (1.1.1.1:443), or
+		 * no room: the cap, or the stop path's descriptors. */
+		n->counts.refused++;
+		close(fd);
+		return;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL ||
 	    (c->b[0] = bufferevent_socket_new(n->base, fd,
 		 BEV_OPT_CLOSE_ON_FREE)) == NULL) {
-		/* An address no name of the job's leads to: 1.1.1.1:443. */
 		n->counts.refused++;
+		relay_unhold(n->relay);
 		free(c);
 		close(fd);
 		return;
@@ -622,8 +766,7 @@ on_caccept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	if (n->conns != NULL)
 		n->conns->prev = &c->next;
 	n->conns = c;
-	bufferevent_setwatermark(c->b[0], EV_READ, 0, SNI_READ_MAX);
-	bufferevent_setcb(c->b[0], on_cread, on_cwrite, on_cevent, c);
+	bufferevent_setcb(c->b[0], on_cread, NULL, on_cevent, c);
 	bufferevent_enable(c->b[0], EV_READ | EV_WRITE);
 }
 
@@ -643,17 +786,23 @@ jobnet_enter(pid_t pid, void *arg)
 }
 
 int
-jobnet_start(struct jobnet *n, struct event_base *base, const char *channel)
+jobnet_start(struct jobnet *n, struct event_base *base, struct relay *relay)
 {
 	int r;
 
-	if (n == NULL || n->dns_fds[0] < 0 || channel == NULL)
+	if (n == NULL || n->dns_fds[0] < 0 || relay == NULL)
 		return -EINVAL;
-	if (strlen(channel) >= sizeof(n->channel.sun_path))
-		return -ENAMETOOLONG;
 	n->base = base;
-	n->channel.sun_family = AF_UNIX;
-	memcpy(n->channel.sun_path, channel, strlen(channel) + 1);
+	n->relay = relay;
+	for (int i = 0; i < OBS_N; i++) {
+		struct observer *o = &n->obs[i];
+		if (o->fd < 0)
+			continue;
+		o->ev =
+		    event_new(base, o->fd, EV_READ | EV_PERSIST, on_packets, o);
+		if (o->ev == NULL || event_add(o->ev, NULL) < 0)
+			return -ENOMEM;
+	}
 	r = dns_server_new(base, n->dns_fds, n->zone, on_dns_refused, n,
 	    &n->dns);
 	n->dns_fds[0] = n->dns_fds[1] = -1; /* taken */
@@ -688,8 +837,16 @@ jobnet_stop(struct jobnet *n)
 		return;
 	dns_server_free(n->dns);
 	n->dns = NULL;
+	for (int i = 0; i < OBS_N; i++) {
+		if (n->obs[i].ev != NULL)
+			event_free(n->obs[i].ev);
+		n->obs[i].ev = NULL;
+		if (n->obs[i].fd >= 0)
+			close(n->obs[i].fd);
+		n->obs[i].fd = -1;
+	}
 	while (n->conns != NULL)
-		cconn_free(n->conns);
+		cconn_free(n->conns, false);
 	while (n->announces != NULL)
 		announce_free(n->announces);
 	for (size_t i = 0; i < n->nports; i++) {

@@ -1,20 +1,24 @@
 /*
  * The launcher's side of a job's network, beside the relay: the job's
  * resolver (dns.h) on 127.0.0.53:53 inside the job's network namespace,
- * and the transparent capture: an AnyIP route (local 0.0.0.0/0 dev lo:
- * every IPv4 destination is the namespace's own) and a listener on each
+ * and the transparent capture: AnyIP routes (local 0.0.0.0/0 and ::/0
+ * dev lo: every destination is the namespace's own), a listener on each
  * port the rules name, which takes a connection to a name's synthetic
- * address to the job's channel as a CONNECT for the name its TLS SNI
- * gives (it must be the name dialled). All made there before the job's
- * command runs (the sandbox's in_netns hook) and served on the
- * launcher's loop until the stop path cuts the job's network. It holds
- * no policy: the names and ports come from the job's egress rules, and
- * every connection still goes to the proxy to be judged.
+ * address to the job's channel for the name dialled (TLS as a CONNECT,
+ * plain HTTP as requests to that name) and then joins it to the relay's
+ * pairs, and an observer of what the namespace refused (a connect or a
+ * datagram where nothing listens), each told to the proxy as a decision.
+ * All made there before the job's command runs (the sandbox's in_netns
+ * hook) and served on the launcher's loop until the stop path cuts the
+ * job's network. It holds no policy: the names and ports come from the
+ * job's egress rules, and every connection still goes to the proxy to be
+ * judged.
  */
 #ifndef CORDON_LAUNCHER_CAPTURE_H
 #define CORDON_LAUNCHER_CAPTURE_H
 
 #include "dns.h"
+#include "relay.h"
 
 #include <event2/event.h>
 #include <jansson.h>
@@ -40,14 +44,19 @@ int jobnet_fetch(const char *base, const char *key, const json_t *job,
  * -ENODATA): the sockets inside the namespace of pid. 0 or -errno. */
 int jobnet_enter(pid_t pid, void *arg);
 
-/* Serves them on base, the capture's connections to the unix socket at
- * channel. NULL is -EINVAL. 0 or -errno. */
+/* Serves them on base, the capture's connections to the job's channel
+ * through relay (borrowed: jobnet_stop n before relay_free it), under its
+ * cap and descriptor headroom. NULL is -EINVAL. 0 or -errno. */
 int jobnet_start(struct jobnet *n, struct event_base *base,
-    const char *channel);
+    struct relay *relay);
 
 struct capture_counts {
-	uint64_t captured; /* tunnels the proxy accepted */
-	uint64_t refused; /* closed: no name, another SNI, the proxy's no */
+	uint64_t captured; /* joined to the relay: TLS the proxy accepted,
+			      plain HTTP (judged request by request) */
+	uint64_t refused; /* closed: no name, no room, the proxy's no */
+	/* Connects and datagrams the namespace refused (nothing listens
+	 * there), seen by the observer and told to the proxy. */
+	uint64_t direct;
 	/* Refusals of the launcher's own (a name, an address) not told to
 	 * the proxy: too many at once, or the channel full. */
 	uint64_t unannounced;

@@ -11,6 +11,8 @@
  */
 #include "relay.h"
 
+#include "http1.h"
+
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -120,54 +122,56 @@ on_event(struct bufferevent *bev, short what, void *arg)
 	pair_progress(p);
 }
 
-/* The channel, connected without waiting: the socket, or -1 (errno set;
- * EAGAIN when its backlog is full). */
-static int
-channel_connect(struct relay *rl)
+int
+relay_channel(struct relay *rl, const char *first, size_t len, bool announce)
 {
 	int ch = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	long long limit = rl->fd_limit + (announce ? RELAY_FD_HEADROOM / 2 : 0);
+	int e = EMFILE;
 
 	if (ch < 0)
-		return -1;
-	if (ch >= rl->fd_limit) {
-		close(ch);
-		errno = EMFILE;
-		return -1;
+		return -errno;
+	if (ch < limit &&
+	    connect(ch, (struct sockaddr *)&rl->channel, sizeof(rl->channel)) ==
+		0) {
+		/* A fresh unix socket takes a few hundred bytes at once. */
+		ssize_t n = send(ch, first, len, MSG_NOSIGNAL);
+		if (n == (ssize_t)len)
+			return ch;
+		e = n < 0 ? errno : EAGAIN;
+	} else if (ch < limit) {
+		e = errno;
 	}
-	if (connect(ch, (struct sockaddr *)&rl->channel, sizeof(rl->channel)) <
-	    0) {
-		int e = errno;
-		close(ch);
-		errno = e;
-		return -1;
-	}
-	return ch;
+	close(ch);
+	return -e;
 }
 
-static void
-on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-    int salen, void *arg)
+int
+relay_hold(struct relay *rl, int fd)
 {
-	struct relay *rl = arg;
-	struct bufferevent *in = NULL, *out = NULL;
-	struct pair *p = NULL;
-	int ch = -1;
+	int r = fd >= rl->fd_limit               ? -EMFILE
+	    : rl->counts.open >= RELAY_MAX_CONNS ? -EBUSY
+						 : 0;
 
-	(void)l;
-	(void)sa;
-	(void)salen;
-	if (rl->counts.open >= RELAY_MAX_CONNS || fd >= rl->fd_limit ||
-	    (ch = channel_connect(rl)) < 0)
-		goto refuse;
-	p = calloc(1, sizeof(*p));
-	in = bufferevent_socket_new(rl->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (in != NULL)
-		fd = -1;
-	out = bufferevent_socket_new(rl->base, ch, BEV_OPT_CLOSE_ON_FREE);
-	if (out != NULL)
-		ch = -1;
-	if (p == NULL || in == NULL || out == NULL)
-		goto refuse;
+	if (r == 0)
+		rl->counts.open++;
+	return r;
+}
+
+void
+relay_unhold(struct relay *rl)
+{
+	rl->counts.open--;
+}
+
+/* b[0] and b[1] as a pair on the relay's list; the slot already counted. */
+static struct pair *
+pair_add(struct relay *rl, struct bufferevent *in, struct bufferevent *out)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return NULL;
 	p->rl = rl;
 	p->b[0] = in;
 	p->b[1] = out;
@@ -176,16 +180,62 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	if (rl->pairs != NULL)
 		rl->pairs->prev = &p->next;
 	rl->pairs = p;
-	rl->counts.open++;
-	rl->counts.accepted++;
 	bufferevent_setcb(in, on_read, on_write, on_event, p);
 	bufferevent_setcb(out, on_read, on_write, on_event, p);
 	bufferevent_enable(in, EV_READ | EV_WRITE);
 	bufferevent_enable(out, EV_READ | EV_WRITE);
+	return p;
+}
+
+int
+relay_join(struct relay *rl, struct bufferevent *job, struct bufferevent *ch)
+{
+	struct pair *p;
+
+	bufferevent_setwatermark(job, EV_READ, 0, 0);
+	bufferevent_setwatermark(ch, EV_READ, 0, 0);
+	if ((p = pair_add(rl, job, ch)) == NULL) {
+		bufferevent_free(job);
+		bufferevent_free(ch);
+		relay_unhold(rl);
+		return -ENOMEM;
+	}
+	rl->counts.joined++;
+	/* What either side sent before the join goes on now. */
+	for (int i = 0; i < 2; i++)
+		if (evbuffer_get_length(bufferevent_get_input(p->b[i])) > 0)
+			on_read(p->b[i], p);
+	return 0;
+}
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	struct relay *rl = arg;
+	static const char line[] = HTTP1_ORIGIN_PREFIX "relay\r\n";
+	struct bufferevent *in = NULL, *out = NULL;
+	int ch = -1;
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	if (rl->counts.open >= RELAY_MAX_CONNS || fd >= rl->fd_limit ||
+	    (ch = relay_channel(rl, line, sizeof(line) - 1, false)) < 0)
+		goto refuse;
+	in = bufferevent_socket_new(rl->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (in != NULL)
+		fd = -1;
+	out = bufferevent_socket_new(rl->base, ch, BEV_OPT_CLOSE_ON_FREE);
+	if (out != NULL)
+		ch = -1;
+	if (in == NULL || out == NULL || pair_add(rl, in, out) == NULL)
+		goto refuse;
+	rl->counts.open++;
+	rl->counts.accepted++;
 	return;
 refuse:
 	rl->counts.refused++;
-	free(p);
 	if (in != NULL)
 		bufferevent_free(in);
 	if (out != NULL)

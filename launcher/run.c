@@ -515,9 +515,9 @@ stop_path(struct run *r, struct outcome *o)
 	relay_counts(r->relay, &o->relay);
 	jobnet_dns_counts(r->net, &o->dns);
 	jobnet_capture_counts(r->net, &o->capture);
+	jobnet_stop(r->net); /* its held slots are the relay's */
 	relay_free(r->relay);
 	r->relay = NULL;
-	jobnet_stop(r->net);
 	watch_free(r->watch);
 	r->watch = NULL;
 	patch_path(r, dest, sizeof(dest));
@@ -779,9 +779,10 @@ report(struct run *r, const struct outcome *o)
 			(json_int_t)o->dns.refused, "bad",
 			(json_int_t)o->dns.bad));
 		json_object_set_new(j, "capture",
-		    json_pack("{s:I, s:I, s:I}", "captured",
+		    json_pack("{s:I, s:I, s:I, s:I}", "captured",
 			(json_int_t)o->capture.captured, "refused",
-			(json_int_t)o->capture.refused, "unannounced",
+			(json_int_t)o->capture.refused, "direct",
+			(json_int_t)o->capture.direct, "unannounced",
 			(json_int_t)o->capture.unannounced));
 		json_t *t = json_object();
 		/* The workspace and the channel overlap: the total is the
@@ -1057,7 +1058,7 @@ loop(struct run *r)
 	int rc = relay_new(r->base, r->sb.proxy_fd, r->channel, &r->relay);
 	r->sb.proxy_fd = -1; /* taken, whatever the outcome */
 	if (rc == 0)
-		rc = jobnet_start(r->net, r->base, r->channel);
+		rc = jobnet_start(r->net, r->base, r->relay);
 	if (rc < 0)
 		return rc;
 	rc = watch_start(r->base, r->cfg->broker, r->key, r->id, lease_ms,
@@ -1121,8 +1122,8 @@ loop(struct run *r)
 static void
 run_free(struct run *r)
 {
-	relay_free(r->relay);
 	jobnet_free(r->net);
+	relay_free(r->relay);
 	watch_free(r->watch);
 	struct event *evs[] = { r->out_ev, r->err_ev, r->wall, r->chld,
 		r->sigs[0], r->sigs[1], r->sigs[2], r->write_ev[0],

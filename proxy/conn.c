@@ -69,7 +69,13 @@ struct pconn {
 	struct event *timer;
 	struct timespec closing_since;
 
-	/* After a CONNECT: the tunnel's target, and how it is carried. */
+	/* The launcher's first line (http1.h): which way the connection
+	 * came, read before anything of the job's. */
+	bool origin_read;
+	enum http1_origin origin;
+
+	/* After a CONNECT: the tunnel's target, and how it is carried (a
+	 * captured plain-HTTP connection is one too: tunnel_tls none). */
 	bool tunnel;
 	enum egress_tls tunnel_tls;
 	int tunnel_rule;
@@ -592,25 +598,27 @@ judge_head_tokens(struct pconn *c)
 	judge_tokens_next(c);
 }
 
-/* A CONNECT's kind: "dns" or "capture" when its Cordon-Kind says so
- * (the launcher's capture announces those; the job could send it too, so
- * it is a label, never a permission), "connect" for anything else,
- * an unknown value included. */
+/* A decision's kind: how the request came (docs/egress.md, The decision
+ * log). The launcher's first line says it for the capture's, the
+ * resolver's and the namespace's connections; nothing the job sends can
+ * (its bytes only ever follow the relay's line). */
 static const char *
-connect_kind(const struct pconn *c)
+request_kind(const struct pconn *c, bool connect)
 {
-	static const char *const kinds[] = { "dns", "capture" };
-	const struct http1_header *h =
-	    http1_find_header(&c->parser.req, c->head, "Cordon-Kind");
-
-	for (size_t i = 0; h != NULL && i < sizeof(kinds) / sizeof(kinds[0]);
-	     i++) {
-		size_t n = strlen(kinds[i]);
-		if (h->value.len == n &&
-		    strncasecmp(c->head + h->value.off, kinds[i], n) == 0)
-			return kinds[i];
+	switch (c->origin) {
+	case HTTP1_ORIGIN_CAPTURE_HTTP:
+		return "capture";
+	case HTTP1_ORIGIN_CAPTURE:
+		return c->tunnel ? "mitm" : "capture";
+	case HTTP1_ORIGIN_DNS:
+		return "dns";
+	case HTTP1_ORIGIN_DIRECT_TCP:
+	case HTTP1_ORIGIN_DIRECT_UDP:
+		return "direct";
+	case HTTP1_ORIGIN_RELAY:
+		break;
 	}
-	return "connect";
+	return c->tunnel ? "mitm" : connect ? "connect" : "http";
 }
 
 /* A request for cordon.local, the proxy itself (denials.h): answered
@@ -644,15 +652,12 @@ judge(struct pconn *c)
 	char raw[EGRESS_HOST_MAX + 3];
 	struct verdict v;
 
-	if (!c->tunnel &&
+	if ((!c->tunnel || c->origin == HTTP1_ORIGIN_CAPTURE_HTTP) &&
 	    denials_is_local(c->head + r->host.off, r->host.len)) {
 		answer_local(c);
 		return;
 	}
-	decision_begin(c,
-	    c->tunnel        ? "mitm"
-		: r->connect ? connect_kind(c)
-			     : "http");
+	decision_begin(c, request_kind(c, r->connect));
 	c->rule = -1;
 	if (r->method.len >= sizeof(c->method) || r->host.len >= sizeof(raw)) {
 		deny(c, "malformed", "too_long");
@@ -702,8 +707,26 @@ judge(struct pconn *c)
 	c->d.rule = v.rule;
 	c->broker_route = v.broker_route;
 	c->upgrade_ok = v.upgrade_ok;
+	if (c->origin == HTTP1_ORIGIN_DIRECT_TCP ||
+	    c->origin == HTTP1_ORIGIN_DIRECT_UDP ||
+	    c->origin == HTTP1_ORIGIN_DNS) {
+		/* Refused already, by the job's resolver or by its namespace
+		 * (nothing listens there): logged with the rules' reason,
+		 * never carried. */
+		const char *proto = c->origin == HTTP1_ORIGIN_DIRECT_UDP ? "udp"
+		    : c->origin == HTTP1_ORIGIN_DIRECT_TCP               ? "tcp"
+									 : NULL;
+		deny(c, v.reason != NULL ? v.reason : "no_rule",
+		    v.reason != NULL && v.detail != NULL ? v.detail : proto);
+		return;
+	}
 	if (v.reason != NULL) {
 		deny(c, v.reason, v.detail);
+		return;
+	}
+	if (c->origin == HTTP1_ORIGIN_CAPTURE_HTTP &&
+	    c->job->rules.rule[c->rule].tls != EGRESS_TLS_NONE) {
+		deny(c, "tls", "rule_wants_tls"); /* plain HTTP to a TLS rule */
 		return;
 	}
 	c->tokens.no_audience =
@@ -971,7 +994,7 @@ send_request(struct pconn *c)
 	socklen_t blen;
 	struct forward_target t = { .host = c->host,
 		.port = c->tunnel ? c->tport : r->port,
-		.tunnel = c->tunnel,
+		.tunnel = c->tunnel && c->tunnel_tls != EGRESS_TLS_NONE,
 		.upgrade_ok = c->upgrade_ok };
 	struct buf out;
 
@@ -1033,7 +1056,9 @@ exchange_done(struct pconn *c)
 	}
 	request_reset(c);
 	http1_parser_init(&c->parser,
-	    c->tunnel ? HTTP1_MODE_ORIGIN : HTTP1_MODE_PROXY);
+	    !c->tunnel                             ? HTTP1_MODE_PROXY
+		: c->tunnel_tls == EGRESS_TLS_NONE ? HTTP1_MODE_ORIGIN_PLAIN
+						   : HTTP1_MODE_ORIGIN);
 	c->state = CS_HEAD;
 	arm(c, c->p->cfg.idle_timeout_ms);
 	flow(c);
@@ -1382,6 +1407,49 @@ pump_response(struct pconn *c)
 
 /* --- events --------------------------------------------------------------- */
 
+/* The launcher's first line, if the connection starts with one: 0 once
+ * read (or there is none), -1 while more is needed or when it was
+ * refused (the connection closed). A capture-http line makes the
+ * connection a tunnel of origin-form requests to its name and port. */
+static int
+origin_line(struct pconn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cl);
+	size_t n = evbuffer_get_length(in), used;
+	struct http1_origin_line o;
+	char norm[EGRESS_HOST_MAX + 1];
+
+	if (n > HTTP1_ORIGIN_MAX)
+		n = HTTP1_ORIGIN_MAX;
+	int r =
+	    http1_origin_parse((const char *)evbuffer_pullup(in, (ssize_t)n), n,
+		&o, &used);
+	if (r == -EAGAIN)
+		return -1;
+	c->origin_read = true;
+	if (r == -ENOENT)
+		return 0;
+	if (r == 0 && o.kind == HTTP1_ORIGIN_CAPTURE_HTTP &&
+	    egress_host_normalise(o.host, strlen(o.host), norm) < 0)
+		r = -EBADMSG;
+	if (r < 0) {
+		decision_begin(c, "http");
+		deny(c, "malformed", "origin_line");
+		return -1;
+	}
+	evbuffer_drain(in, used);
+	c->origin = o.kind;
+	if (o.kind == HTTP1_ORIGIN_CAPTURE_HTTP) {
+		c->tunnel = true;
+		c->tunnel_tls = EGRESS_TLS_NONE;
+		c->tunnel_rule = -1;
+		snprintf(c->thost, sizeof(c->thost), "%s", norm);
+		c->tport = o.port;
+		http1_parser_init(&c->parser, HTTP1_MODE_ORIGIN_PLAIN);
+	}
+	return 0;
+}
+
 static void
 try_head(struct pconn *c)
 {
@@ -1395,6 +1463,10 @@ try_head(struct pconn *c)
 		c->head_started = true;
 		arm(c, c->p->cfg.head_timeout_ms);
 	}
+	if (!c->origin_read && origin_line(c) < 0)
+		return;
+	if ((n = evbuffer_get_length(in)) == 0)
+		return;
 	if (n > HTTP1_HEAD_MAX)
 		n = HTTP1_HEAD_MAX;
 	r = http1_parse(&c->parser,
@@ -1402,7 +1474,7 @@ try_head(struct pconn *c)
 	if (r == -EAGAIN)
 		return;
 	if (r < 0) {
-		decision_begin(c, c->tunnel ? "mitm" : "http");
+		decision_begin(c, request_kind(c, false));
 		deny(c, "malformed", c->parser.reason);
 		return;
 	}
@@ -1604,7 +1676,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	switch (c->state) {
 	case CS_HEAD:
 		if (c->head_started) {
-			decision_begin(c, c->tunnel ? "mitm" : "http");
+			decision_begin(c, request_kind(c, false));
 			c->d.allow = false;
 			c->d.reason = "timeout";
 			c->d.detail = "head";

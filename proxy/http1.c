@@ -163,7 +163,7 @@ parse_target(struct http1_parser *p, const char *data)
 
 	if (memchr(t, '#', n) != NULL)
 		return "fragment";
-	if (p->mode == HTTP1_MODE_ORIGIN) {
+	if (p->mode != HTTP1_MODE_PROXY) {
 		if (req->connect || t[0] != '/')
 			return "bad_target";
 		req->form = HTTP1_FORM_ORIGIN;
@@ -323,7 +323,7 @@ finish_head(struct http1_parser *p, const char *data)
 		(req->body == HTTP1_BODY_LENGTH && req->content_length > 0)))
 		return "connect_body";
 	if (!p->seen_host) {
-		if (req->minor_version == 1 || p->mode == HTTP1_MODE_ORIGIN)
+		if (req->minor_version == 1 || p->mode != HTTP1_MODE_PROXY)
 			return "missing_host";
 		return NULL;
 	}
@@ -331,9 +331,11 @@ finish_head(struct http1_parser *p, const char *data)
 		&host, &has_port, &port) != AUTH_OK)
 		return "bad_host";
 	host.off += p->host_value.off;
-	if (p->mode == HTTP1_MODE_ORIGIN) {
+	if (p->mode != HTTP1_MODE_PROXY) {
 		req->host = host;
-		req->port = has_port ? port : 443;
+		req->port = has_port                     ? port
+		    : p->mode == HTTP1_MODE_ORIGIN_PLAIN ? 80
+							 : 443;
 		return NULL;
 	}
 	if (!has_port)
@@ -350,6 +352,87 @@ http1_parser_init(struct http1_parser *p, enum http1_mode mode)
 	memset(p, 0, sizeof(*p));
 	p->mode = mode;
 	p->state = P_REQUEST_LINE;
+}
+
+/* The launcher's origin line (http1.h): its words after the prefix. */
+static int
+origin_words(const char *w, size_t n, struct http1_origin_line *o)
+{
+	static const struct {
+		const char *word;
+		enum http1_origin kind;
+	} kinds[] = {
+		{ "relay", HTTP1_ORIGIN_RELAY },
+		{ "capture", HTTP1_ORIGIN_CAPTURE },
+		{ "dns", HTTP1_ORIGIN_DNS },
+		{ "direct tcp", HTTP1_ORIGIN_DIRECT_TCP },
+		{ "direct udp", HTTP1_ORIGIN_DIRECT_UDP },
+	};
+	static const char http[] = "capture-http ";
+	const size_t hl = sizeof(http) - 1;
+
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (n == strlen(kinds[i].word) &&
+		    memcmp(w, kinds[i].word, n) == 0) {
+			o->kind = kinds[i].kind;
+			return 0;
+		}
+	if (n <= hl || memcmp(w, http, hl) != 0)
+		return -EBADMSG;
+	w += hl;
+	n -= hl;
+	const char *sp = memchr(w, ' ', n);
+	size_t hn = sp != NULL ? (size_t)(sp - w) : 0, pn;
+	if (hn == 0 || hn >= sizeof(o->host))
+		return -EBADMSG;
+	for (size_t i = 0; i < hn; i++)
+		if (!((w[i] >= 'a' && w[i] <= 'z') ||
+			(w[i] >= 'A' && w[i] <= 'Z') ||
+			(w[i] >= '0' && w[i] <= '9') || w[i] == '-' ||
+			w[i] == '.' || w[i] == '_'))
+			return -EBADMSG;
+	memcpy(o->host, w, hn);
+	o->host[hn] = '\0';
+	pn = n - hn - 1;
+	unsigned long port = 0;
+	if (pn == 0 || pn > 5)
+		return -EBADMSG;
+	for (size_t i = 0; i < pn; i++) {
+		char ch = sp[1 + i];
+		if (ch < '0' || ch > '9')
+			return -EBADMSG;
+		port = port * 10 + (unsigned long)(ch - '0');
+	}
+	if (port == 0 || port > 65535)
+		return -EBADMSG;
+	o->kind = HTTP1_ORIGIN_CAPTURE_HTTP;
+	o->port = (uint16_t)port;
+	return 0;
+}
+
+int
+http1_origin_parse(const char *data, size_t len, struct http1_origin_line *o,
+    size_t *ret_used)
+{
+	const size_t pl = sizeof(HTTP1_ORIGIN_PREFIX) - 1;
+	const char *eol;
+
+	*ret_used = 0;
+	if (memcmp(data, HTTP1_ORIGIN_PREFIX, len < pl ? len : pl) != 0)
+		return -ENOENT;
+	if (len < pl)
+		return -EAGAIN;
+	eol =
+	    memchr(data, '\n', len < HTTP1_ORIGIN_MAX ? len : HTTP1_ORIGIN_MAX);
+	if (eol == NULL)
+		return len < HTTP1_ORIGIN_MAX ? -EAGAIN : -EBADMSG;
+	if (eol - data < (ptrdiff_t)pl + 1 || eol[-1] != '\r')
+		return -EBADMSG;
+	if (origin_words(data + pl, (size_t)(eol - 1 - data) - pl, o) < 0)
+		return -EBADMSG;
+	*ret_used = (size_t)(eol + 1 - data);
+	return 0;
 }
 
 /* Judges the line data[p->line_start..end), its CRLF at end. */

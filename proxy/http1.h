@@ -78,6 +78,9 @@ struct http1_header {
 enum http1_mode {
 	HTTP1_MODE_PROXY, /* absolute-form http://, or CONNECT authority */
 	HTTP1_MODE_ORIGIN, /* origin-form only, Host required: in a tunnel */
+	/* The same, a missing Host port 80: a captured plain-HTTP connection
+	 * (docs/egress.md, Transparent egress). */
+	HTTP1_MODE_ORIGIN_PLAIN,
 };
 
 enum http1_form {
@@ -108,7 +111,8 @@ struct http1_request {
 	bool connect; /* method is exactly "CONNECT" */
 	struct http1_span scheme;
 	struct http1_span host;
-	uint16_t port; /* given or the default: 80, or 443 for origin-form */
+	uint16_t port; /* given or the default: 80, or 443 for origin-form
+			  (80 in HTTP1_MODE_ORIGIN_PLAIN) */
 	struct http1_span path;
 	struct http1_span query;
 	bool has_query;
@@ -133,6 +137,50 @@ struct http1_parser {
 	const char *reason; /* set when http1_parse refused */
 	struct http1_request req; /* valid once http1_parse returned 0 */
 };
+
+/*
+ * The line the launcher writes first on every connection it opens on a
+ * job's channel, before any byte of the job's, so that the job can never
+ * write one itself (its bytes only ever follow the launcher's line):
+ *
+ *   CORDON/1 relay CRLF              the relay: a client's proxy requests
+ *   CORDON/1 capture CRLF            a CONNECT of the capture follows
+ *   CORDON/1 capture-http HOST PORT CRLF
+ *                                    origin-form requests to HOST:PORT
+ *   CORDON/1 dns CRLF                a refused name's CONNECT name:53
+ *   CORDON/1 direct tcp|udp CRLF     a CONNECT for an address:port the
+ *                                    namespace refused (nothing listens)
+ *
+ * A channel connection without it (a client of the channel itself, as the
+ * tests are) is read as the relay's.
+ */
+#define HTTP1_ORIGIN_PREFIX "CORDON/1 "
+#define HTTP1_ORIGIN_MAX 300 /* the line with its CRLF */
+
+enum http1_origin {
+	HTTP1_ORIGIN_RELAY,
+	HTTP1_ORIGIN_CAPTURE,
+	HTTP1_ORIGIN_CAPTURE_HTTP,
+	HTTP1_ORIGIN_DNS,
+	HTTP1_ORIGIN_DIRECT_TCP,
+	HTTP1_ORIGIN_DIRECT_UDP,
+};
+
+struct http1_origin_line {
+	enum http1_origin kind;
+	char host[254]; /* capture-http only: as written, at most 253 */
+	uint16_t port; /* capture-http only, 1-65535 */
+};
+
+/*
+ * Reads the launcher's line at the start of data[0..len): 0 with *o and
+ * *ret_used (the line's length with its CRLF); -ENOENT when data cannot
+ * start with one (nothing used); -EAGAIN when it may, and more bytes
+ * are needed; -EBADMSG for a line that starts so and is not one of the
+ * above, or is longer than HTTP1_ORIGIN_MAX.
+ */
+int http1_origin_parse(const char *data, size_t len,
+    struct http1_origin_line *o, size_t *ret_used);
 
 /* Readies p for one request in mode. */
 void http1_parser_init(struct http1_parser *p, enum http1_mode mode);

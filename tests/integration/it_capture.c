@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -105,6 +106,69 @@ proxy_denied(const char *host, const char *reason)
 	}
 	json_decref(lines);
 	return seen;
+}
+
+/* Whether the proxy logged a line for host with kind, decision, reason
+ * and detail (each but host NULL: any), n times at least. */
+static bool
+proxy_logged_n(const char *host, const char *kind, const char *decision,
+    const char *reason, const char *detail, int n)
+{
+	json_t *lines = daemon_log_lines(&st.proxy), *l;
+	int seen = 0;
+	size_t i;
+
+	json_array_foreach(lines, i, l)
+	{
+		const char *f[] = { "host", "kind", "decision", "reason",
+			"detail" };
+		const char *want[] = { host, kind, decision, reason, detail };
+		bool all = true;
+		for (size_t k = 0; k < 5; k++) {
+			const char *v =
+			    json_string_value(json_object_get(l, f[k]));
+			all = all &&
+			    (want[k] == NULL ||
+				(v != NULL && strcmp(v, want[k]) == 0));
+		}
+		seen += all;
+	}
+	json_decref(lines);
+	return seen >= n;
+}
+
+/* Copies jobs/capture/name into the job's input repository. */
+static void
+copy_job(const char *name)
+{
+	char src[512], dst[512], out[256], err[1024];
+	char *argv[] = { "/bin/cp", src, dst, NULL };
+
+	snprintf(src, sizeof(src),
+	    CORDON_SOURCE_DIR "/tests/integration/jobs/capture/%s", name);
+	snprintf(dst, sizeof(dst), "%s/repo/%s", st.inputs, name);
+	ck_assert_msg(harness_run(argv, out, sizeof(out), err, sizeof(err)) ==
+		0,
+	    "cp %s: %s", name, err);
+}
+
+/* Runs `cordon run --json` of manifest with script under /bin/sh -c: the
+ * result (json_decref it), its exit status in *status. */
+static json_t *
+run_result(const char *script, int *status)
+{
+	static char out[1 << 20], err[1 << 16];
+	char input[400];
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
+		"--config", st.launcher_cfg, "--manifest", (char *)manifest,
+		"--input", input, "--", "/bin/sh", "-c", (char *)script, NULL };
+
+	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
+	*status = harness_run(argv, out, sizeof(out), err, sizeof(err));
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "no JSON from cordon run (status %d): %s\n%s",
+	    *status, out, err);
+	return j;
 }
 
 /* Runs `cordon run --json` of net-job with script under /bin/sh -c: the
@@ -298,9 +362,9 @@ START_TEST(clients_that_ignore_the_proxy_are_captured)
 }
 END_TEST
 
-/* Plain HTTP to an allowed name's address is captured too, by its Host:
- * Node's fetch and urllib without proxies reach the upstream; a Host
- * that is not the name dialled is closed and reaches nothing. */
+/* Plain HTTP to an allowed name's address is captured too: Node's fetch
+ * and urllib without proxies reach the upstream; a Host that is not the
+ * name dialled is the proxy's 403 (host_mismatch) and reaches nothing. */
 START_TEST(plain_http_is_captured_by_its_host)
 {
 	unsigned port = upstream_port(plain);
@@ -319,7 +383,7 @@ START_TEST(plain_http_is_captured_by_its_host)
 	    "s=socket.create_connection(('api.test',%u),timeout=5)\n"
 	    "s.sendall(b'GET /ok/e HTTP/1.1\\r\\nHost: evil.test\\r\\n\\r\\n')"
 	    "\n"
-	    "print('other host got',len(s.recv(100)))\"\n",
+	    "print('other host got',s.recv(12))\"\n",
 	    port, port, port);
 	char *out = run_stdout(script);
 
@@ -327,8 +391,12 @@ START_TEST(plain_http_is_captured_by_its_host)
 		fprintf(stderr, "%s", out);
 	ck_assert_msg(strstr(out, "fetch /ok/n\n") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "urllib /ok/p\n") != NULL, "%s", out);
-	ck_assert_msg(strstr(out, "other host got 0\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "other host got b'HTTP/1.1 403'\n") != NULL,
+	    "%s", out);
 	free(out);
+	/* Judged by the proxy, on the name dialled: a decision line. */
+	ck_assert(proxy_logged_n("evil.test", "capture", "deny",
+	    "host_mismatch", NULL, 1));
 }
 END_TEST
 
@@ -536,6 +604,248 @@ START_TEST(the_common_runtimes_trust_the_jobs_ca)
 }
 END_TEST
 
+/* A captured plain-HTTP connection kept alive (jobs/capture/keepalive.py):
+ * every request on it is judged and logged on its own, one after another
+ * and pipelined; one whose Host is another allowed name is refused
+ * (host_mismatch: it was dialled as api.test), never carried to api.test's
+ * upstream nor to the other's. */
+START_TEST(every_request_on_a_kept_alive_captured_connection_is_judged)
+{
+	unsigned port = upstream_port(plain);
+	char script[512];
+	json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:i, s:[s], s:s, s:[s]}, "
+			      "{s:s, s:i, s:[s], s:s, s:[s]}], s:{s:i}}",
+	    "name", "ka-job", "command", "/bin/true", "egress", "host",
+	    "api.test", "port", port, "methods", "GET", "reason", "the api",
+	    "allow_cidrs", "127.0.0.0/8", "host", "other.test", "port", port,
+	    "methods", "GET", "reason", "another name on that port",
+	    "allow_cidrs", "127.0.0.0/8", "limits", "wall_seconds", 60);
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/ka-job", st.admin, NULL, m));
+	manifest = "ka-job";
+	copy_job("keepalive.py");
+	snprintf(script, sizeof(script),
+	    "/usr/bin/python3 repo/keepalive.py api.test %u other.test\n",
+	    port);
+	unsigned before = upstream_requests(plain);
+	char *out = run_stdout(script);
+
+	if (getenv("CAPTURE_DEBUG") != NULL)
+		fprintf(stderr, "%s", out);
+	ck_assert_msg(strstr(out, "keepalive /ok/ka1 HTTP/1.1 200 OK True\n") !=
+		NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out, "keepalive /ok/ka2 HTTP/1.1 200 OK True\n") !=
+		NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out, "other host HTTP/1.1 403 Forbidden\n") !=
+		NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out, "pipelined 1 HTTP/1.1 200 OK True\n") != NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out, "pipelined 2 HTTP/1.1 200 OK True\n") != NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out,
+			  "pipelined 3 HTTP/1.1 403 Forbidden False\n") != NULL,
+	    "%s", out);
+	free(out);
+	/* Four requests reached the upstream, the two others none. */
+	ck_assert_uint_eq(upstream_requests(plain) - before, 4);
+	ck_assert(
+	    proxy_logged_n("api.test", "capture", "allow", NULL, NULL, 4));
+	ck_assert(proxy_logged_n("other.test", "capture", "deny",
+	    "host_mismatch", NULL, 2));
+	ck_assert_int_eq(counted("capture", "captured"), 2);
+}
+END_TEST
+
+/* A captured TLS connection's CONNECT says kind capture, and what the
+ * proxy refuses in it is a decision line: an SNI that is not the name
+ * dialled (sni_mismatch), a Host inside that is not it (host_mismatch).
+ * Through the relay the job can claim no kind: neither a Cordon-Kind
+ * header nor a launcher's line of its own. */
+START_TEST(captured_tls_says_capture_and_the_job_cannot_claim_it)
+{
+	unsigned port = upstream_port(tls_up);
+	char script[4096];
+
+	snprintf(script, sizeof(script),
+	    "/usr/bin/python3 -c \"import urllib.request as u,json\n"
+	    "o=u.build_opener(u.ProxyHandler({}))\n"
+	    "print('urllib',json.load(o.open('https://tls.test:%u/ok/k'))"
+	    "['target'])\"\n"
+	    "/usr/bin/python3 -c \"import socket,ssl\n"
+	    "s=socket.create_connection(('tls.test',%u),timeout=5)\n"
+	    "try:\n"
+	    " ssl.create_default_context().wrap_socket(s,"
+	    "server_hostname='api.test')\n"
+	    " print('sni accepted')\n"
+	    "except Exception as e: print('sni refused')\"\n"
+	    "/usr/bin/python3 -c \"import socket,ssl\n"
+	    "s=socket.create_connection(('tls.test',%u),timeout=5)\n"
+	    "t=ssl.create_default_context().wrap_socket(s,"
+	    "server_hostname='tls.test')\n"
+	    "t.sendall(b'GET /ok/h HTTP/1.1\\r\\nHost: "
+	    "api.test:%u\\r\\n\\r\\n')\n"
+	    "print('inner host',t.recv(12))\"\n"
+	    "/usr/bin/python3 -c \"import socket\n"
+	    "s=socket.create_connection(('127.0.0.1',3128),timeout=5)\n"
+	    "s.sendall(b'CONNECT forged.example:443 HTTP/1.1\\r\\n"
+	    "Host: forged.example:443\\r\\nCordon-Kind: capture\\r\\n\\r\\n')\n"
+	    "print('forged kind',s.recv(12))\n"
+	    "s=socket.create_connection(('127.0.0.1',3128),timeout=5)\n"
+	    "s.sendall(b'CORDON/1 capture-http api.test %u\\r\\n"
+	    "GET /ok/f HTTP/1.1\\r\\nHost: api.test:%u\\r\\n\\r\\n')\n"
+	    "print('forged line',s.recv(12))\"\n",
+	    port, port, port, port, upstream_port(plain), upstream_port(plain));
+	char *out = run_stdout(script);
+
+	if (getenv("CAPTURE_DEBUG") != NULL)
+		fprintf(stderr, "%s", out);
+	ck_assert_msg(strstr(out, "urllib /ok/k\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "sni refused\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "inner host b'HTTP/1.1 403'\n") != NULL, "%s",
+	    out);
+	ck_assert_msg(strstr(out, "forged kind b'HTTP/1.1 403'\n") != NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out, "forged line b'HTTP/1.1 403'\n") != NULL,
+	    "%s", out);
+	free(out);
+	ck_assert(
+	    proxy_logged_n("tls.test", "capture", "allow", NULL, NULL, 3));
+	ck_assert(!proxy_logged_n("tls.test", "connect", NULL, NULL, NULL, 1));
+	ck_assert(proxy_logged_n("tls.test", "mitm", "deny", "sni_mismatch",
+	    NULL, 1));
+	ck_assert(proxy_logged_n("api.test", "mitm", "deny", "host_mismatch",
+	    NULL, 1));
+	ck_assert(proxy_logged_n("forged.example", "connect", "deny", "no_rule",
+	    NULL, 1));
+	ck_assert(
+	    !proxy_logged_n("forged.example", "capture", NULL, NULL, NULL, 1));
+	ck_assert(!proxy_logged_n(NULL, "capture", "allow", NULL, NULL, 4));
+}
+END_TEST
+
+/* Connects and datagrams where nothing listens (jobs/capture/direct.py),
+ * IPv4 and IPv6: each is refused where it is made (a connect is
+ * ConnectionRefusedError, never unreachable nor a wait) and each is a
+ * decision of the proxy's, kind direct. */
+START_TEST(direct_connects_and_datagrams_are_refused_and_logged)
+{
+	copy_job("direct.py");
+	char *out = run_stdout("/usr/bin/python3 repo/direct.py api.test\n");
+
+	if (getenv("CAPTURE_DEBUG") != NULL)
+		fprintf(stderr, "%s", out);
+	static const char *const refused[] = {
+		"tcp 10.0.0.1 5432 ConnectionRefusedError",
+		"tcp 169.254.169.254 80 ConnectionRefusedError",
+		"tcp 8.8.8.8 53 ConnectionRefusedError",
+		"tcp 127.3.0.1 5432 ConnectionRefusedError",
+		"tcp 2001:db8::1 443 ConnectionRefusedError",
+		"udp 8.8.8.8 53 ConnectionRefusedError",
+		"udp 2001:db8::2 53 ConnectionRefusedError",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		ck_assert_msg(strstr(out, refused[i]) != NULL, "no %s in\n%s",
+		    refused[i], out);
+	free(out);
+	ck_assert(proxy_logged_n("10.0.0.1", "direct", "deny", "ip_literal",
+	    "tcp", 1));
+	ck_assert(proxy_logged_n("169.254.169.254", "direct", "deny",
+	    "ip_literal", "tcp", 1));
+	ck_assert(proxy_logged_n("8.8.8.8", "direct", "deny", "ip_literal",
+	    "tcp", 1));
+	ck_assert(proxy_logged_n("8.8.8.8", "direct", "deny", "ip_literal",
+	    "udp", 1));
+	ck_assert(
+	    proxy_logged_n("api.test", "direct", "deny", "no_rule", "tcp", 1));
+	ck_assert(proxy_logged_n("[2001:db8::1]", "direct", "deny",
+	    "ip_literal", "tcp", 1));
+	ck_assert(proxy_logged_n("[2001:db8::2]", "direct", "deny",
+	    "ip_literal", "udp", 1));
+	ck_assert_int_ge(counted("capture", "direct"), 7);
+}
+END_TEST
+
+/* As many captured connections as the launcher takes, held open with
+ * the launcher's descriptors scarce (RLIMIT_NOFILE 400): the capture's
+ * connections are the relay's, under its cap and headroom, so the rest
+ * of the launcher keeps its descriptors (a refused name and a direct
+ * connect meanwhile are still decisions in the proxy's log), and the
+ * stop path revokes, seals and writes the patch, and says so. */
+START_TEST(many_captured_connections_leave_the_stop_path_its_descriptors)
+{
+	unsigned port = upstream_port(plain);
+	struct rlimit old, low;
+	char script[256];
+	int status;
+
+	json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:i, s:[s], s:s, s:[s]}], "
+			      "s:{s:i}}",
+	    "name", "many-job", "command", "/bin/true", "egress", "host",
+	    "api.test", "port", port, "methods", "GET", "reason", "the api",
+	    "allow_cidrs", "127.0.0.0/8", "limits", "wall_seconds", 8);
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/many-job", st.admin, NULL, m));
+	manifest = "many-job";
+	copy_job("many.py");
+	snprintf(script, sizeof(script),
+	    "echo changed > repo/README.md\n"
+	    "/usr/bin/python3 repo/many.py api.test %u 256\n",
+	    port);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 400;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	json_t *j = run_result(script, &status);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+
+	const char *text = json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stdout"),
+		"text"));
+	if (getenv("CAPTURE_DEBUG") != NULL) {
+		char *dump = json_dumps(j, JSON_INDENT(1));
+		fprintf(stderr, "%s\n%s\n", text, dump);
+		free(dump);
+	}
+	int held = 0, refused = -1;
+	ck_assert_msg(text != NULL &&
+		sscanf(text, "held %d refused %d", &held, &refused) == 2 &&
+		strstr(text, "names refused 10\n") != NULL &&
+		strstr(text, "direct ConnectionRefusedError\n") != NULL,
+	    "%s", text);
+	/* Every connection the job could not have was the launcher's
+	 * refusal, counted, not an accept that ran out of descriptors. */
+	json_t *cap = json_object_get(j, "capture");
+	ck_assert_int_gt(held, 0);
+	ck_assert_int_ge(refused, 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(cap, "refused")),
+	    refused);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stop_reason")),
+	    "wall_clock");
+	ck_assert(json_is_true(json_object_get(j, "revoked")));
+	ck_assert_ptr_nonnull(json_string_value(json_object_get(j, "patch")));
+	ck_assert_ptr_nonnull(json_string_value(json_object_get(j, "verdict")));
+	/* Each refused name was told to the proxy, none lost for want of
+	 * a descriptor. */
+	ck_assert_int_eq(json_integer_value(
+			     json_object_get(cap, "unannounced")),
+	    0);
+	json_decref(j);
+	for (int i = 0; i < 10; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "n%d.evil.example", i);
+		ck_assert_msg(proxy_logged_n(name, "dns", "deny", "no_rule",
+				  NULL, 1),
+		    "%s not logged", name);
+	}
+	ck_assert(proxy_logged_n("10.0.0.1", "direct", "deny", "ip_literal",
+	    "tcp", 1));
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -553,6 +863,14 @@ suite(void)
 	tcase_add_test(tc, a_rule_on_the_relays_port_still_runs);
 	tcase_add_test(tc,
 	    refusals_have_their_kind_and_upstream_errors_are_counted_apart);
+	tcase_add_test(tc,
+	    every_request_on_a_kept_alive_captured_connection_is_judged);
+	tcase_add_test(tc,
+	    captured_tls_says_capture_and_the_job_cannot_claim_it);
+	tcase_add_test(tc,
+	    direct_connects_and_datagrams_are_refused_and_logged);
+	tcase_add_test(tc,
+	    many_captured_connections_leave_the_stop_path_its_descriptors);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -809,6 +809,96 @@ START_TEST(test_serialize_errors)
 }
 END_TEST
 
+/* The launcher's first line on a channel connection (http1.h): each kind
+ * read with its length; a prefix of it asks for more; anything else is
+ * either no line at all or refused. */
+START_TEST(test_origin_line)
+{
+	static const struct {
+		const char *text;
+		int want;
+		enum http1_origin kind;
+		size_t used;
+	} lines[] = {
+		{ "CORDON/1 relay\r\nGET", 0, HTTP1_ORIGIN_RELAY, 16 },
+		{ "CORDON/1 capture\r\n", 0, HTTP1_ORIGIN_CAPTURE, 18 },
+		{ "CORDON/1 dns\r\n", 0, HTTP1_ORIGIN_DNS, 14 },
+		{ "CORDON/1 direct tcp\r\n", 0, HTTP1_ORIGIN_DIRECT_TCP, 21 },
+		{ "CORDON/1 direct udp\r\n", 0, HTTP1_ORIGIN_DIRECT_UDP, 21 },
+		{ "CORDON/1 capture-http a.test 8080\r\n", 0,
+		    HTTP1_ORIGIN_CAPTURE_HTTP, 35 },
+		{ "CORDON/1 capture-http a.test 65535\r\n", 0,
+		    HTTP1_ORIGIN_CAPTURE_HTTP, 36 },
+		{ "CORD", -EAGAIN, 0, 0 },
+		{ "CORDON/1 capt", -EAGAIN, 0, 0 },
+		{ "GET http://a.test/ HTTP/1.1\r\n", -ENOENT, 0, 0 },
+		{ "CONNECT a.test:443 HTTP/1.1\r\n", -ENOENT, 0, 0 },
+		{ "cordon/1 relay\r\n", -ENOENT, 0, 0 },
+		{ "CORDON/1 relay\n", -EBADMSG, 0, 0 },
+		{ "CORDON/1 relay \r\n", -EBADMSG, 0, 0 },
+		{ "CORDON/1 bogus\r\n", -EBADMSG, 0, 0 },
+		{ "CORDON/1 direct sctp\r\n", -EBADMSG, 0, 0 },
+		{ "CORDON/1 capture-http a.test\r\n", -EBADMSG, 0, 0 },
+		{ "CORDON/1 capture-http a.test 0\r\n", -EBADMSG, 0, 0 },
+		{ "CORDON/1 capture-http a.test 65536\r\n", -EBADMSG, 0, 0 },
+		{ "CORDON/1 capture-http a.test 80x\r\n", -EBADMSG, 0, 0 },
+		{ "CORDON/1 capture-http a test 80\r\n", -EBADMSG, 0, 0 },
+		{ "CORDON/1 capture-http a/b 80\r\n", -EBADMSG, 0, 0 },
+		{ "CORDON/1 capture-http  80\r\n", -EBADMSG, 0, 0 },
+	};
+	struct http1_origin_line o;
+	size_t used;
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		int r = http1_origin_parse(lines[i].text, strlen(lines[i].text),
+		    &o, &used);
+		ck_assert_msg(r == lines[i].want, "%s: %d", lines[i].text, r);
+		if (r == 0) {
+			ck_assert_int_eq(o.kind, lines[i].kind);
+			ck_assert_uint_eq(used, lines[i].used);
+		}
+	}
+	ck_assert_int_eq(http1_origin_parse("CORDON/1 capture-http a.test "
+					    "8080\r\n",
+			     35, &o, &used),
+	    0);
+	ck_assert_str_eq(o.host, "a.test");
+	ck_assert_uint_eq(o.port, 8080);
+
+	/* No end of line within HTTP1_ORIGIN_MAX: refused, not waited on. */
+	char big[HTTP1_ORIGIN_MAX + 10];
+	memset(big, 'a', sizeof(big));
+	memcpy(big, "CORDON/1 ", 9);
+	ck_assert_int_eq(http1_origin_parse(big, HTTP1_ORIGIN_MAX - 1, &o,
+			     &used),
+	    -EAGAIN);
+	ck_assert_int_eq(http1_origin_parse(big, sizeof(big), &o, &used),
+	    -EBADMSG);
+}
+END_TEST
+
+/* A captured plain-HTTP connection's requests: origin-form with Host, a
+ * missing port 80 (not 443 as inside a terminated tunnel). */
+START_TEST(test_origin_plain_mode)
+{
+	static const char t[] = "GET /x HTTP/1.1\r\nHost: a.test\r\n\r\n";
+	static const char abs[] =
+	    "GET http://a.test/x HTTP/1.1\r\nHost: a.test\r\n\r\n";
+	struct http1_parser p;
+	size_t used;
+
+	http1_parser_init(&p, HTTP1_MODE_ORIGIN_PLAIN);
+	ck_assert_int_eq(http1_parse(&p, t, strlen(t), &used), 0);
+	ck_assert_uint_eq(p.req.port, 80);
+	http1_parser_init(&p, HTTP1_MODE_ORIGIN);
+	ck_assert_int_eq(http1_parse(&p, t, strlen(t), &used), 0);
+	ck_assert_uint_eq(p.req.port, 443);
+	http1_parser_init(&p, HTTP1_MODE_ORIGIN_PLAIN);
+	ck_assert_int_eq(http1_parse(&p, abs, strlen(abs), &used), -EBADMSG);
+	ck_assert_str_eq(p.reason, "bad_target");
+}
+END_TEST
+
 static Suite *
 http1_suite(void)
 {
@@ -848,6 +938,8 @@ http1_suite(void)
 	tcase_add_test(tc, test_serialize_framing_and_upgrade);
 	tcase_add_test(tc, test_serialize_drops_credentials);
 	tcase_add_test(tc, test_serialize_errors);
+	tcase_add_test(tc, test_origin_line);
+	tcase_add_test(tc, test_origin_plain_mode);
 	suite_add_tcase(s, tc);
 	return s;
 }
