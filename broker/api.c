@@ -649,9 +649,11 @@ refuse_ceiling(struct broker *b, const char *job, int64_t max_tokens,
 }
 
 /*
- * Takes one mint from the job's bucket: true when within the rate, else
- * false after answering 429 mint_rate_limited with Retry-After. The
- * first refusal of a run is audited, the others counted.
+ * Takes one mint from the job's bucket: the database's on PostgreSQL (one
+ * for the fleet), else this broker's. True when within the rate, else
+ * false after answering 429 mint_rate_limited with Retry-After (or 503
+ * when the database cannot tell). The first refusal of a run is
+ * audited, the others counted.
  */
 static bool
 mint_rate_ok(struct broker *b, const char *job, const struct manifest_mint *lim,
@@ -659,9 +661,22 @@ mint_rate_ok(struct broker *b, const char *job, const struct manifest_mint *lim,
 {
 	int64_t retry = 1;
 	char secs[24];
-	enum throttle_verdict v = throttle_take(b->throttle, job,
-	    lim->per_minute, lim->burst, now_s(), &retry);
+	bool first = false;
+	enum throttle_verdict v;
+	int r = store_mint_take(b->store, job, lim->per_minute, lim->burst,
+	    &first, &retry);
 
+	if (r == -ENOTSUP)
+		v = throttle_take(b->throttle, job, lim->per_minute, lim->burst,
+		    now_s(), &retry);
+	else if (r == 0)
+		v = THROTTLE_PASS;
+	else if (r == -EAGAIN)
+		v = first ? THROTTLE_LIMITED_FIRST : THROTTLE_LIMITED;
+	else {
+		reply_store_error(b, res, r);
+		return false;
+	}
 	if (v == THROTTLE_PASS)
 		return true;
 	atomic_fetch_add(&b->refused_mints, 1);

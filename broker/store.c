@@ -1232,6 +1232,16 @@ op_token_insert(struct store *s, struct op *op)
 }
 
 int
+store_mint_take(struct store *s, const char *job, int64_t per_minute,
+    int64_t burst, bool *ret_first, int64_t *ret_retry_after)
+{
+	if (s->pg != NULL)
+		return store_pg_mint_take(s->pg, job, per_minute, burst,
+		    ret_first, ret_retry_after);
+	return -ENOTSUP;
+}
+
+int
 store_token_insert_async(struct store *s, const struct token_row *t,
     int64_t max_tokens, const char *actor, store_done_fn on_done,
     void *done_arg)

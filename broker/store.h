@@ -159,6 +159,18 @@ int store_token_insert_async(struct store *s, const struct token_row *t,
     int64_t max_tokens, const char *actor, store_done_fn on_done,
     void *done_arg);
 
+/*
+ * Takes one mint from job's bucket (burst mints, given back at per_minute
+ * a minute) held in the database, one for every broker of a fleet: 0
+ * within the rate; -EAGAIN refused, with *ret_first true when a run of
+ * refusals begins (audit it; the run ends once the bucket is full again)
+ * and *ret_retry_after the whole seconds until a mint is back (at least
+ * 1); -ENOTSUP on sqlite, whose one broker keeps the bucket itself
+ * (throttle.h); -ENOENT for no such job; else -errno.
+ */
+int store_mint_take(struct store *s, const char *job, int64_t per_minute,
+    int64_t burst, bool *ret_first, int64_t *ret_retry_after);
+
 /* Looks a token up by HMAC, with its job's state: -ENOENT when unknown.
  * Free ret->params. */
 int store_token_lookup(struct store *s,

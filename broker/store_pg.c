@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -104,6 +105,14 @@ static const char *const migrations[STORE_PG_SCHEMA_VERSION] = {
 	" name TEXT NOT NULL, version BIGINT NOT NULL, sealed BYTEA NOT NULL,"
 	" created BIGINT NOT NULL, last_used BIGINT NOT NULL DEFAULT 0,"
 	" PRIMARY KEY (name, version));",
+	/* 3: each job's mint bucket, one for the fleet (store_pg_mint_take):
+	 * mints left, when they were counted (the database's clock), and
+	 * whether a run of refusals is audited already. */
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS rate_tokens DOUBLE "
+	"PRECISION,"
+	" ADD COLUMN IF NOT EXISTS rate_at DOUBLE PRECISION,"
+	" ADD COLUMN IF NOT EXISTS rate_limited BOOLEAN NOT NULL DEFAULT "
+	"false;",
 };
 
 /* An asynchronous write, queued for the writer thread. */
@@ -1561,6 +1570,76 @@ store_pg_token_insert_async(struct store_pg *s, const struct token_row *t,
 	if (r < 0)
 		free(a);
 	return r;
+}
+
+struct mint_take {
+	const char *job;
+	double burst, rate; /* mints, mints a second */
+	bool pass, first;
+	double tokens;
+};
+
+/* The bucket brought up to date and one mint taken, or a refusal noted,
+ * in one statement on the job's locked row: brokers asking at once take
+ * turns, and the clock is the database's, one for the fleet. */
+static int
+op_mint_take(PGconn *c, void *arg)
+{
+	struct mint_take *a = arg;
+	struct params p = { 0 };
+	char burst[32], rate[32];
+	PGresult *res;
+	int r;
+
+	snprintf(burst, sizeof(burst), "%.17g", a->burst);
+	snprintf(rate, sizeof(rate), "%.17g", a->rate);
+	p_text(&p, a->job);
+	p_text(&p, burst);
+	p_text(&p, rate);
+	r = q(c,
+	    "WITH n AS (SELECT extract(epoch FROM clock_timestamp())::float8"
+	    " AS t), b AS (SELECT j.id, n.t, least($2::float8,"
+	    " coalesce(j.rate_tokens, $2::float8) + greatest(0::float8,"
+	    " n.t - coalesce(j.rate_at, n.t)) * $3::float8) AS tokens,"
+	    " j.rate_limited AS limited FROM jobs j, n WHERE j.id = $1"
+	    " FOR UPDATE OF j)"
+	    " UPDATE jobs SET rate_at = b.t, rate_tokens = CASE WHEN"
+	    " b.tokens >= 1 THEN b.tokens - 1 ELSE b.tokens END,"
+	    " rate_limited = CASE WHEN b.tokens >= 1 THEN b.limited AND"
+	    " b.tokens < $2::float8 ELSE true END FROM b WHERE jobs.id = b.id"
+	    " RETURNING b.tokens, b.limited AND b.tokens < $2::float8",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return -ENOENT;
+	}
+	a->tokens = strtod(PQgetvalue(res, 0, 0), NULL);
+	a->pass = a->tokens >= 1.0;
+	a->first = !a->pass && strcmp(PQgetvalue(res, 0, 1), "t") != 0;
+	PQclear(res);
+	return 0;
+}
+
+int
+store_pg_mint_take(struct store_pg *s, const char *job, int64_t per_minute,
+    int64_t burst, bool *ret_first, int64_t *ret_retry_after)
+{
+	struct mint_take a = { .job = job,
+		.burst = (double)burst,
+		.rate = (double)per_minute / 60.0 };
+	int r = pg_read(s, op_mint_take, &a);
+	double wait;
+
+	if (r < 0)
+		return r;
+	if (a.pass)
+		return 0;
+	wait = ceil((1.0 - a.tokens) / a.rate);
+	*ret_first = a.first;
+	*ret_retry_after = wait < 1.0 ? 1 : (int64_t)wait;
+	return -EAGAIN;
 }
 
 struct token_lookup {

@@ -11,7 +11,7 @@
 
 /* The schema store_pg writes; an older one is migrated at open, a newer
  * one refused with -EPROTONOSUPPORT. */
-#define STORE_PG_SCHEMA_VERSION 2
+#define STORE_PG_SCHEMA_VERSION 3
 
 struct store_pg;
 
@@ -43,6 +43,8 @@ int store_pg_job_revoke(struct store_pg *s, const char *id, const char *reason,
     const char *actor, struct revoke_result *ret);
 int store_pg_jobs_lapsed(struct store_pg *s, int64_t now, size_t max,
     json_t **ret_ids);
+int store_pg_mint_take(struct store_pg *s, const char *job, int64_t per_minute,
+    int64_t burst, bool *ret_first, int64_t *ret_retry_after);
 int store_pg_token_insert_async(struct store_pg *s, const struct token_row *t,
     int64_t max_tokens, const char *actor, store_done_fn on_done,
     void *done_arg);

@@ -987,6 +987,51 @@ START_TEST(a_silent_database_is_503_at_once)
 }
 END_TEST
 
+/* --- the mint rate, fleet-wide ------------------------------------------ */
+
+START_TEST(the_mint_rate_holds_fleet_wide)
+{
+	const char *text =
+	    "{\"name\": \"fleet\", \"capabilities\": ["
+	    " {\"name\": \"invoices.read\", \"audience\": \"invoices-api\","
+	    "  \"params\": {\"tenant\": [\"4182\"]}, \"reason\": \"r\"}],"
+	    " \"mint\": {\"max_tokens\": 1000, \"per_minute\": 1,"
+	    "  \"burst\": 5}}";
+	int granted = 0, limited = 0;
+	char path[200], *job;
+	size_t i, audited = 0;
+	json_t *a, *rec;
+
+	json_decref(harness_expect(&F.a, 200, "PUT", "/v1/manifests/fleet",
+	    F.admin, NULL, json_loads(text, 0, NULL)));
+	job = new_job(&F.a);
+	/* A burst of 5 for the job, whichever broker it asks: alternating
+	 * between A and B does not make it 10. */
+	for (int k = 0; k < 12; k++) {
+		long status;
+		char *t = try_mint(k % 2 ? &F.b : &F.a, job, &status);
+
+		granted += status == 200;
+		limited += status == 429;
+		free(t);
+	}
+	ck_assert_int_eq(granted, 5);
+	ck_assert_int_eq(limited, 7);
+	/* The run of refusals is audited once for the fleet. */
+	snprintf(path, sizeof(path), "/v1/audit?job=%s&limit=1000", job);
+	a = harness_expect(&F.b, 200, "GET", path, F.admin, NULL, NULL);
+	json_array_foreach(json_object_get(a, "records"), i, rec)
+	{
+		audited +=
+		    strcmp(json_string_value(json_object_get(rec, "event")),
+			"mint_rate_limited") == 0;
+	}
+	ck_assert_uint_eq(audited, 1);
+	json_decref(a);
+	free(job);
+}
+END_TEST
+
 /* --- configuration ----------------------------------------------------- */
 
 /* cordon-broker -n with a config of store: the exit status, stderr. */
@@ -1038,6 +1083,7 @@ fleet_suite(void)
 	tcase_add_test(tc, a_proxy_with_two_brokers_survives_one);
 	tcase_add_test(tc, a_broker_without_its_database_is_passed_over);
 	tcase_add_test(tc, a_silent_database_is_503_at_once);
+	tcase_add_test(tc, the_mint_rate_holds_fleet_wide);
 	suite_add_tcase(s, tc);
 	return s;
 }

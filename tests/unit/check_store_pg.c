@@ -31,8 +31,8 @@
 #include <unistd.h>
 
 /* The schema this build writes (store_pg.h's, which only store.c may
- * include): the first, and the secrets. */
-#define STORE_PG_SCHEMA_VERSION_WANT 2
+ * include): the first, the secrets, the fleet's mint buckets. */
+#define STORE_PG_SCHEMA_VERSION_WANT 3
 
 static struct pg_server pg;
 static char url[400];
