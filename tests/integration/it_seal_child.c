@@ -10,7 +10,8 @@
  * killed mid-seal, or hung past the seal deadline, fails that seal
  * closed with the reason (503, nothing sealed), the workspace lock is
  * released and the next seal works; a helper killed makes the seal in
- * flight and every later one answer 503 with the reason. Workers are
+ * flight and every later one answer 503 with the reason, and `cordon
+ * run` then says the seal failed and claims no patch. Workers are
  * held mid-seal with a fanotify permission mark on the workspace's
  * meta.json (the worker's first open), not with timing.
  */
@@ -420,6 +421,72 @@ START_TEST(a_helper_killed_fails_every_seal_closed)
 }
 END_TEST
 
+/* --- end to end: `cordon run` ------------------------------------------- */
+
+static struct stack st;
+
+static void
+stack_setup(void)
+{
+	static const struct stack_options o = { .uid_base = 742000 };
+	char path[400];
+
+	stack_start(&st, &o);
+	snprintf(path, sizeof(path), "%s/repo", st.inputs);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/repo/README.md", st.inputs);
+	harness_write_file(path, "hello\n");
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/sealer-run", st.admin, NULL,
+	    json_pack("{s:s, s:[s], s:{s:i}}", "name", "sealer-run", "command",
+		"/bin/true", "limits", "wall_seconds", 60)));
+}
+
+static void
+stack_teardown(void)
+{
+	stack_stop(&st);
+}
+
+/* A job whose hatch has lost its sealer: the run stops as usual, keeps
+ * the workspace, says why and claims no patch, clean or other. */
+START_TEST(cordon_run_says_the_seal_failed)
+{
+	static char out[1 << 18], err[1 << 14];
+	char input[400], path[300];
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
+		"--config", st.launcher_cfg, "--manifest", "sealer-run",
+		"--input", input, "--", "/bin/sh", "-c",
+		"echo new > repo/NEW.md", NULL };
+	pid_t helper = only_child(st.hatch.pid);
+	json_t *j;
+
+	ck_assert_msg(helper > 1, "the hatch has no one child (its sealer)");
+	kill_one(helper);
+	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
+	int status = harness_run(argv, out, sizeof(out), err, sizeof(err));
+	j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "no JSON from cordon run (status %d): %s\n%s",
+	    status, out, err);
+	ck_assert_msg(status == 4, "cordon run exited %d: %s\n%s", status, out,
+	    err);
+	ck_assert(json_is_true(json_object_get(j, "revoked")));
+	const char *kept =
+	    json_string_value(json_object_get(j, "workspace_kept"));
+	ck_assert_msg(kept != NULL && strstr(kept, "the seal failed: 503") &&
+		strstr(kept, "sealer"),
+	    "workspace_kept: %s", kept != NULL ? kept : "(none)");
+	ck_assert_ptr_null(json_string_value(json_object_get(j, "verdict")));
+	ck_assert_ptr_null(json_string_value(json_object_get(j, "patch")));
+	/* Kept at the hatch, not sealed. */
+	snprintf(path, sizeof(path), "/v1/workspaces/%s/report",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(harness_expect(&st.hatch, 409, "GET", path, st.launcher,
+	    NULL, NULL));
+	json_decref(j);
+}
+END_TEST
+
 static void
 start_deadline(void)
 {
@@ -443,6 +510,11 @@ seal_child_suite(void)
 	tcase_add_test(dl, a_hung_worker_is_killed_at_the_seal_deadline);
 	tcase_set_timeout(dl, 60);
 	suite_add_tcase(s, dl);
+	TCase *run = tcase_create("run");
+	tcase_add_checked_fixture(run, stack_setup, stack_teardown);
+	tcase_set_timeout(run, 60);
+	tcase_add_test(run, cordon_run_says_the_seal_failed);
+	suite_add_tcase(s, run);
 	return s;
 }
 
