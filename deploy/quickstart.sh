@@ -139,6 +139,8 @@ JSON
 # resolves the example API's name to loopback.
 grep -qs '^127\.0\.0\.1 invoices\.internal$' "$var/hosts" ||
 	echo "127.0.0.1 invoices.internal" >>"$var/hosts"
+grep -qs '^127\.0\.0\.1 tickets\.internal$' "$var/hosts" ||
+	echo "127.0.0.1 tickets.internal" >>"$var/hosts"
 config_once "$var/proxy.json" <<JSON
 {"broker": "http://127.0.0.1:7701",
  "broker_key_file": "$var/broker/keys/verifier.key",
@@ -192,6 +194,14 @@ for f in "$K"/*.key; do
 	show "$(stat -c %a "$f")  ${f#"$top"/}"
 done
 echo
+echo "  an upstream API key, sealed at the broker; no job ever holds it (docs/credentials.md):"
+if [ "$(curl -s -o /dev/null -w '%{http_code}' -H "$A" $B/v1/secrets/tickets-key)" != 200 ]; then
+	out=$(curl -s -X PUT -H "$A" -H 'Content-Type: application/json' \
+		-d "{\"value\": \"tk_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')\"}" \
+		$B/v1/secrets/tickets-key)
+	[ -n "$(field version <<<"$out")" ] || fail "the broker refused the secret: $out"
+fi
+show "tickets-key: version $(curl -s -H "$A" $B/v1/secrets/tickets-key | field version), the value in no answer"
 echo "  a manifest, reviewed like code (deploy/examples/support-triage.json):"
 out=$(curl -s -X PUT -H "$A" --data-binary @deploy/examples/support-triage.json \
 	$B/v1/manifests/support-triage)

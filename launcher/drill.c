@@ -251,6 +251,19 @@ write_params(FILE *f, const struct drill *d)
 		    json_string_value(json_object_get(v, "audience")) ?: "-",
 		    first_string(json_object_get(v, "methods")) ?: "GET",
 		    first_string(json_object_get(v, "paths")) ?: "/");
+		const json_t *in = json_object_get(v, "inject");
+		if (in != NULL)
+			fprintf(f, "param inject %s %lld %s %s %s\n",
+			    json_string_value(json_object_get(v, "host"))
+				?: "-",
+			    (long long)json_integer_value(
+				json_object_get(v, "port")),
+			    json_string_value(json_object_get(in, "secret"))
+				?: "-",
+			    json_string_value(json_object_get(in, "header"))
+				?: "-",
+			    json_string_value(json_object_get(in, "capability"))
+				?: "-");
 	}
 }
 

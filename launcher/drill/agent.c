@@ -530,6 +530,22 @@ parse_param(struct drill *d, char *line)
 		    copy_field(u->method, sizeof(u->method), f[4]) &&
 		    copy_field(u->path, sizeof(u->path), f[5]))
 			d->nrule++;
+	} else if (strcmp(kind, "inject") == 0 && split(rest, f, 5) == 5) {
+		/* host port secret header capability: the rule's injection. */
+		for (int i = 0; i < d->nrule; i++) {
+			struct rule *u = &d->rule[i];
+			if (strcmp(u->host, f[0]) != 0 ||
+			    u->port != parse_port(f[1]))
+				continue;
+			if (!copy_field(u->inject_secret,
+				sizeof(u->inject_secret), f[2]) ||
+			    !copy_field(u->inject_header,
+				sizeof(u->inject_header), f[3]) ||
+			    !copy_field(u->inject_cap, sizeof(u->inject_cap),
+				f[4]))
+				u->inject_secret[0] = '\0';
+			break;
+		}
 	}
 }
 

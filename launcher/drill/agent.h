@@ -47,6 +47,9 @@ struct capability {
 struct rule {
 	char host[256], tls[16], audience[128], method[16], path[1024];
 	int port;
+	/* A rule that injects a credential (param inject): its secret's
+	 * name, the header and the capability; "" for none. */
+	char inject_secret[72], inject_header[72], inject_cap[128];
 };
 
 struct drill {
@@ -271,5 +274,13 @@ void proxy_count(const struct head *h, bool tunnel);
 
 /* A response buffer (free it), or NULL after an untested line. */
 struct resp *resp_new(const struct drill *d);
+
+/* --- identity (identity.c) ------------------------------------------------ */
+
+/* Mints c through the proxy's path to the broker: the token into tok
+ * (TOKEN_LEN + 1 bytes) and true, or false; the answer's evidence in ev,
+ * its expires_in in *ttl. */
+bool mint(const struct capability *c, struct resp *r, char *tok, char *ev,
+    size_t evlen, long long *ttl);
 
 #endif

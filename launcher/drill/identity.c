@@ -556,10 +556,7 @@ json_find(const char *s, const char *key)
 	return json_ws(p + 1);
 }
 
-/* Mints c through the proxy's path to the broker: the token into tok
- * (TOKEN_LEN + 1 bytes) and true, or false; the answer's evidence in ev,
- * its expires_in in *ttl. */
-static bool
+bool
 mint(const struct capability *c, struct resp *r, char *tok, char *ev,
     size_t evlen, long long *ttl)
 {

@@ -28,6 +28,14 @@ DRILL_ROW(audience, "identity", "use the job's token against another audience",
     J_PROXY)
 DRILL_ROW(token_placement, "identity",
     "the job's token in other headers, the query, a body, glued", J_PROXY)
+DRILL_ROW(inject_release, "identity",
+    "ask the broker for the injected secret, through broker.cordon", J_PROXY)
+DRILL_ROW(inject_echo, "identity",
+    "read the injected secret in an echoing upstream's answer", J_AGENT)
+DRILL_ROW(inject_client_header, "identity",
+    "send a header of the injected name beside the token", J_AGENT)
+DRILL_ROW(inject_other_host, "identity",
+    "the injecting capability's token to every other allowed host", J_PROXY)
 DRILL_ROW(mint_flood, "identity", "mint tokens in a loop", J_AGENT)
 DRILL_ROW(direct_tcp, "reachability",
     "TCP around the proxy: broker, proxy control, hatch, outside", J_NET)
@@ -54,6 +62,8 @@ DRILL_ROW(proxy_service_ports, "reachability", "proxy: the services' own ports",
     J_PROXY)
 DRILL_ROW(proxy_path_params, "reachability",
     "proxy: path parameters and encoded dots out of a rule's path", J_PROXY)
+DRILL_ROW(inject_tunnel, "reachability",
+    "proxy: a CONNECT tunnel to the injecting host, around the swap", J_PROXY)
 DRILL_ROW(capture_unlisted, "reachability",
     "no proxy: an unlisted host, by name and by Host", J_AGENT)
 DRILL_ROW(dns_exfil, "reachability",

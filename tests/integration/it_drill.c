@@ -117,7 +117,16 @@ put_example(void)
 			"invoices.internal") == 0)
 			json_object_set_new(rule, "port",
 			    json_integer(early.port));
+		/* The injecting rule on the echoing upstream: the drill
+		 * reads what the swap made of its request. */
+		if (strcmp(json_string_value(json_object_get(rule, "host")),
+			"tickets.internal") == 0)
+			json_object_set_new(rule, "port",
+			    json_integer(upstream_port(plain)));
 	}
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/secrets/tickets-key", st.admin, NULL,
+	    json_pack("{s:s}", "value", "tk_drill_0123456789abcdef")));
 	json_array_append_new(json_object_get(m, "capabilities"),
 	    json_pack("{s:s, s:s, s:{s:[s]}, s:i, s:s}", "name", "notes.write",
 		"audience", "notes-api", "params", "board", "7", "ttl_seconds",
@@ -170,6 +179,7 @@ setup(void)
 		.hosts = "127.0.0.1 api.test\n127.0.0.1 svc.test\n"
 			 "127.0.0.1 invoices.internal\n"
 			 "127.0.0.1 notes.internal\n127.0.0.1 status.internal\n"
+			 "127.0.0.1 tickets.internal\n"
 			 "127.0.0.1 api.github.com\n" };
 
 	signal(SIGPIPE, SIG_IGN);
@@ -403,6 +413,14 @@ START_TEST(the_drill_stops_every_attempt)
 	assert_row(j, "audience", "stopped", "proxy: refused");
 	assert_row(j, "token_placement", "stopped", "proxy: refused");
 	assert_row(j, "mint_flood", "stopped", "429");
+	/* The injected credential: not at the broker, redacted in the
+	 * echo, the job's own header replaced, the token nowhere else, no
+	 * tunnel around the swap. */
+	assert_row(j, "inject_release", "stopped", "broker_path");
+	assert_row(j, "inject_echo", "stopped", "redacted");
+	assert_row(j, "inject_client_header", "stopped", "replaced");
+	assert_row(j, "inject_other_host", "stopped", "proxy: refused");
+	assert_row(j, "inject_tunnel", "stopped", "proxy: refused");
 	/* Reachability: around the proxy there is nothing; through it,
 	 * each trick is refused. */
 	assert_row(j, "direct_tcp", "stopped", "network namespace");
