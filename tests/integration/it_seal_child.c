@@ -9,8 +9,9 @@
  * the worker that sealed without CAP_SYS_CHROOT, and refusing a socket. A worker
  * killed mid-seal, or hung past the seal deadline, fails that seal
  * closed with the reason (503, nothing sealed), the workspace lock is
- * released and the next seal works; a helper killed makes the seal in
- * flight and every later one answer 503 with the reason, and `cordon
+ * released and the next seal works; a helper killed, or hung past the
+ * deadline and its grace (then killed), makes the seal in flight and
+ * every later one answer 503 with the reason, and `cordon
  * run` then says the seal failed and claims no patch. Workers are
  * held mid-seal with a fanotify permission mark on the workspace's
  * meta.json (the worker's first open), not with timing.
@@ -421,6 +422,32 @@ START_TEST(a_helper_killed_fails_every_seal_closed)
 }
 END_TEST
 
+/* A helper that hangs (stopped) is killed once the deadline and its
+ * grace have passed: that seal and every later one answer 503, and the
+ * lock is released for the rest of the API. */
+START_TEST(a_hung_helper_is_killed_and_every_seal_refused)
+{
+	char id[128];
+	pid_t helper = only_child(hatch.pid);
+	json_t *r;
+
+	ck_assert_msg(helper > 1, "the hatch has no one child (its sealer)");
+	snprintf(id, sizeof(id), "%s", workspace());
+	ck_assert_int_eq(kill(helper, SIGSTOP), 0);
+	r = seal(id, 503);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "error")),
+	    "sealer_unavailable");
+	ck_assert_msg(strstr(json_string_value(json_object_get(r, "message")),
+			  "did not answer") != NULL,
+	    "%s", json_string_value(json_object_get(r, "message")));
+	json_decref(r);
+	ck_assert_msg(kill(helper, 0) < 0 && errno == ESRCH,
+	    "the hung sealer %d is still there", (int)helper);
+	json_decref(seal(id, 503));
+	json_decref(seal(workspace(), 503));
+}
+END_TEST
+
 /* --- end to end: `cordon run` ------------------------------------------- */
 
 static struct stack st;
@@ -508,6 +535,7 @@ seal_child_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(dl, start_deadline, stop);
 	tcase_add_test(dl, a_hung_worker_is_killed_at_the_seal_deadline);
+	tcase_add_test(dl, a_hung_helper_is_killed_and_every_seal_refused);
 	tcase_set_timeout(dl, 60);
 	suite_add_tcase(s, dl);
 	TCase *run = tcase_create("run");
