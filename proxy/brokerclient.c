@@ -138,8 +138,11 @@ turn_from(struct brokerclient *b, size_t at, const char *why)
 	if (b->nbrokers < 2 || at != b->cur)
 		return;
 	b->cur = (at + 1) % b->nbrokers;
-	log_warn("broker_failover", "{s:s, s:s, s:s}", "from",
-	    b->brokers[at].name, "to", b->brokers[b->cur].name, "error", why);
+	/* Once none answers, the feed's failure is logged, not each turn. */
+	if (!b->failing)
+		log_warn("broker_failover", "{s:s, s:s, s:s}", "from",
+		    b->brokers[at].name, "to", b->brokers[b->cur].name, "error",
+		    why);
 }
 
 /* "http://127.0.0.1:7701" (an IPv4 literal and a port: the broker is
