@@ -471,6 +471,12 @@ registry_host(const char *host)
 	return false;
 }
 
+bool
+manifest_registry_host(const char *host)
+{
+	return registry_host(host);
+}
+
 /*
  * A path prefix: one the proxy loads (egress_path_problem: one reading,
  * else *ret_problem says which spelling), and no '%', '?', '#' or '*':

@@ -30,6 +30,10 @@
 bool manifest_validate(const json_t *m, const char *name, json_t *problems,
     json_t *warnings);
 
+/* Whether an egress host is a package registry (or a wildcard covering
+ * one): its rule needs "registry": true (docs/manifest.md). */
+bool manifest_registry_host(const char *host);
+
 /* The check of a manifest's "return" object (r not NULL) alone, for the
  * hatch, which reads it from the broker: the same problems, appended. */
 void manifest_check_return(const json_t *r, json_t *problems);

@@ -12,6 +12,7 @@
 #include "egress.h"
 #include "egress_path.h"
 #include "log.h"
+#include "manifest.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -138,10 +139,18 @@ rule_for(const char *host, uint16_t port, const char *method, const char *path,
 	if (json_object_set_new(r, "methods",
 		json_pack("[s]", method != NULL ? method : "GET")) < 0)
 		goto fail;
+	/* A rule's prefix holds no escape and no '*' (manifest.md): the
+	 * path up to the first, a prefix of it still. */
 	if (path != NULL && path[0] != '\0' &&
-	    json_object_set_new(r, "paths", json_pack("[s]", path)) < 0)
+	    json_object_set_new(r, "paths",
+		json_pack("[s#]", path, (int)strcspn(path, "%*"))) < 0)
 		goto fail;
 	if (upgrade && json_object_set_new(r, "upgrade", json_true()) < 0)
+		goto fail;
+	/* A registry is on a list on purpose only: say so, or the broker
+	 * refuses the rule. */
+	if (manifest_registry_host(host) &&
+	    json_object_set_new(r, "registry", json_true()) < 0)
 		goto fail;
 	if (json_object_set_new(r, "reason",
 		json_string("say why the job must reach this")) < 0)

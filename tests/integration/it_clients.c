@@ -515,11 +515,12 @@ START_TEST(registries_are_refused_and_a_name_never_leaves)
 	EXPECT("pip",
 	    "why pypi.org no_rule {\"host\": \"pypi.org\", "
 	    "\"methods\": [\"GET\"], \"reason\": \"say why the job "
-	    "must reach this\"}\n");
+	    "must reach this\", \"registry\": true}\n");
 	EXPECT("npm",
 	    "why registry.npmjs.org no_rule {\"host\": "
 	    "\"registry.npmjs.org\", \"methods\": [\"GET\"], "
-	    "\"reason\": \"say why the job must reach this\"}\n");
+	    "\"reason\": \"say why the job must reach this\", "
+	    "\"registry\": true}\n");
 	char want[256];
 	snprintf(want, sizeof(want), "why %s.evil.example no_rule ", name);
 	ck_assert_msg(strstr(out, want) != NULL, "%s", out);

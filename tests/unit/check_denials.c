@@ -5,6 +5,7 @@
  * and the proxy's own answers for cordon.local.
  */
 #include "denials.h"
+#include "manifest.h"
 #include "testutil.h"
 
 #include <check.h>
@@ -266,6 +267,49 @@ START_TEST(the_proxy_answers_for_cordon_local)
 }
 END_TEST
 
+/* Every rule offered is one the broker takes as it is: put into a
+ * manifest, it passes manifest_validate (a registry's says "registry"). */
+START_TEST(every_rule_offered_passes_the_brokers_check)
+{
+	static const struct {
+		const char *kind, *method, *host, *path, *reason;
+		uint16_t port;
+	} cases[] = {
+		{ "http", "GET", "api.test", "/v2/items/7", "no_rule", 8080 },
+		{ "mitm", "POST", "api.test", "/", "method", 443 },
+		{ "mitm", "GET", "api.test", "/a/b%20c/caf%C3%A9", "path",
+		    443 },
+		{ "connect", "CONNECT", "pypi.org", NULL, "no_rule", 443 },
+		{ "dns", "CONNECT", "registry.npmjs.org", NULL, "no_rule", 53 },
+		{ "capture", "CONNECT", "files.example", NULL, "no_rule",
+		    8443 },
+		{ "mitm", "GET", "ws.test", "/chat", "upgrade", 443 },
+	};
+	struct denials ring = { 0 };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct decision d =
+		    denied(cases[i].kind, cases[i].method, cases[i].host,
+			cases[i].port, cases[i].path, cases[i].reason, NULL);
+		ck_assert_int_eq(denials_add(&ring, &d), 0);
+		json_t *e = newest(&ring);
+		json_t *rule = json_object_get(e, "rule");
+		ck_assert_msg(json_is_object(rule), "%s: %s", cases[i].host,
+		    json_dumps(e, 0));
+		json_t *m = json_pack("{s:s, s:[s], s:[O]}", "name", "asked",
+		    "command", "/bin/true", "egress", rule);
+		json_t *problems = json_array(), *warnings = json_array();
+		ck_assert_msg(manifest_validate(m, "asked", problems, warnings),
+		    "%s: %s", json_dumps(rule, 0), json_dumps(problems, 0));
+		json_decref(problems);
+		json_decref(warnings);
+		json_decref(m);
+		json_decref(e);
+	}
+	denials_clear(&ring);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -278,6 +322,7 @@ suite(void)
 	tcase_add_test(tc, the_proxys_own_name_in_every_spelling);
 	tcase_add_test(tc, the_rule_offered_is_the_narrowest);
 	tcase_add_test(tc, what_no_rule_can_allow_says_why);
+	tcase_add_test(tc, every_rule_offered_passes_the_brokers_check);
 	tcase_add_test(tc, the_proxy_answers_for_cordon_local);
 	suite_add_tcase(s, tc);
 	return s;
