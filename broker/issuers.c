@@ -34,6 +34,8 @@
 #define REPOS_MAX 100
 #define PERMS_MAX 50
 #define PENDING_MAX 64
+/* The longest life an issuer's expires_in is taken for (a year). */
+#define EXPIRES_IN_MAX (366LL * 24 * 3600)
 
 struct held {
 	struct held *next;
@@ -880,9 +882,13 @@ obtain_oauth(struct issuers *is, const json_t *cfg, struct held *h,
 		} else {
 			h->len = strlen(tok);
 			h->value = strdup(tok);
-			h->expires = exp != NULL
-			    ? now + (int64_t)json_integer_value(exp)
-			    : 0;
+			/* An issuer's figure, capped: no overflow from it. */
+			json_int_t life =
+			    exp != NULL ? json_integer_value(exp) : 0;
+			h->expires = exp != NULL ? now +
+				(life > EXPIRES_IN_MAX ? EXPIRES_IN_MAX
+						       : (int64_t)life)
+						 : 0;
 			if (h->value == NULL)
 				r = -ENOMEM;
 		}

@@ -310,7 +310,7 @@ END_TEST
 struct fake {
 	int fd;
 	unsigned port;
-	int expires_in;
+	long long expires_in;
 	int delay_ms; /* before each answer */
 	pthread_t t;
 	pthread_mutex_t lock;
@@ -358,7 +358,7 @@ fake_run(void *arg)
 			snprintf(body, sizeof(body),
 			    "{\"access_token\":\"%s\",\"token_type\":"
 			    "\"Bearer\","
-			    "\"expires_in\":%d}",
+			    "\"expires_in\":%lld}",
 			    f->last_token, f->expires_in);
 		} else {
 			body[0] = '\0';
@@ -645,6 +645,34 @@ START_TEST(test_state_kept_sealed_across_a_restart)
 }
 END_TEST
 
+/* An issuer's expires_in past any date: taken as a year, no overflow
+ * (UBSan stops the test on one). */
+START_TEST(test_a_huge_expires_in)
+{
+	struct issuers *is;
+	struct issued got;
+	struct fake f;
+	json_t *cfg, *list;
+	long status;
+	char why[200];
+
+	fake_start(&f, 60);
+	f.expires_in = 9223372036854775807LL;
+	cfg = fake_cfg(&f);
+	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, &is), 0);
+	ck_assert_int_eq(issuers_release(is, "job_f", "api", 1, cfg, &got,
+			     &status, why, sizeof(why)),
+	    0);
+	ck_assert_int_gt(got.expires, (int64_t)time(NULL));
+	ck_assert_int_le(got.expires, (int64_t)time(NULL) + 366LL * 24 * 3600);
+	list = issuers_revoke_job(is, "job_f");
+	json_decref(list);
+	json_decref(cfg);
+	issuers_close(is);
+	fake_stop(&f);
+}
+END_TEST
+
 START_TEST(test_issuer_away)
 {
 	struct issuers *is;
@@ -691,6 +719,7 @@ issuers_suite(void)
 	tcase_add_test(tc, test_oauth_held_refreshed_and_revoked);
 	tcase_add_test(tc, test_one_call_for_requests_at_once);
 	tcase_add_test(tc, test_state_kept_sealed_across_a_restart);
+	tcase_add_test(tc, test_a_huge_expires_in);
 	tcase_add_test(tc, test_issuer_away);
 	suite_add_tcase(s, tc);
 	return s;
