@@ -5,7 +5,8 @@
  * report answer as before, the output says it was not kept, and an
  * Idempotency-Key still replays its job; after a SIGKILL a job that was
  * running is "lost", with what finishes it, and its patch is served once
- * its stop path wrote it.
+ * its stop path wrote it; when its cordon run died too, the cordon
+ * recover the new serve runs finishes it (revoked, patch out).
  */
 #include "harness.h"
 
@@ -281,6 +282,58 @@ START_TEST(a_job_running_when_serve_died_is_lost)
 }
 END_TEST
 
+/* serve and the job's own cordon run both die (the whole service killed):
+ * the job is lost, and the cordon recover the restarted serve runs
+ * finishes it, revoked at the broker and its patch served. */
+START_TEST(a_job_whose_launcher_died_too_is_finished_by_recover)
+{
+	char path[600], *id, *patch = NULL;
+	json_t *j, *rec;
+	long status = 0;
+
+	j = post_job(201, NULL,
+	    "echo was-here > repo/LOST.md; echo written; sleep 60");
+	id = job_id(j);
+	json_decref(j);
+	wait_output(id, "written");
+	/* Its cordon run, held still so that nothing of its stop path runs,
+	 * then killed with serve. */
+	snprintf(path, sizeof(path), "%s/state/running/%s", st.launcher_dir,
+	    id);
+	rec = json_load_file(path, 0, NULL);
+	ck_assert_msg(rec != NULL, "no record at %s", path);
+	pid_t pid = (pid_t)json_integer_value(json_object_get(rec, "pid"));
+	json_decref(rec);
+	ck_assert_int_gt(pid, 1);
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	daemon_kill(&serve);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(daemon_restart(&serve), 0);
+
+	j = get_job(id, 200);
+	ck_assert_msg(strcmp(state(j), "lost") == 0, "state %s", state(j));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/patch", id);
+	for (int i = 0; i < 400; i++) {
+		free(patch);
+		patch = get_raw(path, &status);
+		if (status == 200)
+			break;
+		ck_assert_msg(status == 404, "%ld: %s", status, patch);
+		usleep(100 * 1000);
+	}
+	ck_assert_msg(status == 200 && strstr(patch, "+was-here") != NULL,
+	    "%ld: %s", status, patch);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+	j = harness_expect(&st.broker, 200, "GET", path, st.admin, NULL, NULL);
+	ck_assert_msg(strcmp(state(j), "running") != 0,
+	    "recover left it running at the broker");
+	json_decref(j);
+	free(patch);
+	free(id);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -291,6 +344,8 @@ suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, finished_jobs_survive_a_restart);
 	tcase_add_test(tc, a_job_running_when_serve_died_is_lost);
+	tcase_add_test(tc,
+	    a_job_whose_launcher_died_too_is_finished_by_recover);
 	suite_add_tcase(s, tc);
 	return s;
 }
