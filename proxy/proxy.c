@@ -27,6 +27,7 @@ static const struct config_option proxy_options[] = {
 	{ "broker_key_file", CONFIG_STRING, CFG(broker_key_file), 0, 0 },
 	{ "launcher_key_file", CONFIG_STRING, CFG(launcher_key_file), 0, 0 },
 	{ "admin_key_file", CONFIG_STRING, CFG(admin_key_file), 0, 0 },
+	{ "admin_key_sha256", CONFIG_STRING, CFG(admin_key_sha256), 0, 0 },
 	{ "launcher_uid", CONFIG_INT, CFG(launcher_uid), 0, 4294967294LL },
 	{ "upstream_ca_file", CONFIG_STRING, CFG(upstream_ca_file), 0, 0 },
 	{ "hosts_file", CONFIG_STRING, CFG(hosts_file), 0, 0 },
@@ -290,6 +291,7 @@ proxy_free(struct proxy *p)
 	free(p->cfg.broker_key_file);
 	free(p->cfg.launcher_key_file);
 	free(p->cfg.admin_key_file);
+	free(p->cfg.admin_key_sha256);
 	free(p->cfg.upstream_ca_file);
 	free(p->cfg.hosts_file);
 	free(p->cfg.follower);
@@ -310,6 +312,28 @@ read_key(const char *path, char **ret)
 	return *ret != NULL ? 0 : -ENOMEM;
 }
 
+/*
+ * The admin key known by its SHA-256 alone (64 hex digits, as sha256sum
+ * gives it for the key without its newline): the proxy, the service most
+ * exposed to what jobs send, then holds nothing the broker would take.
+ * 0, -EINVAL for another shape, -E2BIG when the keyring is full.
+ */
+static int
+keyring_add_sha256(struct keyring *ring, const char *hex, unsigned roles)
+{
+	if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64)
+		return -EINVAL;
+	if (ring->n >= KEYRING_MAX)
+		return -E2BIG;
+	for (size_t i = 0; i < 32; i++) {
+		char pair[3] = { hex[2 * i], hex[2 * i + 1], '\0' };
+		ring->keys[ring->n].hash[i] =
+		    (unsigned char)strtoul(pair, NULL, 16);
+	}
+	ring->keys[ring->n++].roles = roles;
+	return 0;
+}
+
 /* Keys, directories, the decision log, the resolver, TLS and the broker
  * link: EXIT_* or -1 when all is ready. */
 static int
@@ -327,12 +351,20 @@ proxy_setup(struct proxy *p)
 		    p->cfg.launcher_key_file, "error", strerror(-r));
 		return EXIT_CONFIG;
 	}
-	/* An admin reads the decision log back (GET /v1/decisions). */
+	/* An admin reads the decision log back (GET /v1/decisions): by
+	 * the key, or better by its hash alone. */
 	if (p->cfg.admin_key_file != NULL &&
 	    (r = keyring_add_file(&p->keys, p->cfg.admin_key_file,
 		 ROLE_ADMIN)) < 0) {
 		log_error("key_failed", "{s:s, s:s}", "path",
 		    p->cfg.admin_key_file, "error", strerror(-r));
+		return EXIT_CONFIG;
+	}
+	if (p->cfg.admin_key_sha256 != NULL &&
+	    (r = keyring_add_sha256(&p->keys, p->cfg.admin_key_sha256,
+		 ROLE_ADMIN)) < 0) {
+		log_error("key_failed", "{s:s, s:s}", "setting",
+		    "admin_key_sha256", "error", strerror(-r));
 		return EXIT_CONFIG;
 	}
 	if (p->cfg.broker_key_file == NULL)
@@ -442,6 +474,17 @@ main(int argc, char **argv)
 	    (r = keys_check_setting(PROXY_PROG, "admin_key_file",
 		 p.cfg.admin_key_file)) >= 0)
 		goto out;
+	if (p.cfg.admin_key_sha256 != NULL &&
+	    (strlen(p.cfg.admin_key_sha256) != 64 ||
+		strspn(p.cfg.admin_key_sha256, "0123456789abcdef") != 64)) {
+		fprintf(stderr,
+		    "%s: admin_key_sha256: 64 lowercase hex digits, the "
+		    "SHA-256 of the admin key (printf %%s \"$(cat admin.key)\" "
+		    "| sha256sum)\n",
+		    PROXY_PROG);
+		r = EXIT_CONFIG;
+		goto out;
+	}
 	if (args.check_only) {
 		r = service_config_ok(PROXY_PROG);
 		goto out;

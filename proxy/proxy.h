@@ -73,6 +73,7 @@ struct proxy_config {
 	char *broker_key_file; /* the verifier key */
 	char *launcher_key_file; /* for the control API */
 	char *admin_key_file; /* GET /v1/decisions (decisions_api.c) */
+	char *admin_key_sha256; /* or the admin key by its hash alone */
 	long long launcher_uid; /* the only peer a channel accepts */
 	char *upstream_ca_file; /* NULL: the system's trust store */
 	char *hosts_file; /* extra names for the resolver (tests) */

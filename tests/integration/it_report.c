@@ -13,6 +13,7 @@
 #include "upstream.h"
 
 #include <check.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,8 +82,9 @@ setup(void)
 
 	signal(SIGPIPE, SIG_IGN);
 	stack_start(&st, &o);
-	/* The proxy again, with the admin key: GET /v1/decisions is the
-	 * admin's. The launcher's configuration follows it. */
+	/* The proxy again, knowing the admin key by its SHA-256 alone: GET
+	 * /v1/decisions is the admin's, and the proxy holds no admin key.
+	 * The launcher's configuration follows it. */
 	char old_base[96];
 	snprintf(old_base, sizeof(old_base), "%s", st.proxy.base);
 	snprintf(path, sizeof(path), "%s/config.json", st.proxy.dir);
@@ -91,8 +93,17 @@ setup(void)
 	snprintf(cfg, sizeof(cfg), "%s", read_all(path));
 	char *end = strrchr(cfg, '}');
 	ck_assert_ptr_nonnull(end);
+	char admin[128], hex[65];
+	unsigned char md[32];
+	unsigned mdlen = 0;
+	harness_broker_key(&st.broker, "admin", admin, sizeof(admin));
+	ck_assert_int_eq(EVP_Digest(admin, strlen(admin), md, &mdlen,
+			     EVP_sha256(), NULL),
+	    1);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 	snprintf(end, sizeof(cfg) - (size_t)(end - cfg),
-	    ", \"admin_key_file\": \"%s\"}", admin_file);
+	    ", \"admin_key_sha256\": \"%s\"}", hex);
 	ck_assert_int_eq(daemon_stop(&st.proxy), 0);
 	ck_assert_int_eq(daemon_start(&st.proxy, "proxy", cfg), 0);
 	snprintf(logdir, sizeof(logdir), "%s/var/proxy/log", st.proxy.dir);
@@ -447,6 +458,18 @@ START_TEST(decisions_over_http)
 	const char *wrong[] = { "egress-report", "--config", file, NULL };
 	ck_assert_int_eq(cordon(wrong), 1);
 	ck_assert_msg(strstr(err, "admin_key_file") != NULL, "%s", err);
+
+	/* A hash of another shape stops the proxy's -n, 78, saying so. */
+	char bad_cfg[400];
+	snprintf(bad_cfg, sizeof(bad_cfg), "%s/bad-proxy.json",
+	    harness_tmpdir());
+	harness_write_file(bad_cfg, "{\"admin_key_sha256\": \"ABC\"}");
+	char *n_argv[] = { (char *)harness_bin("cordon-proxy"), "-n",
+		"--config", bad_cfg, NULL };
+	ck_assert_int_eq(harness_run(n_argv, out, sizeof(out), err,
+			     sizeof(err)),
+	    78);
+	ck_assert_msg(strstr(err, "admin_key_sha256") != NULL, "%s", err);
 
 	/* A bad parameter: 400 naming it. */
 	static const char *const bad[][2] = {
