@@ -254,6 +254,36 @@ START_TEST(each_job_reads_its_own_denials_only)
 }
 END_TEST
 
+/* Past the job's budget of log lines the ring still keeps every
+ * denial: the last 64, newest first, and the count of all. */
+START_TEST(the_ring_keeps_the_last_denials_past_the_log_budget)
+{
+	char a[64], ca[300], req[256];
+	int status;
+
+	open_job(a, sizeof(a), ca, sizeof(ca));
+	for (int i = 0; i < 250; i++) {
+		snprintf(req, sizeof(req),
+		    "GET http://evil-%d.example/x HTTP/1.1\r\n"
+		    "Host: evil-%d.example\r\n\r\n",
+		    i, i);
+		free(send_on(ca, req));
+	}
+	json_t *j = ask(ca, ask_denials, &status);
+	ck_assert_int_eq(status, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "kept")), 64);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "total")), 250);
+	json_t *list = json_object_get(j, "denials");
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(list, 0), "host")),
+	    "evil-249.example");
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(list, 63), "host")),
+	    "evil-186.example");
+	json_decref(j);
+}
+END_TEST
+
 /* Runs `cordon run --json` of why-job with script under /bin/sh -c: the
  * job's stdout (free it). */
 static char *
@@ -359,6 +389,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, each_job_reads_its_own_denials_only);
+	tcase_add_test(tc, the_ring_keeps_the_last_denials_past_the_log_budget);
 	tcase_add_test(tc, a_job_asks_why_through_the_proxy_and_without_it);
 	suite_add_tcase(s, tc);
 	return s;
