@@ -164,6 +164,24 @@ START_TEST(serve_check_missing_key)
 }
 END_TEST
 
+/* cordon serve -n names a callback_allow entry it could never match. */
+START_TEST(serve_check_bad_callback_allow)
+{
+	const char *cfg = write_config("serve-allow.json",
+	    "{\"callback_allow\": [\"hooks.internal\", \"ftp://x/\"]}");
+	char *argv[] = { bin("cordon"), "serve", "-n", "--config", (char *)cfg,
+		NULL };
+
+	ck_assert_int_eq(run(argv), 78);
+	ck_assert_msg(strstr(err,
+			  "cordon serve: callback_allow[1] \"ftp://x/\" is "
+			  "neither a host[:port] nor an "
+			  "http://host[:port][/path] prefix") != NULL,
+	    "%s", err);
+	assert_one_line();
+}
+END_TEST
+
 /* A source tree of its own: <tmp>/top with deploy/quickstart.sh and a
  * copy of cordon at build/bin/cordon, var/launcher.json written when
  * config is not NULL. The copy's path; top in top (the directory a run
@@ -518,6 +536,7 @@ main(void)
 	tcase_add_test(tc, hatch_missing_key);
 	tcase_add_test(tc, broker_check_reads_its_keys);
 	tcase_add_test(tc, serve_check_missing_key);
+	tcase_add_test(tc, serve_check_bad_callback_allow);
 	tcase_add_test(tc, run_without_config_says_where_it_looked);
 	tcase_add_test(tc, run_from_anywhere_finds_the_trees_config);
 	tcase_add_test(tc, cordon_config_names_the_file);
