@@ -11,7 +11,9 @@
  * key is refused; the revoke DELETEs the token. The issuer down at the
  * stop: the revoke answers the failure, and the job's own tokens are dead
  * all the same. A token endpoint that refuses: the job's request gets a
- * 502 naming the issuer, and a decision line. Then `cordon run`: the stop
+ * 502 naming the issuer, and a decision line. A broker killed and
+ * restarted still revokes what it obtained; a lapsed lease revokes
+ * upstream too. Then `cordon run`: the stop
  * path's result and summary line list the upstream revocations.
  */
 #include "harness.h"
@@ -683,6 +685,55 @@ START_TEST(a_restarted_broker_still_revokes_what_it_obtained)
 }
 END_TEST
 
+/* A job whose lease lapses (its launcher gone): the broker's own revoke
+ * revokes its upstream credentials too, audited as the broker's. */
+START_TEST(a_lapsed_lease_revokes_upstream_too)
+{
+	char cfg[600], job[64], path[200];
+	json_t *revs = NULL, *list, *r;
+	size_t i;
+	bool by_broker = false;
+
+	ck_assert_int_eq(daemon_stop(&broker), 0);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"log_level\": \"info\", \"issuer_ca_file\": \"%s\", "
+	    "\"lease_seconds\": 2}",
+	    ca);
+	ck_assert_int_eq(daemon_start(&broker, "broker", cfg), 0);
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
+	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
+	json_decref(
+	    harness_expect(&broker, 200, "PUT", "/v1/secrets/things-api", admin,
+		NULL, oauth_secret(client_secret)));
+	manifest_and_job("things", "things-api", job, sizeof(job));
+	json_decref(release(job, "things-api", 200));
+	/* No heartbeat: the sweep revokes the job, then the issuer hears. */
+	for (int n = 0; n < 150; n++) {
+		json_decref(revs);
+		revs = issuer_events("revoke");
+		if (json_array_size(revs) > 0)
+			break;
+		usleep(100000);
+	}
+	ck_assert_uint_eq(json_array_size(revs), 1);
+	ck_assert(
+	    json_is_true(json_object_get(json_array_get(revs, 0), "was_live")));
+	json_decref(revs);
+	ck_assert(audited(job, "upstream_revoked", NULL));
+	snprintf(path, sizeof(path), "/v1/audit?job=%s", job);
+	list = harness_expect(&broker, 200, "GET", path, admin, NULL, NULL);
+	json_array_foreach(json_object_get(list, "records"), i, r) by_broker |=
+	    strcmp(json_string_value(json_object_get(r, "event")),
+		"upstream_revoked") == 0 &&
+	    strcmp(json_string_value(json_object_get(r, "actor")) ?: "",
+		"broker") == 0;
+	json_decref(list);
+	ck_assert(by_broker);
+	ck_assert_int_eq(daemon_stop(&broker), 0);
+}
+END_TEST
+
 START_TEST(a_refusing_token_endpoint_is_a_502_with_a_decision_line)
 {
 	char job[64], *tok, *resp;
@@ -863,6 +914,7 @@ issuers_suite(void)
 	tcase_add_test(tc,
 	    a_refusing_token_endpoint_is_a_502_with_a_decision_line);
 	tcase_add_test(tc, a_restarted_broker_still_revokes_what_it_obtained);
+	tcase_add_test(tc, a_lapsed_lease_revokes_upstream_too);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("job");
 	tcase_add_checked_fixture(tc, setup, teardown);
