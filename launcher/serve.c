@@ -111,6 +111,7 @@ struct sjob {
 	char *callback; /* told when the job ends, or NULL */
 	bool lost; /* serve stopped while it ran: its result is lost */
 	bool from_record; /* read back at start: no output kept */
+	bool record_stale; /* its record still says running */
 };
 
 /* A GET of a job's output with follow=1, waiting for more. */
@@ -591,6 +592,7 @@ record_read(struct serve *s, const char *name)
 	/* It ran when serve stopped: what it became is not known here. */
 	if (strcmp(state, "done") != 0) {
 		j->lost = true;
+		j->record_stale = strcmp(state, "running") == 0;
 		if (j->ended == 0)
 			j->ended = time(NULL);
 		snprintf(j->error, sizeof(j->error), "%s", LOST_ERROR);
@@ -662,10 +664,10 @@ records_load(struct serve *s)
 			sjob_free(j);
 			continue;
 		}
-		if (j->lost) {
+		if (j->lost)
 			lost++;
+		if (j->record_stale)
 			record_write(s, j);
-		}
 		*tail = j;
 		tail = &j->next;
 	}
