@@ -157,7 +157,20 @@ struct serve {
 	bool http_stopping; /* the server stops: no follower waits */
 	struct follower *followers;
 	int records_fd; /* <state_dir>/serve-jobs, the jobs' records; -1 */
-	bool record_warned; /* a failed write was logged once */
+	bool record_warned; /* a failed write was logged once (its thread's) */
+	/* The records to write, in the order asked, by a thread of their own:
+	 * no fsync holds l.mu. */
+	struct record_op *records, **records_tail;
+	pthread_cond_t records_cond;
+	pthread_t records_thread;
+	bool records_thread_started, records_stopping;
+};
+
+/* A job's record to write whole (text), or to remove (text NULL). */
+struct record_op {
+	struct record_op *next;
+	char id[64];
+	char *text;
 };
 
 /* The most a child's result can be: the envelope of the most output a
@@ -429,27 +442,40 @@ write_all_fd(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* Writes j's record whole, <job>.json by a rename of a file fsync'd
- * first, then the directory: a crash leaves the old record or the new,
- * never half of one. l->mu held; a failure is logged once. */
+/* Queues op for the records' thread; l->mu held. */
 static void
-record_write(struct serve *s, const struct sjob *j)
+record_queue(struct serve *s, const char *id, char *text)
+{
+	struct record_op *op = calloc(1, sizeof(*op));
+
+	if (op == NULL) {
+		free(text);
+		return;
+	}
+	snprintf(op->id, sizeof(op->id), "%s", id);
+	op->text = text;
+	*s->records_tail = op;
+	s->records_tail = &op->next;
+	pthread_cond_signal(&s->records_cond);
+}
+
+/* Carries out op, on the records' thread: the record written whole,
+ * <job>.json by a rename of a file fsync'd first, then the directory (a
+ * crash leaves the old record or the new, never half of one), or
+ * removed. A failure is logged once. */
+static void
+record_store(struct serve *s, const struct record_op *op)
 {
 	char name[80], tmp[90];
-	json_t *rec;
-	char *text = NULL;
-	int fd = -1, r = -ENOMEM;
+	const char *text = op->text;
+	int fd = -1, r = 0;
 
-	if (s->records_fd < 0)
+	snprintf(name, sizeof(name), "%s.json", op->id);
+	snprintf(tmp, sizeof(tmp), "%s.json.tmp", op->id);
+	if (text == NULL) {
+		(void)unlinkat(s->records_fd, name, 0);
 		return;
-	snprintf(name, sizeof(name), "%s.json", j->id);
-	snprintf(tmp, sizeof(tmp), "%s.json.tmp", j->id);
-	rec = record_json(j);
-	if (rec != NULL)
-		text = json_dumps(rec, JSON_COMPACT);
-	json_decref(rec);
-	if (text == NULL)
-		goto out;
+	}
 	fd = openat(s->records_fd, tmp,
 	    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
@@ -471,23 +497,65 @@ out:
 		(void)unlinkat(s->records_fd, tmp, 0);
 		if (!s->record_warned)
 			log_warn("record_failed", "{s:s, s:s, s:s}", "job",
-			    j->id, "error", strerror(-r), "effect",
+			    op->id, "error", strerror(-r), "effect",
 			    "a restart of serve forgets this job");
 		s->record_warned = true;
 	}
-	free(text);
 }
 
-/* A job forgotten: its record goes too. */
-static void
-record_forget(struct serve *s, const char *id)
+/* The records' own thread: each op in turn; once serve stops, the ones
+ * left, then it ends. */
+static void *
+records_worker(void *arg)
 {
-	char name[80];
+	struct serve *s = arg;
+	struct launcher *l = &s->l;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		struct record_op *op = s->records;
+		if (op == NULL) {
+			if (s->records_stopping)
+				break;
+			pthread_cond_wait(&s->records_cond, &l->mu);
+			continue;
+		}
+		s->records = op->next;
+		if (s->records == NULL)
+			s->records_tail = &s->records;
+		pthread_mutex_unlock(&l->mu);
+		record_store(s, op);
+		free(op->text);
+		free(op);
+		pthread_mutex_lock(&l->mu);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+/* Asks for j's record to be written as j is now; l->mu held. */
+static void
+record_write(struct serve *s, const struct sjob *j)
+{
+	json_t *rec;
+	char *text = NULL;
 
 	if (s->records_fd < 0)
 		return;
-	snprintf(name, sizeof(name), "%s.json", id);
-	(void)unlinkat(s->records_fd, name, 0);
+	rec = record_json(j);
+	if (rec != NULL)
+		text = json_dumps(rec, JSON_COMPACT);
+	json_decref(rec);
+	if (text != NULL)
+		record_queue(s, j->id, text);
+}
+
+/* A job forgotten: its record goes too; l->mu held. */
+static void
+record_forget(struct serve *s, const char *id)
+{
+	if (s->records_fd >= 0)
+		record_queue(s, id, NULL);
 }
 
 /*
@@ -2025,13 +2093,15 @@ launcher_serve(int argc, char **argv)
 	static struct serve s = { .l = { .mu = PTHREAD_MUTEX_INITIALIZER },
 		.sp = { .fd = -1 },
 		.queue_cond = PTHREAD_COND_INITIALIZER,
-		.records_fd = -1 };
+		.records_fd = -1,
+		.records_cond = PTHREAD_COND_INITIALIZER };
 	struct launcher *l = &s.l;
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;
 
 	s.queue_tail = &s.queue;
+	s.records_tail = &s.records;
 	/* Each cordon run copies the job's output on LIVE_FD (tee.c); set
 	 * before any thread starts. */
 	if (setenv("CORDON_OUTPUT_FD", "4", 1) < 0)
@@ -2118,6 +2188,12 @@ launcher_serve(int argc, char **argv)
 		goto out;
 	}
 	s.callback_thread_started = true;
+	if (pthread_create(&s.records_thread, NULL, records_worker, &s) != 0) {
+		log_error("records_thread", "{s:s}", "error", strerror(errno));
+		r = EXIT_OSERR;
+		goto out;
+	}
+	s.records_thread_started = true;
 	records_load(&s);
 	struct http_server_config http = {
 		.svc = "launcher",
@@ -2161,6 +2237,20 @@ launcher_serve(int argc, char **argv)
 			;
 	}
 out:
+	/* Every record asked for is written before serve ends. */
+	if (s.records_thread_started) {
+		pthread_mutex_lock(&l->mu);
+		s.records_stopping = true;
+		pthread_cond_broadcast(&s.records_cond);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(s.records_thread, NULL);
+	}
+	while (s.records != NULL) {
+		struct record_op *op = s.records;
+		s.records = op->next;
+		free(op->text);
+		free(op);
+	}
 	if (s.callback_thread_started) {
 		pthread_mutex_lock(&l->mu);
 		s.stopping = true;
