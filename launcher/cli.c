@@ -618,7 +618,8 @@ launcher_logs(int argc, char **argv)
 		    "/v1/decisions%s\n",
 		    status,
 		    status == 401 || status == 403
-			? " (give it admin_key_file to read its decision log)"
+			? " (give it admin_key_sha256 to read its decision "
+			  "log)"
 			: "");
 	if (decisions == NULL &&
 	    httpc_request(launcher.cfg.proxy, "GET", path, launcher.key, NULL,

@@ -199,9 +199,9 @@ read_decisions(struct walk *w, int64_t since_ms, int64_t until_ms)
 		if (r == 1)
 			fprintf(stderr,
 			    "cordon egress-report: the proxy reads its "
-			    "decision "
-			    "log to the admin's key only: give it "
-			    "admin_key_file (docs/operations.md#keys)\n");
+			    "decision log to the admin's key only: give it "
+			    "admin_key_sha256 (or admin_key_file; "
+			    "docs/operations.md#keys)\n");
 		if (r != 0) {
 			buf_free(&path);
 			return r;
