@@ -14,9 +14,8 @@
 struct decision {
 	const char *job;
 	uint64_t conn, req;
-	/* "http", "connect", "mitm", or for a CONNECT that carried
-	 * Cordon-Kind: dns|capture, that value (as claimed: the job can
-	 * send the header too). */
+	/* "http", "connect", "mitm", or as the launcher's first line on
+	 * the channel says (http1.h): "capture", "dns", "direct". */
 	const char *kind;
 	const char *method;
 	const char *host;
