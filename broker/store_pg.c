@@ -107,12 +107,13 @@ static const char *const migrations[STORE_PG_SCHEMA_VERSION] = {
 	" PRIMARY KEY (name, version));",
 	/* 3: each job's mint bucket, one for the fleet (store_pg_mint_take):
 	 * mints left, when they were counted (the database's clock), and
-	 * whether a run of refusals is audited already. */
-	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS rate_tokens DOUBLE "
-	"PRECISION,"
-	" ADD COLUMN IF NOT EXISTS rate_at DOUBLE PRECISION,"
-	" ADD COLUMN IF NOT EXISTS rate_limited BOOLEAN NOT NULL DEFAULT "
-	"false;",
+	 * whether a run of refusals is audited already. A table of its own,
+	 * so that taking a mint never waits for the lock a mint's insert
+	 * holds on the job's row until its group commit. */
+	"CREATE TABLE IF NOT EXISTS mint_buckets ("
+	" job TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL,"
+	" at DOUBLE PRECISION NOT NULL,"
+	" limited BOOLEAN NOT NULL DEFAULT false);",
 };
 
 /* An asynchronous write, queued for the writer thread. */
@@ -378,8 +379,9 @@ q(PGconn *c, const char *sql, const struct params *p, PGresult **ret)
 
 	/* Without parameters, the simple protocol: a migration's several
 	 * statements go as one. PQexec's answer, with a deadline: the
-	 * last result, or the error that stopped the rest. An answer that
-	 * does not come leaves c busy, for conn_put to drop. */
+	 * last result (the last with rows, if any), or the error that
+	 * stopped the rest. An answer that does not come leaves c busy,
+	 * for conn_put to drop. */
 	if ((p == NULL ? PQsendQuery(c, sql)
 		       : PQsendQueryParams(c, sql, p->n, NULL, p->v, p->len,
 			     p->fmt, 0)) == 0)
@@ -391,7 +393,12 @@ q(PGconn *c, const char *sql, const struct params *p, PGresult **ret)
 		}
 		if ((next = PQgetResult(c)) == NULL)
 			break;
-		if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR) {
+		/* An error stays; else rows stay over a later command's
+		 * plain answer (a COMMIT after an UPDATE ... RETURNING). */
+		if (res != NULL &&
+		    (PQresultStatus(res) == PGRES_FATAL_ERROR ||
+			(PQresultStatus(res) == PGRES_TUPLES_OK &&
+			    PQresultStatus(next) != PGRES_FATAL_ERROR))) {
 			PQclear(next);
 		} else {
 			PQclear(res);
@@ -1580,46 +1587,66 @@ struct mint_take {
 };
 
 /* The bucket brought up to date and one mint taken, or a refusal noted,
- * in one statement on the job's locked row: brokers asking at once take
- * turns, and the clock is the database's, one for the fleet. */
+ * in one statement on its locked row: brokers asking at once take
+ * turns, and the clock is the database's, one for the fleet. Its commit
+ * waits for no disk (synchronous_commit off): the bucket is a limit, not
+ * a grant, and a crash that forgets its last updates gives back a few
+ * mints the durable ceiling still bounds; waiting would cost each mint a
+ * flush of its own, outside the mints' group commit. */
+/* One round trip: the values are literals (the job's escaped), a job
+ * new to the buckets starts with a full one, and q keeps the UPDATE's
+ * rows. */
+#define MINT_TAKE_SQL                                                          \
+	"BEGIN; SET LOCAL synchronous_commit TO OFF;"                          \
+	" INSERT INTO mint_buckets VALUES (%1$s, %2$s::float8,"                \
+	" extract(epoch FROM clock_timestamp())::float8, false)"               \
+	" ON CONFLICT (job) DO NOTHING;"                                       \
+	" WITH n AS (SELECT extract(epoch FROM clock_timestamp())::float8"     \
+	" AS t), b AS (SELECT m.job, n.t, least(%2$s::float8, m.tokens +"      \
+	" greatest(0::float8, n.t - m.at) * %3$s::float8) AS tokens,"          \
+	" m.limited FROM mint_buckets m, n WHERE m.job = %1$s"                 \
+	" FOR UPDATE OF m)"                                                    \
+	" UPDATE mint_buckets SET at = b.t, tokens = CASE WHEN b.tokens >= 1"  \
+	" THEN b.tokens - 1 ELSE b.tokens END, limited = CASE WHEN"            \
+	" b.tokens >= 1 THEN b.limited AND b.tokens < %2$s::float8 ELSE true"  \
+	" END FROM b WHERE mint_buckets.job = b.job"                           \
+	" RETURNING b.tokens, b.limited AND b.tokens < %2$s::float8;"          \
+	" COMMIT"
+
 static int
 op_mint_take(PGconn *c, void *arg)
 {
 	struct mint_take *a = arg;
-	struct params p = { 0 };
-	char burst[32], rate[32];
+	char burst[32], rate[32], sql[sizeof(MINT_TAKE_SQL) + 512];
+	char *job = PQescapeLiteral(c, a->job, strlen(a->job));
 	PGresult *res;
 	int r;
 
+	if (job == NULL)
+		return PQstatus(c) == CONNECTION_OK ? -ENOMEM : -ENOTCONN;
 	snprintf(burst, sizeof(burst), "%.17g", a->burst);
 	snprintf(rate, sizeof(rate), "%.17g", a->rate);
-	p_text(&p, a->job);
-	p_text(&p, burst);
-	p_text(&p, rate);
-	r = q(c,
-	    "WITH n AS (SELECT extract(epoch FROM clock_timestamp())::float8"
-	    " AS t), b AS (SELECT j.id, n.t, least($2::float8,"
-	    " coalesce(j.rate_tokens, $2::float8) + greatest(0::float8,"
-	    " n.t - coalesce(j.rate_at, n.t)) * $3::float8) AS tokens,"
-	    " j.rate_limited AS limited FROM jobs j, n WHERE j.id = $1"
-	    " FOR UPDATE OF j)"
-	    " UPDATE jobs SET rate_at = b.t, rate_tokens = CASE WHEN"
-	    " b.tokens >= 1 THEN b.tokens - 1 ELSE b.tokens END,"
-	    " rate_limited = CASE WHEN b.tokens >= 1 THEN b.limited AND"
-	    " b.tokens < $2::float8 ELSE true END FROM b WHERE jobs.id = b.id"
-	    " RETURNING b.tokens, b.limited AND b.tokens < $2::float8",
-	    &p, &res);
-	if (r < 0)
-		return r;
-	if (PQntuples(res) != 1) {
+	r = snprintf(sql, sizeof(sql), MINT_TAKE_SQL, job, burst, rate);
+	PQfreemem(job);
+	if (r < 0 || (size_t)r >= sizeof(sql))
+		return -ENAMETOOLONG;
+	r = q(c, sql, NULL, &res);
+	if (r == 0) {
+		if (PQntuples(res) != 1) {
+			r = -ENOENT;
+		} else {
+			a->tokens = strtod(PQgetvalue(res, 0, 0), NULL);
+			a->pass = a->tokens >= 1.0;
+			a->first =
+			    !a->pass && strcmp(PQgetvalue(res, 0, 1), "t") != 0;
+		}
 		PQclear(res);
-		return -ENOENT;
 	}
-	a->tokens = strtod(PQgetvalue(res, 0, 0), NULL);
-	a->pass = a->tokens >= 1.0;
-	a->first = !a->pass && strcmp(PQgetvalue(res, 0, 1), "t") != 0;
-	PQclear(res);
-	return 0;
+	/* A statement failed: the rest were skipped, COMMIT too. */
+	if (PQstatus(c) == CONNECTION_OK &&
+	    PQtransactionStatus(c) == PQTRANS_INERROR)
+		cmd(c, "ROLLBACK");
+	return r;
 }
 
 int
