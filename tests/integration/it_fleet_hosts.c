@@ -11,9 +11,10 @@
  * does not: a job that `cordon run` started on host A, revoked at host
  * B's broker, is cut on host A before the revoke returns, and its token
  * is dead at both brokers; host A's broker killed with -9 while the job
- * mints through it, the job goes on minting through B, a revoke at B
- * still cuts it and stops it as revoked, and every token in the database
- * has its audit record; a PostgreSQL restart under a job on host B is
+ * mints through it, the job goes on minting through B (the proxy and the
+ * launcher's watch turned to it), a revoke at B still cuts it and stops
+ * it as revoked, every token in the database has its audit record, and
+ * a new job on host A is made, given its workspace and sealed through B; a PostgreSQL restart under a job on host B is
  * survived (503 while it is down, minting again after, a revoke at A
  * stops it).
  *
@@ -374,9 +375,10 @@ struct run {
 	size_t n, en;
 };
 
-/* Starts `cordon run` on host h with the mint loop as its command. */
+/* Starts `cordon run` on host h with the shell command script (the mint
+ * loop when NULL). */
 static void
-run_start(struct run *r, struct host *h)
+run_start_sh(struct run *r, struct host *h, const char *script)
 {
 	int po[2], pe[2];
 
@@ -390,7 +392,9 @@ run_start(struct run *r, struct host *h)
 		char input[400];
 		const char *argv[] = { harness_bin("cordon"), "run", "--config",
 			h->launcher_cfg, "--manifest", "hosts", "--input",
-			input, "--", "/bin/sh", "repo/mint_loop.sh", NULL };
+			input, "--", "/bin/sh",
+			script != NULL ? "-c" : "repo/mint_loop.sh", script,
+			NULL };
 
 		snprintf(input, sizeof(input), "%s/repo:repo", h->inputs);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -408,6 +412,12 @@ run_start(struct run *r, struct host *h)
 	r->err = pe[0];
 	fcntl(r->out, F_SETFL, O_NONBLOCK);
 	fcntl(r->err, F_SETFL, O_NONBLOCK);
+}
+
+static void
+run_start(struct run *r, struct host *h)
+{
+	run_start_sh(r, h, NULL);
 }
 
 /* Reads what the job wrote for up to ms: false once both ends closed. */
@@ -598,6 +608,24 @@ wait_connected(const struct daemon *p)
 	ck_assert_int_ge(connections_of(p), 1);
 }
 
+/* Waits (up to 20 s) for a launcher's watch on d's feed: how many. */
+static long
+watchers_of(const struct daemon *d)
+{
+	long n = 0;
+
+	for (int i = 0; i < 200 && n < 1; i++) {
+		long status;
+		json_t *h = harness_get_json(d, "/healthz", &status);
+
+		n = json_integer_value(json_object_get(h, "feed_watchers"));
+		json_decref(h);
+		if (n < 1)
+			usleep(100000);
+	}
+	return n;
+}
+
 static bool
 follows(const struct daemon *p, const char *addr)
 {
@@ -717,12 +745,22 @@ START_TEST(host_a_loses_its_broker_mid_mint)
 	(void)run_wait(&r, "MINT 200", r.n);
 	ck_assert_int_ge(connections_of(&F.a.proxy), 1);
 
+	/* Host A's launcher watches the job at B now. */
+	ck_assert_msg(watchers_of(&F.b.broker) >= 1,
+	    "no launcher watches the feed at B");
+
 	/* A revoke at B still cuts the job on host A, and stops it. */
 	a = revoke_at(&F.b.broker, job);
 	ck_assert_int_eq(connections_of(&F.a.proxy), 0);
 	assert_acknowledged(a, "host-a");
 	json_decref(a);
 	assert_stopped_revoked(&r);
+
+	/* A new job on host A: made at B, its workspace's policy read at
+	 * B by the hatch, run, sealed. */
+	run_start_sh(&r, &F.a, "echo second job");
+	ck_assert_msg(run_end(&r) == 0, "%s%s", r.text, r.etext);
+	ck_assert_msg(strstr(r.text, "second job") != NULL, "%s", r.text);
 
 	/* Nothing granted unrecorded, one chain. */
 	assert_every_token_recorded();
