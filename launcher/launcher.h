@@ -52,8 +52,8 @@ struct launcher_config {
 extern const struct config_option launcher_options[];
 extern const size_t launcher_noptions;
 
-/* The defaults alone (the layout's key files and state directory, as
- * launcher_source_tree tells): 0 or -ENOMEM. */
+/* The defaults alone (the layout's key files, as launcher_source_tree
+ * tells): 0 or -ENOMEM. */
 int launcher_config_defaults(struct launcher_config *cfg);
 
 /*
@@ -64,10 +64,11 @@ int launcher_config_defaults(struct launcher_config *cfg);
 int launcher_source_tree(char *out, size_t len);
 
 /*
- * The configuration used without --config: $CORDON_CONFIG when set, else
- * the source tree's var/launcher.json (the quickstart's) when there is
- * one, else /etc/cordon/launcher.json when it exists. 0 with the path in
- * out, or -ENOENT with the places looked at in looked.
+ * The configuration used without --config: $CORDON_CONFIG when set (set
+ * but empty: none, out ""), else the source tree's var/launcher.json (the
+ * quickstart's) when there is one, else /etc/cordon/launcher.json when it
+ * exists. 0 with the path in out, or -ENOENT with the places looked at in
+ * looked.
  */
 int launcher_config_find(char *out, size_t len, char *looked, size_t lookedlen);
 

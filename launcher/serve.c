@@ -2119,7 +2119,8 @@ launcher_serve(int argc, char **argv)
 	char looked[3 * PATH_MAX];
 	if (args.config_path == NULL &&
 	    launcher_config_find(found, sizeof(found), looked,
-		sizeof(looked)) == 0)
+		sizeof(looked)) == 0 &&
+	    found[0] != '\0')
 		args.config_path = found;
 	l->config_path = args.config_path;
 	r = service_configure(&args, "cordon serve", "launcher",
@@ -2127,6 +2128,20 @@ launcher_serve(int argc, char **argv)
 	    &l->cfg.common);
 	if (r >= 0)
 		goto out;
+	/* Its jobs' cordon run see what serve sees: no file when it has none
+	 * (an empty CORDON_CONFIG), and its state directory, where they
+	 * write the patches it serves. Before the spawner is forked. */
+	char cwd[PATH_MAX], state[2 * PATH_MAX + 2];
+	const char *sd = l->cfg.common.state_dir;
+	if (sd[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL)
+		snprintf(state, sizeof(state), "%s/%s", cwd, sd);
+	else
+		snprintf(state, sizeof(state), "%s", sd);
+	if ((l->config_path == NULL && setenv("CORDON_CONFIG", "", 1) < 0) ||
+	    setenv("STATE_DIRECTORY", state, 1) < 0) {
+		r = EXIT_OSERR;
+		goto out;
+	}
 	if ((r = check_allow(&l->cfg.callback_allow)) >= 0)
 		goto out;
 	if (args.check_only) {

@@ -76,7 +76,9 @@ launcher_config_find(char *out, size_t len, char *looked, size_t lookedlen)
 	const char *env = getenv("CORDON_CONFIG");
 	char top[PATH_MAX], tree[PATH_MAX + 32] = "";
 
-	if (env != NULL && env[0] != '\0') {
+	/* Set but empty: no file, the built-in defaults (cordon serve's
+	 * jobs, when serve found none). */
+	if (env != NULL) {
 		if ((size_t)snprintf(out, len, "%s", env) >= len)
 			return -ENAMETOOLONG;
 		return 0;
@@ -104,7 +106,7 @@ launcher_config_find(char *out, size_t len, char *looked, size_t lookedlen)
 int
 launcher_config_defaults(struct launcher_config *cfg)
 {
-	char top[PATH_MAX], keys[PATH_MAX + 16], state[PATH_MAX + 16];
+	char top[PATH_MAX], keys[PATH_MAX + 16];
 	char key[PATH_MAX + 32], admin[PATH_MAX + 32];
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -112,13 +114,10 @@ launcher_config_defaults(struct launcher_config *cfg)
 	cfg->uid_base = 200000;
 	cfg->uid_count = 10000;
 	/* The layout's paths, never the current directory's. */
-	if (launcher_source_tree(top, sizeof(top)) == 0) {
+	if (launcher_source_tree(top, sizeof(top)) == 0)
 		snprintf(keys, sizeof(keys), "%s/var/broker/keys", top);
-		snprintf(state, sizeof(state), "%s/var/launcher", top);
-	} else {
+	else
 		snprintf(keys, sizeof(keys), "%s", INSTALLED_KEYS);
-		snprintf(state, sizeof(state), "%s", INSTALLED_STATE);
-	}
 	snprintf(key, sizeof(key), "%s/launcher.key", keys);
 	snprintf(admin, sizeof(admin), "%s/admin.key", keys);
 	if (config_set_string(&cfg->broker, "http://127.0.0.1:7701") < 0 ||
@@ -128,11 +127,24 @@ launcher_config_defaults(struct launcher_config *cfg)
 	    config_set_string(&cfg->admin_key_file, admin) < 0 ||
 	    config_set_string(&cfg->serve, "http://127.0.0.1:7704") < 0)
 		return -ENOMEM;
-	/* systemd's StateDirectory still wins (config_default_dirs). */
-	if (getenv("STATE_DIRECTORY") == NULL &&
-	    config_set_string(&cfg->common.state_dir, state) < 0)
-		return -ENOMEM;
 	return 0;
+}
+
+/* The state directory of the layout, for a command whose file did not
+ * name one (cordon serve's is a daemon's, ./var/launcher, and it hands
+ * it to its jobs as STATE_DIRECTORY). */
+static int
+layout_state_dir(struct launcher_config *cfg)
+{
+	char top[PATH_MAX], state[PATH_MAX + 16];
+
+	if (cfg->common.state_dir != NULL || getenv("STATE_DIRECTORY") != NULL)
+		return 0;
+	if (launcher_source_tree(top, sizeof(top)) == 0)
+		snprintf(state, sizeof(state), "%s/var/launcher", top);
+	else
+		snprintf(state, sizeof(state), "%s", INSTALLED_STATE);
+	return config_set_string(&cfg->common.state_dir, state);
 }
 
 int
@@ -158,10 +170,16 @@ launcher_config_load(struct launcher_config *cfg, const char *path, char *err,
 			launcher_config_free(cfg);
 			return -1;
 		}
-		path = found;
+		path = found[0] != '\0' ? found : NULL;
 	}
-	if (config_load(path, launcher_options, launcher_noptions, cfg, err,
+	if (path != NULL &&
+	    config_load(path, launcher_options, launcher_noptions, cfg, err,
 		errlen) < 0) {
+		launcher_config_free(cfg);
+		return -1;
+	}
+	if (layout_state_dir(cfg) < 0) {
+		snprintf(err, errlen, "out of memory");
 		launcher_config_free(cfg);
 		return -1;
 	}

@@ -274,8 +274,13 @@ END_TEST
 /* $CORDON_CONFIG names the file when --config does not. */
 START_TEST(cordon_config_names_the_file)
 {
-	const char *cfg = write_config("env.json",
-	    "{\"launcher_key_file\": \"/nonexistent/env.key\"}");
+	char text[700];
+	/* Its own state directory: the tree's is a person's. */
+	snprintf(text, sizeof(text),
+	    "{\"launcher_key_file\": \"/nonexistent/env.key\", "
+	    "\"state_dir\": \"%s/state\"}",
+	    harness_tmpdir());
+	const char *cfg = write_config("env.json", text);
 	char *argv[] = { bin("cordon"), "run", "--manifest", "m", "--",
 		"/bin/true", NULL };
 
