@@ -12,7 +12,18 @@
 #   tunnels and one new tunnel per request: cordon, squid ssl_bump,
 #   mitmproxy;
 #   resident memory with 1,000 idle terminated tunnels: cordon (target:
-#   under 64 MiB), squid, mitmproxy.
+#   under 64 MiB), squid, mitmproxy;
+#   injection (issue 18): the terminated path three ways, one after the
+#   other on the same upstream and load, kept-alive and a tunnel per
+#   request: plain (bench.test), with the job's crd_ token on a rule of
+#   its audience (tok.test: one introspection a request), and on a rule
+#   that swaps that token for a secret of the broker's (inject.test: the
+#   introspection and a release a request);
+#   transparent capture (issue 19): inside a real `cordon run` job (a
+#   hatch and a launcher beside the broker and the proxy), tlsload through
+#   HTTPS_PROXY (CONNECT to the launcher's 127.0.0.1:3128) and tlsload
+#   ignoring it (bench.test from the job's resolver, its 127.3.x.y
+#   captured), one after the other, kept-alive and a tunnel per request.
 #
 # cordon is measured the way a sandbox reaches it: through a relay
 # (relay.c) from TCP 127.0.0.1 to the job's channel, as the launcher relays
@@ -24,12 +35,19 @@
 # and mitmproxy's take their CA's key, made P-256 here), as is nginx's.
 #
 #   BENCH_SECONDS (default 10) per run
+#   BENCH_BROKER_TMPFS=1  the broker's state (its sqlite database) on a
+#                 tmpfs: its fsyncs cost nothing (to tell what the
+#                 injection's audited release costs)
+#   BENCH_ONLY    the parts to run, of "memory throughput inject capture"
+#                 (default: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 script=bench_proxy
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . tests/bench/lib.sh
 secs=${BENCH_SECONDS:-10}
+only=" ${BENCH_ONLY:-memory throughput inject capture} "
+part() { [[ $only == *" $1 "* ]]; }
 # squid runs as "proxy" and nginx's workers as "nobody": they read here.
 chmod 755 "$tmp"
 mark='# cordon-bench'
@@ -46,6 +64,7 @@ cleanup() {
 trap cleanup EXIT
 need wrk nginx squid tinyproxy mitmdump curl cc openssl python3
 need_bin cordon-broker cordon-proxy
+! part capture || need_bin cordon cordon-hatch
 
 cpu_ticks() { # pid: its and its children's user + system time, in ticks
 	local p t=0
@@ -65,12 +84,12 @@ cc -O2 -o "$tmp/tlsload" "$here/tlsload.c" -lssl -lcrypto -lpthread
 # --- names, certificates, the upstream ---------------------------------------
 
 if ! getent hosts bench.test >/dev/null; then
-	echo "127.0.0.1 bench.test $mark" >>/etc/hosts ||
+	echo "127.0.0.1 bench.test tok.test inject.test $mark" >>/etc/hosts ||
 		die "cannot add bench.test to /etc/hosts"
 fi
 [ "$(getent hosts bench.test | awk '{print $1}')" = 127.0.0.1 ] ||
 	die "bench.test does not resolve to 127.0.0.1"
-echo "127.0.0.1 bench.test" >"$tmp/hosts"
+echo "127.0.0.1 bench.test tok.test inject.test" >"$tmp/hosts"
 
 # One P-256 CA: it signs nginx's certificate, and squid and mitmproxy mint
 # their leaves with it (cordon makes its own CA per job).
@@ -86,7 +105,7 @@ mkdir -p "$tmp/ca"
 		-out bench.key 2>/dev/null
 	openssl req -new -key bench.key -subj "/CN=bench.test" \
 		-out bench.csr 2>/dev/null
-	printf 'subjectAltName=DNS:bench.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >ext
+	printf 'subjectAltName=DNS:bench.test,DNS:tok.test,DNS:inject.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >ext
 	openssl x509 -req -in bench.csr -CA ca.pem -CAkey ca.key \
 		-CAcreateserial -days 2 -extfile ext -out bench.pem 2>/dev/null
 )
@@ -118,9 +137,14 @@ wait_for curl -sf --cacert "$tmp/ca/ca.pem" "https://bench.test:$ntp/f100" ||
 mkdir -p "$tmp/broker" "$tmp/proxy"
 # A long lease: the benchmark sends no heartbeats.
 echo '{"lease_seconds": 3600}' >"$tmp/broker/broker.json"
+if [ "${BENCH_BROKER_TMPFS:-0}" = 1 ]; then
+	mkdir -p "$tmp/broker/var"
+	mount -t tmpfs -o size=256m,mode=0700 tmpfs "$tmp/broker/var"
+fi
 start_service broker "$tmp/broker" "$bin/cordon-broker" \
 	--config "$tmp/broker/broker.json"
 broker=$addr
+broker_pid=$started
 keys=$tmp/broker/var/broker/keys
 admin=$(cat "$keys/admin.key")
 launcher=$(cat "$keys/launcher.key")
@@ -135,17 +159,37 @@ start_service proxy "$tmp/proxy" "$bin/cordon-proxy" \
 cordon_pid=$started
 control=$addr
 
+# The secret the inject.test rule swaps the job's token for.
 curl -sf -X PUT -H "Authorization: Bearer $admin" \
-	"$broker/v1/manifests/bench" -d '{"name": "bench",
- "command": ["/bin/true"],
+	"$broker/v1/secrets/bench-key" \
+	-d "{\"value\": \"$(openssl rand -hex 20)\"}" >/dev/null ||
+	die "the secret was refused"
+# Three names for nginx's one TLS port: bench.test plainly, tok.test
+# wanting a token of its audience, inject.test swapping it for the secret.
+cat >"$tmp/manifest.json" <<JSON
+{"name": "bench", "command": ["/bin/true"],
+ "capabilities": [{"name": "bench.call", "audience": "bench",
+   "params": {"t": ["1"]}, "ttl_seconds": 900, "reason": "bench"}],
  "egress": [
-  {"host": "bench.test", "port": '"$np"', "methods": ["GET"],
+  {"host": "bench.test", "port": $np, "methods": ["GET"],
    "paths": ["/"], "reason": "bench", "allow_cidrs": ["127.0.0.0/8"]},
-  {"host": "bench.test", "port": '"$ntp"', "tls": "terminate",
+  {"host": "bench.test", "port": $ntp, "tls": "terminate",
    "methods": ["GET"], "paths": ["/"], "reason": "bench tls",
-   "allow_cidrs": ["127.0.0.0/8"]}],
- "limits": {"wall_seconds": 3600}}' >/dev/null ||
-	die "manifest refused"
+   "allow_cidrs": ["127.0.0.0/8"]},
+  {"host": "tok.test", "port": $ntp, "tls": "terminate",
+   "methods": ["GET"], "paths": ["/"], "reason": "bench token",
+   "allow_cidrs": ["127.0.0.0/8"], "audience": "bench"},
+  {"host": "inject.test", "port": $ntp, "tls": "terminate",
+   "methods": ["GET"], "paths": ["/"], "reason": "bench injection",
+   "allow_cidrs": ["127.0.0.0/8"], "audience": "bench",
+   "inject": {"secret": "bench-key", "header": "X-Api-Key",
+    "format": "Key {secret}", "capability": "bench.call"}}],
+ "limits": {"wall_seconds": 3600}}
+JSON
+curl -sf -X PUT -H "Authorization: Bearer $admin" \
+	"$broker/v1/manifests/bench" -d @"$tmp/manifest.json" >/dev/null ||
+	die "manifest refused: $(curl -s -X PUT -H "Authorization: Bearer $admin" \
+		"$broker/v1/manifests/bench" -d @"$tmp/manifest.json")"
 job=$(curl -sf -X POST -H "Authorization: Bearer $launcher" \
 	"$broker/v1/jobs" -d '{"manifest": "bench"}' |
 	json_get job)
@@ -299,12 +343,14 @@ idle_twice() { # name, proxy port, pid: sets rss
 	say "$1 RSS (MiB): $r0 idle, $r1 with 1000 tunnels," \
 		"$rss with 1000 tunnels again"
 }
-idle_twice cordon "$rp" "$cordon_pid"
-c_rss=$rss
-idle_twice squid "$sbp" "$squid_pid"
-s_rss=$rss
-idle_twice mitmproxy "$mp" "$mitm_pid"
-m_rss=$rss
+if part memory; then
+	idle_twice cordon "$rp" "$cordon_pid"
+	c_rss=$rss
+	idle_twice squid "$sbp" "$squid_pid"
+	s_rss=$rss
+	idle_twice mitmproxy "$mp" "$mitm_pid"
+	m_rss=$rss
+fi
 
 # --- throughput ----------------------------------------------------------------
 
@@ -353,55 +399,202 @@ tls_rps() { # label, mode, port, server pid
 decisions() { wc -l <"$tmp/proxy/var/proxy/log/decisions.log"; }
 d0=$(decisions)
 
-c_ka=$(wrk_rps "cordon, keep-alive" "$tmp/proxy.lua" "$rp" "$cordon_pid")
-s_ka=$(wrk_rps "squid, keep-alive" "$tmp/proxy.lua" "$sp" "$squid_pid")
-t_ka=$(wrk_rps "tinyproxy, keep-alive" "$tmp/proxy.lua" "$tp" "$tiny_pid")
-n_ka=$(wrk_rps "nginx direct, keep-alive" "$tmp/direct.lua" "$np" "$nginx_pid")
-r_ka=$(wrk_rps "nginx via relay, keep-alive" "$tmp/direct.lua" "$rnp" "$relay_nginx_pid")
+if part throughput; then
+	c_ka=$(wrk_rps "cordon, keep-alive" "$tmp/proxy.lua" "$rp" "$cordon_pid")
+	s_ka=$(wrk_rps "squid, keep-alive" "$tmp/proxy.lua" "$sp" "$squid_pid")
+	t_ka=$(wrk_rps "tinyproxy, keep-alive" "$tmp/proxy.lua" "$tp" "$tiny_pid")
+	n_ka=$(wrk_rps "nginx direct, keep-alive" "$tmp/direct.lua" "$np" "$nginx_pid")
+	r_ka=$(wrk_rps "nginx via relay, keep-alive" "$tmp/direct.lua" "$rnp" "$relay_nginx_pid")
 
-c_nk=$(wrk_rps "cordon, new connections" "$tmp/proxy-close.lua" "$rp" "$cordon_pid")
-s_nk=$(wrk_rps "squid, new connections" "$tmp/proxy-close.lua" "$sp" "$squid_pid")
-t_nk=$(wrk_rps "tinyproxy, new connections" "$tmp/proxy-close.lua" "$tp" "$tiny_pid")
-n_nk=$(wrk_rps "nginx direct, new connections" "$tmp/direct-close.lua" "$np" "$nginx_pid")
-r_nk=$(wrk_rps "nginx via relay, new connections" "$tmp/direct-close.lua" "$rnp" "$relay_nginx_pid")
+	c_nk=$(wrk_rps "cordon, new connections" "$tmp/proxy-close.lua" "$rp" "$cordon_pid")
+	s_nk=$(wrk_rps "squid, new connections" "$tmp/proxy-close.lua" "$sp" "$squid_pid")
+	t_nk=$(wrk_rps "tinyproxy, new connections" "$tmp/proxy-close.lua" "$tp" "$tiny_pid")
+	n_nk=$(wrk_rps "nginx direct, new connections" "$tmp/direct-close.lua" "$np" "$nginx_pid")
+	r_nk=$(wrk_rps "nginx via relay, new connections" "$tmp/direct-close.lua" "$rnp" "$relay_nginx_pid")
 
-c_tk=$(tls_rps "cordon, TLS keep-alive" keepalive "$rp" "$cordon_pid")
-s_tk=$(tls_rps "squid, TLS keep-alive" keepalive "$sbp" "$squid_pid")
-m_tk=$(tls_rps "mitmproxy, TLS keep-alive" keepalive "$mp" "$mitm_pid")
+	c_tk=$(tls_rps "cordon, TLS keep-alive" keepalive "$rp" "$cordon_pid")
+	s_tk=$(tls_rps "squid, TLS keep-alive" keepalive "$sbp" "$squid_pid")
+	m_tk=$(tls_rps "mitmproxy, TLS keep-alive" keepalive "$mp" "$mitm_pid")
 
-c_tn=$(tls_rps "cordon, TLS new tunnels" new "$rp" "$cordon_pid")
-s_tn=$(tls_rps "squid, TLS new tunnels" new "$sbp" "$squid_pid")
-m_tn=$(tls_rps "mitmproxy, TLS new tunnels" new "$mp" "$mitm_pid")
+	c_tn=$(tls_rps "cordon, TLS new tunnels" new "$rp" "$cordon_pid")
+	s_tn=$(tls_rps "squid, TLS new tunnels" new "$sbp" "$squid_pid")
+	m_tn=$(tls_rps "mitmproxy, TLS new tunnels" new "$mp" "$mitm_pid")
 
-d1=$(decisions)
-# Denials are expected only from tunnels tlsload leaves mid-handshake when
-# its time is up (kind mitm, reason tls).
-denied=$(tail -n +$((d0 + 1)) "$tmp/proxy/var/proxy/log/decisions.log" |
-	grep '"decision":"deny"' |
-	grep -o '"kind":"[a-z]*".*"reason":"[a-z_]*"' |
-	sed 's/"kind":"\([a-z]*\)".*"reason":"\([a-z_]*\)"/\1:\2/' |
-	sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}' ||
-	true)
-say "cordon decision log: $((d1 - d0)) lines during the runs," \
-	"denials: ${denied:-none}; RSS after the runs $(rss_mib "$cordon_pid") MiB"
+	d1=$(decisions)
+	# Denials are expected only from tunnels tlsload leaves mid-handshake when
+	# its time is up (kind mitm, reason tls).
+	denied=$(tail -n +$((d0 + 1)) "$tmp/proxy/var/proxy/log/decisions.log" |
+		grep '"decision":"deny"' |
+		grep -o '"kind":"[a-z]*".*"reason":"[a-z_]*"' |
+		sed 's/"kind":"\([a-z]*\)".*"reason":"\([a-z_]*\)"/\1:\2/' |
+		sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}' ||
+		true)
+	say "cordon decision log: $((d1 - d0)) lines during the runs," \
+		"denials: ${denied:-none}; RSS after the runs $(rss_mib "$cordon_pid") MiB"
+fi
 
-what="proxy: HTTP keep-alive, 50 conns, 100 B"
-result "$what" req/s higher "$c_ka" squid "$s_ka"
-result "$what" req/s higher "$c_ka" tinyproxy "$t_ka"
-result "$what" req/s higher "$c_ka" nginx "$n_ka"
-result "$what" req/s higher "$c_ka" nginx-relay "$r_ka"
-what="proxy: HTTP new conn per request, 50 conns"
-result "$what" req/s higher "$c_nk" squid "$s_nk"
-result "$what" req/s higher "$c_nk" tinyproxy "$t_nk"
-result "$what" req/s higher "$c_nk" nginx "$n_nk"
-result "$what" req/s higher "$c_nk" nginx-relay "$r_nk"
-what="proxy: HTTPS terminated, kept-alive tunnels"
-result "$what" req/s higher "$c_tk" squid "$s_tk"
-result "$what" req/s higher "$c_tk" mitmproxy "$m_tk"
-what="proxy: HTTPS terminated, tunnel per request"
-result "$what" req/s higher "$c_tn" squid "$s_tn"
-result "$what" req/s higher "$c_tn" mitmproxy "$m_tn"
-what="proxy: RSS, 1000 idle TLS tunnels"
-result "$what" MiB lower "$c_rss" target 64
-result "$what" MiB lower "$c_rss" squid "$s_rss"
-result "$what" MiB lower "$c_rss" mitmproxy "$m_rss"
+if part throughput; then
+	what="proxy: HTTP keep-alive, 50 conns, 100 B"
+	result "$what" req/s higher "$c_ka" squid "$s_ka"
+	result "$what" req/s higher "$c_ka" tinyproxy "$t_ka"
+	result "$what" req/s higher "$c_ka" nginx "$n_ka"
+	result "$what" req/s higher "$c_ka" nginx-relay "$r_ka"
+	what="proxy: HTTP new conn per request, 50 conns"
+	result "$what" req/s higher "$c_nk" squid "$s_nk"
+	result "$what" req/s higher "$c_nk" tinyproxy "$t_nk"
+	result "$what" req/s higher "$c_nk" nginx "$n_nk"
+	result "$what" req/s higher "$c_nk" nginx-relay "$r_nk"
+	what="proxy: HTTPS terminated, kept-alive tunnels"
+	result "$what" req/s higher "$c_tk" squid "$s_tk"
+	result "$what" req/s higher "$c_tk" mitmproxy "$m_tk"
+	what="proxy: HTTPS terminated, tunnel per request"
+	result "$what" req/s higher "$c_tn" squid "$s_tn"
+	result "$what" req/s higher "$c_tn" mitmproxy "$m_tn"
+fi
+if part memory; then
+	what="proxy: RSS, 1000 idle TLS tunnels"
+	result "$what" MiB lower "$c_rss" target 64
+	result "$what" MiB lower "$c_rss" squid "$s_rss"
+	result "$what" MiB lower "$c_rss" mitmproxy "$m_rss"
+fi
+
+# --- injection: the terminated path with a token, and with the swap -----------
+
+# One run of tlsload through a proxy port or none (""), the CPU the
+# proxy and the broker used: prints tlsload's line ("requests N errors E
+# seconds S rps R p50_ms P p99_ms Q") and says it with the label.
+tls_fig() { # label, mode, proxy port, host, [header]
+	local out b0 p0
+	b0=$(cpu_ticks "$broker_pid") p0=$(cpu_ticks "$cordon_pid")
+	out=$("$tmp/tlsload" -m "$2" -c 50 -t 2 -d "$secs" ${3:+-x "$3"} \
+		-h "$4" -p "$ntp" -u /f100 ${5:+-H "$5"})
+	say "$1: $out, CPU: cordon-proxy" \
+		"$((($(cpu_ticks "$cordon_pid") - p0) * 100 / $(getconf CLK_TCK) / secs))%," \
+		"cordon-broker $((($(cpu_ticks "$broker_pid") - b0) * 100 / $(getconf CLK_TCK) / secs))% of a core"
+	echo "$out"
+}
+field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}'; }
+injections() {
+	curl -sf "$control/metrics" | awk '$1 == "cordon_proxy_injections_total" {print $2}'
+}
+# The mean of a figure over the rounds' lines.
+mean_of() { # key, file
+	field "$1" <"$2" | awk '{s += $1; n++} END {printf "%.2f", n ? s / n : 0}'
+}
+
+if part inject; then
+	# The job's token of bench.call, minted on its channel as a job does
+	# (broker.cordon, through the proxy).
+	tok=$(curl -sf --max-time 5 --proxy "http://127.0.0.1:$rp" -X POST \
+		-H 'Content-Type: application/json' \
+		-d '{"capability": "bench.call", "params": {"t": "1"}}' http://broker.cordon/v1/token |
+		json_get access_token) || die "no token: $(tail -3 "$tmp/proxy.log")"
+	auth="Authorization: Bearer $tok"
+	for h in tok.test inject.test; do
+		body=$(curl -sf --max-time 5 --proxy "http://127.0.0.1:$rp" \
+			--cacert "$tmp/proxy/job-ca.pem" -H "$auth" \
+			"https://$h:$ntp/f100") || body=
+		[ ${#body} -eq 99 ] ||
+			die "cordon ($h) failed: $(tail -3 "$tmp/proxy.log")"
+	done
+	i0=$(injections)
+	# Two rounds of the three, one after the other, the second in the
+	# reverse order (the machine's drift falls on each alike), with
+	# kept-alive tunnels; one round with a tunnel per request.
+	for round in "keepalive plain token inject" \
+		"keepalive inject token plain" "new plain token inject"; do
+		read -r mode vs <<<"$round"
+		for v in $vs; do
+			case $v in
+			plain) h=bench.test a= ;;
+			token) h=tok.test a=$auth ;;
+			inject) h=inject.test a=$auth ;;
+			esac
+			tls_fig "cordon, TLS $mode, $v ($h)" "$mode" "$rp" "$h" "$a" \
+				>>"$tmp/inject.$mode.$v"
+		done
+	done
+	n_inj=$(cat "$tmp"/inject.*.inject | field requests | awk '{s += $1} END {print s}')
+	say "injections counted by the proxy: $(($(injections) - i0))," \
+		"answers to inject.test: $n_inj"
+	for mode in keepalive new; do
+		what="proxy: HTTPS terminated + injection, $mode"
+		[ "$mode" = keepalive ] && what="$what tunnels" || what="$what (tunnel per request)"
+		for f in rps p50_ms p99_ms; do
+			p=$(mean_of "$f" "$tmp/inject.$mode.plain")
+			t=$(mean_of "$f" "$tmp/inject.$mode.token")
+			i=$(mean_of "$f" "$tmp/inject.$mode.inject")
+			u=req/s better=higher
+			[ "$f" = rps ] || u=${f#*_} better=lower
+			[ "$f" = rps ] || f=${f%_ms}
+			result "$what, $f" "$u" "$better" "$i" terminated "$p"
+			result "$what, $f" "$u" "$better" "$i" token-only "$t"
+		done
+	done
+fi
+
+# --- transparent capture inside a real job -----------------------------------
+
+if part capture; then
+	[ "$(id -u)" = 0 ] || die "the capture part must run as root (namespaces)"
+	mkdir -p "$tmp/hatch" "$tmp/launcher" "$tmp/in/repo"
+	cp "$tmp/tlsload" "$tmp/in/repo/"
+	cat >"$tmp/hatch/hatch.json" <<JSON
+{"input_roots": ["$tmp/in"], "launcher_key_file": "$keys/launcher.key",
+ "broker": "$broker", "broker_key_file": "$keys/launcher.key"}
+JSON
+	start_service hatch "$tmp/hatch" "$bin/cordon-hatch" \
+		--config "$tmp/hatch/hatch.json"
+	hatch=$addr
+	# Two cores for the job: tlsload runs two threads.
+	curl -sf -X PUT -H "Authorization: Bearer $admin" \
+		"$broker/v1/manifests/bench-capture" -d '{"name": "bench-capture",
+ "command": ["/bin/true"],
+ "egress": [{"host": "bench.test", "port": '"$ntp"', "tls": "terminate",
+   "methods": ["GET"], "paths": ["/"], "reason": "bench tls",
+   "allow_cidrs": ["127.0.0.0/8"]}],
+ "limits": {"wall_seconds": '"$((4 * secs + 120))"', "cpus": 2}}' \
+		>/dev/null || die "the capture manifest was refused"
+	cat >"$tmp/launcher/launcher.json" <<JSON
+{"broker": "$broker", "proxy": "$control", "hatch": "$hatch",
+ "launcher_key_file": "$keys/launcher.key",
+ "state_dir": "$tmp/launcher/var", "uid_base": 270000}
+JSON
+	# Inside the job: through HTTPS_PROXY (the launcher's 127.0.0.1:3128,
+	# CONNECT), then ignoring it (bench.test resolved by the job's
+	# resolver, the connection captured), kept-alive then a tunnel per
+	# request.
+	run="./repo/tlsload -c 50 -t 2 -d $secs -h bench.test -p $ntp -u /f100"
+	# Each twice, explicit captured captured explicit, so that the
+	# machine's drift falls on both alike.
+	job_script="for m in keepalive new; do
+	echo \"explicit \$m \$($run -m \$m -x 3128)\"
+	echo \"captured \$m \$($run -m \$m)\"
+	echo \"captured \$m \$($run -m \$m)\"
+	echo \"explicit \$m \$($run -m \$m -x 3128)\"
+done"
+	"$bin/cordon" run --config "$tmp/launcher/launcher.json" \
+		--manifest bench-capture --input "$tmp/in/repo:repo" \
+		-- /bin/sh -c "$job_script" >"$tmp/capture.out" 2>"$tmp/capture.err" ||
+		die "cordon run failed: $(tail -5 "$tmp/capture.err")"
+	grep -E '^(explicit|captured) ' "$tmp/capture.out" | while read -r l; do
+		say "inside a job: $l"
+	done
+	say "cordon run: $(tail -1 "$tmp/capture.err")"
+	for mode in keepalive new; do
+		[ "$(grep -c "^[a-z]* $mode requests" "$tmp/capture.out")" = 4 ] ||
+			die "no figures from the job: $(cat "$tmp/capture.out" "$tmp/capture.err" | tail -8)"
+		what="launcher: HTTPS captured vs HTTPS_PROXY, $mode"
+		[ "$mode" = keepalive ] && what="$what tunnels" || what="$what (tunnel per request)"
+		for f in rps p50_ms p99_ms; do
+			grep "^explicit $mode " "$tmp/capture.out" >"$tmp/explicit.$mode"
+			grep "^captured $mode " "$tmp/capture.out" >"$tmp/captured.$mode"
+			e=$(mean_of "$f" "$tmp/explicit.$mode")
+			c=$(mean_of "$f" "$tmp/captured.$mode")
+			u=req/s better=higher
+			[ "$f" = rps ] || u=${f#*_} better=lower
+			[ "$f" = rps ] || f=${f%_ms}
+			result "$what, $f" "$u" "$better" "$c" HTTPS_PROXY "$e"
+		done
+	done
+fi

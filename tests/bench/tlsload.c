@@ -1,7 +1,10 @@
 /*
  * A benchmark helper: HTTPS through a forward proxy, which wrk cannot do.
  * Each connection sends "CONNECT host:port" to the proxy, then TLS inside
- * the tunnel (SNI: host), then by mode:
+ * the tunnel (SNI: host); without -x it connects to host:port itself (the
+ * name resolved as any client does, getaddrinfo, IPv4: inside a cordon job
+ * that is the job's resolver and the transparent capture) and speaks TLS
+ * at once. Then, by mode:
  *
  *   keepalive  GET requests one after another over that one tunnel
  *   new        one GET with "Connection: close" per tunnel, then a new
@@ -11,18 +14,24 @@
  * The proxy's certificate is NOT verified (SSL_VERIFY_NONE): this measures,
  * it trusts nothing it reads; the figures are only the count of complete
  * 200 answers with the expected length. THREADS threads, each with its own
- * epoll loop and CONNS/THREADS connections, like wrk.
+ * epoll loop and CONNS/THREADS connections, like wrk. -H adds a header
+ * line to every request (at most 4), e.g. an Authorization with a token.
  *
- *   tlsload -x PROXY_PORT -h HOST -p PORT [-u PATH] [-c CONNS]
+ *   tlsload [-x PROXY_PORT] -h HOST -p PORT [-u PATH] [-c CONNS]
  *           [-t THREADS] [-d SECONDS] [-m keepalive|new|idle]
+ *           [-H "Name: value"]...
  *
- * keepalive, new: prints "requests N errors E seconds S rps R".
+ * keepalive, new: prints "requests N errors E seconds S rps R p50_ms P
+ * p99_ms Q": a request's latency from its first byte written (keepalive)
+ * or from its TCP connect (new: connect, CONNECT, handshake and the
+ * answer), in 10 us steps up to 2 s (a longer one counts as 2 s).
  * idle: opens the tunnels at most 32 at a time per thread, prints
  * "ready N failed F" once every one is open or has failed 3 times, then
  * holds them until its standard input closes or -d seconds pass.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -44,6 +53,9 @@
 #define BUF_SIZE (64 * 1024)
 #define IDLE_RAMP 32
 #define IDLE_TRIES 3
+#define HEADERS_MAX 4
+#define HIST_STEP_NS 10000 /* 10 us */
+#define HIST_N 200000 /* up to 2 s */
 
 enum mode { M_KEEPALIVE, M_NEW, M_IDLE };
 
@@ -70,6 +82,7 @@ struct conn {
 	size_t out_off;
 	size_t len, need;
 	int tries;
+	struct timespec started; /* this request's */
 	char buf[BUF_SIZE];
 };
 
@@ -80,14 +93,16 @@ struct worker {
 	size_t nconns, next; /* idle mode: the next to open */
 	size_t inflight;
 	uint64_t requests, errors;
+	uint32_t *hist; /* latencies, HIST_N steps of HIST_STEP_NS */
 	atomic_size_t ready, failed;
 };
 
 static enum mode mode = M_KEEPALIVE;
 static struct sockaddr_in proxy = { .sin_family = AF_INET };
+static bool direct; /* no -x: to host:port itself, no CONNECT */
 static const char *host;
 static SSL_CTX *ctx;
-static char connect_req[512], get_req[1024];
+static char connect_req[512], get_req[4096];
 static size_t connect_len, get_len;
 static atomic_bool stopping;
 static struct timespec deadline;
@@ -100,6 +115,36 @@ past(const struct timespec *t)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return now.tv_sec > t->tv_sec ||
 	    (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+/* Counts the latency of the request c started. */
+static void
+latency_add(struct worker *w, const struct conn *c)
+{
+	struct timespec now;
+	long long ns;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ns = (long long)(now.tv_sec - c->started.tv_sec) * 1000000000LL +
+	    (now.tv_nsec - c->started.tv_nsec);
+	ns /= HIST_STEP_NS;
+	w->hist[ns < 0 ? 0 : ns >= HIST_N ? HIST_N - 1 : ns]++;
+}
+
+/* The latency in ms under which a share q of the n counted fall. */
+static double
+percentile(const uint64_t *hist, uint64_t n, double q)
+{
+	uint64_t want = (uint64_t)((double)n * q + 0.999999), seen = 0;
+
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < HIST_N; i++) {
+		seen += hist[i];
+		if (seen >= want)
+			return (double)(i + 1) * HIST_STEP_NS / 1e6;
+	}
+	return (double)HIST_N * HIST_STEP_NS / 1e6;
 }
 
 static void
@@ -131,6 +176,7 @@ conn_open(struct conn *c)
 		return -1;
 	}
 	c->st = S_TCP;
+	clock_gettime(CLOCK_MONOTONIC, &c->started);
 	c->mask = c->armed = EPOLLOUT;
 	c->out_off = 0;
 	c->len = 0;
@@ -202,6 +248,18 @@ answer_complete(struct conn *c)
 	return c->len >= c->need;
 }
 
+/* The client side of TLS on c's socket, SNI host: 0, or -1. */
+static int
+tls_start(struct conn *c)
+{
+	c->ssl = SSL_new(ctx);
+	if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1 ||
+	    SSL_set_tlsext_host_name(c->ssl, host) != 1)
+		return -1;
+	SSL_set_connect_state(c->ssl);
+	return 0;
+}
+
 /* Runs c's state machine until it must wait: 0 (c->mask set), or -1. */
 static int
 advance(struct conn *c)
@@ -220,6 +278,11 @@ advance(struct conn *c)
 			    err != 0)
 				return -1;
 			c->st = S_CONNECT_SEND;
+			if (direct) {
+				c->st = S_HANDSHAKE;
+				if (tls_start(c) < 0)
+					return -1;
+			}
 			break;
 		}
 		case S_CONNECT_SEND:
@@ -259,11 +322,8 @@ advance(struct conn *c)
 			if (c->len < 12 || memcmp(c->buf + 9, "200", 3) != 0 ||
 			    end + 4 != c->buf + c->len)
 				return -1;
-			c->ssl = SSL_new(ctx);
-			if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1 ||
-			    SSL_set_tlsext_host_name(c->ssl, host) != 1)
+			if (tls_start(c) < 0)
 				return -1;
-			SSL_set_connect_state(c->ssl);
 			c->st = S_HANDSHAKE;
 			break;
 		case S_HANDSHAKE:
@@ -288,6 +348,9 @@ advance(struct conn *c)
 			}
 			return -1;
 		case S_SEND:
+			/* new: the latency counts from the connect */
+			if (mode == M_KEEPALIVE)
+				clock_gettime(CLOCK_MONOTONIC, &c->started);
 			r = SSL_write(c->ssl, get_req, (int)get_len);
 			if (r <= 0) {
 				e = SSL_get_error(c->ssl, r);
@@ -326,6 +389,7 @@ advance(struct conn *c)
 			if (r == 0)
 				break;
 			w->requests++;
+			latency_add(w, c);
 			if (stopping)
 				return 1;
 			if (mode == M_NEW || c->close_after) {
@@ -433,20 +497,23 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: tlsload -x PROXY_PORT -h HOST -p PORT [-u PATH] "
-	    "[-c CONNS] [-t THREADS] [-d SECONDS] [-m keepalive|new|idle]\n");
+	    "[-c CONNS] [-t THREADS] [-d SECONDS] [-m keepalive|new|idle] "
+	    "[-H \"Name: value\"]...\n");
 	exit(64);
 }
 
 int
 main(int argc, char **argv)
 {
-	const char *path = "/";
+	const char *path = "/", *headers[HEADERS_MAX];
+	size_t nheaders = 0;
+	char extra[2048] = "";
 	long conns = 50, threads = 2, secs = 10, pport = 0, port = 0;
 	struct worker *ws;
 	struct timespec t0, t1;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "x:h:p:u:c:t:d:m:")) != -1) {
+	while ((opt = getopt(argc, argv, "x:h:p:u:c:t:d:m:H:")) != -1) {
 		switch (opt) {
 		case 'x':
 			pport = strtol(optarg, NULL, 10);
@@ -469,6 +536,11 @@ main(int argc, char **argv)
 		case 'd':
 			secs = strtol(optarg, NULL, 10);
 			break;
+		case 'H':
+			if (nheaders == HEADERS_MAX || strpbrk(optarg, "\r\n"))
+				usage();
+			headers[nheaders++] = optarg;
+			break;
 		case 'm':
 			if (strcmp(optarg, "keepalive") == 0)
 				mode = M_KEEPALIVE;
@@ -483,20 +555,44 @@ main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (host == NULL || pport <= 0 || pport > 65535 || port <= 0 ||
+	direct = pport == 0;
+	if (host == NULL || pport < 0 || pport > 65535 || port <= 0 ||
 	    port > 65535 || conns <= 0 || threads <= 0 || secs <= 0)
 		usage();
 	if (threads > conns)
 		threads = conns;
 	signal(SIGPIPE, SIG_IGN);
-	proxy.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (direct) {
+		/* Where the name leads, as any client would look it up. */
+		struct addrinfo hints = { .ai_family = AF_INET,
+			.ai_socktype = SOCK_STREAM },
+				*ai;
+		int gr = getaddrinfo(host, NULL, &hints, &ai);
+		if (gr != 0) {
+			fprintf(stderr, "tlsload: %s: %s\n", host,
+			    gai_strerror(gr));
+			return 1;
+		}
+		memcpy(&proxy, ai->ai_addr, sizeof(proxy));
+		freeaddrinfo(ai);
+		pport = port;
+	} else {
+		proxy.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	}
 	proxy.sin_port = htons((uint16_t)pport);
+	for (size_t i = 0; i < nheaders; i++) {
+		size_t used = strlen(extra);
+		int n = snprintf(extra + used, sizeof(extra) - used, "%s\r\n",
+		    headers[i]);
+		if (n < 0 || (size_t)n >= sizeof(extra) - used)
+			usage();
+	}
 	connect_len = (size_t)snprintf(connect_req, sizeof(connect_req),
 	    "CONNECT %s:%ld HTTP/1.1\r\nHost: %s:%ld\r\n\r\n", host, port, host,
 	    port);
 	get_len = (size_t)snprintf(get_req, sizeof(get_req),
-	    "GET %s HTTP/1.1\r\nHost: %s:%ld\r\n%s\r\n", path, host, port,
-	    mode == M_NEW ? "Connection: close\r\n" : "");
+	    "GET %s HTTP/1.1\r\nHost: %s:%ld\r\n%s%s\r\n", path, host, port,
+	    extra, mode == M_NEW ? "Connection: close\r\n" : "");
 	if (connect_len >= sizeof(connect_req) || get_len >= sizeof(get_req))
 		usage();
 
@@ -518,7 +614,8 @@ main(int argc, char **argv)
 		w->nconns = (size_t)(conns / threads + (i < conns % threads));
 		w->conns = calloc(w->nconns, sizeof(*w->conns));
 		w->ep = epoll_create1(EPOLL_CLOEXEC);
-		if (w->conns == NULL || w->ep < 0)
+		w->hist = calloc(HIST_N, sizeof(*w->hist));
+		if (w->conns == NULL || w->ep < 0 || w->hist == NULL)
 			return 1;
 		for (size_t k = 0; k < w->nconns; k++) {
 			w->conns[k].w = w;
@@ -554,18 +651,23 @@ main(int argc, char **argv)
 	if (mode == M_IDLE)
 		stopping = true;
 	uint64_t requests = 0, errors = 0;
+	static uint64_t hist[HIST_N];
 	for (long i = 0; i < threads; i++) {
 		pthread_join(ws[i].thread, NULL);
 		requests += ws[i].requests;
 		errors += ws[i].errors;
+		for (size_t k = 0; k < HIST_N; k++)
+			hist[k] += ws[i].hist[k];
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (mode != M_IDLE) {
 		double s = (double)(t1.tv_sec - t0.tv_sec) +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-		printf("requests %llu errors %llu seconds %.2f rps %.1f\n",
+		printf("requests %llu errors %llu seconds %.2f rps %.1f "
+		       "p50_ms %.2f p99_ms %.2f\n",
 		    (unsigned long long)requests, (unsigned long long)errors, s,
-		    (double)requests / s);
+		    (double)requests / s, percentile(hist, requests, 0.50),
+		    percentile(hist, requests, 0.99));
 	}
 	return 0;
 }
