@@ -1351,6 +1351,15 @@ pump_response(struct pconn *c)
 				down(c, c->resp.head_len);
 				continue;
 			}
+			/* An injected request's body in a coding the scanner
+			 * cannot read goes nowhere (credentials.md). */
+			if (c->scanning && c->resp.coded &&
+			    c->resp.body != HTTP1_RESP_NONE) {
+				up_drop(c);
+				c->p->encoded_refused++;
+				fail(c, 502, "encoded_answer");
+				return;
+			}
 			if (down_head(c, false,
 				!c->keep_alive || !c->resp.keep_alive ||
 				    c->resp.body == HTTP1_RESP_CLOSE) < 0)

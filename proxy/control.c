@@ -316,6 +316,10 @@ control_metrics(void *ctx, struct buf *out)
 	metrics_one(out, "cordon_proxy_reflections_total", "counter",
 	    "Injected values found in an upstream's answer and redacted.",
 	    p->reflected);
+	metrics_one(out, "cordon_proxy_encoded_refused_total", "counter",
+	    "Answers to injected requests in a coding the scanner cannot "
+	    "read, refused (502 encoded_answer).",
+	    p->encoded_refused);
 	metrics_one(out, "cordon_proxy_jobs", "gauge",
 	    "Jobs with an open channel.", n.open);
 	metrics_one(out, "cordon_proxy_jobs_closed", "gauge",

@@ -149,6 +149,7 @@ struct proxy {
 	uint64_t allowed, denied; /* decisions, for /metrics */
 	uint64_t upstream_errors; /* decision "error", for /metrics */
 	uint64_t injected, reflected; /* credentials.md, for /metrics */
+	uint64_t encoded_refused; /* injected answers in a coding: 502 */
 
 	struct event *http_ev; /* the control API's descriptor */
 	struct event *http_tick; /* its timeouts */

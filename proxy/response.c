@@ -109,6 +109,9 @@ parse_field_line(struct resp_state *st, const char *s, size_t n)
 			return "unknown_te";
 		return NULL;
 	}
+	if (lex_eq_nocase(s, nlen, "Content-Encoding") &&
+	    !lex_eq_nocase(v, ve - vs, "identity"))
+		st->resp.coded = true;
 	if (lex_eq_nocase(s, nlen, "Connection"))
 		return lex_connection(v, ve - vs, &st->conn_close,
 		    &st->conn_keep);

@@ -77,6 +77,11 @@ struct http1_response {
 	 * connection as switched either way. The caller tunnels it if it
 	 * allowed the upgrade, and closes both sides if it did not. */
 	bool upgrade;
+	/* A Content-Encoding field whose value is not exactly "identity"
+	 * (any case): gzip, br, a stacked or an empty list, an unknown
+	 * coding, or a second field saying so. The body, if any, is then
+	 * not what the reflection scanner can read (credentials.md). */
+	bool coded;
 	size_t head_len; /* up to and including the empty line's CRLF */
 };
 

@@ -616,6 +616,45 @@ START_TEST(test_rewrite_drops_hop_by_hop)
 }
 END_TEST
 
+/* Content-Encoding: whether the answer's body is coded (the reflection
+ * scanner reads identity alone), for every spelling of a coding. */
+START_TEST(test_content_coding_is_told)
+{
+	static const struct {
+		const char *fields;
+		bool coded;
+	} v[] = {
+		{ "", false },
+		{ "Content-Encoding: identity\r\n", false },
+		{ "content-encoding: IDENTITY\r\n", false },
+		{ "Content-Encoding: gzip\r\n", true },
+		{ "Content-Encoding: GZIP\r\n", true },
+		{ "Content-Encoding: br\r\n", true },
+		{ "Content-Encoding: zstd\r\n", true },
+		{ "Content-Encoding: deflate\r\n", true },
+		{ "Content-Encoding: x-unknown\r\n", true },
+		{ "Content-Encoding: identity, gzip\r\n", true },
+		{ "Content-Encoding: identity\r\nContent-Encoding: gzip\r\n",
+		    true },
+		{ "Content-Encoding: \r\n", true },
+		{ "Content-Encoding:identity \r\n", false },
+	};
+	char text[512];
+
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+		struct http1_response resp;
+		const char *reason;
+		int n = snprintf(text, sizeof(text),
+		    "HTTP/1.1 200 OK\r\n%sContent-Length: 3\r\n\r\n",
+		    v[i].fields);
+		ck_assert_int_eq(parse_exact(text, (size_t)n, false, &resp,
+				     &reason),
+		    0);
+		ck_assert_msg(resp.coded == v[i].coded, "%s", v[i].fields);
+	}
+}
+END_TEST
+
 static Suite *
 response_suite(void)
 {
@@ -630,6 +669,7 @@ response_suite(void)
 	tcase_add_test(tc, test_head_len_stops_at_empty_line);
 	tcase_add_test(tc, test_outputs_untouched_until_answer);
 	tcase_add_test(tc, test_refused_before_complete);
+	tcase_add_test(tc, test_content_coding_is_told);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("framing");

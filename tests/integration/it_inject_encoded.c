@@ -1,0 +1,286 @@
+/*
+ * An injected request's answer that the reflection scanner cannot read
+ * never reaches the job (issue 18, credentials.md "Encoded answers"). The
+ * proxy asks such an upstream for identity, but an upstream the job
+ * partly controls (one that echoes what it was sent, jobs/inject/
+ * encoded.py) may compress anyway: its body is the request's own head,
+ * the credential in it, gzipped, deflated, reversed as an unknown coding
+ * stands for br or zstd, in upper case, stacked behind identity, in two
+ * fields, chunked, delimited by the close, after a 103, with the field
+ * split across reads, or carried in a Transfer-Encoding other than
+ * chunked. Each one is a 502 encoded_answer (or bad_upstream_response for
+ * the transfer coding), a decision line, counted in /metrics, and not one
+ * byte of its body goes down. An answer without a body (HEAD, 204, 304)
+ * has nothing unread and passes; identity passes, scanned.
+ */
+#include "harness.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct daemon broker, proxy;
+static char admin[128], launcher[128], verifier[128], channel[300];
+static pid_t up_pid = -1;
+static unsigned up_port;
+
+static const char value[] = "sk_live_encoded_0123456789abcdef";
+
+static void
+upstream_run(void)
+{
+	char portf[400], line[32];
+
+	snprintf(portf, sizeof(portf), "%s/encoded.port", harness_tmpdir());
+	unlink(portf);
+	up_pid = fork();
+	ck_assert_int_ge(up_pid, 0);
+	if (up_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-B",
+		    CORDON_SOURCE_DIR
+		    "/tests/integration/jobs/inject/encoded.py",
+		    "--port-file", portf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0;
+	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
+	up_port = (unsigned)strtoul(line, NULL, 10);
+	ck_assert_uint_gt(up_port, 0);
+}
+
+static void
+upstream_kill(void)
+{
+	if (up_pid > 1) {
+		kill(up_pid, SIGKILL);
+		waitpid(up_pid, NULL, 0);
+	}
+	up_pid = -1;
+}
+
+static char *
+send_on(const char *req)
+{
+	int fd = unix_connect(channel);
+	char *out;
+
+	if (fd < 0)
+		return strdup("");
+	out = http_exchange(fd, req, strlen(req), 5000);
+	close(fd);
+	return out != NULL ? out : strdup("");
+}
+
+static int
+status_of(const char *resp)
+{
+	int st = 0;
+
+	if (sscanf(resp, "HTTP/1.%*d %d", &st) != 1)
+		return 0;
+	return st;
+}
+
+/* The job's request for case on the upstream, with tok. */
+static char *
+ask(const char *method, const char *name, const char *tok)
+{
+	char req[768];
+
+	snprintf(req, sizeof(req),
+	    "%s http://api.test:%u/case/%s HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Authorization: Bearer %s\r\nAccept-Encoding: gzip\r\n"
+	    "Connection: close\r\n\r\n",
+	    method, up_port, name, up_port, tok);
+	return send_on(req);
+}
+
+/* The value of metric name in the proxy's /metrics, or -1. */
+static long
+metric(const char *name)
+{
+	char cmd[300], line[300];
+	long v = -1;
+	size_t n = strlen(name);
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "curl -s %s/metrics", proxy.base);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, name, n) == 0 && line[n] == ' ')
+			v = strtol(line + n + 1, NULL, 10);
+	pclose(f);
+	return v;
+}
+
+static bool
+file_holds(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "rbe");
+	static char data[4 << 20];
+	size_t n;
+
+	if (f == NULL)
+		return false;
+	n = fread(data, 1, sizeof(data), f);
+	fclose(f);
+	return memmem(data, n, needle, strlen(needle)) != NULL;
+}
+
+START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
+{
+	char cfg[2048], path[400], hostsf[400], job[64], *tok, *resp, *end;
+	json_t *m, *j;
+
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(daemon_start(&broker, "broker",
+			     "{\"log_level\": \"info\"}"),
+	    0);
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
+	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
+	upstream_run();
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
+	harness_write_file(hostsf, "127.0.0.1 api.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
+	harness_write_file(path, verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-encoded\"}",
+	    broker.base, path, broker.dir, hostsf);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
+	    admin, NULL, json_pack("{s:s}", "value", value)));
+	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+		      " s:[{s:s, s:i, s:[s,s], s:s, s:[s], s:s,"
+		      "  s:{s:s, s:s, s:s, s:s}}]}",
+	    "name", "encoded", "command", "/bin/true", "capabilities", "name",
+	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
+	    "reason", "read x", "egress", "host", "api.test", "port", up_port,
+	    "methods", "GET", "HEAD", "reason", "the api", "allow_cidrs",
+	    "127.0.0.0/8", "audience", "api", "inject", "secret", "up-key",
+	    "header", "X-Api-Key", "format", "Key {secret}", "capability",
+	    "x.read");
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/encoded",
+	    admin, NULL, m));
+	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s}", "manifest", "encoded"));
+	snprintf(job, sizeof(job), "%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
+	snprintf(channel, sizeof(channel), "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+
+	{
+		static const char body[] =
+		    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
+		char req[512];
+		snprintf(req, sizeof(req),
+		    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
+		    "broker.cordon\r\nContent-Type: application/json\r\n"
+		    "Content-Length: %zu\r\n\r\n%s",
+		    strlen(body), body);
+		resp = send_on(req);
+		ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+		tok = strstr(resp, "crd_");
+		ck_assert_ptr_nonnull(tok);
+		end = strchr(tok, '"');
+		*end = '\0';
+		tok = strdup(tok);
+		free(resp);
+	}
+
+	/* Identity and no coding: read, scanned, redacted. */
+	static const char *const readable[] = { "identity", "plain" };
+	for (size_t i = 0; i < sizeof(readable) / sizeof(readable[0]); i++) {
+		resp = ask("GET", readable[i], tok);
+		ck_assert_msg(status_of(resp) == 200, "%s: %.400s", readable[i],
+		    resp);
+		ck_assert_ptr_nonnull(strstr(resp, "X-Api-Key: Key "));
+		ck_assert_msg(strstr(resp, value) == NULL, "%s", resp);
+		free(resp);
+	}
+
+	/* Every coding the scanner cannot read: refused, the body kept
+	 * from the job (its head neither: no Content-Encoding comes). */
+	static const char *const coded[] = { "gzip", "GZIP", "deflate", "br",
+		"zstd", "unknown", "stacked", "two-fields", "empty", "chunked",
+		"close", "interim", "split" };
+	long before = metric("cordon_proxy_encoded_refused_total");
+	for (size_t i = 0; i < sizeof(coded) / sizeof(coded[0]); i++) {
+		resp = ask("GET", coded[i], tok);
+		ck_assert_msg(status_of(resp) == 502, "%s: %.400s", coded[i],
+		    resp);
+		ck_assert_msg(strstr(resp, "encoded_answer") != NULL, "%s: %s",
+		    coded[i], resp);
+		ck_assert_msg(strstr(resp, "Content-Encoding") == NULL,
+		    "%s: %s", coded[i], resp);
+		free(resp);
+	}
+	ck_assert_int_ge(before, 0);
+	ck_assert_int_eq(metric("cordon_proxy_encoded_refused_total"),
+	    before + (long)(sizeof(coded) / sizeof(coded[0])));
+
+	/* A transfer coding other than chunked: refused as a framing the
+	 * proxy does not read. */
+	resp = ask("GET", "te", tok);
+	ck_assert_msg(status_of(resp) == 502, "te: %.400s", resp);
+	ck_assert_ptr_nonnull(strstr(resp, "bad_upstream_response"));
+	free(resp);
+
+	/* No body, nothing unread: HEAD, 204 and 304 pass as they are. */
+	resp = ask("HEAD", "gzip", tok);
+	ck_assert_msg(status_of(resp) == 200, "HEAD: %.400s", resp);
+	free(resp);
+	resp = ask("GET", "204", tok);
+	ck_assert_msg(status_of(resp) == 204, "204: %.400s", resp);
+	free(resp);
+	resp = ask("GET", "304", tok);
+	ck_assert_msg(status_of(resp) == 304, "304: %.400s", resp);
+	free(resp);
+	free(tok);
+	ck_assert_int_eq(daemon_stop(&proxy), 0);
+
+	snprintf(path, sizeof(path), "%s/var/proxy/log/decisions.log",
+	    proxy.dir);
+	ck_assert(file_holds(path, "\"detail\":\"encoded_answer\""));
+	ck_assert(!file_holds(path, value));
+	ck_assert(!file_holds(proxy.log, value));
+	upstream_kill();
+	ck_assert_int_eq(daemon_stop(&broker), 0);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("inject_encoded");
+	TCase *tc = tcase_create("encoded");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc,
+	    an_answer_the_scanner_cannot_read_never_reaches_the_job);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
