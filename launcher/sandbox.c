@@ -26,6 +26,7 @@
 #include "cgroup.h"
 #include "filter.h"
 #include "path.h"
+#include "truststore.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,6 +58,7 @@
 struct child_arg {
 	const struct sandbox_spec *spec;
 	int ctl; /* the child's end of the control socket */
+	struct truststore java; /* read before the clone: none after */
 };
 
 /* --- the child ------------------------------------------------------------ */
@@ -186,7 +188,8 @@ dev_node(int ctl, const char *name)
 }
 
 static void
-build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
+build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3],
+    const struct truststore *java)
 {
 	static const char *const links[][2] = { { "usr/bin", ROOT "/bin" },
 		{ "usr/sbin", ROOT "/sbin" }, { "usr/lib", ROOT "/lib" },
@@ -234,6 +237,9 @@ build_root(int ctl, const struct sandbox_spec *s, const int dirs_fd[3])
 	write_file(ctl, ROOT "/etc/nsswitch.conf",
 	    "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
 	trust_bundle(ctl, ROOT "/etc/ssl/certs/ca-certificates.crt", s->ca_pem);
+	if ((errno = -truststore_install(java, "/etc", ROOT, path,
+		 sizeof(path))) != 0)
+		die(ctl, "the JVM's /etc: %s", path);
 	/* Where a job that goes looking for credentials will look: what it
 	 * finds are canaries, and using one revokes the job. */
 	if (s->canaries_text != NULL)
@@ -508,7 +514,7 @@ child_main(void *arg)
 		if (dirs_fd[i] < 0)
 			die(ctl, "open %s", dirs[i]);
 	}
-	build_root(ctl, s, dirs_fd);
+	build_root(ctl, s, dirs_fd, &a->java);
 	for (int i = 0; i < 3; i++)
 		close(dirs_fd[i]);
 	enter_root(ctl);
@@ -614,6 +620,13 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
 		return -errno;
 	}
 	a.ctl = sv[1];
+	if ((r = truststore_prepare(&a.java, "/etc", spec->ca_pem, buf,
+		 sizeof(buf))) < 0) {
+		snprintf(err, errlen, "%s", buf);
+		close(sv[0]);
+		close(sv[1]);
+		return r;
+	}
 	/* clone as fork does, on a copy of this stack: the child is pid 1
 	 * of its namespace and runs child_main to its end. */
 	ret->pid = (pid_t)syscall(SYS_clone,
@@ -623,6 +636,7 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
 	if (ret->pid == 0)
 		_exit(child_main(&a));
 	r = -errno;
+	truststore_release(&a.java); /* the child has its copy */
 	close(sv[1]);
 	if (ret->pid < 0) {
 		close(sv[0]);
