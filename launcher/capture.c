@@ -54,6 +54,7 @@
 #define ANNOUNCE_MAX 16 /* refusals being told to the proxy at once */
 #define PACKETS_A_TURN 64 /* refusals read by an observer a wakeup */
 #define PACKET_SNAP 128 /* what the observers keep of each */
+#define ACCEPT_REST_MS 250 /* a listener's rest after accept failed */
 
 /* The observers of the namespace's refusals: a raw socket each. */
 enum obs_kind { OBS_TCP4, OBS_ICMP4, OBS_TCP6, OBS_ICMP6, OBS_N };
@@ -81,6 +82,8 @@ struct jobnet {
 	 * listens on every address already. */
 	int local;
 	struct evconnlistener *listeners[CAPTURE_PORTS_MAX];
+	/* Re-enables the listeners that accept failed on (EMFILE, ...). */
+	struct event *rest;
 	struct observer obs[OBS_N]; /* what the namespace refused */
 	struct event_base *base;
 	struct relay *relay; /* the job's: the channel, the cap, the fds */
@@ -770,6 +773,35 @@ on_caccept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	bufferevent_enable(c->b[0], EV_READ | EV_WRITE);
 }
 
+/* The rest is over: the listeners that failed listen again (and, when
+ * descriptors are still short, fail and rest again: a wakeup a rest). */
+static void
+on_rest_over(evutil_socket_t fd, short what, void *arg)
+{
+	struct jobnet *n = arg;
+
+	(void)fd;
+	(void)what;
+	for (size_t i = 0; i < n->nports; i++)
+		if (n->listeners[i] != NULL)
+			evconnlistener_enable(n->listeners[i]);
+}
+
+/* accept itself failed (EMFILE, ENFILE, ENOMEM): the connection stays in
+ * the backlog and its socket readable, so the listener rests a moment
+ * rather than make the loop spin (counted: capture.accept_paused). */
+static void
+on_caccept_error(struct evconnlistener *l, void *arg)
+{
+	struct jobnet *n = arg;
+	struct timeval tv = { 0, ACCEPT_REST_MS * 1000 };
+
+	evconnlistener_disable(l);
+	n->counts.accept_paused++;
+	if (!evtimer_pending(n->rest, NULL))
+		evtimer_add(n->rest, &tv);
+}
+
 int
 jobnet_enter(pid_t pid, void *arg)
 {
@@ -803,6 +835,8 @@ jobnet_start(struct jobnet *n, struct event_base *base, struct relay *relay)
 		if (o->ev == NULL || event_add(o->ev, NULL) < 0)
 			return -ENOMEM;
 	}
+	if ((n->rest = evtimer_new(base, on_rest_over, n)) == NULL)
+		return -ENOMEM;
 	r = dns_server_new(base, n->dns_fds, n->zone, on_dns_refused, n,
 	    &n->dns);
 	n->dns_fds[0] = n->dns_fds[1] = -1; /* taken */
@@ -810,10 +844,13 @@ jobnet_start(struct jobnet *n, struct event_base *base, struct relay *relay)
 		n->listeners[i] = evconnlistener_new(base, on_caccept, n,
 		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
 		    n->port_fds[i]);
-		if (n->listeners[i] == NULL)
+		if (n->listeners[i] == NULL) {
 			r = -ENOMEM;
-		else
+		} else {
 			n->port_fds[i] = -1; /* taken */
+			evconnlistener_set_error_cb(n->listeners[i],
+			    on_caccept_error);
+		}
 	}
 	return r;
 }
@@ -849,6 +886,9 @@ jobnet_stop(struct jobnet *n)
 		cconn_free(n->conns, false);
 	while (n->announces != NULL)
 		announce_free(n->announces);
+	if (n->rest != NULL)
+		event_free(n->rest);
+	n->rest = NULL;
 	for (size_t i = 0; i < n->nports; i++) {
 		if (n->listeners[i] != NULL)
 			evconnlistener_free(n->listeners[i]);

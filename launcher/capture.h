@@ -60,6 +60,9 @@ struct capture_counts {
 	/* Refusals of the launcher's own (a name, an address) not told to
 	 * the proxy: too many at once, or the channel full. */
 	uint64_t unannounced;
+	/* Times a listener rested because accept itself failed (the
+	 * launcher out of descriptors: EMFILE, ENFILE). */
+	uint64_t accept_paused;
 };
 
 /* What the capture did so far. NULL is fine. */

@@ -6,11 +6,14 @@
  */
 #include "verdict.h"
 
+#include "denials.h"
 #include "path_template.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,15 +216,28 @@ verdict_refusal(struct buf *out, unsigned status, const char *deny_reason,
 		phrases[status] != NULL
 	    ? phrases[status]
 	    : "Error";
+	/* A denial's phrase names the reason and where to ask, for the
+	 * clients that print only the status line (pip, urllib): a token of
+	 * the reason alphabet, at most 48 bytes, else no reason in it. */
+	char said[160] = "";
+	if (deny_reason != NULL) {
+		size_t rl = strlen(deny_reason);
+		bool plain = rl > 0 && rl <= 48 &&
+		    strspn(deny_reason,
+			"abcdefghijklmnopqrstuvwxyz0123456789_") == rl;
+		snprintf(said, sizeof(said),
+		    " by cordon%s%s (GET http://" DENIALS_HOST DENIALS_PATH ")",
+		    plain ? ": " : "", plain ? deny_reason : "");
+	}
 	int r;
 
 	json_decref(body);
 	if (text == NULL)
 		return -ENOMEM;
 	r = buf_printf(out,
-	    "HTTP/1.1 %u %s\r\n%s: %s\r\nContent-Type: application/json\r\n"
+	    "HTTP/1.1 %u %s%s\r\n%s: %s\r\nContent-Type: application/json\r\n"
 	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
-	    status, phrase,
+	    status, phrase, said,
 	    deny_reason != NULL ? "X-Cordon-Deny" : "X-Cordon-Error",
 	    deny_reason != NULL ? deny_reason : error, strlen(text) + 1, text);
 	free(text);

@@ -107,8 +107,9 @@ const char *verdict_params(const struct egress_rule *rule, const char *path,
  */
 /*
  * The answer the job gets when the proxy ends a request itself, appended
- * to out: status with its phrase, then deny_reason set (a denial, 403 or
- * 408) as X-Cordon-Deny, or else error (an upstream failure, 502 or 504)
+ * to out: status with its phrase (a denial's says "by cordon: REASON
+ * (GET http://cordon.local/v1/denials)"), then deny_reason set (a denial,
+ * 403 or 408) as X-Cordon-Deny, or else error (an upstream failure, 502 or 504)
  * as X-Cordon-Error, and the one-line JSON body {"error", "reason",
  * "message"}; Connection: close. 0, or -ENOMEM / -E2BIG from out.
  */

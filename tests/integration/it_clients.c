@@ -387,7 +387,9 @@ START_TEST(every_client_reaches_the_allowed_and_is_refused_the_rest)
 	EXPECT("go", "go %s/no/go.txt 403 ", u);
 	EXPECT("go", "go https://deny.test/x error ");
 	EXPECT("raw", "raw api.test /ok/raw HTTP/1.1 200 OK\n");
-	EXPECT("raw", "raw api.test /no/raw HTTP/1.1 403 Forbidden\n");
+	EXPECT("raw",
+	    "raw api.test /no/raw HTTP/1.1 403 Forbidden by cordon: path "
+	    "(GET http://cordon.local/v1/denials)\n");
 	EXPECT("raw", "raw deny.test /x resolve: ");
 	free(out);
 
@@ -479,15 +481,15 @@ START_TEST(registries_are_refused_and_a_name_never_leaves)
 	    " /usr/bin/python3 -m pip install --break-system-packages "
 	    "--no-cache-dir --disable-pip-version-check --retries 1 "
 	    "--timeout 10 somepkg > /tmp/pip.out 2>&1; echo pip=$?\n"
-	    " grep -o 'Tunnel connection failed: 403 Forbidden' /tmp/pip.out "
+	    " grep -o 'Tunnel connection failed: 403 [^)]*)' /tmp/pip.out "
 	    "| head -1\n"
 	    "fi\n"
 	    "if [ -x /usr/bin/npm ]; then\n"
 	    " mkdir -p /tmp/n && cd /tmp/n && npm install --no-audit --no-fund "
 	    "--fetch-retries=0 --fetch-timeout=10000 somepkg > /tmp/npm.out "
 	    "2>&1; echo npm=$?\n"
-	    " grep -o '403 Forbidden - GET [^ ]* - denied' /tmp/npm.out | "
-	    "head -1\n"
+	    " grep -o '403 Forbidden by cordon: [^)]*) - GET [^ ]* - denied' "
+	    "/tmp/npm.out | head -1\n"
 	    "fi\n"
 	    "curl -s http://cordon.local/v1/denials > /tmp/why.json\n"
 	    "/usr/bin/python3 -c \"import json\n"
@@ -508,9 +510,14 @@ START_TEST(registries_are_refused_and_a_name_never_leaves)
 	EXPECT("dig", "status: NXDOMAIN\n");
 	EXPECT("dig", "dig-direct=9\n");
 	ck_assert_msg(strstr(out, "getent=2\n") != NULL, "%s", out);
-	EXPECT("pip", "pip=1\nTunnel connection failed: 403 Forbidden\n");
+	/* Both print the status line's reason phrase: the reason and
+	 * where to ask why. */
+	EXPECT("pip",
+	    "pip=1\nTunnel connection failed: 403 Forbidden by cordon: "
+	    "no_rule (GET http://cordon.local/v1/denials)\n");
 	EXPECT("npm",
-	    "npm=1\n403 Forbidden - GET "
+	    "npm=1\n403 Forbidden by cordon: no_rule (GET "
+	    "http://cordon.local/v1/denials) - GET "
 	    "https://registry.npmjs.org/somepkg - denied\n");
 	EXPECT("pip",
 	    "why pypi.org no_rule {\"host\": \"pypi.org\", "

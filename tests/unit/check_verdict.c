@@ -419,7 +419,8 @@ END_TEST
 START_TEST(a_refusal_reads_as_the_docs_show_it)
 {
 	static const char denied[] =
-	    "HTTP/1.1 403 Forbidden\r\n"
+	    "HTTP/1.1 403 Forbidden by cordon: no_rule (GET "
+	    "http://cordon.local/v1/denials)\r\n"
 	    "X-Cordon-Deny: no_rule\r\n"
 	    "Content-Type: application/json\r\n"
 	    "Content-Length: 93\r\n"
@@ -451,6 +452,19 @@ START_TEST(a_refusal_reads_as_the_docs_show_it)
 	buf_reset(&out);
 	ck_assert_int_eq(verdict_refusal(&out, 599, NULL, "x", "y"), 0);
 	ck_assert_ptr_nonnull(strstr(buf_str(&out), "HTTP/1.1 599 Error\r\n"));
+	/* The reason phrase stays one: a reason that is not a plain token
+	 * (CR, LF, a byte past ASCII, too long) is not put in it. */
+	buf_reset(&out);
+	ck_assert_int_eq(verdict_refusal(&out, 403, "a\x7f b", "denied", "m"),
+	    0);
+	ck_assert_ptr_nonnull(
+	    strstr(buf_str(&out), "HTTP/1.1 403 Forbidden by cordon (GET "));
+	buf_reset(&out);
+	ck_assert_int_eq(verdict_refusal(&out, 408, "timeout", "denied", "m"),
+	    0);
+	ck_assert_ptr_nonnull(strstr(buf_str(&out),
+	    "HTTP/1.1 408 Request Timeout by cordon: timeout (GET "
+	    "http://cordon.local/v1/denials)\r\n"));
 	buf_free(&out);
 }
 END_TEST
