@@ -52,6 +52,9 @@ const char *const manifest_launcher_env[] = {
 	"GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt",
 	"PIP_CERT=/etc/ssl/certs/ca-certificates.crt",
 	"npm_config_cafile=/etc/ssl/certs/ca-certificates.crt",
+	/* The AWS SDKs and CLI: a bundle's path, no credential (the
+	 * manifest's ^AWS_ rule still refuses every AWS_ name). */
+	"AWS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
 	"HOME=/tmp/home",
 	"PATH=/usr/local/bin:/usr/bin:/bin",
 	"TERM=dumb",
@@ -503,7 +506,7 @@ static void
 check_rule(const json_t *r, const char *where, json_t *problems)
 {
 	static const char *const keys[] = { "host", "port", "methods", "paths",
-		"tls", "reason", "registry", "allow_cidrs", "upgrade",
+		"query", "tls", "reason", "registry", "allow_cidrs", "upgrade",
 		"audience", "inject" };
 	json_t *v;
 	size_t j;
@@ -881,6 +884,68 @@ check_templates(const json_t *m, const json_t *r, const char *where,
 	}
 }
 
+/*
+ * A rule's query bindings (credentials.md, "Param binding"):
+ * {"repo": "{repo}"}, each a plain parameter name bound to a parameter of
+ * the rule's inject capability whose every allowed value is plain (as a
+ * path segment's), so that the proxy can match it byte for byte.
+ */
+static void
+check_query(const json_t *m, const json_t *r, const char *where,
+    json_t *problems)
+{
+	const json_t *q = json_object_get(r, "query"), *cap, *ceiling;
+	const char *capname = json_string_value(
+	    json_object_get(json_object_get(r, "inject"), "capability"));
+	struct path_template_query b[PATH_TEMPLATE_MAX];
+	const char *why = NULL;
+	char field[160];
+	size_t n = 0;
+
+	if (q == NULL)
+		return;
+	snprintf(field, sizeof(field), "%s.query", where);
+	if (path_template_query_parse(q, b, &n, &why) < 0) {
+		problems_add(problems, field,
+		    "{\"name\": \"{param}\"}: names of [A-Za-z0-9_.-] (no two "
+		    "alike in case or '.', '-', '_'), each bound to one "
+		    "{param}, at most %d: %s",
+		    PATH_TEMPLATE_MAX, why);
+		return;
+	}
+	if (json_object_get(r, "inject") == NULL) {
+		problems_add(problems, field,
+		    "a query binding binds the token of the rule's "
+		    "inject.capability: this rule injects nothing");
+		return;
+	}
+	if (capname == NULL || (cap = manifest_capability(m, capname)) == NULL)
+		return; /* check_inject says why */
+	ceiling = json_object_get(cap, "params");
+	for (size_t k = 0; k < n; k++) {
+		const json_t *allow = json_object_get(ceiling, b[k].param), *e;
+		size_t j;
+
+		if (allow == NULL) {
+			problems_add(problems, field,
+			    "%s: {%s} is not a parameter of capability %.64s",
+			    b[k].name, b[k].param, capname);
+			continue;
+		}
+		json_array_foreach(allow, j, e)
+		{
+			if (path_template_value_ok(e, NULL))
+				continue;
+			problems_add(problems, field,
+			    "{%s}: every value capability %.64s may take must "
+			    "be plain ([A-Za-z0-9._~-], not '.', '..' nor "
+			    "ending in '.'); value %zu is not",
+			    b[k].param, capname, j);
+			break;
+		}
+	}
+}
+
 static void
 check_egress(const json_t *m, const json_t *egress, json_t *problems,
     json_t *warnings)
@@ -913,6 +978,7 @@ check_egress(const json_t *m, const json_t *egress, json_t *problems,
 		check_rule(r, where, problems);
 		check_inject(m, r, where, problems);
 		check_templates(m, r, where, problems);
+		check_query(m, r, where, problems);
 		for (j = 0; j < i; j++) {
 			json_t *o = json_array_get(egress, j);
 			if (json_is_object(o) &&

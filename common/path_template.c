@@ -169,3 +169,167 @@ path_template_match(const char *prefix, const char *path, size_t len,
 	}
 	return true;
 }
+
+/* --- query bindings ------------------------------------------------------- */
+
+static bool
+query_name_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	    (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+}
+
+/* a[0..an) and b[0..bn) as a lenient server may read names: case folded,
+ * '.' and '-' as '_' (PHP's $_GET, some frameworks' snake_case). */
+static bool
+query_names_alike(const char *a, size_t an, const char *b, size_t bn)
+{
+	if (an != bn)
+		return false;
+	for (size_t i = 0; i < an; i++) {
+		char x = a[i], y = b[i];
+		x = (x >= 'A' && x <= 'Z') ? (char)(x - 'A' + 'a') : x;
+		y = (y >= 'A' && y <= 'Z') ? (char)(y - 'A' + 'a') : y;
+		x = (x == '.' || x == '-') ? '_' : x;
+		y = (y == '.' || y == '-') ? '_' : y;
+		if (x != y)
+			return false;
+	}
+	return true;
+}
+
+int
+path_template_query_parse(const json_t *query,
+    struct path_template_query out[PATH_TEMPLATE_MAX], size_t *ret_n,
+    const char **ret_why)
+{
+	const char *key;
+	const json_t *v;
+	size_t n = 0;
+
+	*ret_n = 0;
+	if (!json_is_object(query)) {
+		*ret_why = "not_an_object";
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)query, key, v)
+	{
+		size_t kl = strlen(key), pl;
+		const char *s = json_string_value(v);
+
+		if (n == PATH_TEMPLATE_MAX) {
+			*ret_why = "too_many";
+			return -EINVAL;
+		}
+		if (kl == 0 || kl > PATH_TEMPLATE_NAME_MAX ||
+		    strspn(key,
+			"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			"0123456789_.-") != kl) {
+			*ret_why = "bad_name";
+			return -EINVAL;
+		}
+		pl = s != NULL ? strlen(s) : 0;
+		if (s == NULL || pl < 3 || pl - 2 > PATH_TEMPLATE_NAME_MAX ||
+		    s[0] != '{' || s[pl - 1] != '}') {
+			*ret_why = "not_a_placeholder";
+			return -EINVAL;
+		}
+		for (size_t i = 1; i + 1 < pl; i++)
+			if (!name_char(s[i])) {
+				*ret_why = "not_a_placeholder";
+				return -EINVAL;
+			}
+		for (size_t k = 0; k < n; k++)
+			if (query_names_alike(out[k].name, strlen(out[k].name),
+				key, kl)) {
+				*ret_why = "same_name";
+				return -EINVAL;
+			}
+		memcpy(out[n].name, key, kl + 1);
+		memcpy(out[n].param, s + 1, pl - 2);
+		out[n].param[pl - 2] = '\0';
+		n++;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+bool
+path_template_query_match(const struct path_template_query *b, size_t n,
+    const char *q, size_t len, const json_t *params, const char **ret_why)
+{
+	char value[PATH_TEMPLATE_MAX][PATH_TEMPLATE_VALUE_MAX + 1];
+	unsigned seen[PATH_TEMPLATE_MAX] = { 0 };
+	bool wrong[PATH_TEMPLATE_MAX] = { false };
+
+	if (n == 0)
+		return true;
+	if (n > PATH_TEMPLATE_MAX) {
+		*ret_why = "param_mismatch";
+		return false;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const json_t *v =
+		    params != NULL ? json_object_get(params, b[k].param) : NULL;
+		if (v == NULL) {
+			*ret_why = "param_missing";
+			return false;
+		}
+		if (!path_template_value_ok(v, value[k])) {
+			*ret_why = "param_value";
+			return false;
+		}
+	}
+	if (memchr(q, ';', len) != NULL) {
+		*ret_why = "query_separator";
+		return false;
+	}
+	for (size_t at = 0; at < len;) {
+		const char *amp = memchr(q + at, '&', len - at);
+		size_t pl = amp != NULL ? (size_t)(amp - (q + at)) : len - at;
+		const char *p = q + at, *eq = memchr(p, '=', pl);
+		size_t nl = eq != NULL ? (size_t)(eq - p) : pl;
+
+		at += pl + 1;
+		if (pl == 0)
+			continue; /* "a=1&&b=2": an empty pair names nothing */
+		if (nl == 0) {
+			*ret_why = "query_name";
+			return false;
+		}
+		for (size_t i = 0; i < nl; i++)
+			if (!query_name_char(p[i])) {
+				*ret_why = "query_name";
+				return false;
+			}
+		for (size_t k = 0; k < n; k++) {
+			size_t bl = strlen(b[k].name);
+			if (!query_names_alike(p, nl, b[k].name, bl))
+				continue;
+			if (memcmp(p, b[k].name, bl) != 0) {
+				*ret_why = "query_spelling";
+				return false;
+			}
+			seen[k]++;
+			const char *val = eq != NULL ? eq + 1 : NULL;
+			size_t vl = eq != NULL ? pl - nl - 1 : 0;
+			wrong[k] |= val == NULL || vl != strlen(value[k]) ||
+			    memcmp(val, value[k], vl) != 0;
+		}
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (seen[k] > 1) {
+			*ret_why = "query_duplicate";
+			return false;
+		}
+		if (seen[k] == 0) {
+			*ret_why = "query_missing";
+			return false;
+		}
+		if (wrong[k]) {
+			*ret_why = "param_mismatch";
+			return false;
+		}
+	}
+	return true;
+}

@@ -60,4 +60,42 @@ bool path_template_value_ok(const json_t *v,
 bool path_template_match(const char *prefix, const char *path, size_t len,
     const json_t *params, const char **ret_why);
 
+/*
+ * Query bindings (credentials.md, "Param binding"): a rule's "query",
+ * {"repo": "{repo}"}, says that the request's query carries parameter
+ * "repo" once, with the value of the token's param "repo", byte for byte.
+ */
+struct path_template_query {
+	char name[PATH_TEMPLATE_NAME_MAX + 1]; /* the query's parameter */
+	char param[PATH_TEMPLATE_NAME_MAX + 1]; /* the token's param */
+};
+
+/*
+ * Reads a rule's "query" (a JSON object) into out: each key a parameter
+ * name of [A-Za-z0-9_.-] (1 to PATH_TEMPLATE_NAME_MAX), each value one
+ * placeholder "{param}" with a name as path_template_parse takes, no two
+ * names alike once read as a lenient server may (case folded, '.' and '-'
+ * as '_'), at most PATH_TEMPLATE_MAX. 0 with *ret_n, or -EINVAL with
+ * *ret_why "not_an_object", "too_many", "bad_name", "not_a_placeholder"
+ * or "same_name" (static).
+ */
+int path_template_query_parse(const json_t *query,
+    struct path_template_query out[PATH_TEMPLATE_MAX], size_t *ret_n,
+    const char **ret_why);
+
+/*
+ * Matches a request's query q[0..len) (after the '?', without the
+ * fragment; len 0 for none) against the n bindings b with params (a JSON
+ * object, may be NULL). With no binding (n 0) every query matches. Else
+ * true when every parameter name is plain ([A-Za-z0-9_.-], 1 or more: no
+ * '%', '+', '[', nothing a server decodes into another name), no ';' is
+ * in the query, and each bound name is there exactly once, spelt exactly
+ * (no other case, no '.' or '-' for '_'), with its param's value (a value
+ * path_template_value_ok takes) byte for byte. false with *ret_why
+ * "query_separator", "query_name", "query_spelling", "query_duplicate",
+ * "query_missing", "param_missing", "param_value" or "param_mismatch".
+ */
+bool path_template_query_match(const struct path_template_query *b, size_t n,
+    const char *q, size_t len, const json_t *params, const char **ret_why);
+
 #endif

@@ -528,6 +528,14 @@ inject_then_upstream(struct pconn *c)
 		return;
 	}
 	const char *why = verdict_params(rule, c->d.path, c->inject_params);
+	const struct http1_request *r = &c->parser.req;
+	if (why == NULL &&
+	    !path_template_query_match(rule->query, rule->nquery,
+		r->has_query ? c->head + r->query.off : "",
+		r->has_query ? r->query.len : 0, c->inject_params, &why)) {
+		deny(c, "param_mismatch", why);
+		return;
+	}
 	if (why != NULL) {
 		deny(c, "param_mismatch", why);
 		return;
@@ -847,24 +855,31 @@ up_callbacks(struct pconn *c)
 	bufferevent_setwatermark(c->up, EV_WRITE, FLOW_HIGH / 2, 0);
 }
 
+/* sa as the decision line's addr ("a.b.c.d:port", "[v6]:port"). */
 static void
-connect_to(struct pconn *c, const struct sockaddr *sa, socklen_t len)
+addr_text(struct pconn *c, const struct sockaddr *sa)
 {
-	struct bufferevent *up;
 	char ip[INET6_ADDRSTRLEN];
-	uint16_t port;
 
 	if (sa->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const void *)sa;
 		inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
-		port = ntohs(a->sin6_port);
-		snprintf(c->addr, sizeof(c->addr), "[%s]:%u", ip, port);
+		snprintf(c->addr, sizeof(c->addr), "[%s]:%u", ip,
+		    ntohs(a->sin6_port));
 	} else {
 		const struct sockaddr_in *a = (const void *)sa;
 		inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
-		port = ntohs(a->sin_port);
-		snprintf(c->addr, sizeof(c->addr), "%s:%u", ip, port);
+		snprintf(c->addr, sizeof(c->addr), "%s:%u", ip,
+		    ntohs(a->sin_port));
 	}
+}
+
+static void
+connect_to(struct pconn *c, const struct sockaddr *sa, socklen_t len)
+{
+	struct bufferevent *up;
+
+	addr_text(c, sa);
 	if (c->up_tls) {
 		up = tls_upstream(c->p, c->host);
 		if (up == NULL) {
@@ -910,6 +925,14 @@ dns_done(struct pconn *c)
 	    verdict_address(ai, rule, (const struct sockaddr *)&c->p->self_addr,
 		brokerclient_addr(c->p->bclient, &blen), &reason, &detail);
 	if (a == NULL) {
+		/* The address refused is the line's addr, so that the rule
+		 * offered for it can name it (allow_cidrs, denials.h). */
+		for (a = ai; strcmp(reason, "private_addr") == 0 && a != NULL;
+		     a = a->ai_next)
+			if (a->ai_family == AF_INET || a->ai_family == AF_INET6) {
+				addr_text(c, a->ai_addr);
+				break;
+			}
 		evutil_freeaddrinfo(ai);
 		deny(c, reason, detail);
 		return;

@@ -211,7 +211,7 @@ static int
 load_rule(const json_t *j, struct egress_rule *rule, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "host", "port", "methods", "paths",
-		"tls", "reason", "registry", "allow_cidrs", "upgrade",
+		"query", "tls", "reason", "registry", "allow_cidrs", "upgrade",
 		"audience", "inject" };
 	const char *key, *host, *tls;
 	json_t *v;
@@ -321,6 +321,17 @@ load_rule(const json_t *j, struct egress_rule *rule, char *err, size_t errlen)
 		    json_string_length(v) + 1);
 	if (load_inject(json_object_get(j, "inject"), rule, err, errlen) < 0)
 		return -EINVAL;
+	v = json_object_get(j, "query");
+	if (v != NULL) {
+		const char *why;
+		if (rule->inject.secret[0] == '\0' ||
+		    path_template_query_parse(v, rule->query, &rule->nquery,
+			&why) < 0) {
+			snprintf(err, errlen, "%s: a bad query binding",
+			    rule->host);
+			return -EINVAL;
+		}
+	}
 	/* A templated path binds the token of the rule's inject capability:
 	 * without one, nothing would bind it. */
 	for (size_t k = 0; k < rule->npaths; k++) {

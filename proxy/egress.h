@@ -10,6 +10,7 @@
 
 #include "cidr.h"
 #include "egress_path.h"
+#include "path_template.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -32,6 +33,10 @@ struct egress_rule {
 	unsigned methods; /* EGRESS_METHOD_* bits */
 	char **paths; /* prefixes; NULL with passthrough */
 	size_t npaths;
+	/* "query" (credentials.md): parameters bound to the inject
+	 * capability's token's params (path_template_query_match). */
+	struct path_template_query query[PATH_TEMPLATE_MAX];
+	size_t nquery;
 	enum egress_tls tls;
 	struct cidr *cidrs; /* allow_cidrs */
 	size_t ncidrs;

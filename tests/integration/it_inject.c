@@ -576,6 +576,103 @@ START_TEST(a_templated_path_binds_the_tokens_param)
 }
 END_TEST
 
+START_TEST(a_templated_query_binds_the_tokens_param)
+{
+	char cfg[2048], path[400], hostsf[400], job[64], *tok, *resp;
+	static const char rules[] =
+	    "{\"name\": \"qbound\", \"command\": [\"/bin/true\"],"
+	    " \"capabilities\": [{\"name\": \"repo.read\", \"audience\": "
+	    "\"api\", \"params\": {\"repo\": [\"widgets\", \"gadgets\"]},"
+	    "   \"ttl_seconds\": 600, \"reason\": \"read a repository\"}],"
+	    " \"egress\": [{\"host\": \"api.test\", \"port\": %u,"
+	    "   \"methods\": [\"GET\"], \"paths\": [\"/search\"],"
+	    "   \"query\": %s,"
+	    "   \"allow_cidrs\": [\"127.0.0.0/8\"], \"audience\": \"api\","
+	    "   \"reason\": \"the api\", \"inject\": {\"secret\": \"up-key\","
+	    "   \"header\": \"X-Api-Key\", \"capability\": \"repo.read\"}}]}";
+	char text[1024];
+	json_t *j;
+
+	signal(SIGPIPE, SIG_IGN);
+	plain = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
+	harness_write_file(hostsf, "127.0.0.1 api.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
+	harness_write_file(path, verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-qbound\"}",
+	    broker.base, path, broker.dir, hostsf);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+	json_decref(put_secret("/v1/secrets/up-key", value1, 200));
+
+	/* A placeholder the capability lacks, a name that is not plain: 422
+	 * at egress[0].query. */
+	static const char *const refused[] = { "{\"owner\": \"{owner}\"}",
+		"{\"%72epo\": \"{repo}\"}", "{\"repo\": \"widgets\"}" };
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		char q[64];
+		snprintf(q, sizeof(q), "%s", refused[i]);
+		snprintf(text, sizeof(text), rules, upstream_port(plain), q);
+		j = harness_expect(&broker, 422, "PUT", "/v1/manifests/qbound",
+		    admin, NULL, json_loads(text, 0, NULL));
+		char *probs = json_dumps(json_object_get(j, "problems"), 0);
+		ck_assert_msg(strstr(probs, "egress[0].query") != NULL,
+		    "%s: %s", q, probs);
+		free(probs);
+		json_decref(j);
+	}
+
+	snprintf(text, sizeof(text), rules, upstream_port(plain),
+	    "{\"repo\": \"{repo}\"}");
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/qbound",
+	    admin, NULL, json_loads(text, 0, NULL)));
+	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s}", "manifest", "qbound"));
+	snprintf(job, sizeof(job), "%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
+	ck_assert_ptr_nonnull(json_object_get(j, "channel"));
+	snprintf(channel, sizeof(channel), "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+
+	tok = mint_body(channel,
+	    "{\"capability\":\"repo.read\",\"params\":{\"repo\":\"widgets\"}}");
+	resp = get_path("/search?q=x&repo=widgets&page=2", tok);
+	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	free(resp);
+	unsigned before = upstream_requests(plain);
+	/* Another repository, in every spelling a server could read as
+	 * one: 403, nothing upstream. */
+	static const char *const beside[] = { "/search?repo=secrets",
+		"/search?q=x", "/search", "/search?repo=widgets&repo=secrets",
+		"/search?repo=secrets&repo=widgets",
+		"/search?repo=widgets&%72epo=secrets",
+		"/search?repo=widgets&repo%5B%5D=secrets",
+		"/search?repo=widgets;repo=secrets",
+		"/search?repo=widgets&REPO=secrets", "/search?repo=gadgets",
+		"/search?repo=widget%73" };
+	for (size_t i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
+		resp = get_path(beside[i], tok);
+		ck_assert_msg(status_of(resp) == 403, "%s: %.400s", beside[i],
+		    resp);
+		free(resp);
+	}
+	ck_assert_uint_eq(upstream_requests(plain), before);
+	resp = get_path("/search?repo=widgets&repo=secrets", tok);
+	ck_assert_msg(strstr(resp, "query_duplicate") != NULL, "%s", resp);
+	free(resp);
+	free(tok);
+	ck_assert_int_eq(daemon_stop(&proxy), 0);
+	upstream_stop(plain);
+}
+END_TEST
+
 /* --- a job of `cordon run` ------------------------------------------------- */
 
 /* value1 as a grep -E pattern that does not hold it literally: the
@@ -694,6 +791,7 @@ inject_suite(void)
 	tcase_add_test(tc, release_to_a_running_job_only);
 	tcase_add_test(tc, the_proxy_swaps_the_token_and_redacts_the_echo);
 	tcase_add_test(tc, a_templated_path_binds_the_tokens_param);
+	tcase_add_test(tc, a_templated_query_binds_the_tokens_param);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("job");
 	tcase_set_timeout(tc, 120);
