@@ -518,8 +518,8 @@ if part inject; then
 	say "injections counted by the proxy: $(($(injections) - i0))," \
 		"answers to inject.test: $n_inj"
 	for mode in keepalive new; do
-		what="proxy: HTTPS terminated + injection, $mode"
-		[ "$mode" = keepalive ] && what="$what tunnels" || what="$what (tunnel per request)"
+		what="proxy: injection, kept-alive tunnels"
+		[ "$mode" = keepalive ] || what="proxy: injection, tunnel per request"
 		for f in rps p50_ms p99_ms; do
 			p=$(mean_of "$f" "$tmp/inject.$mode.plain")
 			t=$(mean_of "$f" "$tmp/inject.$mode.token")
@@ -584,8 +584,8 @@ done"
 	for mode in keepalive new; do
 		[ "$(grep -c "^[a-z]* $mode requests" "$tmp/capture.out")" = 4 ] ||
 			die "no figures from the job: $(cat "$tmp/capture.out" "$tmp/capture.err" | tail -8)"
-		what="launcher: HTTPS captured vs HTTPS_PROXY, $mode"
-		[ "$mode" = keepalive ] && what="$what tunnels" || what="$what (tunnel per request)"
+		what="launcher: capture, kept-alive tunnels"
+		[ "$mode" = keepalive ] || what="launcher: capture, tunnel per request"
 		for f in rps p50_ms p99_ms; do
 			grep "^explicit $mode " "$tmp/capture.out" >"$tmp/explicit.$mode"
 			grep "^captured $mode " "$tmp/capture.out" >"$tmp/captured.$mode"
