@@ -7,6 +7,9 @@
  * environment: it trusts the job's CA through the trust store the
  * launcher writes at /etc/ssl/certs/java/cacerts (launcher/truststore.c),
  * and the launcher's capture carries its direct connections to the proxy.
+ * -Djava.net.useSystemProxies=true changes nothing (Java's system proxies
+ * on Linux are GNOME's settings, and it still goes direct); a JVM given
+ * -Dhttps.proxyHost goes through the relay instead, and is judged the same.
  * No JAVA_TOOL_OPTIONS (Java would say "Picked up" on every start). The
  * store itself is looked at with keytool: the job's CA and the host's
  * roots, each a trustedCertEntry, password "changeit". Without a java
@@ -91,6 +94,9 @@ setup(void)
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/srv/ok/jvm.txt", dir);
 	harness_write_file(path, "hello jvm\n");
+	chmod(path, 0644);
+	snprintf(path, sizeof(path), "%s/srv/ok/relay.txt", dir);
+	harness_write_file(path, "hello relay\n");
 	chmod(path, 0644);
 	start_server(dir, cert, key);
 	stack_start(&st, &o);
@@ -226,6 +232,7 @@ START_TEST(java_reaches_the_allowed_and_is_refused_the_rest)
 	snprintf(u, sizeof(u), "https://tls.test:%u", tls_port);
 	snprintf(script, sizeof(script),
 	    "echo JAVA_TOOL_OPTIONS=${JAVA_TOOL_OPTIONS-unset}\n"
+	    "echo AWS_CA_BUNDLE=${AWS_CA_BUNDLE-unset}\n"
 	    "java Client.java %s/ok/jvm.txt %s/no/jvm.txt "
 	    "https://deny.test/x\n"
 	    "echo java=$?\n"
@@ -233,6 +240,10 @@ START_TEST(java_reaches_the_allowed_and_is_refused_the_rest)
 	     * settings, so still direct (and captured). */
 	    "java -Djava.net.useSystemProxies=true Client.java %s/ok/jvm.txt "
 	    "| sed 's/^jvm-/sysproxy-/'\n"
+	    /* Told the proxy, as a JVM is (system properties, not the
+	     * environment): through the relay on 127.0.0.1:3128. */
+	    "java -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128 "
+	    "Client.java %s/ok/relay.txt | sed 's/^jvm-/explicit-/'\n"
 	    "keytool -list -cacerts -storepass changeit > /tmp/kt.txt; "
 	    "echo keytool=$?\n"
 	    "grep -c trustedCertEntry /tmp/kt.txt | sed 's/^/trusted=/'\n"
@@ -241,9 +252,11 @@ START_TEST(java_reaches_the_allowed_and_is_refused_the_rest)
 	    "echo job-ca=trustedCertEntry\n"
 	    "keytool -list -cacerts -storepass wrong >/dev/null 2>&1; "
 	    "echo wrong=$?\n",
-	    u, u, u);
+	    u, u, u, u);
 	out = run_stdout(script, &err);
 	EXPECT("JAVA_TOOL_OPTIONS=unset\n");
+	/* The AWS SDKs (but Java's) at the bundle. */
+	EXPECT("AWS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt\n");
 	EXPECT("java=0\n");
 	/* Java reads no proxy variable: it goes direct, and is captured. */
 	EXPECT("jvm-proxy %s/ok/jvm.txt DIRECT\n", u);
@@ -257,6 +270,8 @@ START_TEST(java_reaches_the_allowed_and_is_refused_the_rest)
 	       "java.net.UnknownHostException\n");
 	EXPECT("sysproxy-proxy %s/ok/jvm.txt DIRECT\n", u);
 	EXPECT("sysproxy-http %s/ok/jvm.txt 200 - hello jvm\n", u);
+	EXPECT("explicit-proxy %s/ok/relay.txt HTTP @ ", u);
+	EXPECT("explicit-http %s/ok/relay.txt 200 - hello relay\n", u);
 	/* The store: the host's entries and the job's CA, each trusted,
 	 * behind the password "changeit". */
 	EXPECT("keytool=0\n");
@@ -270,6 +285,9 @@ START_TEST(java_reaches_the_allowed_and_is_refused_the_rest)
 	/* A decision line each: the captured connection, the allowed
 	 * request and the refused path, and the refused name. */
 	ck_assert(logged("tls.test", NULL, "allow", NULL, "capture"));
+	/* The JVM told of the proxy: a CONNECT through the relay. */
+	ck_assert(logged("tls.test", NULL, "allow", NULL, "connect"));
+	ck_assert(logged("tls.test", "/ok/relay.txt", "allow", NULL, "mitm"));
 	ck_assert(logged("tls.test", "/ok/jvm.txt", "allow", NULL, NULL));
 	ck_assert(logged("tls.test", "/no/jvm.txt", "deny", "path", NULL));
 	ck_assert(logged("deny.test", NULL, "deny", "no_rule", NULL));

@@ -202,6 +202,12 @@ START_TEST(the_environment_is_empty)
 		size_t n = strcspn(line, "=");
 		if (line[n] != '=' || n >= sizeof(name))
 			continue;
+		/* The AWS SDKs' CA bundle, the launcher's: a path to public
+		 * certificates, as the drill's env row takes it. */
+		if (strcmp(line,
+			"AWS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt") ==
+		    0)
+			continue;
 		memcpy(name, line, n);
 		name[n] = '\0';
 		ck_assert_msg(regexec(&re, name, 0, NULL, 0) != 0,

@@ -53,6 +53,27 @@ START_TEST(test_every_launcher_variable_is_refused)
 }
 END_TEST
 
+/* The AWS SDKs and CLI read AWS_CA_BUNDLE: the launcher sets it to the
+ * job's bundle, while a manifest still may set no AWS_ name, that one
+ * included (the secret convention's ^AWS_ stands). */
+START_TEST(test_the_aws_sdks_get_the_bundle)
+{
+	bool set = false;
+
+	for (const char *const *e = manifest_launcher_env; *e != NULL; e++)
+		set = set ||
+		    strcmp(*e,
+			"AWS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt") ==
+			0;
+	ck_assert_msg(set, "no AWS_CA_BUNDLE in manifest_launcher_env");
+	ck_assert(env_refused("AWS_CA_BUNDLE"));
+	ck_assert(env_refused("AWS_SECRET_ACCESS_KEY"));
+	ck_assert(env_refused("AWS_ACCESS_KEY_ID"));
+	ck_assert(env_refused("AWS_SESSION_TOKEN"));
+	ck_assert(env_refused("AWS_REGION"));
+}
+END_TEST
+
 START_TEST(test_home_is_the_sandbox_s_scratch)
 {
 	const char *home = NULL;
@@ -120,6 +141,7 @@ main(void)
 	TCase *tc = tcase_create("env");
 
 	tcase_add_test(tc, test_every_launcher_variable_is_refused);
+	tcase_add_test(tc, test_the_aws_sdks_get_the_bundle);
 	tcase_add_test(tc, test_home_is_the_sandbox_s_scratch);
 	tcase_add_test(tc, test_limits_doc_is_the_table);
 	suite_add_tcase(s, tc);
