@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #define JAVA "/usr/bin/java"
+#define KEYTOOL "/usr/bin/keytool"
 #define CLIENT CORDON_SOURCE_DIR "/tests/integration/jobs/jvm/Client.java"
 
 static struct stack st;
@@ -219,7 +220,7 @@ START_TEST(java_reaches_the_allowed_and_is_refused_the_rest)
 {
 	char script[4096], u[128], *out, *err = NULL;
 	static char o[1 << 18], e[4096];
-	char *kt[] = { "/usr/bin/keytool", "-list", "-keystore",
+	char *kt[] = { KEYTOOL, "-list", "-keystore",
 		"/etc/ssl/certs/java/cacerts", "-storepass", "changeit", NULL };
 	long host_entries;
 
@@ -310,8 +311,21 @@ suite(void)
 int
 main(void)
 {
-	if (access(JAVA, X_OK) != 0) {
-		printf("it_jvm: skipped: no %s (openjdk-17-jdk-headless)\n",
+	static char out[1 << 16], err[4096];
+	char *modules[] = { JAVA, "--list-modules", NULL };
+
+	if (access(JAVA, X_OK) != 0 || access(KEYTOOL, X_OK) != 0) {
+		printf("it_jvm: skipped: no %s or %s "
+		       "(openjdk-17-jdk-headless)\n",
+		    JAVA, KEYTOOL);
+		return 77;
+	}
+	/* A single-file source needs the JDK's compiler, not a JRE alone. */
+	if (harness_run_for(modules, 60000, out, sizeof(out), err,
+		sizeof(err)) != 0 ||
+	    strstr(out, "jdk.compiler@") == NULL) {
+		printf("it_jvm: skipped: %s has no jdk.compiler (a JRE: "
+		       "install openjdk-17-jdk-headless)\n",
 		    JAVA);
 		return 77;
 	}
