@@ -38,6 +38,8 @@ actor_of(const struct http_request *req)
 		return "launcher";
 	if (roles & ROLE_VERIFIER)
 		return "verifier";
+	if (roles & ROLE_HATCH)
+		return "hatch";
 	return "anonymous";
 }
 
@@ -1043,6 +1045,24 @@ revocations(void *ctx, struct http_request *req, struct http_response *res)
 		revocations_answer(b, st, res);
 }
 
+/* --- the caller's key ----------------------------------------------------- */
+
+/* GET /v1/whoami: the roles the caller's key grants, so that a process
+ * can tell it was given more than it needs (the hatch warns). */
+static void
+whoami(void *ctx, struct http_request *req, struct http_response *res)
+{
+	unsigned roles = http_request_roles(req);
+	json_t *list = json_array();
+
+	(void)ctx;
+	for (unsigned bit = 1; bit != 0 && bit <= ROLES_ALL; bit <<= 1)
+		if ((roles & bit) && role_name(bit) != NULL)
+			json_array_append_new(list,
+			    json_string(role_name(bit)));
+	http_reply_json(res, 200, json_pack("{s:o}", "roles", list));
+}
+
 /* --- audit ---------------------------------------------------------------- */
 
 static void
@@ -1217,15 +1237,18 @@ const struct http_route broker_routes[] = {
 	{ "POST", "/v1/jobs/*/revoke", ROLE_ADMIN | ROLE_LAUNCHER,
 	    BODY_JSON_OPTIONAL, revoke_handler },
 	{ "GET", "/v1/jobs/*/egress", ROLE_VERIFIER, BODY_NONE, job_egress },
-	{ "GET", "/v1/jobs/*/return", ROLE_VERIFIER | ROLE_LAUNCHER, BODY_NONE,
-	    job_return },
-	{ "POST", "/v1/token", ROLE_VERIFIER | ROLE_LAUNCHER | ROLE_ADMIN,
-	    BODY_JSON, mint },
+	/* The hatch's; the launcher's and the verifier's keys too, which
+	 * hatches were given before the hatch key (they warn). */
+	{ "GET", "/v1/jobs/*/return",
+	    ROLE_HATCH | ROLE_LAUNCHER | ROLE_VERIFIER, BODY_NONE, job_return },
+	/* The proxy's alone: it speaks for the job's channel. */
+	{ "POST", "/v1/token", ROLE_VERIFIER, BODY_JSON, mint },
 	{ "POST", "/v1/introspect", ROLE_VERIFIER, BODY_JSON, introspect },
 	{ "POST", "/v1/revoke", ROLE_ADMIN, BODY_JSON, revoke_token },
 	{ "GET", "/v1/revocations", ROLE_VERIFIER | ROLE_LAUNCHER, BODY_NONE,
 	    revocations },
 	{ "GET", "/v1/audit", ROLE_ADMIN, BODY_NONE, audit },
+	{ "GET", "/v1/whoami", ROLES_ALL, BODY_NONE, whoami },
 	{ "PUT", "/v1/secrets/*", ROLE_ADMIN, BODY_JSON, secrets_put },
 	{ "GET", "/v1/secrets", ROLE_ADMIN, BODY_NONE, secrets_list },
 	{ "GET", "/v1/secrets/*", ROLE_ADMIN, BODY_NONE, secrets_get },

@@ -32,6 +32,11 @@ const struct config_option broker_options[] = {
 };
 const size_t broker_noptions = ARRAY_SIZE(broker_options);
 
+/* One key file per role, <keys_dir>/<role>.key: each process is given
+ * the least key it needs (docs/threat-model.md). */
+static const unsigned broker_key_roles[] = { ROLE_ADMIN, ROLE_LAUNCHER,
+	ROLE_VERIFIER, ROLE_HATCH };
+
 /*
  * Makes sure each role has a key (writing missing ones, mode 0600) and
  * loads their hashes. Paths are logged, values never.
@@ -39,10 +44,9 @@ const size_t broker_noptions = ARRAY_SIZE(broker_options);
 static int
 broker_keys_open(struct broker *b)
 {
-	static const unsigned roles[] = { ROLE_ADMIN, ROLE_LAUNCHER,
-		ROLE_VERIFIER };
+	const unsigned *roles = broker_key_roles;
 
-	for (size_t i = 0; i < ARRAY_SIZE(roles); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(broker_key_roles); i++) {
 		_cleanup_free_ char *path = NULL;
 		bool created;
 		int r;
@@ -64,13 +68,13 @@ broker_keys_open(struct broker *b)
 }
 
 /* -n: each role key that is there must be one this user can read (a
- * missing one is written at start). -1 when all are, else EXIT_CONFIG
- * after one line on stderr. */
+ * missing one is written at start); each is listed on stdout, "<prog>:
+ * <role> key <path>", with " (written at start)" when missing. -1 when
+ * all are, else EXIT_CONFIG after one line on stderr. */
 static int
 broker_keys_check(const struct broker *b)
 {
-	static const unsigned roles[] = { ROLE_ADMIN, ROLE_LAUNCHER,
-		ROLE_VERIFIER };
+	const unsigned *roles = broker_key_roles;
 	_cleanup_free_ char *def = NULL;
 	const char *dir = b->cfg.keys_dir;
 
@@ -79,15 +83,20 @@ broker_keys_check(const struct broker *b)
 		return EXIT_OSERR;
 	if (dir == NULL)
 		dir = def;
-	for (size_t i = 0; i < ARRAY_SIZE(roles); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(broker_key_roles); i++) {
 		_cleanup_free_ char *path = NULL;
 		struct stat st;
 		int r;
 
 		if (asprintf(&path, "%s/%s.key", dir, role_name(roles[i])) < 0)
 			return EXIT_OSERR;
-		if (lstat(path, &st) < 0 && errno == ENOENT)
+		if (lstat(path, &st) < 0 && errno == ENOENT) {
+			printf("%s: %s key %s (written at start)\n",
+			    BROKER_PROG, role_name(roles[i]), path);
 			continue;
+		}
+		printf("%s: %s key %s\n", BROKER_PROG, role_name(roles[i]),
+		    path);
 		r = keys_check_setting(BROKER_PROG, "keys_dir", path);
 		if (r >= 0)
 			return r;

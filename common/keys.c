@@ -30,6 +30,8 @@ role_name(unsigned role)
 		return "launcher";
 	case ROLE_VERIFIER:
 		return "verifier";
+	case ROLE_HATCH:
+		return "hatch";
 	default:
 		return NULL;
 	}

@@ -14,7 +14,12 @@ enum role {
 	ROLE_ADMIN = 1u << 0, /* put manifests, revoke any job, audit */
 	ROLE_LAUNCHER = 1u << 1, /* create, heartbeat, stop its jobs */
 	ROLE_VERIFIER = 1u << 2, /* introspect, egress policy, revocations */
+	ROLE_HATCH = 1u << 3, /* a job's return policy, nothing else */
 };
+
+/* Every role, in the order the broker writes their keys. */
+#define ROLES_ALL (ROLE_ADMIN | ROLE_LAUNCHER | ROLE_VERIFIER | ROLE_HATCH)
+#define ROLES_COUNT 4
 
 #define KEY_PREFIX "crk_"
 #define KEYRING_MAX 16
@@ -27,7 +32,8 @@ struct keyring {
 	} keys[KEYRING_MAX];
 };
 
-/* "admin", "launcher", "verifier" for one role bit; NULL otherwise. */
+/* "admin", "launcher", "verifier", "hatch" for one role bit; NULL
+ * otherwise. */
 const char *role_name(unsigned role);
 
 /* Adds a key granting roles: 0, -E2BIG when full, -EINVAL if shorter than

@@ -127,12 +127,13 @@ say "3/4 starting the services on loopback (state and logs under ./var/)"
 mkdir -p "$var/log" "$var/inputs"
 # The hatch copies inputs only from where an operator says, answers only
 # the launcher's key (the broker writes it on its first start) and reads
-# each job's return policy from the broker.
+# each job's return policy from the broker with the hatch key, which can
+# do nothing else there.
 config_once "$var/hatch.json" <<JSON
 {"input_roots": ["$top/deploy/examples", "$var/inputs"],
  "launcher_key_file": "$var/broker/keys/launcher.key",
  "broker": "http://127.0.0.1:7701",
- "broker_key_file": "$var/broker/keys/launcher.key"}
+ "broker_key_file": "$var/broker/keys/hatch.key"}
 JSON
 # The proxy calls the broker with the verifier key, answers the
 # launcher's (and the admin's, for its decision log: cordon logs), and

@@ -31,6 +31,49 @@ paths_overlap(const char *a, const char *b)
 
 #define BROKER_TIMEOUT_MS 5000
 
+void
+hatch_broker_key_check(struct hatch *h, long timeout_ms)
+{
+	struct httpc_answer a = { 0 };
+	json_t *roles, *v;
+	bool broad = false;
+	size_t i;
+
+	if (h->cfg.broker == NULL || h->broker_key == NULL ||
+	    atomic_load(&h->key_checked))
+		return;
+	if (httpc_request(h->cfg.broker, "GET", "/v1/whoami", h->broker_key,
+		NULL, NULL, timeout_ms, &a) < 0)
+		return; /* asked again before the next policy read */
+	if (a.status >= 500) {
+		httpc_answer_free(&a);
+		return;
+	}
+	atomic_store(&h->key_checked, true);
+	roles = json_object_get(a.json, "roles");
+	if (a.status != 200 || !json_is_array(roles)) {
+		/* A broker from before the route, or a key it refuses: the
+		 * policy reads say the rest. */
+		log_info("broker_key_unchecked", "{s:I, s:s}", "status",
+		    (json_int_t)a.status, "reason",
+		    "the broker did not say what broker_key_file grants");
+		httpc_answer_free(&a);
+		return;
+	}
+	json_array_foreach(roles, i, v) broad = broad || !json_is_string(v) ||
+	    strcmp(json_string_value(v), role_name(ROLE_HATCH)) != 0;
+	if (broad && !atomic_exchange(&h->key_warned, true))
+		log_warn("broker_key_broad", "{s:O, s:s, s:s, s:s}", "roles",
+		    roles, "path", h->cfg.broker_key_file, "effect",
+		    "the key grants more at the broker than reading return "
+		    "policies: whoever took over the hatch could use it there",
+		    "fix",
+		    "set broker_key_file to the broker's keys/hatch.key");
+	else if (!broad)
+		log_info("broker_key_checked", "{s:O}", "roles", roles);
+	httpc_answer_free(&a);
+}
+
 /*
  * Reads job's return policy and disk cap from the broker into *ret_policy
  * (new) and *ret_disk_mb. 0, or an HTTP status with its error code and
@@ -55,6 +98,7 @@ policy_from_broker(struct hatch *h, const char *job, json_t **ret_policy,
 		    job);
 		return status;
 	}
+	hatch_broker_key_check(h, BROKER_TIMEOUT_MS);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/return", job);
 	rc = httpc_request(h->cfg.broker, "GET", path, h->broker_key, NULL,
 	    NULL, BROKER_TIMEOUT_MS, &a);

@@ -267,6 +267,9 @@ main(int argc, char **argv)
 		r = EXIT_OSERR;
 		goto out;
 	}
+	/* What the broker key grants, said at start when the broker is
+	 * up (else before the first policy read). */
+	hatch_broker_key_check(&h, 2000);
 	r = service_serve(&http, &h.cfg.common, addr, NULL, 0);
 out:
 	if (fd >= 0)

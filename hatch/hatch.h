@@ -15,6 +15,7 @@
 #include "sealer.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #define HATCH_PROG "cordon-hatch"
@@ -41,9 +42,21 @@ struct hatch {
 	char *workspaces; /* <state_dir>/workspaces */
 	struct keyring keys;
 	char *broker_key; /* read from broker_key_file */
+	atomic_bool key_checked; /* the broker said what broker_key grants */
+	atomic_bool key_warned; /* broker_key_broad logged */
 	struct sealer sealer; /* forked at start; used under mu */
 	pthread_mutex_t mu; /* one workspace change at a time */
 };
+
+/*
+ * Asks the broker what broker_key grants (GET /v1/whoami) until it has
+ * answered once: the hatch needs the hatch role alone, and a key that
+ * grants any other (a launcher's, a verifier's, the admin's: what hatches
+ * were given before the hatch key) is still used, with one warning,
+ * broker_key_broad, naming its roles. Called at start and before a
+ * policy read until then; waits at most timeout_ms.
+ */
+void hatch_broker_key_check(struct hatch *h, long timeout_ms);
 
 /* The hatch's routes, for the HTTP glue; ctx is the struct hatch. */
 extern const struct http_route hatch_routes[];

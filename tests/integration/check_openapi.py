@@ -227,6 +227,8 @@ call(BR, B, "DELETE", "/v1/secrets/oa-secret", A)
 call(BR, B, "DELETE", "/v1/secrets/oa-secret", A)
 call(BR, B, "GET", "/v1/audit?limit=5", A)
 call(BR, B, "GET", "/v1/audit?verify=1", A)
+call(BR, B, "GET", "/v1/whoami", L)
+call(BR, B, "GET", "/v1/whoami", None)
 
 # The proxy, on the broker's job.
 call(PX, P, "POST", f"/v1/jobs/{jid}", L, {})

@@ -660,8 +660,9 @@ stack_start(struct stack *s, const struct stack_options *o)
 	snprintf(s->inputs, sizeof(s->inputs), "%s", harness_tmpdir());
 	snprintf(cfg, sizeof(cfg),
 	    "{\"input_roots\": [\"%s\"], \"launcher_key_file\": \"%s\", "
-	    "\"broker\": \"%s\", \"broker_key_file\": \"%s\"}",
-	    s->inputs, keyfile, s->broker.base, keyfile);
+	    "\"broker\": \"%s\", \"broker_key_file\": "
+	    "\"%s/var/broker/keys/hatch.key\"}",
+	    s->inputs, keyfile, s->broker.base, s->broker.dir);
 	ck_assert_int_eq(daemon_start(&s->hatch, "hatch", cfg), 0);
 
 	snprintf(s->launcher_dir, sizeof(s->launcher_dir), "%s",

@@ -19,7 +19,7 @@ hatchjob_start(struct hatchjob *hj)
 	    sizeof(hj->launcher));
 	snprintf(hj->hatch_config, sizeof(hj->hatch_config),
 	    "\"broker\": \"%s\", \"broker_key_file\": "
-	    "\"%s/var/broker/keys/launcher.key\"",
+	    "\"%s/var/broker/keys/hatch.key\"",
 	    hj->broker.base, hj->broker.dir);
 }
 

@@ -1228,7 +1228,7 @@ broker_cases(void)
 	/* From any key but the verifier's, the header is not heard. */
 	try_one(BROKER, "POST /v1/token, X-Cordon-Job from the admin key",
 	    "POST", "/v1/token", ADMIN, "X-Cordon-Job: job_nope\r\n", body,
-	    strlen(body), LENGTH, false, 403, "no_job_identity", 0);
+	    strlen(body), LENGTH, false, 403, "forbidden", 0);
 }
 
 /* --- after the barrage ------------------------------------------------------ */

@@ -34,7 +34,7 @@ start_hatch(bool with_broker)
 	    with_broker ? broker.base : "",
 	    with_broker ? "\", \"broker_key_file\": \"" : "",
 	    with_broker ? broker.dir : "",
-	    with_broker ? "/var/broker/keys/launcher.key\"" : "");
+	    with_broker ? "/var/broker/keys/hatch.key\"" : "");
 	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
 }
 

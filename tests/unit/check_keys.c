@@ -418,9 +418,25 @@ START_TEST(test_role_name)
 	ck_assert_str_eq(role_name(ROLE_ADMIN), "admin");
 	ck_assert_str_eq(role_name(ROLE_LAUNCHER), "launcher");
 	ck_assert_str_eq(role_name(ROLE_VERIFIER), "verifier");
+	ck_assert_str_eq(role_name(ROLE_HATCH), "hatch");
 	ck_assert_ptr_null(role_name(0));
 	ck_assert_ptr_null(role_name(ROLE_ADMIN | ROLE_LAUNCHER));
-	ck_assert_ptr_null(role_name(1u << 3));
+	ck_assert_ptr_null(role_name(1u << ROLES_COUNT));
+	/* ROLES_ALL is ROLES_COUNT bits, each with a name of its own. */
+	unsigned n = 0;
+	for (unsigned bit = 1; bit != 0; bit <<= 1) {
+		if (!(ROLES_ALL & bit)) {
+			ck_assert_ptr_null(role_name(bit));
+			continue;
+		}
+		ck_assert_ptr_nonnull(role_name(bit));
+		for (unsigned other = 1; other < bit; other <<= 1)
+			if (ROLES_ALL & other)
+				ck_assert_str_ne(role_name(bit),
+				    role_name(other));
+		n++;
+	}
+	ck_assert_uint_eq(n, ROLES_COUNT);
 	ck_assert_ptr_null(role_name(~0u));
 }
 END_TEST
