@@ -7,11 +7,10 @@
 #include "report.h"
 
 #include "buf.h"
-#include "egress_path.h"
 #include "manifest.h"
+#include "narrow.h"
 #include "util.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -174,10 +173,14 @@ report_decision(struct report *r, const json_t *d)
 	long long port = json_is_integer(json_object_get(d, "port"))
 	    ? json_integer_value(json_object_get(d, "port"))
 	    : 0;
-	if (buf_printf(&key, "%s\x1f%s\x1f%lld\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s",
+	if (buf_printf(&key,
+		"%s\x1f%s\x1f%lld\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s",
 		field(job, "manifest"), field(d, "host"), port,
 		field(d, "method"), field(d, "path"), field(d, "reason"),
-		field(d, "detail"), field(d, "kind")) < 0) {
+		field(d, "detail"), field(d, "kind"),
+		strcmp(field(d, "reason"), "private_addr") == 0
+		    ? field(d, "addr")
+		    : "") < 0) {
 		buf_free(&key);
 		return -ENOMEM;
 	}
@@ -201,6 +204,12 @@ report_decision(struct report *r, const json_t *d)
 		    json_object_get(d, "kind") ?: json_null(), "count",
 		    (json_int_t)0, "first_seen", ts, "last_seen", ts, "jobs",
 		    "jobs_more", (json_int_t)0);
+		/* The address a private_addr refused: its rule's range. */
+		if (g != NULL &&
+		    strcmp(field(d, "reason"), "private_addr") == 0 &&
+		    json_is_string(json_object_get(d, "addr")))
+			(void)json_object_set(g, "addr",
+			    json_object_get(d, "addr"));
 		if (g == NULL ||
 		    json_object_set_new(r->groups, buf_str(&key), g) < 0 ||
 		    json_array_append_new(r->order,
@@ -234,82 +243,34 @@ report_decision(struct report *r, const json_t *d)
 
 /* --- what may be proposed ------------------------------------------------- */
 
-/* The class of an address literal ("loopback", "private", ...), "public"
- * for another address, NULL when host is not an address. */
-static const char *
-address_class(const char *host)
-{
-	unsigned char a[16];
-	char bare[64];
-	size_t n = strlen(host);
-
-	if (n >= 2 && host[0] == '[' && host[n - 1] == ']' &&
-	    n - 2 < sizeof(bare)) {
-		memcpy(bare, host + 1, n - 2);
-		bare[n - 2] = '\0';
-		host = bare;
-	}
-	if (inet_pton(AF_INET, host, a) == 1) {
-		if (a[0] == 127)
-			return "loopback";
-		if (a[0] == 10 || (a[0] == 172 && (a[1] & 0xf0) == 16) ||
-		    (a[0] == 192 && a[1] == 168))
-			return "private";
-		if (a[0] == 169 && a[1] == 254)
-			return "link_local";
-		if (a[0] == 100 && (a[1] & 0xc0) == 64)
-			return "cgnat";
-		if (a[0] == 0 || a[0] >= 224)
-			return "reserved";
-		return "public";
-	}
-	if (inet_pton(AF_INET6, host, a) == 1) {
-		static const unsigned char lo[16] = { [15] = 1 };
-		if (memcmp(a, lo, 16) == 0)
-			return "loopback";
-		if ((a[0] & 0xfe) == 0xfc)
-			return "private";
-		if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
-			return "link_local";
-		return "public";
-	}
-	/* Digits and dots only (a short or octal form the resolver may
-	 * read as an address) are no name either. */
-	if (n > 0 && strspn(host, "0123456789.x") == n)
-		return "numeric";
-	return NULL;
-}
-
-/* A name a rule can hold: lowercase letters, digits, '-' and '.'. */
-static bool
-rule_host_ok(const char *h)
-{
-	size_t n = strlen(h);
-
-	return n > 0 && n <= 253 &&
-	    strspn(h,
-		"abcdefghijklmnopqrstuvwxyz"
-		"0123456789-.") == n &&
-	    h[0] != '.' && h[0] != '-' && h[n - 1] != '.' &&
-	    strstr(h, "..") == NULL;
-}
-
 static const char *const proposable_methods[] = { "GET", "HEAD", "POST", "PUT",
 	"PATCH", "DELETE", "OPTIONS" };
 
 /*
- * Whether the group g could be allowed by a rule, and when not, why (a
- * constant string, or one made into why_buf).
+ * The rule narrow_rule offers for the group g (the same the proxy's
+ * cordon.local/v1/denials offers for each of its denials), set as g's
+ * "rule" (null when none), and whether it may be proposed here: a rule
+ * with the method and path seen, no upgrade and no range of addresses
+ * (those are for a person to decide); when not, why.
  */
 static bool
-proposable(const json_t *g, char *why_buf, size_t len, const char **ret_why)
+proposable(json_t *g, char *why_buf, size_t len, const char **ret_why)
 {
-	const char *reason = field(g, "reason"), *host = field(g, "host");
-	const char *method = field(g, "method"), *path = field(g, "path");
-	const char *kind = field(g, "kind"), *cls;
-	bool known_method = false;
+	struct narrow_denial d = { .kind = field(g, "kind"),
+		.method = field(g, "method"),
+		.host = field(g, "host"),
+		.path = field(g, "path"),
+		.reason = field(g, "reason"),
+		.detail = field(g, "detail"),
+		.addr = field(g, "addr"),
+		.port = json_integer_value(json_object_get(g, "port")) };
+	struct narrow_rule rule;
+	const char *cls = narrow_address_class(d.host);
+	int r = narrow_rule(&d, &rule, ret_why);
 
-	if (host[0] != '\0' && (cls = address_class(host)) != NULL) {
+	json_object_set_new(g, "rule",
+	    r == 0 ? narrow_rule_json(&rule) : json_null());
+	if (r < 0 && cls != NULL) {
 		snprintf(why_buf, len,
 		    "an address where a name belongs (%s%s): no rule can "
 		    "allow it",
@@ -318,66 +279,49 @@ proposable(const json_t *g, char *why_buf, size_t len, const char **ret_why)
 			? ""
 			: " range");
 		*ret_why = why_buf;
-		return false;
 	}
-	if (strcmp(reason, "no_rule") != 0 && strcmp(reason, "method") != 0 &&
-	    strcmp(reason, "path") != 0) {
-		snprintf(why_buf, len,
-		    "%s: a refusal of the proxy's own checks, not a missing "
-		    "rule",
-		    reason[0] != '\0' ? reason : "no reason");
-		*ret_why = why_buf;
+	if (r < 0)
 		return false;
-	}
-	if (strcmp(field(g, "detail"), "held_past_budget") == 0 ||
-	    host[0] == '\0') {
-		*ret_why = "held past the job's budget of denial lines: "
-			   "method, host and path were not kept";
-		return false;
-	}
-	if (strcmp(reason, "path") == 0 && field(g, "detail")[0] != '\0') {
-		snprintf(why_buf, len,
-		    "a path with more than one reading (%s): no rule may "
-		    "allow it",
-		    field(g, "detail"));
-		*ret_why = why_buf;
-		return false;
-	}
-	if (strcmp(kind, "dns") == 0) {
+	if (strcmp(d.kind, "dns") == 0) {
 		*ret_why = "a name looked up by the job's resolver, never "
-			   "connected to: port, method and path unknown";
+			   "connected to: port, method and path unknown (the "
+			   "rule shown allows the whole host: not proposed)";
 		return false;
 	}
-	if (method[0] == '\0' || strcmp(method, "CONNECT") == 0 ||
-	    path[0] == '\0') {
+	if (!rule.seen) {
 		*ret_why = "refused at CONNECT: the method and path inside "
-			   "were never seen (a rule for the host with the "
+			   "were never seen (the rule shown allows the whole "
+			   "host: not proposed; a rule for the host with the "
 			   "narrowest methods and paths you expect shows them "
 			   "in the next report)";
 		return false;
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(proposable_methods); i++)
-		known_method =
-		    known_method || strcmp(method, proposable_methods[i]) == 0;
-	if (!known_method) {
-		*ret_why = "a method no rule may list";
+	if (rule.upgrade) {
+		*ret_why = "an upgrade (a WebSocket) was refused: the rule "
+			   "shown adds upgrade: true, for a person to decide: "
+			   "not proposed";
 		return false;
 	}
-	char lower[254];
-	snprintf(lower, sizeof(lower), "%s", host);
-	for (char *p = lower; *p != '\0'; p++)
-		*p = (char)tolower((unsigned char)*p);
-	if (strlen(host) > 253 || !rule_host_ok(lower)) {
-		*ret_why = "not a host name a rule can hold";
-		return false;
-	}
-	if (path[0] != '/' || strpbrk(path, "%?#*") != NULL ||
-	    egress_path_ok(path, strlen(path)) < 0 || strlen(path) > 1024) {
-		*ret_why = "a path a rule cannot hold (an escape, '*', or more "
-			   "than one reading)";
+	if (rule.cidr[0] != '\0') {
+		*ret_why = "the name resolved only into a refused range: the "
+			   "rule shown lets it reach the one address refused "
+			   "(allow_cidrs), for a person to decide: not "
+			   "proposed";
 		return false;
 	}
 	return true;
+}
+
+/* The group's rule's host, first method and first path ("" when none). */
+static const char *
+rule_part(const json_t *g, const char *key)
+{
+	const json_t *rule = json_object_get(g, "rule");
+	const char *v = strcmp(key, "host") == 0
+	    ? json_string_value(json_object_get(rule, "host"))
+	    : json_string_value(json_array_get(json_object_get(rule, key), 0));
+
+	return v != NULL ? v : "";
 }
 
 /* --- the proposal --------------------------------------------------------- */
@@ -461,11 +405,17 @@ propose(const char *name, const json_t *m, json_t *groups)
 	json_array_foreach(groups, i, g)
 	{
 		char k[300], lower[254];
-		snprintf(lower, sizeof(lower), "%s", field(g, "host"));
+		snprintf(lower, sizeof(lower), "%s", rule_part(g, "host"));
 		for (char *p = lower; *p != '\0'; p++)
 			*p = (char)tolower((unsigned char)*p);
 		snprintf(k, sizeof(k), "%s:%lld", lower,
-		    (long long)json_integer_value(json_object_get(g, "port")));
+		    (long long)(json_is_integer(
+				    json_object_get(json_object_get(g, "rule"),
+					"port"))
+			    ? json_integer_value(
+				  json_object_get(json_object_get(g, "rule"),
+				      "port"))
+			    : 443));
 		list = json_object_get(targets, k);
 		if (list == NULL) {
 			list = json_array();
@@ -492,11 +442,12 @@ propose(const char *name, const json_t *m, json_t *groups)
 			json_t *s = sorted[i], *j;
 			size_t k;
 			const char *why = NULL;
-			if (strcmp(field(s, "path"), "/") == 0)
+			if (strcmp(rule_part(s, "paths"), "/") == 0 ||
+			    rule_part(s, "paths")[0] == '\0')
 				why =
 				    "the path \"/\" as a rule's prefix allows "
 				    "every path on the host: not proposed";
-			else if (!in_strings(paths, field(s, "path")) &&
+			else if (!in_strings(paths, rule_part(s, "paths")) &&
 			    json_array_size(paths) >= REPORT_PATHS_MAX)
 				why = "more than 8 distinct paths on one host: "
 				      "listed, not proposed, and never widened "
@@ -512,12 +463,12 @@ propose(const char *name, const json_t *m, json_t *groups)
 					why));
 				continue;
 			}
-			if (!in_strings(paths, field(s, "path")))
+			if (!in_strings(paths, rule_part(s, "paths")))
 				json_array_append_new(paths,
-				    json_string(field(s, "path")));
-			if (!in_strings(methods, field(s, "method")))
+				    json_string(rule_part(s, "paths")));
+			if (!in_strings(methods, rule_part(s, "methods")))
 				json_array_append_new(methods,
-				    json_string(field(s, "method")));
+				    json_string(rule_part(s, "methods")));
 			denials +=
 			    json_integer_value(json_object_get(s, "count"));
 			json_array_foreach(json_object_get(s, "jobs"), k, j)

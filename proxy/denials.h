@@ -32,6 +32,7 @@ struct denial {
 	char path[512]; /* without its query; "" for a CONNECT */
 	char reason[64];
 	char detail[64];
+	char addr[64]; /* the address refused (private_addr), else "" */
 	uint64_t count; /* the line's count (a burst), else 0 */
 };
 
@@ -62,10 +63,13 @@ void denials_clear(struct denials *ring);
 bool denials_is_local(const char *host, size_t len);
 
 /*
- * The narrowest egress rule (manifest.md) that would allow e: {"host",
- * "port" (when not 443), "methods", "paths" (the path as a prefix, when
- * one was seen), "upgrade" (for an upgrade), "reason"}; NULL when no rule
- * can allow it (an address, a token, a malformed request, ...). *ret_fix
+ * The narrowest egress rule (manifest.md) that would allow e, as
+ * narrow_rule gives it (common/narrow.h: the same rule cordon
+ * egress-report offers): {"host", "port" (when not 443), "methods",
+ * "paths" (the path as a prefix, when one was seen), "upgrade" (for an
+ * upgrade), "registry"?, "allow_cidrs" (the one address a private_addr
+ * refused), "reason"}; NULL when no rule can allow it (an address, a
+ * token, a malformed request, ...). *ret_fix
  * is set either way: one sentence for the person reading it (a constant
  * string). A new reference; NULL too when out of memory.
  */
