@@ -218,11 +218,12 @@ dechunk(char *p, size_t n)
 	}
 }
 
-/* One call to one base: httpc_request's contract for a single address. */
+/* One call to one base: httpc_request's contract for a single address;
+ * *sent true once a byte of the request may have gone out. */
 static int
 request_one(const char *base, const char *method, const char *path,
     const char *bearer, const char *header, const json_t *body, long timeout_ms,
-    struct httpc_answer *ret)
+    struct httpc_answer *ret, bool *sent)
 {
 	_cleanup_free_ char *payload = NULL;
 	struct httpc_answer a = { .body =
@@ -238,6 +239,7 @@ request_one(const char *base, const char *method, const char *path,
 	int fd, r;
 
 	*ret = (struct httpc_answer){ .body = BUF_INIT(0) };
+	*sent = false;
 	if (body != NULL && (payload = json_dumps(body, JSON_COMPACT)) == NULL)
 		return -ENOMEM;
 	fd = dial(base, host, sizeof(host), deadline);
@@ -258,8 +260,10 @@ request_one(const char *base, const char *method, const char *path,
 	else if (r == 0)
 		r = buf_printf(&req, "%s\r\n",
 		    has_body ? "Content-Length: 0\r\n" : "");
-	if (r == 0)
+	if (r == 0) {
+		*sent = true;
 		r = send_all(fd, req.data, req.len, deadline);
+	}
 	if (req.data != NULL)
 		explicit_bzero(req.data, req.len); /* the bearer key */
 	buf_free(&req);
@@ -359,6 +363,34 @@ httpc_bases(const char *list, char out[][HTTPC_BASE_MAX], size_t max)
 	}
 }
 
+/* Whether path is /v1/jobs/<one segment>/<tail>. */
+static bool
+job_route(const char *path, const char *tail)
+{
+	const char *p = path + 9, *slash;
+
+	if (strncmp(path, "/v1/jobs/", 9) != 0 ||
+	    (slash = strchr(p, '/')) == NULL || slash == p)
+		return false;
+	return strcmp(slash + 1, tail) == 0;
+}
+
+bool
+httpc_repeatable(const char *method, const char *path)
+{
+	static const char *const safe[] = { "GET", "HEAD", "PUT", "DELETE",
+		"OPTIONS" };
+
+	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
+		if (strcmp(method, safe[i]) == 0)
+			return true;
+	if (strcmp(method, "POST") != 0)
+		return false;
+	return strcmp(path, "/v1/introspect") == 0 ||
+	    strcmp(path, "/v1/revoke") == 0 || job_route(path, "revoke") ||
+	    job_route(path, "heartbeat");
+}
+
 /* Which address of a list answered last, kept per list (by its hash, in a
  * few slots, without a lock): the hash's upper bits and the index. */
 #define PREFER_SLOTS 8
@@ -383,15 +415,19 @@ preferred(uint64_t h, size_t n)
 							    : 0;
 }
 
-/* Whether another address may do what this one could not: it met no
- * server, no answer came in time or whole, or it said 503 (a broker
- * without its database). */
+/* Whether another address may do what this one could not: it said 503
+ * (a broker without its database), or it met no server (nothing was
+ * sent), or no answer came in time or whole to a call that may be
+ * repeated (httpc_repeatable): one that is not may have been carried
+ * out, and is not sent twice. */
 static bool
-worth_another(int r, const struct httpc_answer *a)
+worth_another(int r, const struct httpc_answer *a, bool sent, bool repeatable)
 {
 	if (r == 0)
 		return a->status == 503;
-	return r == -ECONNREFUSED || r == -ETIMEDOUT || r == -EIO;
+	if (r != -ECONNREFUSED && r != -ETIMEDOUT && r != -EIO)
+		return false;
+	return !sent || repeatable;
 }
 
 int
@@ -400,6 +436,7 @@ httpc_request(const char *base, const char *method, const char *path,
     struct httpc_answer *ret)
 {
 	char bases[HTTPC_BASES_MAX][HTTPC_BASE_MAX];
+	bool sent = false, repeatable = httpc_repeatable(method, path);
 	uint64_t h;
 	size_t first, i;
 	int n, r = -EINVAL;
@@ -407,7 +444,7 @@ httpc_request(const char *base, const char *method, const char *path,
 	/* A unix socket's path is one address, whatever it holds. */
 	if (strchr(base, ',') == NULL || strncmp(base, "unix:", 5) == 0)
 		return request_one(base, method, path, bearer, header, body,
-		    timeout_ms, ret);
+		    timeout_ms, ret, &sent);
 	*ret = (struct httpc_answer){ .body = BUF_INIT(0) };
 	if ((n = httpc_bases(base, bases, HTTPC_BASES_MAX)) < 0)
 		return n;
@@ -417,8 +454,8 @@ httpc_request(const char *base, const char *method, const char *path,
 		size_t at = (first + i) % (size_t)n;
 
 		r = request_one(bases[at], method, path, bearer, header, body,
-		    timeout_ms, ret);
-		if (!worth_another(r, ret)) {
+		    timeout_ms, ret, &sent);
+		if (!worth_another(r, ret, sent, repeatable)) {
 			if (at != first)
 				atomic_store(&prefer[(h >> 8) % PREFER_SLOTS],
 				    h | at);

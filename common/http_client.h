@@ -14,6 +14,7 @@
 #include "buf.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #define HTTPC_MAX_ANSWER (8 * 1024 * 1024)
 /* At most so many addresses in a list, each at most so long. */
@@ -34,19 +35,29 @@ struct httpc_answer {
  * -EBADMSG (said JSON, was not), -EINVAL (a bad base) or -EIO, and *ret
  * is empty. Release the answer with httpc_answer_free.
  *
- * When base is a list, a call that met no server (refused, unreachable),
- * no answer in time, a broken answer, or a 503 goes to the next address,
- * each with timeout_ms of its own; the last one's result is returned. The
- * address that answered is tried first by the next call with this list
- * (in any thread of the process). A POST that timed out may so have been
- * carried out twice: callers send only what the broker records or may
- * repeat (a mint is audited, a revoke is idempotent).
+ * When base is a list, a call that met no server (refused, unreachable,
+ * nothing sent) or a 503 goes to the next address, each with timeout_ms
+ * of its own; so does one that got no answer in time or whole when it
+ * may be repeated (httpc_repeatable), while one that may not (a mint, a
+ * job's creation) returns that failure: it may have been carried out.
+ * The last one's result is returned. The address that answered is tried
+ * first by the next call with this list (in any thread of the process).
  */
 int httpc_request(const char *base, const char *method, const char *path,
     const char *bearer, const char *header, const json_t *body, long timeout_ms,
     struct httpc_answer *ret);
 
 void httpc_answer_free(struct httpc_answer *a);
+
+/*
+ * Whether a call may be sent again at another broker after it may have
+ * reached one that did not answer (a timeout, a reset, a broken answer):
+ * GET, HEAD, PUT, DELETE and OPTIONS, and the broker's POSTs that are
+ * idempotent (/v1/introspect, /v1/revoke, /v1/jobs/<job>/revoke and
+ * /v1/jobs/<job>/heartbeat). Any other POST (a mint, a job's creation, a
+ * secret's release) or PATCH is not: it may have been carried out.
+ */
+bool httpc_repeatable(const char *method, const char *path);
 
 /*
  * Splits list (one base, or several joined by commas) into out: how many

@@ -12,8 +12,9 @@
  * revocation took effect.
  *
  * With a list of brokers (a fleet on one database), everything goes to
- * the current one; a call that gets no answer or a 503 is sent again to
- * the next, and a feed poll that fails makes the next one current at
+ * the current one; a call that gets a 503, or no connection, or (when
+ * httpc_repeatable) no answer is sent again to the next (a secret's
+ * release that went out is never sent twice), and a feed poll that fails makes the next one current at
  * once and follows it from the sequence number applied (the fleet's feed
  * is one, on the database: nothing is skipped). The feed's poll waits
  * 1.5 s, not 3, when there is another broker to turn to, so that the
@@ -57,6 +58,8 @@ struct brokerclient_call {
 	char *path, *body;
 	size_t at; /* the broker it went to */
 	size_t tries; /* brokers asked so far */
+	bool repeatable; /* httpc_repeatable: may be sent twice */
+	bool went_out; /* it may have reached the broker that failed it */
 };
 
 /* One broker of the list and the connections to it. */
@@ -196,8 +199,12 @@ call_done(struct evhttp_request *req, void *arg)
 
 	c->req = NULL;
 	TAILQ_REMOVE(&b->pending, c, link);
-	/* No answer, or a broker without its database: the next one. */
-	if ((status == 0 || status == 503) && c->tries < b->nbrokers) {
+	/* A broker without its database, or no answer: the next one. A
+	 * mint or a release that went out and got no answer may have been
+	 * carried out: not twice. */
+	if ((status == 503 ||
+		(status == 0 && (c->repeatable || !c->went_out))) &&
+	    c->tries < b->nbrokers) {
 		turn_from(b, c->at, status == 0 ? "no answer" : "status 503");
 		if (c->cb == NULL)
 			status = 0; /* cancelled: nobody waits for it */
@@ -217,6 +224,18 @@ call_done(struct evhttp_request *req, void *arg)
 	call_free(c);
 }
 
+/* libevent tells an error here only once the connection was made and
+ * the request written (a refused or timed-out connect calls call_done
+ * alone): the request may have been carried out. */
+static void
+call_error(enum evhttp_request_error e, void *arg)
+{
+	struct brokerclient_call *c = arg;
+
+	(void)e;
+	c->went_out = true;
+}
+
 /* Sends c to the current broker: 0, or -1 (nothing was sent). */
 static int
 call_send(struct brokerclient_call *c)
@@ -229,6 +248,8 @@ call_send(struct brokerclient_call *c)
 	c->req = evhttp_request_new(call_done, c);
 	if (c->req == NULL)
 		return -1;
+	c->went_out = false;
+	evhttp_request_set_error_cb(c->req, call_error);
 	h = evhttp_request_get_output_headers(c->req);
 	evhttp_add_header(h, "Host", l->host);
 	evhttp_add_header(h, "Authorization", b->auth);
@@ -269,6 +290,7 @@ brokerclient_call(struct brokerclient *b, const char *method, const char *path,
 	c->cb = cb;
 	c->arg = arg;
 	c->cmd = strcmp(method, "POST") == 0 ? EVHTTP_REQ_POST : EVHTTP_REQ_GET;
+	c->repeatable = httpc_repeatable(method, path);
 	c->path = strdup(path);
 	c->body = json != NULL ? json_dumps(json, JSON_COMPACT) : NULL;
 	if (c->path == NULL || (json != NULL && c->body == NULL) ||

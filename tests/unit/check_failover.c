@@ -33,6 +33,7 @@ struct fake {
 	int status;
 	const char *body; /* the answer's JSON; NULL: {"status": N} */
 	atomic_int requests;
+	atomic_int posts; /* of them, POSTs */
 	atomic_bool stop;
 	pthread_t th;
 	char base[64];
@@ -64,6 +65,8 @@ fake_main(void *arg)
 				break;
 		}
 		atomic_fetch_add(&f->requests, 1);
+		if (strncmp(buf, "POST ", 5) == 0)
+			atomic_fetch_add(&f->posts, 1);
 		if (f->status == 0) {
 			/* Silent: held until the client gives up. */
 			struct pollfd q = { .fd = c, .events = POLLIN };
@@ -231,6 +234,74 @@ START_TEST(silence_is_passed_over)
 }
 END_TEST
 
+/* A call's status at list by method and path: the rc in *ret_rc. */
+static long
+call_status(const char *list, const char *method, const char *path,
+    long timeout_ms, int *ret_rc)
+{
+	struct httpc_answer a;
+	long status;
+
+	*ret_rc =
+	    httpc_request(list, method, path, NULL, NULL, NULL, timeout_ms, &a);
+	status = *ret_rc == 0 ? a.status : 0;
+	httpc_answer_free(&a);
+	return status;
+}
+
+/* A broker that took a mint or a job's creation and answers too late
+ * may have carried it out: it is not sent to the next one (twice
+ * granted, twice created). Refused at connect or answered 503, it was
+ * not carried out, and it is; an idempotent POST goes on anyway. */
+START_TEST(a_post_that_went_out_is_not_sent_twice)
+{
+	struct fake mute, lost, up;
+	char dead[64], list[200];
+	int rc;
+
+	fake_start(&mute, 0);
+	fake_start(&lost, 503);
+	fake_start(&up, 200);
+	dead_base(dead, sizeof(dead));
+	snprintf(list, sizeof(list), "%s,%s", mute.base, up.base);
+	ck_assert_int_eq(call_status(list, "POST", "/v1/token", 300, &rc), 0);
+	ck_assert_int_eq(rc, -ETIMEDOUT);
+	ck_assert_int_eq(atomic_load(&mute.posts), 1);
+	ck_assert_int_eq(atomic_load(&up.posts), 0);
+	ck_assert_int_eq(call_status(list, "POST", "/v1/jobs", 300, &rc), 0);
+	ck_assert_int_eq(rc, -ETIMEDOUT);
+	ck_assert_int_eq(atomic_load(&up.posts), 0);
+	/* A revoke, a heartbeat, an introspection: the same twice. */
+	ck_assert_int_eq(call_status(list, "POST", "/v1/jobs/j1/revoke", 300,
+			     &rc),
+	    200);
+	ck_assert_int_eq(call_status(list, "POST", "/v1/jobs/j1/heartbeat", 300,
+			     &rc),
+	    200);
+	ck_assert_int_eq(call_status(list, "POST", "/v1/introspect", 300, &rc),
+	    200);
+	ck_assert_int_eq(atomic_load(&up.posts), 3);
+	/* Known not done: refused, or a 503. */
+	snprintf(list, sizeof(list), "%s,%s", dead, up.base);
+	ck_assert_int_eq(call_status(list, "POST", "/v1/token", 300, &rc), 200);
+	snprintf(list, sizeof(list), "%s,%s", lost.base, up.base);
+	ck_assert_int_eq(call_status(list, "POST", "/v1/jobs", 300, &rc), 200);
+	ck_assert_int_eq(atomic_load(&up.posts), 5);
+	ck_assert(!httpc_repeatable("POST", "/v1/token"));
+	ck_assert(!httpc_repeatable("POST", "/v1/jobs"));
+	ck_assert(!httpc_repeatable("POST", "/v1/jobs/j/secrets/s/release"));
+	ck_assert(!httpc_repeatable("POST", "/v1/jobs/j/revoke/x"));
+	ck_assert(!httpc_repeatable("PATCH", "/v1/x"));
+	ck_assert(httpc_repeatable("POST", "/v1/revoke"));
+	ck_assert(httpc_repeatable("GET", "/v1/token"));
+	ck_assert(httpc_repeatable("PUT", "/v1/manifests/m"));
+	ck_assert(httpc_repeatable("DELETE", "/v1/secrets/s"));
+	fake_stop(&up);
+	fake_stop(&lost);
+	fake_stop(&mute);
+}
+END_TEST
+
 START_TEST(nothing_answers)
 {
 	char a[64], b[64], list[200];
@@ -345,6 +416,51 @@ START_TEST(proxy_client_fails_closed_when_none_answers)
 	brokerclient_free(bc);
 	event_base_free(base);
 	fake_stop(&lost);
+}
+END_TEST
+
+/* The proxy's client: a secret's release that went out to a broker that
+ * answers too late is not released again at the next (the callback hears
+ * no answer); refused at connect, it is sent on. */
+START_TEST(proxy_client_sends_a_post_that_went_out_once)
+{
+	struct fake mute, up;
+	struct event_base *base = event_base_new();
+	struct brokerclient *bc;
+	struct answered a = { .base = base };
+	char dead[64], list[200];
+
+	fake_start(&mute, 0);
+	fake_start_body(&up, 200, FEED_BODY);
+	snprintf(list, sizeof(list), "%s,%s", mute.base, up.base);
+	struct brokerclient_options o = { .base = list,
+		.verifier_key = "crk_verifier",
+		.follower = "host-t" };
+	ck_assert_int_eq(brokerclient_new(base, &o, &bc), 0);
+	ck_assert_ptr_nonnull(brokerclient_call(bc, "POST",
+	    "/v1/jobs/j/secrets/s/release", NULL, on_answer, &a));
+	run_until(base, &a.done);
+	ck_assert(a.done);
+	ck_assert_int_eq(a.status, 0);
+	ck_assert_int_eq(atomic_load(&mute.posts), 1);
+	ck_assert_int_eq(atomic_load(&up.posts), 0);
+	brokerclient_free(bc);
+
+	/* Refused: sent to the next one. */
+	dead_base(dead, sizeof(dead));
+	snprintf(list, sizeof(list), "%s,%s", dead, up.base);
+	o.base = list;
+	a.done = false;
+	ck_assert_int_eq(brokerclient_new(base, &o, &bc), 0);
+	ck_assert_ptr_nonnull(brokerclient_call(bc, "POST",
+	    "/v1/jobs/j/secrets/s/release", NULL, on_answer, &a));
+	run_until(base, &a.done);
+	ck_assert_int_eq(a.status, 200);
+	ck_assert_int_eq(atomic_load(&up.posts), 1);
+	brokerclient_free(bc);
+	event_base_free(base);
+	fake_stop(&up);
+	fake_stop(&mute);
 }
 END_TEST
 
@@ -472,9 +588,11 @@ failover_suite(void)
 	tcase_add_test(tc, down_then_up);
 	tcase_add_test(tc, a_503_is_passed_over_and_remembered);
 	tcase_add_test(tc, silence_is_passed_over);
+	tcase_add_test(tc, a_post_that_went_out_is_not_sent_twice);
 	tcase_add_test(tc, nothing_answers);
 	tcase_add_test(tc, proxy_client_passes_a_503_over);
 	tcase_add_test(tc, proxy_client_fails_closed_when_none_answers);
+	tcase_add_test(tc, proxy_client_sends_a_post_that_went_out_once);
 	tcase_add_test(tc, watch_turns_to_the_next_broker);
 	tcase_add_test(tc, config_list);
 	suite_add_tcase(s, tc);
