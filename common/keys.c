@@ -59,6 +59,23 @@ keyring_add(struct keyring *ring, const char *key, size_t len, unsigned roles)
 }
 
 int
+keyring_add_hash(struct keyring *ring, const char *hex, unsigned roles)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	if (hex == NULL || strlen(hex) != 64 || strspn(hex, digits) != 64)
+		return -EINVAL;
+	if (ring->n >= KEYRING_MAX)
+		return -E2BIG;
+	for (size_t i = 0; i < 32; i++)
+		ring->keys[ring->n].hash[i] =
+		    (unsigned char)((strchr(digits, hex[2 * i]) - digits) << 4 |
+			(strchr(digits, hex[2 * i + 1]) - digits));
+	ring->keys[ring->n++].roles = roles;
+	return 0;
+}
+
+int
 keyring_add_file(struct keyring *ring, const char *path, unsigned roles)
 {
 	char key[KEY_FILE_MAX + 1];

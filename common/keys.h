@@ -41,6 +41,14 @@ const char *role_name(unsigned role);
 int keyring_add(struct keyring *ring, const char *key, size_t len,
     unsigned roles);
 
+/*
+ * Adds a key known by its SHA-256 alone: hex is 64 lowercase hex digits,
+ * as sha256sum prints it for the key without its newline. A process that
+ * only checks a key then holds nothing a service would take. 0, -EINVAL
+ * for another shape, -E2BIG when full.
+ */
+int keyring_add_hash(struct keyring *ring, const char *hex, unsigned roles);
+
 /* Reads a key file with keys_read and adds it: 0 or -errno. */
 int keyring_add_file(struct keyring *ring, const char *path, unsigned roles);
 

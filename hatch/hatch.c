@@ -50,6 +50,8 @@ static const struct config_option hatch_options[] = {
 	{ "lower_tmpfs_mb", CONFIG_INT,
 	    offsetof(struct hatch_config, lower_tmpfs_mb), 0,
 	    WORKSPACE_MAX_LOWER_MB },
+	{ "launcher_key_sha256", CONFIG_STRING,
+	    offsetof(struct hatch_config, launcher_key_sha256), 0, 0 },
 };
 
 /*
@@ -127,6 +129,7 @@ hatch_free(struct hatch *h)
 	config_common_free(&h->cfg.common);
 	config_strings_free(&h->cfg.input_roots);
 	free(h->cfg.launcher_key_file);
+	free(h->cfg.launcher_key_sha256);
 	free(h->cfg.broker);
 	free(h->cfg.broker_key_file);
 	if (h->broker_key != NULL)
@@ -169,6 +172,16 @@ main(int argc, char **argv)
 	    (r = keys_check_setting(HATCH_PROG, "broker_key_file",
 		 h.cfg.broker_key_file)) >= 0)
 		goto out;
+	if (h.cfg.launcher_key_sha256 != NULL &&
+	    keyring_add_hash(&h.keys, h.cfg.launcher_key_sha256,
+		ROLE_LAUNCHER) < 0) {
+		fprintf(stderr,
+		    "%s: launcher_key_sha256: not a SHA-256 (64 lowercase hex "
+		    "digits: printf %%s \"$(cat launcher.key)\" | sha256sum)\n",
+		    HATCH_PROG);
+		r = EXIT_CONFIG;
+		goto out;
+	}
 	if (args.check_only) {
 		r = service_config_ok(HATCH_PROG);
 		goto out;
@@ -214,12 +227,14 @@ main(int argc, char **argv)
 		    "reason",
 		    "unfinished: the hatch stopped while making them");
 	json_decref(gone);
-	if (h.cfg.launcher_key_file == NULL)
+	if (h.cfg.launcher_key_file == NULL &&
+	    h.cfg.launcher_key_sha256 == NULL)
 		log_warn("no_launcher_key", "{s:s}", "effect",
 		    "every workspace call is refused until launcher_key_file "
-		    "is configured");
-	else if ((r = keyring_add_file(&h.keys, h.cfg.launcher_key_file,
-		      ROLE_LAUNCHER)) < 0) {
+		    "or launcher_key_sha256 is configured");
+	else if (h.cfg.launcher_key_file != NULL &&
+	    (r = keyring_add_file(&h.keys, h.cfg.launcher_key_file,
+		 ROLE_LAUNCHER)) < 0) {
 		log_error("key_failed", "{s:s, s:s}", "path",
 		    h.cfg.launcher_key_file, "error", strerror(-r));
 		r = EXIT_CONFIG;

@@ -27,6 +27,9 @@ struct hatch_config {
 	struct config_strings input_roots;
 	/* The launcher's key file: only its holder may call the API. */
 	char *launcher_key_file;
+	/* Or that key by its SHA-256 alone: the hatch then holds no key the
+	 * broker would take as the launcher's. */
+	char *launcher_key_sha256;
 	/* The cap of a workspace's lower tmpfs; 0: the inputs on the disk. */
 	long long lower_tmpfs_mb;
 	/* The broker, which says each job's return policy and disk cap, and

@@ -779,13 +779,12 @@ report(struct run *r, const struct outcome *o)
 			(json_int_t)o->dns.refused, "bad",
 			(json_int_t)o->dns.bad));
 		json_object_set_new(j, "capture",
-		    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "captured",
+		    json_pack("{s:I, s:I, s:I, s:I, s:I}", "captured",
 			(json_int_t)o->capture.captured, "refused",
 			(json_int_t)o->capture.refused, "direct",
 			(json_int_t)o->capture.direct, "unannounced",
 			(json_int_t)o->capture.unannounced, "accept_paused",
-			(json_int_t)o->capture.accept_paused, "local_closed",
-			(json_int_t)o->capture.local_closed));
+			(json_int_t)o->capture.accept_paused));
 		json_t *t = json_object();
 		/* The workspace and the channel overlap: the total is the
 		 * time from the first call to the seal, not their sum. */

@@ -7,11 +7,13 @@
  * forbidden, where it does it is anything else. The broker writes
  * keys/hatch.key beside the others (mode 0600); the hatch key reads a
  * job's return policy and nothing else; a hatch given a broader key starts
- * and warns once (broker_key_broad), one given the hatch key does not.
+ * and warns once (broker_key_broad), one given the hatch key does not;
+ * a hatch may know the launcher's key by its SHA-256 alone.
  */
 #include "harness.h"
 
 #include <check.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -395,6 +397,26 @@ start_hatch(const char *role)
 	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
 }
 
+/* A hatch that knows the launcher's key by its SHA-256 alone (sha
+ * NULL: by its file), asking the broker with the hatch key. */
+static void
+start_hatch_by_hash(const char *sha)
+{
+	char cfg[1400], p[500];
+
+	snprintf(roots, sizeof(roots), "%s", harness_tmpdir());
+	snprintf(repo, sizeof(repo), "%s/repo", roots);
+	ck_assert_int_eq(mkdir(repo, 0755), 0);
+	snprintf(p, sizeof(p), "%s/README", repo);
+	harness_write_file(p, "hello\n");
+	snprintf(cfg, sizeof(cfg),
+	    "{\"input_roots\": [\"%s\"], \"launcher_key_sha256\": \"%s\", "
+	    "\"broker\": \"%s\", "
+	    "\"broker_key_file\": \"%s/var/broker/keys/hatch.key\"}",
+	    roots, sha, broker.base, broker.dir);
+	ck_assert_int_eq(daemon_start(&hatch, "hatch", cfg), 0);
+}
+
 /* A workspace for a new job, made and removed: the hatch read the
  * job's return policy with its key. */
 static void
@@ -479,6 +501,44 @@ START_TEST(a_hatch_given_a_broader_key_warns_once)
 }
 END_TEST
 
+/* The hatch holds no key the broker takes as the launcher's: it checks
+ * the launcher's calls by the key's SHA-256. */
+START_TEST(the_hatch_knows_the_launcher_key_by_its_hash)
+{
+	char sha[65], path[400], cfg[300], out[4096], err[4096];
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	char *argv[] = { (char *)harness_bin("cordon-hatch"), "-n", "--config",
+		path, NULL };
+	long status;
+	json_t *l;
+
+	start();
+	ck_assert_int_eq(EVP_Digest(keys[1], strlen(keys[1]), md, &mdlen,
+			     EVP_sha256(), NULL),
+	    1);
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(sha + 2 * i, 3, "%02x", md[i]);
+	start_hatch_by_hash(sha);
+	one_workspace();
+	/* Any other key is unknown to it. */
+	json_decref(harness_call(&hatch, "GET", "/v1/workspaces/job_x/report",
+	    keys[3], NULL, NULL, &status));
+	ck_assert_int_eq(status, 401);
+	ck_assert_int_eq(broad_lines(&l), 0);
+	ck_assert_int_eq(daemon_stop(&hatch), 0);
+	/* A value of another shape stops it, under -n too. */
+	snprintf(path, sizeof(path), "%s/hatch.json", harness_tmpdir());
+	sha[0] = 'G';
+	snprintf(cfg, sizeof(cfg), "{\"launcher_key_sha256\": \"%s\"}", sha);
+	harness_write_file(path, cfg);
+	ck_assert_int_eq(harness_run(argv, out, sizeof(out), err, sizeof(err)),
+	    78);
+	ck_assert_msg(strstr(err, "launcher_key_sha256") != NULL, "%s", err);
+	stop();
+}
+END_TEST
+
 /* cordon-broker -n names every key file, the hatch's with the others. */
 START_TEST(the_brokers_check_lists_the_hatch_key)
 {
@@ -517,6 +577,7 @@ roles_suite(void)
 	tcase_add_test(tc, the_hatch_key_reads_the_return_policy_alone);
 	tcase_add_test(tc, a_hatch_given_a_broader_key_warns_once);
 	tcase_add_test(tc, the_brokers_check_lists_the_hatch_key);
+	tcase_add_test(tc, the_hatch_knows_the_launcher_key_by_its_hash);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -413,6 +413,31 @@ START_TEST(test_keyring_limits)
 }
 END_TEST
 
+/* A key known by its hash alone, as sha256sum prints it. */
+START_TEST(test_keyring_by_hash)
+{
+	static const char key[] = "crk_0123456789abcdefghijABCDEFGHIJklmnopqr";
+	static const char hex[] =
+	    "2a63d052371e1e0577c3b71d704f2cbd728e26048cb8d5c382362e829cd53381";
+	struct keyring ring = { 0 };
+	char bad[65];
+
+	ck_assert_int_eq(keyring_add_hash(&ring, hex, ROLE_LAUNCHER), 0);
+	ck_assert_uint_eq(keyring_roles(&ring, key, strlen(key)),
+	    ROLE_LAUNCHER);
+	ck_assert_uint_eq(keyring_roles(&ring, key, strlen(key) - 1), 0);
+	/* Only the shape sha256sum prints. */
+	snprintf(bad, sizeof(bad), "%s", hex);
+	bad[0] = (char)(bad[0] >= 'a' ? bad[0] - 'a' + 'A' : 'G');
+	ck_assert_int_eq(keyring_add_hash(&ring, bad, ROLE_ADMIN), -EINVAL);
+	snprintf(bad, sizeof(bad), "%.63s", hex);
+	ck_assert_int_eq(keyring_add_hash(&ring, bad, ROLE_ADMIN), -EINVAL);
+	ck_assert_int_eq(keyring_add_hash(&ring, "", ROLE_ADMIN), -EINVAL);
+	ck_assert_int_eq(keyring_add_hash(&ring, NULL, ROLE_ADMIN), -EINVAL);
+	ck_assert_uint_eq(ring.n, 1);
+}
+END_TEST
+
 START_TEST(test_role_name)
 {
 	ck_assert_str_eq(role_name(ROLE_ADMIN), "admin");
@@ -472,6 +497,7 @@ keys_suite(void)
 	tcase_add_test(tc, test_keyring_empty);
 	tcase_add_test(tc, test_keyring_short_never_matches);
 	tcase_add_test(tc, test_keyring_limits);
+	tcase_add_test(tc, test_keyring_by_hash);
 	tcase_add_test(tc, test_role_name);
 	suite_add_tcase(s, tc);
 	return s;
