@@ -1,6 +1,8 @@
 /*
  * Table-driven JSON configuration with unknown keys refused and every error
- * reported as one line a person can act on.
+ * reported as one line a person can act on. A relative path setting is
+ * resolved against the directory of the file that holds it, so that a file
+ * means the same from whatever directory a program starts in.
  */
 #include "config.h"
 
@@ -10,6 +12,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -114,13 +117,71 @@ set_list(const struct config_option *o, json_t *v, char **slot, char *err,
 	return config_set_string(slot, joined);
 }
 
+/* value as the file at base means it: itself when absolute, else under
+ * base ("./" prefixes dropped), in *ret (malloc'd): 0 or -ENOMEM. */
 static int
-set_option(const struct config_option *o, json_t *v, void *cfg, char *err,
-    size_t errlen)
+resolve_path(const char *base, const char *value, char **ret)
+{
+	const char *rel = value;
+
+	if (value[0] == '/')
+		return (*ret = strdup(value)) != NULL ? 0 : -ENOMEM;
+	while (rel[0] == '.' && rel[1] == '/') {
+		rel += 2;
+		while (rel[0] == '/')
+			rel++;
+	}
+	if (rel[0] == '\0' || strcmp(rel, ".") == 0)
+		return (*ret = strdup(base)) != NULL ? 0 : -ENOMEM;
+	if (asprintf(ret, "%s%s%s", base, strcmp(base, "/") == 0 ? "" : "/",
+		rel) < 0) {
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The absolute, resolved directory of the file at path, or NULL. */
+static char *
+file_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *dir = NULL;
+
+	if (slash == NULL)
+		return realpath(".", NULL);
+	if (slash == path)
+		return strdup("/");
+	if ((dir = strndup(path, (size_t)(slash - path))) == NULL)
+		return NULL;
+	return realpath(dir, NULL);
+}
+
+static int
+set_option(const struct config_option *o, json_t *v, void *cfg,
+    const char *base, char *err, size_t errlen)
 {
 	char *field = (char *)cfg + o->offset;
 
 	switch (o->type) {
+	case CONFIG_PATH: {
+		char *abs;
+		int r;
+
+		if (!json_is_string(v) || json_string_length(v) == 0 ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			snprintf(err, errlen,
+			    "\"%s\" must be a non-empty path, not %s", o->key,
+			    json_type_name(v));
+			return -EINVAL;
+		}
+		r = resolve_path(base, json_string_value(v), &abs);
+		if (r < 0)
+			return r;
+		free(*(char **)field);
+		*(char **)field = abs;
+		return 0;
+	}
 	case CONFIG_STRING:
 		if (!json_is_string(v) || json_string_length(v) == 0 ||
 		    strlen(json_string_value(v)) != json_string_length(v)) {
@@ -170,7 +231,8 @@ set_option(const struct config_option *o, json_t *v, void *cfg, char *err,
 			return -EINVAL;
 		}
 		return 0;
-	case CONFIG_STRINGS: {
+	case CONFIG_STRINGS:
+	case CONFIG_PATHS: {
 		struct config_strings *s = (struct config_strings *)field;
 		struct config_strings n = { 0 };
 		size_t i;
@@ -198,7 +260,12 @@ set_option(const struct config_option *o, json_t *v, void *cfg, char *err,
 				config_strings_free(&n);
 				return -EINVAL;
 			}
-			n.v[n.n] = strdup(json_string_value(e));
+			if (o->type == CONFIG_PATHS) {
+				if (resolve_path(base, json_string_value(e),
+					&n.v[n.n]) < 0)
+					n.v[n.n] = NULL;
+			} else
+				n.v[n.n] = strdup(json_string_value(e));
 			if (n.v[n.n++] == NULL) {
 				config_strings_free(&n);
 				return -ENOMEM;
@@ -232,7 +299,7 @@ int
 config_load(const char *path, const struct config_option *opts, size_t nopts,
     void *cfg, char *err, size_t errlen)
 {
-	_cleanup_free_ char *text = NULL;
+	_cleanup_free_ char *text = NULL, *base = NULL;
 	json_error_t jerr;
 	const char *key;
 	json_t *root, *v;
@@ -260,6 +327,14 @@ config_load(const char *path, const struct config_option *opts, size_t nopts,
 		json_decref(root);
 		return -EINVAL;
 	}
+	/* Relative paths in the file are its directory's. */
+	if ((base = file_dir(path)) == NULL) {
+		r = errno != 0 ? -errno : -ENOMEM;
+		snprintf(err, errlen, "config %s: its directory: %s", path,
+		    strerror(-r));
+		json_decref(root);
+		return r;
+	}
 	r = 0;
 	json_object_foreach(root, key, v)
 	{
@@ -275,7 +350,7 @@ config_load(const char *path, const struct config_option *opts, size_t nopts,
 			r = -EINVAL;
 			break;
 		}
-		r = set_option(o, v, cfg, why, sizeof(why));
+		r = set_option(o, v, cfg, base, why, sizeof(why));
 		if (r < 0) {
 			snprintf(err, errlen, "config %s: %s", path,
 			    r == -ENOMEM ? "out of memory" : why);

@@ -1,6 +1,7 @@
 /*
  * Configuration: a JSON file, then flags, over defaults that run on
- * loopback with state under ./var/<service>. Each program describes its
+ * loopback with state under ./var/<service>. A relative path in a file is
+ * the file's directory's. Each program describes its
  * keys in a table of config_option; a key that is not in the table, a
  * value of the wrong type or out of range is an error naming the key, and
  * the program exits 78. Under systemd, $STATE_DIRECTORY,
@@ -26,6 +27,11 @@ enum config_type {
 	/* char *: a string, or an array of 1 to CONFIG_LIST_MAX strings
 	 * without commas, kept joined by commas ("broker": a fleet's) */
 	CONFIG_LIST,
+	/* char *: a path; a relative one is taken relative to the directory
+	 * of the file that names it (never the current directory) */
+	CONFIG_PATH,
+	/* struct config_strings: paths, each as CONFIG_PATH's */
+	CONFIG_PATHS,
 };
 
 #define CONFIG_LIST_MAX 8 /* = HTTPC_BASES_MAX, the client's list */
@@ -55,13 +61,13 @@ struct config_common {
 #define CONFIG_COMMON_OPTIONS(base)                                            \
 	{ "listen", CONFIG_STRING,                                             \
 		(base) + offsetof(struct config_common, listen), 0, 0 },       \
-	    { "state_dir", CONFIG_STRING,                                      \
+	    { "state_dir", CONFIG_PATH,                                        \
 		    (base) + offsetof(struct config_common, state_dir), 0,     \
 		    0 },                                                       \
-	    { "runtime_dir", CONFIG_STRING,                                    \
+	    { "runtime_dir", CONFIG_PATH,                                      \
 		    (base) + offsetof(struct config_common, runtime_dir), 0,   \
 		    0 },                                                       \
-	    { "logs_dir", CONFIG_STRING,                                       \
+	    { "logs_dir", CONFIG_PATH,                                         \
 		    (base) + offsetof(struct config_common, logs_dir), 0, 0 }, \
 	{                                                                      \
 		"log_level", CONFIG_LEVEL,                                     \
@@ -72,7 +78,10 @@ struct config_common {
  * Loads the JSON object in path into cfg, one option per key. Keys absent
  * from the file keep the value already in cfg. On error writes one line
  * (path, position, key, what is wrong) into err and returns -EINVAL (or
- * -errno when the file cannot be read); cfg may then be partly set.
+ * -errno when the file cannot be read); cfg may then be partly set. A
+ * relative CONFIG_PATH or CONFIG_PATHS value is made absolute against the
+ * directory of path (itself made absolute against the current directory
+ * at the time of the call, symbolic links resolved).
  */
 int config_load(const char *path, const struct config_option *opts,
     size_t nopts, void *cfg, char *err, size_t errlen);

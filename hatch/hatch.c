@@ -37,12 +37,12 @@
 
 static const struct config_option hatch_options[] = {
 	CONFIG_COMMON_OPTIONS(offsetof(struct hatch_config, common)),
-	{ "input_roots", CONFIG_STRINGS,
+	{ "input_roots", CONFIG_PATHS,
 	    offsetof(struct hatch_config, input_roots), 0, 0 },
-	{ "launcher_key_file", CONFIG_STRING,
+	{ "launcher_key_file", CONFIG_PATH,
 	    offsetof(struct hatch_config, launcher_key_file), 0, 0 },
 	{ "broker", CONFIG_LIST, offsetof(struct hatch_config, broker), 0, 0 },
-	{ "broker_key_file", CONFIG_STRING,
+	{ "broker_key_file", CONFIG_PATH,
 	    offsetof(struct hatch_config, broker_key_file), 0, 0 },
 	{ "seal_deadline_s", CONFIG_INT,
 	    offsetof(struct hatch_config, seal_deadline_s), 1,

@@ -146,6 +146,61 @@ START_TEST(broker_check_reads_its_keys)
 }
 END_TEST
 
+/* A relative path in a config file is the file's directory's: each
+ * program, started from / and from /tmp, names the same absolute file. */
+START_TEST(relative_paths_are_the_config_files)
+{
+	char dir[512], real[4096], key[4200], want[4400], cfg[4200];
+	const char *from[] = { "/", "/tmp" };
+	struct {
+		const char *prog, *sub, *text, *pre, *post;
+	} c[] = {
+		{ "cordon-proxy", NULL,
+		    "{\"launcher_key_file\": \"keys/launcher.key\"}",
+		    "cordon-proxy: launcher_key_file ",
+		    "/keys/launcher.key: no such file" },
+		{ "cordon-hatch", NULL,
+		    "{\"launcher_key_file\": \"./keys/launcher.key\"}",
+		    "cordon-hatch: launcher_key_file ",
+		    "/keys/launcher.key: no such file" },
+		{ "cordon", "serve",
+		    "{\"launcher_key_file\": \"keys/launcher.key\"}",
+		    "cordon serve: launcher_key_file ",
+		    "/keys/launcher.key: no such file" },
+		{ "cordon-broker", NULL,
+		    "{\"keys_dir\": \"bkeys\", \"state_dir\": \"bstate\"}",
+		    "cordon-broker: keys_dir ", "/bkeys/admin.key: not a key" },
+	};
+
+	snprintf(dir, sizeof(dir), "%s/conf", harness_tmpdir());
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	ck_assert_ptr_nonnull(realpath(dir, real));
+	snprintf(key, sizeof(key), "%s/bkeys", real);
+	ck_assert_int_eq(mkdir(key, 0700), 0);
+	snprintf(key, sizeof(key), "%s/bkeys/admin.key", real);
+	harness_write_file(key, "crk_short\n");
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		snprintf(cfg, sizeof(cfg), "%s/%zu.json", real, i);
+		harness_write_file(cfg, c[i].text);
+		snprintf(want, sizeof(want), "%s%s%s", c[i].pre, real,
+		    c[i].post);
+		for (size_t f = 0; f < 2; f++) {
+			char *argv[] = { "/bin/sh", "-c",
+				"cd \"$0\" && exec \"$@\"", (char *)from[f],
+				bin(c[i].prog), (char *)(c[i].sub ?: "-n"),
+				"-n", "--config", cfg, NULL };
+
+			if (c[i].sub == NULL)
+				memmove(argv + 6, argv + 7, 3 * sizeof(char *));
+			ck_assert_int_eq(run(argv), 78);
+			ck_assert_msg(strstr(err, want) != NULL,
+			    "%s from %s: %s (want %s)", c[i].prog, from[f], err,
+			    want);
+		}
+	}
+}
+END_TEST
+
 /* cordon serve -n reads the keys it is configured with. */
 START_TEST(serve_check_missing_key)
 {
@@ -541,6 +596,7 @@ main(void)
 	tcase_add_test(tc, hatch_missing_key);
 	tcase_add_test(tc, broker_check_reads_its_keys);
 	tcase_add_test(tc, serve_check_missing_key);
+	tcase_add_test(tc, relative_paths_are_the_config_files);
 	tcase_add_test(tc, serve_check_bad_callback_allow);
 	tcase_add_test(tc, run_without_config_says_where_it_looked);
 	tcase_add_test(tc, run_from_anywhere_finds_the_trees_config);

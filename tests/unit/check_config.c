@@ -371,6 +371,46 @@ START_TEST(test_set_string)
 }
 END_TEST
 
+/* --- paths relative to the file ------------------------------------ */
+
+/* A relative path in a file is the file's directory's, whatever the
+ * current directory: loaded from / and from /tmp, the same paths. */
+START_TEST(test_relative_paths_are_the_files)
+{
+	char dir[PATH_MAX], want[PATH_MAX + 64], cwd[PATH_MAX];
+	const char *from[] = { "/", "/tmp" };
+
+	ck_assert_ptr_nonnull(realpath(testutil_dir, dir));
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	for (size_t i = 0; i < 2; i++) {
+		ck_assert_int_eq(chdir(from[i]), 0);
+		ck_assert_int_eq(load("{\"state_dir\": \"st\", "
+				      "\"runtime_dir\": \"./run/x\", "
+				      "\"logs_dir\": \"/abs/log\", "
+				      "\"hosts\": [\"a.example\"], "
+				      "\"name\": \"rel\"}"),
+		    0);
+		snprintf(want, sizeof(want), "%s/st", dir);
+		ck_assert_str_eq(cfg.common.state_dir, want);
+		snprintf(want, sizeof(want), "%s/run/x", dir);
+		ck_assert_str_eq(cfg.common.runtime_dir, want);
+		ck_assert_str_eq(cfg.common.logs_dir, "/abs/log");
+		/* Strings that are not paths stay as written. */
+		ck_assert_str_eq(cfg.hosts.v[0], "a.example");
+		ck_assert_str_eq(cfg.name, "rel");
+	}
+	/* The file named relatively: its directory as it was then. */
+	ck_assert_int_eq(chdir(testutil_dir), 0);
+	ck_assert_int_eq(config_load("test.json", test_options, NOPTS, &cfg,
+			     err, sizeof(err)),
+	    0);
+	ck_assert_int_eq(chdir("/"), 0);
+	snprintf(want, sizeof(want), "%s/st", dir);
+	ck_assert_str_eq(cfg.common.state_dir, want);
+	ck_assert_int_eq(chdir(cwd), 0);
+}
+END_TEST
+
 /* --- directories ----------------------------------------------------- */
 
 START_TEST(test_default_dirs_fallback)
@@ -542,6 +582,7 @@ config_suite(void)
 	tcase_add_test(tc, test_int_bounds_inclusive);
 	tcase_add_test(tc, test_every_level);
 	tcase_add_test(tc, test_set_string);
+	tcase_add_test(tc, test_relative_paths_are_the_files);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("refuse");
