@@ -19,12 +19,11 @@
 
 const struct config_option broker_options[] = {
 	CONFIG_COMMON_OPTIONS(offsetof(struct broker_config, common)),
-	{ "keys_dir", CONFIG_PATH, offsetof(struct broker_config, keys_dir),
-	    0, 0 },
+	{ "keys_dir", CONFIG_PATH, offsetof(struct broker_config, keys_dir), 0,
+	    0 },
 	{ "db", CONFIG_PATH, offsetof(struct broker_config, db), 0, 0 },
 	{ "store", CONFIG_STRING, offsetof(struct broker_config, store), 0, 0 },
-	{ "pepper", CONFIG_PATH, offsetof(struct broker_config, pepper), 0,
-	    0 },
+	{ "pepper", CONFIG_PATH, offsetof(struct broker_config, pepper), 0, 0 },
 	{ "lease_seconds", CONFIG_INT,
 	    offsetof(struct broker_config, lease_seconds), 2, 3600 },
 	{ "issuer_ca_file", CONFIG_PATH,
