@@ -455,8 +455,45 @@ tokens_ask_next(struct pconn *c, brokerclient_cb cb)
 
 static void judge_tokens_next(struct pconn *c);
 
+/* Monotonic seconds, the cache's clock. */
+static int64_t
+mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec;
+}
+
+/* The credential for this request, from value[0..len) of version (the
+ * broker's release, or the job's cache of it). */
+static void
+inject_use(struct pconn *c, const char *value, size_t len, int64_t version,
+    bool cached)
+{
+	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
+
+	c->inject_cap = strlen(rule->inject.format) + len + 1;
+	c->inject_value = malloc(c->inject_cap);
+	if (c->inject_value == NULL ||
+	    inject_format(rule->inject.format, value, len, c->inject_value,
+		c->inject_cap) < 0 ||
+	    inject_scanner_init(&c->scan, value, len) < 0) {
+		deny(c, "inject", "secret_unusable");
+		return;
+	}
+	c->scanning = true;
+	c->p->injected++;
+	c->d.secret = rule->inject.secret;
+	c->d.secret_version = version;
+	log_info("secret_injected", "{s:s, s:s, s:s, s:I, s:b}", "job",
+	    c->job->id, "host", c->host, "secret", rule->inject.secret,
+	    "version", (json_int_t)version, "cached", cached);
+	go_upstream(c);
+}
+
 /* The broker's release of the rule's secret: the credential for this
- * request, or a refusal (fail closed). */
+ * request, kept in the job's cache, or a refusal (fail closed). */
 static void
 on_release(void *arg, int status, json_t *body)
 {
@@ -464,7 +501,6 @@ on_release(void *arg, int status, json_t *body)
 	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
 	const json_t *v = json_object_get(body, "value");
 	size_t len = json_string_length(v);
-
 	const char *err = json_string_value(json_object_get(body, "error"));
 
 	c->call = NULL;
@@ -481,24 +517,19 @@ on_release(void *arg, int status, json_t *body)
 		deny(c, "inject", "secret_unavailable");
 		return;
 	}
-	c->inject_cap = strlen(rule->inject.format) + len + 1;
-	c->inject_value = malloc(c->inject_cap);
-	if (c->inject_value == NULL ||
-	    inject_format(rule->inject.format, json_string_value(v), len,
-		c->inject_value, c->inject_cap) < 0 ||
-	    inject_scanner_init(&c->scan, json_string_value(v), len) < 0) {
-		deny(c, "inject", "secret_unusable");
-		return;
-	}
-	c->scanning = true;
-	c->p->injected++;
-	c->d.secret = rule->inject.secret;
-	c->d.secret_version =
-	    json_integer_value(json_object_get(body, "version"));
-	log_info("secret_injected", "{s:s, s:s, s:s, s:I}", "job", c->job->id,
-	    "host", c->host, "secret", rule->inject.secret, "version",
-	    (json_int_t)json_integer_value(json_object_get(body, "version")));
-	go_upstream(c);
+	int64_t version = json_integer_value(json_object_get(body, "version"));
+	/* An issuer's credential ends at its expiry (wall-clock seconds),
+	 * and is not kept once that is near. */
+	json_int_t exp = json_integer_value(json_object_get(body, "expires"));
+	int64_t now = mono_s(), until = 0;
+	if (exp != 0)
+		until = now + ((int64_t)exp - (int64_t)time(NULL)) - 5;
+	if (exp == 0 || until > now)
+		(void)inject_cache_put(&c->job->secrets, rule->inject.secret,
+		    version, json_string_value(v), len, now, until);
+	inject_use(c, json_string_value(v), len, version, false);
+	/* The json's copy is freed by the broker client: wiped first. */
+	explicit_bzero((char *)json_string_value(v), len);
 }
 
 /*
@@ -538,6 +569,13 @@ inject_then_upstream(struct pconn *c)
 	}
 	if (why != NULL) {
 		deny(c, "param_mismatch", why);
+		return;
+	}
+	/* Released for this job already, within the window. */
+	const struct inject_cached *e = inject_cache_get(&c->job->secrets,
+	    rule->inject.secret, mono_s(), c->p->cfg.inject_cache_s);
+	if (e != NULL) {
+		inject_use(c, e->value, e->len, e->version, true);
 		return;
 	}
 	snprintf(path, sizeof(path), "/v1/jobs/%s/secrets/%s/release",
@@ -929,7 +967,8 @@ dns_done(struct pconn *c)
 		 * offered for it can name it (allow_cidrs, denials.h). */
 		for (a = ai; strcmp(reason, "private_addr") == 0 && a != NULL;
 		     a = a->ai_next)
-			if (a->ai_family == AF_INET || a->ai_family == AF_INET6) {
+			if (a->ai_family == AF_INET ||
+			    a->ai_family == AF_INET6) {
 				addr_text(c, a->ai_addr);
 				break;
 			}

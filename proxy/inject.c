@@ -406,3 +406,69 @@ inject_scanner_free(struct inject_scanner *s)
 	}
 	memset(s, 0, sizeof(*s));
 }
+
+/* --- the cache of released values ----------------------------------------- */
+
+static void
+cached_wipe(struct inject_cached *e)
+{
+	if (e->value != NULL) {
+		explicit_bzero(e->value, e->len + 1);
+		free(e->value);
+	}
+	memset(e, 0, sizeof(*e));
+}
+
+const struct inject_cached *
+inject_cache_get(const struct inject_cache *c, const char *secret, int64_t now,
+    int64_t ttl)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const struct inject_cached *e = &c->e[i];
+		if (strcmp(e->secret, secret) != 0)
+			continue;
+		if (ttl <= 0 || now - e->fetched >= ttl || now < e->fetched ||
+		    (e->expires != 0 && now >= e->expires))
+			return NULL;
+		return e;
+	}
+	return NULL;
+}
+
+int
+inject_cache_put(struct inject_cache *c, const char *secret, int64_t version,
+    const char *value, size_t len, int64_t now, int64_t expires)
+{
+	size_t sl = strlen(secret), i;
+	char *copy;
+
+	if (sl == 0 || sl >= sizeof(c->e[0].secret) || len == 0 ||
+	    len > INJECT_VALUE_MAX)
+		return -EINVAL;
+	for (i = 0; i < c->n && strcmp(c->e[i].secret, secret) != 0; i++)
+		;
+	if (i == INJECT_CACHE_MAX)
+		return -ENOMEM;
+	if ((copy = malloc(len + 1)) == NULL)
+		return -ENOMEM;
+	memcpy(copy, value, len);
+	copy[len] = '\0';
+	if (i == c->n)
+		c->n++;
+	cached_wipe(&c->e[i]);
+	memcpy(c->e[i].secret, secret, sl + 1);
+	c->e[i].version = version;
+	c->e[i].value = copy;
+	c->e[i].len = len;
+	c->e[i].fetched = now;
+	c->e[i].expires = expires;
+	return 0;
+}
+
+void
+inject_cache_clear(struct inject_cache *c)
+{
+	for (size_t i = 0; i < c->n && i < INJECT_CACHE_MAX; i++)
+		cached_wipe(&c->e[i]);
+	c->n = 0;
+}

@@ -98,4 +98,48 @@ void inject_scanner_chunked(struct inject_scanner *s);
 /* Wipes and frees what s holds. A zeroed s is fine. */
 void inject_scanner_free(struct inject_scanner *s);
 
+/*
+ * A job's released values (credentials.md, "The cache"): the broker is
+ * asked once per job, secret and version, and again only once an entry
+ * is older than the proxy's inject_cache_seconds (the window in which a
+ * rotation is not yet seen) or past its own expiry. Forgotten, wiped,
+ * when the job's channel closes, for any reason (its revoke too).
+ */
+#define INJECT_CACHE_MAX 12 /* a job's rules (EGRESS_MAX_RULES) */
+
+struct inject_cached {
+	char secret[65];
+	int64_t version;
+	char *value; /* len bytes and a NUL, wiped before it is freed */
+	size_t len;
+	int64_t fetched, expires; /* monotonic seconds; expires 0: none */
+};
+
+struct inject_cache {
+	struct inject_cached e[INJECT_CACHE_MAX];
+	size_t n;
+};
+
+/*
+ * The cached value of secret at now (monotonic seconds) when one was put
+ * less than ttl seconds ago and has not expired: the entry (its value
+ * stays the cache's), else NULL. ttl 0: never.
+ */
+const struct inject_cached *inject_cache_get(const struct inject_cache *c,
+    const char *secret, int64_t now, int64_t ttl);
+
+/*
+ * Keeps a copy of value[0..len) as secret's, of version, put at now
+ * (replacing the one before, wiped); expires (monotonic seconds, 0 for
+ * none) ends it sooner. 0, -EINVAL for a name or value out of bounds, or
+ * -ENOMEM.
+ */
+int inject_cache_put(struct inject_cache *c, const char *secret,
+    int64_t version, const char *value, size_t len, int64_t now,
+    int64_t expires);
+
+/* Wipes and frees every value, and forgets every entry. A zeroed c is
+ * fine. */
+void inject_cache_clear(struct inject_cache *c);
+
 #endif

@@ -340,6 +340,8 @@ job_close(struct pjob *j, const char *why)
 	/* Only the job itself could ask, and it is gone: after the last
 	 * connection's line. */
 	denials_clear(&j->denials);
+	/* Nothing released for it is kept past its right to use it. */
+	inject_cache_clear(&j->secrets);
 	/* The CA's key dies with the job's right to reach anything. */
 	ca_free(j->ca);
 	j->ca = NULL;

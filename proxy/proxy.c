@@ -39,6 +39,7 @@ static const struct config_option proxy_options[] = {
 	{ "head_timeout_ms", CONFIG_INT, CFG(head_timeout_ms), 100, 600000 },
 	{ "closed_job_linger_seconds", CONFIG_INT, CFG(closed_job_linger_s), 0,
 	    86400 },
+	{ "inject_cache_seconds", CONFIG_INT, CFG(inject_cache_s), 0, 3600 },
 };
 
 void
@@ -441,7 +442,8 @@ main(int argc, char **argv)
 		    .connect_timeout_ms = 10000,
 		    .idle_timeout_ms = 60000,
 		    .head_timeout_ms = 10000,
-		    .closed_job_linger_s = 600 } };
+		    .closed_job_linger_s = 600,
+		    .inject_cache_s = 30 } };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;

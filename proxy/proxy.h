@@ -33,6 +33,7 @@
 #include "denials.h"
 #include "egress.h"
 #include "http_server.h"
+#include "inject.h"
 #include "keys.h"
 #include "pool.h"
 
@@ -83,6 +84,7 @@ struct proxy_config {
 	long long idle_timeout_ms;
 	long long head_timeout_ms;
 	long long closed_job_linger_s; /* a closed job's log stays this long */
+	long long inject_cache_s; /* a released value is reused this long */
 };
 
 struct pconn;
@@ -116,6 +118,9 @@ struct pjob {
 	/* The last denials, for http://cordon.local/v1/denials (denials.h);
 	 * forgotten when the channel closes. */
 	struct denials denials;
+	/* The values released for the job's injecting rules (inject.h),
+	 * wiped when the channel closes. */
+	struct inject_cache secrets;
 	/* Refusals at accept, one line per burst: the one being counted. */
 	struct decision refused;
 	struct timespec refused_since;

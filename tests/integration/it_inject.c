@@ -673,6 +673,119 @@ START_TEST(a_templated_query_binds_the_tokens_param)
 }
 END_TEST
 
+/* Lines of file path holding both a and b. */
+static unsigned
+lines_with(const char *path, const char *a, const char *b)
+{
+	FILE *f = fopen(path, "re");
+	char line[4096];
+	unsigned n = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += strstr(line, a) != NULL && strstr(line, b) != NULL;
+	fclose(f);
+	return n;
+}
+
+START_TEST(released_values_are_cached_per_job_and_forgotten)
+{
+	char cfg[2048], path[400], hostsf[400], job[64], want[128];
+	char *tok, *resp, *head;
+	json_t *m, *j;
+
+	signal(SIGPIPE, SIG_IGN);
+	plain = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
+	harness_write_file(hostsf, "127.0.0.1 api.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
+	harness_write_file(path, verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-cache\", "
+	    "\"inject_cache_seconds\": 2}",
+	    broker.base, path, broker.dir, hostsf);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+	json_decref(put_secret("/v1/secrets/up-key", value1, 200));
+	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+		      " s:[{s:s, s:i, s:[s], s:s, s:[s], s:s,"
+		      "  s:{s:s, s:s, s:s, s:s}}]}",
+	    "name", "cached", "command", "/bin/true", "capabilities", "name",
+	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
+	    "reason", "read x", "egress", "host", "api.test", "port",
+	    upstream_port(plain), "methods", "GET", "reason", "the api",
+	    "allow_cidrs", "127.0.0.0/8", "audience", "api", "inject", "secret",
+	    "up-key", "header", "X-Api-Key", "format", "Key {secret}",
+	    "capability", "x.read");
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/cached",
+	    admin, NULL, m));
+	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s}", "manifest", "cached"));
+	snprintf(job, sizeof(job), "%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
+	snprintf(channel, sizeof(channel), "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+	tok = mint_via(channel);
+
+	/* Five requests at once, one release: the rest from the cache. */
+	snprintf(want, sizeof(want), "X-Api-Key: Key %s\r\n", value1);
+	for (int i = 0; i < 5; i++) {
+		resp = get_with(tok);
+		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		free(resp);
+		head = upstream_last_head(plain);
+		ck_assert_msg(strstr(head, want) != NULL, "%s", head);
+		free(head);
+	}
+	ck_assert_uint_eq(lines_with(broker.log, "\"secret_released\"", job),
+	    1);
+
+	/* A rotation: a live job has it once the window has passed (2 s
+	 * here), asked of the broker again. */
+	json_decref(put_secret("/v1/secrets/up-key", value2, 200));
+	snprintf(want, sizeof(want), "X-Api-Key: Key %s\r\n", value2);
+	bool rotated = false;
+	for (int i = 0; i < 100 && !rotated; i++) {
+		resp = get_with(tok);
+		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		free(resp);
+		head = upstream_last_head(plain);
+		rotated = strstr(head, want) != NULL;
+		free(head);
+		if (!rotated)
+			usleep(100000);
+	}
+	ck_assert(rotated);
+	unsigned released = lines_with(broker.log, "\"secret_released\"", job);
+	ck_assert_uint_eq(released, 2);
+
+	/* The revoke: the channel closes and the cache with it; nothing is
+	 * released or sent upstream again. */
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", job);
+	json_decref(harness_expect(&broker, 200, "POST", path, launcher, NULL,
+	    json_pack("{s:s}", "reason", "done")));
+	unsigned before = upstream_requests(plain);
+	resp = get_with(tok);
+	ck_assert_int_ne(status_of(resp), 200);
+	free(resp);
+	ck_assert_uint_eq(upstream_requests(plain), before);
+	ck_assert_uint_eq(lines_with(broker.log, "\"secret_released\"", job),
+	    released);
+	free(tok);
+	ck_assert_int_eq(daemon_stop(&proxy), 0);
+	ck_assert(!file_holds(proxy.log, value1));
+	ck_assert(!file_holds(proxy.log, value2));
+	upstream_stop(plain);
+}
+END_TEST
+
 /* --- a job of `cordon run` ------------------------------------------------- */
 
 /* value1 as a grep -E pattern that does not hold it literally: the
@@ -792,6 +905,7 @@ inject_suite(void)
 	tcase_add_test(tc, the_proxy_swaps_the_token_and_redacts_the_echo);
 	tcase_add_test(tc, a_templated_path_binds_the_tokens_param);
 	tcase_add_test(tc, a_templated_query_binds_the_tokens_param);
+	tcase_add_test(tc, released_values_are_cached_per_job_and_forgotten);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("job");
 	tcase_set_timeout(tc, 120);

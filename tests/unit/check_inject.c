@@ -449,6 +449,48 @@ START_TEST(test_forward_drops_a_token_in_the_query)
 }
 END_TEST
 
+/* The per-job cache of released values: kept for its window, replaced
+ * by a new version, ended by its expiry, forgotten at clear. */
+START_TEST(test_cache)
+{
+	struct inject_cache c;
+	const struct inject_cached *e;
+
+	memset(&c, 0, sizeof(c));
+	ck_assert_ptr_null(inject_cache_get(&c, "k", 100, 30));
+	ck_assert_int_eq(inject_cache_put(&c, "k", 1, "v-one", 5, 100, 0), 0);
+	e = inject_cache_get(&c, "k", 129, 30);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(e->value, "v-one");
+	ck_assert_int_eq(e->version, 1);
+	ck_assert_ptr_null(inject_cache_get(&c, "k", 130, 30)); /* window */
+	ck_assert_ptr_null(inject_cache_get(&c, "k", 100, 0)); /* disabled */
+	ck_assert_ptr_null(inject_cache_get(&c, "other", 100, 30));
+	ck_assert_int_eq(inject_cache_put(&c, "k", 2, "v-two", 5, 130, 0), 0);
+	e = inject_cache_get(&c, "k", 131, 30);
+	ck_assert_str_eq(e->value, "v-two");
+	ck_assert_int_eq(e->version, 2);
+	ck_assert_uint_eq(c.n, 1);
+	/* An issuer's credential ends at its expiry, before the window. */
+	ck_assert_int_eq(inject_cache_put(&c, "o", 1, "tok", 3, 130, 140), 0);
+	ck_assert_ptr_nonnull(inject_cache_get(&c, "o", 139, 30));
+	ck_assert_ptr_null(inject_cache_get(&c, "o", 140, 30));
+	ck_assert_int_eq(inject_cache_put(&c, "o", 1, "", 0, 130, 0), -EINVAL);
+	inject_cache_clear(&c);
+	ck_assert_uint_eq(c.n, 0);
+	ck_assert_ptr_null(inject_cache_get(&c, "k", 131, 30));
+	for (int i = 0; i < INJECT_CACHE_MAX; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "s%d", i);
+		ck_assert_int_eq(inject_cache_put(&c, name, 1, "x", 1, 1, 0),
+		    0);
+	}
+	ck_assert_int_eq(inject_cache_put(&c, "more", 1, "x", 1, 1, 0),
+	    -ENOMEM);
+	inject_cache_clear(&c);
+}
+END_TEST
+
 static Suite *
 inject_suite(void)
 {
@@ -463,6 +505,7 @@ inject_suite(void)
 	tcase_add_test(tc, test_manifest_inject);
 	tcase_add_test(tc, test_forward_swaps_the_token);
 	tcase_add_test(tc, test_forward_drops_a_token_in_the_query);
+	tcase_add_test(tc, test_cache);
 	suite_add_tcase(s, tc);
 	return s;
 }
