@@ -491,8 +491,9 @@ revoke_job(struct broker *b, const char *job, const char *reason,
 		    (json_int_t)rr->tokens_revoked, "seq", (json_int_t)rr->seq);
 	}
 	/* After the job's own tokens died: a failed issuer holds no part
-	 * of the revoke up beyond its time budget. */
-	up = secrets_revoke_upstream(b, job, actor);
+	 * of the revoke up beyond its time budget; without a caller to
+	 * tell (the sweep, a tripwire), nothing waits for an issuer. */
+	up = secrets_revoke_upstream(b, job, actor, ret_upstream == NULL);
 	if (ret_upstream != NULL)
 		*ret_upstream = up;
 	else
@@ -1180,6 +1181,11 @@ broker_metrics(void *ctx, struct buf *out)
 	    "counter",
 	    "Upstream credentials whose revocation at the issuer failed.",
 	    ic.revoke_failed);
+	int64_t pending = issuers_pending(b->issuers);
+	metrics_one(out, "cordon_broker_upstream_revocations_pending", "gauge",
+	    "Upstream revocations that failed and are retried (fleet-wide "
+	    "on PostgreSQL).",
+	    (uint64_t)(pending > 0 ? pending : 0));
 	metrics_one(out, "cordon_broker_feed_followers", "gauge",
 	    "Followers of the revocation feed connected now.",
 	    feed_followers(b->feed));

@@ -230,8 +230,8 @@ broker_open(struct broker *b)
 	if (snprintf(issued, sizeof(issued), "%s/%s", b->cfg.common.state_dir,
 		ISSUERS_STATE_FILE) >= (int)sizeof(issued))
 		return -ENAMETOOLONG;
-	r = issuers_open(b->cfg.issuer_ca_file, issued, b->secrets_key,
-	    &b->issuers);
+	r = secrets_issuers_open(b, b->cfg.issuer_ca_file, issued,
+	    store_is_postgresql(addr));
 	if (r < 0) {
 		log_error("issuers_failed", "{s:s, s:s}", "error",
 		    r == -EINVAL ? "the issuer CA file does not load"

@@ -2,11 +2,18 @@
  * Issuers of short-lived upstream credentials (issuers.h): the checks of
  * an issuer secret's configuration, the two ways to obtain a credential
  * (RFC 6749 section 4.4; a GitHub App's JWT and installation token), the
- * credentials held per job (a list under one lock, never held across a
- * call to an issuer), and their revocation when the job's revoke comes.
- * A job revoked once is remembered (a ring of recent ids), so that a
- * credential obtained by a release that raced the revoke is revoked at
- * once instead of held for a job that has ended.
+ * credentials held per job, and their revocation when the job's revoke
+ * comes. Each credential held is a row, sealed alone (the job, secret and
+ * version its associated data): in the database when the broker's store
+ * gives an issuers_store (PostgreSQL: every broker of a fleet sees every
+ * row, and a revoke at any of them claims the job's rows in one
+ * statement, so each is revoked once), else in a list kept in a sealed
+ * state file (sqlite: one broker). A revocation that fails stays a
+ * revoking row, retried by a thread of its own with backoff; the lease
+ * sweep and a tripwire only hand rows to that thread, so that no issuer
+ * stalls them. A job revoked once is remembered (a ring of recent ids),
+ * so that a credential obtained by a release that raced the revoke is
+ * revoked instead of held for a job that has ended.
  */
 #include "issuers.h"
 
@@ -36,13 +43,14 @@
 #define PENDING_MAX 64
 /* The longest life an issuer's expires_in is taken for (a year). */
 #define EXPIRES_IN_MAX (366LL * 24 * 3600)
+/* Rows the background thread takes at a time. */
+#define RETRY_BATCH 16
 
+/* A credential, opened: what obtain_* fill in and revoke_one uses. */
 struct held {
-	struct held *next;
 	char job[ID_MAX], secret[ID_MAX], kind[32];
 	char issuer[IHTTP_URL_MAX];
 	int64_t version, expires, refresh_at;
-	bool current;
 	char *value;
 	size_t len;
 	/* How to revoke it: NULL url when the issuer offers no way. */
@@ -51,11 +59,16 @@ struct held {
 	char *revoke_head, *revoke_body;
 };
 
+/* A row of the file's store (no database). */
+struct frow {
+	struct frow *next;
+	struct issued_row r;
+	int64_t next_try;
+};
+
 struct issuers {
 	SSL_CTX *tls;
 	pthread_mutex_t lock;
-	struct held *head;
-	size_t count;
 	/* The (job, secret) pairs being obtained now: one call to the
 	 * issuer at a time for each, the others wait for its credential. */
 	struct {
@@ -63,11 +76,23 @@ struct issuers {
 		char job[ID_MAX], secret[ID_MAX];
 	} pending[PENDING_MAX];
 	pthread_cond_t obtained;
-	char *state; /* the state file, or NULL */
 	unsigned char key[ISSUERS_KEY_LEN];
 	char tomb[TOMBSTONES][ID_MAX];
 	size_t tomb_next;
 	atomic_uint_fast64_t issued, issue_failed, revoked, revoke_failed;
+	/* Where the rows are: the store's, or the file's own below. */
+	struct issuers_store st;
+	pthread_mutex_t flock; /* the file's rows */
+	struct frow *rows;
+	int64_t next_id;
+	char *state; /* the state file, or NULL */
+	/* The background revocations. */
+	issuers_audit_fn audit;
+	void *audit_arg;
+	pthread_t worker;
+	bool worker_started, kicked;
+	atomic_bool stopping;
+	pthread_cond_t wake;
 };
 
 static void
@@ -94,14 +119,25 @@ held_free(struct held *h)
 	free(h);
 }
 
+void
+issued_rows_free(struct issued_row *rows, size_t n)
+{
+	for (size_t i = 0; rows != NULL && i < n; i++)
+		free(rows[i].sealed);
+	free(rows);
+}
+
 static int state_load(struct issuers *is);
+static void file_store(struct issuers *is);
+static void *worker_main(void *arg);
 
 int
 issuers_open(const char *ca_file, const char *state_path,
-    const unsigned char *key, struct issuers **ret)
+    const unsigned char *key, const struct issuers_store *store,
+    issuers_audit_fn audit, void *audit_arg, struct issuers **ret)
 {
 	struct issuers *is = calloc(1, sizeof(*is));
-	int r;
+	int r = 0;
 
 	if (is == NULL)
 		return -ENOMEM;
@@ -111,15 +147,37 @@ issuers_open(const char *ca_file, const char *state_path,
 		return -EINVAL;
 	}
 	pthread_mutex_init(&is->lock, NULL);
+	pthread_mutex_init(&is->flock, NULL);
 	pthread_cond_init(&is->obtained, NULL);
-	if (state_path != NULL) {
+	pthread_cond_init(&is->wake, NULL);
+	/* No key: memory only, a key of this process's. */
+	if (key != NULL)
 		memcpy(is->key, key, ISSUERS_KEY_LEN);
-		r = (is->state = strdup(state_path)) == NULL ? -ENOMEM
-							     : state_load(is);
-		if (r < 0) {
-			issuers_close(is);
-			return r;
-		}
+	else if (RAND_bytes(is->key, ISSUERS_KEY_LEN) != 1) {
+		SSL_CTX_free(is->tls);
+		free(is);
+		return -EIO;
+	}
+	is->audit = audit;
+	is->audit_arg = audit_arg;
+	if (store != NULL)
+		is->st = *store;
+	else {
+		file_store(is);
+		if (state_path != NULL)
+			r = (is->state = strdup(state_path)) == NULL
+			    ? -ENOMEM
+			    : state_load(is);
+	}
+	if (r == 0) {
+		if (pthread_create(&is->worker, NULL, worker_main, is) != 0)
+			r = -EAGAIN;
+		else
+			is->worker_started = true;
+	}
+	if (r < 0) {
+		issuers_close(is);
+		return r;
 	}
 	*ret = is;
 	return 0;
@@ -130,15 +188,25 @@ issuers_close(struct issuers *is)
 {
 	if (is == NULL)
 		return;
-	while (is->head != NULL) {
-		struct held *h = is->head;
-		is->head = h->next;
-		held_free(h);
+	if (is->worker_started) {
+		pthread_mutex_lock(&is->lock);
+		is->stopping = true;
+		pthread_cond_broadcast(&is->wake);
+		pthread_mutex_unlock(&is->lock);
+		pthread_join(is->worker, NULL);
+	}
+	while (is->rows != NULL) {
+		struct frow *f = is->rows;
+		is->rows = f->next;
+		free(f->r.sealed);
+		free(f);
 	}
 	SSL_CTX_free(is->tls);
 	free(is->state);
 	OPENSSL_cleanse(is->key, sizeof(is->key));
+	pthread_cond_destroy(&is->wake);
 	pthread_cond_destroy(&is->obtained);
+	pthread_mutex_destroy(&is->flock);
 	pthread_mutex_destroy(&is->lock);
 	free(is);
 }
@@ -152,7 +220,7 @@ issuers_counts(struct issuers *is, struct issuers_counts *ret)
 	ret->revoke_failed = atomic_load(&is->revoke_failed);
 }
 
-/* --- the state file -------------------------------------------------------- */
+/* --- sealing ---------------------------------------------------------------- */
 
 #define STATE_MAX (64 * 1024 * 1024)
 #define NONCE_LEN 12
@@ -175,12 +243,12 @@ wipe_json(json_t *j)
 		json_array_foreach(j, i, v) wipe_json(v);
 }
 
-/* AES-256-GCM of in (len bytes) into out: nonce, text, tag when sealing
- * (out holds len + NONCE_LEN + TAG_LEN), the text when opening. 0 or
- * -EBADMSG / -EIO. */
+/* AES-256-GCM of in (len bytes) into out, aad its associated data:
+ * nonce, text, tag when sealing (out holds len + NONCE_LEN + TAG_LEN),
+ * the text when opening. 0 or -EBADMSG / -EIO. */
 static int
-state_aead(const struct issuers *is, bool seal, const unsigned char *in,
-    size_t len, unsigned char *out)
+state_aead(const struct issuers *is, bool seal, const char *aad,
+    const unsigned char *in, size_t len, unsigned char *out)
 {
 	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
 	const unsigned char *nonce = seal ? out : in;
@@ -192,9 +260,8 @@ state_aead(const struct issuers *is, bool seal, const unsigned char *in,
 		ok = RAND_bytes(out, NONCE_LEN) == 1 &&
 		    EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, is->key,
 			nonce) == 1 &&
-		    EVP_EncryptUpdate(c, NULL, &n,
-			(const unsigned char *)state_aad,
-			(int)strlen(state_aad)) == 1 &&
+		    EVP_EncryptUpdate(c, NULL, &n, (const unsigned char *)aad,
+			(int)strlen(aad)) == 1 &&
 		    EVP_EncryptUpdate(c, out + NONCE_LEN, &n, in, (int)len) ==
 			1 &&
 		    EVP_EncryptFinal_ex(c, out + NONCE_LEN + n, &fin) == 1 &&
@@ -206,9 +273,8 @@ state_aead(const struct issuers *is, bool seal, const unsigned char *in,
 		memcpy(tag, in + len - TAG_LEN, TAG_LEN);
 		ok = EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, is->key,
 			 nonce) == 1 &&
-		    EVP_DecryptUpdate(c, NULL, &n,
-			(const unsigned char *)state_aad,
-			(int)strlen(state_aad)) == 1 &&
+		    EVP_DecryptUpdate(c, NULL, &n, (const unsigned char *)aad,
+			(int)strlen(aad)) == 1 &&
 		    EVP_DecryptUpdate(c, out, &n, in + NONCE_LEN, (int)clen) ==
 			1 &&
 		    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, TAG_LEN,
@@ -219,14 +285,130 @@ state_aead(const struct issuers *is, bool seal, const unsigned char *in,
 	return ok ? 0 : seal ? -EIO : -EBADMSG;
 }
 
-/* Rewrites the state file with every credential held: 0 or -errno.
- * Under the lock. */
+/* A row's associated data: a row moved to another job does not open. */
+static void
+row_aad(char *aad, size_t len, const char *job, const char *secret,
+    int64_t version)
+{
+	snprintf(aad, len, "%s%s\n%s\n%lld", state_aad, job, secret,
+	    (long long)version);
+}
+
+/* h sealed into row (what it is for, and its value and revocation
+ * sealed): 0 or -errno. */
+static int
+row_seal(const struct issuers *is, const struct held *h, struct issued_row *row)
+{
+	char aad[256], *text;
+	json_t *j = json_pack("{s:s, s:s, s:s%, s:s?, s:s?, s:s?, s:s?}",
+	    "kind", h->kind, "issuer", h->issuer, "value", h->value, h->len,
+	    "revoke_url", h->revoke_url, "revoke_method", h->revoke_method,
+	    "revoke_head", h->revoke_head, "revoke_body", h->revoke_body);
+	size_t n;
+	int r;
+
+	if (j == NULL)
+		return -ENOMEM;
+	text = json_dumps(j, JSON_COMPACT);
+	wipe_json(j);
+	json_decref(j);
+	if (text == NULL)
+		return -ENOMEM;
+	memset(row, 0, sizeof(*row));
+	snprintf(row->job, sizeof(row->job), "%s", h->job);
+	snprintf(row->secret, sizeof(row->secret), "%s", h->secret);
+	row->version = h->version;
+	row->expires = h->expires;
+	row->refresh_at = h->refresh_at;
+	n = strlen(text);
+	row->sealed = malloc(n + NONCE_LEN + TAG_LEN);
+	row_aad(aad, sizeof(aad), h->job, h->secret, h->version);
+	r = row->sealed == NULL
+	    ? -ENOMEM
+	    : state_aead(is, true, aad, (unsigned char *)text, n, row->sealed);
+	row->len = n + NONCE_LEN + TAG_LEN;
+	OPENSSL_cleanse(text, n);
+	free(text);
+	if (r < 0) {
+		free(row->sealed);
+		row->sealed = NULL;
+	}
+	return r;
+}
+
+static char *
+dup_or_null(const json_t *v)
+{
+	return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
+}
+
+/* The credential of row, opened: a new held, or NULL when it does not
+ * open with this broker's key (or memory ran out). */
+static struct held *
+row_open(const struct issuers *is, const struct issued_row *row)
+{
+	char aad[256];
+	unsigned char *plain;
+	struct held *h;
+	json_t *j;
+	size_t clen;
+
+	if (row->len < NONCE_LEN + TAG_LEN ||
+	    (plain = malloc(row->len)) == NULL)
+		return NULL;
+	clen = row->len - NONCE_LEN - TAG_LEN;
+	row_aad(aad, sizeof(aad), row->job, row->secret, row->version);
+	if (state_aead(is, false, aad, row->sealed, row->len, plain) < 0) {
+		free(plain);
+		return NULL;
+	}
+	j = json_loadb((char *)plain, clen, 0, NULL);
+	OPENSSL_cleanse(plain, clen);
+	free(plain);
+	h = calloc(1, sizeof(*h));
+	if (h == NULL || !json_is_string(json_object_get(j, "value"))) {
+		wipe_json(j);
+		json_decref(j);
+		free(h);
+		return NULL;
+	}
+	const char *m = json_string_value(json_object_get(j, "revoke_method"));
+	snprintf(h->job, sizeof(h->job), "%s", row->job);
+	snprintf(h->secret, sizeof(h->secret), "%s", row->secret);
+	snprintf(h->kind, sizeof(h->kind), "%s",
+	    json_string_value(json_object_get(j, "kind")) ?: "");
+	snprintf(h->issuer, sizeof(h->issuer), "%s",
+	    json_string_value(json_object_get(j, "issuer")) ?: "");
+	h->version = row->version;
+	h->expires = row->expires;
+	h->refresh_at = row->refresh_at;
+	h->len = json_string_length(json_object_get(j, "value"));
+	h->value = dup_or_null(json_object_get(j, "value"));
+	h->revoke_url = dup_or_null(json_object_get(j, "revoke_url"));
+	h->revoke_method =
+	    m != NULL && strcmp(m, "DELETE") == 0 ? "DELETE" : "POST";
+	h->revoke_head = dup_or_null(json_object_get(j, "revoke_head"));
+	h->revoke_body = dup_or_null(json_object_get(j, "revoke_body"));
+	wipe_json(j);
+	json_decref(j);
+	if (h->value == NULL) {
+		held_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+/* --- the file's store (no database) ------------------------------------ */
+
+static const char hexd[] = "0123456789abcdef";
+
+/* Rewrites the state file with every row: 0 or -errno. Under flock. */
 static int
 state_save(struct issuers *is)
 {
 	json_t *all;
 	unsigned char *sealed;
-	char *text, tmp[4096];
+	char *text, tmp[4096], aad[64];
 	size_t n;
 	int r;
 
@@ -234,28 +416,38 @@ state_save(struct issuers *is)
 		return 0;
 	if ((all = json_array()) == NULL)
 		return -ENOMEM;
-	for (const struct held *h = is->head; h != NULL; h = h->next)
+	for (const struct frow *f = is->rows; f != NULL; f = f->next) {
+		char *hex = malloc(2 * f->r.len + 1);
+		if (hex == NULL) {
+			json_decref(all);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < f->r.len; i++) {
+			hex[2 * i] = hexd[f->r.sealed[i] >> 4];
+			hex[2 * i + 1] = hexd[f->r.sealed[i] & 15];
+		}
+		hex[2 * f->r.len] = '\0';
 		json_array_append_new(all,
-		    json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:s%, "
-			      "s:s?, s:s?, s:s?, s:s?}",
-			"job", h->job, "secret", h->secret, "kind", h->kind,
-			"issuer", h->issuer, "version", (json_int_t)h->version,
-			"expires", (json_int_t)h->expires, "refresh_at",
-			(json_int_t)h->refresh_at, "current", h->current,
-			"value", h->value, h->len, "revoke_url", h->revoke_url,
-			"revoke_method", h->revoke_method, "revoke_head",
-			h->revoke_head, "revoke_body", h->revoke_body));
+		    json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:i, s:b, s:I, "
+			      "s:s}",
+			"id", (json_int_t)f->r.id, "job", f->r.job, "secret",
+			f->r.secret, "version", (json_int_t)f->r.version,
+			"expires", (json_int_t)f->r.expires, "refresh_at",
+			(json_int_t)f->r.refresh_at, "attempts", f->r.attempts,
+			"revoking", f->r.revoking, "next_try",
+			(json_int_t)f->next_try, "sealed", hex));
+		free(hex);
+	}
 	text = json_dumps(all, JSON_COMPACT);
-	wipe_json(all);
 	json_decref(all);
 	if (text == NULL)
 		return -ENOMEM;
 	n = strlen(text);
 	sealed = malloc(n + NONCE_LEN + TAG_LEN);
+	snprintf(aad, sizeof(aad), "%s", state_aad);
 	r = sealed == NULL
 	    ? -ENOMEM
-	    : state_aead(is, true, (unsigned char *)text, n, sealed);
-	OPENSSL_cleanse(text, n);
+	    : state_aead(is, true, aad, (unsigned char *)text, n, sealed);
 	free(text);
 	if (r == 0 &&
 	    snprintf(tmp, sizeof(tmp), "%s.tmp", is->state) >= (int)sizeof(tmp))
@@ -272,10 +464,90 @@ state_save(struct issuers *is)
 	return r;
 }
 
-static char *
-dup_or_null(const json_t *v)
+static int
+unhex(int c)
 {
-	return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
+	return c >= '0' && c <= '9' ? c - '0'
+	    : c >= 'a' && c <= 'f'  ? c - 'a' + 10
+				    : -1;
+}
+
+/* One row of the state file (or, from a file of before rows, a held
+ * credential, sealed now): a new frow or NULL. */
+static struct frow *
+state_row(struct issuers *is, const json_t *e)
+{
+	const char *hex = json_string_value(json_object_get(e, "sealed"));
+	const char *job = json_string_value(json_object_get(e, "job"));
+	const char *secret = json_string_value(json_object_get(e, "secret"));
+	struct frow *f;
+
+	if (job == NULL || secret == NULL || strlen(job) >= ID_MAX ||
+	    strlen(secret) >= ID_MAX || (f = calloc(1, sizeof(*f))) == NULL)
+		return NULL;
+	if (hex == NULL) {
+		struct held h = { .version = 0 };
+		const char *m =
+		    json_string_value(json_object_get(e, "revoke_method"));
+		json_t *v = json_object_get(e, "value");
+		if (!json_is_string(v)) {
+			free(f);
+			return NULL;
+		}
+		snprintf(h.job, sizeof(h.job), "%s", job);
+		snprintf(h.secret, sizeof(h.secret), "%s", secret);
+		snprintf(h.kind, sizeof(h.kind), "%s",
+		    json_string_value(json_object_get(e, "kind")) ?: "");
+		snprintf(h.issuer, sizeof(h.issuer), "%s",
+		    json_string_value(json_object_get(e, "issuer")) ?: "");
+		h.version = json_integer_value(json_object_get(e, "version"));
+		h.expires = json_integer_value(json_object_get(e, "expires"));
+		h.refresh_at =
+		    json_integer_value(json_object_get(e, "refresh_at"));
+		h.value = (char *)json_string_value(v);
+		h.len = json_string_length(v);
+		h.revoke_url =
+		    (char *)json_string_value(json_object_get(e, "revoke_url"));
+		h.revoke_method =
+		    m != NULL && strcmp(m, "DELETE") == 0 ? "DELETE" : "POST";
+		h.revoke_head = (char *)json_string_value(
+		    json_object_get(e, "revoke_head"));
+		h.revoke_body = (char *)json_string_value(
+		    json_object_get(e, "revoke_body"));
+		if (row_seal(is, &h, &f->r) < 0) {
+			free(f);
+			return NULL;
+		}
+		f->r.id = ++is->next_id;
+		return f;
+	}
+	size_t n = strlen(hex) / 2;
+	if (strlen(hex) % 2 != 0 || (f->r.sealed = malloc(n + 1)) == NULL) {
+		free(f);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int hi = unhex(hex[2 * i]), lo = unhex(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			free(f->r.sealed);
+			free(f);
+			return NULL;
+		}
+		f->r.sealed[i] = (unsigned char)(hi << 4 | lo);
+	}
+	f->r.len = n;
+	snprintf(f->r.job, sizeof(f->r.job), "%s", job);
+	snprintf(f->r.secret, sizeof(f->r.secret), "%s", secret);
+	f->r.id = json_integer_value(json_object_get(e, "id"));
+	f->r.version = json_integer_value(json_object_get(e, "version"));
+	f->r.expires = json_integer_value(json_object_get(e, "expires"));
+	f->r.refresh_at = json_integer_value(json_object_get(e, "refresh_at"));
+	f->r.attempts = (int)json_integer_value(json_object_get(e, "attempts"));
+	f->r.revoking = json_is_true(json_object_get(e, "revoking"));
+	f->next_try = json_integer_value(json_object_get(e, "next_try"));
+	if (f->r.id > is->next_id)
+		is->next_id = f->r.id;
+	return f;
 }
 
 /* Reads the state file back (none: nothing held), dropping what has
@@ -283,11 +555,11 @@ dup_or_null(const json_t *v)
 static int
 state_load(struct issuers *is)
 {
-	char *data = NULL;
+	char *data = NULL, aad[64];
 	unsigned char *plain;
 	size_t len = 0, i;
 	json_t *all, *e;
-	struct held **tail = &is->head;
+	struct frow **tail = &is->rows;
 	int64_t now = (int64_t)time(NULL);
 	int r = path_read_file(is->state, STATE_MAX, &data, &len);
 
@@ -300,9 +572,10 @@ state_load(struct issuers *is)
 		return -EBADMSG;
 	}
 	plain = malloc(len + 1);
+	snprintf(aad, sizeof(aad), "%s", state_aad);
 	r = plain == NULL
 	    ? -ENOMEM
-	    : state_aead(is, false, (unsigned char *)data, len, plain);
+	    : state_aead(is, false, aad, (unsigned char *)data, len, plain);
 	free(data);
 	if (r < 0) {
 		free(plain);
@@ -317,48 +590,206 @@ state_load(struct issuers *is)
 	}
 	json_array_foreach(all, i, e)
 	{
-		const char *m =
-		    json_string_value(json_object_get(e, "revoke_method"));
-		json_t *v = json_object_get(e, "value");
-		struct held *h;
-
-		if (!json_is_string(v) ||
-		    !json_is_string(json_object_get(e, "job")) ||
-		    !json_is_string(json_object_get(e, "secret")) ||
-		    (r = 0, h = calloc(1, sizeof(*h))) == NULL)
+		struct frow *f = state_row(is, e);
+		if (f == NULL)
 			continue;
-		snprintf(h->job, sizeof(h->job), "%s",
-		    json_string_value(json_object_get(e, "job")));
-		snprintf(h->secret, sizeof(h->secret), "%s",
-		    json_string_value(json_object_get(e, "secret")));
-		snprintf(h->kind, sizeof(h->kind), "%s",
-		    json_string_value(json_object_get(e, "kind")) ?: "");
-		snprintf(h->issuer, sizeof(h->issuer), "%s",
-		    json_string_value(json_object_get(e, "issuer")) ?: "");
-		h->version = json_integer_value(json_object_get(e, "version"));
-		h->expires = json_integer_value(json_object_get(e, "expires"));
-		h->refresh_at =
-		    json_integer_value(json_object_get(e, "refresh_at"));
-		h->current = json_is_true(json_object_get(e, "current"));
-		h->len = json_string_length(v);
-		h->value = dup_or_null(v);
-		h->revoke_url = dup_or_null(json_object_get(e, "revoke_url"));
-		h->revoke_method =
-		    m != NULL && strcmp(m, "DELETE") == 0 ? "DELETE" : "POST";
-		h->revoke_head = dup_or_null(json_object_get(e, "revoke_head"));
-		h->revoke_body = dup_or_null(json_object_get(e, "revoke_body"));
-		if (h->value == NULL ||
-		    (h->expires != 0 && h->expires <= now)) {
-			held_free(h);
+		if (f->r.expires != 0 && f->r.expires <= now) {
+			free(f->r.sealed);
+			free(f);
 			continue;
 		}
-		*tail = h;
-		tail = &h->next;
-		is->count++;
+		*tail = f;
+		tail = &f->next;
 	}
 	wipe_json(all);
 	json_decref(all);
 	return 0;
+}
+
+static int
+row_copy(const struct issued_row *from, struct issued_row *to)
+{
+	*to = *from;
+	to->sealed = malloc(from->len);
+	if (to->sealed == NULL)
+		return -ENOMEM;
+	memcpy(to->sealed, from->sealed, from->len);
+	return 0;
+}
+
+static int
+file_put(void *arg, const struct issued_row *row, int64_t *ret_id)
+{
+	struct issuers *is = arg;
+	struct frow *f = calloc(1, sizeof(*f)), **pp;
+	int64_t now = (int64_t)time(NULL);
+	size_t all = 0, mine = 0;
+	int r;
+
+	if (f == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&is->flock);
+	for (pp = &is->rows; *pp != NULL;) {
+		struct frow *o = *pp;
+		/* Dead ones of this job and secret go; the rest stay for
+		 * the revoke. */
+		if (strcmp(o->r.job, row->job) == 0 &&
+		    strcmp(o->r.secret, row->secret) == 0 &&
+		    o->r.expires != 0 && o->r.expires <= now) {
+			*pp = o->next;
+			free(o->r.sealed);
+			free(o);
+			continue;
+		}
+		all++;
+		mine += strcmp(o->r.job, row->job) == 0;
+		pp = &o->next;
+	}
+	r = all >= ISSUED_MAX || mine >= ISSUED_PER_JOB_MAX
+	    ? -ENOSPC
+	    : row_copy(row, &f->r);
+	if (r == 0) {
+		f->r.id = ++is->next_id;
+		f->next_try = row->revoking ? (int64_t)time(NULL) : 0;
+		*pp = f; /* the tail: the order obtained */
+		if ((r = state_save(is)) < 0) {
+			*pp = NULL;
+			free(f->r.sealed);
+		} else
+			*ret_id = f->r.id;
+	}
+	pthread_mutex_unlock(&is->flock);
+	if (r < 0)
+		free(f);
+	return r;
+}
+
+static int
+file_find(void *arg, const char *job, const char *secret, int64_t version,
+    int64_t now, struct issued_row *ret)
+{
+	struct issuers *is = arg;
+	const struct frow *best = NULL;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&is->flock);
+	for (const struct frow *f = is->rows; f != NULL; f = f->next)
+		if (!f->r.revoking && f->r.version == version &&
+		    strcmp(f->r.job, job) == 0 &&
+		    strcmp(f->r.secret, secret) == 0 &&
+		    (f->r.refresh_at == 0 || now < f->r.refresh_at))
+			best = f;
+	if (best != NULL)
+		r = row_copy(&best->r, ret);
+	pthread_mutex_unlock(&is->flock);
+	return r;
+}
+
+static int
+file_claim(void *arg, const char *job, int64_t lease_s, size_t max,
+    struct issued_row **ret, size_t *n)
+{
+	struct issuers *is = arg;
+	int64_t now = (int64_t)time(NULL);
+	struct issued_row *out = calloc(max > 0 ? max : 1, sizeof(*out));
+	bool changed = false;
+	int r = 0;
+
+	*n = 0;
+	if (out == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&is->flock);
+	for (struct frow *f = is->rows; f != NULL; f = f->next) {
+		if (job != NULL && strcmp(f->r.job, job) != 0)
+			continue;
+		if (job != NULL && !f->r.revoking) {
+			f->r.revoking = true;
+			f->next_try = now;
+			changed = true;
+		}
+		if (!f->r.revoking || f->next_try > now || *n >= max)
+			continue;
+		if ((r = row_copy(&f->r, &out[*n])) < 0)
+			break;
+		f->next_try = now + lease_s;
+		f->r.attempts++;
+		out[*n].attempts = f->r.attempts;
+		(*n)++;
+		changed = true;
+	}
+	if (changed && r == 0)
+		r = state_save(is);
+	pthread_mutex_unlock(&is->flock);
+	if (r < 0) {
+		issued_rows_free(out, *n);
+		*n = 0;
+		return r;
+	}
+	*ret = out;
+	return 0;
+}
+
+static int
+file_done(void *arg, int64_t id)
+{
+	struct issuers *is = arg;
+	int r = 0;
+
+	pthread_mutex_lock(&is->flock);
+	for (struct frow **pp = &is->rows; *pp != NULL; pp = &(*pp)->next)
+		if ((*pp)->r.id == id) {
+			struct frow *f = *pp;
+			*pp = f->next;
+			free(f->r.sealed);
+			free(f);
+			r = state_save(is);
+			break;
+		}
+	pthread_mutex_unlock(&is->flock);
+	return r;
+}
+
+static int
+file_retry(void *arg, int64_t id, int64_t delay_s, int attempts)
+{
+	struct issuers *is = arg;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&is->flock);
+	for (struct frow *f = is->rows; f != NULL; f = f->next)
+		if (f->r.id == id) {
+			f->next_try = (int64_t)time(NULL) + delay_s;
+			f->r.attempts = attempts;
+			r = state_save(is);
+			break;
+		}
+	pthread_mutex_unlock(&is->flock);
+	return r;
+}
+
+static int
+file_pending(void *arg, int64_t *ret)
+{
+	struct issuers *is = arg;
+
+	*ret = 0;
+	pthread_mutex_lock(&is->flock);
+	for (const struct frow *f = is->rows; f != NULL; f = f->next)
+		*ret += f->r.revoking;
+	pthread_mutex_unlock(&is->flock);
+	return 0;
+}
+
+static void
+file_store(struct issuers *is)
+{
+	is->st = (struct issuers_store){ .arg = is,
+		.put = file_put,
+		.find = file_find,
+		.claim = file_claim,
+		.done = file_done,
+		.retry = file_retry,
+		.pending = file_pending };
 }
 
 /* --- encodings ------------------------------------------------------------ */
@@ -1165,7 +1596,8 @@ cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t until)
 
 /* Revokes h at its issuer within timeout_ms: the result object. */
 static json_t *
-revoke_one(struct issuers *is, const struct held *h, long timeout_ms)
+revoke_one(struct issuers *is, const struct held *h, long timeout_ms,
+    bool *retry)
 {
 	json_t *out =
 	    json_pack("{s:s, s:I, s:s, s:s}", "secret", h->secret, "version",
@@ -1175,8 +1607,11 @@ revoke_one(struct issuers *is, const struct held *h, long timeout_ms)
 	char why[200];
 	int r;
 
-	if (out == NULL)
+	*retry = false;
+	if (out == NULL) {
+		*retry = true;
 		return NULL;
+	}
 	if (h->expires != 0 && h->expires <= now) {
 		json_object_set_new(out, "ok", json_true());
 		json_object_set_new(out, "expired", json_true());
@@ -1193,6 +1628,7 @@ revoke_one(struct issuers *is, const struct held *h, long timeout_ms)
 			    json_integer(h->expires));
 		return out;
 	}
+	*retry = true;
 	if (timeout_ms <= 0) {
 		atomic_fetch_add(&is->revoke_failed, 1);
 		json_object_set_new(out, "ok", json_false());
@@ -1214,6 +1650,7 @@ revoke_one(struct issuers *is, const struct held *h, long timeout_ms)
 	json_object_set_new(out, "status", json_integer(a.status));
 	json_object_set_new(out, "ok", json_boolean(a.status / 100 == 2));
 	if (a.status / 100 == 2) {
+		*retry = false;
 		atomic_fetch_add(&is->revoked, 1);
 	} else {
 		refused(&a, "the revocation endpoint", why, sizeof(why));
@@ -1234,16 +1671,48 @@ give(const struct held *h, struct issued *ret, bool fresh)
 	ret->fresh = fresh;
 }
 
+/* The held credential of (job, secret, version) that is not due for a
+ * refresh, into ret: 0, or -ENOENT (none, or it does not open). */
+static int
+give_held(struct issuers *is, const char *job, const char *secret,
+    int64_t version, struct issued *ret)
+{
+	struct issued_row row;
+	struct held *h;
+	int r = is->st.find(is->st.arg, job, secret, version,
+	    (int64_t)time(NULL), &row);
+
+	if (r < 0)
+		return r;
+	h = row_open(is, &row);
+	free(row.sealed);
+	if (h == NULL)
+		return -ENOENT;
+	give(h, ret, false);
+	held_free(h);
+	return 0;
+}
+
+static void
+kick(struct issuers *is)
+{
+	pthread_mutex_lock(&is->lock);
+	is->kicked = true;
+	pthread_cond_broadcast(&is->wake);
+	pthread_mutex_unlock(&is->lock);
+}
+
 int
 issuers_release(struct issuers *is, const char *job, const char *secret,
     int64_t version, const json_t *cfg, struct issued *ret, long *ret_status,
     char *why, size_t whylen)
 {
 	const char *kind = cfg_str(cfg, "kind"), *issuer = issuers_issuer(cfg);
-	int64_t now = (int64_t)time(NULL);
-	struct held *h, **pp;
-	size_t mine = 0;
-	int r, slot;
+	int64_t now = (int64_t)time(NULL), id = 0;
+	struct issued_row row;
+	struct held *h;
+	bool retry;
+	int r, slot = -1;
 
 	*ret_status = 0;
 	why[0] = '\0';
@@ -1252,18 +1721,10 @@ issuers_release(struct issuers *is, const char *job, const char *secret,
 		snprintf(why, whylen, "the secret's configuration is broken");
 		return -EINVAL;
 	}
-	pthread_mutex_lock(&is->lock);
 	for (int64_t until = monotonic_ms() + 2 * ISSUER_CALL_MS;;) {
-		now = (int64_t)time(NULL);
-		for (h = is->head; h != NULL; h = h->next)
-			if (h->current && h->version == version &&
-			    strcmp(h->job, job) == 0 &&
-			    strcmp(h->secret, secret) == 0 &&
-			    (h->refresh_at == 0 || now < h->refresh_at)) {
-				give(h, ret, false);
-				pthread_mutex_unlock(&is->lock);
-				return 0;
-			}
+		if (give_held(is, job, secret, version, ret) == 0)
+			return 0;
+		pthread_mutex_lock(&is->lock);
 		if (tombstoned(is, job)) {
 			pthread_mutex_unlock(&is->lock);
 			snprintf(why, whylen, "the job is revoked");
@@ -1272,12 +1733,16 @@ issuers_release(struct issuers *is, const char *job, const char *secret,
 		}
 		/* Another request of the job is asking the issuer: its
 		 * credential is this one's too. */
-		if (pending_find(is, job, secret) < 0 ||
-		    cond_wait_until(&is->obtained, &is->lock, until) < 0)
+		if (pending_find(is, job, secret) < 0) {
+			slot = pending_claim(is, job, secret);
+			pthread_mutex_unlock(&is->lock);
+			break;
+		}
+		int w = cond_wait_until(&is->obtained, &is->lock, until);
+		pthread_mutex_unlock(&is->lock);
+		if (w < 0)
 			break;
 	}
-	slot = pending_claim(is, job, secret);
-	pthread_mutex_unlock(&is->lock);
 
 	if ((h = calloc(1, sizeof(*h))) == NULL) {
 		pending_done(is, slot);
@@ -1296,104 +1761,195 @@ issuers_release(struct issuers *is, const char *job, const char *secret,
 		atomic_fetch_add(&is->issue_failed, 1);
 		/* A credential obtained but not kept is ended. */
 		if (h->value != NULL && h->revoke_url != NULL)
-			json_decref(revoke_one(is, h, ISSUER_CALL_MS));
+			json_decref(revoke_one(is, h, ISSUER_CALL_MS, &retry));
 		held_free(h);
 		OPENSSL_cleanse(ret, sizeof(*ret));
 		return r;
 	}
 	atomic_fetch_add(&is->issued, 1);
 	h->refresh_at = refresh_at(now, h->expires);
-	h->current = true;
 
-	pthread_mutex_lock(&is->lock);
-	r = tombstoned(is, job) ? -ESTALE : 0;
-	/* Dead ones of this job and secret go; the rest stay for the
-	 * revoke. */
-	for (pp = &is->head; r == 0 && *pp != NULL;) {
-		struct held *o = *pp;
-		if (strcmp(o->job, job) == 0 &&
-		    strcmp(o->secret, secret) == 0) {
-			if (o->expires != 0 && o->expires <= now) {
-				*pp = o->next;
-				is->count--;
-				held_free(o);
-				continue;
-			}
-			o->current = false;
-			mine++;
-		}
-		pp = &o->next;
-	}
-	if (r == 0 && (is->count >= ISSUED_MAX || mine >= ISSUED_PER_JOB_MAX))
-		r = -ENOSPC;
+	/* Kept before it is given: a restart, or another broker, still
+	 * revokes it. Under the lock, so that a revoke here either sees
+	 * the row or left its tombstone first. */
+	r = row_seal(is, h, &row);
 	if (r == 0) {
-		*pp = h; /* the tail: the order obtained */
-		is->count++;
-		/* On disk before it is given: a restart still revokes it. */
-		if (state_save(is) < 0) {
-			*pp = NULL;
-			is->count--;
-			r = -EIO;
-		} else {
-			give(h, ret, true);
-		}
-	}
-	if (slot >= 0)
-		is->pending[slot].used = false;
-	pthread_cond_broadcast(&is->obtained);
-	pthread_mutex_unlock(&is->lock);
-	if (r < 0) {
-		snprintf(why, whylen, "%s",
-		    r == -ESTALE ? "the job was revoked meanwhile"
-			: r == -EIO
-			? "the broker could not record the credential "
-			  "in its state file"
-			: "the broker holds too many credentials");
-		json_decref(revoke_one(is, h, ISSUER_CALL_MS));
+		pthread_mutex_lock(&is->lock);
+		row.revoking = tombstoned(is, job);
+		r = is->st.put(is->st.arg, &row, &id);
+		if (r == 0 && row.revoking)
+			r = -ESTALE;
+		if (slot >= 0)
+			is->pending[slot].used = false;
+		pthread_cond_broadcast(&is->obtained);
+		pthread_mutex_unlock(&is->lock);
+		free(row.sealed);
+	} else
+		pending_done(is, slot);
+	if (r == 0) {
+		give(h, ret, true);
 		held_free(h);
-		OPENSSL_cleanse(ret, sizeof(*ret));
+		return 0;
 	}
-	return r;
+	snprintf(why, whylen, "%s",
+	    r == -ESTALE       ? "the job was revoked meanwhile"
+		: r == -ENOSPC ? "the broker holds too many credentials"
+			       : "the broker could not record the credential");
+	if (r == -ESTALE)
+		kick(is); /* the row is kept as revoking: the thread's */
+	else
+		json_decref(revoke_one(is, h, ISSUER_CALL_MS, &retry));
+	held_free(h);
+	OPENSSL_cleanse(ret, sizeof(*ret));
+	return r == -ESTALE || r == -ENOSPC ? r : -EIO;
+}
+
+/* The wait before attempt + 1, after attempt failed. */
+static int64_t
+backoff(int attempt)
+{
+	int64_t d = ISSUER_RETRY_MIN_S;
+
+	for (int i = 1; i < attempt && d < ISSUER_RETRY_MAX_S; i++)
+		d *= 2;
+	return d < ISSUER_RETRY_MAX_S ? d : ISSUER_RETRY_MAX_S;
+}
+
+/* Revokes the claimed row within timeout_ms and settles it (gone, or
+ * due again after its backoff): the result object, or NULL. */
+static json_t *
+settle(struct issuers *is, const struct issued_row *row, long timeout_ms)
+{
+	struct held *h = row_open(is, row);
+	int64_t now = (int64_t)time(NULL);
+	bool retry = true;
+	json_t *out;
+
+	if (h == NULL) {
+		out = json_pack("{s:s, s:I, s:b, s:s}", "secret", row->secret,
+		    "version", (json_int_t)row->version, "ok", 0, "error",
+		    "the held credential does not open with this broker's "
+		    "secrets.aead");
+		atomic_fetch_add(&is->revoke_failed, 1);
+		retry = row->expires == 0 || row->expires > now;
+	} else {
+		out = revoke_one(is, h, timeout_ms, &retry);
+		held_free(h);
+	}
+	if (out != NULL)
+		json_object_set_new(out, "attempt",
+		    json_integer(row->attempts));
+	/* Nothing left to revoke once it expired. */
+	if (retry && row->expires != 0 && row->expires <= now)
+		retry = false;
+	if (retry) {
+		int64_t d = timeout_ms <= 0 ? 0 : backoff(row->attempts);
+		(void)is->st.retry(is->st.arg, row->id, d, row->attempts);
+		if (out != NULL) {
+			json_object_set_new(out, "pending", json_true());
+			json_object_set_new(out, "retry_in", json_integer(d));
+		}
+	} else
+		(void)is->st.done(is->st.arg, row->id);
+	return out;
 }
 
 json_t *
-issuers_revoke_job(struct issuers *is, const char *job)
+issuers_revoke_job(struct issuers *is, const char *job, bool later)
 {
-	struct held *mine = NULL, **tail = &mine, **pp;
 	int64_t deadline = monotonic_ms() + ISSUER_REVOKE_BUDGET_MS;
-	json_t *out = json_array();
+	struct issued_row *rows = NULL;
+	size_t n = 0;
+	json_t *out;
 
 	pthread_mutex_lock(&is->lock);
 	if (!tombstoned(is, job)) {
 		snprintf(is->tomb[is->tomb_next], ID_MAX, "%s", job);
 		is->tomb_next = (is->tomb_next + 1) % TOMBSTONES;
 	}
-	for (pp = &is->head; *pp != NULL;) {
-		struct held *h = *pp;
-		if (strcmp(h->job, job) == 0) {
-			*pp = h->next;
-			h->next = NULL;
-			*tail = h;
-			tail = &h->next;
-			is->count--;
-			continue;
-		}
-		pp = &h->next;
-	}
-	/* Revoked or not, they are no longer held: a failure is reported
-	 * now, not retried after a restart. */
-	if (mine != NULL)
-		(void)state_save(is);
 	pthread_mutex_unlock(&is->lock);
-	while (mine != NULL) {
-		struct held *h = mine;
-		long left = (long)(deadline - monotonic_ms());
-		json_t *one = revoke_one(is, h,
-		    left < ISSUER_CALL_MS ? left : ISSUER_CALL_MS);
-		if (one != NULL)
-			json_array_append_new(out, one);
-		mine = h->next;
-		held_free(h);
+	if (later) {
+		/* Turned revoking now (durable), revoked by the thread. */
+		if (is->st.claim(is->st.arg, job, ISSUER_CLAIM_S, 0, &rows,
+			&n) == 0)
+			issued_rows_free(rows, n);
+		kick(is);
+		return NULL;
 	}
+	out = json_array();
+	if (is->st.claim(is->st.arg, job, ISSUER_CLAIM_S, ISSUED_PER_JOB_MAX,
+		&rows, &n) < 0) {
+		kick(is);
+		return out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		long left = (long)(deadline - monotonic_ms());
+		json_t *one = settle(is, &rows[i],
+		    left < ISSUER_CALL_MS ? left : ISSUER_CALL_MS);
+		if (one != NULL && out != NULL)
+			json_array_append_new(out, one);
+		else
+			json_decref(one);
+	}
+	issued_rows_free(rows, n);
 	return out;
+}
+
+int
+issuers_retry_due(struct issuers *is)
+{
+	struct issued_row *rows = NULL;
+	size_t n = 0;
+
+	if (is->st.claim(is->st.arg, NULL, ISSUER_CLAIM_S, RETRY_BATCH, &rows,
+		&n) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *one = settle(is, &rows[i], ISSUER_CALL_MS);
+		if (one == NULL)
+			continue;
+		bool ok = json_is_true(json_object_get(one, "ok"));
+		const char *ev = json_is_true(json_object_get(one, "expired"))
+		    ? "upstream_expired"
+		    : ok ? "upstream_revoked"
+			 : "upstream_revoke_failed";
+		json_object_set_new(one, "job", json_string(rows[i].job));
+		json_object_set_new(one, "actor", json_string("broker"));
+		if (is->audit != NULL)
+			is->audit(is->audit_arg, ev, one);
+		else
+			json_decref(one);
+	}
+	issued_rows_free(rows, n);
+	return (int)n;
+}
+
+int64_t
+issuers_pending(struct issuers *is)
+{
+	int64_t n = 0;
+	int r = is->st.pending(is->st.arg, &n);
+
+	return r < 0 ? r : n;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct issuers *is = arg;
+
+	for (;;) {
+		pthread_mutex_lock(&is->lock);
+		if (!is->stopping && !is->kicked)
+			(void)cond_wait_until(&is->wake, &is->lock,
+			    monotonic_ms() + 1000);
+		bool stop = is->stopping;
+		is->kicked = false;
+		pthread_mutex_unlock(&is->lock);
+		if (stop)
+			return NULL;
+		/* A full batch: there may be more due. */
+		while (issuers_retry_due(is) == RETRY_BATCH && !is->stopping)
+			;
+	}
 }

@@ -6,10 +6,14 @@
  * App (an RS256 JWT signed with the App's key buys an installation token,
  * narrowed to the secret's repositories and permissions; DELETE
  * /installation/token ends it). The first release for a job obtains one,
- * which is then kept (in memory, and sealed in a file of the broker's
- * state) for the job's life or until shortly before it expires; the job's revoke revokes every credential obtained for it
- * at its issuer and says how each went. Nothing here logs or touches the
- * store: the callers audit.
+ * which is then kept sealed (in the database when the store is
+ * PostgreSQL, so that every broker of a fleet sees it; else in a file of
+ * the broker's state) for the job's life or until shortly before it
+ * expires; the job's revoke, at any broker, revokes every credential held
+ * for it at its issuer, exactly once, and says how each went; one that
+ * fails is retried in the background until it succeeds or expires.
+ * Nothing here logs or touches the store but through the callbacks it is
+ * given.
  */
 #ifndef CORDON_BROKER_ISSUERS_H
 #define CORDON_BROKER_ISSUERS_H
@@ -39,23 +43,82 @@
 
 struct issuers;
 
-/* The credentials held, sealed, under the broker's state directory. */
+/* The credentials held, sealed, under the broker's state directory (the
+ * sqlite store: one broker), or in the database (issuers_store). */
 #define ISSUERS_STATE_FILE "issued.sealed"
 #define ISSUERS_KEY_LEN 32
+/* How long a claimed revocation is the claimer's before another broker
+ * may take it (a broker that died mid-call), and the retries' backoff:
+ * 2 s doubling to at most 5 minutes, until the credential expires. */
+#define ISSUER_CLAIM_S 60
+#define ISSUER_RETRY_MIN_S 2
+#define ISSUER_RETRY_MAX_S 300
+
+/* One credential held, as a store keeps it: what it is for, and sealed
+ * (AES-256-GCM with the secrets key, the job, secret and version as
+ * associated data) what it is and how to revoke it. state "held" while
+ * the job runs, "revoking" once its job was revoked, until it is revoked
+ * at its issuer or expired (then the row goes). */
+struct issued_row {
+	int64_t id;
+	char job[80], secret[80];
+	int64_t version, expires, refresh_at;
+	int attempts; /* revocations tried */
+	bool revoking;
+	unsigned char *sealed;
+	size_t len;
+};
+
+/* Frees the rows' sealed parts and the array (n rows). */
+void issued_rows_free(struct issued_row *rows, size_t n);
+
+/*
+ * Where the credentials held are kept, so that every broker of a fleet
+ * sees them (the PostgreSQL store). Each returns 0 or -errno. put: a new
+ * row (its id in *ret_id); -ESTALE when the job is no longer running
+ * (the row is then kept as revoking, due now), -ENOSPC past
+ * ISSUED_PER_JOB_MAX rows of the job. find: the newest held row of
+ * (job, secret, version) whose refresh_at is 0 or after now, -ENOENT.
+ * claim: job's held rows turned revoking (job NULL: none), then up to
+ * max revoking rows due now (of job alone, when given) taken for
+ * lease_s: no other claim returns them meanwhile, whichever broker asks
+ * (a new array in *ret, *n rows). done: the row goes. retry: due again
+ * in delay_s, attempts recorded. pending: how many rows are revoking.
+ */
+struct issuers_store {
+	void *arg;
+	int (*put)(void *arg, const struct issued_row *row, int64_t *ret_id);
+	int (*find)(void *arg, const char *job, const char *secret,
+	    int64_t version, int64_t now, struct issued_row *ret);
+	int (*claim)(void *arg, const char *job, int64_t lease_s, size_t max,
+	    struct issued_row **ret, size_t *n);
+	int (*done)(void *arg, int64_t id);
+	int (*retry)(void *arg, int64_t id, int64_t delay_s, int attempts);
+	int (*pending)(void *arg, int64_t *ret);
+};
+
+/* Called by the background revocations with the outcome of each attempt
+ * (event upstream_revoked, upstream_revoke_failed or upstream_expired;
+ * detail {job, secret, version, kind, issuer, ok, attempt, status |
+ * error[, retry_in]}, taken). */
+typedef void (*issuers_audit_fn)(void *arg, const char *event, json_t *detail);
 
 /*
  * Opens the issuers' state: TLS peers are verified against ca_file (PEM;
- * NULL for the system's trust store). With state_path (NULL: memory
- * only), every credential held is also kept there, sealed with key
- * (AES-256-GCM, ISSUERS_KEY_LEN bytes), rewritten at each change, and
- * read back now: a broker restarted while its jobs run still revokes what
- * it obtained for them. 0, or -EINVAL when the CA file does not load,
- * -EBADMSG when the state file does not open with key or does not parse
- * (fail closed: remove it to start without; what it held then lives
- * until it expires), -ENOMEM, -errno.
+ * NULL for the system's trust store); key (ISSUERS_KEY_LEN bytes; NULL:
+ * a random one, memory only) seals each credential held. With store, the credentials held are its rows;
+ * otherwise they are kept in state_path (NULL: memory only), the whole
+ * file sealed with key too, rewritten at each change and read back now:
+ * a broker restarted while its jobs run still revokes what it obtained
+ * for them. Starts the thread that revokes in the background (audit,
+ * may be NULL, hears each attempt). 0, or -EINVAL when the CA file does
+ * not load, -EBADMSG when the state file does not open with key or does
+ * not parse (fail closed: remove it to start without; what it held then
+ * lives until it expires), -ENOMEM, -errno.
  */
 int issuers_open(const char *ca_file, const char *state_path,
-    const unsigned char *key, struct issuers **ret);
+    const unsigned char *key, const struct issuers_store *store,
+    issuers_audit_fn audit, void *audit_arg, struct issuers **ret);
 
 /* Wipes and frees every credential held. NULL is fine. */
 void issuers_close(struct issuers *is);
@@ -103,13 +166,26 @@ int issuers_release(struct issuers *is, const char *job, const char *secret,
     char *why, size_t whylen);
 
 /*
- * Revokes at their issuers every credential obtained for job, and keeps
- * any obtained later from being given (it is revoked at once): a new
- * array of {secret, version, kind, issuer, ok, status | error[, expired]}
- * (empty when none was held), one per credential, in the order they
- * were obtained. Takes at most about ISSUER_REVOKE_BUDGET_MS.
+ * Revokes at their issuers every credential held for job (obtained by
+ * this broker or, on a shared store, any other), and keeps any obtained
+ * later from being given (it is revoked at once): a new array of
+ * {secret, version, kind, issuer, ok, attempt, status | error[, expired]
+ * [, pending, retry_in]} (empty when none was held), one per credential
+ * this call revoked or tried. One that failed stays pending: the
+ * background thread retries it with backoff until it is revoked or has
+ * expired. Takes at most about ISSUER_REVOKE_BUDGET_MS; later (true):
+ * none is called here, the job's credentials are handed to the
+ * background thread and NULL is returned (the lease sweep, a tripwire).
  */
-json_t *issuers_revoke_job(struct issuers *is, const char *job);
+json_t *issuers_revoke_job(struct issuers *is, const char *job, bool later);
+
+/* Revokes now whatever of the pending revocations is due, as the
+ * background thread does once a second: how many were tried. For tests
+ * and the thread itself. */
+int issuers_retry_due(struct issuers *is);
+
+/* Revocations pending (failed, to be retried), or -errno. */
+int64_t issuers_pending(struct issuers *is);
 
 /* Counts since start, for /metrics. */
 struct issuers_counts {

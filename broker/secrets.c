@@ -673,10 +673,17 @@ secrets_release(void *ctx, struct http_request *req, struct http_response *res)
 }
 
 json_t *
-secrets_revoke_upstream(struct broker *b, const char *job, const char *actor)
+secrets_revoke_upstream(struct broker *b, const char *job, const char *actor,
+    bool later)
 {
-	json_t *list = issuers_revoke_job(b->issuers, job), *e;
+	json_t *list, *e;
 	size_t i;
+
+	if (later) {
+		(void)issuers_revoke_job(b->issuers, job, true);
+		return NULL;
+	}
+	list = issuers_revoke_job(b->issuers, job, false);
 
 	json_array_foreach(list, i, e)
 	{
@@ -687,7 +694,10 @@ secrets_revoke_upstream(struct broker *b, const char *job, const char *actor)
 			json_object_set_new(d, "job", json_string(job));
 			json_object_set_new(d, "actor", json_string(actor));
 			store_audit_async(b->store,
-			    ok ? "upstream_revoked" : "upstream_revoke_failed",
+			    json_is_true(json_object_get(e, "expired"))
+				? "upstream_expired"
+				: ok ? "upstream_revoked"
+				     : "upstream_revoke_failed",
 			    d);
 		}
 		if (ok)
@@ -702,4 +712,79 @@ secrets_revoke_upstream(struct broker *b, const char *job, const char *actor)
 			    json_object_get(e, "error"));
 	}
 	return list;
+}
+
+/* The background revocations' outcomes, audited and logged. */
+static void
+issuers_audited(void *arg, const char *event, json_t *detail)
+{
+	struct broker *b = arg;
+
+	if (strcmp(event, "upstream_revoke_failed") == 0)
+		log_warn(event, "{s:O, s:O, s:O, s:O}", "job",
+		    json_object_get(detail, "job"), "secret",
+		    json_object_get(detail, "secret"), "attempt",
+		    json_object_get(detail, "attempt"), "error",
+		    json_object_get(detail, "error"));
+	else
+		log_info(event, "{s:O, s:O, s:O}", "job",
+		    json_object_get(detail, "job"), "secret",
+		    json_object_get(detail, "secret"), "attempt",
+		    json_object_get(detail, "attempt"));
+	store_audit_async(b->store, event, detail);
+}
+
+static int
+db_put(void *arg, const struct issued_row *row, int64_t *ret_id)
+{
+	return store_upstream_put(arg, row, ret_id);
+}
+
+static int
+db_find(void *arg, const char *job, const char *secret, int64_t version,
+    int64_t now, struct issued_row *ret)
+{
+	return store_upstream_find(arg, job, secret, version, now, ret);
+}
+
+static int
+db_claim(void *arg, const char *job, int64_t lease_s, size_t max,
+    struct issued_row **ret, size_t *n)
+{
+	return store_upstream_claim(arg, job, lease_s, max, ret, n);
+}
+
+static int
+db_done(void *arg, int64_t id)
+{
+	return store_upstream_done(arg, id);
+}
+
+static int
+db_retry(void *arg, int64_t id, int64_t delay_s, int attempts)
+{
+	return store_upstream_retry(arg, id, delay_s, attempts);
+}
+
+static int
+db_pending(void *arg, int64_t *ret)
+{
+	return store_upstream_pending(arg, ret);
+}
+
+int
+secrets_issuers_open(struct broker *b, const char *ca_file,
+    const char *state_path, bool on_database)
+{
+	const struct issuers_store db = { .arg = b->store,
+		.put = db_put,
+		.find = db_find,
+		.claim = db_claim,
+		.done = db_done,
+		.retry = db_retry,
+		.pending = db_pending };
+
+	return issuers_open(ca_file, on_database ? NULL : state_path,
+	    b->secrets_key, on_database ? &db : NULL, issuers_audited, b,
+	    &b->issuers);
 }

@@ -77,13 +77,25 @@ void secrets_check_manifest(struct broker *b, const json_t *m,
     json_t *problems);
 
 /*
- * Revokes at their issuers the upstream credentials obtained for job
- * (issuers_revoke_job), each audited as upstream_revoked or
- * upstream_revoke_failed (job, secret, version, kind, issuer, status or
- * error; never a value) by actor: the new array of results.
+ * Revokes at their issuers the upstream credentials held for job
+ * (issuers_revoke_job), each audited as upstream_revoked,
+ * upstream_expired or upstream_revoke_failed (job, secret, version,
+ * kind, issuer, attempt, status or error, pending; never a value) by
+ * actor: the new array of results. later: handed to the background
+ * revocations instead (the lease sweep, a tripwire: no issuer stalls
+ * them), NULL returned.
  */
 json_t *secrets_revoke_upstream(struct broker *b, const char *job,
-    const char *actor);
+    const char *actor, bool later);
+
+/*
+ * Opens b->issuers: on a PostgreSQL store the credentials held are rows
+ * of the database (every broker of the fleet sees them), else they are
+ * kept in state_path; the background revocations audit each attempt in
+ * the store. As issuers_open.
+ */
+int secrets_issuers_open(struct broker *b, const char *ca_file,
+    const char *state_path, bool on_database);
 
 /* The handlers of /v1/secrets and of a job's release; ctx is the struct
  * broker. */

@@ -1794,3 +1794,50 @@ store_ack_publish(struct store *s, const char *follower, int64_t acked,
 	    ? store_pg_ack_publish(s->pg, follower, acked, polling)
 	    : -EOPNOTSUPP;
 }
+
+int
+store_upstream_put(struct store *s, const struct issued_row *row,
+    int64_t *ret_id)
+{
+	return s->pg != NULL ? store_pg_upstream_put(s->pg, row, ret_id)
+			     : -EOPNOTSUPP;
+}
+
+int
+store_upstream_find(struct store *s, const char *job, const char *secret,
+    int64_t version, int64_t now, struct issued_row *ret)
+{
+	return s->pg != NULL
+	    ? store_pg_upstream_find(s->pg, job, secret, version, now, ret)
+	    : -EOPNOTSUPP;
+}
+
+int
+store_upstream_claim(struct store *s, const char *job, int64_t lease_s,
+    size_t max, struct issued_row **ret, size_t *n)
+{
+	return s->pg != NULL
+	    ? store_pg_upstream_claim(s->pg, job, lease_s, max, ret, n)
+	    : -EOPNOTSUPP;
+}
+
+int
+store_upstream_done(struct store *s, int64_t id)
+{
+	return s->pg != NULL ? store_pg_upstream_done(s->pg, id) : -EOPNOTSUPP;
+}
+
+int
+store_upstream_retry(struct store *s, int64_t id, int64_t delay_s, int attempts)
+{
+	return s->pg != NULL
+	    ? store_pg_upstream_retry(s->pg, id, delay_s, attempts)
+	    : -EOPNOTSUPP;
+}
+
+int
+store_upstream_pending(struct store *s, int64_t *ret)
+{
+	return s->pg != NULL ? store_pg_upstream_pending(s->pg, ret)
+			     : -EOPNOTSUPP;
+}

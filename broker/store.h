@@ -221,6 +221,26 @@ int store_watch_acks(struct store *s, store_ack_fn fn, void *arg);
 int store_ack_publish(struct store *s, const char *follower, int64_t acked,
     bool polling);
 
+/* --- upstream credentials held (issuers.h) ------------------------------ */
+
+/*
+ * The issuers_store operations on the database, so that every broker of
+ * a fleet sees every credential held: PostgreSQL only (the sqlite store
+ * is one broker's; its issuers keep a state file): -EOPNOTSUPP there.
+ * Each as issuers.h says of struct issuers_store.
+ */
+struct issued_row;
+int store_upstream_put(struct store *s, const struct issued_row *row,
+    int64_t *ret_id);
+int store_upstream_find(struct store *s, const char *job, const char *secret,
+    int64_t version, int64_t now, struct issued_row *ret);
+int store_upstream_claim(struct store *s, const char *job, int64_t lease_s,
+    size_t max, struct issued_row **ret, size_t *n);
+int store_upstream_done(struct store *s, int64_t id);
+int store_upstream_retry(struct store *s, int64_t id, int64_t delay_s,
+    int attempts);
+int store_upstream_pending(struct store *s, int64_t *ret);
+
 /* --- secrets ------------------------------------------------------------ */
 
 /* A secret's metadata (secrets.h): never its value. */

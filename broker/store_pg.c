@@ -30,6 +30,8 @@
  */
 #include "store_pg.h"
 
+#include "issuers.h"
+
 #include "log.h"
 #include "util.h"
 
@@ -114,6 +116,20 @@ static const char *const migrations[STORE_PG_SCHEMA_VERSION] = {
 	" job TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL,"
 	" at DOUBLE PRECISION NOT NULL,"
 	" limited BOOLEAN NOT NULL DEFAULT false);",
+	/* 4: the upstream credentials held for jobs (issuers.h), each
+	 * sealed with secrets.aead, so that a revoke at any broker revokes
+	 * them all, once; a revoking row is one to retry at next_try (the
+	 * database's clock). */
+	"CREATE TABLE IF NOT EXISTS upstream_held ("
+	" id BIGSERIAL PRIMARY KEY, job TEXT NOT NULL, secret TEXT NOT NULL,"
+	" version BIGINT NOT NULL, expires BIGINT NOT NULL,"
+	" refresh_at BIGINT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('held', 'revoking')),"
+	" next_try DOUBLE PRECISION NOT NULL DEFAULT 0,"
+	" attempts INTEGER NOT NULL DEFAULT 0, sealed BYTEA NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS upstream_held_job ON upstream_held (job);"
+	"CREATE INDEX IF NOT EXISTS upstream_held_due ON upstream_held (state, "
+	"next_try);",
 };
 
 /* An asynchronous write, queued for the writer thread. */
@@ -2234,4 +2250,301 @@ store_pg_secret_released(struct store_pg *s, const char *name, int64_t version,
 	struct secret_used a = { name, job, actor, version };
 
 	return pg_write(s, op_secret_released, &a);
+}
+
+/* --- upstream credentials held (issuers.h) ------------------------------ */
+
+/* A row of upstream_held as issuers.h has it, from res's row i (id, job,
+ * secret, version, expires, refresh_at, attempts, state, sealed). */
+static int
+upstream_row(const PGresult *res, int i, struct issued_row *row)
+{
+	size_t n = 0;
+	unsigned char *raw =
+	    PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 8), &n);
+
+	memset(row, 0, sizeof(*row));
+	if (raw == NULL)
+		return -ENOMEM;
+	row->sealed = malloc(n > 0 ? n : 1);
+	if (row->sealed != NULL)
+		memcpy(row->sealed, raw, n);
+	PQfreemem(raw);
+	if (row->sealed == NULL)
+		return -ENOMEM;
+	row->len = n;
+	row->id = col_int(res, i, 0);
+	col_copy(row->job, sizeof(row->job), res, i, 1);
+	col_copy(row->secret, sizeof(row->secret), res, i, 2);
+	row->version = col_int(res, i, 3);
+	row->expires = col_int(res, i, 4);
+	row->refresh_at = col_int(res, i, 5);
+	row->attempts = (int)col_int(res, i, 6);
+	row->revoking = strcmp(PQgetvalue(res, i, 7), "revoking") == 0;
+	return 0;
+}
+
+#define UPSTREAM_COLS                                                          \
+	"id, job, secret, version, expires, refresh_at, attempts, state, "     \
+	"sealed"
+#define PG_NOW "extract(epoch from clock_timestamp())"
+
+struct upstream_put {
+	const struct issued_row *row;
+	int64_t *id;
+};
+
+/* The job's row locked against its revoke: a revoke that committed is
+ * seen, one that comes later sees this row. */
+static int
+upstream_put_tx(PGconn *c, void *arg)
+{
+	struct upstream_put *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	bool running;
+	int64_t mine;
+	int r = cmd(c, "BEGIN");
+
+	p_text(&p, a->row->job);
+	if (r == 0 &&
+	    (r = q(c,
+		 "SELECT state = 'running' FROM jobs WHERE id = $1 FOR "
+		 "SHARE",
+		 &p, &res)) == 0) {
+		running = PQntuples(res) == 1 &&
+		    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+		PQclear(res);
+		/* Dead ones of this job and secret go; the rest stay for
+		 * the revoke. */
+		struct params d = { 0 };
+		p_text(&d, a->row->job);
+		p_text(&d, a->row->secret);
+		p_int(&d, (int64_t)time(NULL));
+		r = q(c,
+		    "DELETE FROM upstream_held WHERE job = $1 AND secret = $2 "
+		    "AND expires <> 0 AND expires <= $3",
+		    &d, NULL);
+		if (r == 0 &&
+		    (r = q(c,
+			 "SELECT count(*) FROM upstream_held WHERE job = $1",
+			 &p, &res)) == 0) {
+			mine = col_int(res, 0, 0);
+			PQclear(res);
+			if (mine >= ISSUED_PER_JOB_MAX)
+				r = -ENOSPC;
+		}
+		if (r == 0) {
+			struct params v = { 0 };
+			p_text(&v, a->row->job);
+			p_text(&v, a->row->secret);
+			p_int(&v, a->row->version);
+			p_int(&v, a->row->expires);
+			p_int(&v, a->row->refresh_at);
+			p_text(&v,
+			    running && !a->row->revoking ? "held" : "revoking");
+			p_blob(&v, a->row->sealed, a->row->len);
+			r = q(c,
+			    "INSERT INTO upstream_held (job, secret, version, "
+			    "expires, refresh_at, state, sealed) VALUES ($1, "
+			    "$2, $3, $4, $5, $6, $7) RETURNING id",
+			    &v, &res);
+			if (r == 0) {
+				*a->id = col_int(res, 0, 0);
+				PQclear(res);
+				if (!running)
+					r = -ESTALE;
+			}
+		}
+	}
+	if (r == 0 || r == -ESTALE) {
+		int c2 = cmd(c, "COMMIT");
+		return c2 < 0 ? c2 : r;
+	}
+	if (PQstatus(c) == CONNECTION_OK)
+		cmd(c, "ROLLBACK");
+	return r;
+}
+
+int
+store_pg_upstream_put(struct store_pg *s, const struct issued_row *row,
+    int64_t *ret_id)
+{
+	struct upstream_put a = { row, ret_id };
+
+	return pg_read(s, upstream_put_tx, &a);
+}
+
+struct upstream_find {
+	const char *job, *secret;
+	int64_t version, now;
+	struct issued_row *out;
+};
+
+static int
+upstream_find_q(PGconn *c, void *arg)
+{
+	struct upstream_find *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_text(&p, a->job);
+	p_text(&p, a->secret);
+	p_int(&p, a->version);
+	p_int(&p, a->now);
+	r = q(c,
+	    "SELECT " UPSTREAM_COLS " FROM upstream_held WHERE job = $1 AND "
+	    "secret = $2 AND version = $3 AND state = 'held' AND "
+	    "(refresh_at = 0 OR refresh_at > $4) ORDER BY id DESC LIMIT 1",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	r = PQntuples(res) == 1 ? upstream_row(res, 0, a->out) : -ENOENT;
+	PQclear(res);
+	return r;
+}
+
+int
+store_pg_upstream_find(struct store_pg *s, const char *job, const char *secret,
+    int64_t version, int64_t now, struct issued_row *ret)
+{
+	struct upstream_find a = { job, secret, version, now, ret };
+
+	return pg_read(s, upstream_find_q, &a);
+}
+
+struct upstream_claim {
+	const char *job;
+	int64_t lease, max;
+	struct issued_row **out;
+	size_t *n;
+};
+
+/* The job's held rows turned revoking, then the due ones taken: a row
+ * locked by another broker's claim is skipped, and one it moved on is no
+ * longer due, so each is taken by one claim at a time. */
+static int
+upstream_claim_q(PGconn *c, void *arg)
+{
+	struct upstream_claim *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r = 0, n;
+
+	p_text(&p, a->job != NULL ? a->job : "");
+	if (a->job != NULL)
+		r = q(c,
+		    "UPDATE upstream_held SET state = 'revoking', next_try = "
+		    "0 WHERE job = $1 AND state = 'held'",
+		    &p, NULL);
+	if (r < 0 || a->max == 0)
+		return r;
+	p_int(&p, a->lease);
+	p_int(&p, a->max);
+	r = q(c,
+	    "UPDATE upstream_held SET next_try = " PG_NOW " + $2, attempts = "
+	    "attempts + 1 WHERE id IN (SELECT id FROM upstream_held WHERE "
+	    "state = 'revoking' AND next_try <= " PG_NOW " AND ($1 = '' OR "
+	    "job = $1) ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) "
+	    "RETURNING " UPSTREAM_COLS,
+	    &p, &res);
+	if (r < 0)
+		return r;
+	n = PQntuples(res);
+	*a->out = calloc(n > 0 ? (size_t)n : 1, sizeof(**a->out));
+	if (*a->out == NULL)
+		r = -ENOMEM;
+	for (int i = 0; r == 0 && i < n; i++) {
+		/* In the order obtained. */
+		size_t at = *a->n;
+		if ((r = upstream_row(res, i, &(*a->out)[at])) < 0)
+			break;
+		while (at > 0 && (*a->out)[at - 1].id > (*a->out)[at].id) {
+			struct issued_row t = (*a->out)[at - 1];
+			(*a->out)[at - 1] = (*a->out)[at];
+			(*a->out)[at] = t;
+			at--;
+		}
+		(*a->n)++;
+	}
+	PQclear(res);
+	return r;
+}
+
+int
+store_pg_upstream_claim(struct store_pg *s, const char *job, int64_t lease_s,
+    size_t max, struct issued_row **ret, size_t *n)
+{
+	struct upstream_claim a = { job, lease_s, (int64_t)max, ret, n };
+	int r;
+
+	*ret = NULL;
+	*n = 0;
+	r = pg_read(s, upstream_claim_q, &a);
+	if (r < 0) {
+		issued_rows_free(*ret, *n);
+		*ret = NULL;
+		*n = 0;
+	}
+	return r;
+}
+
+struct upstream_set {
+	const char *sql;
+	int64_t a, b, c;
+	int np;
+	int64_t *out;
+};
+
+static int
+upstream_set_q(PGconn *c, void *arg)
+{
+	struct upstream_set *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	if (a->np > 0)
+		p_int(&p, a->a);
+	if (a->np > 1)
+		p_int(&p, a->b);
+	if (a->np > 2)
+		p_int(&p, a->c);
+	r = q(c, a->sql, a->np > 0 ? &p : NULL, a->out != NULL ? &res : NULL);
+	if (r == 0 && a->out != NULL) {
+		*a->out = PQntuples(res) == 1 ? col_int(res, 0, 0) : 0;
+		PQclear(res);
+	}
+	return r;
+}
+
+int
+store_pg_upstream_done(struct store_pg *s, int64_t id)
+{
+	struct upstream_set a = { "DELETE FROM upstream_held WHERE id = $1", id,
+		0, 0, 1, NULL };
+
+	return pg_read(s, upstream_set_q, &a);
+}
+
+int
+store_pg_upstream_retry(struct store_pg *s, int64_t id, int64_t delay_s,
+    int attempts)
+{
+	struct upstream_set a = { "UPDATE upstream_held SET next_try = " PG_NOW
+				  " + $2, attempts = $3 WHERE id = $1",
+		id, delay_s, attempts, 3, NULL };
+
+	return pg_read(s, upstream_set_q, &a);
+}
+
+int
+store_pg_upstream_pending(struct store_pg *s, int64_t *ret)
+{
+	struct upstream_set a = { "SELECT count(*) FROM upstream_held WHERE "
+				  "state = 'revoking'",
+		0, 0, 0, 0, ret };
+
+	return pg_read(s, upstream_set_q, &a);
 }

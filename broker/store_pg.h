@@ -11,7 +11,7 @@
 
 /* The schema store_pg writes; an older one is migrated at open, a newer
  * one refused with -EPROTONOSUPPORT. */
-#define STORE_PG_SCHEMA_VERSION 3
+#define STORE_PG_SCHEMA_VERSION 4
 
 struct store_pg;
 
@@ -79,5 +79,16 @@ int store_pg_secret_delete(struct store_pg *s, const char *name,
     const char *actor, bool *ret_found);
 int store_pg_secret_released(struct store_pg *s, const char *name,
     int64_t version, const char *job, const char *actor);
+struct issued_row;
+int store_pg_upstream_put(struct store_pg *s, const struct issued_row *row,
+    int64_t *ret_id);
+int store_pg_upstream_find(struct store_pg *s, const char *job,
+    const char *secret, int64_t version, int64_t now, struct issued_row *ret);
+int store_pg_upstream_claim(struct store_pg *s, const char *job,
+    int64_t lease_s, size_t max, struct issued_row **ret, size_t *n);
+int store_pg_upstream_done(struct store_pg *s, int64_t id);
+int store_pg_upstream_retry(struct store_pg *s, int64_t id, int64_t delay_s,
+    int attempts);
+int store_pg_upstream_pending(struct store_pg *s, int64_t *ret);
 
 #endif

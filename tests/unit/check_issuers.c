@@ -435,7 +435,8 @@ START_TEST(test_oauth_held_refreshed_and_revoked)
 
 	fake_start(&f, 1);
 	cfg = fake_cfg(&f);
-	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, &is), 0);
+	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, NULL, NULL, NULL, &is),
+	    0);
 	ck_assert_int_eq(issuers_release(is, "job_a", "api", 1, cfg, &got,
 			     &status, why, sizeof(why)),
 	    0);
@@ -484,7 +485,7 @@ START_TEST(test_oauth_held_refreshed_and_revoked)
 
 	/* job_a's revoke: the expired one was dropped when the next came,
 	 * the live one is revoked with RFC 7009. */
-	list = issuers_revoke_job(is, "job_a");
+	list = issuers_revoke_job(is, "job_a", false);
 	ck_assert_uint_eq(json_array_size(list), 1);
 	json_t *e = json_array_get(list, 0);
 	ck_assert(json_is_true(json_object_get(e, "ok")));
@@ -506,11 +507,11 @@ START_TEST(test_oauth_held_refreshed_and_revoked)
 	pthread_mutex_lock(&f.lock);
 	ck_assert_uint_eq(f.nreqs, 5);
 	pthread_mutex_unlock(&f.lock);
-	list = issuers_revoke_job(is, "job_a");
+	list = issuers_revoke_job(is, "job_a", false);
 	ck_assert_uint_eq(json_array_size(list), 0);
 	json_decref(list);
 	/* job_b's two, in the order obtained. */
-	list = issuers_revoke_job(is, "job_b");
+	list = issuers_revoke_job(is, "job_b", false);
 	ck_assert_uint_eq(json_array_size(list), 2);
 	ck_assert_int_eq(json_integer_value(
 			     json_object_get(json_array_get(list, 1),
@@ -557,7 +558,8 @@ START_TEST(test_one_call_for_requests_at_once)
 	fake_start(&f, 3600);
 	f.delay_ms = 300; /* the others arrive while the first asks */
 	cfg = fake_cfg(&f);
-	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, &is), 0);
+	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, NULL, NULL, NULL, &is),
+	    0);
 	for (int i = 0; i < 4; i++) {
 		x[i] = (struct racer){ .is = is, .cfg = cfg };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, race, &x[i]), 0);
@@ -570,7 +572,7 @@ START_TEST(test_one_call_for_requests_at_once)
 	pthread_mutex_lock(&f.lock);
 	ck_assert_uint_eq(f.nreqs, 1);
 	pthread_mutex_unlock(&f.lock);
-	list = issuers_revoke_job(is, "job_d");
+	list = issuers_revoke_job(is, "job_d", false);
 	ck_assert_uint_eq(json_array_size(list), 1);
 	json_decref(list);
 	json_decref(cfg);
@@ -598,7 +600,8 @@ START_TEST(test_state_kept_sealed_across_a_restart)
 	snprintf(path, sizeof(path), "%s/%s", dir, ISSUERS_STATE_FILE);
 	fake_start(&f, 3600);
 	cfg = fake_cfg(&f);
-	ck_assert_int_eq(issuers_open(NULL, path, key, &is), 0);
+	ck_assert_int_eq(issuers_open(NULL, path, key, NULL, NULL, NULL, &is),
+	    0);
 	ck_assert_int_eq(issuers_release(is, "job_e", "api", 1, cfg, &got,
 			     &status, why, sizeof(why)),
 	    0);
@@ -616,22 +619,25 @@ START_TEST(test_state_kept_sealed_across_a_restart)
 	/* Another key: refused, not started empty. */
 	memcpy(other, key, sizeof(other));
 	other[0] ^= 1;
-	ck_assert_int_eq(issuers_open(NULL, path, other, &is), -EBADMSG);
+	ck_assert_int_eq(issuers_open(NULL, path, other, NULL, NULL, NULL, &is),
+	    -EBADMSG);
 	/* The same key: held as before, and revoked at the job's revoke. */
-	ck_assert_int_eq(issuers_open(NULL, path, key, &is), 0);
+	ck_assert_int_eq(issuers_open(NULL, path, key, NULL, NULL, NULL, &is),
+	    0);
 	ck_assert_int_eq(issuers_release(is, "job_e", "api", 1, cfg, &got,
 			     &status, why, sizeof(why)),
 	    0);
 	ck_assert(!got.fresh);
 	ck_assert_str_eq(got.value, "tok-1-abcdef");
-	list = issuers_revoke_job(is, "job_e");
+	list = issuers_revoke_job(is, "job_e", false);
 	ck_assert_uint_eq(json_array_size(list), 1);
 	ck_assert(json_is_true(json_object_get(json_array_get(list, 0), "ok")));
 	json_decref(list);
 	issuers_close(is);
 	/* Nothing held any more after a restart. */
-	ck_assert_int_eq(issuers_open(NULL, path, key, &is), 0);
-	list = issuers_revoke_job(is, "job_e");
+	ck_assert_int_eq(issuers_open(NULL, path, key, NULL, NULL, NULL, &is),
+	    0);
+	list = issuers_revoke_job(is, "job_e", false);
 	ck_assert_uint_eq(json_array_size(list), 0);
 	json_decref(list);
 	issuers_close(is);
@@ -659,13 +665,14 @@ START_TEST(test_a_huge_expires_in)
 	fake_start(&f, 60);
 	f.expires_in = 9223372036854775807LL;
 	cfg = fake_cfg(&f);
-	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, &is), 0);
+	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, NULL, NULL, NULL, &is),
+	    0);
 	ck_assert_int_eq(issuers_release(is, "job_f", "api", 1, cfg, &got,
 			     &status, why, sizeof(why)),
 	    0);
 	ck_assert_int_gt(got.expires, (int64_t)time(NULL));
 	ck_assert_int_le(got.expires, (int64_t)time(NULL) + 366LL * 24 * 3600);
-	list = issuers_revoke_job(is, "job_f");
+	list = issuers_revoke_job(is, "job_f", false);
 	json_decref(list);
 	json_decref(cfg);
 	issuers_close(is);
@@ -687,13 +694,14 @@ START_TEST(test_issuer_away)
 	fake_start(&f, 60);
 	cfg = fake_cfg(&f);
 	fake_stop(&f);
-	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, &is), 0);
+	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, NULL, NULL, NULL, &is),
+	    0);
 	ck_assert_int_eq(issuers_release(is, "job_c", "api", 1, cfg, &got,
 			     &status, why, sizeof(why)),
 	    -ECONNREFUSED);
 	ck_assert_ptr_nonnull(strstr(why, "connection refused"));
 	ck_assert_str_eq(got.value, "");
-	list = issuers_revoke_job(is, "job_c");
+	list = issuers_revoke_job(is, "job_c", false);
 	ck_assert_uint_eq(json_array_size(list), 0);
 	json_decref(list);
 	issuers_counts(is, &n);
@@ -701,7 +709,8 @@ START_TEST(test_issuer_away)
 	ck_assert_uint_eq(n.issue_failed, 1);
 	json_decref(cfg);
 	issuers_close(is);
-	ck_assert_int_eq(issuers_open("/nonexistent/ca.pem", NULL, NULL, &is),
+	ck_assert_int_eq(issuers_open("/nonexistent/ca.pem", NULL, NULL, NULL,
+			     NULL, NULL, &is),
 	    -EINVAL);
 }
 END_TEST

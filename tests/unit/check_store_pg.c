@@ -32,7 +32,7 @@
 
 /* The schema this build writes (store_pg.h's, which only store.c may
  * include): the first, the secrets, the fleet's mint buckets. */
-#define STORE_PG_SCHEMA_VERSION_WANT 3
+#define STORE_PG_SCHEMA_VERSION_WANT 4
 
 static struct pg_server pg;
 static char url[400];

@@ -39,6 +39,10 @@ ap.add_argument("--client-secret", default="s3cret-client")
 ap.add_argument("--app-id", default="4242")
 ap.add_argument("--public-key", default=None)
 ap.add_argument("--expires-in", type=int, default=3600)
+ap.add_argument("--port", type=int, default=0,
+                help="listen on this port (0: any free one)")
+ap.add_argument("--hang-revoke", action="store_true",
+                help="answer no revocation (hold it 30 s), as a hung issuer")
 ap.add_argument("--refuse-revoke", action="store_true",
                 help="answer every revocation 503 temporarily_unavailable")
 args = ap.parse_args()
@@ -156,6 +160,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                          "expires_in": args.expires_in})
             ev["token"] = form.get("token", [None])[0]
             ev["hint"] = form.get("token_type_hint", [None])[0]
+            if args.hang_revoke:
+                record(dict(ev, hung=True))
+                time.sleep(30)
+                return self.answer(503, {"error": "temporarily_unavailable"})
             if args.refuse_revoke:
                 record(ev)
                 return self.answer(503, {"error": "temporarily_unavailable"})
@@ -222,7 +230,8 @@ class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
 
-srv = Server(("127.0.0.1", 0), Handler)
+Server.allow_reuse_address = True
+srv = Server(("127.0.0.1", args.port), Handler)
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(args.cert, args.key)
 srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
