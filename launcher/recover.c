@@ -208,6 +208,10 @@ recover_one(const struct launcher_config *cfg, const char *key, int dirfd,
 	struct stoppath_outcome o;
 	char left[sizeof(o.c.kept)] = "";
 	stoppath_run(&j, &o);
+	/* As cordon run's result: each upstream credential the revoke
+	 * revoked at its issuer, or failed to (then retried there). */
+	json_object_set_new(e, "upstream_revocations",
+	    stoppath_upstream_json(&o));
 	if (!o.revoke_ok)
 		snprintf(left, sizeof(left), "%s%s",
 		    o.revoke_answered ? "the revoke failed: " : "",
@@ -384,6 +388,24 @@ launcher_recover(int argc, char **argv)
 			    json_string_value(json_object_get(e, "revoked")),
 			    json_string_value(json_object_get(ws, "patch")),
 			    json_string_value(json_object_get(ws, "verdict")));
+		size_t ui;
+		json_t *ue;
+		json_array_foreach(json_object_get(e, "upstream_revocations"),
+		    ui, ue)
+		{
+			bool ok = json_is_true(json_object_get(ue, "ok"));
+			fprintf(stderr,
+			    "cordon recover: %s: the upstream credential of "
+			    "secret %s (%s) %s%s\n",
+			    job,
+			    json_string_value(json_object_get(ue, "secret")),
+			    json_string_value(json_object_get(ue, "kind")),
+			    ok ? "is revoked at its issuer"
+			       : "was not revoked at its issuer: ",
+			    ok ? ""
+			       : json_string_value(
+				     json_object_get(ue, "error")));
+		}
 	}
 	json_decref(out);
 	launcher_config_free(&cfg);

@@ -20,6 +20,8 @@
 #include "upstream.h"
 
 #include <check.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -814,6 +816,64 @@ run_job(const struct stack *st, const char *script, bool json, char *err,
 	return j;
 }
 
+/* A job of script whose cordon run is killed once the job printed its
+ * id, then cordon recover: it lists the upstream revocation. */
+static void
+recover_lists_upstream(const struct stack *st, const char *script)
+{
+	static char out[1 << 16], err[1 << 16];
+	char line[512] = "", full[2300],
+	     *argv[] = { (char *)harness_bin("cordon"), "recover", "--json",
+		     "--config", (char *)st->launcher_cfg, NULL };
+	size_t n = 0, i;
+	int p[2], status;
+	json_t *j, *e, *list = NULL;
+
+	snprintf(full, sizeof(full), "%s; echo JOB=$CORDON_JOB; sleep 60",
+	    script);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (dup2(p[1], STDOUT_FILENO) < 0)
+			_exit(127);
+		execl(harness_bin("cordon"), "cordon", "run", "--config",
+		    st->launcher_cfg, "--manifest", "iss-job", "--", "/bin/sh",
+		    "-c", full, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	while (strstr(line, "JOB=") == NULL ||
+	    strchr(strstr(line, "JOB="), '\n') == NULL) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		ck_assert_msg(n < sizeof(line) - 1 && poll(&pf, 1, 30000) == 1,
+		    "no JOB= line: %s", line);
+		ssize_t k = read(p[0], line + n, sizeof(line) - 1 - n);
+		ck_assert_msg(k > 0, "no JOB= line: %s", line);
+		n += (size_t)k;
+		line[n] = '\0';
+	}
+	close(p[0]);
+	ck_assert_msg(strstr(line, "status=200") != NULL, "%s", line);
+	ck_assert_int_gt(pid, 1);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+
+	status =
+	    harness_run_for(argv, 30000, out, sizeof(out), err, sizeof(err));
+	j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "recover %d: %s %s", status, out, err);
+	json_array_foreach(json_object_get(j, "jobs"), i, e) list =
+	    json_object_get(e, "upstream_revocations");
+	ck_assert_msg(json_array_size(list) == 1, "recover listed: %s", out);
+	e = json_array_get(list, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "secret")),
+	    "things-api");
+	ck_assert(json_is_true(json_object_get(e, "ok")));
+	json_decref(j);
+}
+
 START_TEST(cordon_run_lists_the_upstream_revocations)
 {
 	static struct stack st;
@@ -893,6 +953,15 @@ START_TEST(cordon_run_lists_the_upstream_revocations)
 			  "endpoint answered 503: "
 			  "temporarily_unavailable") != NULL,
 	    "%s", err);
+
+	/* cordon run killed with its job holding a credential: cordon
+	 * recover revokes it at the issuer and lists it, as run does. */
+	issuer_kill();
+	issuer_start(false);
+	json_decref(
+	    harness_expect(&st.broker, 200, "PUT", "/v1/secrets/things-api",
+		st.admin, NULL, oauth_secret(client_secret)));
+	recover_lists_upstream(&st, script);
 	stack_stop(&st);
 	upstream_stop(api);
 	api = NULL;
