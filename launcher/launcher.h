@@ -80,6 +80,17 @@ int launcher_config_find(char *out, size_t len, char *looked, size_t lookedlen);
  */
 int launcher_config_load(struct launcher_config *cfg, const char *path,
     char *err, size_t errlen);
+
+/* launcher_config_load without the directories: 0, or -1 with one line in
+ * err (and nothing left to free). cordon run reads its key before it
+ * makes any. */
+int launcher_config_read(struct launcher_config *cfg, const char *path,
+    char *err, size_t errlen);
+
+/* The directories of cfg made (mode 0700) and made absolute, when root:
+ * 0, or -1 with one line in err (cfg still to be freed). */
+int launcher_config_make_dirs(struct launcher_config *cfg, char *err,
+    size_t errlen);
 void launcher_config_free(struct launcher_config *cfg);
 
 struct sjob;

@@ -779,12 +779,13 @@ report(struct run *r, const struct outcome *o)
 			(json_int_t)o->dns.refused, "bad",
 			(json_int_t)o->dns.bad));
 		json_object_set_new(j, "capture",
-		    json_pack("{s:I, s:I, s:I, s:I, s:I}", "captured",
+		    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "captured",
 			(json_int_t)o->capture.captured, "refused",
 			(json_int_t)o->capture.refused, "direct",
 			(json_int_t)o->capture.direct, "unannounced",
 			(json_int_t)o->capture.unannounced, "accept_paused",
-			(json_int_t)o->capture.accept_paused));
+			(json_int_t)o->capture.accept_paused, "local_closed",
+			(json_int_t)o->capture.local_closed));
 		json_t *t = json_object();
 		/* The workspace and the channel overlap: the total is the
 		 * time from the first call to the seal, not their sum. */
@@ -1226,7 +1227,7 @@ launcher_run(int argc, char **argv)
 		    "needs namespaces and mounts\n");
 		return STOPPATH_EXIT_LAUNCHER;
 	}
-	if (launcher_config_load(&cfg, f.config, err, sizeof(err)) < 0) {
+	if (launcher_config_read(&cfg, f.config, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon run: %s\n", err);
 		return EXIT_CONFIG;
 	}
@@ -1250,6 +1251,12 @@ launcher_run(int argc, char **argv)
 		 sizeof(r.key))) < 0) {
 		keys_explain(err, sizeof(err), "launcher_key_file",
 		    cfg.launcher_key_file, rc);
+		fprintf(stderr, "cordon run: %s\n", err);
+		rc = EXIT_CONFIG;
+		goto out;
+	}
+	/* Only now, with the key read: a user without it makes nothing. */
+	if (launcher_config_make_dirs(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon run: %s\n", err);
 		rc = EXIT_CONFIG;
 		goto out;

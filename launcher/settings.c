@@ -148,10 +148,9 @@ layout_state_dir(struct launcher_config *cfg)
 }
 
 int
-launcher_config_load(struct launcher_config *cfg, const char *path, char *err,
+launcher_config_read(struct launcher_config *cfg, const char *path, char *err,
     size_t errlen)
 {
-	const char *failed = NULL;
 	char found[PATH_MAX], looked[3 * PATH_MAX];
 	int r;
 
@@ -183,13 +182,38 @@ launcher_config_load(struct launcher_config *cfg, const char *path, char *err,
 		launcher_config_free(cfg);
 		return -1;
 	}
+	if (config_default_dirs(&cfg->common, "launcher") < 0) {
+		snprintf(err, errlen, "out of memory");
+		launcher_config_free(cfg);
+		return -1;
+	}
+	return 0;
+}
+
+int
+launcher_config_make_dirs(struct launcher_config *cfg, char *err, size_t errlen)
+{
+	const char *failed = NULL;
+	int r;
+
 	/* Only root writes there (cordon run, recover, drill): a command a
 	 * user runs makes no directory it could not write. */
-	if ((r = config_default_dirs(&cfg->common, "launcher")) < 0 ||
-	    (geteuid() == 0 &&
-		(r = config_make_dirs(&cfg->common, &failed)) < 0)) {
+	if (geteuid() == 0 &&
+	    (r = config_make_dirs(&cfg->common, &failed)) < 0) {
 		snprintf(err, errlen, "%s: %s", failed ? failed : "directories",
 		    strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+int
+launcher_config_load(struct launcher_config *cfg, const char *path, char *err,
+    size_t errlen)
+{
+	if (launcher_config_read(cfg, path, err, errlen) < 0)
+		return -1;
+	if (launcher_config_make_dirs(cfg, err, errlen) < 0) {
 		launcher_config_free(cfg);
 		return -1;
 	}

@@ -9,6 +9,7 @@
 #include "harness.h"
 
 #include <check.h>
+#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -201,6 +202,31 @@ START_TEST(relative_paths_are_the_config_files)
 }
 END_TEST
 
+/* cordon run without its key says so and makes nothing on disk: not the
+ * state directory, nor its run/ and log/. */
+START_TEST(run_without_key_makes_nothing)
+{
+	char state[512], key[512], text[1400];
+	struct stat sb;
+
+	snprintf(state, sizeof(state), "%s/never-state", harness_tmpdir());
+	snprintf(key, sizeof(key), "%s/nokeys/launcher.key", harness_tmpdir());
+	snprintf(text, sizeof(text),
+	    "{\"state_dir\": \"%s\", \"launcher_key_file\": \"%s\"}", state,
+	    key);
+	const char *cfg = write_config("nokey.json", text);
+	char *argv[] = { bin("cordon"), "run", "--config", (char *)cfg,
+		"--manifest", "m", "--", "/bin/true", NULL };
+	char want[700];
+
+	ck_assert_int_eq(run(argv), 78);
+	snprintf(want, sizeof(want), "cordon run: launcher_key_file %s: ", key);
+	ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+	ck_assert_msg(stat(state, &sb) < 0 && errno == ENOENT,
+	    "%s was made before the key was read", state);
+}
+END_TEST
+
 /* cordon serve -n reads the keys it is configured with. */
 START_TEST(serve_check_missing_key)
 {
@@ -319,10 +345,17 @@ START_TEST(run_from_anywhere_finds_the_trees_config)
 	    "no such file; start cordon-broker",
 	    top);
 	ck_assert_msg(strstr(err, want) != NULL, "want %s in %s", want, err);
+	/* Nothing made without the key (the state directory neither). */
 	snprintf(state, sizeof(state), "%s/var/mine", top);
-	ck_assert_msg(stat(state, &sb) == 0, "%s/var/launcher.json not read",
-	    top);
+	ck_assert_msg(stat(state, &sb) < 0, "%s made without the key", state);
 	assert_one_line();
+	/* The file is the one read: a key it must not hold is named. */
+	snprintf(state, sizeof(state), "%s/var/launcher.json", top);
+	harness_write_file(state, "{\"not_a_key\": 1}");
+	ck_assert_int_eq(run(argv), 78);
+	snprintf(want, sizeof(want), "config %s: unknown key \"not_a_key\"",
+	    state);
+	ck_assert_msg(strstr(err, want) != NULL, "want %s in %s", want, err);
 }
 END_TEST
 
@@ -597,6 +630,7 @@ main(void)
 	tcase_add_test(tc, broker_check_reads_its_keys);
 	tcase_add_test(tc, serve_check_missing_key);
 	tcase_add_test(tc, relative_paths_are_the_config_files);
+	tcase_add_test(tc, run_without_key_makes_nothing);
 	tcase_add_test(tc, serve_check_bad_callback_allow);
 	tcase_add_test(tc, run_without_config_says_where_it_looked);
 	tcase_add_test(tc, run_from_anywhere_finds_the_trees_config);
