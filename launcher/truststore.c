@@ -140,15 +140,16 @@ out:
 	return rc;
 }
 
-/* A JKS alias as UTF-8 (modified UTF-8 differs only for NUL and
- * characters past the BMP: those aliases get a name of their own). */
+/* A JKS alias, when it is printable ASCII (as keytool's and Debian's
+ * are); any other gets a name of its own, "host-N": modified UTF-8 is
+ * not UTF-8, and the name matters to no one's trust. */
 static void
 jks_alias(const unsigned char *s, uint32_t n, size_t i, char *out, size_t len)
 {
 	bool plain = n > 0 && n < len && n < ALIAS_MAX;
 
 	for (uint32_t k = 0; plain && k < n; k++)
-		plain = s[k] != 0 && s[k] != 0xc0 && s[k] != 0xed;
+		plain = s[k] >= 0x20 && s[k] < 0x7f;
 	if (plain) {
 		memcpy(out, s, n);
 		out[n] = '\0';

@@ -234,6 +234,9 @@ START_TEST(java_reaches_the_allowed_and_is_refused_the_rest)
 	snprintf(script, sizeof(script),
 	    "echo JAVA_TOOL_OPTIONS=${JAVA_TOOL_OPTIONS-unset}\n"
 	    "echo AWS_CA_BUNDLE=${AWS_CA_BUNDLE-unset}\n"
+	    /* Debian's alternatives, bound for java: awk's too. */
+	    "[ -L /usr/bin/awk ] && echo alternatives | awk '{print \"awk-\" "
+	    "$1}'\n"
 	    "java Client.java %s/ok/jvm.txt %s/no/jvm.txt "
 	    "https://deny.test/x\n"
 	    "echo java=$?\n"
@@ -256,6 +259,9 @@ START_TEST(java_reaches_the_allowed_and_is_refused_the_rest)
 	    u, u, u, u);
 	out = run_stdout(script, &err);
 	EXPECT("JAVA_TOOL_OPTIONS=unset\n");
+	struct stat awk;
+	if (lstat("/usr/bin/awk", &awk) == 0 && S_ISLNK(awk.st_mode))
+		EXPECT("awk-alternatives\n");
 	/* The AWS SDKs (but Java's) at the bundle. */
 	EXPECT("AWS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt\n");
 	EXPECT("java=0\n");
