@@ -312,6 +312,7 @@ struct fake {
 	unsigned port;
 	long long expires_in;
 	int delay_ms; /* before each answer */
+	int revoke_status; /* a revocation's answer; 0: 200 */
 	pthread_t t;
 	pthread_mutex_t lock;
 	char last_token[64];
@@ -363,13 +364,17 @@ fake_run(void *arg)
 		} else {
 			body[0] = '\0';
 		}
+		int code = strncmp(req, "POST /revoke ", 13) == 0 &&
+			f->revoke_status != 0
+		    ? f->revoke_status
+		    : 200;
 		pthread_mutex_unlock(&f->lock);
 		if (f->delay_ms > 0)
 			usleep((useconds_t)f->delay_ms * 1000);
 		snprintf(answer, sizeof(answer),
-		    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		    "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
 		    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
-		    strlen(body), body);
+		    code, strlen(body), body);
 		if (write(c, answer, strlen(answer)) < 0) {
 			/* the client went */
 		}
@@ -715,6 +720,84 @@ START_TEST(test_issuer_away)
 }
 END_TEST
 
+/* The background revocations' audit, as the broker's hook hears it. */
+struct heard {
+	pthread_mutex_t lock;
+	int revoked, failed;
+};
+
+static void
+hear(void *arg, const char *event, json_t *detail)
+{
+	struct heard *h = arg;
+
+	pthread_mutex_lock(&h->lock);
+	h->revoked += strcmp(event, "upstream_revoked") == 0;
+	h->failed += strcmp(event, "upstream_revoke_failed") == 0;
+	pthread_mutex_unlock(&h->lock);
+	json_decref(detail);
+}
+
+/* One broker (no database): a revocation the issuer refuses stays
+ * pending in the state file, across a restart, and the background
+ * thread revokes it once the issuer answers, audited. */
+START_TEST(test_a_refused_revocation_is_retried)
+{
+	char dir[] = "/tmp/check_issuers_XXXXXX", path[300];
+	unsigned char key[ISSUERS_KEY_LEN] = { 7 };
+	struct heard h = { .revoked = 0 };
+	struct issuers *is;
+	struct issued got;
+	struct fake f;
+	json_t *cfg, *list, *e;
+	long status;
+	char why[200];
+	int revoked = 0;
+
+	pthread_mutex_init(&h.lock, NULL);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/%s", dir, ISSUERS_STATE_FILE);
+	fake_start(&f, 3600);
+	cfg = fake_cfg(&f);
+	ck_assert_int_eq(issuers_open(NULL, path, key, NULL, hear, &h, &is), 0);
+	ck_assert_int_eq(issuers_release(is, "job_r", "api", 1, cfg, &got,
+			     &status, why, sizeof(why)),
+	    0);
+	pthread_mutex_lock(&f.lock);
+	f.revoke_status = 503;
+	pthread_mutex_unlock(&f.lock);
+	list = issuers_revoke_job(is, "job_r", false);
+	ck_assert_uint_eq(json_array_size(list), 1);
+	e = json_array_get(list, 0);
+	ck_assert(json_is_false(json_object_get(e, "ok")));
+	ck_assert(json_is_true(json_object_get(e, "pending")));
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "attempt")), 1);
+	json_decref(list);
+	ck_assert_int_eq(issuers_pending(is), 1);
+	/* Durable: a restarted broker still has it to do. */
+	issuers_close(is);
+	ck_assert_int_eq(issuers_open(NULL, path, key, NULL, hear, &h, &is), 0);
+	ck_assert_int_eq(issuers_pending(is), 1);
+	pthread_mutex_lock(&f.lock);
+	f.revoke_status = 0;
+	pthread_mutex_unlock(&f.lock);
+	for (int i = 0; i < 200 && revoked == 0; i++) {
+		usleep(50000);
+		pthread_mutex_lock(&h.lock);
+		revoked = h.revoked;
+		pthread_mutex_unlock(&h.lock);
+	}
+	ck_assert_int_eq(revoked, 1);
+	ck_assert_int_eq(issuers_pending(is), 0);
+	issuers_close(is);
+	json_decref(cfg);
+	fake_stop(&f);
+	unlink(path);
+	rmdir(dir);
+	pthread_mutex_destroy(&h.lock);
+}
+END_TEST
+
 static Suite *
 issuers_suite(void)
 {
@@ -730,6 +813,7 @@ issuers_suite(void)
 	tcase_add_test(tc, test_state_kept_sealed_across_a_restart);
 	tcase_add_test(tc, test_a_huge_expires_in);
 	tcase_add_test(tc, test_issuer_away);
+	tcase_add_test(tc, test_a_refused_revocation_is_retried);
 	suite_add_tcase(s, tc);
 	return s;
 }
