@@ -90,6 +90,12 @@ struct jobnet {
 	struct cconn *conns;
 	struct announce *announces;
 	unsigned nannounces;
+	/* Refusals past ANNOUNCE_MAX at once, not told yet: how many, and
+	 * the last of them, told as one line once a slot is free. */
+	uint64_t untold;
+	char untold_host[DNS_NAME_MAX + 3];
+	unsigned untold_port;
+	const char *untold_origin;
 	struct capture_counts counts;
 };
 
@@ -409,19 +415,27 @@ announce_free(struct announce *a)
 	free(a);
 }
 
+static void tell_untold(struct jobnet *n);
+
 static void
 on_announce_read(struct bufferevent *bev, void *arg)
 {
+	struct jobnet *n = ((struct announce *)arg)->n;
+
 	(void)bev;
 	announce_free(arg); /* the proxy answered: it judged and logged */
+	tell_untold(n);
 }
 
 static void
 on_announce_event(struct bufferevent *bev, short what, void *arg)
 {
+	struct jobnet *n = ((struct announce *)arg)->n;
+
 	(void)bev;
 	(void)what;
 	announce_free(arg);
+	tell_untold(n);
 }
 
 /*
@@ -431,27 +445,41 @@ on_announce_event(struct bufferevent *bev, short what, void *arg)
  * launcher's line (origin, "dns", "capture", "direct tcp|udp"), so that
  * the proxy judges it by the same rules and logs it as a decision with a
  * reason; the answer is dropped. host is a name or an address (an IPv6
- * one is bracketed here). Past ANNOUNCE_MAX at once, counted only.
+ * one is bracketed here). Past ANNOUNCE_MAX at once (or with no
+ * descriptor), counted (unannounced) and kept for tell_untold; repeat > 1
+ * is that one line for repeat refusals (Cordon-Repeat, the proxy's
+ * count).
  */
 static void
-announce(struct jobnet *n, const char *host, unsigned port, const char *origin)
+announce_n(struct jobnet *n, const char *host, unsigned port,
+    const char *origin, uint64_t repeat)
 {
-	char head[DNS_NAME_MAX + 200];
+	char head[DNS_NAME_MAX + 240], rl[48] = "";
 	bool v6 = strchr(host, ':') != NULL;
 	struct announce *a = NULL;
 	int ch = -1;
 
+	if (repeat > 1)
+		snprintf(rl, sizeof(rl), "Cordon-Repeat: %llu\r\n",
+		    (unsigned long long)repeat);
 	int k = snprintf(head, sizeof(head),
 	    HTTP1_ORIGIN_PREFIX "%s\r\nCONNECT %s%s%s:%u HTTP/1.1\r\n"
-				"Host: %s%s%s:%u\r\n\r\n",
+				"Host: %s%s%s:%u\r\n%s\r\n",
 	    origin, v6 ? "[" : "", host, v6 ? "]" : "", port, v6 ? "[" : "",
-	    host, v6 ? "]" : "", port);
+	    host, v6 ? "]" : "", port, rl);
 	if (n->relay == NULL || n->nannounces >= ANNOUNCE_MAX || k < 0 ||
 	    (size_t)k >= sizeof(head) || (a = calloc(1, sizeof(*a))) == NULL ||
 	    (ch = relay_channel(n->relay, head, (size_t)k, true)) < 0 ||
 	    (a->bev = bufferevent_socket_new(n->base, ch,
 		 BEV_OPT_CLOSE_ON_FREE)) == NULL) {
-		n->counts.unannounced++;
+		if (repeat == 0)
+			n->counts.unannounced++;
+		n->untold += repeat > 0 ? repeat : 1;
+		if (host != n->untold_host)
+			snprintf(n->untold_host, sizeof(n->untold_host), "%s",
+			    host);
+		n->untold_port = port;
+		n->untold_origin = origin;
 		if (ch >= 0)
 			close(ch);
 		free(a);
@@ -466,6 +494,27 @@ announce(struct jobnet *n, const char *host, unsigned port, const char *origin)
 	n->nannounces++;
 	bufferevent_setcb(a->bev, on_announce_read, NULL, on_announce_event, a);
 	bufferevent_enable(a->bev, EV_READ | EV_WRITE);
+}
+
+static void
+announce(struct jobnet *n, const char *host, unsigned port, const char *origin)
+{
+	announce_n(n, host, port, origin, 0);
+}
+
+/* The refusals not told one by one, once a slot is free: one line, the
+ * last of them with their count (a bounded, aggregated line). */
+static void
+tell_untold(struct jobnet *n)
+{
+	char host[sizeof(n->untold_host)];
+	uint64_t k = n->untold;
+
+	if (k == 0 || n->nannounces >= ANNOUNCE_MAX)
+		return;
+	memcpy(host, n->untold_host, sizeof(host));
+	n->untold = 0;
+	announce_n(n, host, n->untold_port, n->untold_origin, k);
 }
 
 static void
@@ -577,6 +626,18 @@ on_packets(evutil_socket_t fd, short what, void *arg)
 			      &udp)
 			: refusal4(p, (size_t)got, &addr, &port, &udp)) < 0)
 			continue;
+		/* The job's own loopback (not a name's address): a closed
+		 * port of its own, or the ::1 a "localhost" client tries
+		 * before 127.0.0.1. No egress was tried: counted, not told. */
+		struct in_addr in4 = { 0 };
+		if (!v6)
+			memcpy(&in4, addr, sizeof(in4));
+		if (v6 ? memcmp(addr, &in6addr_loopback, 16) == 0
+		       : addr[0] == 127 &&
+			    dns_zone_name(n->zone, in4) == NULL) {
+			n->counts.local_closed++;
+			continue;
+		}
 		address_text(n, v6 ? AF_INET6 : AF_INET, addr, host,
 		    sizeof(host));
 		n->counts.direct++;

@@ -57,9 +57,13 @@ struct capture_counts {
 	/* Connects and datagrams the namespace refused (nothing listens
 	 * there), seen by the observer and told to the proxy. */
 	uint64_t direct;
-	/* Refusals of the launcher's own (a name, an address) not told to
-	 * the proxy: too many at once, or the channel full. */
+	/* Refusals not told to the proxy one by one (too many at once, or
+	 * no descriptor): told later as one line with their count. */
 	uint64_t unannounced;
+	/* Connects and datagrams to the job's own loopback (127.0.0.0/8
+	 * but the names' addresses, ::1) that nothing listens on: no
+	 * egress, so not told to the proxy. */
+	uint64_t local_closed;
 	/* Times a listener rested because accept itself failed (the
 	 * launcher out of descriptors: EMFILE, ENFILE). */
 	uint64_t accept_paused;

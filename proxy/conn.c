@@ -762,6 +762,20 @@ judge(struct pconn *c)
 		const char *proto = c->origin == HTTP1_ORIGIN_DIRECT_UDP ? "udp"
 		    : c->origin == HTTP1_ORIGIN_DIRECT_TCP               ? "tcp"
 									 : NULL;
+		/* Past the launcher's 16 at once, the refusals it could not
+		 * tell one by one come as one line: the last of them, with
+		 * how many (these connections carry no byte of the job's). */
+		const struct http1_header *rep =
+		    http1_find_header(&c->parser.req, c->head, "Cordon-Repeat");
+		uint64_t n = 0;
+		for (size_t i = 0; rep != NULL && i < rep->value.len && i < 9 &&
+		     c->head[rep->value.off + i] >= '0' &&
+		     c->head[rep->value.off + i] <= '9';
+		     i++)
+			n = n * 10 +
+			    (uint64_t)(c->head[rep->value.off + i] - '0');
+		if (n > 1)
+			c->d.count = n;
 		deny(c, v.reason != NULL ? v.reason : "no_rule",
 		    v.reason != NULL && v.detail != NULL ? v.detail : proto);
 		return;

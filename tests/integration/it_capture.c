@@ -1011,6 +1011,61 @@ START_TEST(an_accept_out_of_descriptors_rests_instead_of_spinning)
 }
 END_TEST
 
+/* The proxy's lines for host of kind, each standing for its count (1
+ * without one): how many refusals they tell. */
+static long long
+proxy_told(const char *host, const char *kind)
+{
+	json_t *lines = daemon_log_lines(&st.proxy), *l;
+	long long n = 0;
+	size_t i;
+
+	json_array_foreach(lines, i, l)
+	{
+		const char *h = json_string_value(json_object_get(l, "host"));
+		const char *k = json_string_value(json_object_get(l, "kind"));
+		json_int_t c = json_integer_value(json_object_get(l, "count"));
+		if (h != NULL && k != NULL && strcmp(h, host) == 0 &&
+		    strcmp(k, kind) == 0)
+			n += c > 0 ? c : 1;
+	}
+	json_decref(lines);
+	return n;
+}
+
+/* A job's connects to its own closed loopback ports (127.0.0.1, ::1, the
+ * ::1-then-127.0.0.1 of "localhost") are no egress: counted
+ * (capture.local_closed), not told to the proxy as denials. And a burst
+ * of 100 refused connects at once, past the 16 the launcher tells at
+ * once: the rest are told as one line with their count, so the proxy's
+ * lines account for all 100 (before, the rest were counted only). */
+START_TEST(local_closed_ports_are_no_denials_and_a_burst_is_all_told)
+{
+	copy_job("noise.py");
+	char *out = run_stdout("/usr/bin/python3 repo/noise.py 100\n");
+
+	if (getenv("CAPTURE_DEBUG") != NULL)
+		fprintf(stderr,
+		    "%s\ncapture local_closed %lld unannounced "
+		    "%lld direct %lld; told %lld\n",
+		    out, counted("capture", "local_closed"),
+		    counted("capture", "unannounced"),
+		    counted("capture", "direct"),
+		    proxy_told("10.9.9.9", "direct"));
+	ck_assert_msg(strstr(out, "local 127.0.0.1 ConnectionRefusedError\n") !=
+		    NULL &&
+		strstr(out, "local ::1 ConnectionRefusedError\n") != NULL &&
+		strstr(out, "localhost ConnectionRefusedError\n") != NULL &&
+		strstr(out, "burst refused 100\n") != NULL,
+	    "%s", out);
+	free(out);
+	ck_assert_int_eq(proxy_told("127.0.0.1", "direct"), 0);
+	ck_assert_int_eq(proxy_told("[::1]", "direct"), 0);
+	ck_assert_int_ge(counted("capture", "local_closed"), 3);
+	ck_assert_int_eq(proxy_told("10.9.9.9", "direct"), 100);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -1038,6 +1093,8 @@ suite(void)
 	    many_captured_connections_leave_the_stop_path_its_descriptors);
 	tcase_add_test(tc,
 	    an_accept_out_of_descriptors_rests_instead_of_spinning);
+	tcase_add_test(tc,
+	    local_closed_ports_are_no_denials_and_a_burst_is_all_told);
 	suite_add_tcase(s, tc);
 	return s;
 }
