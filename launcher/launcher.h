@@ -46,6 +46,11 @@ struct launcher_config {
 	char *admin_key_file;
 	char *serve;
 	char *decision_log;
+	/* cordon serve: finished jobs kept (records and patches), the
+	 * newest serve_keep_jobs and any that ended within
+	 * serve_keep_seconds */
+	long long serve_keep_jobs;
+	long long serve_keep_seconds;
 };
 
 /* The options both `cordon run` and `cordon serve` read. */

@@ -53,10 +53,9 @@
  * figures): the hatch's report fits in it. */
 #define RESULT_REST (20 * 1024 * 1024)
 #define STOP_WAIT_MS 15000
-/* Finished jobs kept for GET: the newest this many, and any that ended
- * less than KEEP_SECONDS ago. */
-#define KEEP_DONE 1000
-#define KEEP_SECONDS 60
+/* Finished jobs kept for GET, with their records and patches: the newest
+ * serve_keep_jobs, and any that ended less than serve_keep_seconds ago
+ * (1000 and 60 by default). */
 /* `cordon recover` runs this often, at start, and soon after a job whose
  * stop path may not have finished. */
 #define RECOVER_EVERY 30
@@ -550,12 +549,20 @@ record_write(struct serve *s, const struct sjob *j)
 		record_queue(s, j->id, text);
 }
 
-/* A job forgotten: its record goes too; l->mu held. */
+/* A job forgotten: its record goes too, and the patch cordon run wrote
+ * for it, <state_dir>/<job>.patch (named by no other record: one job's),
+ * by the spawner, whose directory it is; l->mu held. */
 static void
 record_forget(struct serve *s, const char *id)
 {
+	int r;
+
 	if (s->records_fd >= 0)
 		record_queue(s, id, NULL);
+	r = spawner_remove_patch(&s->sp, id);
+	if (r < 0 && r != -ENOENT)
+		log_warn("patch_not_removed", "{s:s, s:s}", "job", id, "error",
+		    strerror(-r));
 }
 
 /*
@@ -680,7 +687,7 @@ newest_first(const void *a, const void *b)
 	return strcmp(y->id, x->id);
 }
 
-/* Reads the records back at start, newest first, at most KEEP_DONE (the
+/* Reads the records back at start, newest first, at most serve_keep_jobs (the
  * older ones removed); a job that was running is lost, and its record
  * says so from now on. Before any request; l->mu need not be held. */
 static void
@@ -727,7 +734,7 @@ records_load(struct serve *s)
 	struct sjob **tail = &s->l.jobs;
 	for (size_t i = 0; i < n; i++) {
 		j = all[i];
-		if (i >= KEEP_DONE) {
+		if (i >= (size_t)s->l.cfg.serve_keep_jobs) {
 			record_forget(s, j->id);
 			sjob_free(j);
 			continue;
@@ -741,8 +748,10 @@ records_load(struct serve *s)
 	}
 	free(all);
 	log_info("jobs_loaded", "{s:I, s:I}", "jobs",
-	    (json_int_t)(n < KEEP_DONE ? n : KEEP_DONE), "lost",
-	    (json_int_t)lost);
+	    (json_int_t)(n < (size_t)s->l.cfg.serve_keep_jobs
+		    ? n
+		    : (size_t)s->l.cfg.serve_keep_jobs),
+	    "lost", (json_int_t)lost);
 }
 
 /* Reads what j's child wrote and reaps it if it ended; l->mu held. */
@@ -871,7 +880,7 @@ serve_stopping(void *ctx)
 
 /* Every 100 ms: results read, children reaped, `cordon recover` run when
  * due, and the oldest finished
- * jobs past KEEP_DONE forgotten (their GET answers 404 then). */
+ * jobs past serve_keep_jobs forgotten (their GET answers 404 then). */
 static void
 tick(void *ctx)
 {
@@ -883,8 +892,8 @@ tick(void *ctx)
 	pthread_mutex_lock(&l->mu);
 	for (struct sjob **p = &l->jobs, *j; (j = *p) != NULL;) {
 		reap(s, j);
-		if (j->done && ++done > KEEP_DONE &&
-		    now - j->ended > KEEP_SECONDS) {
+		if (j->done && ++done > (size_t)l->cfg.serve_keep_jobs &&
+		    now - j->ended > l->cfg.serve_keep_seconds) {
 			*p = j->next;
 			record_forget(s, j->id);
 			sjob_free(j);

@@ -42,6 +42,9 @@ const struct config_option launcher_options[] = {
 	{ "admin_key_file", CONFIG_PATH, CFG(admin_key_file), 0, 0 },
 	{ "serve", CONFIG_STRING, CFG(serve), 0, 0 },
 	{ "decision_log", CONFIG_PATH, CFG(decision_log), 0, 0 },
+	{ "serve_keep_jobs", CONFIG_INT, CFG(serve_keep_jobs), 1, 1000000 },
+	{ "serve_keep_seconds", CONFIG_INT, CFG(serve_keep_seconds), 0,
+	    31536000 },
 };
 const size_t launcher_noptions = ARRAY_SIZE(launcher_options);
 
@@ -113,6 +116,8 @@ launcher_config_defaults(struct launcher_config *cfg)
 	cfg->common.log_level = LEVEL_INFO;
 	cfg->uid_base = 200000;
 	cfg->uid_count = 10000;
+	cfg->serve_keep_jobs = 1000;
+	cfg->serve_keep_seconds = 60;
 	/* The layout's paths, never the current directory's. */
 	if (launcher_source_tree(top, sizeof(top)) == 0)
 		snprintf(keys, sizeof(keys), "%s/var/broker/keys", top);

@@ -6,8 +6,9 @@
  *       manifest (once, first), 'i' an input (src:dst), 'c' a word of the
  *       command; four descriptors ride along (stdout, 3, 4, stderr).
  *   'C' recover. 'S' and a pid: stop that child. 'O' and a job id (no
- *   NUL): open <state_dir>/<job>.patch.
- * Answers: 'P' and a pid or -errno (to R, C and O, in order; to O with
+ *   NUL): open <state_dir>/<job>.patch. 'D' and a job id: remove it (a
+ *   job serve forgot).
+ * Answers: 'P' and a pid or -errno (to R, C, O and D, in order; to O with
  * the descriptor when 0), 'X', a pid and
  * its wait status (whenever a child ends). The spawner builds each argv
  * itself: a request names no program, no option, no configuration.
@@ -219,7 +220,7 @@ handle(struct root *r)
 		if (r->config_path == NULL)
 			argv[3] = NULL;
 		say(r->fd, 'P', fork_cordon(r, argv, NULL), 0);
-	} else if (m[0] == 'O' && len > 1 && len <= 65) {
+	} else if ((m[0] == 'O' || m[0] == 'D') && len > 1 && len <= 65) {
 		char path[4096];
 		bool ok = true;
 		int fd = -1;
@@ -229,9 +230,18 @@ handle(struct root *r)
 			    (m[x] >= '0' && m[x] <= '9') || m[x] == '_' ||
 			    m[x] == '-';
 		errno = EINVAL;
-		if (ok && r->state_dir != NULL &&
+		ok = ok && r->state_dir != NULL &&
 		    snprintf(path, sizeof(path), "%s/%.*s.patch", r->state_dir,
-			(int)(len - 1), m + 1) < (int)sizeof(path))
+			(int)(len - 1), m + 1) < (int)sizeof(path);
+		if (m[0] == 'D') {
+			/* unlink never follows a link: the name alone goes. */
+			int32_t rc = -EINVAL;
+			if (ok)
+				rc = unlink(path) == 0 ? 0 : -errno;
+			say(r->fd, 'P', rc, 0);
+			goto done;
+		}
+		if (ok)
 			fd = open(path,
 			    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
 				O_NOFOLLOW);
@@ -254,6 +264,7 @@ handle(struct root *r)
 		/* Not a request: the HTTP part is not what it was. */
 		say(r->fd, 'P', -EINVAL, 0);
 	}
+done:
 	for (int x = 0; x < nfds; x++)
 		close(fds[x]);
 }
@@ -518,6 +529,22 @@ spawner_open_patch(struct spawner *sp, const char *job)
 		return r;
 	}
 	return fd >= 0 ? fd : -EIO;
+}
+
+int
+spawner_remove_patch(struct spawner *sp, const char *job)
+{
+	char m[65] = { 'D' };
+	size_t n = strlen(job);
+	int r;
+
+	if (n == 0 || n > 64)
+		return -EINVAL;
+	memcpy(m + 1, job, n);
+	pthread_mutex_lock(&sp->mu);
+	r = ask(sp, m, n + 1, NULL, NULL);
+	pthread_mutex_unlock(&sp->mu);
+	return r;
 }
 
 int

@@ -65,6 +65,10 @@ pid_t spawner_recover(struct spawner *sp);
  * not a name). */
 int spawner_open_patch(struct spawner *sp, const char *job);
 
+/* Asks the spawner to remove <state_dir>/<job>.patch (a job forgotten):
+ * 0, or -errno (-ENOENT: there was none; -EINVAL: job is not a name). */
+int spawner_remove_patch(struct spawner *sp, const char *job);
+
 /* Asks the spawner to send SIGTERM to its child pid: 0 or -errno. */
 int spawner_stop(struct spawner *sp, pid_t pid);
 

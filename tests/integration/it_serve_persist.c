@@ -334,6 +334,66 @@ START_TEST(a_job_whose_launcher_died_too_is_finished_by_recover)
 }
 END_TEST
 
+/* A forgotten job's patch goes with its record (serve_keep_jobs 1,
+ * serve_keep_seconds 0): the older job's <state_dir>/<job>.patch is
+ * removed once its record is, the newer's, still named, stays, also
+ * across a restart. */
+START_TEST(patches_go_with_their_records)
+{
+	char path[600], pa[600], pb[600], *a, *b, *patch;
+	json_t *cfg, *j;
+	struct stat sb;
+	long status;
+	int i;
+
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+	cfg = json_load_file(st.launcher_cfg, 0, NULL);
+	ck_assert_ptr_nonnull(cfg);
+	json_object_set_new(cfg, "serve_keep_jobs", json_integer(1));
+	json_object_set_new(cfg, "serve_keep_seconds", json_integer(0));
+	char *text = json_dumps(cfg, JSON_COMPACT);
+	json_decref(cfg);
+	ck_assert_int_eq(daemon_start(&serve, "launcher", text), 0);
+	free(text);
+
+	j = post_job(201, NULL, "echo a > repo/A.md");
+	a = job_id(j);
+	json_decref(j);
+	json_decref(wait_done(a));
+	snprintf(pa, sizeof(pa), "%s/state/%s.patch", st.launcher_dir, a);
+	ck_assert_msg(stat(pa, &sb) == 0, "no patch at %s", pa);
+	j = post_job(201, NULL, "echo b > repo/B.md");
+	b = job_id(j);
+	json_decref(j);
+	json_decref(wait_done(b));
+	snprintf(pb, sizeof(pb), "%s/state/%s.patch", st.launcher_dir, b);
+	/* The older one forgotten (a second after it ended, at most). */
+	snprintf(path, sizeof(path), "/v1/jobs/%s", a);
+	for (i = 0; i < 100; i++) {
+		free(get_raw(path, &status));
+		if (status == 404)
+			break;
+		usleep(100 * 1000);
+	}
+	ck_assert_int_eq(status, 404);
+	for (i = 0; i < 50 && stat(pa, &sb) == 0; i++)
+		usleep(100 * 1000);
+	ck_assert_msg(stat(pa, &sb) < 0, "%s outlived its job's record", pa);
+	ck_assert_msg(stat(pb, &sb) == 0, "%s, still named, removed", pb);
+	/* Kept across a restart, and still served. */
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+	ck_assert_int_eq(daemon_restart(&serve), 0);
+	ck_assert_msg(stat(pb, &sb) == 0, "%s removed at a restart", pb);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/patch", b);
+	patch = get_raw(path, &status);
+	ck_assert_int_eq(status, 200);
+	ck_assert_ptr_nonnull(strstr(patch, "+b"));
+	free(patch);
+	free(a);
+	free(b);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -346,6 +406,7 @@ suite(void)
 	tcase_add_test(tc, a_job_running_when_serve_died_is_lost);
 	tcase_add_test(tc,
 	    a_job_whose_launcher_died_too_is_finished_by_recover);
+	tcase_add_test(tc, patches_go_with_their_records);
 	suite_add_tcase(s, tc);
 	return s;
 }
