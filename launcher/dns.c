@@ -359,6 +359,7 @@ struct dns_server {
 	struct event *udp;
 	int udp_fd;
 	struct evconnlistener *tcp;
+	struct event *rest; /* re-enables tcp after accept failed */
 	struct tcp_conn *conns;
 	unsigned nconns;
 	dns_refused_fn refused;
@@ -494,6 +495,30 @@ on_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
+/* The rest is over: the TCP listener listens again. */
+static void
+on_rest_over(evutil_socket_t fd, short what, void *arg)
+{
+	struct dns_server *s = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(s->tcp);
+}
+
+/* accept itself failed (the launcher out of descriptors): the listener
+ * rests 250 ms rather than make the loop spin on a readable socket. */
+static void
+on_tcp_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct dns_server *s = arg;
+	struct timeval tv = { 0, 250 * 1000 };
+
+	evconnlistener_disable(l);
+	if (!evtimer_pending(s->rest, NULL))
+		evtimer_add(s->rest, &tv);
+}
+
 int
 dns_server_new(struct event_base *base, int fds[2], struct dns_zone *z,
     dns_refused_fn refused, void *arg, struct dns_server **ret)
@@ -516,7 +541,11 @@ dns_server_new(struct event_base *base, int fds[2], struct dns_zone *z,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fds[1]);
 	if (s->tcp == NULL)
 		close(fds[1]);
-	if (s->udp == NULL || s->tcp == NULL || event_add(s->udp, NULL) < 0) {
+	else
+		evconnlistener_set_error_cb(s->tcp, on_tcp_accept_error);
+	s->rest = evtimer_new(base, on_rest_over, s);
+	if (s->udp == NULL || s->tcp == NULL || s->rest == NULL ||
+	    event_add(s->udp, NULL) < 0) {
 		dns_server_free(s);
 		return -ENOMEM;
 	}
@@ -539,6 +568,8 @@ dns_server_free(struct dns_server *s)
 		conn_free(s->conns);
 	if (s->tcp != NULL)
 		evconnlistener_free(s->tcp);
+	if (s->rest != NULL)
+		event_free(s->rest);
 	if (s->udp != NULL)
 		event_free(s->udp);
 	if (s->udp_fd >= 0)

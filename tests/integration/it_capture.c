@@ -907,8 +907,8 @@ lowest_free_fd(pid_t pid)
 	return lowest;
 }
 
-/* The launcher out of descriptors while a captured connection waits in
- * its listener's backlog (the test lowers cordon run's RLIMIT_NOFILE to
+/* The launcher out of descriptors while a captured connection, and one
+ * to the job's resolver over TCP, wait in their listeners' backlogs (the test lowers cordon run's RLIMIT_NOFILE to
  * its lowest free descriptor, as a job holding every one would): accept
  * fails with EMFILE, and the listener rests and is tried again
  * (capture.accept_paused) instead of making the loop spin on a socket
@@ -931,6 +931,7 @@ START_TEST(an_accept_out_of_descriptors_rests_instead_of_spinning)
 	    "sleep 2\n"
 	    "/usr/bin/python3 -c \"import socket,time\n"
 	    "s=socket.create_connection(('api.test',%u),timeout=30)\n"
+	    "d=socket.create_connection(('127.0.0.53',53),timeout=30)\n"
 	    "print('connected',flush=True)\n"
 	    "time.sleep(7)\n"
 	    "s.sendall(b'GET /ok/late HTTP/1.1\\r\\nHost: api.test:%u\\r\\n"
