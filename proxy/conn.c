@@ -430,10 +430,76 @@ tokens_tell_rest(struct pconn *c)
 	}
 }
 
+/* Token i of the request is good here (the broker said so, now or in
+ * the job's cache): its capability, and the params an injecting rule's
+ * templated path binds. */
+static void
+token_good(struct pconn *c, size_t i, const char *cap, json_t *params)
+{
+	tokens_judged(&c->tokens, i, NULL);
+	snprintf(c->tokens.t[i].capability, sizeof(c->tokens.t[0].capability),
+	    "%s", cap != NULL ? cap : "");
+	if (c->rule >= 0 && cap != NULL &&
+	    strcmp(cap, c->job->rules.rule[c->rule].inject.capability) == 0) {
+		json_decref(c->inject_params);
+		c->inject_params = json_incref(params);
+	}
+}
+
+/* Monotonic seconds, the token cache's clock. */
+static int64_t
+tokcache_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec;
+}
+
+/* Whether the job's cache (tokcache.h) holds a good answer on token i
+ * for the rule's audience, the feed current: then it is judged good
+ * without a broker call. */
+static bool
+token_cached(struct pconn *c, size_t i)
+{
+	const struct egress_rule *rule =
+	    c->rule >= 0 ? &c->job->rules.rule[c->rule] : NULL;
+	const struct tokcache_entry *e;
+
+	if (rule == NULL || rule->audience[0] == '\0' ||
+	    !brokerclient_feed_ok(c->p->bclient))
+		return false;
+	e = tokcache_get(&c->job->tokcache, c->tokens.t[i].tok, rule->audience,
+	    (int64_t)time(NULL), tokcache_mono(), c->p->cfg.token_cache_s);
+	if (e == NULL)
+		return false;
+	token_good(c, i, e->capability, e->params);
+	c->p->token_cache_hits++;
+	return true;
+}
+
+/* Keeps the broker's good answer on token i in the job's cache. */
+static void
+token_keep(struct pconn *c, size_t i, json_t *body)
+{
+	const char *aud = json_string_value(json_object_get(body, "aud"));
+	const char *cap =
+	    json_string_value(json_object_get(body, "capability"));
+	json_t *exp = json_object_get(body, "exp");
+
+	if (c->p->cfg.token_cache_s > 0 && aud != NULL && cap != NULL &&
+	    json_is_integer(exp))
+		(void)tokcache_put(&c->job->tokcache, c->tokens.t[i].tok, aud,
+		    cap, json_object_get(body, "params"),
+		    (int64_t)json_integer_value(exp), (int64_t)time(NULL),
+		    tokcache_mono());
+}
+
 /*
- * Asks the broker about the next token not yet judged, with cb for its
- * answer: true when a call is in flight; false when none is left to ask.
- * A call that cannot start judges its token "introspection_failed".
+ * Asks the broker about the next token not yet judged and not in the
+ * job's cache, with cb for its answer: true when a call is in flight;
+ * false when none is left to ask. A call that cannot start judges its
+ * token "introspection_failed".
  */
 static bool
 tokens_ask_next(struct pconn *c, brokerclient_cb cb)
@@ -441,6 +507,8 @@ tokens_ask_next(struct pconn *c, brokerclient_cb cb)
 	int i;
 
 	while ((i = tokens_next(&c->tokens)) >= 0) {
+		if (token_cached(c, (size_t)i))
+			continue;
 		json_t *q = json_pack("{s:s}", "token", c->tokens.t[i].tok);
 		c->call = q != NULL ? brokerclient_call(c->p->bclient, "POST",
 					  "/v1/introspect", q, cb, c)
@@ -595,17 +663,10 @@ on_introspect(void *arg, int status, json_t *body)
 	const char *why = token_verdict(c, status, body);
 	tokens_judged(&c->tokens, c->tokens.judging, why);
 	if (why == NULL) {
-		const char *cap =
-		    json_string_value(json_object_get(body, "capability"));
-		snprintf(c->tokens.t[c->tokens.judging].capability,
-		    sizeof(c->tokens.t[0].capability), "%s", cap ?: "");
-		if (c->rule >= 0 && cap != NULL &&
-		    strcmp(cap,
-			c->job->rules.rule[c->rule].inject.capability) == 0) {
-			json_decref(c->inject_params);
-			c->inject_params =
-			    json_incref(json_object_get(body, "params"));
-		}
+		token_good(c, c->tokens.judging,
+		    json_string_value(json_object_get(body, "capability")),
+		    json_object_get(body, "params"));
+		token_keep(c, c->tokens.judging, body);
 	}
 	judge_tokens_next(c);
 }
@@ -1152,6 +1213,8 @@ on_body_introspect(void *arg, int status, json_t *body)
 
 	c->call = NULL;
 	tokens_judged(&c->tokens, c->tokens.judging, why);
+	if (why == NULL)
+		token_keep(c, c->tokens.judging, body);
 	if (why != NULL) {
 		/* Part of the request went up: that connection is done. */
 		up_drop(c);
@@ -1193,6 +1256,8 @@ body_token_check(struct pconn *c, const char *p, size_t n)
 		return -1;
 	}
 	c->tokens.judging = (size_t)i;
+	if (token_cached(c, (size_t)i))
+		return body_token_check(c, p, n); /* the same bytes again */
 	c->body_hold = true;
 	json_t *q = json_pack("{s:s}", "token", c->tokens.t[i].tok);
 	c->call = q != NULL ? brokerclient_call(c->p->bclient, "POST",

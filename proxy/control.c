@@ -311,6 +311,10 @@ control_metrics(void *ctx, struct buf *out)
 	    p->denied);
 	metrics_sample(out, "cordon_proxy_decisions_total",
 	    "decision=\"error\"", p->upstream_errors);
+	metrics_one(out, "cordon_proxy_token_cache_hits_total", "counter",
+	    "Tokens judged good from the job's cache of the broker's answers, "
+	    "without an introspection (egress.md).",
+	    p->token_cache_hits);
 	metrics_one(out, "cordon_proxy_injections_total", "counter",
 	    "Requests sent upstream with an injected credential.", p->injected);
 	metrics_one(out, "cordon_proxy_reflections_total", "counter",

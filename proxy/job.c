@@ -342,6 +342,9 @@ job_close(struct pjob *j, const char *why)
 	denials_clear(&j->denials);
 	/* Nothing released for it is kept past its right to use it. */
 	inject_cache_clear(&j->secrets);
+	/* Nor any answer on its tokens: a revoke from the feed comes
+	 * here before the proxy acknowledges it. */
+	tokcache_clear(&j->tokcache);
 	/* The CA's key dies with the job's right to reach anything. */
 	ca_free(j->ca);
 	j->ca = NULL;
@@ -361,6 +364,8 @@ job_feed_lost(struct proxy *p)
 
 	TAILQ_FOREACH(j, &p->jobs, link)
 	{
+		/* A revoke may have been missed: every token is asked again. */
+		tokcache_clear(&j->tokcache);
 		for (c = TAILQ_FIRST(&j->conns); c != NULL; c = next) {
 			next = conn_next(c);
 			conn_feed_lost(c);

@@ -40,6 +40,7 @@ static const struct config_option proxy_options[] = {
 	{ "closed_job_linger_seconds", CONFIG_INT, CFG(closed_job_linger_s), 0,
 	    86400 },
 	{ "inject_cache_seconds", CONFIG_INT, CFG(inject_cache_s), 0, 3600 },
+	{ "token_cache_seconds", CONFIG_INT, CFG(token_cache_s), 0, 60 },
 };
 
 void
@@ -443,7 +444,8 @@ main(int argc, char **argv)
 		    .idle_timeout_ms = 60000,
 		    .head_timeout_ms = 10000,
 		    .closed_job_linger_s = 600,
-		    .inject_cache_s = 30 } };
+		    .inject_cache_s = 30,
+		    .token_cache_s = 0 } };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;

@@ -36,6 +36,7 @@
 #include "inject.h"
 #include "keys.h"
 #include "pool.h"
+#include "tokcache.h"
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -85,6 +86,7 @@ struct proxy_config {
 	long long head_timeout_ms;
 	long long closed_job_linger_s; /* a closed job's log stays this long */
 	long long inject_cache_s; /* a released value is reused this long */
+	long long token_cache_s; /* a token's good answer is reused this long */
 };
 
 struct pconn;
@@ -121,6 +123,9 @@ struct pjob {
 	/* The values released for the job's injecting rules (inject.h),
 	 * wiped when the channel closes. */
 	struct inject_cache secrets;
+	/* The broker's good answers on its tokens (tokcache.h), dropped
+	 * when the channel closes or the feed is lost. */
+	struct tokcache tokcache;
 	/* Refusals at accept, one line per burst: the one being counted. */
 	struct decision refused;
 	struct timespec refused_since;
@@ -154,6 +159,7 @@ struct proxy {
 	uint64_t allowed, denied; /* decisions, for /metrics */
 	uint64_t upstream_errors; /* decision "error", for /metrics */
 	uint64_t injected, reflected; /* credentials.md, for /metrics */
+	uint64_t token_cache_hits; /* tokens judged from tokcache, ditto */
 	uint64_t encoded_refused; /* injected answers in a coding: 502 */
 
 	struct event *http_ev; /* the control API's descriptor */

@@ -40,6 +40,8 @@
 #                 injection's audited release costs)
 #   BENCH_ONLY    the parts to run, of "memory throughput inject capture"
 #                 (default: all of them)
+#   BENCH_TOKEN_CACHE  the proxy's token_cache_seconds (default 0: every
+#                 request's token introspected at the broker)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 script=bench_proxy
@@ -152,7 +154,8 @@ launcher=$(cat "$keys/launcher.key")
 cat >"$tmp/proxy/proxy.json" <<CONF
 {"broker": "$broker", "broker_key_file": "$keys/verifier.key",
  "launcher_key_file": "$keys/launcher.key",
- "upstream_ca_file": "$tmp/ca/ca.pem", "hosts_file": "$tmp/hosts"}
+ "upstream_ca_file": "$tmp/ca/ca.pem", "hosts_file": "$tmp/hosts",
+ "token_cache_seconds": ${BENCH_TOKEN_CACHE:-0}}
 CONF
 start_service proxy "$tmp/proxy" "$bin/cordon-proxy" \
 	--config "$tmp/proxy/proxy.json"

@@ -1,0 +1,132 @@
+/*
+ * The cache of tokcache.h: a small array per job searched linearly (16
+ * at most), keyed by SHA-256 of the token, the oldest entry replaced
+ * when it is full.
+ */
+#include "tokcache.h"
+
+#include "token.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <string.h>
+#include <sys/types.h>
+
+static int
+hash_of(const char *tok, unsigned char out[TOKCACHE_HASH_LEN])
+{
+	unsigned int n = 0;
+
+	if (EVP_Digest(tok, strlen(tok), out, &n, EVP_sha256(), NULL) != 1 ||
+	    n != TOKCACHE_HASH_LEN)
+		return -EIO;
+	return 0;
+}
+
+static void
+entry_drop(struct tokcache *c, size_t i)
+{
+	json_decref(c->e[i].params);
+	explicit_bzero(&c->e[i], sizeof(c->e[i]));
+	/* Keep the array dense: the last one takes its place. */
+	if (i + 1 < c->n) {
+		c->e[i] = c->e[c->n - 1];
+		explicit_bzero(&c->e[c->n - 1], sizeof(c->e[0]));
+	}
+	c->n--;
+}
+
+void
+tokcache_init(struct tokcache *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+static ssize_t
+find(const struct tokcache *c, const unsigned char hash[TOKCACHE_HASH_LEN],
+    const char *aud)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (memcmp(c->e[i].hash, hash, TOKCACHE_HASH_LEN) == 0 &&
+		    strcmp(c->e[i].aud, aud) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+int
+tokcache_put(struct tokcache *c, const char *tok, const char *aud,
+    const char *capability, json_t *params, int64_t exp, int64_t now,
+    int64_t mono)
+{
+	unsigned char hash[TOKCACHE_HASH_LEN];
+	struct tokcache_entry *e;
+	ssize_t at;
+
+	if (strlen(aud) > TOKCACHE_AUD_MAX || aud[0] == '\0' ||
+	    strlen(capability) >= TOKCACHE_CAP_MAX || exp <= now)
+		return -EINVAL;
+	if (hash_of(tok, hash) < 0)
+		return -EIO;
+	at = find(c, hash, aud);
+	if (at >= 0)
+		entry_drop(c, (size_t)at);
+	if (c->n == TOKCACHE_MAX) {
+		size_t oldest = 0;
+		for (size_t i = 1; i < c->n; i++)
+			if (c->e[i].put_at < c->e[oldest].put_at)
+				oldest = i;
+		entry_drop(c, oldest);
+	}
+	e = &c->e[c->n++];
+	memcpy(e->hash, hash, sizeof(hash));
+	explicit_bzero(hash, sizeof(hash));
+	memcpy(e->aud, aud, strlen(aud) + 1);
+	memcpy(e->capability, capability, strlen(capability) + 1);
+	e->params = json_incref(params);
+	e->exp = exp;
+	e->put_at = mono;
+	c->puts++;
+	return 0;
+}
+
+const struct tokcache_entry *
+tokcache_get(struct tokcache *c, const char *tok, const char *aud, int64_t now,
+    int64_t mono, int64_t max_age)
+{
+	unsigned char hash[TOKCACHE_HASH_LEN];
+	ssize_t at;
+
+	if (max_age <= 0 || c->n == 0 || hash_of(tok, hash) < 0) {
+		c->misses++;
+		return NULL;
+	}
+	at = find(c, hash, aud);
+	explicit_bzero(hash, sizeof(hash));
+	if (at < 0) {
+		c->misses++;
+		return NULL;
+	}
+	/* Past the token's exp, or older than max_age (a clock that went
+	 * back counts as stale too): asked again. */
+	const struct tokcache_entry *e = &c->e[at];
+	if (e->exp <= now || mono - e->put_at >= max_age || mono < e->put_at) {
+		entry_drop(c, (size_t)at);
+		c->misses++;
+		return NULL;
+	}
+	c->hits++;
+	return e;
+}
+
+size_t
+tokcache_size(const struct tokcache *c)
+{
+	return c->n;
+}
+
+void
+tokcache_clear(struct tokcache *c)
+{
+	while (c->n > 0)
+		entry_drop(c, c->n - 1);
+}
