@@ -117,6 +117,17 @@ fork_cordon(struct root *r, char **argv, const int *fds)
 			    dup2(fds[3], 2) < 0)))
 			_exit(125);
 		closefrom(fds != NULL ? LIVE_FD + 1 : 3);
+		/* The HTTP part's handlers (serve's, or a test runner's that
+		 * signals its whole group) are not the job's: a stop that
+		 * lands before the exec ends the child, as exec would have
+		 * it, instead of running one of them here. */
+		for (int sig = 1; sig < NSIG; sig++) {
+			struct sigaction sa;
+			if (sigaction(sig, NULL, &sa) == 0 &&
+			    sa.sa_handler != SIG_IGN &&
+			    sa.sa_handler != SIG_DFL)
+				(void)signal(sig, SIG_DFL);
+		}
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		execv(r->cordon, argv);

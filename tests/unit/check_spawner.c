@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct spawner sp;
@@ -109,6 +110,53 @@ START_TEST(a_child_stops_on_request_and_with_the_http_part)
 }
 END_TEST
 
+/* The HTTP part's handler (serve's, check's runner's: killpg of the
+ * test's group), as a child runs it if it keeps it until its exec: it
+ * tells the test process, which keeps SIGTERM blocked to count it. */
+static pid_t http_part;
+
+static void
+tell_http_part(int sig)
+{
+	(void)sig;
+	if (getpid() != http_part)
+		(void)kill(http_part, SIGTERM);
+}
+
+/* A job stopped the moment it starts gets the signal before its exec:
+ * it must die of it (SIGTERM's default), not run the HTTP part's handler,
+ * which under check killed the test process ("Received signal 15"). */
+START_TEST(a_child_stopped_at_once_runs_no_handler_of_ours)
+{
+	static const char *const hold[] = { "hold" };
+	struct sigaction sa = { .sa_handler = tell_http_part };
+	struct timespec zero = { 0, 0 };
+	sigset_t term;
+	siginfo_t si;
+	int out, st;
+
+	http_part = getpid();
+	ck_assert_int_gt(http_part, 1);
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	ck_assert_int_eq(sigprocmask(SIG_BLOCK, &term, NULL), 0);
+	ck_assert_int_eq(sigaction(SIGTERM, &sa, NULL), 0);
+	start();
+	for (int i = 0; i < 40; i++) {
+		pid_t pid = run(hold, 1, &out);
+
+		ck_assert_int_gt(pid, 1);
+		ck_assert_int_eq(spawner_stop(&sp, pid), 0);
+		ck_assert_int_eq(spawner_reaped(&sp, pid, &st, 30000), 1);
+		close(out);
+		ck_assert_msg(sigtimedwait(&term, &si, &zero) < 0,
+		    "job %d of 40 (pid %d) ran our handler: SIGTERM from %d",
+		    i + 1, (int)pid, (int)si.si_pid);
+	}
+	ck_assert_int_eq(spawner_close(&sp), 0);
+}
+END_TEST
+
 START_TEST(a_patch_is_opened_for_a_job_name_only)
 {
 	char path[PATH_MAX], link[PATH_MAX], text[16] = "";
@@ -145,6 +193,7 @@ suite(void)
 	    testutil_dir_teardown);
 	tcase_add_test(tc, the_spawner_builds_the_argv_and_tells_the_exit);
 	tcase_add_test(tc, a_child_stops_on_request_and_with_the_http_part);
+	tcase_add_test(tc, a_child_stopped_at_once_runs_no_handler_of_ours);
 	tcase_add_test(tc, a_patch_is_opened_for_a_job_name_only);
 	suite_add_tcase(s, tc);
 	return s;
