@@ -7,6 +7,7 @@
  * the revoke returns, a token revoked alone is refused once the cache's
  * window (token_cache_seconds) has passed, a token past its exp is
  * refused at once; in none of these does a request reach the upstream.
+ * A feed lost and back empties the cache: the token is asked again.
  */
 #include "buf.h"
 #include "harness.h"
@@ -351,6 +352,56 @@ START_TEST(a_token_past_its_exp_is_refused_on_the_same_connection)
 }
 END_TEST
 
+/* Waits (10 s at most) for the proxy's cordon_proxy_feed_ok to be want. */
+static void
+feed_ok_is(unsigned long long want)
+{
+	for (int i = 0; i < 100; i++) {
+		if (metric(&proxy, "cordon_proxy_feed_ok") == want)
+			return;
+		usleep(100000);
+	}
+	ck_abort_msg("cordon_proxy_feed_ok never became %llu", want);
+}
+
+START_TEST(a_lost_feed_empties_the_cache)
+{
+	char *tok, *resp;
+	int fd;
+
+	start(60);
+	tok = mint(0);
+	fd = unix_connect(channel);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 2; i++) {
+		resp = use(fd, tok);
+		ck_assert_int_eq(status_of(resp), 200);
+		free(resp);
+	}
+	close(fd);
+	ck_assert_uint_eq(metric(&proxy, "cordon_proxy_token_cache_hits_total"),
+	    1);
+	/* The feed lost: a revoke may have been missed while it was. */
+	daemon_kill(&broker);
+	feed_ok_is(0);
+	ck_assert_int_eq(daemon_restart(&broker), 0);
+	feed_ok_is(1);
+	unsigned long long before = introspections();
+	fd = unix_connect(channel);
+	ck_assert_int_ge(fd, 0);
+	resp = use(fd, tok);
+	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	free(resp);
+	close(fd);
+	ck_assert_msg(introspections() - before == 1,
+	    "the token was not asked again after the feed came back");
+	ck_assert_uint_eq(metric(&proxy, "cordon_proxy_token_cache_hits_total"),
+	    1);
+	free(tok);
+	teardown();
+}
+END_TEST
+
 int
 main(void)
 {
@@ -364,6 +415,7 @@ main(void)
 	tcase_add_test(tc, a_token_revoked_alone_is_refused_past_the_window);
 	tcase_add_test(tc,
 	    a_token_past_its_exp_is_refused_on_the_same_connection);
+	tcase_add_test(tc, a_lost_feed_empties_the_cache);
 	suite_add_tcase(s, tc);
 	return harness_main(s);
 }
