@@ -56,17 +56,45 @@ if added or kept:
 PY
 }
 
+# The start time of process $1 (clock ticks since boot, /proc/PID/stat's
+# 22nd field): with the pid, it names one process, never a later one that
+# reused the pid.
+starttime() {
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	s=${s##*) }
+	# shellcheck disable=SC2086 # the fields, split on purpose
+	set -- $s
+	echo "${20}"
+}
+
+# Records process $1 as service $2's: its pid and start time.
+remember() {
+	echo "$1 $(starttime "$1")" >"$(pidfile "$2")"
+}
+
+# True while the process a pid file names is the one remembered. A file of
+# a bare pid (an older quickstart's) counts only if that process is one
+# of ours by its command line.
 running() {
-	local f
+	local f pid st
 	f=$(pidfile "$1")
-	[ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+	[ -f "$f" ] || return 1
+	read -r pid st <"$f" || [ -n "${pid:-}" ] || return 1
+	[[ $pid =~ ^[0-9]+$ ]] && [ "$pid" -gt 1 ] || return 1
+	if [ -n "${st:-}" ]; then
+		[ "$(starttime "$pid")" = "$st" ]
+	else
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null |
+			grep -qE "bin/cordon-$1 |http\.server --bind 127\.0\.0\.1 7780"
+	fi
 }
 
 stop_one() {
 	local svc=$1 f pid
 	f=$(pidfile "$svc")
 	running "$svc" || { rm -f "$f"; return 0; }
-	pid=$(cat "$f")
+	read -r pid _ <"$f"
 	kill -TERM "$pid"
 	# The services finish requests in flight for at most 5 s.
 	for _ in $(seq 1 70); do
@@ -90,7 +118,7 @@ status() {
 	for svc in $services; do
 		if running "$svc" && health "$svc" >/dev/null; then
 			printf '  %-8s up    http://127.0.0.1:%s  pid %s\n' "$svc" \
-				"${port[$svc]}" "$(cat "$(pidfile "$svc")")"
+				"${port[$svc]}" "$(cut -d' ' -f1 "$(pidfile "$svc")")"
 		else
 			printf '  %-8s down\n' "$svc"
 		fi
@@ -158,7 +186,7 @@ for svc in $services; do
 	# Each service keeps its state in ./var/<service> by default.
 	(cd "$top" && exec setsid "$top/$build/bin/cordon-$svc" "${args[@]}" \
 		</dev/null >>"$var/log/$svc.log" 2>&1) &
-	echo $! >"$(pidfile "$svc")"
+	remember $! "$svc"
 	# One at a time: the hatch needs the key the broker writes.
 	for _ in $(seq 1 100); do
 		health "$svc" >/dev/null && break
@@ -175,7 +203,7 @@ status
 stop_one upstream
 (cd "$top/deploy/examples/invoices" && exec setsid python3 -m http.server \
 	--bind 127.0.0.1 7780 </dev/null >>"$var/log/upstream.log" 2>&1) &
-echo $! >"$(pidfile upstream)"
+remember $! upstream
 for _ in $(seq 1 50); do
 	curl -fs --max-time 1 -o /dev/null http://127.0.0.1:7780/ && break
 	sleep 0.1
