@@ -338,6 +338,14 @@ finish_head(struct http1_parser *p, const char *data)
 							 : 443;
 		return NULL;
 	}
+	/* A CONNECT whose Host names the job's relay (Node's default: the
+	 * proxy it dials) is unambiguous: its target is the request line's
+	 * alone and nothing of its head goes upstream. */
+	if (req->connect && has_port && port == HTTP1_RELAY_PORT &&
+	    ((host.len == 9 && strncmp(data + host.off, "127.0.0.1", 9) == 0) ||
+		(host.len == 9 &&
+		    strncasecmp(data + host.off, "localhost", 9) == 0)))
+		return NULL;
 	if (!has_port)
 		port = req->connect ? 443 : 80;
 	if (port != req->port || host.len != req->host.len ||

@@ -63,6 +63,9 @@
 #define HTTP1_CL_MAX ((UINT64_C(1) << 53) - 1)
 /* A chunk-size line with its extensions, without its CRLF. */
 #define HTTP1_CHUNK_LINE_MAX 4096
+/* The port of the job's relay inside its sandbox (launcher/sandbox.h
+ * SANDBOX_PROXY_PORT; the launcher's environment names it). */
+#define HTTP1_RELAY_PORT 3128
 
 /* len bytes at off in the caller's data. */
 struct http1_span {

@@ -54,6 +54,7 @@ static const struct {
 	{ "git", "/usr/bin/git" },
 	{ "node-fetch", "/usr/bin/node" },
 	{ "node-get", "/usr/bin/node" },
+	{ "node-connect", "/usr/bin/node" },
 	{ "go", "/usr/bin/go" },
 	{ "raw", "/usr/bin/cc" },
 	{ "pip", "/usr/lib/python3/dist-packages/pip/__init__.py" },
@@ -358,6 +359,8 @@ START_TEST(every_client_reaches_the_allowed_and_is_refused_the_rest)
 	    " /usr/bin/node node.js fetch $U/ok/node-fetch.txt "
 	    "$U/no/node-fetch.txt https://deny.test/x\n"
 	    " /usr/bin/node node.js get $U/ok/node-get.txt $U/no/node-get.txt\n"
+	    " /usr/bin/node node.js connect $U/ok/node-connect.txt "
+	    "$U/no/node-connect.txt\n"
 	    "fi\n"
 	    "[ -x ./gofetch ] && ./gofetch $U/ok/go.txt $U/no/go.txt "
 	    "https://deny.test/x\n"
@@ -383,6 +386,9 @@ START_TEST(every_client_reaches_the_allowed_and_is_refused_the_rest)
 	    "node-fetch https://deny.test/x error ENOTFOUND\n");
 	EXPECT("node-get", "node-get %s/ok/node-get.txt 200\n", u);
 	EXPECT("node-get", "node-get %s/no/node-get.txt 403\n", u);
+	/* Node's CONNECT with its default Host, the relay's address. */
+	EXPECT("node-connect", "node-connect %s/ok/node-connect.txt 200\n", u);
+	EXPECT("node-connect", "node-connect %s/no/node-connect.txt 403\n", u);
 	EXPECT("go", "go %s/ok/go.txt 200 \"hello go\\n\"\n", u);
 	EXPECT("go", "go %s/no/go.txt 403 ", u);
 	EXPECT("go", "go https://deny.test/x error ");
@@ -395,7 +401,7 @@ START_TEST(every_client_reaches_the_allowed_and_is_refused_the_rest)
 
 	/* A decision line for each: the allow and the refused path. */
 	static const char *const tls_clients[] = { "curl", "wget", "urllib",
-		"requests", "node-fetch", "node-get", "go" };
+		"requests", "node-fetch", "node-get", "node-connect", "go" };
 	for (size_t i = 0; i < sizeof(tls_clients) / sizeof(tls_clients[0]);
 	     i++) {
 		char ok[64], no[64];

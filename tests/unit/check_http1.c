@@ -72,6 +72,19 @@ static const struct head_case cases[] = {
 	P(NULL, "GET http://a.test/%41?q=1&r=%2F HTTP/1.1\r\n" H "\r\n"),
 	P(NULL, "GET HTTP://A.test HTTP/1.1\r\n" H "\r\n"),
 	P(NULL, "CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\n\r\n"),
+	/* Node's CONNECT names the proxy in Host (the job's relay): the
+	 * target is the request line's alone, so it stands. */
+	P(NULL, "CONNECT a.test:443 HTTP/1.1\r\nHost: 127.0.0.1:3128\r\n\r\n"),
+	P(NULL, "CONNECT a.test:443 HTTP/1.1\r\nHost: LOCALHOST:3128\r\n\r\n"),
+	P("host_mismatch",
+	    "CONNECT a.test:443 HTTP/1.1\r\nHost: b.test:443\r\n\r\n"),
+	P("host_mismatch",
+	    "CONNECT a.test:443 HTTP/1.1\r\nHost: 127.0.0.1:3129\r\n\r\n"),
+	P("host_mismatch",
+	    "CONNECT a.test:443 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+	/* Not for an absolute-form request: its Host goes upstream. */
+	P("host_mismatch",
+	    "GET http://a.test/ HTTP/1.1\r\nHost: 127.0.0.1:3128\r\n\r\n"),
 	P("userinfo", "GET http://u:p@a.test/ HTTP/1.1\r\n" H "\r\n"),
 	P("userinfo", "CONNECT u@a.test:443 HTTP/1.1\r\n" H "\r\n"),
 	P(NULL, "GET http://a.test/u:p@x HTTP/1.1\r\n" H "\r\n"),
