@@ -27,6 +27,7 @@ struct test_config {
 	bool verbose;
 	struct config_strings hosts;
 	char *name;
+	struct config_strings roots;
 };
 
 static const struct config_option test_options[] = {
@@ -35,6 +36,7 @@ static const struct config_option test_options[] = {
 	{ "verbose", CONFIG_BOOL, offsetof(struct test_config, verbose), 0, 0 },
 	{ "hosts", CONFIG_STRINGS, offsetof(struct test_config, hosts), 0, 0 },
 	{ "name", CONFIG_STRING, offsetof(struct test_config, name), 0, 0 },
+	{ "roots", CONFIG_PATHS, offsetof(struct test_config, roots), 0, 0 },
 };
 
 #define NOPTS (sizeof(test_options) / sizeof(test_options[0]))
@@ -64,6 +66,7 @@ test_teardown(void)
 {
 	config_common_free(&cfg.common);
 	config_strings_free(&cfg.hosts);
+	config_strings_free(&cfg.roots);
 	free(cfg.name);
 	cfg.name = NULL;
 }
@@ -388,6 +391,7 @@ START_TEST(test_relative_paths_are_the_files)
 				      "\"runtime_dir\": \"./run/x\", "
 				      "\"logs_dir\": \"/abs/log\", "
 				      "\"hosts\": [\"a.example\"], "
+				      "\"roots\": [\"in\", \"/abs\", \".\"], "
 				      "\"name\": \"rel\"}"),
 		    0);
 		snprintf(want, sizeof(want), "%s/st", dir);
@@ -395,6 +399,11 @@ START_TEST(test_relative_paths_are_the_files)
 		snprintf(want, sizeof(want), "%s/run/x", dir);
 		ck_assert_str_eq(cfg.common.runtime_dir, want);
 		ck_assert_str_eq(cfg.common.logs_dir, "/abs/log");
+		snprintf(want, sizeof(want), "%s/in", dir);
+		ck_assert_uint_eq(cfg.roots.n, 3);
+		ck_assert_str_eq(cfg.roots.v[0], want);
+		ck_assert_str_eq(cfg.roots.v[1], "/abs");
+		ck_assert_str_eq(cfg.roots.v[2], dir);
 		/* Strings that are not paths stay as written. */
 		ck_assert_str_eq(cfg.hosts.v[0], "a.example");
 		ck_assert_str_eq(cfg.name, "rel");
