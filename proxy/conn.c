@@ -30,6 +30,7 @@
 #include "verdict.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/dns.h>
@@ -600,6 +601,39 @@ on_release(void *arg, int status, json_t *body)
 	explicit_bzero((char *)json_string_value(v), len);
 }
 
+/* Whether query (len bytes) has a parameter named _method, in any case
+ * and with any of its bytes percent-encoded: the override a framework
+ * takes for the request's method. */
+static bool
+query_overrides_method(const char *q, size_t len)
+{
+	static const char want[] = "_method";
+
+	for (size_t at = 0; at < len;) {
+		size_t end = at, n = 0;
+		bool same = true;
+		while (end < len && q[end] != '&' && q[end] != '=')
+			end++;
+		for (size_t i = at; i < end && same; i++, n++) {
+			int ch = (unsigned char)q[i];
+			if (ch == '%' && i + 2 < end &&
+			    isxdigit((unsigned char)q[i + 1]) &&
+			    isxdigit((unsigned char)q[i + 2])) {
+				char hex[3] = { q[i + 1], q[i + 2], '\0' };
+				ch = (int)strtol(hex, NULL, 16);
+				i += 2;
+			}
+			same = n < sizeof(want) - 1 && tolower(ch) == want[n];
+		}
+		if (same && n == sizeof(want) - 1)
+			return true;
+		while (end < len && q[end] != '&')
+			end++;
+		at = end + 1;
+	}
+	return false;
+}
+
 /*
  * A rule that injects: the request must carry a good token of the rule's
  * capability (judged already); the secret is released for this request
@@ -637,6 +671,13 @@ inject_then_upstream(struct pconn *c)
 	}
 	if (why != NULL) {
 		deny(c, "param_mismatch", why);
+		return;
+	}
+	/* The method the rule judged is the one the credential goes with
+	 * (the override fields are dropped by forward_head). */
+	if (r->has_query &&
+	    query_overrides_method(c->head + r->query.off, r->query.len)) {
+		deny(c, "inject", "method_override");
 		return;
 	}
 	/* Released for this job already, within the window. */
@@ -1177,8 +1218,11 @@ send_request(struct pconn *c)
 static void
 exchange_done(struct pconn *c)
 {
+	/* Bytes past the answer (a 204 and more in one write) would be the
+	 * next request's answer: such an upstream is never used again. */
 	bool reuse = c->resp.keep_alive && c->resp.body != HTTP1_RESP_CLOSE &&
-	    c->body_done && !c->broker_route;
+	    c->body_done && !c->broker_route && c->up != NULL &&
+	    evbuffer_get_length(bufferevent_get_input(c->up)) == 0;
 
 	decision_log(c);
 	/* An upstream that can take another request waits for one: this
@@ -1446,6 +1490,18 @@ start_tunnel(struct pconn *c)
 	flow(c);
 }
 
+/* Whether an answer's head (len bytes) names multipart/byteranges. */
+static bool
+head_names_byteranges(const char *head, size_t len)
+{
+	static const char m[] = "multipart/byteranges";
+
+	for (size_t i = 0; i + sizeof(m) - 1 <= len; i++)
+		if (strncasecmp(head + i, m, sizeof(m) - 1) == 0)
+			return true;
+	return false;
+}
+
 static void
 pump_response(struct pconn *c)
 {
@@ -1499,6 +1555,21 @@ pump_response(struct pconn *c)
 				up_drop(c);
 				c->p->encoded_refused++;
 				fail(c, 502, "encoded_answer");
+				return;
+			}
+			/* Nor a part of one: a range of the answer holds a
+			 * piece of a reflected credential, never the whole
+			 * the scanner looks for. */
+			if (c->scanning &&
+			    (c->resp.status == 206 ||
+				head_names_byteranges((const char *)
+							  evbuffer_pullup(in,
+							      (ssize_t)c->resp
+								  .head_len),
+				    c->resp.head_len))) {
+				up_drop(c);
+				c->p->partial_refused++;
+				fail(c, 502, "partial_answer");
 				return;
 			}
 			if (down_head(c, false,

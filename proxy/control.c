@@ -324,6 +324,10 @@ control_metrics(void *ctx, struct buf *out)
 	    "Answers to injected requests in a coding the scanner cannot "
 	    "read, refused (502 encoded_answer).",
 	    p->encoded_refused);
+	metrics_one(out, "cordon_proxy_partial_refused_total", "counter",
+	    "Answers to injected requests in part (206, multipart/byteranges), "
+	    "refused (502 partial_answer).",
+	    p->partial_refused);
 	metrics_one(out, "cordon_proxy_jobs", "gauge",
 	    "Jobs with an open channel.", n.open);
 	metrics_one(out, "cordon_proxy_jobs_closed", "gauge",

@@ -7,6 +7,8 @@
 
 #include "util.h"
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +62,10 @@ pool_put(struct pool *pl, struct bufferevent *bev, const char *key,
 {
 	struct pooled *e;
 
-	if (pl->n >= POOL_MAX || (e = calloc(1, sizeof(*e))) == NULL) {
+	/* Unread bytes would be the next request's answer. */
+	if (pl->n >= POOL_MAX ||
+	    evbuffer_get_length(bufferevent_get_input(bev)) > 0 ||
+	    (e = calloc(1, sizeof(*e))) == NULL) {
 		bufferevent_free(bev);
 		return;
 	}

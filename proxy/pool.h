@@ -32,7 +32,8 @@ void pool_init(struct pool *pl);
 /*
  * Keeps bev (taken: freed here when the pool is full or memory short)
  * under key, the connection's "host:port:tls", with addr, the address it
- * was made to. An idle upstream that speaks or closes is dropped.
+ * was made to. An idle upstream that speaks or closes is dropped, and
+ * one with unread input is never kept.
  */
 void pool_put(struct pool *pl, struct bufferevent *bev, const char *key,
     const char *addr);

@@ -161,6 +161,7 @@ struct proxy {
 	uint64_t injected, reflected; /* credentials.md, for /metrics */
 	uint64_t token_cache_hits; /* tokens judged from tokcache, ditto */
 	uint64_t encoded_refused; /* injected answers in a coding: 502 */
+	uint64_t partial_refused; /* injected answers in part (206): 502 */
 
 	struct event *http_ev; /* the control API's descriptor */
 	struct event *http_tick; /* its timeouts */

@@ -1,0 +1,377 @@
+/*
+ * Three ways a hostile review pulled an injected credential past the
+ * reflection scanner, or past the rule, closed (issue 18, credentials.md
+ * "No reflection back in"). The upstream (jobs/inject/holes.py) reflects
+ * what it was sent, as one the job partly controls may.
+ *  - Range: the job asks for 8 bytes of its own head at a time, so the
+ *    scanner, which matches the whole value, never sees it whole. Range
+ *    and If-Range are dropped on an injected request, and a 206 or a
+ *    multipart/byteranges answer to one is a 502 partial_answer.
+ *  - Method overrides: X-HTTP-Method-Override and its kin are dropped
+ *    on an injected request, a _method query parameter is a 403.
+ *  - Bytes left after a bodyless answer (a 204 and a whole second answer
+ *    in one write) never become the next request's answer: an upstream
+ *    with unread input is neither reused nor pooled.
+ */
+#include "harness.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct daemon broker, proxy;
+static char admin[128], launcher[128], verifier[128], channel[300];
+static char tok[512];
+static pid_t up_pid = -1;
+static unsigned up_port;
+
+static const char value[] = "sk_live_holes_0123456789abcdefgh";
+
+static void
+upstream_run(void)
+{
+	char portf[400], line[32];
+
+	snprintf(portf, sizeof(portf), "%s/holes.port", harness_tmpdir());
+	unlink(portf);
+	up_pid = fork();
+	ck_assert_int_ge(up_pid, 0);
+	if (up_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-B",
+		    CORDON_SOURCE_DIR "/tests/integration/jobs/inject/holes.py",
+		    "--port-file", portf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0;
+	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
+	up_port = (unsigned)strtoul(line, NULL, 10);
+	ck_assert_uint_gt(up_port, 0);
+}
+
+static char *
+send_on(const char *req)
+{
+	int fd = unix_connect(channel);
+	char *out;
+
+	if (fd < 0)
+		return strdup("");
+	out = http_exchange(fd, req, strlen(req), 5000);
+	close(fd);
+	return out != NULL ? out : strdup("");
+}
+
+static int
+status_of(const char *resp)
+{
+	int st = 0;
+
+	if (sscanf(resp, "HTTP/1.%*d %d", &st) != 1)
+		return 0;
+	return st;
+}
+
+/* Whether resp holds any 6 bytes in a row of the secret. */
+static bool
+holds_piece(const char *resp)
+{
+	for (size_t i = 0; i + 6 <= strlen(value); i++)
+		if (memmem(resp, strlen(resp), value + i, 6) != NULL)
+			return true;
+	return false;
+}
+
+/* The job's GET of /case/<name><query> with the token and extra fields. */
+static char *
+ask(const char *name, const char *extra, const char *conn)
+{
+	char req[1024];
+
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/case/%s HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Authorization: Bearer %s\r\n%sConnection: %s\r\n\r\n",
+	    up_port, name, up_port, tok, extra, conn);
+	return send_on(req);
+}
+
+/* The value of metric name in the proxy's /metrics, or -1. */
+static long
+metric(const char *name)
+{
+	char cmd[300], line[300];
+	long v = -1;
+	size_t n = strlen(name);
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "curl -s %s/metrics", proxy.base);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, name, n) == 0 && line[n] == ' ')
+			v = strtol(line + n + 1, NULL, 10);
+	pclose(f);
+	return v;
+}
+
+static bool
+decisions_hold(const char *needle)
+{
+	static char data[4 << 20];
+	char path[400];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/var/proxy/log/decisions.log",
+	    proxy.dir);
+	if ((f = fopen(path, "rbe")) == NULL)
+		return false;
+	n = fread(data, 1, sizeof(data), f);
+	fclose(f);
+	return memmem(data, n, needle, strlen(needle)) != NULL;
+}
+
+static void
+setup(void)
+{
+	char cfg[2048], path[400], hostsf[400], job[64], req[1024], *resp;
+	json_t *m, *j;
+
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(daemon_start(&broker, "broker",
+			     "{\"log_level\": \"info\"}"),
+	    0);
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
+	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
+	upstream_run();
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
+	harness_write_file(hostsf, "127.0.0.1 api.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
+	harness_write_file(path, verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-holes\"}",
+	    broker.base, path, broker.dir, hostsf);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
+	    admin, NULL, json_pack("{s:s}", "value", value)));
+	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+		      " s:[{s:s, s:i, s:[s,s], s:[s], s:s, s:[s], s:s,"
+		      "  s:{s:s, s:s, s:s, s:s}}]}",
+	    "name", "holes", "command", "/bin/true", "capabilities", "name",
+	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
+	    "reason", "read x", "egress", "host", "api.test", "port", up_port,
+	    "methods", "GET", "HEAD", "paths", "/case/", "reason", "the api",
+	    "allow_cidrs", "127.0.0.0/8", "audience", "api", "inject", "secret",
+	    "up-key", "header", "X-Api-Key", "format", "Key {secret}",
+	    "capability", "x.read");
+	ck_assert_ptr_nonnull(m);
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/holes",
+	    admin, NULL, m));
+	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s}", "manifest", "holes"));
+	snprintf(job, sizeof(job), "%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
+	snprintf(channel, sizeof(channel), "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+
+	static const char b[] =
+	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
+	snprintf(req, sizeof(req),
+	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
+	    "broker.cordon\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n\r\n%s",
+	    strlen(b), b);
+	resp = send_on(req);
+	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	char *t = strstr(resp, "crd_"),
+	     *end = t != NULL ? strchr(t, '"') : NULL;
+	ck_assert_ptr_nonnull(end);
+	snprintf(tok, sizeof(tok), "%.*s", (int)(end - t), t);
+	free(resp);
+}
+
+static void
+teardown(void)
+{
+	daemon_stop(&proxy);
+	if (up_pid > 1) {
+		kill(up_pid, SIGKILL);
+		waitpid(up_pid, NULL, 0);
+	}
+	up_pid = -1;
+	daemon_stop(&broker);
+}
+
+START_TEST(ranges_never_reassemble_the_key)
+{
+	char extra[64], got[256] = "", *resp;
+
+	/* 8 bytes at a time over the whole head, as the review did. */
+	for (int at = 0; at < 400; at += 8) {
+		snprintf(extra, sizeof(extra), "Range: bytes=%03d-%03d\r\n", at,
+		    at + 7);
+		resp = ask("range", extra, "close");
+		ck_assert_msg(status_of(resp) == 200 || status_of(resp) == 206,
+		    "at %d: %.400s", at, resp);
+		ck_assert_msg(!holds_piece(resp), "a piece at %d: %s", at,
+		    resp);
+		const char *body = strstr(resp, "\r\n\r\n");
+		if (status_of(resp) == 206 && body != NULL)
+			strncat(got, body + 4, sizeof(got) - strlen(got) - 1);
+		free(resp);
+	}
+	ck_assert_msg(strstr(got, value) == NULL, "reassembled: %s", got);
+	/* If-Range goes with Range: the head the upstream saw has neither. */
+	resp = ask("head", "Range: bytes=0-3\r\nIf-Range: \"x\"\r\n", "close");
+	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	ck_assert_msg(strstr(resp, "Range:") == NULL, "%s", resp);
+	free(resp);
+}
+END_TEST
+
+START_TEST(a_partial_answer_to_an_injected_request_is_refused)
+{
+	long before = metric("cordon_proxy_partial_refused_total");
+	char *resp = ask("partial", "", "close");
+
+	ck_assert_msg(status_of(resp) == 502, "206: %.600s", resp);
+	ck_assert_msg(strstr(resp, "partial_answer") != NULL, "%.600s", resp);
+	ck_assert_msg(!holds_piece(resp), "%s", resp);
+	free(resp);
+	resp = ask("multipart", "", "close");
+	ck_assert_msg(status_of(resp) == 502, "multipart: %.600s", resp);
+	ck_assert_msg(!holds_piece(resp), "%s", resp);
+	free(resp);
+	ck_assert_int_eq(metric("cordon_proxy_partial_refused_total"),
+	    before + 2);
+	ck_assert(decisions_hold("\"detail\":\"partial_answer\""));
+}
+END_TEST
+
+START_TEST(method_overrides_never_go_with_the_credential)
+{
+	char *resp = ask("head",
+	    "X-HTTP-Method-Override: DELETE\r\nX-HTTP-Method: DELETE\r\n"
+	    "X-Method-Override: DELETE\r\n",
+	    "close");
+
+	ck_assert_msg(status_of(resp) == 200, "%.600s", resp);
+	ck_assert_msg(strstr(resp, "DELETE") == NULL, "went upstream: %s",
+	    resp);
+	free(resp);
+	const char *q[] = { "head?_method=DELETE", "head?a=1&_method=DELETE",
+		"head?_METHOD=DELETE", "head?%5Fmethod=DELETE" };
+	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		resp = ask(q[i], "", "close");
+		ck_assert_msg(status_of(resp) == 403, "%s: %.600s", q[i], resp);
+		ck_assert_msg(strstr(resp, "method_override") != NULL, "%s: %s",
+		    q[i], resp);
+		free(resp);
+	}
+	ck_assert(decisions_hold("\"detail\":\"method_override\""));
+	/* A parameter that only ends in _method is the upstream's own. */
+	resp = ask("head?x_method=1", "", "close");
+	ck_assert_msg(status_of(resp) == 200, "%.600s", resp);
+	free(resp);
+}
+END_TEST
+
+/* Two requests in turn on one connection to the job's channel: the
+ * second sent once the first's answer head is in. What came back. */
+static char *
+two_on_one(const char *first, const char *second)
+{
+	char req[1024], *out = calloc(1, 8192), *more;
+	int fd = unix_connect(channel);
+	size_t got = 0;
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/case/%s HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Authorization: Bearer %s\r\n\r\n",
+	    up_port, first, up_port, tok);
+	ck_assert_int_eq(send(fd, req, strlen(req), MSG_NOSIGNAL),
+	    (ssize_t)strlen(req));
+	while (strstr(out, "\r\n\r\n") == NULL && got < 4096) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		ck_assert_int_eq(poll(&p, 1, 5000), 1);
+		ssize_t n = recv(fd, out + got, 4096 - got, 0);
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+	}
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/case/%s HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
+	    up_port, second, up_port, tok);
+	more = http_exchange(fd, req, strlen(req), 5000);
+	close(fd);
+	ck_assert_ptr_nonnull(more);
+	snprintf(out + got, 8192 - got, "%s", more);
+	free(more);
+	return out;
+}
+
+START_TEST(bytes_after_a_bodyless_answer_never_answer_the_next_request)
+{
+	/* On the same connection. */
+	char *resp = two_on_one("204", "plain");
+
+	ck_assert_msg(strstr(resp, "HTTP/1.1 204") == resp, "%.600s", resp);
+	ck_assert_msg(strstr(resp, "smuggled") == NULL, "%s", resp);
+	ck_assert_msg(strstr(resp, "public\n") != NULL, "%s", resp);
+	free(resp);
+	/* Through the job's pool: the 204's connection kept alive, the
+	 * next request on a new connection. */
+	for (int i = 0; i < 3; i++) {
+		resp = ask("204", "", "close");
+		ck_assert_msg(status_of(resp) == 204, "%.600s", resp);
+		free(resp);
+		resp = ask("plain", "", "close");
+		ck_assert_msg(status_of(resp) == 200, "%.600s", resp);
+		ck_assert_msg(strstr(resp, "smuggled") == NULL, "%s", resp);
+		ck_assert_msg(strstr(resp, "public\n") != NULL, "%s", resp);
+		free(resp);
+	}
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("inject_holes");
+	TCase *tc = tcase_create("holes");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, ranges_never_reassemble_the_key);
+	tcase_add_test(tc, a_partial_answer_to_an_injected_request_is_refused);
+	tcase_add_test(tc, method_overrides_never_go_with_the_credential);
+	tcase_add_test(tc,
+	    bytes_after_a_bodyless_answer_never_answer_the_next_request);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
