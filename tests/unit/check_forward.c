@@ -2,7 +2,8 @@
  * The head a judged request takes upstream (proxy/forward.c): Host as the
  * verdict checked it, with a port only when it is not the scheme's
  * default; towards broker.cordon the proxy's credentials and the job in
- * place of the job's own, whatever the job put in.
+ * place of the job's own, whatever the job put in; with a credential
+ * injected no Range, If-Range or method override.
  */
 #include "forward.h"
 #include "testutil.h"
@@ -64,6 +65,36 @@ START_TEST(host_carries_a_port_only_off_the_default)
 	t.port = 80;
 	s = head_for(inner, HTTP1_MODE_ORIGIN, &t);
 	ck_assert_ptr_nonnull(strstr(s, "\r\nHost: tls.test:80\r\n"));
+	free(s);
+}
+END_TEST
+
+START_TEST(an_injected_request_asks_for_no_part_and_no_other_method)
+{
+	static const char req[] =
+	    "GET http://api.test/v1/x HTTP/1.1\r\nHost: api.test\r\n"
+	    "Range: bytes=0-7\r\nif-range: \"e\"\r\n"
+	    "X-HTTP-Method-Override: DELETE\r\nx-http-method: DELETE\r\n"
+	    "X-Method-Override: DELETE\r\nAccept: */*\r\n\r\n";
+	struct forward_target t = { .host = "api.test",
+		.port = 80,
+		.inject_header = "X-Api-Key",
+		.inject_value = "Key v" };
+	char *s = head_for(req, HTTP1_MODE_PROXY, &t);
+
+	ck_assert_ptr_null(strcasestr(s, "range"));
+	ck_assert_ptr_null(strcasestr(s, "method"));
+	ck_assert_ptr_null(strstr(s, "DELETE"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nAccept: */*\r\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nX-Api-Key: Key v\r\n"));
+	free(s);
+	/* Without a credential the job's fields go as they are. */
+	t.inject_header = NULL;
+	t.inject_value = NULL;
+	s = head_for(req, HTTP1_MODE_PROXY, &t);
+	ck_assert_ptr_nonnull(strstr(s, "\r\nRange: bytes=0-7\r\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(s, "\r\nX-HTTP-Method-Override: DELETE\r\n"));
 	free(s);
 }
 END_TEST
@@ -132,6 +163,8 @@ suite(void)
 	tcase_add_test(tc,
 	    broker_cordon_gets_the_proxys_credentials_not_the_jobs);
 	tcase_add_test(tc, upgrade_goes_only_where_the_rule_allows_it);
+	tcase_add_test(tc,
+	    an_injected_request_asks_for_no_part_and_no_other_method);
 	suite_add_tcase(s, tc);
 	return s;
 }
