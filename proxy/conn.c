@@ -447,9 +447,10 @@ token_good(struct pconn *c, size_t i, const char *cap, json_t *params)
 	}
 }
 
-/* Monotonic seconds, the token cache's clock. */
+/* Monotonic seconds: the clock of the token cache and of the released
+ * values' cache. */
 static int64_t
-tokcache_mono(void)
+mono_s(void)
 {
 	struct timespec ts;
 
@@ -471,7 +472,7 @@ token_cached(struct pconn *c, size_t i)
 	    !brokerclient_feed_ok(c->p->bclient))
 		return false;
 	e = tokcache_get(&c->job->tokcache, c->tokens.t[i].tok, rule->audience,
-	    (int64_t)time(NULL), tokcache_mono(), c->p->cfg.token_cache_s);
+	    (int64_t)time(NULL), mono_s(), c->p->cfg.token_cache_s);
 	if (e == NULL)
 		return false;
 	token_good(c, i, e->capability, e->params);
@@ -493,7 +494,7 @@ token_keep(struct pconn *c, size_t i, json_t *body)
 		(void)tokcache_put(&c->job->tokcache, c->tokens.t[i].tok, aud,
 		    cap, json_object_get(body, "params"),
 		    (int64_t)json_integer_value(exp), (int64_t)time(NULL),
-		    tokcache_mono());
+		    mono_s());
 }
 
 /*
@@ -523,16 +524,6 @@ tokens_ask_next(struct pconn *c, brokerclient_cb cb)
 }
 
 static void judge_tokens_next(struct pconn *c);
-
-/* Monotonic seconds, the cache's clock. */
-static int64_t
-mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec;
-}
 
 /* The credential for this request, from value[0..len) of version (the
  * broker's release, or the job's cache of it). */
