@@ -9,6 +9,7 @@
  */
 #include "issuer_http.h"
 
+#include "http_client.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -322,58 +323,6 @@ handshake(struct conn *c, SSL_CTX *ctx, const struct ihttp_url *u,
 	return SSL_get_verify_result(c->ssl) == X509_V_OK ? 0 : -EPROTO;
 }
 
-static const char *
-field(const char *head, size_t len, const char *name, size_t *ret_len)
-{
-	size_t n = strlen(name);
-	const char *end = head + len, *p = memchr(head, '\n', len);
-
-	while (p != NULL && p + 1 < end) {
-		const char *line = p + 1;
-		const char *eol = memchr(line, '\n', (size_t)(end - line));
-		if (eol == NULL)
-			break;
-		if ((size_t)(eol - line) > n && line[n] == ':' &&
-		    strncasecmp(line, name, n) == 0) {
-			const char *v = line + n + 1, *ve = eol;
-			while (v < ve && (*v == ' ' || *v == '\t'))
-				v++;
-			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' '))
-				ve--;
-			*ret_len = (size_t)(ve - v);
-			return v;
-		}
-		p = eol;
-	}
-	return NULL;
-}
-
-static ssize_t
-dechunk(char *p, size_t n)
-{
-	size_t in = 0, out = 0;
-
-	for (;;) {
-		char *end, *lf;
-		unsigned long size;
-
-		if (in >= n)
-			return -1;
-		size = strtoul(p + in, &end, 16);
-		lf = memchr(p + in, '\n', n - in);
-		if (lf == NULL || end == p + in)
-			return -1;
-		in = (size_t)(lf - p) + 1;
-		if (size == 0)
-			return (ssize_t)out;
-		if (size > n - in || n - in - size < 2)
-			return -1;
-		memmove(p + out, p + in, size);
-		out += size;
-		in += size + 2;
-	}
-}
-
 /* Frames what was read in a->body: the body alone, or -EIO. */
 static int
 frame(struct ihttp_answer *a, const char *method)
@@ -390,14 +339,15 @@ frame(struct ihttp_answer *a, const char *method)
 	if (strcmp(method, "HEAD") == 0 || a->status == 204 ||
 	    a->status == 304) {
 		blen = 0;
-	} else if ((v = field(d, head_len, "Transfer-Encoding", &vlen)) !=
+	} else if ((v = httpc_field(d, head_len, "Transfer-Encoding", &vlen)) !=
 		NULL &&
 	    vlen == 7 && strncasecmp(v, "chunked", 7) == 0) {
-		ssize_t k = dechunk(d + head_len, blen);
+		ssize_t k = httpc_dechunk(d + head_len, blen);
 		if (k < 0)
 			return -EIO;
 		blen = (size_t)k;
-	} else if ((v = field(d, head_len, "Content-Length", &vlen)) != NULL) {
+	} else if ((v = httpc_field(d, head_len, "Content-Length", &vlen)) !=
+	    NULL) {
 		unsigned long cl = strtoul(v, NULL, 10);
 		if (cl > blen)
 			return -EIO;

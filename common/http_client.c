@@ -162,10 +162,8 @@ send_all(int fd, const char *p, size_t n, int64_t deadline)
 	return 0;
 }
 
-/* The value of the field name in head[0..len), its length in *ret_len;
- * NULL when absent. */
-static const char *
-field(const char *head, size_t len, const char *name, size_t *ret_len)
+const char *
+httpc_field(const char *head, size_t len, const char *name, size_t *ret_len)
 {
 	size_t n = strlen(name);
 	const char *end = head + len, *p = memchr(head, '\n', len);
@@ -190,10 +188,8 @@ field(const char *head, size_t len, const char *name, size_t *ret_len)
 	return NULL;
 }
 
-/* Decodes a chunked body in place: its length, or -1 if malformed or cut
- * short. */
-static ssize_t
-dechunk(char *p, size_t n)
+ssize_t
+httpc_dechunk(char *p, size_t n)
 {
 	size_t in = 0, out = 0;
 
@@ -302,16 +298,16 @@ request_one(const char *base, const char *method, const char *path,
 	blen = a.body.len - head_len;
 	if (strcmp(method, "HEAD") == 0) {
 		blen = 0;
-	} else if ((v = field(a.body.data, head_len, "Transfer-Encoding",
+	} else if ((v = httpc_field(a.body.data, head_len, "Transfer-Encoding",
 			&vlen)) != NULL &&
 	    vlen == 7 && strncasecmp(v, "chunked", 7) == 0) {
-		ssize_t d = dechunk(a.body.data + head_len, blen);
+		ssize_t d = httpc_dechunk(a.body.data + head_len, blen);
 		if (d < 0) {
 			r = -EIO;
 			goto out;
 		}
 		blen = (size_t)d;
-	} else if ((v = field(a.body.data, head_len, "Content-Length",
+	} else if ((v = httpc_field(a.body.data, head_len, "Content-Length",
 			&vlen)) != NULL) {
 		unsigned long cl = strtoul(v, NULL, 10);
 		if (cl > blen) {
@@ -324,7 +320,7 @@ request_one(const char *base, const char *method, const char *path,
 		r = -EFBIG;
 		goto out;
 	}
-	v = field(a.body.data, head_len, "Content-Type", &vlen);
+	v = httpc_field(a.body.data, head_len, "Content-Type", &vlen);
 	json = v != NULL && vlen >= 16 &&
 	    strncasecmp(v, "application/json", 16) == 0;
 	/* The body alone stays, NUL-terminated as a buf keeps it. */

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define HTTPC_MAX_ANSWER (8 * 1024 * 1024)
 /* At most so many addresses in a list, each at most so long. */
@@ -58,6 +59,16 @@ void httpc_answer_free(struct httpc_answer *a);
  * secret's release) or PATCH is not: it may have been carried out.
  */
 bool httpc_repeatable(const char *method, const char *path);
+
+/* The value of the field name (case-insensitive) in an answer's head
+ * head[0..len), the status line skipped, without surrounding blanks; its
+ * length in *ret_len. NULL when absent. */
+const char *httpc_field(const char *head, size_t len, const char *name,
+    size_t *ret_len);
+
+/* Decodes a chunked body p[0..n) in place: its length, or -1 if it is
+ * malformed or cut short. */
+ssize_t httpc_dechunk(char *p, size_t n);
 
 /*
  * Splits list (one base, or several joined by commas) into out: how many
