@@ -168,22 +168,12 @@ send_on(const char *chan, const char *req)
 	return out;
 }
 
-static int
-status_of(const char *resp)
-{
-	int st = 0;
-
-	if (sscanf(resp, "HTTP/1.%*d %d", &st) != 1)
-		return 0;
-	return st;
-}
-
 static void
 assert_denied(const char *resp, const char *reason)
 {
 	char want[128];
 
-	ck_assert_msg(status_of(resp) == 403, "want 403 %s, got: %.300s",
+	ck_assert_msg(http_status(resp) == 403, "want 403 %s, got: %.300s",
 	    reason, resp);
 	snprintf(want, sizeof(want), "X-Cordon-Deny: %s\r\n", reason);
 	ck_assert_msg(strstr(resp, want) != NULL, "want %s, got: %.300s",
@@ -204,7 +194,7 @@ mint(const char *chan, const char *cap)
 	    "Content-Length: %zu\r\n\r\n%s",
 	    strlen(body), body);
 	resp = send_on(chan, req);
-	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	tok = strstr(resp, "crd_");
 	ck_assert_ptr_nonnull(tok);
 	end = strchr(tok, '"');
@@ -316,7 +306,7 @@ START_TEST(paths_with_two_readings_are_refused_in_plain_http)
 	    "Connection: close\r\n\r\n",
 	    port, port);
 	resp = send_on(chan, req);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	for (size_t i = 0; i < n; i++) {
 		snprintf(req, sizeof(req),
@@ -324,7 +314,7 @@ START_TEST(paths_with_two_readings_are_refused_in_plain_http)
 		    "Connection: close\r\n\r\n",
 		    port, two_readings[i], port);
 		resp = send_on(chan, req);
-		ck_assert_msg(status_of(resp) == 403 &&
+		ck_assert_msg(http_status(resp) == 403 &&
 			strstr(resp, "X-Cordon-Deny: path\r\n") != NULL,
 		    "%s: %.300s", two_readings[i], resp);
 		free(resp);
@@ -399,7 +389,7 @@ tls_request(const char *chan, const char *ca, const char *path)
 	    "CONNECT tls.test:%u HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n", port,
 	    port);
 	resp = http_exchange(fd, req, strlen(req), 10000);
-	ck_assert_msg(status_of(resp) == 200, "CONNECT: %.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "CONNECT: %.300s", resp);
 	free(resp);
 	SSL *ssl = tls_client(fd, ca, "tls.test");
 	ck_assert_ptr_nonnull(ssl);
@@ -425,11 +415,11 @@ START_TEST(paths_with_two_readings_are_refused_inside_tls)
 	size_t n = sizeof(two_readings) / sizeof(two_readings[0]);
 
 	resp = tls_request(chan, ca, "/ok/report");
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	for (size_t i = 0; i < n; i++) {
 		resp = tls_request(chan, ca, two_readings[i]);
-		ck_assert_msg(status_of(resp) == 403 &&
+		ck_assert_msg(http_status(resp) == 403 &&
 			strstr(resp, "X-Cordon-Deny: path\r\n") != NULL,
 		    "%s: %.300s", two_readings[i], resp);
 		free(resp);
@@ -484,7 +474,7 @@ START_TEST(an_other_audience_token_after_a_valid_bearer_is_refused)
 	    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
 	    port, port, tok);
 	resp = send_on(chan, req);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	free(tok);
 	free(other);
@@ -821,7 +811,7 @@ START_TEST(one_job_cannot_starve_another)
 	    "GET http://api.test:%u/ok/c HTTP/1.1\r\nHost: api.test:%u\r\n\r\n",
 	    port, port);
 	resp = http_exchange(keep, req, strlen(req), 10000);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	size_t log_before = file_size(proxy.log);
 
@@ -836,7 +826,7 @@ START_TEST(one_job_cannot_starve_another)
 	    "Connection: close\r\n\r\n",
 	    port, port);
 	resp = send_on(chan_b, req);
-	ck_assert_msg(status_of(resp) == 200, "B: %.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "B: %.300s", resp);
 	free(resp);
 	/* C's open connection still works, and so does a new one. */
 	snprintf(req, sizeof(req),
@@ -844,7 +834,7 @@ START_TEST(one_job_cannot_starve_another)
 	    "api.test:%u\r\n\r\n",
 	    port, port);
 	resp = http_exchange(keep, req, strlen(req), 10000);
-	ck_assert_msg(status_of(resp) == 200, "C: %.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "C: %.300s", resp);
 	free(resp);
 	close(keep);
 	snprintf(req, sizeof(req),
@@ -852,7 +842,7 @@ START_TEST(one_job_cannot_starve_another)
 	    "Connection: close\r\n\r\n",
 	    port, port);
 	resp = send_on(chan_c, req);
-	ck_assert_msg(status_of(resp) == 200, "C: %.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "C: %.300s", resp);
 	free(resp);
 
 	/* A was refused with a reason, in a few lines for the burst, not a

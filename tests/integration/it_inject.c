@@ -260,16 +260,6 @@ send_on(const char *chan, const char *req)
 	return out != NULL ? out : strdup("");
 }
 
-static int
-status_of(const char *resp)
-{
-	int st = 0;
-
-	if (sscanf(resp, "HTTP/1.%*d %d", &st) != 1)
-		return 0;
-	return st;
-}
-
 static char *
 mint_body(const char *chan, const char *body)
 {
@@ -281,7 +271,7 @@ mint_body(const char *chan, const char *body)
 	    "Content-Length: %zu\r\n\r\n%s",
 	    strlen(body), body);
 	resp = send_on(chan, req);
-	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	tok = strstr(resp, "crd_");
 	ck_assert_ptr_nonnull(tok);
 	end = strchr(tok, '"');
@@ -359,14 +349,14 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 
 	/* No token of the capability: refused, nothing went upstream. */
 	resp = get_with(NULL);
-	ck_assert_msg(status_of(resp) == 403, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 403, "%.300s", resp);
 	ck_assert_ptr_nonnull(strstr(resp, "inject_needs_token"));
 	ck_assert_ptr_null(upstream_last_head(plain));
 	free(resp);
 
 	tok = mint_via(channel);
 	resp = get_with(tok);
-	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	head = upstream_last_head(plain);
 	ck_assert_ptr_nonnull(head);
 	char want[128];
@@ -412,7 +402,7 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 		    "Connection: close\r\n\r\n",
 		    upstream_port(plain), upstream_port(plain), tok);
 		resp = send_on(channel, req);
-		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 		const char *p = strstr(resp, "\r\n\r\n");
 		ck_assert_ptr_nonnull(p);
 		for (p += 4; n < sizeof(data) - 8;) {
@@ -439,7 +429,7 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 		    "\r\n\r\n",
 		    upstream_port(plain), tok, upstream_port(plain));
 		resp = send_on(channel, req);
-		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 		free(resp);
 		head = upstream_last_head(plain);
 		static const char line[] = "GET /echo?page=2 HTTP/1.1\r\n";
@@ -455,7 +445,7 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 	    json_pack("{s:s}", "reason", "done")));
 	unsigned before = upstream_requests(plain);
 	resp = get_with(tok);
-	ck_assert_int_ne(status_of(resp), 200);
+	ck_assert_int_ne(http_status(resp), 200);
 	ck_assert_ptr_null(strstr(resp, value1));
 	free(resp);
 	ck_assert_uint_eq(upstream_requests(plain), before);
@@ -540,7 +530,7 @@ START_TEST(a_templated_path_binds_the_tokens_param)
 	tok = mint_body(channel,
 	    "{\"capability\":\"repo.read\",\"params\":{\"repo\":\"widgets\"}}");
 	resp = get_path("/repos/acme/widgets/issues", tok);
-	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
 	unsigned before = upstream_requests(plain);
 	/* Beside its repository, in every spelling: 403, nothing upstream. */
@@ -551,7 +541,7 @@ START_TEST(a_templated_path_binds_the_tokens_param)
 		"/repos/acme/widgets/../secrets/", "/repos/acme/widgets;/" };
 	for (size_t i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
 		resp = get_path(beside[i], tok);
-		ck_assert_msg(status_of(resp) == 403, "%s: %.400s", beside[i],
+		ck_assert_msg(http_status(resp) == 403, "%s: %.400s", beside[i],
 		    resp);
 		free(resp);
 	}
@@ -644,7 +634,7 @@ START_TEST(a_templated_query_binds_the_tokens_param)
 	tok = mint_body(channel,
 	    "{\"capability\":\"repo.read\",\"params\":{\"repo\":\"widgets\"}}");
 	resp = get_path("/search?q=x&repo=widgets&page=2", tok);
-	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
 	unsigned before = upstream_requests(plain);
 	/* Another repository, in every spelling a server could read as
@@ -659,7 +649,7 @@ START_TEST(a_templated_query_binds_the_tokens_param)
 		"/search?repo=widget%73" };
 	for (size_t i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
 		resp = get_path(beside[i], tok);
-		ck_assert_msg(status_of(resp) == 403, "%s: %.400s", beside[i],
+		ck_assert_msg(http_status(resp) == 403, "%s: %.400s", beside[i],
 		    resp);
 		free(resp);
 	}
@@ -738,7 +728,7 @@ START_TEST(released_values_are_cached_per_job_and_forgotten)
 	snprintf(want, sizeof(want), "X-Api-Key: Key %s\r\n", value1);
 	for (int i = 0; i < 5; i++) {
 		resp = get_with(tok);
-		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 		free(resp);
 		head = upstream_last_head(plain);
 		ck_assert_msg(strstr(head, want) != NULL, "%s", head);
@@ -754,7 +744,7 @@ START_TEST(released_values_are_cached_per_job_and_forgotten)
 	bool rotated = false;
 	for (int i = 0; i < 100 && !rotated; i++) {
 		resp = get_with(tok);
-		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 		free(resp);
 		head = upstream_last_head(plain);
 		rotated = strstr(head, want) != NULL;
@@ -773,7 +763,7 @@ START_TEST(released_values_are_cached_per_job_and_forgotten)
 	    json_pack("{s:s}", "reason", "done")));
 	unsigned before = upstream_requests(plain);
 	resp = get_with(tok);
-	ck_assert_int_ne(status_of(resp), 200);
+	ck_assert_int_ne(http_status(resp), 200);
 	free(resp);
 	ck_assert_uint_eq(upstream_requests(plain), before);
 	ck_assert_uint_eq(lines_with(broker.log, "\"secret_released\"", job),

@@ -80,16 +80,6 @@ send_on(const char *req)
 	return out != NULL ? out : strdup("");
 }
 
-static int
-status_of(const char *resp)
-{
-	int st = 0;
-
-	if (sscanf(resp, "HTTP/1.%*d %d", &st) != 1)
-		return 0;
-	return st;
-}
-
 /* The job's request for case on the upstream, with tok. */
 static char *
 ask(const char *method, const char *name, const char *tok)
@@ -196,7 +186,7 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 		    "Content-Length: %zu\r\n\r\n%s",
 		    strlen(body), body);
 		resp = send_on(req);
-		ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+		ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 		tok = strstr(resp, "crd_");
 		ck_assert_ptr_nonnull(tok);
 		end = strchr(tok, '"');
@@ -209,8 +199,8 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 	static const char *const readable[] = { "identity", "plain" };
 	for (size_t i = 0; i < sizeof(readable) / sizeof(readable[0]); i++) {
 		resp = ask("GET", readable[i], tok);
-		ck_assert_msg(status_of(resp) == 200, "%s: %.400s", readable[i],
-		    resp);
+		ck_assert_msg(http_status(resp) == 200, "%s: %.400s",
+		    readable[i], resp);
 		ck_assert_ptr_nonnull(strstr(resp, "X-Api-Key: Key "));
 		ck_assert_msg(strstr(resp, value) == NULL, "%s", resp);
 		free(resp);
@@ -224,7 +214,7 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 	long before = metric("cordon_proxy_encoded_refused_total");
 	for (size_t i = 0; i < sizeof(coded) / sizeof(coded[0]); i++) {
 		resp = ask("GET", coded[i], tok);
-		ck_assert_msg(status_of(resp) == 502, "%s: %.400s", coded[i],
+		ck_assert_msg(http_status(resp) == 502, "%s: %.400s", coded[i],
 		    resp);
 		ck_assert_msg(strstr(resp, "encoded_answer") != NULL, "%s: %s",
 		    coded[i], resp);
@@ -239,19 +229,19 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 	/* A transfer coding other than chunked: refused as a framing the
 	 * proxy does not read. */
 	resp = ask("GET", "te", tok);
-	ck_assert_msg(status_of(resp) == 502, "te: %.400s", resp);
+	ck_assert_msg(http_status(resp) == 502, "te: %.400s", resp);
 	ck_assert_ptr_nonnull(strstr(resp, "bad_upstream_response"));
 	free(resp);
 
 	/* No body, nothing unread: HEAD, 204 and 304 pass as they are. */
 	resp = ask("HEAD", "gzip", tok);
-	ck_assert_msg(status_of(resp) == 200, "HEAD: %.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "HEAD: %.400s", resp);
 	free(resp);
 	resp = ask("GET", "204", tok);
-	ck_assert_msg(status_of(resp) == 204, "204: %.400s", resp);
+	ck_assert_msg(http_status(resp) == 204, "204: %.400s", resp);
 	free(resp);
 	resp = ask("GET", "304", tok);
-	ck_assert_msg(status_of(resp) == 304, "304: %.400s", resp);
+	ck_assert_msg(http_status(resp) == 304, "304: %.400s", resp);
 	free(resp);
 	free(tok);
 	ck_assert_int_eq(daemon_stop(&proxy), 0);

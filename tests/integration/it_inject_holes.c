@@ -72,16 +72,6 @@ send_on(const char *req)
 	return out != NULL ? out : strdup("");
 }
 
-static int
-status_of(const char *resp)
-{
-	int st = 0;
-
-	if (sscanf(resp, "HTTP/1.%*d %d", &st) != 1)
-		return 0;
-	return st;
-}
-
 /* Whether resp holds any 6 bytes in a row of the secret. */
 static bool
 holds_piece(const char *resp)
@@ -199,7 +189,7 @@ setup(void)
 	    "Content-Length: %zu\r\n\r\n%s",
 	    strlen(b), b);
 	resp = send_on(req);
-	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	char *t = strstr(resp, "crd_"),
 	     *end = t != NULL ? strchr(t, '"') : NULL;
 	ck_assert_ptr_nonnull(end);
@@ -228,19 +218,20 @@ START_TEST(ranges_never_reassemble_the_key)
 		snprintf(extra, sizeof(extra), "Range: bytes=%03d-%03d\r\n", at,
 		    at + 7);
 		resp = ask("range", extra, "close");
-		ck_assert_msg(status_of(resp) == 200 || status_of(resp) == 206,
+		ck_assert_msg(http_status(resp) == 200 ||
+			http_status(resp) == 206,
 		    "at %d: %.400s", at, resp);
 		ck_assert_msg(!holds_piece(resp), "a piece at %d: %s", at,
 		    resp);
 		const char *body = strstr(resp, "\r\n\r\n");
-		if (status_of(resp) == 206 && body != NULL)
+		if (http_status(resp) == 206 && body != NULL)
 			strncat(got, body + 4, sizeof(got) - strlen(got) - 1);
 		free(resp);
 	}
 	ck_assert_msg(strstr(got, value) == NULL, "reassembled: %s", got);
 	/* If-Range goes with Range: the head the upstream saw has neither. */
 	resp = ask("head", "Range: bytes=0-3\r\nIf-Range: \"x\"\r\n", "close");
-	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	ck_assert_msg(strstr(resp, "Range:") == NULL, "%s", resp);
 	free(resp);
 }
@@ -251,12 +242,12 @@ START_TEST(a_partial_answer_to_an_injected_request_is_refused)
 	long before = metric("cordon_proxy_partial_refused_total");
 	char *resp = ask("partial", "", "close");
 
-	ck_assert_msg(status_of(resp) == 502, "206: %.600s", resp);
+	ck_assert_msg(http_status(resp) == 502, "206: %.600s", resp);
 	ck_assert_msg(strstr(resp, "partial_answer") != NULL, "%.600s", resp);
 	ck_assert_msg(!holds_piece(resp), "%s", resp);
 	free(resp);
 	resp = ask("multipart", "", "close");
-	ck_assert_msg(status_of(resp) == 502, "multipart: %.600s", resp);
+	ck_assert_msg(http_status(resp) == 502, "multipart: %.600s", resp);
 	ck_assert_msg(!holds_piece(resp), "%s", resp);
 	free(resp);
 	ck_assert_int_eq(metric("cordon_proxy_partial_refused_total"),
@@ -272,7 +263,7 @@ START_TEST(method_overrides_never_go_with_the_credential)
 	    "X-Method-Override: DELETE\r\n",
 	    "close");
 
-	ck_assert_msg(status_of(resp) == 200, "%.600s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.600s", resp);
 	ck_assert_msg(strstr(resp, "DELETE") == NULL, "went upstream: %s",
 	    resp);
 	free(resp);
@@ -280,7 +271,8 @@ START_TEST(method_overrides_never_go_with_the_credential)
 		"head?_METHOD=DELETE", "head?%5Fmethod=DELETE" };
 	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
 		resp = ask(q[i], "", "close");
-		ck_assert_msg(status_of(resp) == 403, "%s: %.600s", q[i], resp);
+		ck_assert_msg(http_status(resp) == 403, "%s: %.600s", q[i],
+		    resp);
 		ck_assert_msg(strstr(resp, "method_override") != NULL, "%s: %s",
 		    q[i], resp);
 		free(resp);
@@ -288,7 +280,7 @@ START_TEST(method_overrides_never_go_with_the_credential)
 	ck_assert(decisions_hold("\"detail\":\"method_override\""));
 	/* A parameter that only ends in _method is the upstream's own. */
 	resp = ask("head?x_method=1", "", "close");
-	ck_assert_msg(status_of(resp) == 200, "%.600s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.600s", resp);
 	free(resp);
 }
 END_TEST
@@ -342,10 +334,10 @@ START_TEST(bytes_after_a_bodyless_answer_never_answer_the_next_request)
 	 * next request on a new connection. */
 	for (int i = 0; i < 3; i++) {
 		resp = ask("204", "", "close");
-		ck_assert_msg(status_of(resp) == 204, "%.600s", resp);
+		ck_assert_msg(http_status(resp) == 204, "%.600s", resp);
 		free(resp);
 		resp = ask("plain", "", "close");
-		ck_assert_msg(status_of(resp) == 200, "%.600s", resp);
+		ck_assert_msg(http_status(resp) == 200, "%.600s", resp);
 		ck_assert_msg(strstr(resp, "smuggled") == NULL, "%s", resp);
 		ck_assert_msg(strstr(resp, "public\n") != NULL, "%s", resp);
 		free(resp);

@@ -306,16 +306,6 @@ send_on(const char *req)
 	return out != NULL ? out : strdup("");
 }
 
-static int
-status_of(const char *resp)
-{
-	int st = 0;
-
-	if (sscanf(resp, "HTTP/1.%*d %d", &st) != 1)
-		return 0;
-	return st;
-}
-
 static char *
 mint(void)
 {
@@ -329,7 +319,7 @@ mint(void)
 	    "Content-Length: %zu\r\n\r\n%s",
 	    strlen(body), body);
 	resp = send_on(req);
-	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	tok = strstr(resp, "crd_");
 	ck_assert_ptr_nonnull(tok);
 	end = strchr(tok, '"');
@@ -433,7 +423,7 @@ START_TEST(oauth_token_injected_held_and_revoked_at_stop)
 	open_channel(job);
 	tok = mint();
 	resp = get_with(tok);
-	ck_assert_msg(status_of(resp) == 200, "%.600s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.600s", resp);
 	free(resp);
 	evs = issuer_events("token");
 	ck_assert_uint_eq(json_array_size(evs), 1);
@@ -454,7 +444,7 @@ START_TEST(oauth_token_injected_held_and_revoked_at_stop)
 	free(head);
 	/* Held for the job: the second request asks the issuer nothing. */
 	resp = get_with(tok);
-	ck_assert_msg(status_of(resp) == 200, "%.600s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.600s", resp);
 	free(resp);
 	json_decref(issuer_events("token"));
 	json_t *again = issuer_events("token");
@@ -496,7 +486,7 @@ START_TEST(oauth_token_injected_held_and_revoked_at_stop)
 	/* After the stop the old token reaches nothing. */
 	unsigned before = upstream_requests(api);
 	resp = get_with(tok);
-	ck_assert_int_ne(status_of(resp), 200);
+	ck_assert_int_ne(http_status(resp), 200);
 	free(resp);
 	ck_assert_uint_eq(upstream_requests(api), before);
 	json_decref(evs);
@@ -753,7 +743,7 @@ START_TEST(a_refusing_token_endpoint_is_a_502_with_a_decision_line)
 	open_channel(job);
 	tok = mint();
 	resp = get_with(tok);
-	ck_assert_msg(status_of(resp) == 502, "%.600s", resp);
+	ck_assert_msg(http_status(resp) == 502, "%.600s", resp);
 	ck_assert_msg(strstr(resp, "issuer_refused") != NULL, "%.600s", resp);
 	free(resp);
 	ck_assert_uint_eq(upstream_requests(api), 0);
@@ -780,7 +770,7 @@ START_TEST(a_refusing_token_endpoint_is_a_502_with_a_decision_line)
 	    harness_expect(&broker, 200, "PUT", "/v1/secrets/things-api", admin,
 		NULL, oauth_secret(client_secret)));
 	resp = get_with(tok);
-	ck_assert_msg(status_of(resp) == 503, "%.600s", resp);
+	ck_assert_msg(http_status(resp) == 503, "%.600s", resp);
 	ck_assert_msg(strstr(resp, "issuer_unavailable") != NULL, "%.600s",
 	    resp);
 	free(resp);

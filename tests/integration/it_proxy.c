@@ -186,22 +186,12 @@ send_req(const char *req)
 	return send_on(channel, req);
 }
 
-static int
-status_of(const char *resp)
-{
-	int st = 0;
-
-	if (sscanf(resp, "HTTP/1.%*d %d", &st) != 1)
-		return 0;
-	return st;
-}
-
 static void
 assert_denied(const char *resp, const char *reason)
 {
 	char want[128];
 
-	ck_assert_msg(status_of(resp) == 403, "want 403 %s, got: %.300s",
+	ck_assert_msg(http_status(resp) == 403, "want 403 %s, got: %.300s",
 	    reason, resp);
 	snprintf(want, sizeof(want), "X-Cordon-Deny: %s\r\n", reason);
 	ck_assert_msg(strstr(resp, want) != NULL, "want %s, got: %.300s",
@@ -269,7 +259,7 @@ START_TEST(allowed_http_passes_and_is_logged)
 	    "\r\n\r\n",
 	    upstream_port(plain), upstream_port(plain));
 	resp = send_req(req);
-	ck_assert_msg(status_of(resp) == 200, "got: %.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "got: %.300s", resp);
 	ck_assert_ptr_nonnull(strstr(resp, "\"target\":\"/ok/report?secret"));
 	/* It asked to close: it is told so, whatever the upstream said. */
 	ck_assert_ptr_nonnull(strstr(resp, "Connection: close\r\n"));
@@ -323,7 +313,7 @@ START_TEST(keep_alive_reuses_both_connections)
 		    "api.test:%u\r\n\r\n",
 		    upstream_port(plain), i, upstream_port(plain));
 		resp = http_exchange(fd, req, strlen(req), 5000);
-		ck_assert_msg(status_of(resp) == 200, "request %d: %.300s", i,
+		ck_assert_msg(http_status(resp) == 200, "request %d: %.300s", i,
 		    resp);
 		free(resp);
 	}
@@ -334,7 +324,7 @@ START_TEST(keep_alive_reuses_both_connections)
 	    "0\r\n\r\n",
 	    upstream_port(plain), upstream_port(plain));
 	resp = http_exchange(fd, req, strlen(req), 5000);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	ck_assert_ptr_nonnull(strstr(resp, "\"body\":\"abcde\""));
 	free(resp);
 	close(fd);
@@ -365,7 +355,7 @@ START_TEST(a_half_closed_client_gets_its_answer)
 		n += (size_t)k;
 	buf[n] = '\0';
 	close(fd);
-	ck_assert_msg(status_of(buf) == 200, "%.300s", buf);
+	ck_assert_msg(http_status(buf) == 200, "%.300s", buf);
 	ck_assert_ptr_nonnull(strstr(buf, "/ok/half"));
 }
 END_TEST
@@ -384,7 +374,7 @@ START_TEST(upgrade_when_the_rule_allows_it)
 	    "Sec-WebSocket-Version: 13\r\n\r\n",
 	    upstream_port(plain), upstream_port(plain));
 	resp = http_exchange(fd, req, strlen(req), 5000);
-	ck_assert_msg(status_of(resp) == 101, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 101, "%.300s", resp);
 	free(resp);
 	/* From here on, bytes both ways. */
 	ck_assert_int_eq(write(fd, "hello", 5), 5);
@@ -407,7 +397,7 @@ START_TEST(redirects_are_passed_back_not_followed)
 	    "noaud.test:%u\r\n\r\n",
 	    upstream_port(plain), upstream_port(plain));
 	resp = send_req(req);
-	ck_assert_msg(status_of(resp) == 302, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 302, "%.300s", resp);
 	ck_assert_ptr_nonnull(strstr(resp, "Location: http://elsewhere.test/"));
 	free(resp);
 	ck_assert_uint_eq(upstream_requests(plain), 1);
@@ -425,7 +415,7 @@ START_TEST(a_large_answer_flows_whole)
 	    "noaud.test:%u\r\n\r\n",
 	    upstream_port(plain), upstream_port(plain));
 	resp = send_req(req);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	body = strstr(resp, "\r\n\r\n");
 	ck_assert_ptr_nonnull(body);
 	ck_assert_uint_eq(strlen(body + 4), 8000000);
@@ -449,7 +439,7 @@ START_TEST(a_slow_head_times_out)
 	/* head_timeout_ms is 2000 in this test's configuration. */
 	resp = http_exchange(fd, part, strlen(part), 8000);
 	close(fd);
-	ck_assert_msg(status_of(resp) == 408, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 408, "%.300s", resp);
 	ck_assert_ptr_nonnull(strstr(resp, "X-Cordon-Deny: timeout\r\n"));
 	free(resp);
 	ck_assert_int_eq(count_lines(job, "deny", "timeout", "head"), 1);
@@ -658,7 +648,7 @@ connect_tunnel(const char *chan, const char *host, unsigned port,
 	    "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n", host, port, host,
 	    port);
 	*ret_resp = http_exchange(fd, req, strlen(req), 5000);
-	if (status_of(*ret_resp) != 200) {
+	if (http_status(*ret_resp) != 200) {
 		close(fd);
 		return -1;
 	}
@@ -757,7 +747,7 @@ START_TEST(upstreams_are_pooled_across_connections)
 	    upstream_port(plain), upstream_port(plain));
 	for (int i = 0; i < 3; i++) {
 		resp = send_req(req);
-		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 		free(resp);
 		wait_pooled(1);
 	}
@@ -774,7 +764,7 @@ START_TEST(upstreams_are_pooled_across_connections)
 		SSL *ssl = tls_client(fd, job_ca, NULL, "tls.test");
 		ck_assert_ptr_nonnull(ssl);
 		resp = tls_exchange(ssl, req);
-		ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+		ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 		free(resp);
 		SSL_free(ssl);
 		close(fd);
@@ -800,12 +790,12 @@ START_TEST(terminated_tls_checks_every_inner_request)
 	    "GET /ok/inner HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n",
 	    upstream_port(tls_up));
 	resp = tls_exchange(ssl, req);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	/* The same tunnel, kept alive: another allowed request, then one
 	 * off the path list, then one for another Host. */
 	resp = tls_exchange(ssl, req);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	snprintf(req, sizeof(req),
 	    "GET /admin HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n",
@@ -870,7 +860,7 @@ START_TEST(upstream_certificate_is_verified)
 	    connect_tunnel(channel, "wrong.test", upstream_port(tls_up), &resp);
 
 	ck_assert_int_lt(fd, 0);
-	ck_assert_msg(status_of(resp) == 502, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 502, "%.300s", resp);
 	ck_assert_ptr_nonnull(strstr(resp, "upstream_certificate"));
 	free(resp);
 }
@@ -917,7 +907,7 @@ START_TEST(passthrough_checks_sni_only)
 	    "GET /anything HTTP/1.1\r\nHost: pass.test\r\nConnection: close"
 	    "\r\n\r\n");
 	resp = tls_exchange(ssl, req);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	SSL_free(ssl);
 	close(fd);
@@ -954,7 +944,7 @@ mint_via(const char *chan, const char *claimed)
 	    "application/json\r\nContent-Length: %zu\r\n\r\n%s",
 	    claimed, strlen(body), body);
 	resp = send_on(chan, req);
-	ck_assert_msg(status_of(resp) == 200, "%.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	tok = strstr(resp, "crd_");
 	ck_assert_ptr_nonnull(tok);
 	end = strchr(tok, '"');
@@ -1004,7 +994,7 @@ START_TEST(one_job_cannot_use_anothers_identity)
 	ck_assert_str_eq(token_job(theirs), job2);
 
 	resp = use_token(channel, mine);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	resp = use_token(channel, theirs);
 	assert_denied(resp, "token");
@@ -1117,7 +1107,7 @@ START_TEST(tokens_in_a_body_are_checked)
 	    "Content-Length: %zu\r\n\r\n%s",
 	    upstream_port(plain), upstream_port(plain), strlen(body), body);
 	resp = send_on(chan, req);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	ck_assert_uint_eq(upstream_requests(plain), 1);
 
@@ -1170,7 +1160,7 @@ START_TEST(revoke_closes_the_jobs_tunnels_before_it_returns)
 	    "GET /ok/ HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n",
 	    upstream_port(tls_up));
 	resp = tls_exchange(ssl, req);
-	ck_assert_int_eq(status_of(resp), 200);
+	ck_assert_int_eq(http_status(resp), 200);
 	free(resp);
 	ck_assert(!closed_now(tunnel));
 	ck_assert(!closed_now(idle));
@@ -1225,7 +1215,7 @@ START_TEST(feed_down_fails_closed_until_it_is_back)
 	/* Within a few seconds of the broker going, everything is refused. */
 	for (i = 0; i < 100; i++) {
 		resp = send_req(req);
-		if (status_of(resp) == 403)
+		if (http_status(resp) == 403)
 			break;
 		free(resp);
 		resp = NULL;
@@ -1243,7 +1233,7 @@ START_TEST(feed_down_fails_closed_until_it_is_back)
 	ck_assert_int_eq(daemon_restart(&broker), 0);
 	for (i = 0; i < 100; i++) {
 		resp = send_req(req);
-		if (status_of(resp) == 200)
+		if (http_status(resp) == 200)
 			break;
 		free(resp);
 		resp = NULL;

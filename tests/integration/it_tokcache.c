@@ -88,14 +88,6 @@ teardown(void)
 	daemon_stop(&broker);
 }
 
-static int
-status_of(const char *resp)
-{
-	int st = 0;
-
-	return sscanf(resp, "HTTP/1.%*d %d", &st) == 1 ? st : 0;
-}
-
 /* Mints x.read through the channel's broker.cordon (ttl 0: the
  * manifest's): the token, malloc'd. */
 static char *
@@ -120,7 +112,7 @@ mint(int ttl)
 	    strlen(body), body);
 	resp = http_exchange(fd, req, strlen(req), 5000);
 	close(fd);
-	ck_assert_msg(status_of(resp) == 200, "mint: %.400s", resp);
+	ck_assert_msg(http_status(resp) == 200, "mint: %.400s", resp);
 	tok = strstr(resp, "crd_");
 	ck_assert_ptr_nonnull(tok);
 	end = strchr(tok, '"');
@@ -198,7 +190,7 @@ assert_refused(const char *resp, const char *detail)
 	size_t i;
 	int n = 0;
 
-	ck_assert_msg(status_of(resp) == 403, "want 403, got: %.300s", resp);
+	ck_assert_msg(http_status(resp) == 403, "want 403, got: %.300s", resp);
 	ck_assert_msg(strstr(resp, "X-Cordon-Deny: token\r\n") != NULL,
 	    "not a token refusal: %.300s", resp);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
@@ -226,7 +218,7 @@ START_TEST(many_requests_on_one_connection_introspect_once)
 	unsigned long long before = introspections();
 	for (int i = 0; i < N; i++) {
 		resp = use(fd, tok);
-		ck_assert_msg(status_of(resp) == 200, "request %d: %.300s", i,
+		ck_assert_msg(http_status(resp) == 200, "request %d: %.300s", i,
 		    resp);
 		free(resp);
 	}
@@ -240,7 +232,7 @@ START_TEST(many_requests_on_one_connection_introspect_once)
 	close(fd);
 	fd = unix_connect(channel);
 	resp = use(fd, tok);
-	ck_assert_int_eq(status_of(resp), 200);
+	ck_assert_int_eq(http_status(resp), 200);
 	free(resp);
 	ck_assert_uint_eq(introspections() - before, 1);
 	close(fd);
@@ -261,7 +253,7 @@ START_TEST(a_job_revoked_at_the_broker_is_cut_before_it_returns)
 	ck_assert_int_ge(fd, 0);
 	for (int i = 0; i < 3; i++) {
 		resp = use(fd, tok);
-		ck_assert_int_eq(status_of(resp), 200);
+		ck_assert_int_eq(http_status(resp), 200);
 		free(resp);
 	}
 	unsigned served = upstream_requests(up);
@@ -272,8 +264,8 @@ START_TEST(a_job_revoked_at_the_broker_is_cut_before_it_returns)
 	/* The revoke returned: the proxy dropped the job's answers with its
 	 * channel and connections before acknowledging. */
 	resp = use(fd, tok);
-	ck_assert_msg(status_of(resp) != 200, "served after the revoke: %.300s",
-	    resp);
+	ck_assert_msg(http_status(resp) != 200,
+	    "served after the revoke: %.300s", resp);
 	free(resp);
 	ck_assert(closed_now(fd));
 	close(fd);
@@ -296,10 +288,10 @@ START_TEST(a_token_revoked_alone_is_refused_past_the_window)
 	fd = unix_connect(channel);
 	ck_assert_int_ge(fd, 0);
 	resp = use(fd, tok);
-	ck_assert_int_eq(status_of(resp), 200);
+	ck_assert_int_eq(http_status(resp), 200);
 	free(resp);
 	resp = use(fd, other);
-	ck_assert_int_eq(status_of(resp), 200);
+	ck_assert_int_eq(http_status(resp), 200);
 	free(resp);
 	unsigned served = upstream_requests(up);
 	json_decref(harness_expect(&broker, 200, "POST", "/v1/revoke", admin,
@@ -317,7 +309,7 @@ START_TEST(a_token_revoked_alone_is_refused_past_the_window)
 	fd = unix_connect(channel);
 	ck_assert_int_ge(fd, 0);
 	resp = use(fd, other);
-	ck_assert_int_eq(status_of(resp), 200);
+	ck_assert_int_eq(http_status(resp), 200);
 	free(resp);
 	close(fd);
 	free(tok);
@@ -336,7 +328,7 @@ START_TEST(a_token_past_its_exp_is_refused_on_the_same_connection)
 	fd = unix_connect(channel);
 	ck_assert_int_ge(fd, 0);
 	resp = use(fd, tok);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	unsigned served = upstream_requests(up);
 	/* Past its exp (the broker's, whole seconds): the cache, whose
@@ -375,7 +367,7 @@ START_TEST(a_lost_feed_empties_the_cache)
 	ck_assert_int_ge(fd, 0);
 	for (int i = 0; i < 2; i++) {
 		resp = use(fd, tok);
-		ck_assert_int_eq(status_of(resp), 200);
+		ck_assert_int_eq(http_status(resp), 200);
 		free(resp);
 	}
 	close(fd);
@@ -390,7 +382,7 @@ START_TEST(a_lost_feed_empties_the_cache)
 	fd = unix_connect(channel);
 	ck_assert_int_ge(fd, 0);
 	resp = use(fd, tok);
-	ck_assert_msg(status_of(resp) == 200, "%.300s", resp);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 	free(resp);
 	close(fd);
 	ck_assert_msg(introspections() - before == 1,

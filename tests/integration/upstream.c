@@ -1335,3 +1335,11 @@ http_exchange(int fd, const char *data, size_t len, int timeout_ms)
 	}
 	return buf;
 }
+
+int
+http_status(const char *resp)
+{
+	int st = 0;
+
+	return sscanf(resp, "HTTP/1.%*d %d", &st) == 1 ? st : 0;
+}

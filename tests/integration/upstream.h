@@ -90,4 +90,8 @@ int unix_connect(const char *path);
  */
 char *http_exchange(int fd, const char *data, size_t len, int timeout_ms);
 
+/* The status code of the HTTP/1.x answer resp begins with; 0 if it does
+ * not begin with a status line. */
+int http_status(const char *resp);
+
 #endif
