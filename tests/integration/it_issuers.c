@@ -869,7 +869,7 @@ START_TEST(cordon_run_lists_the_upstream_revocations)
 	static struct stack st;
 	static char err[1 << 16];
 	char cfg[600], script[2048];
-	struct stack_options o = { .uid_base = 537000,
+	struct stack_options o = { .uid_base = 560000,
 		.hosts = "127.0.0.1 api.test\n" };
 	json_t *m, *j, *list, *e;
 
