@@ -64,3 +64,37 @@ cidr_contains(const struct cidr *c, const struct sockaddr *addr)
 	return prefix_equal(c->addr,
 	    ((const struct sockaddr_in6 *)addr)->sin6_addr.s6_addr, c->bits);
 }
+
+bool
+cidr_embedded_v4(const struct sockaddr *addr, struct sockaddr_in *ret)
+{
+	static const unsigned char mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const unsigned char zero[12] = { 0 };
+	static const unsigned char nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+	const unsigned char *a;
+	unsigned char v4[4];
+
+	if (addr->sa_family != AF_INET6)
+		return false;
+	a = ((const struct sockaddr_in6 *)addr)->sin6_addr.s6_addr;
+	if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) {
+		memcpy(v4, a + 12, 4);
+	} else if (memcmp(a, zero, 12) == 0) {
+		/* ::/96 holds IPv6's unspecified and loopback addresses too. */
+		if (a[12] == 0 && a[13] == 0 && a[14] == 0 && a[15] <= 1)
+			return false;
+		memcpy(v4, a + 12, 4);
+	} else if (a[0] == 0x20 && a[1] == 0x02) {
+		memcpy(v4, a + 2, 4);
+	} else if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0) {
+		for (int i = 0; i < 4; i++)
+			v4[i] = (unsigned char)~a[12 + i];
+	} else {
+		return false;
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->sin_family = AF_INET;
+	ret->sin_port = ((const struct sockaddr_in6 *)addr)->sin6_port;
+	memcpy(&ret->sin_addr, v4, 4);
+	return true;
+}

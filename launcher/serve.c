@@ -1026,15 +1026,19 @@ url_allowed(const struct config_strings *allow, const struct url_parts *u)
 
 /* Link-local addresses, and the clouds' metadata services on others. */
 static const char *const metadata_ranges[] = { "169.254.0.0/16",
-	"100.100.100.200/32", "fe80::/10", "fd00:ec2::254/128",
-	"::ffff:169.254.0.0/112", "::ffff:100.100.100.200/128" };
+	"100.100.100.200/32", "fe80::/10", "fd00:ec2::254/128" };
 
-/* Whether a is link-local or a metadata address. */
+/* Whether a is link-local or a metadata address: an IPv6 address that
+ * carries an IPv4 one (mapped, compatible, NAT64, 6to4, Teredo) is judged
+ * as that IPv4 address, whichever way it is spelt. */
 static bool
 addr_metadata(const struct sockaddr *a)
 {
+	struct sockaddr_in v4;
 	struct cidr c;
 
+	if (cidr_embedded_v4(a, &v4))
+		a = (const struct sockaddr *)&v4;
 	for (size_t i = 0; i < ARRAY_SIZE(metadata_ranges); i++)
 		if (cidr_parse(metadata_ranges[i], &c) == 0 &&
 		    cidr_contains(&c, a))

@@ -133,8 +133,17 @@ egress_addr_refused(const struct sockaddr *addr, const struct egress_rule *rule)
 
 	if (rule != NULL)
 		for (size_t i = 0; i < rule->ncidrs; i++)
-			if (cidr_contains(&rule->cidrs[i], addr))
-				return NULL;
+			if (cidr_contains(&rule->cidrs[i], addr)) {
+				/* An IPv6 spelling of an IPv4 address (6to4,
+				 * NAT64, mapped) goes only where that IPv4
+				 * address may. */
+				struct sockaddr_in v4;
+				const struct sockaddr *a4 =
+				    (const struct sockaddr *)&v4;
+				if (!cidr_embedded_v4(addr, &v4))
+					return NULL;
+				return egress_addr_refused(a4, rule);
+			}
 	if (addr->sa_family == AF_INET) {
 		ranges = v4_ranges;
 		n = sizeof(v4_ranges) / sizeof(v4_ranges[0]);

@@ -406,6 +406,37 @@ START_TEST(refused_address_ranges)
 			     &rules.rule[0]),
 	    "loopback");
 	unload();
+
+	/* An IPv6 range that holds a spelling of an IPv4 address (6to4,
+	 * NAT64, mapped) lets it through only where that IPv4 address may
+	 * go: 169.254.169.254 is not reached by way of "2000::/3". */
+	load("[{\"host\": \"v6.internal\", \"port\": 443, \"methods\": "
+	     "[\"GET\"], \"allow_cidrs\": [\"2000::/3\", "
+	     "\"64:ff9b::/96\", \"::ffff:0:0/96\", \"10.1.2.0/24\"]}]");
+	static const struct {
+		const char *addr, *why;
+	} spelt[] = {
+		{ "2002:a9fe:a9fe::", "link_local" },
+		{ "64:ff9b::a9fe:a9fe", "link_local" },
+		{ "::ffff:169.254.169.254", "link_local" },
+		{ "2001:0:4136:e378:8000:63bf:5601:5601", "link_local" },
+		{ "2002:7f00:1::", "loopback" },
+		{ "64:ff9b::a00:1", "private" },
+		{ "2002:808:808::", NULL },
+		{ "::ffff:10.1.2.77", NULL },
+		{ "2606:4700::1111", NULL },
+	};
+	for (size_t i = 0; i < sizeof(spelt) / sizeof(spelt[0]); i++) {
+		struct sockaddr_storage a = addr(spelt[i].addr);
+		const char *why =
+		    egress_addr_refused((struct sockaddr *)&a, &rules.rule[0]);
+		ck_assert_msg(why == spelt[i].why ||
+			(why != NULL && spelt[i].why != NULL &&
+			    strcmp(why, spelt[i].why) == 0),
+		    "%s: %s, not %s", spelt[i].addr, why ? why : "allowed",
+		    spelt[i].why ? spelt[i].why : "allowed");
+	}
+	unload();
 }
 END_TEST
 
