@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian 12 packages cordon needs to build, test and run.
 # Non-interactive and idempotent: packages already present are left alone,
-# and apt is only asked for what is missing.
+# and apt is only asked for what is missing. openjdk-17-jdk-headless is
+# it_jvm's (a JRE alone lacks the compiler a single-file program needs).
 #
 #   --bench   also the peers the benchmarks under tests/bench/ measure
 #             against (not needed to build, test or run)
@@ -34,6 +35,7 @@ python3-pip
 git
 iproute2
 nodejs
+openjdk-17-jdk-headless
 golang-go
 dnsutils
 python3-requests
@@ -69,6 +71,23 @@ for p in $PACKAGES; do
 		missing="$missing $p"
 	fi
 done
+
+# npm: Debian's needs Debian's nodejs. NodeSource's nodejs (a newer
+# one, "nodesource" in its version) carries its own npm and conflicts with
+# Debian's, so npm is asked for only when there is no npm command and the
+# nodejs installed, or about to be, is Debian's.
+if ! command -v npm >/dev/null 2>&1; then
+	node_version=$(dpkg-query -W -f='${Version}' nodejs 2>/dev/null || true)
+	case "$node_version" in
+	*nodesource*)
+		echo "install-deps: nodejs $node_version is NodeSource's" \
+		    "and there is no npm: NodeSource's nodejs package" \
+		    "brings it; Debian's npm conflicts with it, so it is" \
+		    "not installed (it_clients skips its npm case)" >&2
+		;;
+	*) missing="$missing npm" ;;
+	esac
+fi
 
 if [ -z "$missing" ]; then
 	echo "install-deps: all packages present"
