@@ -56,6 +56,48 @@ if added or kept:
 PY
 }
 
+# The SHA-256 of a key file's key (without its newline), as the proxy's
+# and the hatch's *_key_sha256 settings take it.
+key_sha256() { printf %s "$(cat "$1")" | sha256sum | cut -c1-64; }
+
+# The proxy calls the broker with the verifier key and knows the
+# launcher's and the admin's keys (the admin's for its decision log:
+# cordon logs) by their SHA-256 alone: it parses what jobs send all day,
+# and either key acts at the broker. Written once the broker has written
+# its keys; a file of an earlier quickstart loses the key files it named.
+proxy_config() {
+	local f=$var/proxy.json k=$var/broker/keys
+	if [ -e "$f" ]; then
+		python3 - "$f" "$k" <<'PY' || fail "${f#"$top"/} is not a JSON object: fix it or remove it"
+import json, os, sys
+path, keys = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    mine = json.load(f)
+if not isinstance(mine, dict):
+    sys.exit(1)
+ours = {"launcher_key_file": keys + "/launcher.key",
+        "admin_key_file": keys + "/admin.key"}
+gone = [s for s, v in ours.items() if mine.get(s) == v]
+if gone:
+    for s in gone:
+        del mine[s]
+    with open(path + ".new", "w") as f:
+        json.dump(mine, f, indent=1)
+        f.write("\n")
+    os.rename(path + ".new", path)
+    print("  %s: dropped %s (the proxy knows them by their hashes now)"
+          % (path, ", ".join(gone)))
+PY
+	fi
+	config_once "$f" <<JSON
+{"broker": "http://127.0.0.1:7701",
+ "broker_key_file": "$k/verifier.key",
+ "launcher_key_sha256": "$(key_sha256 "$k/launcher.key")",
+ "admin_key_sha256": "$(key_sha256 "$k/admin.key")",
+ "launcher_uid": $(id -u), "hosts_file": "$var/hosts", "follower": "quickstart"}
+JSON
+}
+
 # The start time of process $1 (clock ticks since boot, /proc/PID/stat's
 # 22nd field): with the pid, it names one process, never a later one that
 # reused the pid.
@@ -163,26 +205,17 @@ config_once "$var/hatch.json" <<JSON
  "broker": "http://127.0.0.1:7701",
  "broker_key_file": "$var/broker/keys/hatch.key"}
 JSON
-# The proxy calls the broker with the verifier key, answers the
-# launcher's (and the admin's, for its decision log: cordon logs), and
-# resolves the example API's name to loopback.
+# The proxy resolves the example API's name to loopback.
 grep -qs '^127\.0\.0\.1 invoices\.internal$' "$var/hosts" ||
 	echo "127.0.0.1 invoices.internal" >>"$var/hosts"
 grep -qs '^127\.0\.0\.1 tickets\.internal$' "$var/hosts" ||
 	echo "127.0.0.1 tickets.internal" >>"$var/hosts"
-config_once "$var/proxy.json" <<JSON
-{"broker": "http://127.0.0.1:7701",
- "broker_key_file": "$var/broker/keys/verifier.key",
- "launcher_key_file": "$var/broker/keys/launcher.key",
- "admin_key_file": "$var/broker/keys/admin.key",
- "launcher_uid": $(id -u), "hosts_file": "$var/hosts", "follower": "quickstart"}
-JSON
 for svc in $services; do
 	stop_one "$svc"
 	: >"$var/log/$svc.log"
 	args=(--listen "127.0.0.1:${port[$svc]}")
 	[ "$svc" = hatch ] && args+=(--config "$var/hatch.json")
-	[ "$svc" = proxy ] && args+=(--config "$var/proxy.json")
+	[ "$svc" = proxy ] && proxy_config && args+=(--config "$var/proxy.json")
 	# Each service keeps its state in ./var/<service> by default.
 	(cd "$top" && exec setsid "$top/$build/bin/cordon-$svc" "${args[@]}" \
 		</dev/null >>"$var/log/$svc.log" 2>&1) &

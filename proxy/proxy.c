@@ -26,6 +26,8 @@ static const struct config_option proxy_options[] = {
 	{ "broker", CONFIG_LIST, CFG(broker), 0, 0 },
 	{ "broker_key_file", CONFIG_PATH, CFG(broker_key_file), 0, 0 },
 	{ "launcher_key_file", CONFIG_PATH, CFG(launcher_key_file), 0, 0 },
+	{ "launcher_key_sha256", CONFIG_STRING, CFG(launcher_key_sha256), 0,
+	    0 },
 	{ "admin_key_file", CONFIG_PATH, CFG(admin_key_file), 0, 0 },
 	{ "admin_key_sha256", CONFIG_STRING, CFG(admin_key_sha256), 0, 0 },
 	{ "launcher_uid", CONFIG_INT, CFG(launcher_uid), 0, 4294967294LL },
@@ -292,6 +294,7 @@ proxy_free(struct proxy *p)
 	free(p->cfg.broker);
 	free(p->cfg.broker_key_file);
 	free(p->cfg.launcher_key_file);
+	free(p->cfg.launcher_key_sha256);
 	free(p->cfg.admin_key_file);
 	free(p->cfg.admin_key_sha256);
 	free(p->cfg.upstream_ca_file);
@@ -314,28 +317,6 @@ read_key(const char *path, char **ret)
 	return *ret != NULL ? 0 : -ENOMEM;
 }
 
-/*
- * The admin key known by its SHA-256 alone (64 hex digits, as sha256sum
- * gives it for the key without its newline): the proxy, the service most
- * exposed to what jobs send, then holds nothing the broker would take.
- * 0, -EINVAL for another shape, -E2BIG when the keyring is full.
- */
-static int
-keyring_add_sha256(struct keyring *ring, const char *hex, unsigned roles)
-{
-	if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64)
-		return -EINVAL;
-	if (ring->n >= KEYRING_MAX)
-		return -E2BIG;
-	for (size_t i = 0; i < 32; i++) {
-		char pair[3] = { hex[2 * i], hex[2 * i + 1], '\0' };
-		ring->keys[ring->n].hash[i] =
-		    (unsigned char)strtoul(pair, NULL, 16);
-	}
-	ring->keys[ring->n++].roles = roles;
-	return 0;
-}
-
 /* Keys, directories, the decision log, the resolver, TLS and the broker
  * link: EXIT_* or -1 when all is ready. */
 static int
@@ -343,16 +324,37 @@ proxy_setup(struct proxy *p)
 {
 	int r;
 
-	if (p->cfg.launcher_key_file == NULL)
+	/* The launcher's key by its hash: the proxy parses what jobs send
+	 * all day, and the key itself creates and stops any job at the
+	 * broker. */
+	if (p->cfg.launcher_key_sha256 != NULL &&
+	    (r = keyring_add_hash(&p->keys, p->cfg.launcher_key_sha256,
+		 ROLE_LAUNCHER)) < 0) {
+		log_error("key_failed", "{s:s, s:s}", "setting",
+		    "launcher_key_sha256", "error", strerror(-r));
+		return EXIT_CONFIG;
+	}
+	if (p->cfg.launcher_key_file == NULL &&
+	    p->cfg.launcher_key_sha256 == NULL)
 		log_warn("no_launcher_key", "{s:s}", "effect",
-		    "every control call is refused until launcher_key_file "
+		    "every control call is refused until launcher_key_sha256 "
 		    "is configured");
-	else if ((r = keyring_add_file(&p->keys, p->cfg.launcher_key_file,
-		      ROLE_LAUNCHER)) < 0) {
+	else if (p->cfg.launcher_key_file != NULL &&
+	    (r = keyring_add_file(&p->keys, p->cfg.launcher_key_file,
+		 ROLE_LAUNCHER)) < 0) {
 		log_error("key_failed", "{s:s, s:s}", "path",
 		    p->cfg.launcher_key_file, "error", strerror(-r));
 		return EXIT_CONFIG;
-	}
+	} else if (p->cfg.launcher_key_file != NULL)
+		log_warn("launcher_key_broad", "{s:s, s:s, s:s}", "path",
+		    p->cfg.launcher_key_file, "effect",
+		    "the proxy holds the launcher's key, which creates and "
+		    "stops any job at the broker: whoever took over the proxy "
+		    "could use it there",
+		    "fix",
+		    "set launcher_key_sha256 to its SHA-256 (printf %s "
+		    "\"$(cat launcher.key)\" | sha256sum) and drop "
+		    "launcher_key_file");
 	/* An admin reads the decision log back (GET /v1/decisions): by
 	 * the key, or better by its hash alone. */
 	if (p->cfg.admin_key_file != NULL &&
@@ -363,7 +365,7 @@ proxy_setup(struct proxy *p)
 		return EXIT_CONFIG;
 	}
 	if (p->cfg.admin_key_sha256 != NULL &&
-	    (r = keyring_add_sha256(&p->keys, p->cfg.admin_key_sha256,
+	    (r = keyring_add_hash(&p->keys, p->cfg.admin_key_sha256,
 		 ROLE_ADMIN)) < 0) {
 		log_error("key_failed", "{s:s, s:s}", "setting",
 		    "admin_key_sha256", "error", strerror(-r));
@@ -478,16 +480,25 @@ main(int argc, char **argv)
 	    (r = keys_check_setting(PROXY_PROG, "admin_key_file",
 		 p.cfg.admin_key_file)) >= 0)
 		goto out;
-	if (p.cfg.admin_key_sha256 != NULL &&
-	    (strlen(p.cfg.admin_key_sha256) != 64 ||
-		strspn(p.cfg.admin_key_sha256, "0123456789abcdef") != 64)) {
-		fprintf(stderr,
-		    "%s: admin_key_sha256: 64 lowercase hex digits, the "
-		    "SHA-256 of the admin key (printf %%s \"$(cat admin.key)\" "
-		    "| sha256sum)\n",
-		    PROXY_PROG);
-		r = EXIT_CONFIG;
-		goto out;
+	/* A hash of another shape stops it, under -n too. */
+	static const char *const hashes[] = { "launcher_key_sha256",
+		"admin_key_sha256" };
+	const char *hash_values[] = { p.cfg.launcher_key_sha256,
+		p.cfg.admin_key_sha256 };
+	for (size_t i = 0; i < ARRAY_SIZE(hashes); i++) {
+		const char *v = hash_values[i];
+		if (v != NULL &&
+		    (strlen(v) != 64 || strspn(v, "0123456789abcdef") != 64)) {
+			fprintf(stderr,
+			    "%s: %s: 64 lowercase hex digits, the SHA-256 of "
+			    "the %s key (printf %%s \"$(cat %s.key)\" | "
+			    "sha256sum)\n",
+			    PROXY_PROG, hashes[i],
+			    i == 0 ? "launcher" : "admin",
+			    i == 0 ? "launcher" : "admin");
+			r = EXIT_CONFIG;
+			goto out;
+		}
 	}
 	if (args.check_only) {
 		r = service_config_ok(PROXY_PROG);

@@ -73,7 +73,8 @@ struct proxy_config {
 	struct config_common common;
 	char *broker; /* "http://127.0.0.1:7701" */
 	char *broker_key_file; /* the verifier key */
-	char *launcher_key_file; /* for the control API */
+	char *launcher_key_file; /* for the control API (broader) */
+	char *launcher_key_sha256; /* the launcher's key by its hash alone */
 	char *admin_key_file; /* GET /v1/decisions (decisions_api.c) */
 	char *admin_key_sha256; /* or the admin key by its hash alone */
 	long long launcher_uid; /* the only peer a channel accepts */

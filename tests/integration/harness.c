@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "util.h"
 
+#include "digest.h"
 #include "http_client.h"
 
 #include <errno.h>
@@ -628,7 +629,7 @@ harness_broker_key(const struct daemon *broker, const char *role, char *out,
 void
 stack_start(struct stack *s, const struct stack_options *o)
 {
-	char cfg[2048], hostsf[400], keyfile[400];
+	char cfg[2048], hostsf[400], keyfile[400], sha[SHA256_HEX_LEN + 1];
 	const char *dir;
 
 	ck_assert_int_eq(daemon_start(&s->broker, "broker", o->broker_config),
@@ -647,11 +648,14 @@ stack_start(struct stack *s, const struct stack_options *o)
 	snprintf(s->verifier_file, sizeof(s->verifier_file), "%s/verifier.key",
 	    dir);
 	harness_write_file(s->verifier_file, s->verifier);
+	/* The proxy knows the launcher's key by its hash alone, as the
+	 * quickstart's does. */
+	sha256_hex(s->launcher, strlen(s->launcher), sha);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s\", \"hosts_file\": \"%s\", "
+	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": \"%s\", "
 	    "%s%s%s\"follower\": \"proxy-test\"}",
-	    s->broker.base, s->verifier_file, keyfile, hostsf,
+	    s->broker.base, s->verifier_file, sha, hostsf,
 	    o->upstream_ca_file != NULL ? "\"upstream_ca_file\": \"" : "",
 	    o->upstream_ca_file != NULL ? o->upstream_ca_file : "",
 	    o->upstream_ca_file != NULL ? "\", " : "");
