@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+# An upstream that hands back what it was sent in the places a reflection
+# scanner could forget (it_redteam_inject.c): informational answers, trailers,
+# redirects, cookies, challenges, a HEAD's fields, and later answers. Keep-alive.
+# "V" below is the value of the X-Api-Key field of the request (or "none").
+# By the request's path (any prefix: /case/, /open/, /other/):
+#   .../early     103 Early Hints with X-Echo: V, then 200 "ok"
+#   .../continue  100 Continue with X-Echo: V, then 200 "ok"
+#   .../trailer   200 chunked, "ok" and a trailer X-Echo: V
+#   .../location  302 with Location: https://x.test/cb?k=V
+#   .../cookie    200 with Set-Cookie: k=V
+#   .../wwwauth   401 with WWW-Authenticate quoting V
+#   .../fields    200 with X-Echo: V (HEAD: the fields alone)
+#   .../last      200 with the previous request's head on this connection
+#   .../log       200 with every head this upstream was ever sent
+#   anything else 200 "public"
+import argparse
+import os
+import re
+import socketserver
+import threading
+
+LOG = []
+LOCK = threading.Lock()
+
+
+def value(head):
+    m = re.search(rb"\r\nX-Api-Key: ([^\r\n]*)\r\n", head)
+    return m.group(1) if m else b"none"
+
+
+def plain(body, status=b"200 OK", extra=b""):
+    return (b"HTTP/1.1 " + status + b"\r\n" + extra +
+            b"Content-Length: %d\r\n\r\n" % len(body)) + body
+
+
+class H(socketserver.BaseRequestHandler):
+    def answer(self, head, last):
+        line = head.split(b"\r\n", 1)[0]
+        method, target = line.split(b" ")[0], line.split(b" ")[1]
+        v = value(head)
+        if target.endswith(b"/early"):
+            return (b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; "
+                    b"rel=preload\r\nX-Echo: " + v + b"\r\n\r\n" +
+                    plain(b"ok\n"))
+        if target.endswith(b"/continue"):
+            return (b"HTTP/1.1 100 Continue\r\nX-Echo: " + v + b"\r\n\r\n" +
+                    plain(b"ok\n"))
+        if target.endswith(b"/trailer"):
+            return (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                    b"Trailer: X-Echo\r\n\r\n3\r\nok\n\r\n0\r\nX-Echo: " + v +
+                    b"\r\n\r\n")
+        if target.endswith(b"/location"):
+            return plain(b"moved\n", b"302 Found",
+                         b"Location: https://x.test/cb?k=" + v + b"\r\n")
+        if target.endswith(b"/cookie"):
+            return plain(b"ok\n", extra=b"Set-Cookie: k=" + v +
+                         b"; Path=/\r\n")
+        if target.endswith(b"/wwwauth"):
+            return plain(b"no\n", b"401 Unauthorized",
+                         b"WWW-Authenticate: Bearer error=\"invalid_token\", "
+                         b"error_description=\"bad key " + v + b"\"\r\n")
+        if target.endswith(b"/fields"):
+            if method == b"HEAD":
+                return (b"HTTP/1.1 200 OK\r\nX-Echo: " + v +
+                        b"\r\nContent-Length: 3\r\n\r\n")
+            return plain(b"ok\n", extra=b"X-Echo: " + v + b"\r\n")
+        if target.endswith(b"/last"):
+            return plain(b"last: " + last)
+        if target.endswith(b"/log"):
+            with LOCK:
+                body = b"".join(LOG)
+            return plain(b"log: " + body)
+        return plain(b"public\n")
+
+    def handle(self):
+        data, last = b"", b"(none)"
+        while True:
+            while b"\r\n\r\n" not in data:
+                more = self.request.recv(4096)
+                if not more:
+                    return
+                data += more
+            i = data.index(b"\r\n\r\n") + 4
+            head, data = data[:i], data[i:]
+            with LOCK:
+                LOG.append(head)
+                del LOG[:-16]
+            self.request.sendall(self.answer(head, last))
+            last = head
+
+
+class S(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--port-file", required=True)
+a = ap.parse_args()
+srv = S(("127.0.0.1", 0), H)
+with open(a.port_file + ".tmp", "w") as f:
+    f.write("%d\n" % srv.server_address[1])
+os.rename(a.port_file + ".tmp", a.port_file)
+srv.serve_forever()
