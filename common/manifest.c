@@ -753,6 +753,12 @@ check_inject(const json_t *m, const json_t *r, const char *where,
 		    "plain HTTP would carry the credential in clear: inject "
 		    "only on tls terminate, or with allow_cidrs all in "
 		    "127.0.0.0/8");
+	/* A wildcard sends the credential to every name under it. */
+	v = json_object_get(r, "host");
+	if (json_is_string(v) && strncmp(json_string_value(v), "*.", 2) == 0)
+		problems_add(problems, field,
+		    "a wildcard host would send the credential to every name "
+		    "under it: inject only on a host named in full");
 
 	v = json_object_get(in, "secret");
 	snprintf(field, sizeof(field), "%s.inject.secret", where);

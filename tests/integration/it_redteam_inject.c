@@ -294,6 +294,31 @@ START_TEST(a_later_answer_quoting_an_injected_head_is_redacted)
 }
 END_TEST
 
+START_TEST(an_injecting_rule_names_its_host_in_full)
+{
+	/* A wildcard would send the key to every name under it: a customer's
+	 * shop, a user's page, a host nobody reviewed. */
+	json_t *m =
+	    json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+		      " s:[{s:s, s:i, s:[s], s:s, s:s,"
+		      "     s:{s:s, s:s, s:s}}]}",
+		"name", "wild", "command", "/bin/true", "capabilities", "name",
+		"x.read", "audience", "api", "params", "t", "1", "ttl_seconds",
+		600, "reason", "read x", "egress", "host", "*.api.test", "port",
+		443, "methods", "GET", "reason", "the api", "audience", "api",
+		"inject", "secret", "up-key", "header", "X-Api-Key",
+		"capability", "x.read");
+	json_t *r = harness_expect(&broker, 422, "PUT", "/v1/manifests/wild",
+	    admin, NULL, m);
+	char *text = json_dumps(r, 0);
+
+	ck_assert_msg(strstr(text, "egress[0].inject") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "wildcard") != NULL, "%s", text);
+	free(text);
+	json_decref(r);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -304,6 +329,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, reflections_outside_the_body_are_redacted);
 	tcase_add_test(tc, a_later_answer_quoting_an_injected_head_is_redacted);
+	tcase_add_test(tc, an_injecting_rule_names_its_host_in_full);
 	suite_add_tcase(s, tc);
 	return s;
 }
