@@ -1221,8 +1221,12 @@ exchange_done(struct pconn *c)
 	c->up_idle = reuse;
 	if (!reuse)
 		up_drop(c);
+	/* A client that half-closed after pipelining still gets an answer
+	 * to each request it sent (RFC 9112 section 9.3), then the close. */
 	if (!c->keep_alive || c->resp.body == HTTP1_RESP_CLOSE ||
-	    !c->resp.keep_alive || !c->body_done) {
+	    !c->resp.keep_alive || !c->body_done ||
+	    (c->client_eof &&
+		evbuffer_get_length(bufferevent_get_input(c->cl)) == 0)) {
 		conn_finish(c);
 		return;
 	}
@@ -1355,6 +1359,14 @@ pump_body(struct pconn *c)
 			evbuffer_add(out, "0\r\n\r\n", 5);
 			c->body_done = true;
 		}
+	}
+	if (!c->body_done && !c->body_hold && c->client_eof &&
+	    evbuffer_get_length(in) == 0) {
+		/* A pipelined request's body cut by the client's close. */
+		up_drop(c);
+		c->d.detail = "client_closed";
+		conn_finish(c);
+		return;
 	}
 	flow(c);
 	if (c->body_done && c->resp_done)
@@ -1565,7 +1577,11 @@ pump_response(struct pconn *c)
 			}
 			if (down_head(c, false,
 				!c->keep_alive || !c->resp.keep_alive ||
-				    c->resp.body == HTTP1_RESP_CLOSE) < 0)
+				    c->resp.body == HTTP1_RESP_CLOSE ||
+				    (c->client_eof &&
+					evbuffer_get_length(
+					    bufferevent_get_input(c->cl)) ==
+					    0)) < 0)
 				return;
 			c->resp_head = true;
 			c->d.status = (int)c->resp.status;
@@ -1683,6 +1699,10 @@ try_head(struct pconn *c)
 		n = HTTP1_HEAD_MAX;
 	r = http1_parse(&c->parser,
 	    (const char *)evbuffer_pullup(in, (ssize_t)n), n, &used);
+	if (r == -EAGAIN && c->client_eof) {
+		conn_finish(c); /* half a head, and the client sends no more */
+		return;
+	}
 	if (r == -EAGAIN)
 		return;
 	if (r < 0) {
@@ -1801,15 +1821,21 @@ on_cl_event(struct bufferevent *bev, short what, void *arg)
 		conn_close(c);
 		return;
 	}
-	/* A client that has sent its whole request and shut down its
-	 * writing still gets the answer; the connection ends after it. */
+	/* A client that has sent its whole request, or several, and shut
+	 * down its writing still gets every answer; the connection ends
+	 * after the last. A TLS client's close_notify may be told before
+	 * the requests that came with it are read: they are read now. */
+	struct evbuffer *in = bufferevent_get_input(c->cl);
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
 	    (c->state == CS_TOKEN || c->state == CS_DNS ||
-		c->state == CS_CONNECT ||
-		(c->state == CS_EXCHANGE && c->body_done))) {
+		c->state == CS_CONNECT || c->state == CS_EXCHANGE ||
+		(c->state == CS_HEAD && evbuffer_get_length(in) > 0))) {
 		c->client_eof = true;
-		c->keep_alive = false;
 		bufferevent_disable(c->cl, EV_READ);
+		if (c->state == CS_HEAD)
+			try_head(c);
+		else if (c->state == CS_EXCHANGE && !c->body_done)
+			pump_body(c);
 		return;
 	}
 	if (c->state == CS_TUNNEL && c->up != NULL) {

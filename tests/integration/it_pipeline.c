@@ -1,0 +1,658 @@
+/*
+ * Pipelined requests (RFC 9112 section 9.3): a client that writes its
+ * second request, or its third, in the same write as the first, before
+ * any answer came, gets each answered in order, each judged and logged
+ * on its own, through plain HTTP proxying and inside a terminated TLS
+ * tunnel alike. A pipelined request the rules refuse gets its 403 after
+ * the answers before it, and nothing after; one for another host inside
+ * a tunnel is host_mismatch, as when it comes alone. On a rule that
+ * injects a credential, every request gets its own swap and its own
+ * scan of the answer.
+ *
+ * The real broker and proxy, keep-alive upstreams in threads of the test
+ * (upstream.c), and raw writes on the job's channel; no job runs.
+ */
+#include "harness.h"
+#include "upstream.h"
+
+#include "digest.h"
+
+#include <check.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct daemon broker, proxy;
+static struct upstream *plain, *tls_up, *inj_up;
+static char admin[128], launcher[128], verifier[128];
+static char job[64], channel[300], job_ca[4096], tok[512];
+
+static const char value[] = "sk_live_pipeline_0123456789abcdef";
+
+/* --- reading answers --------------------------------------------------- */
+
+/* Bytes of the answers read so far on one connection. */
+struct answers {
+	char buf[8 << 20];
+	size_t len;
+};
+
+/* How many whole answers (head and Content-Length body) buf starts
+ * with; *ret_end is where the last of them ends. */
+static int
+whole_answers(const char *buf, size_t len, size_t *ret_end)
+{
+	size_t at = 0;
+	int n = 0;
+
+	for (;;) {
+		const char *end = memmem(buf + at, len - at, "\r\n\r\n", 4);
+		if (end == NULL)
+			break;
+		size_t head = (size_t)(end + 4 - (buf + at));
+		char *h = strndup(buf + at, head);
+		const char *cl = strcasestr(h, "\r\nContent-Length:");
+		bool chunked =
+		    strcasestr(h, "\r\nTransfer-Encoding: chunked") != NULL;
+		size_t body = cl != NULL ? strtoul(cl + 17, NULL, 10) : 0;
+		free(h);
+		if (chunked) {
+			/* Chunk sizes in hex, each chunk and CRLF, to 0. */
+			size_t c = at + head;
+			for (;;) {
+				const char *nl =
+				    memmem(buf + c, len - c, "\r\n", 2);
+				if (nl == NULL)
+					return n;
+				size_t sz = strtoul(buf + c, NULL, 16);
+				c = (size_t)(nl + 2 - buf) + sz + 2;
+				if (c > len)
+					return n;
+				if (sz == 0)
+					break;
+			}
+			body = c - (at + head);
+		}
+		if (len - at < head + body)
+			break;
+		at += head + body;
+		n++;
+	}
+	*ret_end = at;
+	return n;
+}
+
+/* Reads from fd (plain) or ssl until want answers came, the peer closed
+ * or 10 s passed: how many came. */
+static int
+read_answers(int fd, SSL *ssl, struct answers *a, int want)
+{
+	struct timespec t0, now;
+	size_t end;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	a->len = 0;
+	a->buf[0] = '\0';
+	while (whole_answers(a->buf, a->len, &end) < want) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long ms = (now.tv_sec - t0.tv_sec) * 1000 +
+		    (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms > 10000)
+			break;
+		if (ssl == NULL || SSL_pending(ssl) == 0) {
+			struct pollfd p = { fd, POLLIN, 0 };
+			if (poll(&p, 1, 200) == 0)
+				continue;
+		}
+		int r = ssl != NULL ? SSL_read(ssl, a->buf + a->len,
+					  (int)(sizeof(a->buf) - 1 - a->len))
+				    : (int)read(fd, a->buf + a->len,
+					  sizeof(a->buf) - 1 - a->len);
+		if (r <= 0)
+			break;
+		a->len += (size_t)r;
+		a->buf[a->len] = '\0';
+	}
+	return whole_answers(a->buf, a->len, &end);
+}
+
+/* The i-th answer's text (from its status line), in a's buffer. */
+static const char *
+answer_at(const struct answers *a, int i)
+{
+	const char *s = a->buf;
+
+	for (int k = 0; k < i && s != NULL; k++) {
+		s = strstr(s + 1, "HTTP/1.1 ");
+	}
+	return s != NULL ? s : "";
+}
+
+/* --- the job ------------------------------------------------------------ */
+
+/* The job's decision lines at the proxy, as JSON. */
+static json_t *
+decisions(void)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
+	json_t *j =
+	    harness_expect(&proxy, 200, "GET", path, launcher, NULL, NULL);
+	json_t *d = json_incref(json_object_get(j, "decisions"));
+	json_decref(j);
+	return d;
+}
+
+/* Decision lines with this path and outcome ("allow"/"deny"). */
+static int
+count_decisions(const char *path, const char *outcome, const char *reason)
+{
+	json_t *d = decisions(), *l;
+	size_t i;
+	int n = 0;
+
+	json_array_foreach(d, i, l)
+	{
+		const char *p = json_string_value(json_object_get(l, "path"));
+		const char *o =
+		    json_string_value(json_object_get(l, "decision"));
+		const char *r = json_string_value(json_object_get(l, "reason"));
+		if ((path == NULL || (p != NULL && strcmp(p, path) == 0)) &&
+		    o != NULL && strcmp(o, outcome) == 0 &&
+		    (reason == NULL || (r != NULL && strcmp(r, reason) == 0)))
+			n++;
+	}
+	json_decref(d);
+	return n;
+}
+
+static void
+setup(void)
+{
+	const char *hosts[] = { "tls.test", NULL };
+	char cfg[2048], path[400], cert[400], key[400], hostsf[400], dir[300];
+	char sha[SHA256_HEX_LEN + 1], req[1024];
+	json_t *m, *j;
+
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(daemon_start(&broker, "broker", NULL), 0);
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
+	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
+	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
+	ck_assert_int_eq(test_ca_make(dir, hosts), 0);
+	plain = upstream_start(NULL, NULL);
+	snprintf(cert, sizeof(cert), "%s/tls.test.pem", dir);
+	snprintf(key, sizeof(key), "%s/tls.test.key", dir);
+	tls_up = upstream_start(cert, key);
+	inj_up = upstream_start(NULL, NULL);
+	ck_assert_ptr_nonnull(plain);
+	ck_assert_ptr_nonnull(tls_up);
+	ck_assert_ptr_nonnull(inj_up);
+	snprintf(req, sizeof(req), "Key %s", value);
+	ck_assert_int_eq(upstream_require(inj_up, "X-Api-Key", req), 0);
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
+	harness_write_file(hostsf,
+	    "127.0.0.1 api.test api2.test tls.test inj.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", dir);
+	harness_write_file(path, verifier);
+	sha256_hex(launcher, strlen(launcher), sha);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": \"%s\", "
+	    "\"upstream_ca_file\": \"%s/ca.pem\", \"follower\": \"pipe\"}",
+	    broker.base, path, sha, hostsf, dir);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
+	    admin, NULL, json_pack("{s:s}", "value", value)));
+	const char *lo = "127.0.0.0/8";
+	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+		      " s:[{s:s, s:i, s:[s,s], s:[s,s,s,s], s:s, s:[s]},"
+		      "  {s:s, s:i, s:[s,s], s:[s], s:s, s:[s]},"
+		      "  {s:s, s:i, s:s, s:[s], s:[s], s:s, s:[s]},"
+		      "  {s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s,"
+		      "   s:{s:s, s:s, s:s, s:s}}]}",
+	    "name", "pipe", "command", "/bin/true", "capabilities", "name",
+	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
+	    "reason", "read x", "egress",
+	    /* plain HTTP */
+	    "host", "api.test", "port", upstream_port(plain), "methods", "GET",
+	    "POST", "paths", "/ok/", "/chunked", "/bytes/", "/close", "reason",
+	    "the api", "allow_cidrs", lo,
+	    /* the same upstream by another name: another connection */
+	    "host", "api2.test", "port", upstream_port(plain), "methods", "GET",
+	    "POST", "paths", "/ok/", "reason", "the api again", "allow_cidrs",
+	    lo,
+	    /* terminated TLS */
+	    "host", "tls.test", "port", upstream_port(tls_up), "tls",
+	    "terminate", "methods", "GET", "paths", "/ok/", "reason", "tls",
+	    "allow_cidrs", lo,
+	    /* a credential injected for the job's token */
+	    "host", "inj.test", "port", upstream_port(inj_up), "methods", "GET",
+	    "paths", "/ok/", "reason", "the keyed api", "allow_cidrs", lo,
+	    "audience", "api", "inject", "secret", "up-key", "header",
+	    "X-Api-Key", "format", "Key {secret}", "capability", "x.read");
+	ck_assert_ptr_nonnull(m);
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/pipe",
+	    admin, NULL, m));
+	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s}", "manifest", "pipe"));
+	snprintf(job, sizeof(job), "%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
+	snprintf(channel, sizeof(channel), "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	snprintf(job_ca, sizeof(job_ca), "%s",
+	    json_string_value(json_object_get(j, "ca_pem")));
+	json_decref(j);
+}
+
+static void
+teardown(void)
+{
+	upstream_stop(plain);
+	upstream_stop(tls_up);
+	upstream_stop(inj_up);
+	daemon_stop(&proxy);
+	daemon_stop(&broker);
+}
+
+/* The job's token for x.read, minted through the proxy. */
+static void
+mint(void)
+{
+	static const char b[] =
+	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
+	char req[1024];
+	int fd = unix_connect(channel);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
+	    "broker.cordon\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n\r\n%s",
+	    strlen(b), b);
+	char *resp = http_exchange(fd, req, strlen(req), 5000);
+	close(fd);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	char *t = strstr(resp, "crd_"),
+	     *end = t != NULL ? strchr(t, '"') : NULL;
+	ck_assert_ptr_nonnull(end);
+	snprintf(tok, sizeof(tok), "%.*s", (int)(end - t), t);
+	free(resp);
+}
+
+/* Writes all of data on fd. */
+static void
+write_all(int fd, const char *data)
+{
+	size_t n = strlen(data), at = 0;
+
+	while (at < n) {
+		ssize_t w = write(fd, data + at, n - at);
+		ck_assert_int_gt(w, 0);
+		at += (size_t)w;
+	}
+}
+
+/* CONNECT tls.test and TLS with the job's CA over it: the SSL. */
+static SSL *
+tunnel(int fd)
+{
+	char req[256];
+
+	snprintf(req, sizeof(req),
+	    "CONNECT tls.test:%u HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n",
+	    upstream_port(tls_up), upstream_port(tls_up));
+	char *resp = http_exchange(fd, req, strlen(req), 5000);
+	ck_assert_msg(http_status(resp) == 200, "CONNECT: %.300s", resp);
+	free(resp);
+
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	ck_assert_ptr_nonnull(ctx);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	BIO *bio = BIO_new_mem_buf(job_ca, -1);
+	X509 *ca = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+	ck_assert_ptr_nonnull(ca);
+	X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), ca);
+	X509_free(ca);
+	BIO_free(bio);
+	SSL *ssl = SSL_new(ctx);
+	SSL_CTX_free(ctx);
+	SSL_set_tlsext_host_name(ssl, "tls.test");
+	SSL_set1_host(ssl, "tls.test");
+	SSL_set_fd(ssl, fd);
+	ck_assert_msg(SSL_connect(ssl) == 1, "handshake with the job's CA");
+	return ssl;
+}
+
+/* --- plain HTTP ---------------------------------------------------------- */
+
+START_TEST(plain_pipelined_requests_are_each_answered_in_order)
+{
+	static struct answers a;
+	char req[2048];
+	unsigned p = upstream_port(plain);
+	unsigned before = upstream_requests(plain);
+	int fd = unix_connect(channel);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/ok/one HTTP/1.1\r\nHost: "
+	    "api.test:%u\r\n\r\n"
+	    "POST http://api.test:%u/ok/two HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Content-Length: 5\r\n\r\nhello"
+	    "GET http://api.test:%u/ok/three HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "\r\n",
+	    p, p, p, p, p, p);
+	write_all(fd, req);
+	int n = read_answers(fd, NULL, &a, 3);
+	ck_assert_msg(n == 3, "%d answers of 3 to three pipelined requests: %s",
+	    n, a.buf);
+	ck_assert_int_eq(http_status(answer_at(&a, 0)), 200);
+	ck_assert_int_eq(http_status(answer_at(&a, 1)), 200);
+	ck_assert_int_eq(http_status(answer_at(&a, 2)), 200);
+	const char *one = strstr(a.buf, "/ok/one"),
+		   *two = strstr(a.buf, "/ok/two"),
+		   *three = strstr(a.buf, "/ok/three");
+	ck_assert_msg(one != NULL && two != NULL && three != NULL &&
+		one < two && two < three,
+	    "the answers out of order: %s", a.buf);
+	ck_assert_msg(strstr(answer_at(&a, 1), "\"body\": \"hello\"") != NULL ||
+		strstr(answer_at(&a, 1), "\"body\":\"hello\"") != NULL,
+	    "the POST's body: %s", answer_at(&a, 1));
+	ck_assert_uint_eq(upstream_requests(plain) - before, 3);
+	/* Still open: a fourth, alone, is answered too. */
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/ok/four HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "\r\n",
+	    p, p);
+	write_all(fd, req);
+	ck_assert_int_eq(read_answers(fd, NULL, &a, 1), 1);
+	ck_assert_int_eq(http_status(a.buf), 200);
+	close(fd);
+	ck_assert_int_eq(count_decisions("/ok/one", "allow", NULL), 1);
+	ck_assert_int_eq(count_decisions("/ok/two", "allow", NULL), 1);
+	ck_assert_int_eq(count_decisions("/ok/three", "allow", NULL), 1);
+	ck_assert_int_eq(count_decisions("/ok/four", "allow", NULL), 1);
+}
+END_TEST
+
+START_TEST(a_pipelined_refusal_comes_after_the_answers_before_it)
+{
+	static struct answers a;
+	char req[2048];
+	unsigned p = upstream_port(plain);
+	unsigned before = upstream_requests(plain);
+	int fd = unix_connect(channel);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/ok/first HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "\r\n"
+	    "GET http://api.test:%u/nope HTTP/1.1\r\nHost: api.test:%u\r\n\r\n"
+	    "GET http://api.test:%u/ok/never HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "\r\n",
+	    p, p, p, p, p, p);
+	write_all(fd, req);
+	int n = read_answers(fd, NULL, &a, 3);
+	ck_assert_msg(n == 2, "want the 200 and the 403, then the close: %s",
+	    a.buf);
+	ck_assert_int_eq(http_status(answer_at(&a, 0)), 200);
+	ck_assert_int_eq(http_status(answer_at(&a, 1)), 403);
+	ck_assert_ptr_nonnull(strstr(answer_at(&a, 1), "X-Cordon-Deny: path"));
+	close(fd);
+	ck_assert_uint_eq(upstream_requests(plain) - before, 1);
+	ck_assert_int_eq(count_decisions("/ok/first", "allow", NULL), 1);
+	ck_assert_int_eq(count_decisions("/nope", "deny", "path"), 1);
+	ck_assert_int_eq(count_decisions("/ok/never", "allow", NULL), 0);
+}
+END_TEST
+
+/* Shapes around the first answer: another host (another upstream), a
+ * chunked answer, a large one: each pair pipelined, each answered. */
+START_TEST(plain_pipelined_around_every_kind_of_first_answer)
+{
+	static struct answers a;
+	char req[2048];
+	unsigned p = upstream_port(plain);
+	static const char *const host[] = { "api2.test", "api.test",
+		"api.test" };
+	static const char *const path[] = { "/ok/x", "/chunked",
+		"/bytes/3000000" };
+
+	for (size_t i = 0; i < 3; i++) {
+		char target[128];
+		int fd = unix_connect(channel);
+		ck_assert_int_ge(fd, 0);
+		snprintf(target, sizeof(target), "%s:%u%s", host[i], p,
+		    path[i]);
+		snprintf(req, sizeof(req),
+		    "GET http://%s HTTP/1.1\r\nHost: %s:%u\r\n\r\n"
+		    "GET http://api.test:%u/ok/second HTTP/1.1\r\nHost: "
+		    "api.test:%u\r\n\r\n",
+		    target, host[i], p, p, p);
+		write_all(fd, req);
+		int n = read_answers(fd, NULL, &a, 2);
+		ck_assert_msg(n == 2, "after %s: %d answers of 2: %.600s",
+		    target, n, a.buf);
+		ck_assert_int_eq(http_status(answer_at(&a, 1)), 200);
+		close(fd);
+	}
+}
+END_TEST
+
+/* A client that writes its requests and then shuts its side down (as
+ * `printf ... | nc -N` does) still gets every answer, then the close;
+ * plain and inside a terminated tunnel (close_notify). */
+START_TEST(a_half_closed_client_gets_every_answer)
+{
+	static struct answers a;
+	char req[2048];
+	unsigned p = upstream_port(plain), t = upstream_port(tls_up);
+	int fd = unix_connect(channel);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/ok/half-1 HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "\r\n"
+	    "GET http://api.test:%u/ok/half-2 HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "\r\n",
+	    p, p, p, p);
+	write_all(fd, req);
+	shutdown(fd, SHUT_WR);
+	int n = read_answers(fd, NULL, &a, 3);
+	ck_assert_msg(n == 2, "%d answers of 2 after the half-close: %s", n,
+	    a.buf);
+	ck_assert_int_eq(http_status(answer_at(&a, 1)), 200);
+	ck_assert_ptr_nonnull(strstr(answer_at(&a, 1), "/ok/half-2"));
+	ck_assert_ptr_nonnull(
+	    strcasestr(answer_at(&a, 1), "Connection: close"));
+	close(fd);
+	ck_assert_int_eq(count_decisions("/ok/half-2", "allow", NULL), 1);
+
+	fd = unix_connect(channel);
+	ck_assert_int_ge(fd, 0);
+	SSL *ssl = tunnel(fd);
+	/* One answer first, so that the proxy's side of the handshake is
+	 * done before the close_notify comes (with the client's Finished,
+	 * the close can be told before the handshake: not this test's). */
+	snprintf(req, sizeof(req),
+	    "GET /ok/tls-half-0 HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n", t);
+	ck_assert_int_eq(SSL_write(ssl, req, (int)strlen(req)),
+	    (int)strlen(req));
+	ck_assert_int_eq(read_answers(fd, ssl, &a, 1), 1);
+	snprintf(req, sizeof(req),
+	    "GET /ok/tls-half-1 HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n"
+	    "GET /ok/tls-half-2 HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n",
+	    t, t);
+	ck_assert_int_eq(SSL_write(ssl, req, (int)strlen(req)),
+	    (int)strlen(req));
+	SSL_shutdown(ssl);
+	n = read_answers(fd, ssl, &a, 3);
+	ck_assert_msg(n == 2, "%d answers of 2 after close_notify: %s", n,
+	    a.buf);
+	ck_assert_ptr_nonnull(strstr(answer_at(&a, 1), "/ok/tls-half-2"));
+	SSL_free(ssl);
+	close(fd);
+	ck_assert_int_eq(count_decisions("/ok/tls-half-2", "allow", NULL), 1);
+}
+END_TEST
+
+/* --- terminated TLS ------------------------------------------------------ */
+
+START_TEST(tls_pipelined_requests_are_each_answered_in_order)
+{
+	static struct answers a;
+	char req[2048];
+	unsigned p = upstream_port(tls_up);
+	unsigned before = upstream_requests(tls_up);
+	int fd = unix_connect(channel);
+
+	ck_assert_int_ge(fd, 0);
+	SSL *ssl = tunnel(fd);
+	snprintf(req, sizeof(req),
+	    "GET /ok/tls-one HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n"
+	    "GET /ok/tls-two HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n"
+	    "GET /ok/tls-three HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n",
+	    p, p, p);
+	ck_assert_int_eq(SSL_write(ssl, req, (int)strlen(req)),
+	    (int)strlen(req));
+	int n = read_answers(fd, ssl, &a, 3);
+	ck_assert_msg(n == 3, "%d answers of 3 inside the tunnel: %s", n,
+	    a.buf);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(http_status(answer_at(&a, i)), 200);
+	const char *one = strstr(a.buf, "/ok/tls-one"),
+		   *two = strstr(a.buf, "/ok/tls-two"),
+		   *three = strstr(a.buf, "/ok/tls-three");
+	ck_assert_msg(one != NULL && two != NULL && three != NULL &&
+		one < two && two < three,
+	    "the answers out of order: %s", a.buf);
+	ck_assert_uint_eq(upstream_requests(tls_up) - before, 3);
+	SSL_free(ssl);
+	close(fd);
+	ck_assert_int_eq(count_decisions("/ok/tls-one", "allow", NULL), 1);
+	ck_assert_int_eq(count_decisions("/ok/tls-two", "allow", NULL), 1);
+	ck_assert_int_eq(count_decisions("/ok/tls-three", "allow", NULL), 1);
+}
+END_TEST
+
+START_TEST(tls_a_pipelined_request_for_another_host_is_host_mismatch)
+{
+	static struct answers a;
+	char req[2048];
+	unsigned p = upstream_port(tls_up);
+	unsigned before = upstream_requests(tls_up);
+	int fd = unix_connect(channel);
+
+	ck_assert_int_ge(fd, 0);
+	SSL *ssl = tunnel(fd);
+	snprintf(req, sizeof(req),
+	    "GET /ok/mine HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n"
+	    "GET /ok/theirs HTTP/1.1\r\nHost: api.test:%u\r\n\r\n"
+	    "GET /ok/after HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n",
+	    p, upstream_port(plain), p);
+	ck_assert_int_eq(SSL_write(ssl, req, (int)strlen(req)),
+	    (int)strlen(req));
+	int n = read_answers(fd, ssl, &a, 3);
+	ck_assert_msg(n == 2, "want the 200 and the 403, then the close: %s",
+	    a.buf);
+	ck_assert_int_eq(http_status(answer_at(&a, 0)), 200);
+	ck_assert_int_eq(http_status(answer_at(&a, 1)), 403);
+	ck_assert_ptr_nonnull(
+	    strstr(answer_at(&a, 1), "X-Cordon-Deny: host_mismatch"));
+	ck_assert_uint_eq(upstream_requests(tls_up) - before, 1);
+	SSL_free(ssl);
+	close(fd);
+	ck_assert_int_eq(count_decisions("/ok/theirs", "deny", "host_mismatch"),
+	    1);
+	ck_assert_int_eq(count_decisions("/ok/after", "allow", NULL), 0);
+}
+END_TEST
+
+/* --- an injected credential ---------------------------------------------- */
+
+START_TEST(each_pipelined_request_gets_its_own_swap_and_scan)
+{
+	static struct answers a;
+	char req[4096];
+	unsigned p = upstream_port(inj_up);
+	unsigned before = upstream_requests(inj_up);
+
+	mint();
+	int fd = unix_connect(channel);
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "GET http://inj.test:%u/ok/k1 HTTP/1.1\r\nHost: inj.test:%u\r\n"
+	    "Authorization: Bearer %s\r\n\r\n"
+	    "GET http://inj.test:%u/ok/k2 HTTP/1.1\r\nHost: inj.test:%u\r\n"
+	    "Authorization: Bearer %s\r\n\r\n",
+	    p, p, tok, p, p, tok);
+	write_all(fd, req);
+	int n = read_answers(fd, NULL, &a, 2);
+	ck_assert_msg(n == 2, "%d answers of 2 on the injected rule: %s", n,
+	    a.buf);
+	/* The upstream answers 401 to a request without the key. */
+	ck_assert_msg(http_status(answer_at(&a, 0)) == 200, "%s", a.buf);
+	ck_assert_msg(http_status(answer_at(&a, 1)) == 200, "%s", a.buf);
+	ck_assert_ptr_nonnull(strstr(answer_at(&a, 1), "/ok/k2"));
+	/* Each echo held the key, and each was redacted. */
+	ck_assert_msg(strstr(a.buf, value) == NULL, "the key came back: %s",
+	    a.buf);
+	ck_assert_msg(strstr(a.buf, tok) == NULL, "the token went up: %s",
+	    a.buf);
+	ck_assert_uint_eq(upstream_requests(inj_up) - before, 2);
+	close(fd);
+	json_t *d = decisions(), *l;
+	size_t i;
+	int injected = 0, reflected = 0;
+	json_array_foreach(d, i, l)
+	{
+		const char *path =
+		    json_string_value(json_object_get(l, "path"));
+		if (path == NULL || strncmp(path, "/ok/k", 5) != 0)
+			continue;
+		injected += json_object_get(l, "injected") != NULL;
+		reflected +=
+		    json_integer_value(json_object_get(l, "reflected")) > 0;
+	}
+	json_decref(d);
+	ck_assert_int_eq(reflected, 2);
+	(void)injected;
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("pipeline");
+	TCase *tc = tcase_create("pipeline");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, plain_pipelined_requests_are_each_answered_in_order);
+	tcase_add_test(tc,
+	    a_pipelined_refusal_comes_after_the_answers_before_it);
+	tcase_add_test(tc, plain_pipelined_around_every_kind_of_first_answer);
+	tcase_add_test(tc, a_half_closed_client_gets_every_answer);
+	tcase_add_test(tc, tls_pipelined_requests_are_each_answered_in_order);
+	tcase_add_test(tc,
+	    tls_a_pipelined_request_for_another_host_is_host_mismatch);
+	tcase_add_test(tc, each_pipelined_request_gets_its_own_swap_and_scan);
+	suite_add_tcase(s, tc);
+	return harness_main(s);
+}
