@@ -35,9 +35,17 @@ const char *const policy_default_protected[] = {
 	"buildspec.yml", "buildspec.yaml", ".teamcity/**", "bamboo-specs/**",
 	".ci/**", "action.yml", "action.yaml", "codeowners", ".gitpod.yml",
 	".gitpod.dockerfile", "renovate.json", "renovate.json5", ".renovaterc",
-	".renovaterc.json",
+	".renovaterc.json", ".zuul.yaml", "zuul.yaml", ".zuul.d/**",
+	"zuul.d/**", ".build.yml", ".builds/**", "bitrise.yml",
+	"codemagic.yaml", ".prow.yaml", "screwdriver.yaml",
+	/* Deploys built from the repository, bots that merge by its rules. */
+	"netlify.toml", "vercel.json", "render.yaml", "amplify.yml",
+	"appspec.yml", ".ebextensions/**", ".platform/**", ".platform.app.yaml",
+	".mergify.yml", ".mergify/**", ".kodiak.toml",
 	/* git itself: a .git anywhere (a directory or a gitfile). */
 	".git", ".gitmodules", ".gitattributes", ".lfsconfig",
+	/* Mercurial's .git (hgrc hooks), and what git and hg read at home. */
+	".hg", ".hgrc", ".gitconfig", ".config/git/**",
 	/* Hook runners. */
 	".husky/**", ".pre-commit-config.yaml", ".pre-commit-config.yml",
 	".pre-commit-hooks.yaml", "lefthook.yml", "lefthook.yaml",
@@ -51,6 +59,8 @@ const char *const policy_default_protected[] = {
 	".vscode/**", ".devcontainer/**", ".devcontainer.json", ".idea/**",
 	".run/**", ".fleet/**", ".zed/**", ".helix/**", ".nvim.lua", ".nvimrc",
 	".exrc",
+	/* What a debugger or an interpreter runs from the current directory. */
+	".pdbrc", ".rprofile", ".irbrc", ".gdbinit", ".psqlrc",
 	/* Environments and package managers: where code or credentials go. */
 	".envrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs",
 	".pnpmfile.mjs", "bunfig.toml", ".bunfig.toml", ".pypirc", "pip.conf",
@@ -59,11 +69,19 @@ const char *const policy_default_protected[] = {
 	/* What a host runs or lets in, when an input is a home or /etc. */
 	"*.service", "*.timer", "*.socket", ".ssh/**", "authorized_keys",
 	".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc",
-	".zshenv", ".zprofile",
+	".zshenv", ".zprofile", ".bash_logout", ".zlogin", ".zlogout", ".vimrc",
+	".gvimrc", ".config/nvim/**", ".emacs", ".emacs.d/**", ".tmux.conf",
+	".xinitrc", ".xprofile", ".xsession", ".config/autostart/**",
+	".config/fish/**", ".aws/config", ".aws/credentials", ".kube/config",
+	".docker/config.json", ".gradle/init.d/**", ".gradle/init.gradle",
+	".gradle/init.gradle.kts", ".gradle/gradle.properties", ".terraformrc",
+	".forward", ".pam_environment",
 	/* Where coding agents read their instructions and hooks. */
 	"agents.md", "claude.md", "gemini.md", ".claude/**", ".cursor/**",
 	".cursorrules", ".windsurfrules", ".clinerules", ".gemini/**",
-	".mcp.json", NULL
+	".mcp.json", ".aider.conf.yml", ".roomodes", ".roo/**", ".continue/**",
+	".amazonq/**", ".junie/**", ".kiro/**", ".windsurf/**", ".goosehints",
+	"opencode.json", ".opencode/**", NULL
 };
 
 static const char *const verdict_names[] = {
