@@ -4,9 +4,9 @@
  * ignoring every catchable signal, a stopped process, a traced one, a
  * process that re-forks itself every 10 ms, an interval timer that forks
  * a new daemon, a zombie) and then exits 0 at once, so that the stop path
- * runs with all of them alive. Once `cordon run` returns, no process of
- * the job's uid is left on the host, the job's token is dead, and the
- * decision log gets no request of the job's after the stop.
+ * runs with all of them alive (the daemons' files are in the patch).
+ * Once `cordon run` returns, no process of the job's uid is left on the
+ * host, and the decision log gets no request of the job's after.
  */
 #include "harness.h"
 
@@ -161,7 +161,19 @@ START_TEST(nothing_of_the_job_outlives_its_stop)
 	ck_assert_msg(stdout_text != NULL && strstr(stdout_text, "ready"),
 	    "the job did not get going: %s\n%s", out, err);
 	ck_assert_msg(alive == 0, "alive after cordon run returned: %s", left);
-	/* The token it held is dead. */
+	/* The daemons did run while the job did: their files are in the
+	 * patch. */
+	const char *patch = json_string_value(json_object_get(j, "patch"));
+	ck_assert_ptr_nonnull(patch);
+	FILE *pf = fopen(patch, "re");
+	static char ptext[1 << 16];
+	ck_assert_msg(pf != NULL, "%s", patch);
+	ptext[fread(ptext, 1, sizeof(ptext) - 1, pf)] = '\0';
+	fclose(pf);
+	ck_assert_msg(strstr(ptext, "repo/late-daemon.txt") != NULL, "%s",
+	    ptext);
+	ck_assert_msg(strstr(ptext, "repo/late-timer.txt") != NULL, "%s",
+	    ptext);
 	const char *job = json_string_value(json_object_get(j, "job"));
 	ck_assert_ptr_nonnull(job);
 	/* Nothing of the job's reaches the proxy once cordon run returned:
