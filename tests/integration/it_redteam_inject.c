@@ -4,11 +4,12 @@
  * body. The upstream (jobs/redteam/reflect.py) reflects the X-Api-Key it
  * was sent in a 103 Early Hints and a 100 Continue, a chunked answer's
  * trailer, a redirect's Location, a Set-Cookie, a WWW-Authenticate
- * challenge, a HEAD answer's fields; and in later answers: the previous
- * request's head on the same upstream connection (/last).
- * The manifest has three rules on one host and port: /case/ injects
- * up-key, /open/ injects nothing, /other/ injects a second secret. None of
- * the key's bytes may reach the job, whichever rule the answer came on.
+ * challenge, a HEAD answer's fields, a status line's reason phrase, and
+ * in a later answer on the same upstream connection (/last, the previous
+ * request's head). None of the key's bytes may reach the job. And a rule
+ * that injects names its host in full: a wildcard is refused at PUT.
+ * The manifest's second rule (www.api.test, the same service, nothing
+ * injected) is where a stored reflection is not scanned (credentials.md).
  */
 #include "harness.h"
 #include "upstream.h"
@@ -221,7 +222,7 @@ teardown(void)
 START_TEST(reflections_outside_the_body_are_redacted)
 {
 	static const char *const get[] = { "early", "continue", "location",
-		"cookie", "wwwauth", "fields" };
+		"cookie", "wwwauth", "fields", "reason" };
 	long before = metric("cordon_proxy_reflections_total");
 	char path[64], *resp;
 	long n = 0;

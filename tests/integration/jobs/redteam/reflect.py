@@ -11,6 +11,7 @@
 #   .../cookie    200 with Set-Cookie: k=V
 #   .../wwwauth   401 with WWW-Authenticate quoting V
 #   .../fields    200 with X-Echo: V (HEAD: the fields alone)
+#   .../reason    401 with V as the status line's reason phrase
 #   .../last      200 with the previous request's head on this connection
 #   .../log       200 with every head this upstream was ever sent
 #   anything else 200 "public"
@@ -65,6 +66,8 @@ class H(socketserver.BaseRequestHandler):
                 return (b"HTTP/1.1 200 OK\r\nX-Echo: " + v +
                         b"\r\nContent-Length: 3\r\n\r\n")
             return plain(b"ok\n", extra=b"X-Echo: " + v + b"\r\n")
+        if target.endswith(b"/reason"):
+            return plain(b"no\n", b"401 bad key " + v)
         if target.endswith(b"/last"):
             return plain(b"last: " + last)
         if target.endswith(b"/log"):
