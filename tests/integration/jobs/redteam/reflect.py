@@ -37,8 +37,10 @@ def plain(body, status=b"200 OK", extra=b""):
 
 class H(socketserver.BaseRequestHandler):
     def answer(self, head, last):
-        line = head.split(b"\r\n", 1)[0]
-        method, target = line.split(b" ")[0], line.split(b" ")[1]
+        line = head.split(b"\r\n", 1)[0].split(b" ")
+        if len(line) != 3:
+            return plain(b"bad request line\n", b"400 Bad Request")
+        method, target = line[0], line[1]
         v = value(head)
         if target.endswith(b"/early"):
             return (b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; "
@@ -80,7 +82,10 @@ class H(socketserver.BaseRequestHandler):
         data, last = b"", b"(none)"
         while True:
             while b"\r\n\r\n" not in data:
-                more = self.request.recv(4096)
+                try:
+                    more = self.request.recv(4096)
+                except OSError:
+                    return
                 if not more:
                     return
                 data += more
@@ -89,7 +94,10 @@ class H(socketserver.BaseRequestHandler):
             with LOCK:
                 LOG.append(head)
                 del LOG[:-16]
-            self.request.sendall(self.answer(head, last))
+            try:
+                self.request.sendall(self.answer(head, last))
+            except OSError:
+                return  # the proxy closed: it wanted no more
             last = head
 
 
