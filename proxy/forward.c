@@ -16,10 +16,11 @@
 /* Fields an injected request never carries: a compressed or partial
  * answer hides a reflected credential from the scanner, which reads the
  * answer whole as it comes; a method override would carry the credential
- * to a method the rule does not allow. */
+ * to a method the rule does not allow, a path override (IIS's, which
+ * Symfony, Zend and ASP.NET take) to a path it does not. */
 static const char *const inject_drop[] = { "Authorization", "Accept-Encoding",
 	"Range", "If-Range", "X-HTTP-Method-Override", "X-HTTP-Method",
-	"X-Method-Override" };
+	"X-Method-Override", "X-Original-URL", "X-Rewrite-URL" };
 
 /* Whether the job's field h goes when a credential is injected: one of
  * the injected name, where a token travels, holding a token, or one of

@@ -320,6 +320,36 @@ START_TEST(an_injecting_rule_names_its_host_in_full)
 }
 END_TEST
 
+START_TEST(path_overrides_never_go_with_the_credential)
+{
+	static const char *const fields[] = { "X-Original-URL",
+		"X-Rewrite-URL" };
+	char req[1024];
+
+	/* IIS, and the frameworks that take its fields (Symfony, Zend,
+	 * Laravel, ASP.NET behind URL Rewrite), route by these instead of
+	 * the request line: the credential would reach a path the rule
+	 * never judged (a templated one's other repository). */
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		snprintf(req, sizeof(req),
+		    "GET http://api.test:%u/case/echo HTTP/1.1\r\nHost: "
+		    "api.test:%u\r\nAuthorization: Bearer %s\r\n%s: "
+		    "/admin/keys\r\nx-%s: /admin/keys\r\nConnection: "
+		    "close\r\n\r\n",
+		    up_port, up_port, tok, fields[i], fields[i] + 2);
+		char *resp = send_on(req);
+		ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+		ck_assert_msg(strstr(resp, "echo: GET /case/echo") != NULL,
+		    "%s", resp);
+		ck_assert_msg(strcasestr(resp, fields[i]) == NULL,
+		    "went upstream with the credential: %s", resp);
+		ck_assert_msg(strstr(resp, "/admin/keys") == NULL,
+		    "went upstream with the credential: %s", resp);
+		free(resp);
+	}
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -331,6 +361,7 @@ suite(void)
 	tcase_add_test(tc, reflections_outside_the_body_are_redacted);
 	tcase_add_test(tc, a_later_answer_quoting_an_injected_head_is_redacted);
 	tcase_add_test(tc, an_injecting_rule_names_its_host_in_full);
+	tcase_add_test(tc, path_overrides_never_go_with_the_credential);
 	suite_add_tcase(s, tc);
 	return s;
 }

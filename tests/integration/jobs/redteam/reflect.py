@@ -12,6 +12,7 @@
 #   .../wwwauth   401 with WWW-Authenticate quoting V
 #   .../fields    200 with X-Echo: V (HEAD: the fields alone)
 #   .../reason    401 with V as the status line's reason phrase
+#   .../echo      200 with the request's own head
 #   .../last      200 with the previous request's head on this connection
 #   .../log       200 with every head this upstream was ever sent
 #   anything else 200 "public"
@@ -70,6 +71,8 @@ class H(socketserver.BaseRequestHandler):
             return plain(b"ok\n", extra=b"X-Echo: " + v + b"\r\n")
         if target.endswith(b"/reason"):
             return plain(b"no\n", b"401 bad key " + v)
+        if target.endswith(b"/echo"):
+            return plain(b"echo: " + head)
         if target.endswith(b"/last"):
             return plain(b"last: " + last)
         if target.endswith(b"/log"):
