@@ -12,7 +12,9 @@
 #   .../wwwauth   401 with WWW-Authenticate quoting V
 #   .../fields    200 with X-Echo: V (HEAD: the fields alone)
 #   .../reason    401 with V as the status line's reason phrase
-#   .../echo      200 with the request's own head
+#   .../echo      200 with the request's own head (and body: a POST, PUT or
+#                 PATCH's Content-Length is read; other methods' bodies
+#                 are not, as a server that expects none there)
 #   .../last      200 with the previous request's head on this connection
 #   .../log       200 with every head this upstream was ever sent
 #   anything else 200 "public"
@@ -37,7 +39,7 @@ def plain(body, status=b"200 OK", extra=b""):
 
 
 class H(socketserver.BaseRequestHandler):
-    def answer(self, head, last):
+    def answer(self, head, last, body=b""):
         line = head.split(b"\r\n", 1)[0].split(b" ")
         if len(line) != 3:
             return plain(b"bad request line\n", b"400 Bad Request")
@@ -72,7 +74,7 @@ class H(socketserver.BaseRequestHandler):
         if target.endswith(b"/reason"):
             return plain(b"no\n", b"401 bad key " + v)
         if target.endswith(b"/echo"):
-            return plain(b"echo: " + head)
+            return plain(b"echo: " + head + body)
         if target.endswith(b"/last"):
             return plain(b"last: " + last)
         if target.endswith(b"/log"):
@@ -94,11 +96,24 @@ class H(socketserver.BaseRequestHandler):
                 data += more
             i = data.index(b"\r\n\r\n") + 4
             head, data = data[:i], data[i:]
+            body = b""
+            m = re.search(rb"\r\ncontent-length: *(\d+)\r\n", head, re.I)
+            if m and head.split(b" ", 1)[0] in (b"POST", b"PUT", b"PATCH"):
+                n = int(m.group(1))
+                while len(data) < n:
+                    try:
+                        more = self.request.recv(4096)
+                    except OSError:
+                        return
+                    if not more:
+                        return
+                    data += more
+                body, data = data[:n], data[n:]
             with LOCK:
                 LOG.append(head)
                 del LOG[:-16]
             try:
-                self.request.sendall(self.answer(head, last))
+                self.request.sendall(self.answer(head, last, body))
             except OSError:
                 return  # the proxy closed: it wanted no more
             last = head
