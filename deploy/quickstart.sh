@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The README's first command. On a fresh Debian 12 machine: installs what
 # cordon needs, builds it, starts cordon-broker, cordon-proxy and
-# cordon-hatch on loopback with state under ./var/, serves an example
-# invoices API on 127.0.0.1:7780, and walks one job through the three
-# planes: a capability, its egress through the proxy, the revoke, and the
-# patch of what it wrote.
+# cordon-hatch on loopback with state under ./var/, serves the example
+# APIs (deploy/examples/upstream.py: invoices on http://127.0.0.1:7780, a
+# tickets API on https://127.0.0.1:7781 that wants its API key), and walks
+# one job through the three planes: a capability, its egress through the
+# proxy, the key the proxy adds, the revoke, and the patch of what it
+# wrote.
 #
 #   ./deploy/quickstart.sh          install, build, (re)start, show
 #   ./deploy/quickstart.sh stop     stop the services it started
@@ -94,7 +96,8 @@ PY
  "broker_key_file": "$k/verifier.key",
  "launcher_key_sha256": "$(key_sha256 "$k/launcher.key")",
  "admin_key_sha256": "$(key_sha256 "$k/admin.key")",
- "launcher_uid": $(id -u), "hosts_file": "$var/hosts", "follower": "quickstart"}
+ "launcher_uid": $(id -u), "hosts_file": "$var/hosts", "follower": "quickstart",
+ "upstream_ca_file": "$var/upstream/trust.pem"}
 JSON
 }
 
@@ -128,7 +131,7 @@ running() {
 		[ "$(starttime "$pid")" = "$st" ]
 	else
 		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null |
-			grep -qE "bin/cordon-$1 |http\.server --bind 127\.0\.0\.1 7780"
+			grep -qE "bin/cordon-$1 |http\.server --bind 127\.0\.0\.1 7780|examples/upstream\.py "
 	fi
 }
 
@@ -210,6 +213,38 @@ grep -qs '^127\.0\.0\.1 invoices\.internal$' "$var/hosts" ||
 	echo "127.0.0.1 invoices.internal" >>"$var/hosts"
 grep -qs '^127\.0\.0\.1 tickets\.internal$' "$var/hosts" ||
 	echo "127.0.0.1 tickets.internal" >>"$var/hosts"
+# The tickets API is HTTPS with a certificate of a CA made here, once;
+# the proxy verifies upstreams against the system's roots and that CA
+# (upstream_ca_file: var/upstream/trust.pem), as it would a company's
+# internal CA. Its API key is made here too, once: the upstream checks
+# it, the broker keeps it sealed (below), and no job ever holds it.
+up=$var/upstream
+mkdir -p "$up"
+if [ ! -s "$up/ca.pem" ] || [ ! -s "$up/tickets.internal.pem" ]; then
+	(umask 077
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-days 3650 -subj "/CN=cordon quickstart example CA" \
+		-keyout "$up/ca.key" -out "$up/ca.pem" 2>/dev/null &&
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-subj "/CN=tickets.internal" -keyout "$up/tickets.internal.key" \
+		-out "$up/tickets.internal.csr" 2>/dev/null &&
+	printf 'subjectAltName=DNS:tickets.internal\nextendedKeyUsage=serverAuth\n' \
+		>"$up/tickets.internal.ext" &&
+	openssl x509 -req -in "$up/tickets.internal.csr" -CA "$up/ca.pem" \
+		-CAkey "$up/ca.key" -CAcreateserial -days 825 \
+		-extfile "$up/tickets.internal.ext" \
+		-out "$up/tickets.internal.pem" 2>/dev/null) ||
+		fail "openssl could not make the example upstream's certificate"
+	rm -f "$up/tickets.internal.csr" "$up/tickets.internal.ext"
+	chmod 644 "$up/ca.pem" "$up/tickets.internal.pem"
+fi
+cat /etc/ssl/certs/ca-certificates.crt "$up/ca.pem" >"$up/trust.pem"
+fresh_key=0
+if [ ! -s "$up/tickets-key" ]; then
+	(umask 077
+	echo "tk_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$up/tickets-key")
+	fresh_key=1
+fi
 for svc in $services; do
 	stop_one "$svc"
 	: >"$var/log/$svc.log"
@@ -232,13 +267,22 @@ for svc in $services; do
 	fi
 done
 status
-# The example's upstream: an invoices API on loopback, outside any sandbox.
+# The example's upstreams, on loopback, outside any sandbox: the invoices
+# API (plain) and the tickets API (HTTPS, wants its key).
 stop_one upstream
-(cd "$top/deploy/examples/invoices" && exec setsid python3 -m http.server \
-	--bind 127.0.0.1 7780 </dev/null >>"$var/log/upstream.log" 2>&1) &
+(cd "$top" && exec setsid /usr/bin/python3 "$top/deploy/examples/upstream.py" \
+	--bind 127.0.0.1 --plain 7780 --root "$top/deploy/examples/invoices" \
+	--tls 7781 --cert "$up/tickets.internal.pem" --key "$up/tickets.internal.key" \
+	--api-key-file "$up/tickets-key" </dev/null >>"$var/log/upstream.log" 2>&1) &
 remember $! upstream
+tickets() {
+	curl -s --max-time 2 --cacert "$up/ca.pem" \
+		--resolve tickets.internal:7781:127.0.0.1 "$@"
+}
 for _ in $(seq 1 50); do
-	curl -fs --max-time 1 -o /dev/null http://127.0.0.1:7780/ && break
+	curl -fs --max-time 1 -o /dev/null http://127.0.0.1:7780/invoices/4182.json &&
+		[ "$(tickets -o /dev/null -w '%{http_code}' https://tickets.internal:7781/tickets/)" = 401 ] &&
+		break
 	sleep 0.1
 done
 
@@ -257,10 +301,12 @@ for f in "$K"/*.key; do
 done
 echo
 echo "  an upstream API key, sealed at the broker; no job ever holds it (docs/credentials.md):"
-if [ "$(curl -s -o /dev/null -w '%{http_code}' -H "$A" $B/v1/secrets/tickets-key)" != 200 ]; then
+show "the tickets API (https://tickets.internal:7781) without its key: $(tickets \
+	-o /dev/null -w '%{http_code}' https://tickets.internal:7781/tickets/)"
+if [ "$fresh_key" = 1 ] ||
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -H "$A" $B/v1/secrets/tickets-key)" != 200 ]; then
 	out=$(curl -s -X PUT -H "$A" -H 'Content-Type: application/json' \
-		-d "{\"value\": \"tk_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')\"}" \
-		$B/v1/secrets/tickets-key)
+		-d "{\"value\": \"$(cat "$up/tickets-key")\"}" $B/v1/secrets/tickets-key)
 	[ -n "$(field version <<<"$out")" ] || fail "the broker refused the secret: $out"
 fi
 show "tickets-key: version $(curl -s -H "$A" $B/v1/secrets/tickets-key | field version), the value in no answer"
@@ -288,8 +334,9 @@ if [ "$(id -u)" != 0 ]; then
 	show "quickstart as root to see it (the services above keep running)"
 else
 	echo "  the job: cordon run --manifest support-triage -- /bin/sh jobs/triage.sh"
-	show "(deploy/examples/jobs/triage.sh: reads its input, asks for a capability,"
-	show " calls an API, tries a host off its list, edits a file, writes a workflow)"
+	show "(deploy/examples/jobs/triage.sh: reads its input, asks for capabilities,"
+	show " calls the invoices API and the tickets API over HTTPS, whose key the proxy"
+	show " adds, tries a host off its list, edits a file, writes a workflow)"
 	# Long step: the sandbox is built, the job runs, the stop path runs.
 	show "running… (the sandbox is built, the job runs, the stop path runs)"
 	rc=0

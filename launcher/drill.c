@@ -23,6 +23,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -125,9 +128,28 @@ struct drill {
 	} placed[16];
 	size_t nplaced;
 	json_t *decisions; /* the proxy's log of the job, or NULL */
+	/* The token of an injecting capability the agent used (TOKEN
+	 * inject), and that rule's host:port, for the replay. */
+	char inject_token[64], inject_where[300];
+	/* The injecting rules' secrets that are an issuer's: name -> {kind,
+	 * url} (the token endpoint); NULL when the drill could not ask,
+	 * issuers_why says why. */
+	json_t *issuers;
+	char issuers_why[200];
 };
 
 /* --- small things --------------------------------------------------------- */
+
+/* Appends word to the space-separated list in buf (n bytes), as far as it
+ * fits. */
+static void
+append_word(char *buf, size_t n, const char *word)
+{
+	size_t len = strlen(buf);
+
+	if (len < n)
+		snprintf(buf + len, n - len, "%s%s", len > 0 ? " " : "", word);
+}
 
 /* The value of key in "k=v k=v" evidence, or "". */
 static const char *
@@ -199,6 +221,67 @@ first_string(const json_t *list)
 	return json_string_value(json_array_get(list, 0));
 }
 
+/* Which injecting rules' secrets are an issuer's, asked of the broker
+ * with the admin key (GET /v1/secrets/NAME: the kind and the public
+ * fields, never a value): d->issuers, or NULL and why. */
+static void
+learn_issuers(struct drill *d)
+{
+	const json_t *m = json_object_get(d->manifest, "manifest"), *v;
+	char akey[128];
+	size_t i;
+
+	if (d->cfg.admin_key_file == NULL ||
+	    launcher_read_key(d->cfg.admin_key_file, akey, sizeof(akey)) < 0) {
+		snprintf(d->issuers_why, sizeof(d->issuers_why),
+		    "cordon drill cannot ask the broker which secrets are an "
+		    "issuer's: no admin key (admin_key_file: %s)",
+		    d->cfg.admin_key_file ?: "not set");
+		return;
+	}
+	d->issuers = json_object();
+	json_array_foreach(json_object_get(m, "egress"), i, v)
+	{
+		const char *name = json_string_value(
+		    json_object_get(json_object_get(v, "inject"), "secret"));
+		struct httpc_answer a;
+		char path[200], url[600];
+
+		if (name == NULL || strpbrk(name, "/?# ") != NULL)
+			continue;
+		snprintf(path, sizeof(path), "/v1/secrets/%s", name);
+		if (httpc_request(d->cfg.broker, "GET", path, akey, NULL, NULL,
+			CALL_MS, &a) < 0)
+			continue;
+		const char *kind =
+		    json_string_value(json_object_get(a.json, "kind"));
+		const char *tok =
+		    json_string_value(json_object_get(a.json, "token_url"));
+		const char *api =
+		    json_string_value(json_object_get(a.json, "api"));
+		const char *inst = json_string_value(
+		    json_object_get(a.json, "installation_id"));
+		url[0] = '\0';
+		if (a.status == 200 && kind != NULL &&
+		    strcmp(kind, "oauth_client_credentials") == 0 &&
+		    tok != NULL)
+			snprintf(url, sizeof(url), "%s", tok);
+		else if (a.status == 200 && kind != NULL &&
+		    strcmp(kind, "github_app") == 0)
+			snprintf(url, sizeof(url),
+			    "%.*s/app/installations/%s/access_tokens",
+			    (int)(strlen(api ?: "https://api.github.com") -
+				(api != NULL && api[0] != '\0' &&
+				    api[strlen(api) - 1] == '/')),
+			    api ?: "https://api.github.com", inst ?: "0");
+		if (url[0] != '\0' && strpbrk(url, " \t\r\n") == NULL)
+			json_object_set_new(d->issuers, name,
+			    json_pack("{s:s, s:s}", "kind", kind, "url", url));
+		httpc_answer_free(&a);
+	}
+	explicit_bzero(akey, sizeof(akey));
+}
+
 static void
 write_params(FILE *f, const struct drill *d)
 {
@@ -227,6 +310,8 @@ write_params(FILE *f, const struct drill *d)
 		fprintf(f, "param inherited_fd %d pty_master\n", d->pty_master);
 	if (d->pty_slave >= 0)
 		fprintf(f, "param inherited_fd %d pty_slave\n", d->pty_slave);
+	if (d->issuers == NULL)
+		fprintf(f, "param issuers unknown\n");
 	fprintf(f, "param memory_mb %lld\nparam pids %lld\n",
 	    (long long)json_integer_value(json_object_get(limits, "memory_mb")),
 	    (long long)json_integer_value(json_object_get(limits, "pids")));
@@ -252,6 +337,13 @@ write_params(FILE *f, const struct drill *d)
 		    first_string(json_object_get(v, "methods")) ?: "GET",
 		    first_string(json_object_get(v, "paths")) ?: "/");
 		const json_t *in = json_object_get(v, "inject");
+		const json_t *is = json_object_get(d->issuers,
+		    json_string_value(json_object_get(in, "secret")) ?: "");
+		if (is != NULL)
+			fprintf(f, "param issuer %s %s %s\n",
+			    json_string_value(json_object_get(in, "secret")),
+			    json_string_value(json_object_get(is, "kind")),
+			    json_string_value(json_object_get(is, "url")));
 		if (in != NULL)
 			fprintf(f, "param inject %s %lld %s %s %s\n",
 			    json_string_value(json_object_get(v, "host"))
@@ -1105,9 +1197,16 @@ judge(struct drill *d, const struct attempt *a, struct row *w,
 	case J_PROXY:
 		ev(w->evidence, "deny", v1, sizeof(v1));
 		ev(w->evidence, "http", v2, sizeof(v2));
-		snprintf(w->where, sizeof(w->where), "proxy: %s %s (%s)",
-		    v1[0] != '\0' ? "refused," : "answered", v1[0] ? v1 : v2,
-		    w->evidence);
+		if (v1[0] == '\0' && v2[0] == '\0')
+			/* No answer of the proxy's to name: the agent's
+			 * detail says where it ended. */
+			snprintf(w->where, sizeof(w->where), "%s (%s)",
+			    w->detail, w->evidence);
+		else
+			snprintf(w->where, sizeof(w->where),
+			    "proxy: %s %s (%s)",
+			    v1[0] != '\0' ? "refused," : "answered",
+			    v1[0] ? v1 : v2, w->evidence);
 		return;
 	case J_HATCH:
 		if (strcmp(result, "done") != 0) {
@@ -1263,6 +1362,12 @@ read_agent(struct drill *d)
 				snprintf(d->wrote[d->nwrote++], n, "%s\t%s",
 				    f[1], f[2]);
 		} else if (nf == 4 && strcmp(f[0], "TOKEN") == 0 &&
+		    strcmp(f[1], "inject") == 0) {
+			snprintf(d->inject_token, sizeof(d->inject_token), "%s",
+			    f[3]);
+			snprintf(d->inject_where, sizeof(d->inject_where), "%s",
+			    f[2]);
+		} else if (nf == 4 && strcmp(f[0], "TOKEN") == 0 &&
 		    (strcmp(f[1], "minted") == 0 ||
 			strcmp(f[1], "copied") == 0)) {
 			snprintf(d->minted, sizeof(d->minted), "%s", f[3]);
@@ -1278,42 +1383,45 @@ read_agent(struct drill *d)
 
 /* --- after the stop ------------------------------------------------------- */
 
-/* One request on a channel (a unix socket): the status and the proxy's
- * refusal, if it refused. 0 or -errno. */
+/* One request on a channel (a unix socket), its answer's head read: the
+ * status and the proxy's refusal, if it refused; the connection into *fd
+ * (close it) for what follows a CONNECT. 0 or -errno. */
 static int
-channel_request(const char *channel, const char *req, int *status, char *deny,
-    size_t len)
+channel_connect(const char *channel, const char *req, int *fd, int *status,
+    char *deny, size_t len)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	char head[8192];
 	size_t got = 0;
-	int fd, r = 0;
+	int r = 0;
 
 	deny[0] = '\0';
 	*status = 0;
+	*fd = -1;
 	if (strlen(channel) >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sun.sun_path, channel, strlen(channel) + 1);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+	if ((*fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+	if (connect(*fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    write(*fd, req, strlen(req)) != (ssize_t)strlen(req))
 		r = -errno;
+	/* One byte at a time: a CONNECT's tunnel starts right after the
+	 * head, and none of it may be taken here. */
 	while (r == 0 && got < sizeof(head) - 1) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = { .fd = *fd, .events = POLLIN };
 		if (poll(&p, 1, 15000) <= 0) {
 			r = -ETIMEDOUT;
 			break;
 		}
-		ssize_t n = read(fd, head + got, sizeof(head) - 1 - got);
+		ssize_t n = read(*fd, head + got, 1);
 		if (n <= 0)
 			break;
 		got += (size_t)n;
 		head[got] = '\0';
-		if (strstr(head, "\r\n\r\n") != NULL)
+		if (got >= 4 && memcmp(head + got - 4, "\r\n\r\n", 4) == 0)
 			break;
 	}
-	close(fd);
 	head[got] = '\0';
 	if (r < 0)
 		return r;
@@ -1324,6 +1432,19 @@ channel_request(const char *channel, const char *req, int *status, char *deny,
 		snprintf(deny, len, "%.*s", (int)strcspn(h + 17, "\r\n"),
 		    h + 17);
 	return 0;
+}
+
+/* One request on a channel: the status and the proxy's refusal, if it
+ * refused. 0 or -errno. */
+static int
+channel_request(const char *channel, const char *req, int *status, char *deny,
+    size_t len)
+{
+	int fd, r = channel_connect(channel, req, &fd, status, deny, len);
+
+	if (fd >= 0)
+		close(fd);
+	return r;
 }
 
 /* The plain-HTTP rule the job's token is for (or any plain one). */
@@ -1394,15 +1515,78 @@ replay_broker(struct drill *d, struct row *w)
 		httpc_answer_free(&a);
 }
 
+/* A second job of the same manifest, made at the broker and opened at
+ * the proxy, for a replay after the stop: 0 with its id, channel and CA
+ * (PEM, malloc'd) filled in, or -1 with why in where (len bytes). */
+static int
+second_job(const struct drill *d, char *job, size_t jlen, char *channel,
+    size_t clen, char **ca_pem, char *where, size_t len)
+{
+	struct httpc_answer a, c;
+	char path[160];
+	int rc;
+
+	*ca_pem = NULL;
+	json_t *ask = json_pack("{s:s, s:i}", "manifest", d->manifest_name,
+	    "canaries", 0);
+	rc = httpc_request(d->cfg.broker, "POST", "/v1/jobs", d->key, NULL, ask,
+	    CALL_MS, &a);
+	json_decref(ask);
+	if (rc < 0 || a.status != 201) {
+		snprintf(where, len, "the broker made no second job");
+		if (rc == 0)
+			httpc_answer_free(&a);
+		return -1;
+	}
+	snprintf(job, jlen, "%s",
+	    json_string_value(json_object_get(a.json, "job")) ?: "");
+	httpc_answer_free(&a);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	rc = httpc_request(d->cfg.proxy, "POST", path, d->key, NULL, NULL,
+	    CALL_MS, &c);
+	if (rc == 0 && c.status == 201) {
+		snprintf(channel, clen, "%s",
+		    json_string_value(json_object_get(c.json, "channel"))
+			?: "");
+		const char *pem =
+		    json_string_value(json_object_get(c.json, "ca_pem"));
+		*ca_pem = pem != NULL ? strdup(pem) : NULL;
+		httpc_answer_free(&c);
+		return 0;
+	}
+	snprintf(where, len, "the proxy opened no channel for the second job");
+	if (rc == 0)
+		httpc_answer_free(&c);
+	return -1;
+}
+
+/* The second job's end: its channel closed, the job revoked. */
+static void
+second_job_end(const struct drill *d, const char *job)
+{
+	struct httpc_answer c;
+	char path[160];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	if (httpc_request(d->cfg.proxy, "DELETE", path, d->key, NULL, NULL,
+		CALL_MS, &c) == 0)
+		httpc_answer_free(&c);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", job);
+	json_t *why = json_pack("{s:s}", "reason", "stopped");
+	if (httpc_request(d->cfg.broker, "POST", path, d->key, NULL, why,
+		CALL_MS, &c) == 0)
+		httpc_answer_free(&c);
+	json_decref(why);
+}
+
 /* A new job of the same manifest, its channel, and the old token sent
  * through it as the job would have sent it. */
 static void
 replay_channel(struct drill *d, struct row *w)
 {
 	const json_t *rule = token_rule(d);
-	struct httpc_answer a, c;
-	char path[160], req[1024], deny[128];
-	const char *job;
+	char req[1024], deny[128], job[80], channel[300];
+	char *ca_pem = NULL;
 	int status = 0, rc;
 
 	w->result = "untested";
@@ -1411,70 +1595,378 @@ replay_channel(struct drill *d, struct row *w)
 		    "no plain-HTTP rule to carry the token");
 		return;
 	}
-	json_t *ask = json_pack("{s:s, s:i}", "manifest", d->manifest_name,
-	    "canaries", 0);
-	rc = httpc_request(d->cfg.broker, "POST", "/v1/jobs", d->key, NULL, ask,
-	    CALL_MS, &a);
-	json_decref(ask);
-	if (rc < 0 || a.status != 201) {
-		snprintf(w->where, sizeof(w->where),
-		    "the broker made no second job");
-		if (rc == 0)
-			httpc_answer_free(&a);
+	if (second_job(d, job, sizeof(job), channel, sizeof(channel), &ca_pem,
+		w->where, sizeof(w->where)) < 0) {
+		if (job[0] != '\0')
+			second_job_end(d, job);
 		return;
 	}
-	job = json_string_value(json_object_get(a.json, "job")) ?: "";
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	rc = httpc_request(d->cfg.proxy, "POST", path, d->key, NULL, NULL,
-	    CALL_MS, &c);
-	if (rc == 0 && c.status == 201) {
-		const char *host =
-		    json_string_value(json_object_get(rule, "host")) ?: "";
-		long long port =
-		    json_integer_value(json_object_get(rule, "port"));
-		snprintf(req, sizeof(req),
-		    "GET http://%s:%lld%sdrill HTTP/1.1\r\nHost: %s:%lld\r\n"
-		    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
-		    host, port,
-		    first_string(json_object_get(rule, "paths")) ?: "/", host,
-		    port, d->minted);
-		rc = channel_request(json_string_value(
-					 json_object_get(c.json, "channel"))
-			?: "",
-		    req, &status, deny, sizeof(deny));
-		if (rc < 0)
-			snprintf(w->where, sizeof(w->where),
-			    "the new job's channel: %s", strerror(-rc));
-		else if (deny[0] != '\0') {
-			w->result = "stopped";
-			snprintf(w->where, sizeof(w->where),
-			    "proxy: refused, %s (%d), the broker's "
-			    "introspection says inactive",
-			    deny, status);
-		} else {
-			w->result = "ESCAPED";
-			snprintf(w->where, sizeof(w->where),
-			    "the upstream answered %d to the old token",
-			    status);
-		}
-		explicit_bzero(req, sizeof(req));
-		httpc_answer_free(&c);
-		if (httpc_request(d->cfg.proxy, "DELETE", path, d->key, NULL,
-			NULL, CALL_MS, &c) == 0)
-			httpc_answer_free(&c);
-	} else {
+	free(ca_pem);
+	const char *host =
+	    json_string_value(json_object_get(rule, "host")) ?: "";
+	long long port = json_integer_value(json_object_get(rule, "port"));
+	snprintf(req, sizeof(req),
+	    "GET http://%s:%lld%sdrill HTTP/1.1\r\nHost: %s:%lld\r\n"
+	    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
+	    host, port, first_string(json_object_get(rule, "paths")) ?: "/",
+	    host, port, d->minted);
+	rc = channel_request(channel, req, &status, deny, sizeof(deny));
+	if (rc < 0)
 		snprintf(w->where, sizeof(w->where),
-		    "the proxy opened no channel for the second job");
-		if (rc == 0)
-			httpc_answer_free(&c);
+		    "the new job's channel: %s", strerror(-rc));
+	else if (deny[0] != '\0') {
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "proxy: refused, %s (%d), the broker's introspection says "
+		    "inactive",
+		    deny, status);
+	} else {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "the upstream answered %d to the old token", status);
 	}
-	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", job);
-	json_t *why = json_pack("{s:s}", "reason", "stopped");
-	if (httpc_request(d->cfg.broker, "POST", path, d->key, NULL, why,
-		CALL_MS, &c) == 0)
-		httpc_answer_free(&c);
-	json_decref(why);
+	explicit_bzero(req, sizeof(req));
+	second_job_end(d, job);
+}
+
+/* The head of the answer to req over TLS on fd (a CONNECT's tunnel on a
+ * job's channel) for host, verified by the job's CA (PEM): the status and
+ * X-Cordon-Deny into *status and deny (len bytes). 0 or -errno. */
+static int
+tls_channel_request(int fd, const char *host, const char *ca_pem,
+    const char *req, int *status, char *deny, size_t len)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	BIO *bio = BIO_new_mem_buf(ca_pem, -1);
+	X509 *ca =
+	    bio != NULL ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+	SSL *ssl = NULL;
+	char head[8192];
+	int got = 0, rc = -EPROTO;
+
+	if (ctx == NULL || ca == NULL ||
+	    X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), ca) != 1)
+		goto out;
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if ((ssl = SSL_new(ctx)) == NULL || SSL_set_fd(ssl, fd) != 1 ||
+	    SSL_set_tlsext_host_name(ssl, host) != 1 ||
+	    SSL_set1_host(ssl, host) != 1 || SSL_connect(ssl) != 1 ||
+	    SSL_write(ssl, req, (int)strlen(req)) != (int)strlen(req))
+		goto out;
+	while (got < (int)sizeof(head) - 1) {
+		int n = SSL_read(ssl, head + got, (int)sizeof(head) - 1 - got);
+		if (n <= 0)
+			break;
+		got += n;
+		head[got] = '\0';
+		if (strstr(head, "\r\n\r\n") != NULL)
+			break;
+	}
+	head[got] = '\0';
+	rc = sscanf(head, "HTTP/1.%*d %d", status) == 1 ? 0 : -EBADMSG;
+	const char *h = strcasestr(head, "\r\nX-Cordon-Deny: ");
+	if (h != NULL)
+		snprintf(deny, len, "%.*s", (int)strcspn(h + 17, "\r\n"),
+		    h + 17);
+out:
+	if (ssl != NULL)
+		SSL_free(ssl);
+	X509_free(ca);
+	BIO_free(bio);
+	SSL_CTX_free(ctx);
+	return rc;
+}
+
+/* The injecting rule the agent used (its TOKEN inject line's host:port),
+ * from the manifest, or NULL. */
+static const json_t *
+inject_rule(const struct drill *d)
+{
+	const json_t *m = json_object_get(d->manifest, "manifest"), *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(m, "egress"), i, v)
+	{
+		char hp[300];
+		snprintf(hp, sizeof(hp), "%s:%lld",
+		    json_string_value(json_object_get(v, "host")) ?: "",
+		    (long long)json_integer_value(json_object_get(v, "port")));
+		if (json_object_get(v, "inject") != NULL &&
+		    strcmp(hp, d->inject_where) == 0)
+			return v;
+	}
+	return NULL;
+}
+
+/* The second job's decisions: how many, how many of the replay's own
+ * request the proxy allowed, and how many had a credential swapped in (a
+ * secret named). */
+static void
+second_job_log(const struct drill *d, const char *job, int *n, int *allowed,
+    int *injected)
+{
+	struct httpc_answer a;
+	char path[160];
+	const json_t *v;
+	size_t i;
+
+	*n = *allowed = *injected = -1;
+	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
+	if (httpc_request(d->cfg.proxy, "GET", path, d->key, NULL, NULL,
+		CALL_MS, &a) < 0)
+		return;
+	if (a.status == 200 &&
+	    json_is_array(json_object_get(a.json, "decisions"))) {
+		*n = *allowed = *injected = 0;
+		json_array_foreach(json_object_get(a.json, "decisions"), i, v)
+		{
+			const char *dec =
+			    json_string_value(json_object_get(v, "decision"));
+			const char *rpath =
+			    json_string_value(json_object_get(v, "path"));
+			size_t pl = rpath != NULL ? strlen(rpath) : 0;
+			(*n)++;
+			/* The replay's own request (its path ends in
+			 * "drill"), not a terminated rule's CONNECT, which the
+			 * proxy allows to end its TLS and read inside. */
+			*allowed += dec != NULL && strcmp(dec, "allow") == 0 &&
+			    pl >= 5 && strcmp(rpath + pl - 5, "drill") == 0;
+			*injected += json_object_get(v, "secret") != NULL;
+		}
+	}
 	httpc_answer_free(&a);
+}
+
+/* The token of the injecting capability the agent used, after the stop,
+ * through a new job's channel on the rule it injects on: plain, or a
+ * CONNECT and TLS by the new job's CA. Refused, and no credential swapped
+ * in for it (the new job's log of the proxy). */
+static void
+replay_inject(struct drill *d, struct row *w)
+{
+	const json_t *rule = inject_rule(d);
+	char req[1400], deny[128] = "", job[80] = "", channel[300], hp[300];
+	char *ca_pem = NULL;
+	int status = 0, rc, n, allowed, injected;
+
+	w->result = "untested";
+	if (d->inject_token[0] == '\0' || rule == NULL) {
+		snprintf(w->where, sizeof(w->where), "%s",
+		    d->inject_token[0] == '\0'
+			? "the agent printed no token of an injecting "
+			  "capability (no rule injects, or it did not get "
+			  "to it)"
+			: "the agent's injecting rule is not the manifest's");
+		return;
+	}
+	if (second_job(d, job, sizeof(job), channel, sizeof(channel), &ca_pem,
+		w->where, sizeof(w->where)) < 0) {
+		if (job[0] != '\0')
+			second_job_end(d, job);
+		return;
+	}
+	const char *host =
+	    json_string_value(json_object_get(rule, "host")) ?: "";
+	const char *path = first_string(json_object_get(rule, "paths")) ?: "/";
+	const char *tls = json_string_value(json_object_get(rule, "tls"));
+	bool terminated = tls != NULL && strcmp(tls, "terminate") == 0;
+	snprintf(hp, sizeof(hp), "%s", d->inject_where);
+	if (!terminated) {
+		snprintf(req, sizeof(req),
+		    "GET http://%s%sdrill HTTP/1.1\r\nHost: %s\r\n"
+		    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
+		    hp, path, hp, d->inject_token);
+		rc = channel_request(channel, req, &status, deny, sizeof(deny));
+	} else {
+		/* The CONNECT on the channel, then the request inside. */
+		int fd = -1;
+		snprintf(req, sizeof(req),
+		    "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hp, hp);
+		rc = channel_connect(channel, req, &fd, &status, deny,
+		    sizeof(deny));
+		if (rc == 0 && status / 100 == 2) {
+			snprintf(req, sizeof(req),
+			    "GET %sdrill HTTP/1.1\r\nHost: %s\r\n"
+			    "Authorization: Bearer %s\r\nConnection: "
+			    "close\r\n\r\n",
+			    path, hp, d->inject_token);
+			rc = ca_pem == NULL
+			    ? -EPROTO
+			    : tls_channel_request(fd, host, ca_pem, req,
+				  &status, deny, sizeof(deny));
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	explicit_bzero(req, sizeof(req));
+	free(ca_pem);
+	second_job_end(d, job);
+	second_job_log(d, job, &n, &allowed, &injected);
+	if (rc < 0)
+		snprintf(w->where, sizeof(w->where),
+		    "the new job's channel (%s): %s",
+		    terminated ? "CONNECT and TLS" : "plain", strerror(-rc));
+	else if (deny[0] != '\0' && n < 0)
+		snprintf(w->where, sizeof(w->where),
+		    "proxy: refused, %s (%d), but the new job's decisions "
+		    "could not be read to show nothing went upstream",
+		    deny, status);
+	else if (deny[0] == '\0' || allowed > 0 || injected > 0) {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "the old token of the injecting capability got %d on %s "
+		    "through a new job's channel (decisions allowed=%d "
+		    "injected=%d): the credential went upstream for it",
+		    status, hp, allowed, injected);
+	} else {
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "proxy: refused, %s (%d) on %s (%s); the new job's "
+		    "decisions: %d, none allowed, no credential swapped in",
+		    deny, status, hp,
+		    terminated ? "CONNECT, TLS by the new job's CA" : "plain",
+		    n);
+	}
+	snprintf(w->evidence, sizeof(w->evidence),
+	    "http=%d deny=%s decisions=%d allowed=%d injected=%d", status,
+	    deny[0] != '\0' ? deny : "-", n, allowed, injected);
+}
+
+/* What the broker's audit says of the job's issuer credentials (admin
+ * key): into state, secret -> "issued", "revoked" or "failed" (the last
+ * word of each), waiting up to 8 s for every issued one to be settled (a
+ * tripwire's revoke leaves them to the broker's own thread). */
+static void
+audit_issuers(const struct drill *d, const char *job, json_t *state)
+{
+	char akey[128], path[200];
+	int64_t until = monotonic_ms() + 8000;
+
+	if (d->cfg.admin_key_file == NULL ||
+	    launcher_read_key(d->cfg.admin_key_file, akey, sizeof(akey)) < 0)
+		return;
+	snprintf(path, sizeof(path), "/v1/audit?job=%s&limit=10000", job);
+	for (;;) {
+		struct httpc_answer a;
+		const json_t *rec;
+		const char *name;
+		json_t *v;
+		size_t i, open = 0;
+
+		json_object_clear(state);
+		if (httpc_request(d->cfg.broker, "GET", path, akey, NULL, NULL,
+			CALL_MS, &a) < 0)
+			break;
+		json_array_foreach(json_object_get(a.json, "records"), i, rec)
+		{
+			const char *ev =
+			    json_string_value(json_object_get(rec, "event"));
+			const json_t *det = json_object_get(rec, "detail");
+			const char *sec =
+			    json_string_value(json_object_get(det, "secret"));
+			const char *word = NULL;
+			if (ev == NULL || sec == NULL)
+				continue;
+			if (strcmp(ev, "upstream_issued") == 0)
+				word = "issued";
+			else if (strcmp(ev, "upstream_revoked") == 0)
+				word = "revoked";
+			else if (strcmp(ev, "upstream_revoke_failed") == 0 ||
+			    strcmp(ev, "upstream_expired") == 0)
+				word = "failed";
+			if (word != NULL &&
+			    (strcmp(word, "issued") != 0 ||
+				json_object_get(state, sec) == NULL))
+				json_object_set_new(state, sec,
+				    json_string(word));
+		}
+		httpc_answer_free(&a);
+		json_object_foreach(state, name, v) open +=
+		    strcmp(json_string_value(v), "issued") == 0;
+		if (open == 0 || monotonic_ms() > until)
+			break;
+		usleep(250 * 1000);
+	}
+	explicit_bzero(akey, sizeof(akey));
+}
+
+/* The issuers' credentials the job held: each revoked at its issuer after
+ * the stop (the run's upstream_revocations, or, when the broker revoked
+ * the job itself, a tripwire's, its audit). */
+static void
+issuer_revoke(struct drill *d, struct row *w)
+{
+	const json_t *ups = json_object_get(d->result, "upstream_revocations");
+	const char *job = json_string_value(json_object_get(d->result, "job"));
+	json_t *state = json_object();
+	const char *name, *from = "the stop's result";
+	const json_t *v, *e;
+	size_t i, ok = 0, failed = 0, held = 0;
+	char list[300] = "", bad[300] = "";
+
+	w->result = "untested";
+	if (d->issuers == NULL) {
+		snprintf(w->where, sizeof(w->where), "%s", d->issuers_why);
+		json_decref(state);
+		return;
+	}
+	if (json_object_size(d->issuers) == 0) {
+		snprintf(w->where, sizeof(w->where),
+		    "no injecting rule's secret is an issuer's (OAuth client "
+		    "credentials, GitHub App): nothing to revoke upstream");
+		json_decref(state);
+		return;
+	}
+	json_array_foreach(ups, i, e)
+	{
+		const char *s = json_string_value(json_object_get(e, "secret"));
+		if (s != NULL)
+			json_object_set_new(state, s,
+			    json_string(json_is_true(json_object_get(e, "ok"))
+				    ? "revoked"
+				    : "failed"));
+	}
+	if (json_object_size(state) == 0 && job != NULL) {
+		audit_issuers(d, job, state);
+		from = "the broker's audit";
+	}
+	json_object_foreach(d->issuers, name, v)
+	{
+		const char *st =
+		    json_string_value(json_object_get(state, name));
+		if (st == NULL)
+			continue;
+		held++;
+		if (strcmp(st, "revoked") == 0) {
+			ok++;
+			append_word(list, sizeof(list), name);
+		} else if (failed++ == 0) {
+			snprintf(bad, sizeof(bad), "%s: %s", name,
+			    strcmp(st, "issued") == 0
+				? "never revoked"
+				: "the issuer refused or failed");
+		}
+	}
+	json_decref(state);
+	snprintf(w->evidence, sizeof(w->evidence),
+	    "issuers=%zu held=%zu revoked=%zu failed=%zu",
+	    json_object_size(d->issuers), held, ok, failed);
+	if (failed > 0) {
+		w->result = "ESCAPED";
+		snprintf(w->where, sizeof(w->where),
+		    "an issuer's credential outlived the job (%s, %s)", bad,
+		    from);
+	} else if (held == 0) {
+		snprintf(w->where, sizeof(w->where),
+		    "the job obtained no issuer's credential (%s lists none): "
+		    "issuer_direct says why",
+		    from);
+	} else {
+		w->result = "stopped";
+		snprintf(w->where, sizeof(w->where),
+		    "broker: revoked at its issuer after the stop: %s (%s)",
+		    list, from);
+	}
 }
 
 static void
@@ -1499,6 +1991,8 @@ after_stop(struct drill *d)
 	}
 	struct row *b = &d->rows[attempt_index("replay_broker")];
 	struct row *c = &d->rows[attempt_index("replay_channel")];
+	replay_inject(d, &d->rows[attempt_index("inject_replay")]);
+	issuer_revoke(d, &d->rows[attempt_index("issuer_revoke")]);
 	if (d->minted[0] == '\0') {
 		b->result = c->result = "untested";
 		static const char none[] =
@@ -1702,6 +2196,7 @@ launcher_drill(int argc, char **argv)
 	}
 	d.manifest = json_incref(a.json);
 	httpc_answer_free(&a);
+	learn_issuers(&d);
 	leave_open(&d);
 	if (stage(&d, dir, sizeof(dir), err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon drill: %s\n", err);
@@ -1758,6 +2253,8 @@ out:
 		close(d.pty_master);
 	json_decref(d.result);
 	json_decref(d.decisions);
+	json_decref(d.issuers);
+	explicit_bzero(d.inject_token, sizeof(d.inject_token));
 	json_decref(d.manifest);
 	explicit_bzero(d.key, sizeof(d.key));
 	launcher_config_free(&d.cfg);

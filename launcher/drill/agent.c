@@ -530,6 +530,16 @@ parse_param(struct drill *d, char *line)
 		    copy_field(u->method, sizeof(u->method), f[4]) &&
 		    copy_field(u->path, sizeof(u->path), f[5]))
 			d->nrule++;
+	} else if (strcmp(kind, "issuers") == 0 &&
+	    strcmp(rest, "unknown") == 0) {
+		d->issuers_unknown = true;
+	} else if (strcmp(kind, "issuer") == 0 && d->nissuer < MAX_ISSUERS &&
+	    split(rest, f, 3) == 3) {
+		struct issuer *is = &d->issuer[d->nissuer];
+		if (copy_field(is->secret, sizeof(is->secret), f[0]) &&
+		    copy_field(is->kind, sizeof(is->kind), f[1]) &&
+		    copy_field(is->url, sizeof(is->url), f[2]))
+			d->nissuer++;
 	} else if (strcmp(kind, "inject") == 0 && split(rest, f, 5) == 5) {
 		/* host port secret header capability: the rule's injection. */
 		for (int i = 0; i < d->nrule; i++) {

@@ -2,9 +2,11 @@
  * cordon-drill-agent's shared parts: what the instructions said (struct
  * drill), the output lines every step prints, the small helpers and the
  * client for requests through the sandbox's relay to cordon-proxy. The
- * steps live by plane: identity.c, reach.c (network, proxy), sandbox.c
- * (system calls, files, limits), ret.c (the return path); agent.c reads
- * the instructions and runs them. Static and libc only.
+ * steps live by plane: identity.c, inject.c (the injected credential),
+ * reach.c (network, proxy), sandbox.c (system calls, files, limits),
+ * ret.c (the return path); tls.c speaks TLS on terminated rules; agent.c
+ * reads the instructions and runs them. Static: libc, and OpenSSL for
+ * tls.c.
  */
 #ifndef CORDON_DRILL_AGENT_H
 #define CORDON_DRILL_AGENT_H
@@ -28,6 +30,7 @@
 #define MAX_TOKENS 64
 #define MAX_PROBES 24
 #define MAX_INHERITED 8
+#define MAX_ISSUERS 4
 #define PROXY_PORT 3128 /* the sandbox's relay to cordon-proxy */
 #define PROXY_MS 15000 /* the proxy may wait for DNS */
 #define HEAD_MAX 8192
@@ -52,8 +55,18 @@ struct rule {
 	char inject_secret[72], inject_header[72], inject_cap[128];
 };
 
+/* An injecting rule's secret that is an issuer's (param issuer): the
+ * broker obtains a credential there for the job, and revokes it at the
+ * stop. */
+struct issuer {
+	char secret[72], kind[32], url[600]; /* url: the token endpoint */
+};
+
 struct drill {
 	const char *step; /* the step running, which report() names */
+	struct issuer issuer[MAX_ISSUERS];
+	int nissuer;
+	bool issuers_unknown; /* cordon drill could not ask the broker */
 	struct service svc[MAX_SERVICES];
 	char ns[MAX_NAMESERVERS][64];
 	struct capability cap[MAX_CAPS];
@@ -194,6 +207,7 @@ struct head {
 struct resp {
 	struct head h;
 	int err; /* why there is no answer, when h.status is 0 */
+	char tls[48]; /* what TLS said when a handshake failed, or "" */
 	size_t len, head_len;
 	char buf[HEAD_MAX + BODY_MAX + 1];
 };
@@ -209,6 +223,12 @@ bool bodiless(const struct head *h, bool tunnel);
 /* Reads one response into r: the head, and at most BODY_MAX of the body
  * (its Content-Length, or until the end). */
 void read_response(int fd, struct resp *r, bool tunnel, int64_t deadline);
+
+/* Reads what read_response reads, from rd: bytes read into buf (at most
+ * n), 0 at the end, or -errno; ctx is rd's. */
+typedef ssize_t (*reader)(void *ctx, char *buf, size_t n, int64_t deadline);
+void read_response_from(reader rd, void *ctx, struct resp *r, bool tunnel,
+    int64_t deadline);
 
 /* A fresh connection to the relay: the fd, or -errno. */
 int proxy_open(int64_t deadline);
@@ -271,6 +291,19 @@ extern long proxy_through, proxy_maybe;
 
 /* Counts one answer into proxy_through and proxy_maybe. */
 void proxy_count(const struct head *h, bool tunnel);
+
+/* One request on a terminated rule (tls.c): a CONNECT to its host and
+ * port through the relay, TLS inside verified against the job's CA bundle
+ * and the host's name, then method <path><suffix> in origin form. r gets
+ * the CONNECT's answer when it was refused, else the one inside (r->tls
+ * says why a handshake failed). */
+void tls_request(const struct rule *u, const char *method, const char *suffix,
+    const char *headers, const char *body, struct resp *r);
+
+/* One request on rule u as a client would make it: through the proxy as
+ * an absolute URL on a plain rule, tls_request on a terminated one. */
+void rule_request(const struct rule *u, const char *method, const char *suffix,
+    const char *headers, const char *body, struct resp *r);
 
 /* A response buffer (free it), or NULL after an untested line. */
 struct resp *resp_new(const struct drill *d);

@@ -4,56 +4,69 @@
  * upstream's key on the rules that say so. The agent tries to get at the
  * key anyway: from the broker's secret routes, in an echoing upstream's
  * answer, by sending a header of the injected name itself, by taking its
- * token to the other hosts, and by a tunnel around the swap. The agent
- * speaks plain HTTP only: the rules it plays on are plain ones (loopback
- * ranges), and a manifest with none gets untested rows that say so. It
- * never prints a value it may have been handed, only its length.
+ * token to the other hosts, and by a tunnel around the swap. It plays on
+ * a terminated rule when the manifest has one (TLS inside the CONNECT, as
+ * the job's clients speak it: tls.c), else on a plain one (loopback
+ * ranges); a manifest with neither gets untested rows that say so. It
+ * never prints a value it may have been handed, only its length; the
+ * token it used is printed (TOKEN inject) for cordon drill to replay
+ * after the stop, and the issuer-backed rules' names (issuer_direct)
+ * are the drill's to give.
  */
 #include "agent.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
-/* The first plain-HTTP rule that injects, and the capability it wants;
- * NULL after an untested line when there is none (or no such
- * capability, or no token). */
+/* The rule the injection steps play on: the first terminated one that
+ * injects (the proxy reads it over TLS, as an API's would be), else the
+ * first plain one; its capability's token into tok, printed as a TOKEN
+ * inject line (host:port) for the replay after the stop. NULL after an
+ * untested line when there is none (or no such capability, or no
+ * token). */
 static const struct rule *
 injecting(struct drill *d, struct resp *r, char *tok)
 {
 	const struct capability *c = NULL;
-	char ev[160] = "";
+	const struct rule *u = NULL;
+	char ev[160] = "", where[300];
 	long long ttl;
 
-	for (int i = 0; i < d->nrule; i++) {
-		const struct rule *u = &d->rule[i];
-		if (u->inject_secret[0] == '\0' || strcmp(u->tls, "plain") != 0)
-			continue;
-		for (int k = 0; k < d->ncap && c == NULL; k++)
-			if (strcmp(d->cap[k].name, u->inject_cap) == 0 &&
-			    strpbrk(d->cap[k].name, "\"\\") == NULL)
-				c = &d->cap[k];
-		if (c == NULL) {
-			report(d, "untested", "-",
-			    "the rule for %s injects for %s, which is no "
-			    "capability of the manifest",
-			    u->host, u->inject_cap);
-			return NULL;
-		}
-		if (tok != NULL && !mint(c, r, tok, ev, sizeof(ev), &ttl)) {
-			report(d, "untested", ev,
-			    "the broker gave no token for %s", c->name);
-			return NULL;
-		}
-		return u;
+	for (int pass = 0; pass < 2 && u == NULL; pass++)
+		for (int i = 0; i < d->nrule && u == NULL; i++)
+			if (d->rule[i].inject_secret[0] != '\0' &&
+			    strcmp(d->rule[i].tls,
+				pass == 0 ? "terminate" : "plain") == 0)
+				u = &d->rule[i];
+	if (u == NULL) {
+		report(d, "untested", "-",
+		    "no terminated or plain rule injects a credential");
+		return NULL;
 	}
-	report(d, "untested", "-",
-	    "no plain-HTTP rule injects a credential (the agent speaks no "
-	    "TLS)");
-	return NULL;
+	for (int k = 0; k < d->ncap && c == NULL; k++)
+		if (strcmp(d->cap[k].name, u->inject_cap) == 0 &&
+		    strpbrk(d->cap[k].name, "\"\\") == NULL)
+			c = &d->cap[k];
+	if (c == NULL) {
+		report(d, "untested", "-",
+		    "the rule for %s injects for %s, which is no capability "
+		    "of the manifest",
+		    u->host, u->inject_cap);
+		return NULL;
+	}
+	if (!mint(c, r, tok, ev, sizeof(ev), &ttl)) {
+		report(d, "untested", ev, "the broker gave no token for %s",
+		    c->name);
+		return NULL;
+	}
+	hostport(where, sizeof(where), u->host, u->port);
+	token_line("inject", where, tok);
+	return u;
 }
 
 /* The value an echo (upstream.c's {"headers": [[name, value], ...]})
@@ -126,13 +139,47 @@ step_inject_release(struct drill *d)
 	    "/v1/token goes to broker.cordon");
 }
 
+/* Where under the rule's path the upstream echoes a request's headers,
+ * as a hostile job would look for it: the path itself, then the
+ * debugging routes many APIs have (httpbin's /headers). The suffix is
+ * kept for the next step. */
+static const char *const echo_suffixes[] = { "", "headers", "echo",
+	"debug/headers" };
+static int echo_at = -1; /* an index of echo_suffixes, -1: none found */
+
+/* The request of an injection step on u, with the job's header lines:
+ * at the echo found so far, else at each place until one echoes the
+ * injected header. r keeps the last answer; the suffix used into *at. */
+static void
+echo_request(const struct rule *u, const char *head, struct resp *r,
+    char *value, size_t n, bool *echo)
+{
+	size_t plen = strlen(u->path);
+	bool dir = plen > 0 && u->path[plen - 1] == '/';
+	int first = echo_at >= 0 ? echo_at : 0;
+	int last = echo_at >= 0
+	    ? echo_at
+	    : (dir ? (int)(sizeof(echo_suffixes) / sizeof(echo_suffixes[0])) - 1
+		   : 0);
+
+	*echo = false;
+	for (int i = first; i <= last && !*echo; i++) {
+		rule_request(u, u->method, echo_suffixes[i], head, NULL, r);
+		if (r->h.status >= 200 && r->h.status <= 299 &&
+		    echoed(r, u->inject_header, value, n)) {
+			*echo = true;
+			echo_at = i;
+		}
+	}
+}
+
 void
 step_inject_echo(struct drill *d)
 {
-	char tok[TOKEN_LEN + 1], url[1400], host[300], auth[128], ev[200];
-	char value[1024];
+	char tok[TOKEN_LEN + 1], auth[128], ev[200], value[1024];
 	const struct rule *u;
 	struct resp *r;
+	bool echo;
 
 	if ((r = resp_new(d)) == NULL)
 		return;
@@ -140,18 +187,20 @@ step_inject_echo(struct drill *d)
 		free(r);
 		return;
 	}
-	rule_url(u, "", url, sizeof(url), host, sizeof(host));
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", tok);
-	proxy_request(u->method, url, host, auth, NULL, r, NULL);
+	echo_request(u, auth, r, value, sizeof(value), &echo);
 	ev[0] = '\0';
 	resp_evidence(r, ev, sizeof(ev));
-	if (r->h.status < 200 || r->h.status > 299)
+	append(ev, sizeof(ev), " ", "tls=%s at=%s%s", u->tls, u->path,
+	    echo ? echo_suffixes[echo_at] : "");
+	if (!echo && (r->h.status < 200 || r->h.status > 299))
 		report(d, "untested", ev,
 		    "the injecting rule's upstream answered no 2xx");
-	else if (!echoed(r, u->inject_header, value, sizeof(value)))
+	else if (!echo)
 		report(d, "untested", ev,
-		    "the upstream of %s does not echo the request's headers",
-		    u->host);
+		    "the upstream of %s does not echo the request's headers "
+		    "(tried %s, and headers, echo, debug/headers under it)",
+		    u->host, u->path);
 	else if (filler_run(value) >= 8)
 		report(d, "stopped", ev,
 		    "the proxy redacted the injected %s in the echo (%zu "
@@ -162,17 +211,19 @@ step_inject_echo(struct drill *d)
 		    "the echo carried the injected %s unredacted (%zu bytes; "
 		    "not shown)",
 		    u->inject_header, strlen(value));
+	explicit_bzero(value, sizeof(value));
 	free(r);
 }
 
 void
 step_inject_client_header(struct drill *d)
 {
-	char tok[TOKEN_LEN + 1], url[1400], host[300], head[400], ev[200];
+	char tok[TOKEN_LEN + 1], head[400], ev[200];
 	char mine[40], value[1024];
 	unsigned char raw[8];
 	const struct rule *u;
 	struct resp *r;
+	bool echo;
 
 	if ((r = resp_new(d)) == NULL)
 		return;
@@ -185,7 +236,6 @@ step_inject_client_header(struct drill *d)
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(mine + strlen(mine), sizeof(mine) - strlen(mine),
 		    "%02x", raw[i]);
-	rule_url(u, "", url, sizeof(url), host, sizeof(host));
 	/* Before the token and after it, in two cases. */
 	snprintf(head, sizeof(head),
 	    "%s: %s\r\nAuthorization: Bearer %s\r\n%c%s: %s\r\n",
@@ -194,18 +244,20 @@ step_inject_client_header(struct drill *d)
 		? toupper((unsigned char)u->inject_header[0])
 		: tolower((unsigned char)u->inject_header[0]),
 	    u->inject_header + 1, mine);
-	proxy_request(u->method, url, host, head, NULL, r, NULL);
+	echo_request(u, head, r, value, sizeof(value), &echo);
+	explicit_bzero(value, sizeof(value));
 	ev[0] = '\0';
 	resp_evidence(r, ev, sizeof(ev));
+	append(ev, sizeof(ev), " ", "tls=%s", u->tls);
 	if (strstr(r->buf + r->head_len, mine) != NULL)
 		report(d, "escaped", ev,
 		    "the job's own %s reached the upstream beside the "
 		    "injected one",
 		    u->inject_header);
-	else if (r->h.status < 200 || r->h.status > 299)
+	else if (!echo && (r->h.status < 200 || r->h.status > 299))
 		report(d, "untested", ev,
 		    "the injecting rule's upstream answered no 2xx");
-	else if (!echoed(r, u->inject_header, value, sizeof(value)))
+	else if (!echo)
 		report(d, "untested", ev,
 		    "the upstream of %s does not echo the request's headers",
 		    u->host);
@@ -219,7 +271,7 @@ step_inject_client_header(struct drill *d)
 void
 step_inject_other_host(struct drill *d)
 {
-	char tok[TOKEN_LEN + 1], url[1400], host[300], auth[128];
+	char tok[TOKEN_LEN + 1], what[300], auth[128];
 	const struct capability *c = NULL;
 	const struct rule *u;
 	struct tally t = { 0 };
@@ -235,32 +287,76 @@ step_inject_other_host(struct drill *d)
 		if (strcmp(d->cap[k].name, u->inject_cap) == 0)
 			c = &d->cap[k];
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", tok);
-	/* Every other plain rule but those of the token's own audience
-	 * that inject nothing: there the token may go, and nothing is
-	 * swapped in. */
+	/* Every other plain or terminated rule but those of the token's
+	 * own audience that inject nothing: there the token may go, and
+	 * nothing is swapped in. */
 	for (int i = 0; i < d->nrule; i++) {
 		const struct rule *o = &d->rule[i];
-		if (o == u || strcmp(o->tls, "plain") != 0 ||
+		if (o == u ||
+		    (strcmp(o->tls, "plain") != 0 &&
+			strcmp(o->tls, "terminate") != 0) ||
 		    (c != NULL && strcmp(o->audience, c->audience) == 0 &&
 			o->inject_secret[0] == '\0'))
 			continue;
-		rule_url(o, "", url, sizeof(url), host, sizeof(host));
-		tally_request(&t, r, o->method, url, host, auth, NULL);
+		rule_request(o, o->method, "", auth, NULL, r);
+		hostport(what, sizeof(what), o->host, o->port);
+		tally_add(&t, r, false, what);
 	}
 	free(r);
 	if (t.tries == 0)
 		report(d, "untested", "-",
-		    "no other plain rule of another audience");
+		    "no other plain or terminated rule of another audience");
 	else
 		tally_report(d, &t, false,
 		    "the proxy kept the token from every other host: no "
 		    "credential is swapped in there");
 }
 
+/* Inside the CONNECT a terminated rule takes (fd, its tunnel), a request
+ * in the clear with the token: the proxy must read TLS there or nothing,
+ * never pass bytes on unread. */
+static void
+tunnel_clear(struct drill *d, const struct rule *u, const char *tok, int fd,
+    struct resp *r)
+{
+	char req[1024], host[300], ev[200] = "";
+	int64_t deadline = now_ms() + 5000;
+	int n;
+
+	hostport(host, sizeof(host), u->host, u->port);
+	n = snprintf(req, sizeof(req),
+	    "%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"
+	    "Connection: close\r\n\r\n",
+	    u->method, u->path, host, tok);
+	memset(&r->h, 0, sizeof(r->h));
+	r->err = 0;
+	r->tls[0] = '\0';
+	r->len = r->head_len = 0;
+	r->buf[0] = '\0';
+	if (n < 0 || (size_t)n >= sizeof(req) ||
+	    (n = send_all(fd, req, (size_t)n, deadline)) < 0)
+		r->err = n < 0 ? -n : EMSGSIZE;
+	else
+		read_response(fd, r, false, deadline);
+	explicit_bzero(req, sizeof(req));
+	snprintf(ev, sizeof(ev), "connect=200 ");
+	resp_evidence(r, ev, sizeof(ev));
+	if (r->h.status != 0 && verdict(&r->h, false) == V_THROUGH)
+		report(d, "escaped", ev,
+		    "a request in the clear inside the tunnel of %s was "
+		    "answered %d: the proxy passed it on unread",
+		    host, r->h.status);
+	else
+		report(d, "stopped", ev,
+		    "proxy: the tunnel of a terminated rule takes TLS, which "
+		    "the proxy ends and reads; a request in the clear inside "
+		    "it got no upstream's answer");
+}
+
 void
 step_inject_tunnel(struct drill *d)
 {
-	char target[300];
+	char target[300], tok[TOKEN_LEN + 1];
 	const struct rule *u;
 	struct tally t = { 0 };
 	struct resp *r;
@@ -268,12 +364,18 @@ step_inject_tunnel(struct drill *d)
 
 	if ((r = resp_new(d)) == NULL)
 		return;
-	if ((u = injecting(d, r, NULL)) == NULL) {
+	if ((u = injecting(d, r, tok)) == NULL) {
 		free(r);
 		return;
 	}
 	hostport(target, sizeof(target), u->host, u->port);
 	proxy_request("CONNECT", target, target, "", NULL, r, &keep);
+	if (keep >= 0 && strcmp(u->tls, "terminate") == 0) {
+		tunnel_clear(d, u, tok, keep, r);
+		close(keep);
+		free(r);
+		return;
+	}
 	tally_add(&t, r, true, target);
 	if (keep >= 0)
 		close(keep);
@@ -281,4 +383,119 @@ step_inject_tunnel(struct drill *d)
 	tally_report(d, &t, true,
 	    "no tunnel to a host whose requests get a credential: the proxy "
 	    "must read each one");
+}
+
+/* An issuer's URL as a rule to send one request on: https is a
+ * terminated one (a CONNECT, then TLS), http a plain one. false when it
+ * is no URL of those. */
+static bool
+url_rule(const char *url, struct rule *e)
+{
+	bool tls = strncmp(url, "https://", 8) == 0;
+	const char *h = tls ? url + 8 : url + 7, *end;
+	size_t hn;
+
+	if (!tls && strncmp(url, "http://", 7) != 0)
+		return false;
+	memset(e, 0, sizeof(*e));
+	if (*h == '[') {
+		if ((end = strchr(h, ']')) == NULL)
+			return false;
+		hn = (size_t)(end - h - 1);
+		h++;
+		end++;
+	} else {
+		hn = strcspn(h, ":/");
+		end = h + hn;
+	}
+	if (hn == 0 || hn >= sizeof(e->host))
+		return false;
+	memcpy(e->host, h, hn);
+	e->port = tls ? 443 : 80;
+	if (*end == ':') {
+		char port[8];
+		size_t pn = strcspn(end + 1, "/");
+		if (pn == 0 || pn >= sizeof(port))
+			return false;
+		memcpy(port, end + 1, pn);
+		port[pn] = '\0';
+		if ((e->port = parse_port(port)) <= 0)
+			return false;
+	}
+	end += strcspn(end, "/");
+	snprintf(e->path, sizeof(e->path), "%s", *end == '/' ? end : "/");
+	snprintf(e->tls, sizeof(e->tls), "%s", tls ? "terminate" : "plain");
+	snprintf(e->method, sizeof(e->method), "POST");
+	return true;
+}
+
+void
+step_issuer_direct(struct drill *d)
+{
+	char tok[TOKEN_LEN + 1], head[200], used[200] = "", ev[160], done[400];
+	struct tally t = { 0 };
+	struct resp *r;
+
+	if (d->issuers_unknown) {
+		report(d, "untested", "-",
+		    "cordon drill could not ask the broker which secrets are "
+		    "an issuer's (it needs the admin key, admin_key_file)");
+		return;
+	}
+	if (d->nissuer == 0) {
+		report(d, "untested", "-",
+		    "no injecting rule's secret is an issuer's (OAuth client "
+		    "credentials, GitHub App)");
+		return;
+	}
+	if ((r = resp_new(d)) == NULL)
+		return;
+	for (int i = 0; i < d->nissuer; i++) {
+		const struct issuer *is = &d->issuer[i];
+		const struct capability *c = NULL;
+		const struct rule *u = NULL;
+		struct rule e;
+		long long ttl;
+
+		for (int k = 0; k < d->nrule && u == NULL; k++)
+			if (strcmp(d->rule[k].inject_secret, is->secret) == 0)
+				u = &d->rule[k];
+		for (int k = 0; u != NULL && k < d->ncap && c == NULL; k++)
+			if (strcmp(d->cap[k].name, u->inject_cap) == 0 &&
+			    strpbrk(d->cap[k].name, "\"\\") == NULL)
+				c = &d->cap[k];
+		if (c == NULL || !mint(c, r, tok, ev, sizeof(ev), &ttl)) {
+			append(used, sizeof(used), " ", "%s=no_token",
+			    is->secret);
+			continue;
+		}
+		snprintf(head, sizeof(head), "Authorization: Bearer %s\r\n",
+		    tok);
+		/* Its rule once, as the job would: the broker obtains the
+		 * issuer's credential for the job (revoked at the stop). */
+		rule_request(u, u->method, "", head, NULL, r);
+		append(used, sizeof(used), " ", "%s=%d", is->secret,
+		    r->h.status);
+		if (!url_rule(is->url, &e))
+			continue;
+		/* Then the token endpoint itself, with the job's token where
+		 * a swap would put the credential. */
+		snprintf(head, sizeof(head),
+		    "Authorization: Bearer %s\r\nContent-Type: "
+		    "application/x-www-form-urlencoded\r\n",
+		    tok);
+		rule_request(&e, "POST", "", head,
+		    "grant_type=client_credentials", r);
+		tally_add(&t, r, false, is->url);
+	}
+	free(r);
+	snprintf(done, sizeof(done),
+	    "no rule reaches the issuers' token endpoints (each rule used "
+	    "once: %s)",
+	    used);
+	if (t.tries == 0)
+		report(d, "untested", "-",
+		    "no issuer's token endpoint to try (rules used: %s)", used);
+	else
+		tally_report(d, &t, false, done);
 }

@@ -101,16 +101,28 @@ bodiless(const struct head *h, bool tunnel)
 	    h->status == 204 || h->status == 304;
 }
 
+static ssize_t
+fd_read(void *ctx, char *buf, size_t n, int64_t deadline)
+{
+	return read_by(*(int *)ctx, buf, n, deadline);
+}
+
 /* Reads one response: the head, and at most BODY_MAX of the body (its
  * Content-Length, or until the end). */
 void
 read_response(int fd, struct resp *r, bool tunnel, int64_t deadline)
 {
+	read_response_from(fd_read, &fd, r, tunnel, deadline);
+}
+
+void
+read_response_from(reader rd, void *ctx, struct resp *r, bool tunnel,
+    int64_t deadline)
+{
 	size_t want = HEAD_MAX + BODY_MAX;
 
 	while (r->len < want) {
-		ssize_t k =
-		    read_by(fd, r->buf + r->len, want - r->len, deadline);
+		ssize_t k = rd(ctx, r->buf + r->len, want - r->len, deadline);
 
 		if (k <= 0) {
 			if (r->h.status == 0)
@@ -177,6 +189,7 @@ proxy_request(const char *method, const char *target, const char *host,
 
 	memset(&r->h, 0, sizeof(r->h));
 	r->err = 0;
+	r->tls[0] = '\0';
 	r->len = r->head_len = 0;
 	r->buf[0] = '\0';
 	if (keep != NULL)
@@ -244,7 +257,9 @@ resp_evidence(const struct resp *r, char *ev, size_t n)
 {
 	if (r->h.status == 0)
 		append(ev, n, " ", "errno=%s", errname(r->err).s);
-	else
+	if (r->h.status == 0 && r->tls[0] != '\0')
+		append(ev, n, " ", "tls=%s", r->tls);
+	else if (r->h.status != 0)
 		head_evidence(&r->h, ev, n);
 }
 

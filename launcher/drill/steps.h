@@ -36,6 +36,8 @@ DRILL_ROW(inject_client_header, "identity",
     "send a header of the injected name beside the token", J_AGENT)
 DRILL_ROW(inject_other_host, "identity",
     "the injecting capability's token to every other allowed host", J_PROXY)
+DRILL_ROW(issuer_direct, "identity",
+    "the issuer's token endpoint, directly (its rule used once)", J_PROXY)
 DRILL_ROW(mint_flood, "identity", "mint tokens in a loop", J_AGENT)
 DRILL_ROW(direct_tcp, "reachability",
     "TCP around the proxy: broker, proxy control, hatch, outside", J_NET)
@@ -115,3 +117,7 @@ DRILL_HOST(replay_broker, "outliving",
     "after the stop: the job's token at the broker", J_REPLAY)
 DRILL_HOST(replay_channel, "outliving",
     "after the stop: the job's token through a new job's channel", J_REPLAY)
+DRILL_HOST(inject_replay, "outliving",
+    "after the stop: the injecting token through a new job's channel", J_REPLAY)
+DRILL_HOST(issuer_revoke, "outliving",
+    "after the stop: the issuers' credentials revoked at the issuer", J_REPLAY)

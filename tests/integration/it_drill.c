@@ -1,9 +1,14 @@
 /*
  * `cordon drill` end to end: the hostile agent against a real broker,
- * proxy and hatch, an upstream on 127.0.0.1 and real namespaces. Against
+ * proxy and hatch, upstreams on 127.0.0.1 and real namespaces. Against
  * a sound manifest every attempt is stopped and the drill exits 0; with
  * an allowlist entry that opens the broker's port, the drill reports the
- * row that escaped and exits 1: the drill can fail.
+ * row that escaped and exits 1: the drill can fail. The example's
+ * tickets API is HTTPS here as in the quickstart (a test CA the proxy
+ * trusts, 401 without its key, an echo of the request's headers), and an
+ * OAuth issuer (jobs/issuers/issuer.py) backs a second injecting rule,
+ * so that the injection rows play over terminated TLS and the issuer
+ * rows have a credential to see revoked.
  */
 #include "harness.h"
 #include "token.h"
@@ -24,11 +29,65 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static struct stack st;
 static struct upstream *plain;
+/* The tickets API (HTTPS, wants its key) and the orders API (HTTPS, the
+ * OAuth issuer's token injected), each with a leaf of the test CA. */
+static struct upstream *tickets, *orders;
+static char cadir[300], ca[400];
+static pid_t issuer_pid = -1;
+static unsigned issuer_port;
+
+#define TICKETS_KEY "tk_drill_0123456789abcdef"
+
+/* The OAuth issuer on 127.0.0.1 over TLS by the test CA. */
+static void
+issuer_start(void)
+{
+	char cert[400], key[400], portf[400], events[400], line[32];
+
+	snprintf(cert, sizeof(cert), "%s/127.0.0.1.pem", cadir);
+	snprintf(key, sizeof(key), "%s/127.0.0.1.key", cadir);
+	snprintf(portf, sizeof(portf), "%s/issuer.port", cadir);
+	snprintf(events, sizeof(events), "%s/issuer.jsonl", cadir);
+	issuer_pid = fork();
+	ck_assert_int_ge(issuer_pid, 0);
+	if (issuer_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-B",
+		    CORDON_SOURCE_DIR
+		    "/tests/integration/jobs/issuers/issuer.py",
+		    "--cert", cert, "--key", key, "--port-file", portf,
+		    "--events", events, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0;
+	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
+	issuer_port = (unsigned)strtoul(line, NULL, 10);
+	ck_assert_uint_gt(issuer_port, 0);
+}
+
+/* The launcher's configuration gets the admin key, as the quickstart's
+ * has it: the drill asks the broker which secrets are an issuer's. */
+static void
+launcher_admin_key(void)
+{
+	char path[400];
+	json_t *cfg = json_load_file(st.launcher_cfg, 0, NULL);
+
+	ck_assert_ptr_nonnull(cfg);
+	snprintf(path, sizeof(path), "%s/admin.key", cadir);
+	harness_write_file(path, st.admin);
+	json_object_set_new(cfg, "admin_key_file", json_string(path));
+	ck_assert_int_eq(json_dump_file(cfg, st.launcher_cfg, 0), 0);
+	json_decref(cfg);
+}
 
 /*
  * The example's invoices API, as the quickstart serves it (python's
@@ -117,16 +176,48 @@ put_example(void)
 			"invoices.internal") == 0)
 			json_object_set_new(rule, "port",
 			    json_integer(early.port));
-		/* The injecting rule on the echoing upstream: the drill
-		 * reads what the swap made of its request. */
+		/* The injecting rule (terminated) on the echoing HTTPS
+		 * upstream that wants the key: the drill reads what the swap
+		 * made of its request. */
 		if (strcmp(json_string_value(json_object_get(rule, "host")),
-			"tickets.internal") == 0)
+			"tickets.internal") == 0) {
+			ck_assert_str_eq(json_string_value(
+					     json_object_get(rule, "tls")),
+			    "terminate");
 			json_object_set_new(rule, "port",
-			    json_integer(upstream_port(plain)));
+			    json_integer(upstream_port(tickets)));
+		}
 	}
+	json_decref(
+	    harness_expect(&st.broker, 200, "PUT", "/v1/secrets/tickets-key",
+		st.admin, NULL, json_pack("{s:s}", "value", TICKETS_KEY)));
+	/* An OAuth issuer's credential, injected on a terminated rule of
+	 * its own: obtained for the job, revoked at the issuer at the
+	 * stop. */
+	char tok[128], rev[128];
+	snprintf(tok, sizeof(tok), "https://127.0.0.1:%u/oauth/token",
+	    issuer_port);
+	snprintf(rev, sizeof(rev), "https://127.0.0.1:%u/oauth/revoke",
+	    issuer_port);
 	json_decref(harness_expect(&st.broker, 200, "PUT",
-	    "/v1/secrets/tickets-key", st.admin, NULL,
-	    json_pack("{s:s}", "value", "tk_drill_0123456789abcdef")));
+	    "/v1/secrets/orders-api", st.admin, NULL,
+	    json_pack("{s:s, s:s, s:s, s:s, s:s}", "kind",
+		"oauth_client_credentials", "token_url", tok, "client_id",
+		"cordon-test", "client_secret", "s3cret-client",
+		"revocation_url", rev)));
+	json_array_append_new(json_object_get(m, "capabilities"),
+	    json_pack("{s:s, s:s, s:{s:[s]}, s:i, s:s}", "name", "orders.read",
+		"audience", "orders-api", "params", "shop", "1", "ttl_seconds",
+		900, "reason", "an issuer's credential"));
+	json_array_append_new(json_object_get(m, "egress"),
+	    json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:s, s:[s], s:s, "
+		      "s:{s:s, s:s, s:s, s:s}}",
+		"host", "orders.internal", "port", upstream_port(orders),
+		"methods", "GET", "paths", "/orders/", "audience", "orders-api",
+		"tls", "terminate", "allow_cidrs", "127.0.0.0/8", "reason",
+		"an issuer-backed API", "inject", "secret", "orders-api",
+		"header", "Authorization", "format", "Bearer {secret}",
+		"capability", "orders.read"));
 	json_array_append_new(json_object_get(m, "capabilities"),
 	    json_pack("{s:s, s:s, s:{s:[s]}, s:i, s:s}", "name", "notes.write",
 		"audience", "notes-api", "params", "board", "7", "ttl_seconds",
@@ -174,19 +265,44 @@ put_weak(void)
 static void
 setup(void)
 {
-	static const struct stack_options o = { .uid_base = 330000,
+	static const char *const hosts[] = { "tickets.internal",
+		"orders.internal", "127.0.0.1", NULL };
+	static char broker_cfg[600];
+	struct stack_options o = { .uid_base = 330000,
 		.drill = true,
 		.hosts = "127.0.0.1 api.test\n127.0.0.1 svc.test\n"
 			 "127.0.0.1 invoices.internal\n"
 			 "127.0.0.1 notes.internal\n127.0.0.1 status.internal\n"
 			 "127.0.0.1 tickets.internal\n"
-			 "127.0.0.1 api.github.com\n" };
+			 "127.0.0.1 orders.internal\n"
+			 "127.0.0.1 api.github.com\n",
+		.upstream_ca_file = ca,
+		.broker_config = broker_cfg };
+	char cert[400], key[400];
 
 	signal(SIGPIPE, SIG_IGN);
+	snprintf(cadir, sizeof(cadir), "%s", harness_tmpdir());
+	snprintf(ca, sizeof(ca), "%s/ca.pem", cadir);
+	ck_assert_int_eq(test_ca_make(cadir, hosts), 0);
+	snprintf(broker_cfg, sizeof(broker_cfg), "{\"issuer_ca_file\": \"%s\"}",
+	    ca);
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
+	snprintf(cert, sizeof(cert), "%s/tickets.internal.pem", cadir);
+	snprintf(key, sizeof(key), "%s/tickets.internal.key", cadir);
+	tickets = upstream_start(cert, key);
+	ck_assert_ptr_nonnull(tickets);
+	ck_assert_int_eq(upstream_require(tickets, "X-Api-Key",
+			     "Key " TICKETS_KEY),
+	    0);
+	snprintf(cert, sizeof(cert), "%s/orders.internal.pem", cadir);
+	snprintf(key, sizeof(key), "%s/orders.internal.key", cadir);
+	orders = upstream_start(cert, key);
+	ck_assert_ptr_nonnull(orders);
+	issuer_start();
 	early_start();
 	stack_start(&st, &o);
+	launcher_admin_key();
 	put_example();
 	put_weak();
 }
@@ -194,6 +310,13 @@ setup(void)
 static void
 teardown(void)
 {
+	if (issuer_pid > 1) {
+		kill(issuer_pid, SIGKILL);
+		waitpid(issuer_pid, NULL, 0);
+		issuer_pid = -1;
+	}
+	upstream_stop(tickets);
+	upstream_stop(orders);
 	upstream_stop(plain);
 	shutdown(early.fd, SHUT_RDWR);
 	pthread_join(early.thread, NULL);
@@ -418,9 +541,29 @@ START_TEST(the_drill_stops_every_attempt)
 	 * tunnel around the swap. */
 	assert_row(j, "inject_release", "stopped", "broker_path");
 	assert_row(j, "inject_echo", "stopped", "redacted");
+	assert_row(j, "inject_echo", "stopped", "tls=terminate");
 	assert_row(j, "inject_client_header", "stopped", "replaced");
 	assert_row(j, "inject_other_host", "stopped", "proxy: refused");
-	assert_row(j, "inject_tunnel", "stopped", "proxy: refused");
+	assert_row(j, "inject_tunnel", "stopped", "takes TLS");
+	/* The issuer's token endpoint is no rule's; its credential, which
+	 * the job's one request on its rule made the broker obtain, was
+	 * revoked at the issuer at the stop. */
+	assert_row(j, "issuer_direct", "stopped", "proxy: refused");
+	assert_row(j, "issuer_revoke", "stopped", "revoked at its issuer");
+	assert_row(j, "issuer_revoke", "stopped", "orders-api");
+	/* The injecting capability's token after the stop, through a new
+	 * job's channel over TLS: refused, nothing swapped in, and the
+	 * upstream's last request is not it. */
+	assert_row(j, "inject_replay", "stopped", "proxy: refused, token");
+	assert_row(j, "inject_replay", "stopped", "by the new job's CA");
+	{
+		char *head = upstream_last_head(tickets);
+		ck_assert_ptr_nonnull(head);
+		ck_assert_msg(strstr(head, "/tickets/drill") == NULL &&
+			strstr(head, "crd_") == NULL,
+		    "the replay reached the tickets API: %s", head);
+		free(head);
+	}
 	/* Reachability: around the proxy there is nothing; through it,
 	 * each trick is refused. */
 	assert_row(j, "direct_tcp", "stopped", "network namespace");
