@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define LAUNCHER_PROG "cordon"
@@ -203,6 +204,10 @@ int launcher_egress_report(int argc, char **argv);
  * pipe, turns the copy off.
  */
 void launcher_output_tee(bool is_err, const void *data, size_t len);
+
+/* Tells that pipe, before any chunk, each stream's cap (output_kb in
+ * bytes) as {"output_cap": cap}; nothing without a pipe or a cap. */
+void launcher_output_tee_cap(uint64_t cap);
 
 /* The whole --help of command cmd ("run", "stop", ...) on f: 0, or -ENOENT
  * for a command without one here. */

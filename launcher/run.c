@@ -1290,6 +1290,8 @@ launcher_run(int argc, char **argv)
 		close(f.id_fd);
 	}
 	r.output_cap = (uint64_t)limit(&r, "output_kb") * 1024;
+	/* serve's follow keeps as much of each stream. */
+	launcher_output_tee_cap(r.output_cap);
 	/* --json keeps what output_kb allows of each stream, and one read
 	 * past it, so that the envelope sees the cut and says truncated:
 	 * no second, smaller cap of the launcher's own. */

@@ -79,6 +79,8 @@
 #define LIVE_MAX (2 * 1024 * 1024)
 #define LIVE_LINE_MAX (256 * 1024)
 #define LIVE_PIPE (1024 * 1024)
+/* A finished job's output, beside its record <job>.json. */
+#define OUTPUT_SUFFIX ".output.json"
 #define FOLLOW_WAIT_DEFAULT 25
 #define FOLLOW_WAIT_MAX 30
 
@@ -94,6 +96,9 @@ struct sjob {
 	json_t *chunks; /* [{stream, text}] as they came */
 	size_t live_bytes;
 	bool live_truncated;
+	bool live_full; /* LIVE_MAX reached: nothing more kept */
+	size_t live_cap; /* each stream's cap (output_kb), 0 until told */
+	size_t live_stream[2]; /* the text kept of stdout, of stderr */
 	struct buf result;
 	json_t *res; /* the result, parsed once the child ended */
 	char line[1024]; /* a stderr line not yet whole */
@@ -108,6 +113,8 @@ struct sjob {
 	char idem[IDEM_MAX + 1]; /* its Idempotency-Key, or "" */
 	char idem_sha[SHA256_HEX_LEN + 1]; /* of the body that came with it */
 	char *callback; /* told when the job ends, or NULL */
+	json_t *callback_body; /* the summary to send, kept until it is sent */
+	bool callback_done; /* sent, or given up: never sent again */
 	bool lost; /* serve stopped while it ran: its result is lost */
 	bool from_record; /* read back at start: no output kept */
 	bool record_stale; /* its record still says running */
@@ -122,7 +129,8 @@ struct follower {
 	int64_t deadline_ms;
 };
 
-/* A callback to send: the signed body and where. */
+/* A callback to send: the signed body and where (copies of the job's:
+ * the job may be forgotten meanwhile). */
 struct callback {
 	struct callback *next;
 	char job[64];
@@ -163,13 +171,19 @@ struct serve {
 	pthread_cond_t records_cond;
 	pthread_t records_thread;
 	bool records_thread_started, records_stopping;
+	bool records_busy; /* an op is being carried out */
 };
 
-/* A job's record to write whole (text), or to remove (text NULL). */
+/* A job's record to write whole (text), with its output first when
+ * output is set, or to remove with its output (text NULL); then cb, if
+ * any, is handed to the callbacks' thread: a callback goes out only once
+ * its record, which keeps it until it is sent, is on disk. */
 struct record_op {
 	struct record_op *next;
 	char id[64];
 	char *text;
+	char *output;
+	struct callback *cb;
 };
 
 /* The most a child's result can be: the envelope of the most output a
@@ -220,6 +234,7 @@ sjob_free(struct sjob *j)
 	buf_free(&j->result);
 	json_decref(j->res);
 	free(j->callback);
+	json_decref(j->callback_body);
 	free(j);
 }
 
@@ -282,25 +297,48 @@ drain_err(struct sjob *j, bool eof)
 	}
 }
 
-/* One live line: a chunk kept, while the kept text is under LIVE_MAX. */
+/*
+ * One live line: cordon run's {"output_cap": N} (before any chunk: each
+ * stream's output_kb in bytes), or a chunk, kept while its stream's text
+ * is within that cap and all of it under LIVE_MAX. A chunk that crosses
+ * the cap is cut there, at a character's start, as the envelope cuts the
+ * stream: the chunks of a stream then spell what the envelope keeps, and
+ * truncated says so as its own does.
+ */
 static void
 live_said(struct sjob *j, const char *line, size_t len)
 {
 	json_t *c = json_loadb(line, len, 0, NULL);
 	const char *stream = json_string_value(json_object_get(c, "stream"));
 	const char *text = json_string_value(json_object_get(c, "text"));
+	json_t *cap = json_object_get(c, "output_cap");
 
-	if (stream != NULL && text != NULL &&
+	if (json_is_integer(cap) && json_integer_value(cap) > 0 &&
+	    j->live_cap == 0 && json_array_size(j->chunks) == 0 &&
+	    !j->live_truncated) {
+		j->live_cap = (size_t)json_integer_value(cap);
+	} else if (stream != NULL && text != NULL &&
 	    (strcmp(stream, "stdout") == 0 || strcmp(stream, "stderr") == 0)) {
+		int k = stream[3] == 'e'; /* stderr */
 		size_t n = strlen(text);
-		if (j->live_truncated || j->live_bytes + n > LIVE_MAX)
+		if (j->live_cap > 0 && j->live_stream[k] + n > j->live_cap) {
+			n = j->live_cap - j->live_stream[k];
+			while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80)
+				n--;
 			j->live_truncated = true;
-		else {
-			j->live_bytes += n;
-			json_array_append_new(j->chunks,
-			    json_pack("{s:s, s:s}", "stream", stream, "text",
-				text));
 		}
+		if (j->live_full || j->live_bytes + n > LIVE_MAX) {
+			j->live_full = j->live_truncated = true;
+		} else if (n > 0) {
+			j->live_bytes += n;
+			j->live_stream[k] += n;
+			json_array_append_new(j->chunks,
+			    json_pack("{s:s, s:s%}", "stream", stream, "text",
+				text, n));
+		}
+		/* The stream is at its cap: nothing more of it is kept. */
+		if (j->live_cap > 0 && n < strlen(text))
+			j->live_stream[k] = j->live_cap;
 	}
 	json_decref(c);
 }
@@ -377,26 +415,46 @@ summary_json(const struct sjob *j)
 	    "error", j->error[0] != '\0' ? j->error : NULL);
 }
 
-static void
-callback_queue(struct serve *s, struct sjob *j)
+/* j's callback: its body (j->callback_body, which its record keeps
+ * until the callback is sent or given up) to its URL, or NULL (logged);
+ * l->mu held. */
+static struct callback *
+callback_make(struct serve *s, struct sjob *j)
 {
 	struct callback *c = calloc(1, sizeof(*c));
-	json_t *body = summary_json(j);
 
-	if (c == NULL || body == NULL) {
+	if (c == NULL || j->callback_body == NULL ||
+	    (c->url = strdup(j->callback)) == NULL) {
 		free(c);
-		json_decref(body);
 		s->callbacks_failed++;
 		log_warn("callback_failed", "{s:s, s:s}", "job", j->id, "error",
 		    "out of memory");
-		return;
+		return NULL;
 	}
 	memcpy(c->job, j->id, sizeof(c->job));
-	c->url = steal_pointer(&j->callback);
-	c->body = body;
+	c->body = json_incref(j->callback_body);
+	return c;
+}
+
+/* Hands c (taken; NULL: nothing) to the callbacks' thread; l->mu held. */
+static void
+callback_push(struct serve *s, struct callback *c)
+{
+	if (c == NULL)
+		return;
 	*s->queue_tail = c;
 	s->queue_tail = &c->next;
 	pthread_cond_signal(&s->queue_cond);
+}
+
+static void
+callback_free(struct callback *c)
+{
+	if (c == NULL)
+		return;
+	free(c->url);
+	json_decref(c->body);
+	free(c);
 }
 
 /* --- the jobs' records -------------------------------------------------- */
@@ -409,7 +467,8 @@ callback_queue(struct serve *s, struct sjob *j)
 	"the patch, once written, is at GET /v1/jobs/{job}/patch"
 
 /* A job's record: what GET answers of it after a restart (its result
- * without the output, which is not kept). */
+ * without the output, which is <job>.output.json beside it), and its
+ * callback: where, and the body until it was sent. */
 static json_t *
 record_json(const struct sjob *j)
 {
@@ -417,13 +476,16 @@ record_json(const struct sjob *j)
 
 	if (res != NULL)
 		json_object_del(res, "output");
-	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:s, s:s, s:s?, s:o}",
+	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:s, s:s, s:s?, s:o, "
+			 "s:s?, s:O?, s:b}",
 	    "job", j->id, "manifest", j->manifest, "state", state_of(j),
 	    "started", (json_int_t)j->started, "order", (json_int_t)j->order,
 	    "ended", j->done ? json_integer((json_int_t)j->ended) : json_null(),
 	    "idem", j->idem, "idem_sha", j->idem_sha, "error",
 	    j->error[0] != '\0' ? j->error : NULL, "result",
-	    res != NULL ? res : json_null());
+	    res != NULL ? res : json_null(), "callback", j->callback,
+	    "callback_body", j->callback_body, "callback_done",
+	    j->callback_done);
 }
 
 static int
@@ -441,59 +503,80 @@ write_all_fd(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* Queues op for the records' thread; l->mu held. */
+/* Queues op for the records' thread (text, output and cb taken); l->mu
+ * held. Without an op, cb goes at once. */
 static void
-record_queue(struct serve *s, const char *id, char *text)
+record_queue(struct serve *s, const char *id, char *text, char *output,
+    struct callback *cb)
 {
 	struct record_op *op = calloc(1, sizeof(*op));
 
 	if (op == NULL) {
 		free(text);
+		free(output);
+		callback_push(s, cb);
 		return;
 	}
 	snprintf(op->id, sizeof(op->id), "%s", id);
 	op->text = text;
+	op->output = output;
+	op->cb = cb;
 	*s->records_tail = op;
 	s->records_tail = &op->next;
-	pthread_cond_signal(&s->records_cond);
+	/* Its thread, and serve's end waiting for the ops to be done. */
+	pthread_cond_broadcast(&s->records_cond);
 }
 
-/* Carries out op, on the records' thread: the record written whole,
- * <job>.json by a rename of a file fsync'd first, then the directory (a
- * crash leaves the old record or the new, never half of one), or
- * removed. A failure is logged once. */
+/* Writes text whole as name in the records' directory: a file (0600)
+ * fsync'd, renamed over the old, then the directory fsync'd (a crash
+ * leaves the old file or the new, never half of one). 0 or -errno. */
+static int
+store_file(struct serve *s, const char *name, const char *text)
+{
+	char tmp[NAME_MAX + 1];
+	int fd, r;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = openat(s->records_fd, tmp,
+	    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	r = write_all_fd(fd, text, strlen(text));
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r == 0 &&
+	    (renameat(s->records_fd, tmp, s->records_fd, name) < 0 ||
+		fsync(s->records_fd) < 0))
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(s->records_fd, tmp, 0);
+	return r;
+}
+
+/* Carries out op, on the records' thread: the output first, then the
+ * record (a record that says done finds its output, or says why not),
+ * each written whole; or both removed. A failure is logged, the
+ * record's once. */
 static void
 record_store(struct serve *s, const struct record_op *op)
 {
-	char name[80], tmp[90];
-	const char *text = op->text;
-	int fd = -1, r = 0;
+	char name[80], out[80];
+	int r;
 
 	snprintf(name, sizeof(name), "%s.json", op->id);
-	snprintf(tmp, sizeof(tmp), "%s.json.tmp", op->id);
-	if (text == NULL) {
+	snprintf(out, sizeof(out), "%s" OUTPUT_SUFFIX, op->id);
+	if (op->text == NULL) {
+		(void)unlinkat(s->records_fd, out, 0);
 		(void)unlinkat(s->records_fd, name, 0);
 		return;
 	}
-	fd = openat(s->records_fd, tmp,
-	    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	if ((r = write_all_fd(fd, text, strlen(text))) < 0 ||
-	    (r = fsync(fd) < 0 ? -errno : 0) < 0)
-		goto out;
-	close(fd);
-	fd = -1;
-	if (renameat(s->records_fd, tmp, s->records_fd, name) < 0 ||
-	    fsync(s->records_fd) < 0)
-		r = -errno;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (r < 0) {
-		(void)unlinkat(s->records_fd, tmp, 0);
+	if (op->output != NULL && (r = store_file(s, out, op->output)) < 0)
+		log_warn("output_not_kept", "{s:s, s:s, s:s}", "job", op->id,
+		    "error", strerror(-r), "effect",
+		    "after a restart of serve its output answers 410");
+	if ((r = store_file(s, name, op->text)) < 0) {
 		if (!s->record_warned)
 			log_warn("record_failed", "{s:s, s:s, s:s}", "job",
 			    op->id, "error", strerror(-r), "effect",
@@ -522,47 +605,98 @@ records_worker(void *arg)
 		s->records = op->next;
 		if (s->records == NULL)
 			s->records_tail = &s->records;
+		s->records_busy = true;
 		pthread_mutex_unlock(&l->mu);
 		record_store(s, op);
 		free(op->text);
-		free(op);
+		free(op->output);
 		pthread_mutex_lock(&l->mu);
+		callback_push(s, op->cb);
+		free(op);
+		s->records_busy = false;
+		pthread_cond_broadcast(&s->records_cond);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
 }
 
-/* Asks for j's record to be written as j is now; l->mu held. */
+/* Asks for j's record to be written as j is now, with its output when
+ * with_output (the job just ended), then for cb (taken, or NULL) to go;
+ * l->mu held. */
 static void
-record_write(struct serve *s, const struct sjob *j)
+record_write_as(struct serve *s, const struct sjob *j, bool with_output,
+    struct callback *cb)
 {
-	json_t *rec;
-	char *text = NULL;
+	json_t *rec, *out = with_output ? result_get(j, "output") : NULL;
+	char *text = NULL, *output = NULL;
 
-	if (s->records_fd < 0)
+	if (s->records_fd < 0) {
+		callback_push(s, cb);
 		return;
+	}
 	rec = record_json(j);
 	if (rec != NULL)
 		text = json_dumps(rec, JSON_COMPACT);
 	json_decref(rec);
+	if (text != NULL && out != NULL &&
+	    (output = json_dumps(out, JSON_COMPACT)) == NULL)
+		log_warn("output_not_kept", "{s:s, s:s, s:s}", "job", j->id,
+		    "error", "out of memory", "effect",
+		    "after a restart of serve its output answers 410");
 	if (text != NULL)
-		record_queue(s, j->id, text);
+		record_queue(s, j->id, text, output, cb);
+	else
+		callback_push(s, cb);
 }
 
-/* A job forgotten: its record goes too, and the patch cordon run wrote
- * for it, <state_dir>/<job>.patch (named by no other record: one job's),
- * by the spawner, whose directory it is; l->mu held. */
+static void
+record_write(struct serve *s, const struct sjob *j)
+{
+	record_write_as(s, j, false, NULL);
+}
+
+/* Writes the record of j, a job just started, on this thread (j is in no
+ * list yet: no later write of its can be queued before this one). */
+static void
+record_first(struct serve *s, const struct sjob *j)
+{
+	char name[80], *text = NULL;
+	json_t *rec;
+	int r = -ENOMEM;
+
+	if (s->records_fd < 0)
+		return;
+	snprintf(name, sizeof(name), "%s.json", j->id);
+	if ((rec = record_json(j)) != NULL &&
+	    (text = json_dumps(rec, JSON_COMPACT)) != NULL)
+		r = store_file(s, name, text);
+	json_decref(rec);
+	free(text);
+	if (r < 0)
+		log_warn("record_failed", "{s:s, s:s, s:s}", "job", j->id,
+		    "error", strerror(-r), "effect",
+		    "a restart of serve forgets this job");
+}
+
+/* A job forgotten: the patch cordon run wrote for it,
+ * <state_dir>/<job>.patch (named by no other record: one job's), goes
+ * by the spawner, whose directory it is, then its record and output.
+ * A patch that cannot be removed keeps its record, so that no patch of
+ * serve's is left that no record names: the next start tries again.
+ * l->mu held. */
 static void
 record_forget(struct serve *s, const char *id)
 {
-	int r;
+	int r = spawner_remove_patch(&s->sp, id);
 
+	if (r < 0 && r != -ENOENT) {
+		log_warn("patch_not_removed", "{s:s, s:s, s:s}", "job", id,
+		    "error", strerror(-r), "effect",
+		    "its record stays; removed at the next start");
+		return;
+	}
 	if (s->records_fd >= 0)
-		record_queue(s, id, NULL);
-	r = spawner_remove_patch(&s->sp, id);
-	if (r < 0 && r != -ENOENT)
-		log_warn("patch_not_removed", "{s:s, s:s}", "job", id, "error",
-		    strerror(-r));
+		record_queue(s, id, NULL, NULL, NULL);
 }
 
 /*
@@ -662,6 +796,17 @@ record_read(struct serve *s, const char *name)
 		snprintf(j->error, sizeof(j->error), "%s", error);
 	if (json_is_object(res))
 		j->res = json_incref(res);
+	/* Its callback (sent again after a restart, until it was sent): the
+	 * URL is judged again, against callback_allow as it is now. */
+	const char *cb = json_string_value(json_object_get(rec, "callback"));
+	json_t *cbody = json_object_get(rec, "callback_body");
+	if (cb != NULL && strlen(cb) <= CALLBACK_URL_MAX &&
+	    (j->callback = strdup(cb)) != NULL) {
+		j->callback_done =
+		    json_is_true(json_object_get(rec, "callback_done"));
+		if (json_is_object(cbody))
+			j->callback_body = json_incref(cbody);
+	}
 	j->done = true;
 	j->from_record = true;
 	/* It ran when serve stopped: what it became is not known here. */
@@ -674,6 +819,46 @@ record_read(struct serve *s, const char *name)
 	}
 	json_decref(rec);
 	return j;
+}
+
+/*
+ * At start: removes each <job>.output.json of the records' directory
+ * that no <job>.json names (its record removed, the output's removal cut
+ * short by a crash), logging each. Only files serve makes, by their name
+ * (a job's, and the suffix) and their owner (the user serve runs as): a
+ * file another wrote is left. d is the directory, read once already.
+ */
+static void
+sweep_orphans(struct serve *s, DIR *d)
+{
+	size_t sl = strlen(OUTPUT_SUFFIX);
+	struct dirent *e;
+	struct stat st;
+
+	rewinddir(d);
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		char id[64], rec[80];
+		if (len <= sl || len - sl >= sizeof(id) ||
+		    strcmp(e->d_name + len - sl, OUTPUT_SUFFIX) != 0)
+			continue;
+		memcpy(id, e->d_name, len - sl);
+		id[len - sl] = '\0';
+		snprintf(rec, sizeof(rec), "%s.json", id);
+		if (!name_ok(id, sizeof(id) - 1, "_-") ||
+		    fstatat(s->records_fd, rec, &st, AT_SYMLINK_NOFOLLOW) ==
+			0 ||
+		    errno != ENOENT ||
+		    fstatat(s->records_fd, e->d_name, &st,
+			AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (unlinkat(s->records_fd, e->d_name, 0) == 0)
+			log_info("orphan_removed", "{s:s, s:s, s:s}", "job", id,
+			    "path", e->d_name, "why",
+			    "no record names it: a crash cut its job's "
+			    "removal short");
+	}
 }
 
 static int
@@ -689,7 +874,8 @@ newest_first(const void *a, const void *b)
 
 /* Reads the records back at start, newest first, at most serve_keep_jobs (the
  * older ones removed); a job that was running is lost, and its record
- * says so from now on. Before any request; l->mu need not be held. */
+ * says so from now on; a callback not yet sent is queued again. Before
+ * any request; takes l->mu. */
 static void
 records_load(struct serve *s)
 {
@@ -728,9 +914,12 @@ records_load(struct serve *s)
 		}
 		all[n++] = j;
 	}
+	sweep_orphans(s, d);
 	closedir(d);
 	if (n > 0)
 		qsort(all, n, sizeof(*all), newest_first);
+	/* The callbacks' thread runs already, and looks its jobs up. */
+	pthread_mutex_lock(&s->l.mu);
 	struct sjob **tail = &s->l.jobs;
 	for (size_t i = 0; i < n; i++) {
 		j = all[i];
@@ -741,11 +930,18 @@ records_load(struct serve *s)
 		}
 		if (j->lost)
 			lost++;
-		if (j->record_stale)
-			record_write(s, j);
+		/* A callback not yet sent: again, at least once. A job lost
+		 * before it ended tells that it was lost. */
+		bool call = j->callback != NULL && !j->callback_done;
+		if (call && j->callback_body == NULL)
+			j->callback_body = summary_json(j);
+		if (j->record_stale || call)
+			record_write_as(s, j, false,
+			    call ? callback_make(s, j) : NULL);
 		*tail = j;
 		tail = &j->next;
 	}
+	pthread_mutex_unlock(&s->l.mu);
 	free(all);
 	log_info("jobs_loaded", "{s:I, s:I}", "jobs",
 	    (json_int_t)(n < (size_t)s->l.cfg.serve_keep_jobs
@@ -804,9 +1000,12 @@ reap(struct serve *s, struct sjob *j)
 			s->duration_bucket[i]++;
 	s->duration_count++;
 	s->duration_sum += secs;
-	record_write(s, j);
+	/* The callback's body is in the record before it is sent: a serve
+	 * that dies first sends it at its next start. */
 	if (j->callback != NULL)
-		callback_queue(s, j);
+		j->callback_body = summary_json(j);
+	record_write_as(s, j, true,
+	    j->callback != NULL ? callback_make(s, j) : NULL);
 	/* Killed, or its revoke or its patch not done: cordon run left its
 	 * record, and recover finishes the job. */
 	if (stoppath_left_for_recover(st))
@@ -1114,16 +1313,19 @@ url_resolve(const struct config_strings *allow, const struct url_parts *u,
 
 /* --- callbacks ------------------------------------------------------------ */
 
-/* POSTs c's body to its URL, signed, at the address judged when it was
- * resolved (no second lookup to rebind): 1 when a 2xx came back, 0 for a
- * failure worth another try, -1 for one that is final (the address is
- * refused, a redirect answered: neither is followed). */
+/* POSTs c's body to its URL, signed, with Idempotency-Key: <job> (the
+ * same on every try, after a restart too: a receiver drops a second
+ * one), if callback_allow still lets it through, at the address judged
+ * when it was resolved (no second lookup to rebind): 1 when a 2xx came
+ * back, 0 for a failure worth another try, -1 for one that is final (not
+ * allowed, the address refused, a redirect answered: none is
+ * followed). */
 static int
 callback_send(struct serve *s, const struct callback *c, char *err,
     size_t errlen)
 {
 	struct url_parts u;
-	char base[INET6_ADDRSTRLEN + 16], header[128], hex[65];
+	char base[INET6_ADDRSTRLEN + 16], header[256], hex[65];
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned maclen = 0;
 	struct httpc_answer a;
@@ -1132,6 +1334,13 @@ callback_send(struct serve *s, const struct callback *c, char *err,
 
 	if (url_parse(c->url, true, &u) < 0) {
 		snprintf(err, errlen, "not a URL serve can call");
+		return -1;
+	}
+	/* The list may have changed since the job was posted (a restart). */
+	if (!url_allowed(&s->l.cfg.callback_allow, &u)) {
+		snprintf(err, errlen,
+		    "%s is no longer allowed by serve's callback_allow",
+		    c->url);
 		return -1;
 	}
 	r = url_resolve(&s->l.cfg.callback_allow, &u, base, sizeof(base), err,
@@ -1150,7 +1359,10 @@ callback_send(struct serve *s, const struct callback *c, char *err,
 	free(text);
 	for (unsigned i = 0; i < maclen && i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
-	snprintf(header, sizeof(header), "X-Cordon-Signature: sha256=%s", hex);
+	/* Two fields on one line each; the job's id is a name (name_ok). */
+	snprintf(header, sizeof(header),
+	    "X-Cordon-Signature: sha256=%s\r\nIdempotency-Key: %s", hex,
+	    c->job);
 	r = httpc_request(base, "POST", u.path[0] != '\0' ? u.path : "/", NULL,
 	    header, c->body, CALLBACK_MS, &a);
 	if (r < 0) {
@@ -1209,18 +1421,30 @@ callback_worker(void *arg)
 			ok = callback_send(s, c, err, sizeof(err));
 			pthread_mutex_lock(&l->mu);
 		}
+		/* Cut short by serve's stop: its record keeps it for the
+		 * next start. */
+		bool kept = ok == 0 && s->stopping;
 		if (ok > 0) {
 			s->callbacks_sent++;
 			log_info("callback_sent", "{s:s, s:i}", "job", c->job,
 			    "tries", tries);
+		} else if (kept) {
+			log_warn("callback_pending", "{s:s, s:i, s:s, s:s}",
+			    "job", c->job, "tries", tries, "error", err,
+			    "effect", "sent again when serve starts");
 		} else {
 			s->callbacks_failed++;
 			log_warn("callback_failed", "{s:s, s:i, s:s}", "job",
 			    c->job, "tries", tries, "error", err);
 		}
-		free(c->url);
-		json_decref(c->body);
-		free(c);
+		struct sjob *j = kept ? NULL : find(l, c->job);
+		if (j != NULL && !j->callback_done) {
+			j->callback_done = true;
+			json_decref(j->callback_body);
+			j->callback_body = NULL;
+			record_write(s, j);
+		}
+		callback_free(c);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
@@ -1600,11 +1824,14 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	log_info("job_started", "{s:s, s:s, s:i}", "job", j->id, "manifest",
 	    j->manifest, "pid", (int)j->pid);
+	/* Its first record is on disk before the 201 (the job is no one
+	 * else's yet: no lock): a serve killed after answering knows it,
+	 * and no patch of its is ever left that no record names. */
+	record_first(s, j);
 	pthread_mutex_lock(&l->mu);
 	s->started_total++;
 	j->next = l->jobs;
 	l->jobs = j;
-	record_write(s, j);
 	http_reply_json(res, 201, job_json(j));
 	pthread_mutex_unlock(&l->mu);
 out:
@@ -1745,6 +1972,57 @@ find_done(struct serve *s, struct http_request *req, struct http_response *res,
 	return j;
 }
 
+/*
+ * The output envelope of finished job j (a new reference): its result's,
+ * or after a restart <state_dir>/serve-jobs/<job>.output.json, which
+ * serve wrote when the job ended. NULL when there is none, with the
+ * status to answer (410, 502) and why, exactly. l->mu held.
+ */
+static json_t *
+output_of(struct serve *s, const struct sjob *j, long *ret_status, char *why,
+    size_t whylen)
+{
+	json_t *out = result_get(j, "output");
+	char name[80], *text = NULL;
+	size_t len = 0;
+	int fd, r;
+
+	*ret_status = 410;
+	if (out != NULL)
+		return json_incref(out);
+	if (j->lost) {
+		snprintf(why, whylen,
+		    "serve stopped while this job ran: its output went to the "
+		    "serve that stopped and was not kept (its patch is, once "
+		    "written: GET /v1/jobs/%s/patch)",
+		    j->id);
+		return NULL;
+	}
+	if (!j->from_record || j->res == NULL) {
+		*ret_status = 502;
+		snprintf(why, whylen, "the job ended without a result");
+		return NULL;
+	}
+	snprintf(name, sizeof(name), "%s" OUTPUT_SUFFIX, j->id);
+	fd = s->records_fd >= 0
+	    ? openat(s->records_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+	    : -1;
+	r = fd < 0 ? -errno : read_capped(fd, result_max(), &text, &len);
+	if (s->records_fd < 0)
+		r = -ENOENT;
+	if (r == 0 && (out = json_loadb(text, len, 0, NULL)) == NULL)
+		r = -EBADMSG;
+	free(text);
+	if (r < 0)
+		snprintf(why, whylen,
+		    "serve restarted since the job ended, and its output, "
+		    "kept at %s/serve-jobs/%s, cannot be read: %s (a job that "
+		    "ended under a serve that kept no outputs, or whose write "
+		    "failed: logged as output_not_kept)",
+		    s->l.cfg.common.state_dir, name, strerror(-r));
+	return out;
+}
+
 /* GET /v1/jobs/{job}/output?follow=1&offset=N&wait=S: the chunks of
  * output from the N-th on, at once when there are some, else once there
  * are, or the job ended, or S seconds passed; with the envelope once the
@@ -1802,12 +2080,15 @@ follow_answer(struct serve *s, struct http_request *req,
 	chunks = json_array();
 	for (size_t i = (size_t)offset; i < n; i++)
 		json_array_append(chunks, json_array_get(j->chunks, i));
+	char why[512];
+	long status;
+	json_t *envelope =
+	    j->done ? output_of(s, j, &status, why, sizeof(why)) : NULL;
 	http_reply_json(res, 200,
-	    json_pack("{s:s, s:s, s:I, s:I, s:o, s:b, s:O?}", "job", j->id,
+	    json_pack("{s:s, s:s, s:I, s:I, s:o, s:b, s:o?}", "job", j->id,
 		"state", state_of(j), "offset", (json_int_t)offset, "next",
 		(json_int_t)((size_t)offset > n ? (size_t)offset : n), "chunks",
-		chunks, "truncated", j->live_truncated, "envelope",
-		j->done ? result_get(j, "output") : NULL));
+		chunks, "truncated", j->live_truncated, "envelope", envelope));
 	return true;
 }
 
@@ -1830,18 +2111,15 @@ job_output(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	j = find_done(s, req, res, "output");
 	if (j != NULL) {
-		json_t *out = result_get(j, "output");
+		char why[768];
+		long status;
+		json_t *out = output_of(s, j, &status, why, sizeof(why));
 		if (out != NULL)
-			http_reply_json(res, 200, json_incref(out));
-		else if (j->from_record)
-			http_reply_error(res, 410, "output_gone",
-			    "serve restarted since the job ended: its output "
-			    "is "
-			    "not kept across restarts (its patch and report "
-			    "are)");
+			http_reply_json(res, 200, out);
 		else
-			http_reply_error(res, 502, "no_output",
-			    "the job ended without a result");
+			http_reply_error(res, (unsigned)status,
+			    status == 410 ? "output_gone" : "no_output", "%s",
+			    why);
 	}
 	pthread_mutex_unlock(&s->l.mu);
 }
@@ -2265,6 +2543,21 @@ launcher_serve(int argc, char **argv)
 			;
 	}
 out:
+	/* The records asked for so far written (the callbacks they hold
+	 * handed on), then the callbacks, then what their ends wrote. */
+	if (s.records_thread_started) {
+		pthread_mutex_lock(&l->mu);
+		while (s.records != NULL || s.records_busy)
+			pthread_cond_wait(&s.records_cond, &l->mu);
+		pthread_mutex_unlock(&l->mu);
+	}
+	if (s.callback_thread_started) {
+		pthread_mutex_lock(&l->mu);
+		s.stopping = true;
+		pthread_cond_broadcast(&s.queue_cond);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(s.callback_thread, NULL);
+	}
 	/* Every record asked for is written before serve ends. */
 	if (s.records_thread_started) {
 		pthread_mutex_lock(&l->mu);
@@ -2277,14 +2570,15 @@ out:
 		struct record_op *op = s.records;
 		s.records = op->next;
 		free(op->text);
+		free(op->output);
+		callback_free(op->cb);
 		free(op);
 	}
-	if (s.callback_thread_started) {
-		pthread_mutex_lock(&l->mu);
-		s.stopping = true;
-		pthread_cond_broadcast(&s.queue_cond);
-		pthread_mutex_unlock(&l->mu);
-		pthread_join(s.callback_thread, NULL);
+	/* Handed on after their thread ended: their records keep them. */
+	while (s.queue != NULL) {
+		struct callback *c = s.queue;
+		s.queue = c->next;
+		callback_free(c);
 	}
 	if (fd >= 0)
 		close(fd);

@@ -5,7 +5,9 @@
  * {"stream": "stdout" | "stderr", "text": "..."}, its escape sequences and
  * control characters removed as in the envelope. Without the variable, or
  * when the descriptor is not a pipe, nothing is written; when the pipe is
- * full (serve not reading), the copy stops. The envelope at
+ * full (serve not reading), the copy stops. Before any chunk, one line
+ * {"output_cap": N} says the job's output_kb in bytes, which serve holds
+ * each stream to, as the envelope does. The envelope at
  * the job's end stays what counts; the copy is for watching.
  */
 #include "launcher.h"
@@ -45,21 +47,12 @@ tee_open(void)
 	return (int)fd;
 }
 
-void
-launcher_output_tee(bool is_err, const void *data, size_t len)
+/* Writes line (taken) as one JSON line on the pipe, if there is one. */
+static void
+tee_line(json_t *line)
 {
-	json_t *c, *line;
-	char *text;
+	char *text = line != NULL ? json_dumps(line, JSON_COMPACT) : NULL;
 
-	if (tee_fd == -2)
-		tee_fd = tee_open();
-	if (tee_fd < 0 || len == 0)
-		return;
-	c = envelope_clean(data, len, len);
-	line = json_pack("{s:s, s:O}", "stream", is_err ? "stderr" : "stdout",
-	    "text", json_object_get(c, "text"));
-	text = line != NULL ? json_dumps(line, JSON_COMPACT) : NULL;
-	json_decref(c);
 	json_decref(line);
 	if (text == NULL)
 		return;
@@ -79,4 +72,29 @@ launcher_output_tee(bool is_err, const void *data, size_t len)
 		off += (size_t)w;
 	}
 	free(text);
+}
+
+void
+launcher_output_tee(bool is_err, const void *data, size_t len)
+{
+	json_t *c;
+
+	if (tee_fd == -2)
+		tee_fd = tee_open();
+	if (tee_fd < 0 || len == 0)
+		return;
+	c = envelope_clean(data, len, len);
+	tee_line(json_pack("{s:s, s:O}", "stream", is_err ? "stderr" : "stdout",
+	    "text", json_object_get(c, "text")));
+	json_decref(c);
+}
+
+void
+launcher_output_tee_cap(uint64_t cap)
+{
+	if (tee_fd == -2)
+		tee_fd = tee_open();
+	if (tee_fd < 0 || cap == 0)
+		return;
+	tee_line(json_pack("{s:I}", "output_cap", (json_int_t)cap));
 }
