@@ -681,9 +681,9 @@ record_first(struct serve *s, const struct sjob *j)
 /* A job forgotten: the patch cordon run wrote for it,
  * <state_dir>/<job>.patch (named by no other record: one job's), goes
  * by the spawner, whose directory it is, then its record and output.
- * A patch that cannot be removed keeps its record, so that no patch of
- * serve's is left that no record names: the next start tries again.
- * l->mu held. */
+ * A patch that cannot be removed keeps its record (the next start tries
+ * again): serve cannot tell a patch of its own that no record names from
+ * a command line's cordon run's, so it leaves none. l->mu held. */
 static void
 record_forget(struct serve *s, const char *id)
 {
@@ -1825,8 +1825,9 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 	log_info("job_started", "{s:s, s:s, s:i}", "job", j->id, "manifest",
 	    j->manifest, "pid", (int)j->pid);
 	/* Its first record is on disk before the 201 (the job is no one
-	 * else's yet: no lock): a serve killed after answering knows it,
-	 * and no patch of its is ever left that no record names. */
+	 * else's yet: no lock): a serve killed after answering knows it, and
+	 * its patch has a record but for a kill in the moment between cordon
+	 * run telling the id and this write. */
 	record_first(s, j);
 	pthread_mutex_lock(&l->mu);
 	s->started_total++;
