@@ -939,29 +939,71 @@ introspect(void *ctx, struct http_request *req, struct http_response *res)
 		t.id));
 }
 
+/* {"revoked": false}, or what was revoked and who acknowledged it. */
+static void
+revoke_token_answer(struct broker *b, const struct token_revoke_result *tr,
+    struct http_response *res)
+{
+	if (!tr->found) {
+		http_reply_json(res, 200, json_pack("{s:b}", "revoked", 0));
+		return;
+	}
+	http_reply_json(res, 200,
+	    json_pack("{s:b, s:s, s:s, s:I, s:o}", "revoked", 1, "job", tr->job,
+		"token_id", tr->id, "seq", (json_int_t)tr->seq, "propagated",
+		feed_acks_result(b->feed, tr->seq)));
+}
+
+/*
+ * One token revoked (RFC 7009), its job going on. Its revocation is on
+ * the feed, and the answer waits, as a job's revoke does, until every
+ * connected follower acknowledged it (a proxy dropped the token from
+ * its cache) or was declared gone: deferred meanwhile, the result kept
+ * as the request's state.
+ */
 static void
 revoke_token(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct broker *b = ctx;
-	json_t *problems = json_array();
+	struct token_revoke_result *st = http_request_state(req);
+	json_t *problems;
 	unsigned char hash[STORE_HASH_LEN];
 	const char *token;
-	bool found = false;
 	int r;
 
+	if (st != NULL) { /* resumed: the followers had their chance */
+		revoke_token_answer(b, st, res);
+		return;
+	}
+	problems = json_array();
 	r = body_revoke_token(http_request_body(req), &token, problems);
 	if (!body_passed(r, problems, res))
 		return;
+	st = calloc(1, sizeof(*st));
+	if (st == NULL) {
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	http_request_set_state(req, st, free);
 	/* RFC 7009: an unknown token is answered like a revoked one. */
 	if (token_parse(token, strlen(token)) == 0 &&
 	    capability_hash(b->pepper, token, TOKEN_LEN, hash) == 0) {
-		r = store_token_revoke(b->store, hash, actor_of(req), &found);
+		r = store_token_revoke(b->store, hash, actor_of(req), st);
 		if (r < 0) {
 			reply_store_error(b, res, r);
 			return;
 		}
 	}
-	http_reply_json(res, 200, json_pack("{s:b}", "revoked", found));
+	if (!st->found) {
+		revoke_token_answer(b, st, res);
+		return;
+	}
+	feed_publish(b->feed, st->seq);
+	log_info("token_revoked", "{s:s, s:s, s:s, s:I}", "job", st->job,
+	    "token_id", st->id, "by", actor_of(req), "seq",
+	    (json_int_t)st->seq);
+	if (feed_wait_acks(b->feed, st->seq, req) == 1)
+		revoke_token_answer(b, st, res);
 }
 
 /* --- the revocation feed -------------------------------------------------- */

@@ -96,11 +96,12 @@ static const char *const stmt_sql[ST_MAX] = {
 			    "t JOIN jobs j ON j.id = t.job WHERE t.hash = ?",
 	[ST_TOKEN_REVOKE] = "UPDATE tokens SET state = 'revoked' WHERE hash = "
 			    "? AND state = 'active' RETURNING id, job",
-	[ST_REVOCATION_INS] = "INSERT INTO revocations (job, at) VALUES (?, ?)",
+	[ST_REVOCATION_INS] = "INSERT INTO revocations (job, token, at) "
+			      "VALUES (?, ?, ?)",
 	[ST_REVOCATION_OF_JOB] = "SELECT max(seq) FROM revocations WHERE job "
-				 "= ?",
-	[ST_REVOCATIONS_AFTER] = "SELECT seq, job FROM revocations WHERE seq "
-				 "> ? ORDER BY seq LIMIT ?",
+				 "= ? AND token IS NULL",
+	[ST_REVOCATIONS_AFTER] = "SELECT seq, job, token FROM revocations "
+				 "WHERE seq > ? ORDER BY seq LIMIT ?",
 	[ST_REVOCATION_HEAD] = "SELECT coalesce(max(seq), 0) FROM revocations",
 	[ST_AUDIT_INS] = "INSERT INTO audit (seq, ts, event, job, actor, "
 			 "detail, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -163,9 +164,10 @@ static const char schema[] =
     " state TEXT NOT NULL CHECK (state IN ('active', 'revoked')))"
     " WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS tokens_job ON tokens (job);"
+    /* token: NULL for the job's revocation, a token's id for its own. */
     "CREATE TABLE IF NOT EXISTS revocations ("
     " seq INTEGER PRIMARY KEY AUTOINCREMENT, job TEXT NOT NULL,"
-    " at INTEGER NOT NULL);"
+    " at INTEGER NOT NULL, token TEXT);"
     "CREATE TABLE IF NOT EXISTS audit ("
     " seq INTEGER PRIMARY KEY, ts TEXT NOT NULL, event TEXT NOT NULL,"
     " job TEXT, actor TEXT, detail TEXT NOT NULL, prev TEXT NOT NULL,"
@@ -362,8 +364,13 @@ collect(struct store *s, struct conn *c, sqlite3_stmt *st,
 	json_t *out = json_array();
 	int rc;
 
+	/* A row lost (out of memory) fails the whole list: a feed page
+	 * with a hole would skip a revocation. */
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(out, row(st));
+		if (json_array_append_new(out, row(st)) < 0) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
 	reader_put(s, c);
 	if (rc != SQLITE_DONE) {
 		json_decref(out);
@@ -652,13 +659,38 @@ static const char migrate_1_2[] =
     "UPDATE jobs SET tokens_minted = (SELECT count(*) FROM tokens t WHERE"
     " t.job = jobs.id AND t.capability != '" CANARY_CAPABILITY "');";
 
-/* Brings the schema to STORE_SCHEMA_VERSION, in one transaction. */
+/* Version 2 to 3: a token revoked alone has a revocation of its own. */
+static const char migrate_2_3[] =
+    "ALTER TABLE revocations ADD COLUMN token TEXT;";
+
+/* Whether table has column: 1, 0, or -EIO. */
+static int
+has_column(struct conn *c, const char *table, const char *column)
+{
+	sqlite3_stmt *st;
+	int n = -EIO;
+
+	if (sqlite3_prepare_v2(c->db,
+		"SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", -1,
+		&st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0) > 0;
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* Brings the schema to STORE_SCHEMA_VERSION, in one transaction. A fresh
+ * database has every column from the schema already: each migration
+ * runs only when its column is missing. */
 static int
 schema_upgrade(struct conn *c)
 {
 	int64_t v = schema_version(c);
 	sqlite3_stmt *st;
-	int has_column = 0, r;
+	int r;
 
 	if (v > STORE_SCHEMA_VERSION)
 		return -EPROTONOSUPPORT;
@@ -668,17 +700,12 @@ schema_upgrade(struct conn *c)
 	r = exec(c, "BEGIN IMMEDIATE");
 	if (r < 0)
 		return r;
-	/* A fresh database has the column from the schema already. */
-	if (sqlite3_prepare_v2(c->db,
-		"SELECT count(*) FROM pragma_table_info('jobs') WHERE name = "
-		"'tokens_minted'",
-		-1, &st, NULL) == SQLITE_OK) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			has_column = sqlite3_column_int(st, 0);
-		sqlite3_finalize(st);
-	}
-	if (!has_column)
+	if ((r = has_column(c, "jobs", "tokens_minted")) == 0)
 		r = exec(c, migrate_1_2);
+	if (r >= 0 && (r = has_column(c, "revocations", "token")) == 0)
+		r = exec(c, migrate_2_3);
+	if (r > 0)
+		r = 0;
 	if (r == 0 && (st = stmt(c, ST_META_SET)) == NULL)
 		r = -EIO;
 	if (r == 0) {
@@ -1153,7 +1180,8 @@ op_job_revoke(struct store *s, struct op *op)
 
 	st = stmt(&s->w, ST_REVOCATION_INS);
 	sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (int64_t)time(NULL));
+	sqlite3_bind_null(st, 2);
+	sqlite3_bind_int64(st, 3, (int64_t)time(NULL));
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
@@ -1299,59 +1327,86 @@ store_token_lookup(struct store *s, const unsigned char hash[STORE_HASH_LEN],
 struct token_revoke {
 	const unsigned char *hash;
 	const char *actor;
-	bool found;
+	struct token_revoke_result *out;
 };
 
 static int
 op_token_revoke(struct store *s, struct op *op)
 {
 	struct token_revoke *a = op->arg;
+	struct token_revoke_result *out = a->out;
 	sqlite3_stmt *st = stmt(&s->w, ST_TOKEN_REVOKE);
-	char id[40], job[40];
 	int rc;
 
+	memset(out, 0, sizeof(*out));
 	if (st == NULL)
 		return -EIO;
 	sqlite3_bind_blob(st, 1, a->hash, STORE_HASH_LEN, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
 		sqlite3_reset(st);
-		a->found = false;
 		return rc == SQLITE_DONE ? 0 : sqlite_errno(rc);
 	}
-	copy_col(id, sizeof(id), st, 0);
-	copy_col(job, sizeof(job), st, 1);
+	copy_col(out->id, sizeof(out->id), st, 0);
+	copy_col(out->job, sizeof(out->job), st, 1);
 	while (sqlite3_step(st) == SQLITE_ROW)
 		;
 	sqlite3_reset(st);
-	a->found = true;
-	json_t *d = json_pack("{s:s}", "token", id);
-	rc = audit_append(s, "token_revoked", job, a->actor, d);
+
+	/* Its own revocation on the feed, in the same transaction: the
+	 * proxies drop the token from their caches before they ack. */
+	st = stmt(&s->w, ST_REVOCATION_INS);
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, out->job, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, out->id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)time(NULL));
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	out->seq = sqlite3_last_insert_rowid(s->w.db);
+	json_t *d = json_pack("{s:s, s:I}", "token", out->id, "seq",
+	    (json_int_t)out->seq);
+	rc = audit_append(s, "token_revoked", out->job, a->actor, d);
 	json_decref(d);
+	if (rc == 0)
+		out->found = true;
 	return rc;
 }
 
 int
 store_token_revoke(struct store *s, const unsigned char hash[STORE_HASH_LEN],
-    const char *actor, bool *ret_found)
+    const char *actor, struct token_revoke_result *ret)
 {
 	if (s->pg != NULL)
-		return store_pg_token_revoke(s->pg, hash, actor, ret_found);
-	struct token_revoke a = { hash, actor, false };
+		return store_pg_token_revoke(s->pg, hash, actor, ret);
+	struct token_revoke a = { hash, actor, ret };
 	int r = store_write(s, op_token_revoke, &a);
 
-	*ret_found = a.found;
+	if (r < 0)
+		memset(ret, 0, sizeof(*ret));
 	return r;
 }
 
 /* --- revocation feed ----------------------------------------------------- */
 
+/* {seq, job}, and a token revoked alone's id as "token": a job's entry
+ * is as it always was, so that older followers read it. */
 static json_t *
 revocation_row(sqlite3_stmt *st)
 {
-	return json_pack("{s:I, s:s}", "seq",
+	json_t *row = json_pack("{s:I, s:s}", "seq",
 	    (json_int_t)sqlite3_column_int64(st, 0), "job",
 	    (const char *)sqlite3_column_text(st, 1));
+
+	if (row != NULL && sqlite3_column_type(st, 2) != SQLITE_NULL &&
+	    json_object_set_new(row, "token",
+		json_string((const char *)sqlite3_column_text(st, 2))) < 0) {
+		json_decref(row);
+		return NULL;
+	}
+	return row;
 }
 
 int

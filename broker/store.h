@@ -21,7 +21,7 @@
 #define STORE_HASH_LEN 32 /* HMAC-SHA256 of a token */
 #define TOKEN_VALUE_MAX 48 /* a token's value and its NUL */
 /* The schema this store writes; an older one is migrated at open. */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 /* Canaries: tokens of this capability are never a job's to use; any
  * use revokes the job (a tripwire). They do not count toward a job's
  * mint ceiling: the broker plants them, the job does not ask. */
@@ -34,8 +34,8 @@ struct store;
  * that is a postgresql:// (or postgres://) URI opens PostgreSQL instead
  * (store_pg.c: its own schema version, same rules; -ENOTCONN when the
  * server cannot be reached). A
- * database of schema version 1 (before the mint ceiling) is migrated in
- * one transaction; one of a newer version than STORE_SCHEMA_VERSION is
+ * database of schema version 1 (before the mint ceiling) or 2 (before
+ * single-token revocations on the feed) is migrated in one transaction; one of a newer version than STORE_SCHEMA_VERSION is
  * refused with -EPROTONOSUPPORT and left as it is.
  */
 int store_open(const char *path, struct store **ret);
@@ -177,15 +177,26 @@ int store_token_lookup(struct store *s,
     const unsigned char hash[STORE_HASH_LEN], struct token_row *ret,
     char ret_job_state[16]);
 
-/* Revokes one token by HMAC (RFC 7009). Unknown is not an error:
- * *ret_found says. */
+struct token_revoke_result {
+	bool found; /* it was active and is revoked now */
+	int64_t seq; /* its revocation's sequence number (found only) */
+	char job[40], id[40]; /* its job and id (found only) */
+};
+
+/*
+ * Revokes one token by HMAC (RFC 7009), with a revocation of its own on
+ * the feed ({seq, job, token: its id}) and the audit record, in one
+ * transaction; its job goes on. Unknown or already revoked is not an
+ * error: ret->found is false and nothing is written.
+ */
 int store_token_revoke(struct store *s,
     const unsigned char hash[STORE_HASH_LEN], const char *actor,
-    bool *ret_found);
+    struct token_revoke_result *ret);
 
 /* --- revocation feed ---------------------------------------------------- */
 
-/* The revocations after seq, at most max: a new array of {seq, job}. */
+/* The revocations after seq, at most max: a new array of {seq, job} (the
+ * job revoked) and {seq, job, token} (one token of it, by id). */
 int store_revocations_after(struct store *s, int64_t seq, size_t max,
     json_t **ret);
 /* The latest sequence number (0 when none). */

@@ -130,6 +130,9 @@ static const char *const migrations[STORE_PG_SCHEMA_VERSION] = {
 	"CREATE INDEX IF NOT EXISTS upstream_held_job ON upstream_held (job);"
 	"CREATE INDEX IF NOT EXISTS upstream_held_due ON upstream_held (state, "
 	"next_try);",
+	/* 5: a token revoked alone has a revocation of its own on the feed,
+	 * naming its id (NULL: the job's revocation). */
+	"ALTER TABLE revocations ADD COLUMN IF NOT EXISTS token TEXT;",
 };
 
 /* An asynchronous write, queued for the writer thread. */
@@ -1373,6 +1376,46 @@ struct job_revoke {
 	struct revoke_result *out;
 };
 
+/*
+ * Appends the revocation of job (token NULL) or of one token of it (by
+ * id) with the next sequence number, in *ret_seq, and notifies every
+ * broker's listener at the commit. The number is taken under the audit
+ * head's lock: revocations commit in the order of their numbers, so no
+ * follower reads past a gap. 0 or -errno.
+ */
+static int
+revocation_insert(struct wctx *w, const char *job, const char *token,
+    int64_t *ret_seq)
+{
+	struct params p = { 0 };
+	PGresult *res;
+	int64_t seq;
+	int r = q(w->c, "SELECT coalesce(max(seq), 0) + 1 FROM revocations",
+	    NULL, &res);
+
+	if (r < 0)
+		return r;
+	seq = col_int(res, 0, 0);
+	PQclear(res);
+	p_int(&p, seq);
+	p_text(&p, job);
+	p_text(&p, token); /* NULL: SQL's NULL */
+	p_int(&p, (int64_t)time(NULL));
+	r = q(w->c,
+	    "INSERT INTO revocations (seq, job, token, at) VALUES ($1, $2, "
+	    "$3, $4)",
+	    &p, NULL);
+	if (r == 0) {
+		p.n = 0;
+		p_int(&p, seq);
+		/* Delivered to every broker's listener at the commit. */
+		r = q(w->c, "SELECT pg_notify('" PG_CHANNEL "', $1)", &p, NULL);
+	}
+	if (r == 0)
+		*ret_seq = seq;
+	return r;
+}
+
 static int
 op_job_revoke(struct wctx *w, void *arg)
 {
@@ -1391,7 +1434,9 @@ op_job_revoke(struct wctx *w, void *arg)
 		out->already = true;
 		out->tokens_revoked = j.tokens_revoked;
 		snprintf(out->reason, sizeof(out->reason), "%s", j.stop_reason);
-		r = q(w->c, "SELECT max(seq) FROM revocations WHERE job = $1",
+		r = q(w->c,
+		    "SELECT max(seq) FROM revocations WHERE job = $1 AND "
+		    "token IS NULL",
 		    &p, &res);
 		if (r == 0) {
 			out->seq = col_int(res, 0, 0);
@@ -1419,27 +1464,7 @@ op_job_revoke(struct wctx *w, void *arg)
 	    &p, NULL);
 	if (r < 0)
 		return r;
-	/* The next number, under the audit head's lock: revocations commit
-	 * in the order of their numbers, so no follower reads past a gap. */
-	r = q(w->c, "SELECT coalesce(max(seq), 0) + 1 FROM revocations", NULL,
-	    &res);
-	if (r < 0)
-		return r;
-	out->seq = col_int(res, 0, 0);
-	PQclear(res);
-	p.n = 0;
-	p_int(&p, out->seq);
-	p_text(&p, a->id);
-	p_int(&p, (int64_t)time(NULL));
-	r = q(w->c,
-	    "INSERT INTO revocations (seq, job, at) VALUES ($1, $2, $3)", &p,
-	    NULL);
-	if (r == 0) {
-		p.n = 0;
-		p_int(&p, out->seq);
-		/* Delivered to every broker's listener at the commit. */
-		r = q(w->c, "SELECT pg_notify('" PG_CHANNEL "', $1)", &p, NULL);
-	}
+	r = revocation_insert(w, a->id, NULL, &out->seq);
 	if (r < 0)
 		return r;
 	out->already = false;
@@ -1481,8 +1506,13 @@ read_rows(PGconn *c, void *arg)
 		return r;
 	json_decref(a->out);
 	a->out = json_array();
+	/* A row lost (out of memory) fails the whole list: a feed page
+	 * with a hole would skip a revocation. */
 	for (int i = 0; i < PQntuples(res); i++)
-		json_array_append_new(a->out, a->row(res, i));
+		if (json_array_append_new(a->out, a->row(res, i)) < 0) {
+			PQclear(res);
+			return -ENOMEM;
+		}
 	PQclear(res);
 	return 0;
 }
@@ -1741,18 +1771,20 @@ store_pg_token_lookup(struct store_pg *s,
 struct token_revoke {
 	const unsigned char *hash;
 	const char *actor;
-	bool found;
+	struct token_revoke_result *out;
 };
 
 static int
 op_token_revoke(struct wctx *w, void *arg)
 {
 	struct token_revoke *a = arg;
+	struct token_revoke_result *out = a->out;
 	struct params p = { 0 };
-	char id[40], job[40];
 	PGresult *res;
 	int r;
 
+	/* A retried transaction starts from nothing. */
+	memset(out, 0, sizeof(*out));
 	p_hash(&p, a->hash);
 	r = q(w->c,
 	    "UPDATE tokens SET state = 'revoked' WHERE hash = $1 AND state = "
@@ -1760,47 +1792,63 @@ op_token_revoke(struct wctx *w, void *arg)
 	    &p, &res);
 	if (r < 0)
 		return r;
-	a->found = PQntuples(res) == 1;
-	if (!a->found) {
+	if (PQntuples(res) != 1) {
 		PQclear(res);
 		return 0;
 	}
-	col_copy(id, sizeof(id), res, 0, 0);
-	col_copy(job, sizeof(job), res, 0, 1);
+	col_copy(out->id, sizeof(out->id), res, 0, 0);
+	col_copy(out->job, sizeof(out->job), res, 0, 1);
 	PQclear(res);
-	json_t *d = json_pack("{s:s}", "token", id);
-	r = audit_append(w, "token_revoked", job, a->actor, d);
+	/* Its own revocation on the feed, in the same transaction. */
+	r = revocation_insert(w, out->job, out->id, &out->seq);
+	if (r < 0)
+		return r;
+	json_t *d = json_pack("{s:s, s:I}", "token", out->id, "seq",
+	    (json_int_t)out->seq);
+	r = audit_append(w, "token_revoked", out->job, a->actor, d);
 	json_decref(d);
+	if (r == 0)
+		out->found = true;
 	return r;
 }
 
 int
 store_pg_token_revoke(struct store_pg *s,
     const unsigned char hash[STORE_HASH_LEN], const char *actor,
-    bool *ret_found)
+    struct token_revoke_result *ret)
 {
-	struct token_revoke a = { hash, actor, false };
+	struct token_revoke a = { hash, actor, ret };
 	int r = pg_write(s, op_token_revoke, &a);
 
-	*ret_found = a.found;
+	if (r < 0)
+		memset(ret, 0, sizeof(*ret));
 	return r;
 }
 
 /* --- revocation feed ----------------------------------------------------- */
 
+/* {seq, job}, and a token revoked alone's id as "token" (store.c's). */
 static json_t *
 revocation_row(const PGresult *res, int i)
 {
-	return json_pack("{s:I, s:s}", "seq", (json_int_t)col_int(res, i, 0),
-	    "job", PQgetvalue(res, i, 1));
+	json_t *row = json_pack("{s:I, s:s}", "seq",
+	    (json_int_t)col_int(res, i, 0), "job", PQgetvalue(res, i, 1));
+	const char *token = col_str(res, i, 2);
+
+	if (row != NULL && token != NULL &&
+	    json_object_set_new(row, "token", json_string(token)) < 0) {
+		json_decref(row);
+		return NULL;
+	}
+	return row;
 }
 
 int
 store_pg_revocations_after(struct store_pg *s, int64_t seq, size_t max,
     json_t **ret)
 {
-	struct rows a = { .sql = "SELECT seq, job FROM revocations WHERE seq "
-				 "> $1 ORDER BY seq LIMIT $2",
+	struct rows a = { .sql = "SELECT seq, job, token FROM revocations "
+				 "WHERE seq > $1 ORDER BY seq LIMIT $2",
 		.row = revocation_row };
 
 	p_int(&a.p, seq);

@@ -11,7 +11,7 @@
 
 /* The schema store_pg writes; an older one is migrated at open, a newer
  * one refused with -EPROTONOSUPPORT. */
-#define STORE_PG_SCHEMA_VERSION 4
+#define STORE_PG_SCHEMA_VERSION 5
 
 struct store_pg;
 
@@ -53,7 +53,7 @@ int store_pg_token_lookup(struct store_pg *s,
     char ret_job_state[16]);
 int store_pg_token_revoke(struct store_pg *s,
     const unsigned char hash[STORE_HASH_LEN], const char *actor,
-    bool *ret_found);
+    struct token_revoke_result *ret);
 int store_pg_revocations_after(struct store_pg *s, int64_t seq, size_t max,
     json_t **ret);
 int store_pg_revocation_head(struct store_pg *s, int64_t *ret);

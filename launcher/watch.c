@@ -3,8 +3,8 @@
  * /v1/jobs/{job}/heartbeat every third of it; a 409 is a job that no
  * longer runs), and its revocation learnt from the broker's revocation
  * feed (GET /v1/revocations, long-polled, as a watcher that acknowledges
- * nothing): when the feed names the job, its state (GET /v1/jobs/{job})
- * says why (an operator's revoke, the broker's deadline, a canary used).
+ * nothing): when the feed names the job (not one token of it alone), its
+ * state (GET /v1/jobs/{job}) says why (an operator's revoke, the broker's deadline, a canary used).
  * The state is also asked once the feed's head is known (a revoke before
  * it), after a failed poll (one missed meanwhile), and every WATCH_MS
  * when the broker refuses the feed to the launcher's key (an older
@@ -236,7 +236,9 @@ feed_again(struct watch *w, int ms)
 		evtimer_add(w->feed_timer, &tv);
 }
 
-/* An answer of the feed: {"head", "revocations": [{"seq", "job"}]}. */
+/* An answer of the feed: {"head", "revocations": [{"seq", "job"}, ...]};
+ * an entry with a "token" is one token of the job revoked alone (an
+ * operator's POST /v1/revoke), which the job outlives. */
 static void
 feed_answer(struct watch *w, struct evhttp_request *req)
 {
@@ -255,8 +257,9 @@ feed_answer(struct watch *w, struct evhttp_request *req)
 	}
 	json_array_foreach(json_object_get(a, "revocations"), i, v)
 	{
-		const char *job = json_string_value(json_object_get(v, "job"));
-		if (job != NULL && strcmp(job, w->job) == 0)
+		struct feed_entry e;
+		if (feed_entry_parse(v, &e) == 0 && e.token == NULL &&
+		    strcmp(e.job, w->job) == 0)
 			w->seen = true;
 	}
 	/* From the head on; a head below after is a broker restored from

@@ -6,10 +6,11 @@
  * least every second while the broker is alive: an answer missing for
  * FEED_FAIL_CLOSED_MS means the feed is unreachable, whatever state the
  * TCP connection claims, and the proxy refuses everything until a poll
- * answers again. Each answer's revocations are applied (the job's
- * connections closed, by the revoked hook) before the next poll goes out,
- * and the next poll with after >= seq is what tells the broker the
- * revocation took effect.
+ * answers again. Each answer's revocations are applied (a job's
+ * connections closed, by the revoked hook; a token revoked alone dropped
+ * from its job's cache, by the token_revoked hook) before the next poll
+ * goes out, and the next poll with after >= seq is what tells the broker
+ * the revocation took effect.
  *
  * With a list of brokers (a fleet on one database), everything goes to
  * the current one; a call that gets a 503, or no connection, or (when
@@ -379,13 +380,16 @@ feed_answer(struct evhttp_request *req, void *arg)
 	}
 	json_array_foreach(list, i, v)
 	{
-		json_t *seq = json_object_get(v, "seq");
-		const char *job = json_string_value(json_object_get(v, "job"));
-		if (!json_is_integer(seq) || job == NULL)
+		struct feed_entry e;
+		if (feed_entry_parse(v, &e) < 0)
 			continue;
-		if (json_integer_value(seq) > b->after)
-			b->after = json_integer_value(seq);
-		feed_revoke(b, job);
+		if (e.seq > b->after)
+			b->after = e.seq;
+		if (e.token != NULL && b->hooks.token_revoked != NULL)
+			b->hooks.token_revoked(b->hooks.ctx, e.job, e.token,
+			    b->after);
+		else
+			feed_revoke(b, e.job);
 		n++;
 	}
 	/* A head below what was applied: the broker's database went back

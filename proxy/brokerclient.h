@@ -24,6 +24,10 @@
 struct brokerclient_hooks {
 	/* The feed revoked job; seq is the feed's sequence number then. */
 	void (*revoked)(void *ctx, const char *job, int64_t seq);
+	/* The feed revoked one token of job alone, by its id: the job goes
+	 * on. NULL: such an entry is taken for the job's revoke. */
+	void (*token_revoked)(void *ctx, const char *job, const char *token_id,
+	    int64_t seq);
 	/* The feed has been silent for FEED_FAIL_CLOSED_MS: from now on
 	 * brokerclient_feed_ok says no until it answers. */
 	void (*feed_lost)(void *ctx);

@@ -491,7 +491,8 @@ token_keep(struct pconn *c, size_t i, json_t *body)
 
 	if (c->p->cfg.token_cache_s > 0 && aud != NULL && cap != NULL &&
 	    json_is_integer(exp))
-		(void)tokcache_put(&c->job->tokcache, c->tokens.t[i].tok, aud,
+		(void)tokcache_put(&c->job->tokcache, c->tokens.t[i].tok,
+		    json_string_value(json_object_get(body, "token_id")), aud,
 		    cap, json_object_get(body, "params"),
 		    (int64_t)json_integer_value(exp), (int64_t)time(NULL),
 		    mono_s());

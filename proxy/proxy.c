@@ -76,6 +76,22 @@ on_revoked(void *ctx, const char *job, int64_t seq)
 	}
 }
 
+/* The feed revoked one token of a job alone: its cached answers go now,
+ * before the proxy acknowledges; the job and its connections go on. */
+static void
+on_token_revoked(void *ctx, const char *job, const char *token_id, int64_t seq)
+{
+	struct pjob *j = job_find(ctx, job);
+
+	if (j != NULL && !j->closed) {
+		size_t n = tokcache_revoke(&j->tokcache, token_id,
+		    monotonic_ms() / 1000);
+		log_info("token_revoked", "{s:s, s:s, s:I, s:i}", "job", job,
+		    "token_id", token_id, "seq", (json_int_t)seq, "cached",
+		    (int)n);
+	}
+}
+
 /* The feed went silent: what cannot be judged request by request goes. */
 static void
 on_feed_lost(void *ctx)
@@ -423,6 +439,7 @@ proxy_setup(struct proxy *p)
 		.verifier_key = p->verifier_key,
 		.follower = p->cfg.follower,
 		.hooks = { .revoked = on_revoked,
+		    .token_revoked = on_token_revoked,
 		    .feed_lost = on_feed_lost,
 		    .ctx = p } };
 	r = brokerclient_new(p->base, &bo, &p->bclient);

@@ -1,7 +1,7 @@
 /*
  * The cache of tokcache.h: a small array per job searched linearly (16
  * at most), keyed by SHA-256 of the token, the oldest entry replaced
- * when it is full.
+ * when it is full; beside it a ring of the ids the feed revoked alone.
  */
 #include "tokcache.h"
 
@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <openssl/evp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -53,18 +54,41 @@ find(const struct tokcache *c, const unsigned char hash[TOKCACHE_HASH_LEN],
 	return -1;
 }
 
+/* Whether the feed revoked token_id alone, as far as the ring says. */
+static bool
+revoked(const struct tokcache *c, const char *token_id)
+{
+	unsigned n = c->nrevoked < TOKCACHE_REVOKED_MAX ? c->nrevoked
+							: TOKCACHE_REVOKED_MAX;
+
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(c->revoked[i], token_id) == 0)
+			return true;
+	return false;
+}
+
 int
-tokcache_put(struct tokcache *c, const char *tok, const char *aud,
-    const char *capability, json_t *params, int64_t exp, int64_t now,
-    int64_t mono)
+tokcache_put(struct tokcache *c, const char *tok, const char *token_id,
+    const char *aud, const char *capability, json_t *params, int64_t exp,
+    int64_t now, int64_t mono)
 {
 	unsigned char hash[TOKCACHE_HASH_LEN];
 	struct tokcache_entry *e;
 	ssize_t at;
 
-	if (strlen(aud) > TOKCACHE_AUD_MAX || aud[0] == '\0' ||
-	    strlen(capability) >= TOKCACHE_CAP_MAX || exp <= now)
+	/* Without an id the feed could not drop it: not kept. */
+	if (token_id == NULL || token_id[0] == '\0' ||
+	    strlen(token_id) > TOKCACHE_ID_MAX || aud == NULL ||
+	    capability == NULL || strlen(aud) > TOKCACHE_AUD_MAX ||
+	    aud[0] == '\0' || strlen(capability) >= TOKCACHE_CAP_MAX ||
+	    exp <= now)
 		return -EINVAL;
+	/* An answer older than the feed's word on the token. */
+	if (revoked(c, token_id) ||
+	    (c->forgot &&
+		(mono - c->forgot_at < TOKCACHE_GUARD_S ||
+		    mono < c->forgot_at)))
+		return -ESTALE;
 	if (hash_of(tok, hash) < 0)
 		return -EIO;
 	at = find(c, hash, aud);
@@ -80,6 +104,7 @@ tokcache_put(struct tokcache *c, const char *tok, const char *aud,
 	e = &c->e[c->n++];
 	memcpy(e->hash, hash, sizeof(hash));
 	explicit_bzero(hash, sizeof(hash));
+	memcpy(e->token_id, token_id, strlen(token_id) + 1);
 	memcpy(e->aud, aud, strlen(aud) + 1);
 	memcpy(e->capability, capability, strlen(capability) + 1);
 	e->params = json_incref(params);
@@ -116,6 +141,34 @@ tokcache_get(struct tokcache *c, const char *tok, const char *aud, int64_t now,
 	}
 	c->hits++;
 	return e;
+}
+
+size_t
+tokcache_revoke(struct tokcache *c, const char *token_id, int64_t mono)
+{
+	size_t dropped = 0;
+
+	if (token_id == NULL || token_id[0] == '\0' ||
+	    strlen(token_id) > TOKCACHE_ID_MAX) {
+		/* No id to match: every entry goes (fail closed). */
+		dropped = c->n;
+		tokcache_clear(c);
+		return dropped;
+	}
+	for (size_t i = c->n; i > 0; i--)
+		if (strcmp(c->e[i - 1].token_id, token_id) == 0) {
+			entry_drop(c, i - 1);
+			dropped++;
+		}
+	if (!revoked(c, token_id)) {
+		if (c->nrevoked >= TOKCACHE_REVOKED_MAX) {
+			c->forgot = true;
+			c->forgot_at = mono;
+		}
+		snprintf(c->revoked[c->nrevoked++ % TOKCACHE_REVOKED_MAX],
+		    sizeof(c->revoked[0]), "%s", token_id);
+	}
+	return dropped;
 }
 
 size_t

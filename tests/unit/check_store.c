@@ -5,9 +5,10 @@
  * with its sequence number and audit record (and the same answer when
  * revoked again), lapsed jobs, tokens inserted through the writer thread
  * (refused for a revoked job or past the job's ceiling), looked up and
- * revoked by HMAC, the revocation feed, the audit chain listed and
- * verified (a changed record, a removed one, a cut tail), the schema's
- * version (1 migrated, a newer one refused). Every failure is a return
+ * revoked by HMAC (with a revocation of its own on the feed, the job
+ * going on), the revocation feed's two kinds of entry, the audit chain
+ * listed and verified (a changed record, a removed one, a cut tail), the
+ * schema's version (1 and 2 migrated, a newer one refused). Every failure is a return
  * value: nothing here expects a log line.
  */
 #include "store.h"
@@ -464,7 +465,7 @@ START_TEST(test_token_insert_lookup_revoke)
 	struct token_row t = token_of("job_a", "invoices.read", 7), row;
 	unsigned char unknown[STORE_HASH_LEN];
 	char state[16];
-	bool found;
+	struct token_revoke_result tr;
 
 	ck_assert_int_eq(store_job_create(st, &j, NULL, 0, "launcher"), 0);
 	ck_assert_int_eq(insert(&t, 10), 0);
@@ -483,19 +484,108 @@ START_TEST(test_token_insert_lookup_revoke)
 	/* The same hash twice is refused. */
 	ck_assert_int_eq(insert(&t, 10), -EEXIST);
 
-	ck_assert_int_eq(store_token_revoke(st, t.hash, "admin", &found), 0);
-	ck_assert(found);
+	ck_assert_int_eq(store_token_revoke(st, t.hash, "admin", &tr), 0);
+	ck_assert(tr.found);
+	ck_assert_str_eq(tr.id, "tok_7");
+	ck_assert_str_eq(tr.job, "job_a");
+	ck_assert_int_eq(tr.seq, 1);
 	ck_assert_int_eq(store_token_lookup(st, t.hash, &row, state), 0);
 	ck_assert_str_eq(row.state, "revoked");
 	ck_assert_str_eq(state, "running"); /* the job goes on */
 	free(row.params);
-	/* Revoked again, or never known: not found, not an error. */
-	ck_assert_int_eq(store_token_revoke(st, t.hash, "admin", &found), 0);
-	ck_assert(!found);
-	ck_assert_int_eq(store_token_revoke(st, unknown, "admin", &found), 0);
-	ck_assert(!found);
+	/* Revoked again, or never known: not found, not an error, and
+	 * nothing on the feed. */
+	ck_assert_int_eq(store_token_revoke(st, t.hash, "admin", &tr), 0);
+	ck_assert(!tr.found);
+	ck_assert_int_eq(store_token_revoke(st, unknown, "admin", &tr), 0);
+	ck_assert(!tr.found);
+	int64_t head;
+	ck_assert_int_eq(store_revocation_head(st, &head), 0);
+	ck_assert_int_eq(head, 1);
 	ck_assert_uint_eq(audit_count("job_a", "token_minted"), 1);
 	ck_assert_uint_eq(audit_count("job_a", "token_revoked"), 1);
+	assert_chain(true, 0);
+}
+END_TEST
+
+/* The feed entry at index i of list: its seq, job and token ("" none). */
+static void
+assert_entry(json_t *list, size_t i, int64_t seq, const char *job,
+    const char *token)
+{
+	json_t *e = json_array_get(list, i);
+	const char *tok = json_string_value(json_object_get(e, "token"));
+
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "seq")), seq);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "job")), job);
+	if (token[0] == '\0') {
+		/* A job's entry is as it always was: {seq, job} alone. */
+		ck_assert_ptr_null(json_object_get(e, "token"));
+		ck_assert_uint_eq(json_object_size(e), 2);
+	} else {
+		ck_assert_ptr_nonnull(tok);
+		ck_assert_str_eq(tok, token);
+	}
+}
+
+START_TEST(test_token_revocations_on_the_feed)
+{
+	struct job j = job_of("job_a", 600), got;
+	struct token_row t[2] = { token_of("job_a", "invoices.read", 1),
+		token_of("job_a", "invoices.read", 2) };
+	struct token_revoke_result tr;
+	struct revoke_result rr;
+	json_t *list, *r, *rec = NULL;
+	int64_t head;
+	size_t i;
+
+	ck_assert_int_eq(store_job_create(st, &j, t, 2, "launcher"), 0);
+	ck_assert_int_eq(store_token_revoke(st, t[0].hash, "admin", &tr), 0);
+	ck_assert(tr.found);
+	ck_assert_int_eq(tr.seq, 1);
+	ck_assert_int_eq(store_job_get(st, "job_a", &got, NULL), 0);
+	ck_assert_str_eq(got.state, "running");
+	/* Then the job: its own entry, the next number, its one token left. */
+	ck_assert_int_eq(store_job_revoke(st, "job_a", "done", "admin", &rr),
+	    0);
+	ck_assert_int_eq(rr.seq, 2);
+	ck_assert_int_eq(rr.tokens_revoked, 1);
+	/* Again: the job's number, not its token's. */
+	ck_assert_int_eq(store_job_revoke(st, "job_a", "done", "admin", &rr),
+	    0);
+	ck_assert(rr.already);
+	ck_assert_int_eq(rr.seq, 2);
+	/* A token of a revoked job is revoked already: no entry. */
+	ck_assert_int_eq(store_token_revoke(st, t[1].hash, "admin", &tr), 0);
+	ck_assert(!tr.found);
+	ck_assert_int_eq(store_revocation_head(st, &head), 0);
+	ck_assert_int_eq(head, 2);
+
+	ck_assert_int_eq(store_revocations_after(st, 0, 10, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 2);
+	assert_entry(list, 0, 1, "job_a", "tok_1");
+	assert_entry(list, 1, 2, "job_a", "");
+	json_decref(list);
+	ck_assert_int_eq(store_revocations_after(st, 1, 10, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 1);
+	assert_entry(list, 0, 2, "job_a", "");
+	json_decref(list);
+
+	/* The token's record names its revocation's number. */
+	ck_assert_int_eq(store_audit_list(st, "job_a", 0, 100, &list), 0);
+	json_array_foreach(list, i, r)
+	{
+		if (strcmp(json_string_value(json_object_get(r, "event")),
+			"token_revoked") == 0)
+			rec = r;
+	}
+	ck_assert_ptr_nonnull(rec);
+	json_t *d = json_object_get(rec, "detail");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "token")),
+	    "tok_1");
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "seq")), 1);
+	json_decref(list);
 	assert_chain(true, 0);
 }
 END_TEST
@@ -719,7 +809,11 @@ START_TEST(test_schema_newer_refused)
 	ck_assert_int_eq(store_open(db_path, &st), -EPROTONOSUPPORT);
 	ck_assert_ptr_null(st);
 	/* Left as it was. */
-	sql("UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+	char text[128];
+	snprintf(text, sizeof(text),
+	    "UPDATE meta SET value = '%d' WHERE key = 'schema_version'",
+	    STORE_SCHEMA_VERSION);
+	sql(text);
 	ck_assert_int_eq(store_open(db_path, &st), 0);
 }
 END_TEST
@@ -764,11 +858,64 @@ START_TEST(test_schema_1_migrated)
 	struct token_row t = token_of("job_old", "a", 9);
 	ck_assert_int_eq(insert(&t, 2), -EDQUOT);
 	ck_assert_int_eq(insert(&t, 3), 0);
-	/* Migrated once: a reopen finds version 2 and changes nothing. */
+	/* Migrated once: a reopen finds the version and changes nothing. */
 	store_close(st);
 	ck_assert_int_eq(store_open(db_path, &st), 0);
 	ck_assert_int_eq(store_job_get(st, "job_old", &got, NULL), 0);
 	ck_assert_int_eq(got.tokens_minted, 3);
+}
+END_TEST
+
+/* A database as a broker of schema 2 left it: revocations of jobs only,
+ * without the token column. */
+START_TEST(test_schema_2_migrated)
+{
+	struct job j = job_of("job_new", 600);
+	struct token_row t = token_of("job_new", "invoices.read", 4);
+	struct token_revoke_result tr;
+	json_t *list;
+
+	ck_assert_int_eq(store_job_create(st, &j, &t, 1, "launcher"), 0);
+	store_close(st);
+	st = NULL;
+	sql("ALTER TABLE revocations DROP COLUMN token;"
+	    "INSERT INTO jobs (id, manifest, manifest_version, state, created,"
+	    " deadline, lease_expires) VALUES ('job_old', 'm', 1, 'revoked', 1,"
+	    " 2, 2);"
+	    "INSERT INTO revocations (job, at) VALUES ('job_old', 1);"
+	    "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+	ck_assert_int_eq(store_open(db_path, &st), 0);
+	/* The old revocation reads as it did; a token's comes after it. */
+	ck_assert_int_eq(store_token_revoke(st, t.hash, "admin", &tr), 0);
+	ck_assert(tr.found);
+	ck_assert_int_eq(tr.seq, 2);
+	ck_assert_int_eq(store_revocations_after(st, 0, 10, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 2);
+	assert_entry(list, 0, 1, "job_old", "");
+	assert_entry(list, 1, 2, "job_new", "tok_4");
+	json_decref(list);
+	/* Migrated once: a reopen finds version 3 and keeps the entries. */
+	store_close(st);
+	ck_assert_int_eq(store_open(db_path, &st), 0);
+	ck_assert_int_eq(store_revocations_after(st, 1, 10, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 1);
+	assert_entry(list, 0, 2, "job_new", "tok_4");
+	json_decref(list);
+	store_close(st);
+	st = NULL;
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db,
+			     "SELECT value FROM meta WHERE key = "
+			     "'schema_version'",
+			     -1, &q, NULL),
+	    SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	ck_assert_int_eq(sqlite3_column_int(q, 0), 3);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	ck_assert_int_eq(store_open(db_path, &st), 0);
 }
 END_TEST
 
@@ -788,6 +935,7 @@ store_suite(void)
 	tcase_add_test(tc, test_job_revoke);
 	tcase_add_test(tc, test_jobs_lapsed);
 	tcase_add_test(tc, test_token_insert_lookup_revoke);
+	tcase_add_test(tc, test_token_revocations_on_the_feed);
 	tcase_add_test(tc, test_token_insert_refused);
 	tcase_add_test(tc, test_audit_async_and_list);
 	tcase_add_test(tc, test_audit_verify_changed_record);
@@ -798,6 +946,7 @@ store_suite(void)
 	tcase_add_test(tc, test_open_failures);
 	tcase_add_test(tc, test_schema_newer_refused);
 	tcase_add_test(tc, test_schema_1_migrated);
+	tcase_add_test(tc, test_schema_2_migrated);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,11 +4,14 @@
  * a fresh database for each test: the same guarantees as the sqlite
  * store's (manifests, jobs, a revoke with its tokens, sequence number
  * and audit record, the same answer twice, mints refused for a revoked
- * job and past the ceiling, tokens by HMAC, the feed, the audit chain
+ * job and past the ceiling, tokens by HMAC, a token revoked alone with a
+ * revocation of its own on the feed, the feed, the audit chain
  * verified, append-only), and what a fleet adds: two stores ("brokers")
  * on one database revoking and minting at once keep one gap-free chain
  * and one gap-free revocation sequence and never pass a ceiling; one
- * store hears the other's revocations; a schema newer than this build is
+ * store hears the other's revocations (a job's and a token's); a
+ * database of schema 4 gains the token column; a schema newer than this
+ * build is
  * refused and two stores migrating a fresh database at once both open;
  * a server restart fails calls while it is down and they recover alone.
  *
@@ -31,8 +34,9 @@
 #include <unistd.h>
 
 /* The schema this build writes (store_pg.h's, which only store.c may
- * include): the first, the secrets, the fleet's mint buckets. */
-#define STORE_PG_SCHEMA_VERSION_WANT 4
+ * include): the first, the secrets, the fleet's mint buckets, the
+ * upstream credentials held, the token column of the revocations. */
+#define STORE_PG_SCHEMA_VERSION_WANT 5
 
 static struct pg_server pg;
 static char url[400];
@@ -160,7 +164,8 @@ START_TEST(test_manifests_jobs_tokens)
 	struct manifest_version m;
 	int64_t v;
 	json_t *prev, *tokens;
-	bool added, found;
+	bool added;
+	struct token_revoke_result tr;
 	struct job j = job_of("job_a"), got;
 	struct token_row start = token_of("job_a", "invoices.read", 1);
 	struct token_row canary = token_of("job_a", CANARY_CAPABILITY, 2);
@@ -213,24 +218,27 @@ START_TEST(test_manifests_jobs_tokens)
 	ck_assert_int_eq(insert_on(st, &over, 2), -EDQUOT);
 	ck_assert_int_eq(store_token_lookup(st, over.hash, &t, state), -ENOENT);
 
-	ck_assert_int_eq(store_token_revoke(st, more.hash, "verifier", &found),
-	    0);
-	ck_assert(found);
-	ck_assert_int_eq(store_token_revoke(st, more.hash, "verifier", &found),
-	    0);
-	ck_assert(!found);
+	ck_assert_int_eq(store_token_revoke(st, more.hash, "verifier", &tr), 0);
+	ck_assert(tr.found);
+	ck_assert_int_eq(tr.seq, 1);
+	ck_assert_str_eq(tr.id, more.id);
+	ck_assert_str_eq(tr.job, "job_a");
+	ck_assert_int_eq(store_token_revoke(st, more.hash, "verifier", &tr), 0);
+	ck_assert(!tr.found);
+	ck_assert_int_eq(store_job_get(st, "job_a", &got, NULL), 0);
+	ck_assert_str_eq(got.state, "running"); /* the job goes on */
 
 	struct revoke_result rr, again;
 	ck_assert_int_eq(store_job_revoke(st, "job_a", "stopped", "admin", &rr),
 	    0);
 	ck_assert(!rr.already);
-	ck_assert_int_eq(rr.seq, 1);
+	ck_assert_int_eq(rr.seq, 2);
 	ck_assert_int_eq(rr.tokens_revoked, 2); /* start and the canary */
 	ck_assert_int_eq(store_job_revoke(st, "job_a", "other", "admin",
 			     &again),
 	    0);
 	ck_assert(again.already);
-	ck_assert_int_eq(again.seq, 1);
+	ck_assert_int_eq(again.seq, 2); /* the job's, not its token's */
 	ck_assert_str_eq(again.reason, "stopped");
 	ck_assert_int_eq(store_job_revoke(st, "none", "x", "admin", &rr),
 	    -ENOENT);
@@ -245,10 +253,20 @@ START_TEST(test_manifests_jobs_tokens)
 	json_t *list;
 	int64_t head;
 	ck_assert_int_eq(store_revocations_after(st, 0, 10, &list), 0);
-	ck_assert_int_eq(json_array_size(list), 1);
+	ck_assert_int_eq(json_array_size(list), 2);
+	/* The token's entry names it; the job's is {seq, job} as ever. */
+	json_t *e = json_array_get(list, 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "seq")), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "job")), "job_a");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "token")),
+	    more.id);
+	e = json_array_get(list, 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "seq")), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "job")), "job_a");
+	ck_assert_uint_eq(json_object_size(e), 2);
 	json_decref(list);
 	ck_assert_int_eq(store_revocation_head(st, &head), 0);
-	ck_assert_int_eq(head, 1);
+	ck_assert_int_eq(head, 2);
 
 	/* manifest x2, job, 2 tokens, 1 mint, token revoked, job revoked */
 	ck_assert_int_eq(store_audit_list(st, "job_a", 0, 100, &list), 0);
@@ -456,6 +474,43 @@ START_TEST(test_schema_1_migrates)
 }
 END_TEST
 
+/* A database of schema 4 (no token column) gains it at open: its
+ * revocations kept as they were, a token's revoke after them. */
+START_TEST(test_schema_4_migrates)
+{
+	struct job j = job_of("job_m");
+	struct token_row t = token_of("job_m", "invoices.read", 1);
+	struct token_revoke_result tr;
+	struct revoke_result rr;
+	json_t *list;
+
+	ck_assert_int_eq(store_job_create(st, &j, &t, 1, "launcher"), 0);
+	store_close(st);
+	st = NULL;
+	sql("ALTER TABLE revocations DROP COLUMN token");
+	sql("INSERT INTO revocations (seq, job, at) VALUES (1, 'job_old', 1)");
+	sql("UPDATE meta SET value = '4' WHERE key = 'schema_version'");
+	ck_assert_int_eq(store_open(url, &st), 0);
+	ck_assert_int_eq(sql_int("SELECT value FROM meta WHERE key = "
+				 "'schema_version'"),
+	    STORE_PG_SCHEMA_VERSION_WANT);
+	ck_assert_int_eq(store_token_revoke(st, t.hash, "admin", &tr), 0);
+	ck_assert(tr.found);
+	ck_assert_int_eq(tr.seq, 2);
+	ck_assert_int_eq(store_job_revoke(st, "job_m", "x", "admin", &rr), 0);
+	ck_assert_int_eq(rr.seq, 3);
+	ck_assert_int_eq(store_revocations_after(st, 0, 10, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 3);
+	ck_assert_uint_eq(json_object_size(json_array_get(list, 0)), 2);
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(list, 1), "token")),
+	    t.id);
+	ck_assert_uint_eq(json_object_size(json_array_get(list, 2)), 2);
+	json_decref(list);
+	assert_chain_ok(st, -1);
+}
+END_TEST
+
 START_TEST(test_jobs_lapsed)
 {
 	struct job j = job_of("job_l");
@@ -654,15 +709,28 @@ START_TEST(test_revocations_heard_by_the_other)
 	struct store *other;
 	struct heard h = { PTHREAD_MUTEX_INITIALIZER, -1 };
 	struct job j = job_of("job_n");
+	struct token_row t = token_of("job_n", "invoices.read", 1);
+	struct token_revoke_result tr;
 	struct revoke_result rr;
+	json_t *list;
 
 	ck_assert_int_eq(store_open(url, &other), 0);
 	ck_assert_int_eq(store_watch_revocations(other, heard_seq, &h), 0);
 	ck_assert_int_eq(heard_wait(&h, 0), 0); /* the head, at connect */
-	ck_assert_int_eq(store_job_create(st, &j, NULL, 0, "launcher"), 0);
+	ck_assert_int_eq(store_job_create(st, &j, &t, 1, "launcher"), 0);
+	/* A token revoked alone travels the same way as a job. */
+	ck_assert_int_eq(store_token_revoke(st, t.hash, "admin", &tr), 0);
+	ck_assert(tr.found);
+	ck_assert_int_eq(heard_wait(&h, 1), 1);
+	ck_assert_int_eq(store_revocations_after(other, 0, 10, &list), 0);
+	ck_assert_uint_eq(json_array_size(list), 1);
+	ck_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(list, 0), "token")),
+	    t.id);
+	json_decref(list);
 	ck_assert_int_eq(store_job_revoke(st, "job_n", "stop", "admin", &rr),
 	    0);
-	ck_assert_int_eq(heard_wait(&h, 1), 1);
+	ck_assert_int_eq(heard_wait(&h, 2), 2);
 	store_close(other);
 }
 END_TEST
@@ -788,6 +856,7 @@ main(void)
 	tcase_add_test(tc, test_manifest_list);
 	tcase_add_test(tc, test_secrets);
 	tcase_add_test(tc, test_schema_1_migrates);
+	tcase_add_test(tc, test_schema_4_migrates);
 	tcase_add_test(tc, test_jobs_lapsed);
 	tcase_add_test(tc, test_audit_tampering_seen);
 	tcase_add_test(tc, test_two_brokers_one_chain);
