@@ -238,11 +238,24 @@ on_watchdog(evutil_socket_t fd, short what, void *cls)
 	service_notify("WATCHDOG=1");
 }
 
+/* The control API's stopping hook: the decision log's pages, then the
+ * channel opens waiting on the broker. */
+static void
+proxy_stopping(void *ctx)
+{
+	decisions_stopping(ctx);
+	control_stopping(ctx);
+}
+
 static int
 proxy_events(struct proxy *p)
 {
 	static const int signals[] = { SIGTERM, SIGINT, SIGHUP };
 	int wd = service_watchdog_ms();
+	int r;
+
+	if ((r = decisions_worker_start(p)) < 0)
+		return r;
 
 	p->http_ev = event_new(p->base, http_server_fd(p->http),
 	    EV_READ | EV_PERSIST, on_http, p);
@@ -280,6 +293,7 @@ proxy_free(struct proxy *p)
 	/* Before the events go: stopping the control API resumes what it
 	 * held and kicks http_tick. */
 	http_server_stop(p->http, 0);
+	decisions_worker_free(p);
 	if (p->sweep != NULL)
 		event_free(p->sweep);
 	if (p->http_ev != NULL)
@@ -551,7 +565,7 @@ main(int argc, char **argv)
 		.keys = &p.keys,
 		.health = control_health,
 		.metrics = control_metrics,
-		.stopping = control_stopping,
+		.stopping = proxy_stopping,
 	};
 	r = http_server_start(&http, &p.http);
 	if (r == 0)

@@ -171,6 +171,7 @@ struct proxy {
 	struct event *watchdog; /* WATCHDOG=1 while the loop turns */
 	struct event *sweep; /* forgets lingering jobs */
 	struct timespec stop_at;
+	struct decisions_worker *decisions; /* decisions_api.c */
 };
 
 /* Runs the control API's next round soon (after a deferred answer). */
@@ -183,9 +184,19 @@ extern const size_t control_nroutes;
 void control_stopping(void *ctx);
 int control_health(void *ctx, json_t *out);
 void control_metrics(void *ctx, struct buf *out);
-/* GET /v1/decisions, the decision log for an admin (decisions_api.c). */
+/* GET /v1/decisions, the decision log for an admin (decisions_api.c):
+ * read by the worker thread, answered on the loop. */
 void decisions_get(void *ctx, struct http_request *req,
     struct http_response *res);
+/* Starts the thread that reads the decision log for GET /v1/decisions,
+ * and its pipe's event on p->base: 0 or -errno (what was made is freed
+ * by decisions_worker_free). */
+int decisions_worker_start(struct proxy *p);
+/* The control API stops: the page being read is finished, the thread
+ * joined, every page held resumed (those not read answer 503). */
+void decisions_stopping(struct proxy *p);
+/* decisions_stopping, then frees the worker. NULL worker is fine. */
+void decisions_worker_free(struct proxy *p);
 
 /* --- job.c ---------------------------------------------------------------- */
 
