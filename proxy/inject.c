@@ -1,9 +1,12 @@
 /*
- * The format and the reflection scanner of inject.h. The patterns are
- * made once per released value; the scan is a plain search of each
- * pattern over the held bytes and the new ones (at most a few patterns
- * of at most 3 * INJECT_VALUE_MAX bytes), fast enough for the answers a
- * job reads and simple enough to be sure of.
+ * The format and the reflection scanner of inject.h. The scan goes left
+ * to right over the held bytes and the new ones: a table of the bytes
+ * that can start a match skips the rest at once; where one can, the
+ * value is read unit by unit (every way of reading the text followed at
+ * once, as a set of offsets) and the base64 patterns are compared; a
+ * match takes the furthest end any of them reaches. A place whose match
+ * needs bytes not yet come stops the scan there, so the bytes from it on
+ * are held and what is decided never depends on how the answer was cut.
  */
 #include "inject.h"
 
@@ -45,9 +48,448 @@ inject_format(const char *format, const char *value, size_t len, char *out,
 	return 0;
 }
 
+/* --- the reflection scanner ----------------------------------------------- */
+
+/* The outcome of reading the answer at one place: no, yes, or not yet
+ * (the bytes end inside what is being read and more may come). */
+enum { READ_NO = 0, READ_YES = 1, READ_MORE = -1 };
+
+/* The most digits of an HTML numeric entity, leading zeros included. */
+#define ENTITY_DIGITS_MAX 8
+/* The most ends one unit can have at one place (inject.c's unit_ends). */
+#define UNIT_ENDS 8
+
+/* The answer as the matchers see it: t[0..n), and whether it ends at n
+ * (final) or more bytes may follow. */
+struct text {
+	const unsigned char *t;
+	size_t n;
+	bool final;
+};
+
+/* What reading past the end of x means: no when the answer ended there,
+ * not yet otherwise. */
+static int
+past_end(const struct text *x)
+{
+	return x->final ? READ_NO : READ_MORE;
+}
+
+/* ASCII's lower case; no other byte is folded. */
+static unsigned char
+fold(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
+}
+
+static int
+hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = fold(c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* k hex digits (either case) at x->t[o]: their value in *v. */
+static int
+hex_digits(const struct text *x, size_t o, size_t k, unsigned *v)
+{
+	*v = 0;
+	for (size_t i = 0; i < k; i++) {
+		int d;
+		if (o + i >= x->n)
+			return past_end(x);
+		if ((d = hexval(x->t[o + i])) < 0)
+			return READ_NO;
+		*v = *v << 4 | (unsigned)d;
+	}
+	return READ_YES;
+}
+
+/* The named HTML entities of the characters a credential can hold (and
+ * a few more): matched in either case, with their ';'. */
+static const struct {
+	const char *name;
+	unsigned char c;
+} entities[] = {
+	{ "amp", '&' },
+	{ "lt", '<' },
+	{ "gt", '>' },
+	{ "quot", '"' },
+	{ "apos", '\'' },
+	{ "sol", '/' },
+	{ "bsol", '\\' },
+	{ "equals", '=' },
+	{ "plus", '+' },
+	{ "num", '#' },
+	{ "percnt", '%' },
+	{ "colon", ':' },
+	{ "semi", ';' },
+	{ "period", '.' },
+	{ "comma", ',' },
+	{ "lowbar", '_' },
+	{ "underbar", '_' },
+	{ "excl", '!' },
+	{ "quest", '?' },
+	{ "commat", '@' },
+	{ "dollar", '$' },
+	{ "ast", '*' },
+	{ "midast", '*' },
+	{ "lpar", '(' },
+	{ "rpar", ')' },
+	{ "lsqb", '[' },
+	{ "lbrack", '[' },
+	{ "rsqb", ']' },
+	{ "rbrack", ']' },
+	{ "lcub", '{' },
+	{ "lbrace", '{' },
+	{ "rcub", '}' },
+	{ "rbrace", '}' },
+	{ "verbar", '|' },
+	{ "vert", '|' },
+	{ "hat", '^' },
+	{ "grave", '`' },
+	{ "tab", '\t' },
+	{ "newline", '\n' },
+};
+
+/* An HTML entity for b at x->t[o] ('&'): its end into e[*ne]. */
+static int
+entity(const struct text *x, size_t o, unsigned char b, size_t *e, size_t *ne)
+{
+	const unsigned char *t = x->t;
+	size_t p = o + 1;
+
+	if (p >= x->n)
+		return past_end(x);
+	if (t[p] == '#') {
+		unsigned base = 10, v = 0, digits = 0;
+		if (++p >= x->n)
+			return past_end(x);
+		if (t[p] == 'x' || t[p] == 'X') {
+			base = 16;
+			p++;
+		}
+		for (;; p++) {
+			int d;
+			if (p >= x->n)
+				return past_end(x);
+			d = base == 16
+			    ? hexval(t[p])
+			    : (t[p] >= '0' && t[p] <= '9' ? t[p] - '0' : -1);
+			if (d < 0)
+				break;
+			v = v * base + (unsigned)d;
+			/* The value only grows; past the cap, no entity. */
+			if (++digits > ENTITY_DIGITS_MAX || v > b)
+				return READ_NO;
+		}
+		if (digits > 0 && t[p] == ';' && v == b)
+			e[(*ne)++] = p + 1;
+		return READ_YES;
+	}
+	for (size_t k = 0; k < sizeof(entities) / sizeof(entities[0]); k++) {
+		const char *name = entities[k].name;
+		size_t l, j;
+		if (entities[k].c != b)
+			continue;
+		l = strlen(name);
+		for (j = 0; j <= l; j++) {
+			if (p + j >= x->n)
+				return past_end(x);
+			if (j == l ? t[p + j] != ';'
+				   : fold(t[p + j]) != (unsigned char)name[j])
+				break;
+		}
+		if (j > l)
+			e[(*ne)++] = p + l + 1;
+	}
+	return READ_YES;
+}
+
+/*
+ * The ends of every unit of the answer that starts at x->t[o] and
+ * stands for byte b: into e (UNIT_ENDS), their count; READ_MORE when the
+ * bytes end inside one. The units: b (a letter in either case); b then
+ * NUL, NUL then b, NUL b NUL (UTF-16, LE and BE); two hex digits; %HH and =HH;
+ * \uHHHH and \xHH; a backslash before b when b is punctuation, JSON's
+ * \b \f \n \r \t for their bytes; &#NN; and &#xHH; (8 digits at most);
+ * the named entities above. Every hex digit in either case.
+ */
+static int
+unit_ends(const struct text *x, size_t o, unsigned char b, size_t *e)
+{
+	static const char shorts[] = "b\bf\fn\nr\rt\t";
+	const unsigned char *t = x->t;
+	size_t ne = 0;
+	unsigned v;
+	int r;
+
+	if (o >= x->n)
+		return past_end(x) == READ_MORE ? READ_MORE : 0;
+	if (fold(t[o]) == fold(b)) {
+		e[ne++] = o + 1;
+		if (o + 1 >= x->n) {
+			if (!x->final)
+				return READ_MORE;
+		} else if (t[o + 1] == '\0')
+			e[ne++] = o + 2;
+	}
+	if (hexval(t[o]) == b >> 4) {
+		if (o + 1 >= x->n) {
+			if (!x->final)
+				return READ_MORE;
+		} else if (hexval(t[o + 1]) == (b & 15))
+			e[ne++] = o + 2;
+	}
+	switch (t[o]) {
+	case '\0':
+		/* NUL b, and NUL b NUL: inside UTF-16LE text a match can
+		 * start at the NUL before it and still end on its own. */
+		if (o + 1 >= x->n) {
+			if (!x->final)
+				return READ_MORE;
+		} else if (fold(t[o + 1]) == fold(b)) {
+			e[ne++] = o + 2;
+			if (o + 2 >= x->n) {
+				if (!x->final)
+					return READ_MORE;
+			} else if (t[o + 2] == '\0')
+				e[ne++] = o + 3;
+		}
+		break;
+	case '%':
+	case '=':
+		if ((r = hex_digits(x, o + 1, 2, &v)) == READ_MORE)
+			return r;
+		if (r == READ_YES && v == b)
+			e[ne++] = o + 3;
+		break;
+	case '\\':
+		if (o + 1 >= x->n) {
+			if (!x->final)
+				return READ_MORE;
+			break;
+		}
+		if (t[o + 1] == 'u' || t[o + 1] == 'x') {
+			size_t k = t[o + 1] == 'u' ? 4 : 2;
+			if ((r = hex_digits(x, o + 2, k, &v)) == READ_MORE)
+				return r;
+			if (r == READ_YES && v == b)
+				e[ne++] = o + 2 + k;
+		} else if (t[o + 1] == b && b > 0x20 && b < 0x7f && !isalnum(b))
+			e[ne++] = o + 2;
+		else
+			for (size_t k = 0; shorts[k] != '\0'; k += 2)
+				if (t[o + 1] == (unsigned char)shorts[k] &&
+				    b == (unsigned char)shorts[k + 1])
+					e[ne++] = o + 2;
+		break;
+	case '&':
+		if ((r = entity(x, o, b, e, &ne)) == READ_MORE)
+			return r;
+		break;
+	default:
+		break;
+	}
+	return (int)ne;
+}
+
+/* Adds offset rel to the set w, widening its bounds [*lo, *hi]. */
+static void
+way_add(uint64_t *w, size_t rel, size_t *lo, size_t *hi)
+{
+	w[rel / 64] |= (uint64_t)1 << (rel % 64);
+	if (rel < *lo)
+		*lo = rel;
+	if (rel > *hi)
+		*hi = rel;
+}
+
+/* The units for b at o, and after a quoted-printable soft line break
+ * there when soft: their ends (less base) into the set nxt. */
+static int
+units_into(const struct text *x, size_t o, unsigned char b, bool soft,
+    size_t base, uint64_t *nxt, size_t *lo, size_t *hi)
+{
+	size_t e[UNIT_ENDS], p = 0;
+	int ne = unit_ends(x, o, b, e);
+
+	if (ne < 0)
+		return READ_MORE;
+	for (int j = 0; j < ne; j++)
+		way_add(nxt, e[j] - base, lo, hi);
+	if (!soft || o >= x->n || x->t[o] != '=')
+		return READ_YES;
+	if (o + 1 >= x->n)
+		return x->final ? READ_YES : READ_MORE;
+	if (x->t[o + 1] == '\n')
+		p = o + 2;
+	else if (x->t[o + 1] == '\r') {
+		if (o + 2 >= x->n)
+			return x->final ? READ_YES : READ_MORE;
+		if (x->t[o + 2] == '\n')
+			p = o + 3;
+	}
+	if (p == 0)
+		return READ_YES;
+	if ((ne = unit_ends(x, p, b, e)) < 0)
+		return READ_MORE;
+	for (int j = 0; j < ne; j++)
+		way_add(nxt, e[j] - base, lo, hi);
+	return READ_YES;
+}
+
+/*
+ * The value read unit by unit from x->t[i]: every way of reading the
+ * text is followed at once (a set of offsets, one bit each, so none is
+ * ever dropped), and a match ends at the furthest offset any reading
+ * reaches. *ret_end on READ_YES. The sets are left empty.
+ */
+static int
+match_units(struct inject_scanner *s, const struct text *x, size_t i,
+    size_t *ret_end)
+{
+	uint64_t *cur = s->ways[0], *nxt = s->ways[1], *tmp;
+	size_t lo = 0, hi = 0;
+	int r = READ_YES;
+
+	cur[0] = 1;
+	for (size_t k = 0; k < s->len; k++) {
+		size_t nlo = SIZE_MAX, nhi = 0;
+		unsigned char b = (unsigned char)s->value[k];
+		for (size_t w = lo / 64; w <= hi / 64; w++) {
+			uint64_t bits = cur[w];
+			cur[w] = 0;
+			while (bits != 0 && r != READ_MORE) {
+				size_t o =
+				    i + w * 64 + (size_t)__builtin_ctzll(bits);
+				bits &= bits - 1;
+				r = units_into(x, o, b, k > 0, i, nxt, &nlo,
+				    &nhi);
+			}
+		}
+		if (r == READ_MORE || nlo == SIZE_MAX) {
+			if (nlo != SIZE_MAX)
+				memset(nxt + nlo / 64, 0,
+				    (nhi / 64 - nlo / 64 + 1) * sizeof(*nxt));
+			return r == READ_MORE ? READ_MORE : READ_NO;
+		}
+		tmp = cur;
+		cur = nxt;
+		nxt = tmp;
+		lo = nlo;
+		hi = nhi;
+	}
+	memset(cur + lo / 64, 0, (hi / 64 - lo / 64 + 1) * sizeof(*cur));
+	*ret_end = i + hi;
+	return READ_YES;
+}
+
+/* A base64 pattern at x->t[i], its '/' also as JSON's "\/", a line
+ * break ("\r\n" or "\n", MIME's and PEM's wrapping) allowed between two
+ * of its characters. */
+static int
+match_base64(const struct inject_pattern *p, const struct text *x, size_t i,
+    size_t *ret_end)
+{
+	const unsigned char *t = x->t;
+	size_t o = i;
+
+	for (size_t j = 0; j < p->len; j++) {
+		unsigned char c = (unsigned char)p->text[j];
+		if (j > 0 && o < x->n && t[o] == '\r') {
+			if (o + 1 >= x->n)
+				return past_end(x);
+			if (t[o + 1] != '\n')
+				return READ_NO;
+			o++;
+		}
+		if (j > 0 && o < x->n && t[o] == '\n')
+			o++;
+		if (o >= x->n)
+			return past_end(x);
+		if (t[o] == c) {
+			o++;
+			continue;
+		}
+		if (c != '/' || t[o] != '\\')
+			return READ_NO;
+		if (o + 1 >= x->n)
+			return past_end(x);
+		if (t[o + 1] != '/')
+			return READ_NO;
+		o += 2;
+	}
+	*ret_end = o;
+	return READ_YES;
+}
+
+/* Every matcher at x->t[i]: the furthest end of those that match. */
+static int
+match_at(struct inject_scanner *s, const struct text *x, size_t i,
+    size_t *ret_end)
+{
+	unsigned f = s->first[x->t[i]];
+	size_t best = 0, end;
+	int r;
+
+	if (f & 1) {
+		if ((r = match_units(s, x, i, &end)) == READ_MORE)
+			return r;
+		if (r == READ_YES)
+			best = end;
+	}
+	for (size_t k = 0; k < s->npat; k++) {
+		if (!(f & (2u << k)))
+			continue;
+		if ((r = match_base64(&s->pat[k], x, i, &end)) == READ_MORE)
+			return r;
+		if (r == READ_YES && end > best)
+			best = end;
+	}
+	if (best == 0)
+		return READ_NO;
+	*ret_end = best;
+	return READ_YES;
+}
+
+/*
+ * Redacts every match in w[from..n), left to right, a match's every
+ * byte overwritten, the scan going on after it; the matches are added
+ * to *found. Returns where it stopped: n, or the first position whose
+ * match needs bytes past n (never when final: the answer ends at n).
+ * What it decides depends on the bytes alone, not on where n falls.
+ */
+static size_t
+scan(struct inject_scanner *s, char *w, size_t n, size_t from, bool final,
+    size_t *found)
+{
+	struct text x = { (const unsigned char *)w, n, final };
+	size_t i = from, end;
+
+	while (i < n) {
+		int r;
+		while (i < n && s->first[(unsigned char)w[i]] == 0)
+			i++;
+		if (i == n)
+			break;
+		if ((r = match_at(s, &x, i, &end)) == READ_MORE)
+			return i;
+		if (r == READ_YES) {
+			memset(w + i, s->filler, end - i);
+			(*found)++;
+			i = end;
+		} else
+			i++;
+	}
+	return n;
+}
+
 /* Adds a pattern (taken) unless it is empty or one already held. */
 static int
-add_pattern(struct inject_scanner *s, char *text, size_t len, bool nocase)
+add_pattern(struct inject_scanner *s, char *text, size_t len)
 {
 	if (len == 0) {
 		free(text);
@@ -65,38 +507,8 @@ add_pattern(struct inject_scanner *s, char *text, size_t len, bool nocase)
 		free(text);
 		return -E2BIG;
 	}
-	s->pat[s->npat++] = (struct inject_pattern){ text, len, nocase };
-	if (len > s->maxlen)
-		s->maxlen = len;
+	s->pat[s->npat++] = (struct inject_pattern){ text, len };
 	return 0;
-}
-
-static bool
-unreserved(unsigned char c)
-{
-	return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-/* The percent form of v: every byte (all) or the reserved ones. */
-static int
-add_percent(struct inject_scanner *s, const char *v, size_t len, bool all)
-{
-	char *t = malloc(3 * len + 1);
-	size_t n = 0;
-
-	if (t == NULL)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)v[i];
-		if (!all && unreserved(c)) {
-			t[n++] = (char)c;
-			continue;
-		}
-		t[n++] = '%';
-		t[n++] = hexd[c >> 4];
-		t[n++] = hexd[c & 15];
-	}
-	return add_pattern(s, t, n, true);
 }
 
 /*
@@ -131,90 +543,94 @@ add_base64(struct inject_scanner *s, const char *v, size_t len, size_t k,
 		}
 		t[n++] = alphabet[idx];
 	}
-	return add_pattern(s, t, n, false);
+	return add_pattern(s, t, n);
+}
+
+/* Whether c can be the filler: in no unit of the value (not a letter or
+ * digit, no escape's own byte, not a byte of the value in either case)
+ * and in no base64 pattern. */
+static bool
+filler_ok(const struct inject_scanner *s, unsigned char c)
+{
+	static const char syntax[] = "%=\\&#;+/-_";
+
+	if (c == '\0' || c == '\r' || c == '\n' || isalnum(c) ||
+	    memchr(syntax, c, sizeof(syntax) - 1) != NULL)
+		return false;
+	for (size_t i = 0; i < s->len; i++)
+		if (fold((unsigned char)s->value[i]) == fold(c))
+			return false;
+	return true;
 }
 
 int
 inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 {
-	static const char fillers[] = "*#~!X";
-	char *t;
+	static const char fillers[] = "*~!^|`";
+	unsigned char b;
+	size_t words;
 	int r = 0;
 
 	memset(s, 0, sizeof(*s));
 	if (len == 0 || len > INJECT_VALUE_MAX)
 		return -EINVAL;
-	if ((t = malloc(len)) == NULL)
+	if ((s->value = malloc(len)) == NULL)
 		return -ENOMEM;
-	memcpy(t, value, len);
-	r = add_pattern(s, t, len, false);
-	if (r == 0 && (t = malloc(2 * len)) == NULL)
-		r = -ENOMEM;
-	if (r == 0) {
-		for (size_t i = 0; i < len; i++) {
-			t[2 * i] = hexd[(unsigned char)value[i] >> 4];
-			t[2 * i + 1] = hexd[(unsigned char)value[i] & 15];
-		}
-		r = add_pattern(s, t, 2 * len, true);
-	}
-	if (r == 0)
-		r = add_percent(s, value, len, true);
-	if (r == 0)
-		r = add_percent(s, value, len, false);
+	memcpy(s->value, value, len);
+	s->len = len;
 	for (size_t k = 0; r == 0 && k < 3; k++) {
 		r = add_base64(s, value, len, k, b64std);
 		if (r == 0)
 			r = add_base64(s, value, len, k, b64url);
 	}
-	if (r == 0 && (s->hold = malloc(s->maxlen)) == NULL)
+	/* The longest match: every unit of its longest form, a soft line
+	 * break before all but the first; a pattern of "\/" and line
+	 * breaks. */
+	s->maxspan = INJECT_UNIT_MAX * len - 3;
+	for (size_t k = 0; k < s->npat; k++)
+		if (4 * s->pat[k].len - 2 > s->maxspan)
+			s->maxspan = 4 * s->pat[k].len - 2;
+	words = s->maxspan / 64 + 1;
+	if (r == 0 &&
+	    ((s->ways[0] = calloc(words, sizeof(uint64_t))) == NULL ||
+		(s->ways[1] = calloc(words, sizeof(uint64_t))) == NULL))
 		r = -ENOMEM;
-	s->holdcap = s->maxlen;
 	if (r < 0) {
 		inject_scanner_free(s);
 		return r;
 	}
+	/* The bytes that can start a match: a unit of the value's first
+	 * byte, or a pattern's first character. */
+	b = (unsigned char)value[0];
+	s->first[b] |= 1;
+	s->first[fold(b)] |= 1;
+	if (fold(b) != b || (b >= 'a' && b <= 'z'))
+		s->first[b ^ 0x20] |= 1;
+	s->first[(unsigned char)hexd[b >> 4]] |= 1;
+	s->first[fold((unsigned char)hexd[b >> 4])] |= 1;
+	s->first['\0'] |= 1;
+	s->first['%'] |= 1;
+	s->first['='] |= 1;
+	s->first['\\'] |= 1;
+	s->first['&'] |= 1;
+	for (size_t k = 0; k < s->npat; k++) {
+		s->first[(unsigned char)s->pat[k].text[0]] |=
+		    (uint8_t)(2u << k);
+		if (s->pat[k].text[0] == '/')
+			s->first['\\'] |= (uint8_t)(2u << k);
+	}
 	s->filler = '*';
-	for (const char *f = fillers; *f != '\0'; f++) {
-		bool used = false;
-		for (size_t i = 0; i < s->npat && !used; i++)
-			used =
-			    memchr(s->pat[i].text, *f, s->pat[i].len) != NULL;
-		if (!used) {
+	for (const char *f = fillers; *f != '\0'; f++)
+		if (filler_ok(s, (unsigned char)*f)) {
 			s->filler = *f;
+			return 0;
+		}
+	for (unsigned c = 0x21; c <= 0xff; c++)
+		if (filler_ok(s, (unsigned char)c)) {
+			s->filler = (char)c;
 			break;
 		}
-	}
 	return 0;
-}
-
-static bool
-matches(const struct inject_pattern *p, const char *at)
-{
-	if (!p->nocase)
-		return memcmp(at, p->text, p->len) == 0;
-	for (size_t i = 0; i < p->len; i++)
-		if (tolower((unsigned char)at[i]) !=
-		    tolower((unsigned char)p->text[i]))
-			return false;
-	return true;
-}
-
-/* Overwrites every match in w[0..n): how many. */
-static size_t
-redact(struct inject_scanner *s, char *w, size_t n)
-{
-	size_t found = 0;
-
-	for (size_t i = 0; i < s->npat; i++) {
-		const struct inject_pattern *p = &s->pat[i];
-		for (size_t at = 0; p->len <= n && at <= n - p->len; at++)
-			if (matches(p, w + at)) {
-				memset(w + at, s->filler, p->len);
-				found++;
-				at += p->len - 1;
-			}
-	}
-	return found;
 }
 
 /* The framing of a chunked body, leniently (the proxy's own parser
@@ -256,107 +672,99 @@ chunk_step(struct inject_chunking *ch, unsigned char b)
 }
 
 /*
- * Redacts the data bytes of w[0..n) (chunk framing from *ch on) as one
- * text: each match found there is overwritten in w. *ch ends at w[n];
- * when cut is not NULL, *ret_cut is the position of the data byte
- * maxlen - 1 from the last (n when fewer) and *cut the state there.
+ * A chunked body's data in w[0..lim) (the framing's state at w[0] is
+ * s->chunk), scanned from its first byte as one text (final: the answer
+ * ends at lim), each match overwritten in w; *ret_cut is where in w the
+ * scan stopped (the first undecided data byte, else lim). 0 or -ENOMEM.
  */
-static size_t
-redact_chunked(struct inject_scanner *s, char *w, size_t n,
-    struct inject_chunking *ch, size_t *ret_cut, struct inject_chunking *cut,
-    int *ret_err)
+static int
+scan_data(struct inject_scanner *s, char *w, size_t lim, bool final,
+    size_t *ret_cut, size_t *found)
 {
-	size_t *at = malloc((n + 1) * sizeof(*at)), nd = 0, found = 0, keep;
-	char *d = malloc(n + 1);
-	struct inject_chunking start = *ch;
+	size_t *at = malloc((lim + 1) * sizeof(*at)), nd = 0, cut;
+	char *d = malloc(lim + 1);
+	struct inject_chunking ch = s->chunk;
 
-	*ret_err = 0;
 	if (at == NULL || d == NULL) {
 		free(at);
 		free(d);
-		*ret_err = -ENOMEM;
-		return 0;
+		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (chunk_step(ch, (unsigned char)w[i])) {
+	for (size_t i = 0; i < lim; i++)
+		if (chunk_step(&ch, (unsigned char)w[i])) {
 			at[nd] = i;
 			d[nd++] = w[i];
 		}
-	found = redact(s, d, nd);
+	cut = scan(s, d, nd, 0, final, found);
 	for (size_t k = 0; k < nd; k++)
 		w[at[k]] = d[k];
-	if (ret_cut != NULL) {
-		keep = s->maxlen - 1 < nd ? s->maxlen - 1 : nd;
-		*ret_cut = keep > 0 ? at[nd - keep] : n;
-		*cut = start;
-		for (size_t i = 0; i < *ret_cut; i++)
-			(void)chunk_step(cut, (unsigned char)w[i]);
-	}
+	*ret_cut = cut < nd ? at[cut] : lim;
 	explicit_bzero(d, nd);
 	free(d);
 	free(at);
-	return found;
+	return 0;
 }
 
-int
-inject_scanner_feed(struct inject_scanner *s, const char *p, size_t n,
+/*
+ * Feeds and flushes share this: the held bytes and p[0..n) scanned, the
+ * raw text first, then (chunked) the data apart from its framing, only
+ * as far as the raw scan decided, so each sees what a scan of the whole
+ * answer would; what can go is appended to out, the rest held.
+ */
+static int
+scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
     struct buf *out, size_t *ret_found)
 {
-	size_t total = s->nhold + n, keep, found, cut;
-	struct inject_chunking ch = s->chunk, at_cut = s->chunk;
+	size_t total = s->nhold + n, found = 0, cut, hold_at;
 	char *w;
-	int r;
+	int r = 0;
 
-	if (ret_found != NULL)
-		*ret_found = 0;
-	if (n == 0)
-		return 0;
-	if ((w = malloc(total)) == NULL)
+	if ((w = malloc(total + 1)) == NULL)
 		return -ENOMEM;
-	memcpy(w, s->hold, s->nhold);
-	memcpy(w + s->nhold, p, n);
-	found = redact(s, w, total);
-	keep = s->maxlen - 1 < total ? s->maxlen - 1 : total;
+	if (s->nhold > 0)
+		memcpy(w, s->hold, s->nhold);
+	if (n > 0)
+		memcpy(w + s->nhold, p, n);
+	cut = scan(s, w, total, s->resume, final, &found);
+	hold_at = cut;
 	if (s->chunked) {
-		found += redact_chunked(s, w, total, &ch, &cut, &at_cut, &r);
-		if (r < 0)
+		size_t dcut;
+		if ((r = scan_data(s, w, cut, final, &dcut, &found)) < 0)
 			goto out;
-		/* Hold from the first data byte that may start a match, but
-		 * never more than INJECT_HOLD_MAX. */
-		if (total - cut > keep)
-			keep = total - cut;
-		if (keep > INJECT_HOLD_MAX && INJECT_HOLD_MAX >= s->maxlen) {
-			keep = INJECT_HOLD_MAX;
-			at_cut = s->chunk;
-			for (size_t i = 0; i < total - keep; i++)
-				(void)chunk_step(&at_cut, (unsigned char)w[i]);
-		} else if (total - cut < keep) {
-			/* The raw hold reaches further back than the data's. */
-			at_cut = s->chunk;
-			for (size_t i = 0; i < total - keep; i++)
-				(void)chunk_step(&at_cut, (unsigned char)w[i]);
-		}
+		if (dcut < hold_at)
+			hold_at = dcut;
+		/* Absurd framing: past INJECT_HOLD_MAX the older data goes
+		 * (cut is within it: maxspan fits). */
+		if (total - hold_at > INJECT_HOLD_MAX)
+			hold_at = total - INJECT_HOLD_MAX;
 	}
-	if (keep > s->holdcap) {
-		char *h = malloc(keep);
+	if (total - hold_at > s->holdcap) {
+		char *h = malloc(total - hold_at);
 		if (h == NULL) {
 			r = -ENOMEM;
 			goto out;
 		}
-		explicit_bzero(s->hold, s->holdcap);
-		free(s->hold);
+		if (s->hold != NULL) {
+			explicit_bzero(s->hold, s->holdcap);
+			free(s->hold);
+		}
 		s->hold = h;
-		s->holdcap = keep;
+		s->holdcap = total - hold_at;
 	}
-	r = buf_append(out, w, total - keep);
-	if (r == 0) {
-		memcpy(s->hold, w + total - keep, keep);
-		s->nhold = keep;
-		s->chunk = at_cut;
-		s->found += found;
-		if (ret_found != NULL)
-			*ret_found = found;
-	}
+	if ((r = buf_append(out, w, hold_at)) < 0)
+		goto out;
+	for (size_t i = 0; s->chunked && i < hold_at; i++)
+		(void)chunk_step(&s->chunk, (unsigned char)w[i]);
+	if (total > hold_at)
+		memcpy(s->hold, w + hold_at, total - hold_at);
+	if (s->nhold > total - hold_at)
+		explicit_bzero(s->hold + total - hold_at,
+		    s->nhold - (total - hold_at));
+	s->nhold = total - hold_at;
+	s->resume = cut - hold_at;
+	s->found += found;
+	if (ret_found != NULL)
+		*ret_found = found;
 out:
 	explicit_bzero(w, total);
 	free(w);
@@ -364,26 +772,21 @@ out:
 }
 
 int
+inject_scanner_feed(struct inject_scanner *s, const char *p, size_t n,
+    struct buf *out, size_t *ret_found)
+{
+	if (ret_found != NULL)
+		*ret_found = 0;
+	if (n == 0)
+		return 0;
+	return scan_step(s, p, n, false, out, ret_found);
+}
+
+int
 inject_scanner_flush(struct inject_scanner *s, struct buf *out)
 {
-	int r = 0;
-
-	/* The held bytes were redacted as they came: no match fits in
-	 * fewer than maxlen bytes unless it was seen already. */
-	s->found += redact(s, s->hold, s->nhold);
-	if (s->chunked) {
-		struct inject_chunking ch = s->chunk;
-		s->found +=
-		    redact_chunked(s, s->hold, s->nhold, &ch, NULL, NULL, &r);
-		if (r < 0)
-			return r;
-	}
-	r = buf_append(out, s->hold, s->nhold);
-	if (r == 0) {
-		explicit_bzero(s->hold, s->nhold);
-		s->nhold = 0;
-	}
-	return r;
+	/* Even with nothing held: out is then made (buf_append). */
+	return scan_step(s, NULL, 0, true, out, NULL);
 }
 
 void
@@ -400,10 +803,16 @@ inject_scanner_free(struct inject_scanner *s)
 		explicit_bzero(s->pat[i].text, s->pat[i].len);
 		free(s->pat[i].text);
 	}
+	if (s->value != NULL) {
+		explicit_bzero(s->value, s->len);
+		free(s->value);
+	}
 	if (s->hold != NULL) {
 		explicit_bzero(s->hold, s->holdcap);
 		free(s->hold);
 	}
+	free(s->ways[0]);
+	free(s->ways[1]);
 	memset(s, 0, sizeof(*s));
 }
 

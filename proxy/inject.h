@@ -2,16 +2,21 @@
  * Credential injection (issue 18, docs/credentials.md), the proxy's pure
  * half: the header value a rule's "inject" format makes of a released
  * secret, and the reflection scanner that keeps the secret from coming
- * back to the job in an upstream's answer. The scanner knows the value
- * raw, in hex, percent-encoded (every byte, or only the reserved ones)
- * and in base64 (standard and URL-safe, at each of the three offsets a
- * value can have inside a longer base64 text); hex and percent forms in
- * either case. A match is overwritten in place with as many filler bytes,
- * so the answer's length (and its framing) is kept. A match may span
- * reads: the scanner holds back the last bytes it was given until it
- * knows they start no match. In a chunked body a match may also span
- * the framing between chunks: the data is matched apart from it (at most
- * INJECT_HOLD_MAX bytes held for that). No I/O; every buffer capped.
+ * back to the job in an upstream's answer. The scanner reads the value
+ * unit by unit: at each byte of the value it accepts any one unit of the
+ * answer that stands for that byte (the byte itself in either case, %HH,
+ * =HH, two hex digits, JSON's and JavaScript's escapes, an HTML entity,
+ * the byte as UTF-16 in either order), so each of those escapings, and
+ * any mix of them in one occurrence, is one match; base64 (standard and
+ * URL-safe, at each of the three offsets a value can have inside a
+ * longer base64 text) is matched as whole patterns. A match is
+ * overwritten in place with as many filler bytes, so the answer's length
+ * (and its framing) is kept. A match may span reads: the scanner holds
+ * back the bytes from the first position whose match it cannot yet
+ * decide, so the answer comes out the same however it was cut. In a
+ * chunked body a match may also span the framing between chunks: the
+ * data is matched apart from it (at most INJECT_HOLD_MAX bytes held for
+ * that). No I/O; every buffer capped.
  */
 #ifndef CORDON_PROXY_INJECT_H
 #define CORDON_PROXY_INJECT_H
@@ -27,8 +32,12 @@
 /* The most bytes held back across reads: a match split by more chunk
  * framing than this (absurd framing) is no longer seen whole. */
 #define INJECT_HOLD_MAX (64 * 1024)
-/* The encodings of one value the scanner looks for, at most. */
-#define INJECT_PATTERNS 12
+/* The longest unit of the answer read for one byte of the value:
+ * "&#x" with 8 digits and ";" (12) after a quoted-printable soft line
+ * break "=\r\n" (3). INJECT_VALUE_MAX units fit in INJECT_HOLD_MAX. */
+#define INJECT_UNIT_MAX 15
+/* The whole-value patterns (base64) of one value, at most. */
+#define INJECT_PATTERNS 6
 
 /*
  * Writes format (validated: manifest_inject_format_ok) with its one
@@ -43,7 +52,6 @@ int inject_format(const char *format, const char *value, size_t len, char *out,
 struct inject_pattern {
 	char *text;
 	size_t len;
-	bool nocase; /* hex and percent forms: either case */
 };
 
 /* Where a chunked body's framing is, byte by byte (inject.c). */
@@ -53,15 +61,21 @@ struct inject_chunking {
 };
 
 struct inject_scanner {
-	struct inject_pattern pat[INJECT_PATTERNS];
+	char *value; /* len bytes, wiped at free */
+	size_t len;
+	struct inject_pattern pat[INJECT_PATTERNS]; /* base64 forms */
 	size_t npat;
-	size_t maxlen; /* of the patterns: up to maxlen - 1 bytes are held */
-	char *hold; /* holdcap bytes */
+	uint8_t first[256]; /* the matchers a byte can start: bit 0 the
+			     * units, bit 1 + i pattern i */
+	size_t maxspan; /* the most answer bytes one match can take */
+	uint64_t *ways[2]; /* the unit matcher's sets of offsets */
+	char *hold; /* holdcap bytes, nhold held */
 	size_t nhold, holdcap;
-	char filler; /* a byte that is not in any pattern */
+	size_t resume; /* hold[0..resume): already judged by the scan */
+	char filler; /* a byte that is in no unit of the value */
 	size_t found; /* matches redacted so far */
 	/* A chunked body: also matched in its data alone, the framing
-	 * skipped; the state is the one at the first held byte. */
+	 * skipped; the state is the one at hold[0]. */
 	bool chunked;
 	struct inject_chunking chunk;
 };
@@ -76,10 +90,12 @@ int inject_scanner_init(struct inject_scanner *s, const char *value,
 /*
  * Scans the next n bytes of an answer: appends to out every byte that
  * can go now, each match of the value overwritten with filler bytes;
- * the bytes that could still start a match stay held. 0, or buf_append's
- * -errno (then nothing was appended and the bytes are not held: the
- * caller ends the answer). *ret_found (may be NULL) gets the matches
- * redacted in this call.
+ * the bytes from the first one whose match is not yet decided stay held
+ * (fewer than maxspan, or in a chunked body at most INJECT_HOLD_MAX).
+ * What comes out is the same however the answer was cut into feeds. 0,
+ * or buf_append's -errno, or -ENOMEM (then nothing was appended and the
+ * bytes are not held: the caller ends the answer). *ret_found (may be
+ * NULL) gets the matches redacted in this call.
  */
 int inject_scanner_feed(struct inject_scanner *s, const char *p, size_t n,
     struct buf *out, size_t *ret_found);
@@ -92,6 +108,7 @@ int inject_scanner_flush(struct inject_scanner *s, struct buf *out);
  * The answer's body from now on is chunked (RFC 9112 7.1): matches are
  * looked for in the chunks' data as well, across the framing between
  * them ("...sk_li\r\n5\r\nve_..."); the framing bytes go as they came.
+ * Call it with nothing held (after a flush).
  */
 void inject_scanner_chunked(struct inject_scanner *s);
 

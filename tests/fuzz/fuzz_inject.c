@@ -1,16 +1,26 @@
 /*
  * Fuzzes credential injection's pure parts (proxy/inject.c): the format
  * of a header value (never past its buffer, the value and the format's
- * text exactly) and the reflection scanner fed an answer in pieces of a
- * fuzzed size: the answer keeps its length, and the value never comes
- * out of it raw. Input: one byte of value length (its 0x40 bit: the
- * answer is a chunked body), one of piece size, the value, then the
- * answer (or, with the top bit of the first byte, a format and a value
- * split at the first NUL).
+ * text exactly) and the reflection scanner. The scanner's oracle: the
+ * answer scanned in one feed and the same answer cut into feeds at
+ * fuzzed points give the same bytes and the same count (what the scanner
+ * decides depends on the bytes, never on the cuts); the answer keeps its
+ * length; the value never comes out of it raw, in any case; and a form
+ * of the value this harness writes itself, unit by unit in the
+ * escapings the scanner reads (credentials.md), put into the answer, is
+ * always found.
+ *
+ * Input: byte 0 is the value's length less one (its low 6 bits), its
+ * 0x40 bit makes the answer a chunked body and its 0x80 bit picks the
+ * format instead (a format and a value split at the first NUL); byte 1
+ * seeds the cuts; byte 2, when odd, asks for a written form, placed at
+ * (byte 2 >> 1) of the answer; then the value; then, with a form, one
+ * byte per byte of the value choosing its unit; then the answer.
  */
 #include "fuzz.h"
 #include "inject.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,41 +48,182 @@ fuzz_format(const uint8_t *data, size_t size)
 	}
 }
 
+static unsigned char
+lower(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
+}
+
+static bool
+is_punct(unsigned char c)
+{
+	return c > 0x20 && c < 0x7f && !(c >= '0' && c <= '9') &&
+	    !(lower(c) >= 'a' && lower(c) <= 'z');
+}
+
+/* One unit for byte c, the kind chosen by k (the scanner's list, written
+ * here apart from it): into o (room for 16), its length. */
+static size_t
+unit(unsigned char c, unsigned k, bool not_first, char *o)
+{
+	static const struct {
+		unsigned char c;
+		const char *name;
+	} named[] = { { '/', "&sol;" }, { '+', "&PLUS;" }, { '=', "&equals;" },
+		{ '&', "&amp;" }, { '"', "&quot;" }, { '<', "&lt;" },
+		{ '_', "&lowbar;" }, { '.', "&period;" } };
+	size_t n = 0;
+
+	/* A quoted-printable soft line break before any unit but the
+	 * first. */
+	if (not_first && (k & 0x80)) {
+		memcpy(o, "=\r\n", 3);
+		n = 3;
+	}
+	switch (k % 16) {
+	case 1:
+		return n + (size_t)snprintf(o + n, 16, "%%%02x", c);
+	case 2:
+		return n + (size_t)snprintf(o + n, 16, "=%02X", c);
+	case 3:
+		return n + (size_t)snprintf(o + n, 16, "%02x", c);
+	case 4:
+		return n + (size_t)snprintf(o + n, 16, "\\u%04X", c);
+	case 5:
+		return n + (size_t)snprintf(o + n, 16, "\\x%02x", c);
+	case 6:
+		return n + (size_t)snprintf(o + n, 16, "&#%u;", c);
+	case 7:
+		return n + (size_t)snprintf(o + n, 16, "&#x%08X;", c);
+	case 8:
+		o[n] = (char)c;
+		o[n + 1] = '\0';
+		return n + 2;
+	case 9:
+		o[n] = '\0';
+		o[n + 1] = (char)c;
+		return n + 2;
+	case 10:
+		if (is_punct(c)) {
+			o[n] = '\\';
+			o[n + 1] = (char)c;
+			return n + 2;
+		}
+		break;
+	case 11:
+		for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+			if (named[i].c == c) {
+				memcpy(o + n, named[i].name,
+				    strlen(named[i].name));
+				return n + strlen(named[i].name);
+			}
+		break;
+	case 12:
+		o[n] = (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
+		return n + 1;
+	case 13:
+		return n + (size_t)snprintf(o + n, 16, "&#%08u;", c);
+	default:
+		break;
+	}
+	o[n] = (char)c;
+	return n + 1;
+}
+
+/* Whether value[0..vlen) is in text[0..n) in any case. */
+static bool
+holds_nocase(const char *text, size_t n, const char *value, size_t vlen)
+{
+	for (size_t i = 0; i + vlen <= n; i++) {
+		size_t j = 0;
+		while (j < vlen &&
+		    lower((unsigned char)text[i + j]) ==
+			lower((unsigned char)value[j]))
+			j++;
+		if (j == vlen)
+			return true;
+	}
+	return false;
+}
+
+/* The answer through a scanner for value, cut where seed says (0: one
+ * feed): into out, the matches into *ret_found. */
+static void
+scan(const char *value, size_t vlen, bool chunked, const char *text,
+    size_t tlen, unsigned seed, struct buf *out, size_t *ret_found)
+{
+	struct inject_scanner s;
+	size_t off = 0, n;
+
+	FUZZ_ASSERT(inject_scanner_init(&s, value, vlen) == 0);
+	if (chunked)
+		inject_scanner_chunked(&s);
+	while (off < tlen) {
+		n = tlen - off;
+		if (seed != 0) {
+			seed = seed * 1103515245u + 12345u;
+			n = (seed >> 16) % (n < 40 ? n : 40) + 1;
+		}
+		FUZZ_ASSERT(
+		    inject_scanner_feed(&s, text + off, n, out, NULL) == 0);
+		off += n;
+	}
+	FUZZ_ASSERT(inject_scanner_flush(&s, out) == 0);
+	*ret_found = s.found;
+	inject_scanner_free(&s);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct inject_scanner s;
-	struct buf out = BUF_INIT(1 << 20);
-	size_t vlen, step, off, n;
+	struct buf whole = BUF_INIT(1 << 20), cut = BUF_INIT(1 << 20);
+	size_t vlen, tlen, fw, fc, at = 0, flen = 0;
+	bool chunked, form;
+	char *text;
 
-	if (size < 2)
+	if (size < 3)
 		return 0;
 	if (data[0] & 0x80) {
 		fuzz_format(data + 1, size - 1);
 		return 0;
 	}
 	vlen = (size_t)(data[0] & 0x3f) + 1;
-	step = (size_t)data[1] + 1;
-	if (size < 2 + vlen)
+	chunked = (data[0] & 0x40) != 0;
+	form = (data[2] & 1) != 0;
+	if (size < 3 + vlen + (form ? vlen : 0))
 		return 0;
-	const char *value = (const char *)data + 2;
-	const char *text = value + vlen;
-	size_t tlen = size - 2 - vlen;
+	const char *value = (const char *)data + 3;
+	const uint8_t *kinds = data + 3 + vlen;
+	const char *rest = value + vlen + (form ? vlen : 0);
+	size_t rlen = size - (size_t)(rest - (const char *)data);
 
-	if (inject_scanner_init(&s, value, vlen) != 0)
-		return 0;
-	if (data[0] & 0x40)
-		inject_scanner_chunked(&s);
-	for (off = 0; off < tlen; off += n) {
-		n = tlen - off < step ? tlen - off : step;
-		FUZZ_ASSERT(
-		    inject_scanner_feed(&s, text + off, n, &out, NULL) == 0);
-	}
-	FUZZ_ASSERT(inject_scanner_flush(&s, &out) == 0);
-	FUZZ_ASSERT(out.len == tlen);
-	FUZZ_ASSERT(
-	    out.len < vlen || memmem(out.data, out.len, value, vlen) == NULL);
-	inject_scanner_free(&s);
-	buf_free(&out);
+	/* The answer: the rest, with the written form put in. */
+	text = malloc(rlen + 19 * vlen + 1);
+	FUZZ_ASSERT(text != NULL);
+	if (form) {
+		char f[19 * 64];
+		for (size_t i = 0; i < vlen; i++)
+			flen += unit((unsigned char)value[i], kinds[i], i > 0,
+			    f + flen);
+		at = rlen > 0 ? (size_t)(data[2] >> 1) % (rlen + 1) : 0;
+		memcpy(text, rest, at);
+		memcpy(text + at, f, flen);
+		memcpy(text + at + flen, rest + at, rlen - at);
+	} else
+		memcpy(text, rest, rlen);
+	tlen = rlen + flen;
+
+	scan(value, vlen, chunked, text, tlen, 0, &whole, &fw);
+	scan(value, vlen, chunked, text, tlen, (unsigned)data[1] + 1, &cut,
+	    &fc);
+	FUZZ_ASSERT(whole.len == tlen && cut.len == tlen);
+	FUZZ_ASSERT(tlen == 0 || memcmp(whole.data, cut.data, tlen) == 0);
+	FUZZ_ASSERT(fw == fc);
+	FUZZ_ASSERT(!holds_nocase(whole.data, whole.len, value, vlen));
+	if (form)
+		FUZZ_ASSERT(fw >= 1);
+	free(text);
+	buf_free(&whole);
+	buf_free(&cut);
 	return 0;
 }

@@ -3,8 +3,11 @@
  * makes (proxy/inject.c), the reflection scanner (the value raw, in hex,
  * percent-encoded and base64 at every offset, in one read or split
  * across reads byte by byte, redacted in place with the length kept;
- * other text left alone), and the manifest's validation of "inject"
- * (common/manifest.c).
+ * other text left alone; each escaping it reads unit by unit, JSON's,
+ * HTML's, quoted-printable, UTF-16, a change of case, and all of them
+ * mixed, cut at every offset and inside chunked framing, the same answer
+ * whatever the cuts; a near copy kept), and the manifest's validation of
+ * "inject" (common/manifest.c).
  */
 #include "forward.h"
 #include "inject.h"
@@ -13,6 +16,7 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <ctype.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -237,6 +241,581 @@ START_TEST(test_scan_across_chunked_framing)
 			    strstr(got_data, "\", \"n\": 1}"));
 			inject_scanner_free(&s);
 			buf_free(&out);
+		}
+}
+END_TEST
+
+/* --- the escapings, unit by unit ----------------------------------------- */
+
+/* Scans text[0..len) for value, cut into reads at cuts[0..ncuts)
+ * (ascending, inside the text), as a chunked body or not: the answer
+ * (len bytes), the matches and the scanner's filler. */
+static char *
+scan_cuts(const char *value, const char *text, size_t len, const size_t *cuts,
+    size_t ncuts, bool chunked_body, size_t *ret_found, char *ret_filler)
+{
+	struct inject_scanner s;
+	struct buf out = BUF_INIT(1 << 20);
+	size_t off = 0, n;
+
+	ck_assert_int_eq(inject_scanner_init(&s, value, strlen(value)), 0);
+	if (chunked_body)
+		inject_scanner_chunked(&s);
+	for (size_t i = 0; i <= ncuts; i++) {
+		size_t end = i < ncuts ? cuts[i] : len;
+		ck_assert_int_eq(inject_scanner_feed(&s, text + off, end - off,
+				     &out, NULL),
+		    0);
+		off = end;
+	}
+	ck_assert_int_eq(inject_scanner_flush(&s, &out), 0);
+	ck_assert_uint_eq(out.len, len);
+	*ret_found = s.found;
+	*ret_filler = s.filler;
+	inject_scanner_free(&s);
+	return buf_steal(&out, &n);
+}
+
+/* A way of writing v[0..vl) as an upstream might reflect it: into out
+ * (room for 16 bytes a byte), its length. */
+typedef size_t (*encoder)(const char *v, size_t vl, char *out);
+
+static size_t
+enc_json_slash(const char *v, size_t vl, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++) {
+		if (v[i] == '/' || v[i] == '"' || v[i] == '\\')
+			out[n++] = '\\';
+		out[n++] = v[i];
+	}
+	return n;
+}
+
+static size_t
+enc_json_u(const char *v, size_t vl, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++)
+		n += (size_t)snprintf(out + n, 16, "\\u%04x",
+		    (unsigned char)v[i]);
+	return n;
+}
+
+static size_t
+enc_json_U(const char *v, size_t vl, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++)
+		n += (size_t)snprintf(out + n, 16, "\\u%04X",
+		    (unsigned char)v[i]);
+	return n;
+}
+
+/* JavaScript's and Python's \xHH, and a regular expression's \+. */
+static size_t
+enc_js(const char *v, size_t vl, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++) {
+		if (i % 2 == 0)
+			n += (size_t)snprintf(out + n, 16, "\\x%02x",
+			    (unsigned char)v[i]);
+		else if (v[i] == '+' || v[i] == '/' || v[i] == '=') {
+			out[n++] = '\\';
+			out[n++] = v[i];
+		} else
+			out[n++] = v[i];
+	}
+	return n;
+}
+
+static size_t
+enc_html_dec(const char *v, size_t vl, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++)
+		n +=
+		    (size_t)snprintf(out + n, 16, "&#%u;", (unsigned char)v[i]);
+	return n;
+}
+
+static size_t
+enc_html_hex(const char *v, size_t vl, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++)
+		n += (size_t)snprintf(out + n, 16, i % 2 ? "&#x%x;" : "&#X%X;",
+		    (unsigned char)v[i]);
+	return n;
+}
+
+/* Leading zeros up to the cap: 8 digits. */
+static size_t
+enc_html_zeros(const char *v, size_t vl, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++)
+		n += (size_t)snprintf(out + n, 16,
+		    i % 2 ? "&#%08u;" : "&#x%08x;", (unsigned char)v[i]);
+	return n;
+}
+
+/* Past the cap: 9 digits, not read (credentials.md says so). */
+static size_t
+enc_html_nine(const char *v, size_t vl, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++)
+		n += (size_t)snprintf(out + n, 16, "&#%09u;",
+		    (unsigned char)v[i]);
+	return n;
+}
+
+static size_t
+enc_html_named(const char *v, size_t vl, char *out)
+{
+	static const char *const names[][2] = { { "/", "&sol;" },
+		{ "+", "&plus;" }, { "=", "&equals;" }, { "_", "&lowbar;" },
+		{ "&", "&amp;" }, { "\"", "&quot;" }, { "<", "&lt;" },
+		{ ">", "&gt;" }, { "'", "&apos;" } };
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++) {
+		const char *name = NULL;
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			if (v[i] == names[k][0][0])
+				name = names[k][1];
+		if (name != NULL) {
+			memcpy(out + n, name, strlen(name));
+			n += strlen(name);
+		} else
+			out[n++] = v[i];
+	}
+	return n;
+}
+
+static size_t
+enc_upper(const char *v, size_t vl, char *out)
+{
+	for (size_t i = 0; i < vl; i++)
+		out[i] = (char)toupper((unsigned char)v[i]);
+	return vl;
+}
+
+static size_t
+enc_swapcase(const char *v, size_t vl, char *out)
+{
+	for (size_t i = 0; i < vl; i++) {
+		unsigned char c = (unsigned char)v[i];
+		out[i] = (char)(isupper(c) ? tolower(c) : toupper(c));
+	}
+	return vl;
+}
+
+static size_t
+enc_utf16le(const char *v, size_t vl, char *out)
+{
+	for (size_t i = 0; i < vl; i++) {
+		out[2 * i] = v[i];
+		out[2 * i + 1] = '\0';
+	}
+	return 2 * vl;
+}
+
+/* Inside UTF-16LE text: the NUL of the character before comes first, so
+ * the bytes read as big-endian up to the last one. */
+static size_t
+enc_utf16le_inner(const char *v, size_t vl, char *out)
+{
+	out[0] = '\0';
+	return 1 + enc_utf16le(v, vl, out + 1);
+}
+
+static size_t
+enc_utf16be(const char *v, size_t vl, char *out)
+{
+	for (size_t i = 0; i < vl; i++) {
+		out[2 * i] = '\0';
+		out[2 * i + 1] = v[i];
+	}
+	return 2 * vl;
+}
+
+/* Quoted-printable: '=' and every fourth byte as =HH, a soft line break
+ * ("=\r\n", or "=\n") after every seventh byte. */
+static size_t
+qp(const char *v, size_t vl, char *out, const char *soft)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++) {
+		if (i > 0 && i % 7 == 0) {
+			memcpy(out + n, soft, strlen(soft));
+			n += strlen(soft);
+		}
+		if (v[i] == '=' || i % 4 == 3)
+			n += (size_t)snprintf(out + n, 16, "=%02X",
+			    (unsigned char)v[i]);
+		else
+			out[n++] = v[i];
+	}
+	return n;
+}
+
+static size_t
+enc_qp(const char *v, size_t vl, char *out)
+{
+	return qp(v, vl, out, "=\r\n");
+}
+
+static size_t
+enc_qp_lf(const char *v, size_t vl, char *out)
+{
+	return qp(v, vl, out, "=\n");
+}
+
+static size_t
+enc_pct_lower(const char *v, size_t vl, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++)
+		n += (size_t)snprintf(out + n, 16, "%%%02x",
+		    (unsigned char)v[i]);
+	return n;
+}
+
+/* Every escaping in one occurrence, a different one at each byte. */
+static size_t
+enc_mixed(const char *v, size_t vl, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < vl; i++) {
+		unsigned char c = (unsigned char)v[i];
+		switch (i % 11) {
+		case 0:
+			out[n++] = (char)toupper(c);
+			break;
+		case 1:
+			n += (size_t)snprintf(out + n, 16, "\\u%04x", c);
+			break;
+		case 2:
+			n += (size_t)snprintf(out + n, 16, "&#%u;", c);
+			break;
+		case 3:
+			n += (size_t)snprintf(out + n, 16, "%%%02X", c);
+			break;
+		case 4:
+			n += (size_t)snprintf(out + n, 16, "=%02X", c);
+			break;
+		case 5:
+			n += (size_t)snprintf(out + n, 16, "&#x%x;", c);
+			break;
+		case 6:
+			out[n++] = (char)c;
+			out[n++] = '\0';
+			break;
+		case 7:
+			out[n++] = '\0';
+			out[n++] = (char)c;
+			break;
+		case 8:
+			n += (size_t)snprintf(out + n, 16, "%02x", c);
+			break;
+		case 9:
+			n += (size_t)snprintf(out + n, 16, "\\x%02X", c);
+			break;
+		default:
+			n += enc_html_named(v + i, 1, out + n);
+			break;
+		}
+	}
+	return n;
+}
+
+static const struct {
+	const char *name;
+	encoder enc;
+} forms[] = {
+	{ "json \\/", enc_json_slash },
+	{ "json \\u0073", enc_json_u },
+	{ "json \\u005F", enc_json_U },
+	{ "js \\x73 and \\+", enc_js },
+	{ "html &#115;", enc_html_dec },
+	{ "html &#x73;", enc_html_hex },
+	{ "html, 8 digits", enc_html_zeros },
+	{ "html named", enc_html_named },
+	{ "upper case", enc_upper },
+	{ "swapped case", enc_swapcase },
+	{ "utf-16le", enc_utf16le },
+	{ "utf-16le in utf-16 text", enc_utf16le_inner },
+	{ "utf-16be", enc_utf16be },
+	{ "quoted-printable", enc_qp },
+	{ "quoted-printable, =\\n", enc_qp_lf },
+	{ "percent, lower", enc_pct_lower },
+	{ "mixed", enc_mixed },
+};
+
+#define PRE "HTTP/1.1 200 OK\r\nX-Echo: Bearer "
+#define POST "\r\nContent-Length: 2\r\n\r\n{}"
+
+/* PRE, form, POST into text: the form's offset is sizeof(PRE) - 1. */
+static size_t
+framed(const char *form, size_t flen, char *text)
+{
+	memcpy(text, PRE, sizeof(PRE) - 1);
+	memcpy(text + sizeof(PRE) - 1, form, flen);
+	memcpy(text + sizeof(PRE) - 1 + flen, POST, sizeof(POST) - 1);
+	return sizeof(PRE) - 1 + flen + sizeof(POST) - 1;
+}
+
+/* Each escaping alone: its every byte overwritten with the filler, the
+ * text around it kept, whole or cut into reads at any one offset or in
+ * pieces of 1, 2, 3 and 7 bytes, each cut giving the same answer. */
+START_TEST(test_scan_escapings)
+{
+	const char *name = forms[_i].name;
+	char form[16 * sizeof(secret)], text[sizeof(form) + 128], filler;
+	size_t flen = forms[_i].enc(secret, strlen(secret), form);
+	size_t len = framed(form, flen, text), found, cuts[1024];
+	char *whole =
+	    scan_cuts(secret, text, len, NULL, 0, false, &found, &filler);
+
+	ck_assert_msg(found >= 1, "%s: not found", name);
+	for (size_t i = 0; i < flen; i++)
+		ck_assert_msg(whole[sizeof(PRE) - 1 + i] == filler,
+		    "%s: byte %zu of the form kept", name, i);
+	ck_assert_int_eq(memcmp(whole, PRE, sizeof(PRE) - 1), 0);
+	ck_assert_int_eq(memcmp(whole + len - (sizeof(POST) - 1), POST,
+			     sizeof(POST) - 1),
+	    0);
+	for (size_t at = 1; at < len; at++) {
+		size_t f;
+		char fl,
+		    *got = scan_cuts(secret, text, len, &at, 1, false, &f, &fl);
+		ck_assert_msg(memcmp(got, whole, len) == 0 && f == found,
+		    "%s: cut at %zu differs", name, at);
+		free(got);
+	}
+	for (size_t step = 1; step <= 7; step++) {
+		size_t nc = 0, f;
+		char fl, *got;
+		for (size_t at = step; at < len && nc < 1024; at += step)
+			cuts[nc++] = at;
+		got = scan_cuts(secret, text, len, cuts, nc, false, &f, &fl);
+		ck_assert_msg(memcmp(got, whole, len) == 0 && f == found,
+		    "%s: reads of %zu differ", name, step);
+		free(got);
+	}
+	free(whole);
+}
+END_TEST
+
+/* Text that merely shares a prefix with the value, in each escaping
+ * (the value less its last byte, or with its last byte changed), is
+ * left as it is. */
+START_TEST(test_scan_near_miss_kept)
+{
+	const char *name = forms[_i].name;
+	char v[sizeof(secret)], form[16 * sizeof(secret)],
+	    text[sizeof(form) + 128], filler;
+	size_t vl = strlen(secret), found;
+
+	memcpy(v, secret, sizeof(secret));
+	for (int k = 0; k < 2; k++) {
+		size_t flen, len;
+		char *got;
+		if (k == 0)
+			flen = forms[_i].enc(v, vl - 1, form);
+		else {
+			v[vl - 1] = '!';
+			flen = forms[_i].enc(v, vl, form);
+		}
+		len = framed(form, flen, text);
+		got = scan_cuts(secret, text, len, NULL, 0, false, &found,
+		    &filler);
+		ck_assert_msg(found == 0 && memcmp(got, text, len) == 0,
+		    "%s: a near copy (%d) was redacted", name, k);
+		free(got);
+	}
+}
+END_TEST
+
+/* Writes text[0..len) as a chunked body of pieces of size step (with an
+ * extension on every other size line) into out: its length. */
+static size_t
+chunked_n(const char *text, size_t len, size_t step, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (size_t off = 0, k = 0; off < len; off += step, k++) {
+		size_t m = len - off < step ? len - off : step;
+		n += (size_t)snprintf(out + n, cap - n, "%zx%s\r\n", m,
+		    k % 2 ? ";ext=1" : "");
+		memcpy(out + n, text + off, m);
+		n += m;
+		n += (size_t)snprintf(out + n, cap - n, "\r\n");
+	}
+	n += (size_t)snprintf(out + n, cap - n, "0\r\nTrailer: x\r\n\r\n");
+	return n;
+}
+
+/* De-frames a chunked body (as chunked_n writes it) into out: the data's
+ * length. */
+static size_t
+unchunk_n(const char *in, size_t len, char *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len;) {
+		size_t size = strtoul(in + i, NULL, 16);
+		const char *eol = memmem(in + i, len - i, "\r\n", 2);
+		ck_assert_ptr_nonnull(eol);
+		i = (size_t)(eol - in) + 2;
+		if (size == 0)
+			break;
+		memcpy(out + n, in + i, size);
+		n += size;
+		i += size + 2;
+	}
+	return n;
+}
+
+/* Each escaping inside a chunked body, split by the framing anywhere:
+ * its bytes in the data all filler, the framing kept, every way of
+ * reading it giving the same answer. */
+START_TEST(test_scan_escapings_chunked)
+{
+	static const size_t steps[] = { 1, 2, 5, 9, 1000 };
+	static const size_t reads[] = { 1, 3, 17 };
+	const char *name = forms[_i].name;
+	char form[16 * sizeof(secret)], data[sizeof(form) + 64];
+	static char body[64 * 1024], got_data[64 * 1024];
+	size_t flen = forms[_i].enc(secret, strlen(secret), form);
+	size_t dlen = 0;
+	static size_t cuts[64 * 1024];
+
+	memcpy(data, "{\"echo\": \"", 10);
+	dlen = 10;
+	memcpy(data + dlen, form, flen);
+	dlen += flen;
+	memcpy(data + dlen, "\", \"n\": 1}", 10);
+	dlen += 10;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		size_t len =
+		    chunked_n(data, dlen, steps[i], body, sizeof(body));
+		size_t found, gl;
+		char filler;
+		char *whole = scan_cuts(secret, body, len, NULL, 0, true,
+		    &found, &filler);
+		ck_assert_msg(found >= 1, "%s, chunks of %zu: not found", name,
+		    steps[i]);
+		gl = unchunk_n(whole, len, got_data);
+		ck_assert_uint_eq(gl, dlen);
+		ck_assert_int_eq(memcmp(got_data, data, 10), 0);
+		ck_assert_int_eq(memcmp(got_data + 10 + flen, data + 10 + flen,
+				     10),
+		    0);
+		for (size_t k = 0; k < flen; k++)
+			ck_assert_msg(got_data[10 + k] == filler,
+			    "%s, chunks of %zu: byte %zu kept", name, steps[i],
+			    k);
+		for (size_t r = 0; r < sizeof(reads) / sizeof(reads[0]); r++) {
+			size_t nc = 0, f;
+			char fl, *got;
+			for (size_t at = reads[r]; at < len; at += reads[r])
+				cuts[nc++] = at;
+			got = scan_cuts(secret, body, len, cuts, nc, true, &f,
+			    &fl);
+			ck_assert_msg(memcmp(got, whole, len) == 0 &&
+				f == found,
+			    "%s, chunks of %zu, reads of %zu differ", name,
+			    steps[i], reads[r]);
+			free(got);
+		}
+		free(whole);
+	}
+}
+END_TEST
+
+/* Past the cap of 8 digits an entity is not read; at it, it is. */
+START_TEST(test_scan_entity_cap)
+{
+	char form[16 * sizeof(secret)], text[sizeof(form) + 128], filler;
+	size_t found, len, flen;
+	char *got;
+
+	flen = enc_html_nine(secret, strlen(secret), form);
+	len = framed(form, flen, text);
+	got = scan_cuts(secret, text, len, NULL, 0, false, &found, &filler);
+	ck_assert_uint_eq(found, 0);
+	ck_assert_int_eq(memcmp(got, text, len), 0);
+	free(got);
+	/* No ';': not an entity the scanner reads (nor one an encoder
+	 * writes). */
+	snprintf(text, sizeof(text), "x &#115&#107%s y", secret + 2);
+	got = scan_cuts(secret, text, strlen(text), NULL, 0, false, &found,
+	    &filler);
+	ck_assert_uint_eq(found, 0);
+	free(got);
+}
+END_TEST
+
+/* base64 inside JSON with '/' written "\/", and base64 wrapped at line
+ * ends (MIME, PEM): found at each of the three offsets. */
+START_TEST(test_scan_base64_escaped)
+{
+	static const char v[] = "tok_???~~~_0123456789";
+	size_t vl = strlen(v);
+
+	for (size_t k = 0; k < 3; k++)
+		for (int wrap = 0; wrap < 2; wrap++) {
+			char plain[64], b64[128], esc[256], mid[256], text[512],
+			    filler;
+			size_t n = 0, m = 0, found, first = (8 * k + 5) / 6,
+			       last = 8 * (k + vl) / 6;
+			int pl = snprintf(plain, sizeof(plain), "%.*s%s",
+			    (int)k, "ab", v);
+			int bl = EVP_EncodeBlock((unsigned char *)b64,
+			    (const unsigned char *)plain, pl);
+			ck_assert_int_gt(bl, 0);
+			ck_assert_ptr_nonnull(
+			    memchr(b64 + first, '/', last - first));
+			for (int i = 0; i < bl; i++) {
+				if (wrap && i > 0 && i % 8 == 0) {
+					esc[n++] = '\r';
+					esc[n++] = '\n';
+				}
+				if (!wrap && b64[i] == '/')
+					esc[n++] = '\\';
+				esc[n++] = b64[i];
+				if ((size_t)i >= first && (size_t)i < last) {
+					if (b64[i] == '/' && !wrap)
+						mid[m++] = '\\';
+					mid[m++] = b64[i];
+				}
+			}
+			esc[n] = '\0';
+			snprintf(text, sizeof(text), "{\"blob\": \"%s\"}", esc);
+			char *got = scan_cuts(v, text, strlen(text), NULL, 0,
+			    false, &found, &filler);
+			ck_assert_msg(found >= 1, "offset %zu, wrap %d: %s", k,
+			    wrap, text);
+			if (!wrap)
+				ck_assert_ptr_null(
+				    memmem(got, strlen(text), mid, m));
+			ck_assert_ptr_nonnull(strstr(got, "{\"blob\": \""));
+			free(got);
 		}
 }
 END_TEST
@@ -501,6 +1080,14 @@ inject_suite(void)
 	tcase_add_test(tc, test_scan_forms);
 	tcase_add_test(tc, test_scan_leaves_other_text);
 	tcase_add_test(tc, test_scan_across_chunked_framing);
+	tcase_add_loop_test(tc, test_scan_escapings, 0,
+	    (int)(sizeof(forms) / sizeof(forms[0])));
+	tcase_add_loop_test(tc, test_scan_near_miss_kept, 0,
+	    (int)(sizeof(forms) / sizeof(forms[0])));
+	tcase_add_loop_test(tc, test_scan_escapings_chunked, 0,
+	    (int)(sizeof(forms) / sizeof(forms[0])));
+	tcase_add_test(tc, test_scan_entity_cap);
+	tcase_add_test(tc, test_scan_base64_escaped);
 	tcase_add_test(tc, test_scanner_init_refuses);
 	tcase_add_test(tc, test_manifest_inject);
 	tcase_add_test(tc, test_forward_swaps_the_token);

@@ -1,0 +1,404 @@
+/*
+ * An upstream that reflects the injected credential escaped, as real
+ * services quote what they were sent, never hands it back to the job
+ * (issue 18, credentials.md "No reflection back in"). The upstream
+ * (jobs/inject/reflect.py) quotes the X-Api-Key header in an error
+ * message: as PHP's json_encode writes it ("\/"), as \u escapes, as
+ * numeric and named HTML entities, as UTF-16 LE and BE, in upper case,
+ * as quoted-printable with a soft line break inside it, with every
+ * escaping mixed, as base64 with JSON's "\/", in 3-byte chunks, and cut
+ * across writes. Each answer says where the escaped value is in its
+ * body: the job must get every one of those bytes overwritten with one
+ * filler byte, the rest of the answer as sent, each answer counted in
+ * /metrics, logged secret_reflected and given a decision line with
+ * "reflected". The value less its last byte, reflected the same way,
+ * comes back untouched. The value is in neither of the proxy's logs.
+ */
+#include "harness.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct daemon broker, proxy;
+static char admin[128], launcher[128], verifier[128], channel[300];
+static pid_t up_pid = -1;
+static unsigned up_port;
+
+/* '/' for JSON's "\/", '+', '=', '?', '~' for the entities, and a base64
+ * that holds '/' wherever the value starts. */
+static const char value[] = "sk_live_Re/fl+ect=???~~~_0123456789";
+
+static void
+upstream_run(void)
+{
+	char portf[400], line[32];
+
+	snprintf(portf, sizeof(portf), "%s/reflect.port", harness_tmpdir());
+	unlink(portf);
+	up_pid = fork();
+	ck_assert_int_ge(up_pid, 0);
+	if (up_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-B",
+		    CORDON_SOURCE_DIR
+		    "/tests/integration/jobs/inject/reflect.py",
+		    "--port-file", portf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0;
+	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
+	up_port = (unsigned)strtoul(line, NULL, 10);
+	ck_assert_uint_gt(up_port, 0);
+}
+
+static void
+upstream_kill(void)
+{
+	if (up_pid > 1) {
+		kill(up_pid, SIGKILL);
+		waitpid(up_pid, NULL, 0);
+	}
+	up_pid = -1;
+}
+
+static char *
+send_on(const char *req)
+{
+	int fd = unix_connect(channel);
+	char *out;
+
+	if (fd < 0)
+		return strdup("");
+	out = http_exchange(fd, req, strlen(req), 5000);
+	close(fd);
+	return out != NULL ? out : strdup("");
+}
+
+/* The job's request for case, with tok, on a connection the answer
+ * closes: all of the answer (NULs and all) and its length. */
+static char *
+ask(const char *name, const char *tok, size_t *ret_len)
+{
+	char req[768], *out = NULL;
+	size_t len = 0, cap = 0;
+	int fd = unix_connect(channel), n;
+
+	ck_assert_int_ge(fd, 0);
+	n = snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/case/%s HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
+	    up_port, name, up_port, tok);
+	ck_assert(n > 0 && (size_t)n < sizeof(req));
+	ck_assert_int_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		ssize_t got;
+		ck_assert_msg(poll(&p, 1, 10000) == 1, "%s: no answer", name);
+		if (len + 4096 + 1 > cap) {
+			cap = 2 * cap + 8192;
+			out = realloc(out, cap);
+			ck_assert_ptr_nonnull(out);
+		}
+		got = read(fd, out + len, 4096);
+		ck_assert_int_ge(got, 0);
+		if (got == 0)
+			break;
+		len += (size_t)got;
+	}
+	close(fd);
+	out[len] = '\0';
+	*ret_len = len;
+	return out;
+}
+
+/* The value of metric name in the proxy's /metrics, or -1. */
+static long
+metric(const char *name)
+{
+	char cmd[300], line[300];
+	long v = -1;
+	size_t n = strlen(name);
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "curl -s %s/metrics", proxy.base);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, name, n) == 0 && line[n] == ' ')
+			v = strtol(line + n + 1, NULL, 10);
+	pclose(f);
+	return v;
+}
+
+/* How often needle is in path. */
+static size_t
+file_count(const char *path, const char *needle)
+{
+	static char data[4 << 20];
+	FILE *f = fopen(path, "rbe");
+	size_t n, count = 0, nl = strlen(needle);
+	const char *p;
+
+	if (f == NULL)
+		return 0;
+	n = fread(data, 1, sizeof(data), f);
+	fclose(f);
+	for (p = data; (p = memmem(p, (size_t)(data + n - p), needle, nl));
+	     p += nl)
+		count++;
+	return count;
+}
+
+/* Whether value is in text[0..n) in any case. */
+static bool
+holds_nocase(const char *text, size_t n, const char *v)
+{
+	size_t vl = strlen(v);
+
+	for (size_t i = 0; i + vl <= n; i++)
+		if (strncasecmp(text + i, v, vl) == 0)
+			return true;
+	return false;
+}
+
+/* The number in the answer's head field name, or -1. */
+static long
+field(const char *resp, const char *name)
+{
+	char want[64];
+	const char *p, *end = strstr(resp, "\r\n\r\n");
+
+	snprintf(want, sizeof(want), "\r\n%s: ", name);
+	p = strstr(resp, want);
+	if (p == NULL || end == NULL || p > end)
+		return -1;
+	return strtol(p + strlen(want), NULL, 10);
+}
+
+/* The body of the answer resp[0..len), chunk framing taken off: into
+ * body (len bytes of room), its length. */
+static size_t
+body_of(const char *resp, size_t len, char *body)
+{
+	const char *end = strstr(resp, "\r\n\r\n"), *p, *stop = resp + len;
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(end);
+	p = end + 4;
+	if (strstr(resp, "Transfer-Encoding: chunked") == NULL ||
+	    strstr(resp, "Transfer-Encoding: chunked") > end) {
+		memcpy(body, p, (size_t)(stop - p));
+		return (size_t)(stop - p);
+	}
+	while (p < stop) {
+		char *eol;
+		size_t size = strtoul(p, &eol, 16);
+		const char *line_end = memmem(p, (size_t)(stop - p), "\r\n", 2);
+		ck_assert_ptr_nonnull(line_end);
+		p = line_end + 2;
+		if (size == 0)
+			break;
+		ck_assert(p + size + 2 <= stop);
+		memcpy(body + n, p, size);
+		n += size;
+		p += size + 2;
+	}
+	return n;
+}
+
+static bool
+alnum(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+	    (c >= 'A' && c <= 'Z');
+}
+
+START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
+{
+	static const char *const cases[] = { "json_slash", "json_u", "html",
+		"html_named", "utf16le", "utf16be", "upper", "qp", "mixed",
+		"base64_json", "json_slash_chunked", "utf16le_chunked",
+		"qp_chunked", "html_split", "mixed_split", "utf16be_split" };
+	const size_t ncases = sizeof(cases) / sizeof(cases[0]);
+	char cfg[2048], path[400], hostsf[400], job[64], *tok, *resp, *end;
+	size_t len;
+	long before;
+	json_t *m, *j;
+
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(daemon_start(&broker, "broker",
+			     "{\"log_level\": \"info\"}"),
+	    0);
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
+	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
+	upstream_run();
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
+	harness_write_file(hostsf, "127.0.0.1 api.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
+	harness_write_file(path, verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-reflect\"}",
+	    broker.base, path, broker.dir, hostsf);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
+	    admin, NULL, json_pack("{s:s}", "value", value)));
+	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+		      " s:[{s:s, s:i, s:[s], s:s, s:[s], s:s,"
+		      "  s:{s:s, s:s, s:s, s:s}}]}",
+	    "name", "reflect", "command", "/bin/true", "capabilities", "name",
+	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
+	    "reason", "read x", "egress", "host", "api.test", "port", up_port,
+	    "methods", "GET", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
+	    "audience", "api", "inject", "secret", "up-key", "header",
+	    "X-Api-Key", "format", "Key {secret}", "capability", "x.read");
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/reflect",
+	    admin, NULL, m));
+	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s}", "manifest", "reflect"));
+	snprintf(job, sizeof(job), "%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
+	snprintf(channel, sizeof(channel), "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+
+	{
+		static const char body[] =
+		    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
+		char req[512];
+		snprintf(req, sizeof(req),
+		    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
+		    "broker.cordon\r\nContent-Type: application/json\r\n"
+		    "Content-Length: %zu\r\n\r\n%s",
+		    strlen(body), body);
+		resp = send_on(req);
+		ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+		tok = strstr(resp, "crd_");
+		ck_assert_ptr_nonnull(tok);
+		end = strchr(tok, '"');
+		*end = '\0';
+		tok = strdup(tok);
+		free(resp);
+	}
+
+	before = metric("cordon_proxy_reflections_total");
+	ck_assert_int_ge(before, 0);
+	for (size_t i = 0; i < ncases; i++) {
+		long at, n, now;
+		char *body;
+		size_t blen;
+
+		resp = ask(cases[i], tok, &len);
+		ck_assert_msg(http_status(resp) == 200, "%s: %.400s", cases[i],
+		    resp);
+		ck_assert_msg(!holds_nocase(resp, len, value), "%s: %.600s",
+		    cases[i], resp);
+		at = field(resp, "X-Form-At");
+		n = field(resp, "X-Form-Length");
+		ck_assert_msg(at > 0 && n > 0, "%s: %.400s", cases[i], resp);
+		body = malloc(len + 1);
+		ck_assert_ptr_nonnull(body);
+		blen = body_of(resp, len, body);
+		ck_assert_msg((size_t)(at + n) < blen, "%s: body of %zu",
+		    cases[i], blen);
+		if (strcmp(cases[i], "base64_json") == 0) {
+			/* The value's own base64 characters are gone: a run
+			 * of filler of most of their length. */
+			long run = 0, best = 0;
+			for (long k = at + 1; k < at + n; k++) {
+				run = body[k] == body[k - 1] &&
+					!alnum((unsigned char)body[k])
+				    ? run + 1
+				    : 0;
+				if (run > best)
+					best = run;
+			}
+			ck_assert_msg(best >= 40, "%s: %.*s", cases[i], (int)n,
+			    body + at);
+		} else {
+			unsigned char f = (unsigned char)body[at];
+			ck_assert_msg(!alnum(f) && f != '\0' && f != '\\' &&
+				f != '&' && f != '%' && f != '=',
+			    "%s: the form starts %.*s", cases[i], (int)n,
+			    body + at);
+			for (long k = 0; k < n; k++)
+				ck_assert_msg((unsigned char)body[at + k] == f,
+				    "%s: byte %ld of the form kept: %.*s",
+				    cases[i], k, (int)n, body + at);
+		}
+		free(body);
+		free(resp);
+		now = metric("cordon_proxy_reflections_total");
+		ck_assert_msg(now > before, "%s: not counted (%ld)", cases[i],
+		    now);
+		before = now;
+	}
+
+	/* The value less its last byte, escaped the same way: untouched. */
+	{
+		char want[128];
+		size_t w = 0;
+		for (size_t k = 0; k + 1 < sizeof(value) - 1; k++) {
+			if (value[k] == '/')
+				want[w++] = '\\';
+			want[w++] = value[k];
+		}
+		resp = ask("near", tok, &len);
+		ck_assert_msg(http_status(resp) == 200, "near: %.400s", resp);
+		ck_assert_msg(memmem(resp, len, want, w) != NULL, "near: %s",
+		    resp);
+		free(resp);
+		ck_assert_int_eq(metric("cordon_proxy_reflections_total"),
+		    before);
+	}
+	free(tok);
+	ck_assert_uint_ge(file_count(proxy.log, "secret_reflected"), ncases);
+	ck_assert_int_eq(daemon_stop(&proxy), 0);
+
+	snprintf(path, sizeof(path), "%s/var/proxy/log/decisions.log",
+	    proxy.dir);
+	ck_assert_uint_ge(file_count(path, "\"reflected\":") -
+		file_count(path, "\"reflected\":0"),
+	    ncases);
+	ck_assert_uint_eq(file_count(path, value), 0);
+	ck_assert_uint_eq(file_count(proxy.log, value), 0);
+	upstream_kill();
+	ck_assert_int_eq(daemon_stop(&broker), 0);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("inject_reflect");
+	TCase *tc = tcase_create("reflect");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc,
+	    a_reflected_escaped_credential_never_reaches_the_job);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
