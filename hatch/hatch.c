@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <linux/capability.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,6 +122,42 @@ drop_caps(void)
 	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
 		return -errno;
 	return 0;
+}
+
+/* Set once the sealer is gone: the hatch then stops with EXIT_OSERR. */
+static bool sealer_lost;
+
+/*
+ * Every second, on the main thread: a sealer that is gone (it died, hung
+ * and was killed, or broke its protocol) cannot be forked again by a
+ * hatch that has dropped its privileges, so the hatch stops (SIGTERM to
+ * itself: requests in flight finish) and exits EXIT_OSERR, and its
+ * supervisor (systemd's Restart=on-failure) starts it again with a new
+ * sealer. A seal in progress holds the lock: the next tick looks.
+ */
+static void
+hatch_tick(void *ctx)
+{
+	struct hatch *h = ctx;
+	bool gone = false;
+	char why[sizeof(h->sealer.gone)];
+
+	if (sealer_lost || pthread_mutex_trylock(&h->mu) != 0)
+		return;
+	if (sealer_gone(&h->sealer)) {
+		gone = true;
+		snprintf(why, sizeof(why), "%s", h->sealer.gone);
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (!gone)
+		return;
+	sealer_lost = true;
+	log_error("sealer_lost", "{s:s, s:s, s:i}", "reason", why, "effect",
+	    "the hatch stops and exits 71 so that its supervisor starts it "
+	    "again with a new sealer; seals answer 503 sealer_unavailable "
+	    "until then",
+	    "exit_status", EXIT_OSERR);
+	(void)raise(SIGTERM);
 }
 
 static void
@@ -285,7 +322,9 @@ main(int argc, char **argv)
 	/* What the broker key grants, said at start when the broker is
 	 * up (else before the first policy read). */
 	hatch_broker_key_check(&h, 2000);
-	r = service_serve(&http, &h.cfg.common, addr, NULL, 0);
+	r = service_serve(&http, &h.cfg.common, addr, hatch_tick, 1000);
+	if (r == 0 && sealer_lost)
+		r = EXIT_OSERR;
 out:
 	if (fd >= 0)
 		close(fd);

@@ -23,6 +23,7 @@
 #include "upper.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -33,6 +34,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define META_MAX (1024 * 1024)
@@ -134,9 +136,123 @@ read_all(int dir_fd, const char *name, size_t max, char **ret)
 	return *ret != NULL ? 0 : -ENOMEM;
 }
 
+static int
+marks_add(struct seal_marks *m, const char *rel)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 16;
+		char **v = realloc(m->v, cap * sizeof(*v));
+		if (v == NULL)
+			return -ENOMEM;
+		m->v = v;
+		m->cap = cap;
+	}
+	if ((m->v[m->n] = strdup(rel)) == NULL)
+		return -ENOMEM;
+	m->n++;
+	return 0;
+}
+
+/* Directory rel of upper, depth levels down, and what lies below it. */
+static int
+marks_scan(int upper, const char *rel, int depth, struct seal_marks *m)
+{
+	struct dirent *e;
+	int fd, r = 0;
+	DIR *d;
+
+	if (depth > UPPER_MAX_DEPTH)
+		return 0;
+	fd = path_open_beneath(upper, rel[0] != '\0' ? rel : ".",
+	    O_RDONLY | O_DIRECTORY, 0, true);
+	if (fd < 0)
+		return 0; /* the walk says why */
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return 0;
+	}
+	while (r == 0 && (e = readdir(d)) != NULL) {
+		char child[PATH_MAX], v;
+		struct stat st;
+		int n, cfd;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (++m->entries > POLICY_MAX_ENTRIES)
+			break;
+		if (e->d_type != DT_DIR &&
+		    (e->d_type != DT_UNKNOWN ||
+			fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) <
+			    0 ||
+			!S_ISDIR(st.st_mode)))
+			continue;
+		n = snprintf(child, sizeof(child), "%s%s%s", rel,
+		    rel[0] != '\0' ? "/" : "", e->d_name);
+		if (n < 0 || (size_t)n >= sizeof(child))
+			continue;
+		cfd = openat(dirfd(d), e->d_name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0)
+			continue;
+		if (fgetxattr(cfd, "trusted.overlay.opaque", &v, 1) == 1 &&
+		    v == 'y')
+			r = marks_add(m, child);
+		close(cfd);
+		if (r == 0)
+			r = marks_scan(upper, child, depth + 1, m);
+	}
+	closedir(d);
+	return r;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+seal_marks_read(int dir_fd, struct seal_marks *m)
+{
+	_cleanup_close_ int upper = path_open_beneath(dir_fd, "rw/upper",
+	    O_RDONLY | O_DIRECTORY, 0, true);
+	int r;
+
+	*m = (struct seal_marks){ 0 };
+	if (upper < 0)
+		return 0; /* seal_compute says why */
+	r = marks_scan(upper, "", 0, m);
+	if (r < 0) {
+		seal_marks_free(m);
+		return r;
+	}
+	if (m->n > 1)
+		qsort(m->v, m->n, sizeof(*m->v), cmp_str);
+	return 0;
+}
+
+void
+seal_marks_free(struct seal_marks *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i]);
+	free(m->v);
+	*m = (struct seal_marks){ 0 };
+}
+
+/* upper_opaque_fn over seal_marks. */
+static bool
+marked(void *ctx, const char *rel)
+{
+	const struct seal_marks *m = ctx;
+
+	return m->n > 0 &&
+	    bsearch(&rel, m->v, m->n, sizeof(*m->v), cmp_str) != NULL;
+}
+
 int
 seal_compute(int dir_fd, const char *job, int output_fd, long output_kb,
-    int patch_fd, int report_fd)
+    int patch_fd, int report_fd, const struct seal_marks *marks)
 {
 	char sha[65], ts[40];
 	_cleanup_free_ char *meta_text = NULL, *output_text = NULL;
@@ -204,7 +320,8 @@ seal_compute(int dir_fd, const char *job, int output_fd, long output_kb,
 	}
 	buf_init(&patch, max_patch);
 	changes = json_array();
-	r = upper_walk(lower, upper, &pol, &patch, changes, &stats);
+	r = upper_walk_opaque(lower, upper, &pol, &patch, changes, &stats,
+	    marks != NULL ? marked : NULL, (void *)marks);
 	if (r < 0 && r != -E2BIG) {
 		buf_free(&patch);
 		goto out;

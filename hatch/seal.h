@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define SEAL_DEFAULT_OUTPUT_KB 1024
 #define SEAL_MAX_OUTPUT_KB 65536
@@ -32,14 +33,39 @@ int seal_workspace(struct sealer *s, const char *root, const char *job,
     const json_t *output, long output_kb, json_t **ret,
     struct seal_child *child);
 
+/* The opaque directories of a workspace's upper (trusted.overlay.opaque
+ * "y"): their paths relative to upper, sorted. */
+struct seal_marks {
+	char **v;
+	size_t n, cap;
+	uint64_t entries; /* names listed while looking */
+};
+
+/*
+ * Reads the opaque marks of rw/upper under dir_fd into m (empty when
+ * called): the one part of a seal that needs CAP_SYS_ADMIN (the kernel
+ * shows trusted.* xattrs to no lesser capability), so that a worker reads
+ * them first, names and one xattr alone, and gives the capability up
+ * before it reads a byte the job wrote. It looks where upper_walk would
+ * (UPPER_MAX_DEPTH, POLICY_MAX_ENTRIES names, paths within PATH_MAX);
+ * what it cannot open is left for the walk to refuse. 0 or -errno
+ * (-ENOMEM; a missing upper is an empty m).
+ */
+int seal_marks_read(int dir_fd, struct seal_marks *m);
+
+/* Frees what m holds; m is empty again. */
+void seal_marks_free(struct seal_marks *m);
+
 /*
  * The seal proper, in a sealer's worker: reads meta.json, lower/ and
  * rw/upper/ under dir_fd and the output JSON from output_fd, writes the
- * patch to patch_fd and the report to report_fd. 0 or -errno (-EINVAL:
- * the output is not an object of base64).
+ * patch to patch_fd and the report to report_fd. marks, when not NULL,
+ * say which directories are opaque (seal_marks_read); NULL reads each
+ * directory's xattr as the walk meets it. 0 or -errno (-EINVAL: the
+ * output is not an object of base64).
  */
 int seal_compute(int dir_fd, const char *job, int output_fd, long output_kb,
-    int patch_fd, int report_fd);
+    int patch_fd, int report_fd, const struct seal_marks *marks);
 
 /* The sealed patch: 0, -ENOENT (no workspace), -EAGAIN (not sealed). */
 int seal_patch(const char *root, const char *job, char **ret, size_t *ret_len);

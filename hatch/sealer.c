@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,11 +38,13 @@
 #define JOB_MAX 128
 
 /* The helper keeps these; a worker gives up CAP_SYS_CHROOT once in its
- * root. */
+ * root, and CAP_SYS_ADMIN once it has read the opaque marks: it seals
+ * with CAP_DAC_READ_SEARCH alone. */
 #define CAPS_HELPER                                                            \
 	((1ULL << CAP_DAC_READ_SEARCH) | (1ULL << CAP_SYS_ADMIN) |             \
 	    (1ULL << CAP_SYS_CHROOT))
 #define CAPS_WORKER ((1ULL << CAP_DAC_READ_SEARCH) | (1ULL << CAP_SYS_ADMIN))
+#define CAPS_SEALING (1ULL << CAP_DAC_READ_SEARCH)
 
 enum how { HOW_EXITED, HOW_SIGNALED, HOW_DEADLINE, HOW_NOT_STARTED };
 
@@ -70,17 +73,25 @@ struct worker_state {
  * The helper's allow list: what it and its workers call to take a
  * request, fork, wait and kill at the deadline, and read a workspace, with
  * what libc, AddressSanitizer and jansson call beneath. Anything else
- * fails with EPERM; clone only as fork calls it (no thread, no
+ * fails with EPERM: no open, creat, rename, link, unlink, mknod, mkdir,
+ * symlink, truncate, name_to_handle_at or open_by_handle_at (with
+ * CAP_DAC_READ_SEARCH the way out of any chroot, "shocker"), mount,
+ * umount2, pivot_root, unshare, setns, ptrace, process_vm_*, socket, exec
+ * or uid change. Besides: clone only as fork calls it (no thread, no
  * namespace), clone3 with ENOSYS (so that libc falls back to clone),
- * openat only to read; kill only for a worker it has no pidfd of (the
- * workers refuse it).
+ * openat only to read; no kill(2) (no group, no pid 0 or -1), only
+ * pidfd_send_signal with SIGKILL, and Landlock keeps even that to its own
+ * workers. openat2 is allowed: its flags are in memory a filter cannot
+ * read, and the walk needs its RESOLVE_BENEATH; Landlock refuses its
+ * writes (landlock_beneath) as every other call's.
  */
 static const char *const helper_allowed[] = {
 	/* Requests, answers, workers. */
 	"recvmsg", "sendmsg", "recvfrom", "sendto", "pipe2", "wait4", "waitid",
-	"pidfd_open", "pidfd_send_signal", "kill", "poll", "ppoll", "chroot",
-	"chdir", "fchdir", "capget", "capset", "prctl", "seccomp", "getpid",
-	"getppid", "gettid", "getuid", "geteuid", "getgid", "getegid",
+	"poll", "ppoll", "chroot", "chdir", "fchdir", "capget", "capset",
+	"prctl", "seccomp", "landlock_create_ruleset", "landlock_add_rule",
+	"landlock_restrict_self", "getpid", "getppid", "gettid", "getuid",
+	"geteuid", "getgid", "getegid",
 	/* Files, read. */
 	"read", "pread64", "readv", "write", "writev", "close", "close_range",
 	"lseek", "fstat", "newfstatat", "statx", "fstatfs", "statfs",
@@ -98,8 +109,10 @@ static const char *const helper_allowed[] = {
 
 /* What a worker gives up on top of the helper's list. */
 static const char *const worker_refused[] = { "clone", "kill", "pidfd_open",
-	"pidfd_send_signal", "chroot", "capset", "seccomp", "recvmsg",
-	"sendmsg", "recvfrom", "sendto", "wait4", "waitid" };
+	"pidfd_send_signal", "chroot", "capset", "seccomp",
+	"landlock_create_ruleset", "landlock_add_rule",
+	"landlock_restrict_self", "recvmsg", "sendmsg", "recvfrom", "sendto",
+	"wait4", "waitid" };
 
 /* Closes every fd from 3 up but the n in keep (sorted here). */
 static void
@@ -190,6 +203,86 @@ drop(const char *root, pid_t hatch)
 	return 0;
 }
 
+/* Landlock as the kernel's uapi has it: the build's headers may be older
+ * than the kernel it runs on. */
+#define LL_CREATE_RULESET_VERSION (1U << 0)
+#define LL_RULE_PATH_BENEATH 1
+#define LL_FS_READ_FILE (1ULL << 2)
+#define LL_FS_READ_DIR (1ULL << 3)
+#define LL_NET_BIND_CONNECT_TCP ((1ULL << 0) | (1ULL << 1))
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LL_SCOPE_SIGNAL (1ULL << 1)
+
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs, handled_access_net, scoped;
+};
+
+struct ll_path_beneath_attr {
+	uint64_t allowed_access;
+	int32_t parent_fd;
+} __attribute__((packed));
+
+/* Every right on files that Landlock's ABI abi knows. */
+static uint64_t
+ll_fs_rights(long abi)
+{
+	uint64_t r = (1ULL << 13) - 1; /* 1: execute, write, read, make... */
+
+	if (abi >= 2)
+		r |= 1ULL << 13; /* refer: a link or rename elsewhere */
+	if (abi >= 3)
+		r |= 1ULL << 14; /* truncate */
+	if (abi >= 5)
+		r |= 1ULL << 15; /* ioctl on a device */
+	return r;
+}
+
+/*
+ * A Landlock domain on top of the process's own: every right on files
+ * the kernel knows is handled and only reading files and listing
+ * directories beneath dir_fd is granted, so nothing anywhere is written,
+ * created, removed, renamed, linked, truncated or executed, whatever
+ * call opens it (openat2 included), and nothing outside dir_fd is read
+ * even past a chroot escape; no TCP bind or connect (ABI 4); from ABI 6
+ * no signal to a process outside the domain (a worker is inside its
+ * helper's) and no abstract unix socket out of it. Needs no_new_privs.
+ * 0 or -errno (-EOPNOTSUPP: the kernel has no Landlock, or it is off).
+ */
+static int
+landlock_beneath(int dir_fd)
+{
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
+	    LL_CREATE_RULESET_VERSION);
+	struct ll_ruleset_attr attr = { 0 };
+	struct ll_path_beneath_attr pb = { .allowed_access =
+					       LL_FS_READ_FILE | LL_FS_READ_DIR,
+		.parent_fd = dir_fd };
+	size_t size = sizeof(attr.handled_access_fs);
+	int rs, r = 0;
+
+	if (abi < 0)
+		return errno == ENOSYS || errno == EOPNOTSUPP ? -EOPNOTSUPP
+							      : -errno;
+	attr.handled_access_fs = ll_fs_rights(abi);
+	if (abi >= 4) {
+		attr.handled_access_net = LL_NET_BIND_CONNECT_TCP;
+		size = offsetof(struct ll_ruleset_attr, scoped);
+	}
+	if (abi >= 6) {
+		attr.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL;
+		size = sizeof(attr);
+	}
+	rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+	if (rs < 0)
+		return -errno;
+	if (syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0) <
+		0 ||
+	    syscall(SYS_landlock_restrict_self, rs, 0) < 0)
+		r = -errno;
+	close(rs);
+	return r;
+}
+
 static int
 rule(scmp_filter_ctx ctx, uint32_t action, const char *name)
 {
@@ -222,6 +315,17 @@ confine_helper(void)
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
 		    SCMP_SYS(clone3), 0);
+	/* Signals: SIGKILL alone, through a pidfd (no kill(2): no group,
+	 * no pid 0 or -1); which process, the code's check (a worker it
+	 * forked) and Landlock's scope. */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(pidfd_open),
+		    1, SCMP_A1_32(SCMP_CMP_EQ, 0, 0));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW,
+		    SCMP_SYS(pidfd_send_signal), 3,
+		    SCMP_A1_32(SCMP_CMP_EQ, SIGKILL, 0),
+		    SCMP_A2(SCMP_CMP_EQ, 0, 0), SCMP_A3_32(SCMP_CMP_EQ, 0, 0));
 	/* openat to read only: no write, no creation, no truncation. */
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
@@ -250,24 +354,46 @@ confine_worker(void)
 	return r < 0 ? r : 0;
 }
 
+int
+sealer_worker_confine(int dir_fd, struct seal_marks *marks)
+{
+	int r;
+
+	/* Its workspace as its root: no other job's files, no way back. */
+	if (fchdir(dir_fd) < 0 || chroot(".") < 0 || chdir("/") < 0)
+		return -errno;
+	r = set_caps(CAPS_WORKER);
+	if (r == 0)
+		r = landlock_beneath(dir_fd);
+	/* The opaque marks, while it may read trusted.*: names and one
+	 * xattr, no byte the job wrote; then CAP_SYS_ADMIN goes. */
+	if (r == 0 && marks != NULL)
+		r = seal_marks_read(dir_fd, marks);
+	if (r == 0)
+		r = set_caps(CAPS_SEALING);
+	return r < 0 ? r : confine_worker();
+}
+
 /* The worker, forked for one seal: never returns. */
 static void
-worker(pid_t helper, const struct request *q, int *fds, int state_fd)
+worker(pid_t helper, const struct request *q, int *fds, int state_fd, int go_fd)
 {
 	struct worker_state st = { 0 };
 	int keep[] = { fds[0], fds[1], fds[2], fds[3], state_fd };
+	char go = 0;
 	int r;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
 	    getppid() != helper)
 		_exit(ESRCH);
+	/* Not before the helper holds a pidfd of it (serve_one). */
+	while ((r = (int)read(go_fd, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (r != 1 || go != 'g')
+		_exit(ECANCELED);
 	close_others(keep, ARRAY_SIZE(keep));
-	/* Its workspace as its root: no other job's files, no way back. */
-	if (fchdir(fds[0]) < 0 || chroot(".") < 0 || chdir("/") < 0)
-		_exit(errno & 0xff);
-	r = set_caps(CAPS_WORKER);
-	if (r == 0)
-		r = confine_worker();
+	struct seal_marks marks = { 0 };
+	r = sealer_worker_confine(fds[0], &marks);
 	if (r < 0)
 		_exit(-r & 0xff);
 	st.uid = (int64_t)getuid();
@@ -281,7 +407,8 @@ worker(pid_t helper, const struct request *q, int *fds, int state_fd)
 	(void)path_write_all(state_fd, &st, sizeof(st));
 	close(state_fd);
 	r = seal_compute(fds[0], q->job, fds[1], (long)q->output_kb, fds[2],
-	    fds[3]);
+	    fds[3], &marks);
+	seal_marks_free(&marks);
 	_exit(r < 0 ? (-r & 0xff) : 0);
 }
 
@@ -304,7 +431,7 @@ serve_one(pid_t self, long deadline_s, const struct request *q, int *fds,
 {
 	struct worker_state st = { -1, -1, -1, -1, 0 };
 	struct timespec end;
-	int pipefd[2], status = 0, pidfd;
+	int pipefd[2], go[2], status = 0, pidfd;
 	pid_t pid;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
@@ -312,43 +439,67 @@ serve_one(pid_t self, long deadline_s, const struct request *q, int *fds,
 		a->result = -errno;
 		return;
 	}
-	pid = fork();
-	if (pid == 0) {
-		close(pipefd[0]);
-		worker(self, q, fds, pipefd[1]);
-	}
-	close(pipefd[1]);
-	if (pid < 0) {
+	if (pipe2(go, O_CLOEXEC) < 0) {
 		a->how = HOW_NOT_STARTED;
 		a->result = -errno;
 		close(pipefd[0]);
+		close(pipefd[1]);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(pipefd[0]);
+		close(go[1]);
+		worker(self, q, fds, pipefd[1], go[0]);
+	}
+	close(pipefd[1]);
+	close(go[0]);
+	if (pid <= 1) {
+		a->how = HOW_NOT_STARTED;
+		a->result = pid < 0 ? -errno : -ECHILD;
+		close(pipefd[0]);
+		close(go[1]);
 		return;
 	}
 	a->pid = pid;
+	/* Its one way to signal: a pidfd of the worker it just forked (no
+	 * kill(2) in its filter). Without one the worker is never told to
+	 * start, and goes. */
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0 || write(go[1], "g", 1) != 1) {
+		a->how = HOW_NOT_STARTED;
+		a->result = pidfd < 0 ? -errno : -EIO;
+		close(go[1]);
+		if (pidfd >= 0)
+			(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL,
+			    NULL, 0);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (pidfd >= 0)
+			close(pidfd);
+		close(pipefd[0]);
+		return;
+	}
+	close(go[1]);
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	end.tv_sec += deadline_s;
 	for (;;) {
 		struct pollfd p = { .fd = pidfd, .events = POLLIN };
-		int n = pidfd >= 0 ? poll(&p, 1, ms_left(&end)) : 0;
+		int n = poll(&p, 1, ms_left(&end));
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n == 0 || n < 0) {
-			/* Out of time (or no pidfd to wait on): killed. */
-			if (pidfd >= 0)
-				(void)syscall(SYS_pidfd_send_signal, pidfd,
-				    SIGKILL, NULL, 0);
-			else
-				(void)kill(pid, SIGKILL);
+		if (n <= 0) {
+			/* Out of time: killed. */
+			(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL,
+			    NULL, 0);
 			a->how = HOW_DEADLINE;
 		}
 		break;
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (pidfd >= 0)
-		close(pidfd);
+	close(pidfd);
 	if (read(pipefd[0], &st, sizeof(st)) != (ssize_t)sizeof(st))
 		st = (struct worker_state){ -1, -1, -1, -1, 0 };
 	close(pipefd[0]);
@@ -427,6 +578,22 @@ helper_main(int sock, long deadline_s)
 }
 
 int
+sealer_helper_confine(const char *root, pid_t parent)
+{
+	int r = drop(root, parent), fd;
+
+	if (r < 0)
+		return r;
+	/* Its root, the workspaces, is all it may read, and only read. */
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = landlock_beneath(fd);
+	close(fd);
+	return r < 0 ? r : confine_helper();
+}
+
+int
 sealer_start(struct sealer *s, const char *root, long deadline_s)
 {
 	int pair[2];
@@ -449,9 +616,7 @@ sealer_start(struct sealer *s, const char *root, long deadline_s)
 		int keep[] = { pair[1] };
 		close(pair[0]);
 		close_others(keep, 1);
-		int r = drop(root, hatch);
-		if (r == 0)
-			r = confine_helper();
+		int r = sealer_helper_confine(root, hatch);
 		if (r < 0) {
 			/* Told as the first answer's place: a short datagram. */
 			int32_t e = r;
@@ -493,7 +658,7 @@ lose(struct sealer *s, const char *why)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-	if (s->pid > 0) {
+	if (s->pid > 1) {
 		(void)kill(s->pid, SIGKILL);
 		while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
 			;
@@ -542,8 +707,8 @@ sealer_seal(struct sealer *s, int dir_fd, const char *job, int output_fd,
 		;
 	if (n != (ssize_t)sizeof(q)) {
 		lose(s,
-		    "the sealer is gone (it could not be asked); no seal "
-		    "is made until the hatch restarts");
+		    "the sealer is gone (it could not be asked); the hatch "
+		    "stops to be started again with a new one");
 		snprintf(child->reason, sizeof(child->reason), "%s", s->gone);
 		return -EPIPE;
 	}
@@ -558,8 +723,8 @@ sealer_seal(struct sealer *s, int dir_fd, const char *job, int output_fd,
 		if (k <= 0) {
 			lose(s,
 			    "the sealer did not answer within the seal "
-			    "deadline and was killed; no seal is made "
-			    "until the hatch restarts");
+			    "deadline and was killed; the hatch stops to be "
+			    "started again with a new one");
 			snprintf(child->reason, sizeof(child->reason), "%s",
 			    s->gone);
 			return -EPIPE;
@@ -570,8 +735,8 @@ sealer_seal(struct sealer *s, int dir_fd, const char *job, int output_fd,
 		;
 	if (n != (ssize_t)sizeof(a)) {
 		lose(s,
-		    "the sealer died; no seal is made until the hatch "
-		    "restarts");
+		    "the sealer died; the hatch stops to be started again "
+		    "with a new one");
 		snprintf(child->reason, sizeof(child->reason), "%s", s->gone);
 		return -EPIPE;
 	}
@@ -607,6 +772,21 @@ sealer_seal(struct sealer *s, int dir_fd, const char *job, int output_fd,
 			    (long long)a.pid, strerror(-a.result));
 		return a.result;
 	}
+}
+
+bool
+sealer_gone(struct sealer *s)
+{
+	struct pollfd p = { .fd = s->fd, .events = POLLIN | POLLRDHUP };
+
+	if (s->fd < 0)
+		return true;
+	/* Idle, the helper sends nothing: anything to read, or a hang-up,
+	 * means it is gone (or broke the protocol, which is as bad). */
+	if (poll(&p, 1, 0) == 0)
+		return false;
+	lose(s, "the sealer died while no seal was asked of it");
+	return true;
 }
 
 void

@@ -5,13 +5,17 @@
  * only what a seal needs (docs/threat-model.md): uid nobody, no root
  * directory but the workspaces', CAP_DAC_READ_SEARCH (the job's files,
  * whatever their modes), CAP_SYS_ADMIN (the overlay's trusted.overlay.*
- * xattrs) and CAP_SYS_CHROOT (each worker's root), no_new_privs and an
- * allow list of system calls. For each seal it forks a worker, which
- * takes its workspace as its root directory, gives up CAP_SYS_CHROOT,
- * fork and signals, and reads the job's tree; the helper kills a worker
- * that outlives the seal deadline. Nothing a job wrote reaches the
- * helper itself: a worker that a hostile tree subverts holds one
- * workspace's files and the two output files, and dies with its seal.
+ * xattrs) and CAP_SYS_CHROOT (each worker's root), no_new_privs, a
+ * Landlock domain that reads beneath the workspaces and writes nowhere,
+ * and an allow list of system calls. For each seal it forks a worker,
+ * which takes its workspace as its root directory and a Landlock domain
+ * beneath it, gives up CAP_SYS_CHROOT, reads the opaque marks, gives up
+ * CAP_SYS_ADMIN, fork and signals, and reads the job's tree with
+ * CAP_DAC_READ_SEARCH alone; the helper kills a worker that outlives the
+ * seal deadline, through a pidfd (it has no kill(2)). Nothing a job wrote
+ * reaches the helper itself: a worker that a hostile tree subverts holds
+ * one workspace's files, read-only, and the two output files, and dies
+ * with its seal. A helper that is gone is not forked again (sealer_gone).
  */
 #ifndef CORDON_HATCH_SEALER_H
 #define CORDON_HATCH_SEALER_H
@@ -60,15 +64,47 @@ int sealer_start(struct sealer *s, const char *root, long deadline_s);
  * start, capped at output_kb each in the report. Waits at most the
  * deadline and a few seconds more. 0; -ETIMEDOUT (the worker outlived the
  * deadline and was killed); -EIO (the worker died); -EPIPE (no helper, or
- * it died or hung: killed, and every later call answers -EPIPE);
+ * it died or hung: killed, and every later call answers -EPIPE;
+ * sealer_gone then says so);
  * -EINVAL (output not base64); or the worker's own -errno. child gets who
  * sealed and, on failure, the reason.
  */
 int sealer_seal(struct sealer *s, int dir_fd, const char *job, int output_fd,
     long output_kb, int patch_fd, int report_fd, struct seal_child *child);
 
+/*
+ * Whether the helper is gone: a seal lost it (sealer_seal's -EPIPE), or
+ * it died while idle (then reaped here). s->gone says why. The helper is
+ * never forked again: only a process that can still drop to nobody could
+ * (the hatch's filter refuses uid changes), so the hatch stops with
+ * EXIT_OSERR and its supervisor starts it again (hatch.c). Call it under
+ * the lock sealer_seal is called under.
+ */
+bool sealer_gone(struct sealer *s);
+
 /* Closes the pair and reaps the helper (it exits when the pair closes).
  * Safe on a sealer never started or already stopped. */
 void sealer_stop(struct sealer *s);
+
+/*
+ * What the helper does to itself at start, as root in a process of one
+ * thread whose parent is parent: root (a directory) as its root
+ * directory, nobody, its capabilities and its filter. 0 or -errno. It
+ * cannot be undone: sealer_start's child calls it, and tests in a child
+ * of their own.
+ */
+int sealer_helper_confine(const char *root, pid_t parent);
+
+struct seal_marks;
+
+/*
+ * What a worker does to itself, in a child of a confined helper: the
+ * directory dir_fd (a workspace) as its root directory, CAP_SYS_CHROOT
+ * given up, Landlock's read-only domain beneath it, the workspace's
+ * opaque marks read into marks (seal.h; skipped when NULL), then
+ * CAP_SYS_ADMIN given up and its filter on top of the helper's. 0 or
+ * -errno. It cannot be undone.
+ */
+int sealer_worker_confine(int dir_fd, struct seal_marks *marks);
 
 #endif

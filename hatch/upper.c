@@ -28,6 +28,8 @@ struct walk {
 	struct buf *patch;
 	json_t *changes;
 	struct upper_stats *stats;
+	upper_opaque_fn opaque; /* NULL: the xattr read here */
+	void *opaque_ctx;
 	uint64_t entries; /* listed in upper so far */
 	bool overflow; /* the patch outgrew its buffer */
 	bool cut; /* part of the tree was refused, not walked */
@@ -342,10 +344,12 @@ delete_lower(struct walk *w, const char *rel, int depth)
  * host's user namespace, where only trusted.overlay.* counts (a job
  * cannot set it) and user.overlay.opaque is any xattr a job may plant. */
 static bool
-is_opaque(int root, const char *rel)
+is_opaque(const struct walk *w, const char *rel)
 {
+	if (w->opaque != NULL)
+		return w->opaque(w->opaque_ctx, rel);
 	_cleanup_close_ int fd =
-	    path_open_beneath(root, rel, O_RDONLY | O_DIRECTORY, 0, true);
+	    path_open_beneath(w->upper, rel, O_RDONLY | O_DIRECTORY, 0, true);
 	char v;
 
 	if (fd < 0)
@@ -388,7 +392,7 @@ delete_lower_not_in_upper(struct walk *w, const char *rel, int depth)
 		else if (u < 0)
 			r = u;
 		else if (S_ISDIR(lst.st_mode) && S_ISDIR(ust.st_mode) &&
-		    !is_opaque(w->upper, child))
+		    !is_opaque(w, child))
 			r = delete_lower_not_in_upper(w, child, depth + 1);
 		/* Otherwise upper's walk replaces it (a whiteout, or an
 		 * opaque directory, whose walk deletes what it hides). */
@@ -425,8 +429,8 @@ walk_entry(struct walk *w, const char *rel, bool lower_dir, int depth)
 		return in_lower ? delete_lower(w, rel, depth) : 0;
 
 	if (S_ISDIR(ust.st_mode)) {
-		bool through = in_lower && S_ISDIR(lst.st_mode) &&
-		    !is_opaque(w->upper, rel);
+		bool through =
+		    in_lower && S_ISDIR(lst.st_mode) && !is_opaque(w, rel);
 
 		/* Replaced: what lower had here goes first. */
 		if (in_lower && !through) {
@@ -535,12 +539,23 @@ int
 upper_walk(int lower_fd, int upper_fd, struct policy *p, struct buf *patch,
     json_t *changes, struct upper_stats *stats)
 {
+	return upper_walk_opaque(lower_fd, upper_fd, p, patch, changes, stats,
+	    NULL, NULL);
+}
+
+int
+upper_walk_opaque(int lower_fd, int upper_fd, struct policy *p,
+    struct buf *patch, json_t *changes, struct upper_stats *stats,
+    upper_opaque_fn opaque, void *ctx)
+{
 	struct walk w = { .lower = lower_fd,
 		.upper = upper_fd,
 		.p = p,
 		.patch = patch,
 		.changes = changes,
-		.stats = stats };
+		.stats = stats,
+		.opaque = opaque,
+		.opaque_ctx = ctx };
 	int r = walk_dir(&w, "", true, 0);
 
 	if (r == 0 && (w.overflow || w.cut))

@@ -38,4 +38,15 @@ struct upper_stats {
 int upper_walk(int lower_fd, int upper_fd, struct policy *p, struct buf *patch,
     json_t *changes, struct upper_stats *stats);
 
+/* Whether directory rel (relative to upper) is opaque. */
+typedef bool (*upper_opaque_fn)(void *ctx, const char *rel);
+
+/* upper_walk, with opaque (when not NULL) telling opaque directories
+ * instead of their trusted.overlay.opaque xattr, which takes
+ * CAP_SYS_ADMIN to read (the sealer's worker reads them first, then
+ * gives the capability up: seal_marks_read). */
+int upper_walk_opaque(int lower_fd, int upper_fd, struct policy *p,
+    struct buf *patch, json_t *changes, struct upper_stats *stats,
+    upper_opaque_fn opaque, void *ctx);
+
 #endif
