@@ -640,9 +640,15 @@ sealer_start(struct sealer *s, const char *root, long deadline_s)
 		;
 	if (n != (ssize_t)sizeof(first) || first != 0) {
 		int r = n == (ssize_t)sizeof(first) ? first : -EIO;
-		snprintf(s->gone, sizeof(s->gone),
-		    "the sealer could not drop its privileges (%s)",
-		    strerror(-r));
+		if (r == -EOPNOTSUPP)
+			snprintf(s->gone, sizeof(s->gone),
+			    "the sealer could not confine itself: the kernel "
+			    "has no Landlock (CONFIG_SECURITY_LANDLOCK, and "
+			    "landlock in its lsm= list)");
+		else
+			snprintf(s->gone, sizeof(s->gone),
+			    "the sealer could not drop its privileges (%s)",
+			    strerror(-r));
 		sealer_stop(s);
 		return r;
 	}
