@@ -1228,6 +1228,19 @@ broker_metrics(void *ctx, struct buf *out)
 	    "Upstream revocations that failed and are retried (fleet-wide "
 	    "on PostgreSQL).",
 	    (uint64_t)(pending > 0 ? pending : 0));
+	metrics_one(out, "cordon_broker_issuer_releases_waiting", "gauge",
+	    "Releases waiting, without a thread, for an issuer's credential.",
+	    ic.releases_waiting);
+	metrics_one(out, "cordon_broker_issuer_calls_in_flight", "gauge",
+	    "Calls to issuers being made now.", ic.calls_in_flight);
+	metrics_one(out, "cordon_broker_issuer_releases_refused_total",
+	    "counter",
+	    "Releases answered 503 issuer_busy: too many waited already.",
+	    ic.releases_refused);
+	metrics_one(out, "cordon_broker_issuer_releases_timed_out_total",
+	    "counter",
+	    "Releases answered 503 issuer_unavailable at their deadline.",
+	    ic.releases_timed_out);
 	metrics_one(out, "cordon_broker_feed_followers", "gauge",
 	    "Followers of the revocation feed connected now.",
 	    feed_followers(b->feed));
@@ -1271,6 +1284,8 @@ broker_stopping(void *ctx)
 	struct broker *b = ctx;
 
 	feed_stop(b->feed);
+	/* The releases waiting for an issuer: 503 broker_stopping. */
+	issuers_stop_releases(b->issuers);
 }
 
 const struct http_route broker_routes[] = {

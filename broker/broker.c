@@ -271,10 +271,11 @@ broker_open(struct broker *b)
 static void
 broker_close(struct broker *b)
 {
+	/* First: its threads write to the store until they are joined. */
+	issuers_close(b->issuers);
 	store_close(b->store);
 	feed_free(b->feed);
 	throttle_free(b->throttle);
-	issuers_close(b->issuers);
 	OPENSSL_cleanse(b->pepper, sizeof(b->pepper));
 	OPENSSL_cleanse(b->secrets_key, sizeof(b->secrets_key));
 	config_common_free(&b->cfg.common);

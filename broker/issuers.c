@@ -40,7 +40,9 @@
 #define PEM_MAX 3600
 #define REPOS_MAX 100
 #define PERMS_MAX 50
-#define PENDING_MAX 64
+/* The calls to issuers that releases wait on: each waits on one, and
+ * the workers' own (whose waiters all left) take the rest. */
+#define CALLS_MAX (ISSUER_WAITERS_MAX + ISSUER_WORKERS)
 /* The longest life an issuer's expires_in is taken for (a year). */
 #define EXPIRES_IN_MAX (366LL * 24 * 3600)
 /* Rows the background thread takes at a time. */
@@ -59,6 +61,17 @@ struct held {
 	char *revoke_head, *revoke_body;
 };
 
+/* A call to an issuer for (job, secret, version) and the releases
+ * waiting for it: queued until a worker takes it (running). */
+struct icall {
+	bool used, running;
+	uint64_t seq; /* the order queued */
+	char job[ID_MAX], secret[ID_MAX];
+	int64_t version;
+	json_t *cfg; /* a copy, wiped when the call ends */
+	struct issuers_wait *waiters;
+};
+
 /* A row of the file's store (no database). */
 struct frow {
 	struct frow *next;
@@ -69,13 +82,19 @@ struct frow {
 struct issuers {
 	SSL_CTX *tls;
 	pthread_mutex_t lock;
-	/* The (job, secret) pairs being obtained now: one call to the
-	 * issuer at a time for each, the others wait for its credential. */
-	struct {
-		bool used;
-		char job[ID_MAX], secret[ID_MAX];
-	} pending[PENDING_MAX];
-	pthread_cond_t obtained;
+	/* The releases waiting (issuers.h): the calls, the workers that
+	 * make them and the thread that answers those past their deadline,
+	 * all under lock. */
+	struct icall calls[CALLS_MAX];
+	uint64_t call_seq;
+	unsigned waiting, running;
+	bool releases_stopped;
+	pthread_cond_t queued; /* a call for the workers */
+	pthread_cond_t tick; /* a new deadline for the timer */
+	pthread_t workers[ISSUER_WORKERS], timer;
+	size_t nworkers;
+	bool timer_started;
+	atomic_uint_fast64_t releases_refused, releases_timed_out;
 	unsigned char key[ISSUERS_KEY_LEN];
 	char tomb[TOMBSTONES][ID_MAX];
 	size_t tomb_next;
@@ -130,6 +149,9 @@ issued_rows_free(struct issued_row *rows, size_t n)
 static int state_load(struct issuers *is);
 static void file_store(struct issuers *is);
 static void *worker_main(void *arg);
+static void wipe_json(json_t *j);
+static void *call_main(void *arg);
+static void *timer_main(void *arg);
 
 int
 issuers_open(const char *ca_file, const char *state_path,
@@ -148,7 +170,8 @@ issuers_open(const char *ca_file, const char *state_path,
 	}
 	pthread_mutex_init(&is->lock, NULL);
 	pthread_mutex_init(&is->flock, NULL);
-	pthread_cond_init(&is->obtained, NULL);
+	pthread_cond_init(&is->queued, NULL);
+	pthread_cond_init(&is->tick, NULL);
 	pthread_cond_init(&is->wake, NULL);
 	/* No key: memory only, a key of this process's. */
 	if (key != NULL)
@@ -175,6 +198,21 @@ issuers_open(const char *ca_file, const char *state_path,
 		else
 			is->worker_started = true;
 	}
+	/* All made now: the broker's sandbox, applied later, may forbid
+	 * making threads. */
+	while (r == 0 && is->nworkers < ISSUER_WORKERS) {
+		if (pthread_create(&is->workers[is->nworkers], NULL, call_main,
+			is) != 0)
+			r = -EAGAIN;
+		else
+			is->nworkers++;
+	}
+	if (r == 0) {
+		if (pthread_create(&is->timer, NULL, timer_main, is) != 0)
+			r = -EAGAIN;
+		else
+			is->timer_started = true;
+	}
 	if (r < 0) {
 		issuers_close(is);
 		return r;
@@ -188,13 +226,24 @@ issuers_close(struct issuers *is)
 {
 	if (is == NULL)
 		return;
-	if (is->worker_started) {
-		pthread_mutex_lock(&is->lock);
-		is->stopping = true;
-		pthread_cond_broadcast(&is->wake);
-		pthread_mutex_unlock(&is->lock);
+	issuers_stop_releases(is);
+	pthread_mutex_lock(&is->lock);
+	is->stopping = true;
+	pthread_cond_broadcast(&is->wake);
+	pthread_cond_broadcast(&is->queued);
+	pthread_cond_broadcast(&is->tick);
+	pthread_mutex_unlock(&is->lock);
+	if (is->worker_started)
 		pthread_join(is->worker, NULL);
-	}
+	for (size_t i = 0; i < is->nworkers; i++)
+		pthread_join(is->workers[i], NULL);
+	if (is->timer_started)
+		pthread_join(is->timer, NULL);
+	for (size_t i = 0; i < CALLS_MAX; i++)
+		if (is->calls[i].cfg != NULL) {
+			wipe_json(is->calls[i].cfg);
+			json_decref(is->calls[i].cfg);
+		}
 	while (is->rows != NULL) {
 		struct frow *f = is->rows;
 		is->rows = f->next;
@@ -205,7 +254,8 @@ issuers_close(struct issuers *is)
 	free(is->state);
 	OPENSSL_cleanse(is->key, sizeof(is->key));
 	pthread_cond_destroy(&is->wake);
-	pthread_cond_destroy(&is->obtained);
+	pthread_cond_destroy(&is->queued);
+	pthread_cond_destroy(&is->tick);
 	pthread_mutex_destroy(&is->flock);
 	pthread_mutex_destroy(&is->lock);
 	free(is);
@@ -218,6 +268,12 @@ issuers_counts(struct issuers *is, struct issuers_counts *ret)
 	ret->issue_failed = atomic_load(&is->issue_failed);
 	ret->revoked = atomic_load(&is->revoked);
 	ret->revoke_failed = atomic_load(&is->revoke_failed);
+	ret->releases_refused = atomic_load(&is->releases_refused);
+	ret->releases_timed_out = atomic_load(&is->releases_timed_out);
+	pthread_mutex_lock(&is->lock);
+	ret->releases_waiting = is->waiting;
+	ret->calls_in_flight = is->running;
+	pthread_mutex_unlock(&is->lock);
 }
 
 /* --- sealing ---------------------------------------------------------------- */
@@ -1538,43 +1594,6 @@ tombstoned(const struct issuers *is, const char *job)
 	return false;
 }
 
-static int
-pending_find(const struct issuers *is, const char *job, const char *secret)
-{
-	for (int i = 0; i < PENDING_MAX; i++)
-		if (is->pending[i].used &&
-		    strcmp(is->pending[i].job, job) == 0 &&
-		    strcmp(is->pending[i].secret, secret) == 0)
-			return i;
-	return -1;
-}
-
-/* A slot for (job, secret) being obtained, or -1 when all are taken
- * (then nobody waits for this one). Under the lock. */
-static int
-pending_claim(struct issuers *is, const char *job, const char *secret)
-{
-	for (int i = 0; i < PENDING_MAX; i++)
-		if (!is->pending[i].used) {
-			is->pending[i].used = true;
-			snprintf(is->pending[i].job, ID_MAX, "%s", job);
-			snprintf(is->pending[i].secret, ID_MAX, "%s", secret);
-			return i;
-		}
-	return -1;
-}
-
-/* Gives slot up and wakes those waiting on it. Not under the lock. */
-static void
-pending_done(struct issuers *is, int slot)
-{
-	pthread_mutex_lock(&is->lock);
-	if (slot >= 0)
-		is->pending[slot].used = false;
-	pthread_cond_broadcast(&is->obtained);
-	pthread_mutex_unlock(&is->lock);
-}
-
 /* Waits on c until woken (0) or the monotonic deadline passed (-1). */
 static int
 cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t until)
@@ -1703,91 +1722,87 @@ kick(struct issuers *is)
 }
 
 int
-issuers_release(struct issuers *is, const char *job, const char *secret,
-    int64_t version, const json_t *cfg, struct issued *ret, long *ret_status,
-    char *why, size_t whylen)
+issuers_release_held(struct issuers *is, const char *job, const char *secret,
+    int64_t version, const json_t *cfg, struct issued *ret, char *why,
+    size_t whylen)
 {
-	const char *kind = cfg_str(cfg, "kind"), *issuer = issuers_issuer(cfg);
+	bool gone;
+
+	why[0] = '\0';
+	if (cfg_str(cfg, "kind") == NULL || issuers_issuer(cfg) == NULL ||
+	    strlen(job) >= ID_MAX || strlen(secret) >= ID_MAX) {
+		snprintf(why, whylen, "the secret's configuration is broken");
+		OPENSSL_cleanse(ret, sizeof(*ret));
+		return -EINVAL;
+	}
+	if (give_held(is, job, secret, version, ret) == 0)
+		return 0;
+	OPENSSL_cleanse(ret, sizeof(*ret));
+	pthread_mutex_lock(&is->lock);
+	gone = tombstoned(is, job);
+	pthread_mutex_unlock(&is->lock);
+	if (gone) {
+		snprintf(why, whylen, "the job is revoked");
+		return -ESTALE;
+	}
+	return -EAGAIN;
+}
+
+/*
+ * Obtains a credential for c at its issuer and keeps it, before it is
+ * given (a restart, or another broker, still revokes it): 0 with *got
+ * filled, or as issuers_release. One obtained but not kept is left in
+ * *ret_undo, to be revoked once the waiters have their answer; *ret_kick
+ * when it was kept as revoking (the background thread's).
+ */
+static int
+obtain(struct issuers *is, const struct icall *c, struct issued *got,
+    long *ret_status, char *why, size_t whylen, struct held **ret_undo,
+    bool *ret_kick)
+{
+	const char *kind = cfg_str(c->cfg, "kind");
 	int64_t now = (int64_t)time(NULL), id = 0;
 	struct issued_row row;
 	struct held *h;
-	bool retry;
-	int r, slot = -1;
+	int r;
 
-	*ret_status = 0;
-	why[0] = '\0';
-	if (kind == NULL || issuer == NULL || strlen(job) >= ID_MAX ||
-	    strlen(secret) >= ID_MAX) {
-		snprintf(why, whylen, "the secret's configuration is broken");
-		return -EINVAL;
-	}
-	for (int64_t until = monotonic_ms() + 2 * ISSUER_CALL_MS;;) {
-		if (give_held(is, job, secret, version, ret) == 0)
-			return 0;
-		pthread_mutex_lock(&is->lock);
-		if (tombstoned(is, job)) {
-			pthread_mutex_unlock(&is->lock);
-			snprintf(why, whylen, "the job is revoked");
-			OPENSSL_cleanse(ret, sizeof(*ret));
-			return -ESTALE;
-		}
-		/* Another request of the job is asking the issuer: its
-		 * credential is this one's too. */
-		if (pending_find(is, job, secret) < 0) {
-			slot = pending_claim(is, job, secret);
-			pthread_mutex_unlock(&is->lock);
-			break;
-		}
-		int w = cond_wait_until(&is->obtained, &is->lock, until);
-		pthread_mutex_unlock(&is->lock);
-		if (w < 0)
-			break;
-	}
-
-	if ((h = calloc(1, sizeof(*h))) == NULL) {
-		pending_done(is, slot);
+	*ret_undo = NULL;
+	*ret_kick = false;
+	if ((h = calloc(1, sizeof(*h))) == NULL)
 		return -ENOMEM;
-	}
-	snprintf(h->job, sizeof(h->job), "%s", job);
-	snprintf(h->secret, sizeof(h->secret), "%s", secret);
+	snprintf(h->job, sizeof(h->job), "%s", c->job);
+	snprintf(h->secret, sizeof(h->secret), "%s", c->secret);
 	snprintf(h->kind, sizeof(h->kind), "%s", kind);
-	snprintf(h->issuer, sizeof(h->issuer), "%s", issuer);
-	h->version = version;
+	snprintf(h->issuer, sizeof(h->issuer), "%s", issuers_issuer(c->cfg));
+	h->version = c->version;
 	r = strcmp(kind, ISSUER_OAUTH) == 0
-	    ? obtain_oauth(is, cfg, h, ret_status, why, whylen)
-	    : obtain_github(is, cfg, h, ret_status, why, whylen);
+	    ? obtain_oauth(is, c->cfg, h, ret_status, why, whylen)
+	    : obtain_github(is, c->cfg, h, ret_status, why, whylen);
 	if (r < 0) {
-		pending_done(is, slot);
 		atomic_fetch_add(&is->issue_failed, 1);
 		/* A credential obtained but not kept is ended. */
 		if (h->value != NULL && h->revoke_url != NULL)
-			json_decref(revoke_one(is, h, ISSUER_CALL_MS, &retry));
-		held_free(h);
-		OPENSSL_cleanse(ret, sizeof(*ret));
+			*ret_undo = h;
+		else
+			held_free(h);
 		return r;
 	}
 	atomic_fetch_add(&is->issued, 1);
 	h->refresh_at = refresh_at(now, h->expires);
-
-	/* Kept before it is given: a restart, or another broker, still
-	 * revokes it. Under the lock, so that a revoke here either sees
-	 * the row or left its tombstone first. */
+	/* Under the lock, so that a revoke here either sees the row or
+	 * left its tombstone first. */
 	r = row_seal(is, h, &row);
 	if (r == 0) {
 		pthread_mutex_lock(&is->lock);
-		row.revoking = tombstoned(is, job);
+		row.revoking = tombstoned(is, c->job);
 		r = is->st.put(is->st.arg, &row, &id);
 		if (r == 0 && row.revoking)
 			r = -ESTALE;
-		if (slot >= 0)
-			is->pending[slot].used = false;
-		pthread_cond_broadcast(&is->obtained);
 		pthread_mutex_unlock(&is->lock);
 		free(row.sealed);
-	} else
-		pending_done(is, slot);
+	}
 	if (r == 0) {
-		give(h, ret, true);
+		give(h, got, true);
 		held_free(h);
 		return 0;
 	}
@@ -1795,13 +1810,416 @@ issuers_release(struct issuers *is, const char *job, const char *secret,
 	    r == -ESTALE       ? "the job was revoked meanwhile"
 		: r == -ENOSPC ? "the broker holds too many credentials"
 			       : "the broker could not record the credential");
-	if (r == -ESTALE)
-		kick(is); /* the row is kept as revoking: the thread's */
-	else
-		json_decref(revoke_one(is, h, ISSUER_CALL_MS, &retry));
-	held_free(h);
-	OPENSSL_cleanse(ret, sizeof(*ret));
+	if (r == -ESTALE) {
+		*ret_kick = true; /* the row is kept as revoking */
+		held_free(h);
+	} else
+		*ret_undo = h;
 	return r == -ESTALE || r == -ENOSPC ? r : -EIO;
+}
+
+/* Ends a call that runs no more, its waiters taken. Under the lock. */
+static void
+call_drop(struct icall *c)
+{
+	wipe_json(c->cfg);
+	json_decref(c->cfg);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Unlists c's waiters: the list. Under the lock. */
+static struct issuers_wait *
+call_take_waiters(struct issuers *is, struct icall *c)
+{
+	struct issuers_wait *ws = c->waiters;
+
+	for (struct issuers_wait *w = ws; w != NULL; w = w->next)
+		is->waiting--;
+	c->waiters = NULL;
+	return ws;
+}
+
+/* Answers each waiter of ws with r (and why): not under the lock. */
+static void
+answer(struct issuers_wait *ws, int r, const struct issued *got, long status,
+    const char *why)
+{
+	bool first = true;
+
+	while (ws != NULL) {
+		struct issuers_wait *w = ws;
+
+		ws = w->next;
+		w->next = NULL;
+		w->result = r;
+		w->status = status;
+		snprintf(w->why, sizeof(w->why), "%s", why);
+		if (r == 0) {
+			w->got = *got;
+			/* One release tells of a new credential. */
+			w->got.fresh = got->fresh && first;
+			first = false;
+		} else
+			OPENSSL_cleanse(&w->got, sizeof(w->got));
+		w->done(w);
+	}
+}
+
+/* A worker's call: the credential held meanwhile, or the issuer's; then
+ * every release waiting on it is answered. */
+static void
+run_call(struct issuers *is, struct icall *c)
+{
+	struct issued *got = calloc(1, sizeof(*got));
+	char why[ISSUER_WHY_MAX] = "";
+	struct held *undo = NULL;
+	struct issuers_wait *ws;
+	bool kick_after = false, gone;
+	long status = 0;
+	int r;
+
+	if (got == NULL)
+		r = -ENOMEM;
+	else if (give_held(is, c->job, c->secret, c->version, got) == 0)
+		r = 0; /* obtained meanwhile: by a call just ended, or
+			* another broker */
+	else {
+		pthread_mutex_lock(&is->lock);
+		gone = tombstoned(is, c->job);
+		pthread_mutex_unlock(&is->lock);
+		if (gone) {
+			snprintf(why, sizeof(why), "the job is revoked");
+			r = -ESTALE;
+		} else
+			r = obtain(is, c, got, &status, why, sizeof(why), &undo,
+			    &kick_after);
+	}
+	pthread_mutex_lock(&is->lock);
+	ws = call_take_waiters(is, c);
+	/* Nobody is left to tell of a new credential: told here, so that
+	 * each one obtained is audited. */
+	json_t *issued = r == 0 && got->fresh && ws == NULL
+	    ? json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:s}", "job", c->job,
+		  "secret", c->secret, "version", (json_int_t)c->version,
+		  "kind", cfg_str(c->cfg, "kind"), "issuer",
+		  issuers_issuer(c->cfg), "expires", (json_int_t)got->expires,
+		  "actor", "broker")
+	    : NULL;
+	call_drop(c);
+	is->running--;
+	pthread_cond_broadcast(&is->queued); /* the job may run another */
+	pthread_mutex_unlock(&is->lock);
+	answer(ws, r, got, status, why);
+	if (issued != NULL && is->audit != NULL)
+		is->audit(is->audit_arg, "upstream_issued", issued);
+	else
+		json_decref(issued);
+	if (got != NULL) {
+		OPENSSL_cleanse(got, sizeof(*got));
+		free(got);
+	}
+	if (undo != NULL) {
+		bool retry;
+		json_decref(revoke_one(is, undo, ISSUER_CALL_MS, &retry));
+		held_free(undo);
+	}
+	if (kick_after)
+		kick(is);
+}
+
+/* How many of job's calls run now. Under the lock. */
+static unsigned
+job_running(const struct issuers *is, const char *job)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < CALLS_MAX; i++)
+		n += is->calls[i].used && is->calls[i].running &&
+		    strcmp(is->calls[i].job, job) == 0;
+	return n;
+}
+
+/* The oldest queued call with waiters whose job may run one more, or
+ * NULL; queued calls whose waiters all left are dropped. Under the
+ * lock. */
+static struct icall *
+call_next(struct issuers *is)
+{
+	struct icall *best = NULL;
+
+	for (size_t i = 0; i < CALLS_MAX; i++) {
+		struct icall *c = &is->calls[i];
+
+		if (!c->used || c->running)
+			continue;
+		if (c->waiters == NULL) {
+			call_drop(c);
+			continue;
+		}
+		if ((best == NULL || c->seq < best->seq) &&
+		    job_running(is, c->job) < ISSUER_JOB_CALLS)
+			best = c;
+	}
+	return best;
+}
+
+static void *
+call_main(void *arg)
+{
+	struct issuers *is = arg;
+	struct icall *c = NULL;
+
+	for (;;) {
+		pthread_mutex_lock(&is->lock);
+		while (!is->stopping && (c = call_next(is)) == NULL)
+			pthread_cond_wait(&is->queued, &is->lock);
+		if (is->stopping) {
+			pthread_mutex_unlock(&is->lock);
+			return NULL;
+		}
+		c->running = true;
+		is->running++;
+		pthread_mutex_unlock(&is->lock);
+		run_call(is, c);
+	}
+}
+
+/* Answers the waiters past their deadline, as they pass. */
+static void *
+timer_main(void *arg)
+{
+	struct issuers *is = arg;
+
+	pthread_mutex_lock(&is->lock);
+	while (!is->stopping) {
+		int64_t now = monotonic_ms(), next = now + 1000;
+		struct issuers_wait *late = NULL;
+
+		for (size_t i = 0; i < CALLS_MAX; i++) {
+			struct icall *c = &is->calls[i];
+
+			for (struct issuers_wait **p = &c->waiters;
+			     c->used && *p != NULL;) {
+				struct issuers_wait *w = *p;
+
+				if (w->deadline > now) {
+					if (w->deadline < next)
+						next = w->deadline;
+					p = &w->next;
+					continue;
+				}
+				*p = w->next;
+				is->waiting--;
+				/* Nobody else sees w now. */
+				snprintf(w->why, sizeof(w->why),
+				    c->running
+					? "no answer from the issuer in %d ms"
+					: "the broker's calls to issuers were "
+					  "all taken for %d ms",
+				    ISSUER_WAIT_MS);
+				w->next = late;
+				late = w;
+			}
+			/* Nobody waits for it: it is not made. */
+			if (c->used && !c->running && c->waiters == NULL)
+				call_drop(c);
+		}
+		if (late == NULL) {
+			(void)cond_wait_until(&is->tick, &is->lock, next);
+			continue;
+		}
+		pthread_mutex_unlock(&is->lock);
+		while (late != NULL) {
+			struct issuers_wait *w = late;
+
+			late = w->next;
+			w->next = NULL;
+			w->result = -ETIMEDOUT;
+			w->status = 0;
+			OPENSSL_cleanse(&w->got, sizeof(w->got));
+			atomic_fetch_add(&is->releases_timed_out, 1);
+			w->done(w);
+		}
+		pthread_mutex_lock(&is->lock);
+	}
+	pthread_mutex_unlock(&is->lock);
+	return NULL;
+}
+
+int
+issuers_release_queue(struct issuers *is, const char *job, const char *secret,
+    int64_t version, const json_t *cfg, struct issuers_wait *w)
+{
+	struct icall *c = NULL, *free_slot = NULL;
+	json_t *copy;
+	unsigned of_job = 0;
+	int r = 0;
+
+	w->why[0] = '\0';
+	w->next = NULL;
+	w->result = 0;
+	w->status = 0;
+	if (strlen(job) >= ID_MAX || strlen(secret) >= ID_MAX ||
+	    cfg_str(cfg, "kind") == NULL || issuers_issuer(cfg) == NULL) {
+		snprintf(w->why, sizeof(w->why),
+		    "the secret's configuration is broken");
+		return -EINVAL;
+	}
+	copy = json_deep_copy(cfg);
+	pthread_mutex_lock(&is->lock);
+	for (size_t i = 0; i < CALLS_MAX; i++) {
+		struct icall *k = &is->calls[i];
+
+		if (!k->used) {
+			if (free_slot == NULL)
+				free_slot = k;
+			continue;
+		}
+		if (strcmp(k->job, job) != 0)
+			continue;
+		for (const struct issuers_wait *x = k->waiters; x != NULL;
+		     x = x->next)
+			of_job++;
+		if (strcmp(k->secret, secret) == 0 && k->version == version)
+			c = k;
+	}
+	if (is->releases_stopped || is->stopping) {
+		snprintf(w->why, sizeof(w->why), "the broker is stopping");
+		r = -ESHUTDOWN;
+	} else if (is->waiting >= ISSUER_WAITERS_MAX) {
+		snprintf(w->why, sizeof(w->why),
+		    "%d releases wait for issuers already; retry later",
+		    ISSUER_WAITERS_MAX);
+		r = -EBUSY;
+	} else if (of_job >= ISSUER_JOB_WAITERS_MAX) {
+		snprintf(w->why, sizeof(w->why),
+		    "%d releases of job %s wait for issuers already; retry "
+		    "later",
+		    ISSUER_JOB_WAITERS_MAX, job);
+		r = -EBUSY;
+	} else if (c == NULL && free_slot == NULL) {
+		/* Not reached: a call queued has a waiter, and CALLS_MAX
+		 * leaves room for every worker's. */
+		snprintf(w->why, sizeof(w->why),
+		    "every call to issuers is taken; retry later");
+		r = -EBUSY;
+	} else if (c == NULL && copy == NULL) {
+		snprintf(w->why, sizeof(w->why), "out of memory");
+		r = -ENOMEM;
+	} else {
+		/* A call already asked for (queued or running): its answer
+		 * is this release's too. */
+		if (c == NULL) {
+			c = free_slot;
+			c->used = true;
+			c->seq = ++is->call_seq;
+			snprintf(c->job, sizeof(c->job), "%s", job);
+			snprintf(c->secret, sizeof(c->secret), "%s", secret);
+			c->version = version;
+			c->cfg = copy;
+			copy = NULL;
+			pthread_cond_broadcast(&is->queued);
+		}
+		w->deadline = monotonic_ms() + ISSUER_WAIT_MS;
+		w->next = c->waiters;
+		c->waiters = w;
+		is->waiting++;
+		pthread_cond_signal(&is->tick);
+	}
+	if (r == -EBUSY)
+		atomic_fetch_add(&is->releases_refused, 1);
+	pthread_mutex_unlock(&is->lock);
+	if (copy != NULL) {
+		wipe_json(copy);
+		json_decref(copy);
+	}
+	return r;
+}
+
+void
+issuers_stop_releases(struct issuers *is)
+{
+	struct issuers_wait *all = NULL;
+
+	pthread_mutex_lock(&is->lock);
+	is->releases_stopped = true;
+	for (size_t i = 0; i < CALLS_MAX; i++) {
+		struct icall *c = &is->calls[i];
+		struct issuers_wait *ws;
+
+		if (!c->used)
+			continue;
+		ws = call_take_waiters(is, c);
+		while (ws != NULL) {
+			struct issuers_wait *w = ws;
+			ws = w->next;
+			w->next = all;
+			all = w;
+		}
+		if (!c->running)
+			call_drop(c);
+	}
+	pthread_mutex_unlock(&is->lock);
+	answer(all, -ESHUTDOWN, NULL, 0, "the broker is stopping");
+}
+
+/* The waiter of issuers_release: a thread that waits. */
+struct sync_wait {
+	struct issuers_wait w;
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	bool done;
+};
+
+static void
+sync_done(struct issuers_wait *w)
+{
+	struct sync_wait *s = w->arg;
+
+	pthread_mutex_lock(&s->m);
+	s->done = true;
+	pthread_cond_signal(&s->c);
+	pthread_mutex_unlock(&s->m);
+}
+
+int
+issuers_release(struct issuers *is, const char *job, const char *secret,
+    int64_t version, const json_t *cfg, struct issued *ret, long *ret_status,
+    char *why, size_t whylen)
+{
+	struct sync_wait *s;
+	int r;
+
+	*ret_status = 0;
+	r = issuers_release_held(is, job, secret, version, cfg, ret, why,
+	    whylen);
+	if (r != -EAGAIN)
+		return r;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&s->m, NULL);
+	pthread_cond_init(&s->c, NULL);
+	s->w.done = sync_done;
+	s->w.arg = s;
+	r = issuers_release_queue(is, job, secret, version, cfg, &s->w);
+	if (r == 0) {
+		pthread_mutex_lock(&s->m);
+		while (!s->done)
+			pthread_cond_wait(&s->c, &s->m);
+		pthread_mutex_unlock(&s->m);
+		r = s->w.result;
+		*ret_status = s->w.status;
+		if (r == 0)
+			*ret = s->w.got;
+	}
+	snprintf(why, whylen, "%s", s->w.why);
+	if (r < 0)
+		OPENSSL_cleanse(ret, sizeof(*ret));
+	OPENSSL_cleanse(&s->w.got, sizeof(s->w.got));
+	pthread_cond_destroy(&s->c);
+	pthread_mutex_destroy(&s->m);
+	free(s);
+	return r;
 }
 
 /* The wait before attempt + 1, after attempt failed. */

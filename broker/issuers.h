@@ -150,7 +150,75 @@ struct issued {
 };
 
 /*
- * The credential of secret (version, configuration cfg) for job: the
+ * Releases whose credential must come from an issuer wait without a
+ * thread (the broker's HTTP threads are few): each is a waiter on the
+ * call for its (job, secret, version), made by one of ISSUER_WORKERS
+ * threads, at most ISSUER_JOB_CALLS of them for one job, oldest first;
+ * a second release of the same (job, secret, version) waits for the same
+ * call's answer. At most ISSUER_WAITERS_MAX releases wait at once, and
+ * ISSUER_JOB_WAITERS_MAX of one job; each waits ISSUER_WAIT_MS in all
+ * (the proxy's call to the broker gives up after 5 s), then is answered
+ * -ETIMEDOUT while its call, if one started, goes on: what it obtains is
+ * held for the next release.
+ */
+#define ISSUER_WORKERS 4
+#define ISSUER_JOB_CALLS 2
+#define ISSUER_WAITERS_MAX 128
+#define ISSUER_JOB_WAITERS_MAX 16
+#define ISSUER_WAIT_MS (2 * ISSUER_CALL_MS)
+#define ISSUER_WHY_MAX 240
+
+/* One release waiting for an issuer: the caller's memory, which must
+ * stay until done is called. */
+struct issuers_wait {
+	/* Set by the caller: called exactly once, from another thread (a
+	 * worker, the deadlines' thread, or issuers_stop_releases), once
+	 * the outcome below is filled in; the waiter is not touched after. */
+	void (*done)(struct issuers_wait *w);
+	void *arg;
+	/* The outcome, as issuers_release returns it (-ETIMEDOUT also when
+	 * ISSUER_WAIT_MS passed, -ESHUTDOWN when the broker stops). */
+	int result;
+	struct issued got;
+	long status;
+	char why[ISSUER_WHY_MAX];
+	/* issuers.c's. */
+	struct issuers_wait *next;
+	int64_t deadline;
+};
+
+/*
+ * The first half of a release, never calling an issuer: 0 with *ret the
+ * credential held for (job, secret, version) when it is not within its
+ * refresh margin; -EAGAIN when one must be obtained (issuers_release_queue
+ * next); -ESTALE when the job was revoked, -EINVAL a broken
+ * configuration (why says). ret is wiped unless 0.
+ */
+int issuers_release_held(struct issuers *is, const char *job,
+    const char *secret, int64_t version, const json_t *cfg, struct issued *ret,
+    char *why, size_t whylen);
+
+/*
+ * Queues w for the credential of (job, secret, version; configuration
+ * cfg, copied): 0, and w->done will be called once with the outcome, or
+ * at once -EBUSY (ISSUER_JOB_WAITERS_MAX of the job, or
+ * ISSUER_WAITERS_MAX in all, wait already: why says which), -ESHUTDOWN
+ * (stopping), -EINVAL, -ENOMEM; then done is never called. Whatever
+ * makes w visible to whoever is resumed by done must be done before.
+ */
+int issuers_release_queue(struct issuers *is, const char *job,
+    const char *secret, int64_t version, const json_t *cfg,
+    struct issuers_wait *w);
+
+/* Answers every waiting release -ESHUTDOWN now and every later one at
+ * once (the broker's stopping hook): the calls in flight end by their
+ * deadline, in issuers_close. */
+void issuers_stop_releases(struct issuers *is);
+
+/*
+ * The credential of secret (version, configuration cfg) for job, the
+ * calling thread waiting (for tools and tests; the broker's HTTP
+ * threads use issuers_release_held and issuers_release_queue): the
  * one held when it is not within its refresh margin of expiring,
  * otherwise a new one from the issuer. 0 with *ret filled, or:
  * -EPROTO the issuer refused (its HTTP status in *ret_status, its error
@@ -158,7 +226,8 @@ struct issued {
  * answered nonsense (why says which), -ESTALE the job was revoked while
  * the credential was obtained (it is revoked at once and not given),
  * -ENOSPC too many held, -EIO also when it could not be recorded in the
- * state file (it is revoked at once), -EINVAL a broken configuration. ret is wiped on
+ * state file (it is revoked at once), -EINVAL a broken configuration,
+ * -EBUSY and -ESHUTDOWN as issuers_release_queue. ret is wiped on
  * failure.
  */
 int issuers_release(struct issuers *is, const char *job, const char *secret,
@@ -190,6 +259,10 @@ int64_t issuers_pending(struct issuers *is);
 /* Counts since start, for /metrics. */
 struct issuers_counts {
 	uint64_t issued, issue_failed, revoked, revoke_failed;
+	/* Releases refused -EBUSY, and answered -ETIMEDOUT at their
+	 * deadline; releases waiting and calls in flight now. */
+	uint64_t releases_refused, releases_timed_out;
+	uint64_t releases_waiting, calls_in_flight;
 };
 void issuers_counts(struct issuers *is, struct issuers_counts *ret);
 

@@ -490,96 +490,216 @@ secrets_check_manifest(struct broker *b, const json_t *m, json_t *problems)
 	}
 }
 
-/*
- * The credential of an issuer's secret (configuration in value) for job,
- * written over value (cap bytes) with its length in *vlen: 0, or -1 once
- * the refusal is answered. Each credential obtained, and each attempt
- * that failed, is audited (name, version, job, kind, issuer; never a
- * value).
- */
-static int
-release_issued(struct broker *b, const char *job, const char *name,
-    int64_t version, char *value, size_t *vlen, size_t cap,
-    const char **ret_source, int64_t *ret_expires, struct http_response *res)
+/* Answers the value released for job (audited first, never a value):
+ * source "static" or the issuer's kind, expires 0 when none. */
+static void
+reply_value(struct broker *b, struct http_request *req,
+    struct http_response *res, const char *job, const char *name,
+    int64_t version, const char *value, size_t vlen, const char *source,
+    int64_t expires)
 {
-	json_t *cfg = issuer_config(value, *vlen);
-	struct issued *got = calloc(1, sizeof(*got));
-	char why[240];
-	long status = 0;
-	int r;
+	int r =
+	    store_secret_released(b->store, name, version, job, actor_of(req));
 
-	OPENSSL_cleanse(value, cap);
-	if (cfg == NULL || got == NULL) {
-		json_decref(cfg);
-		free(got);
-		http_reply_error(res, 500, "secret_unusable",
-		    "secret %s holds no issuer configuration this broker "
-		    "reads: PUT it again",
-		    name);
-		return -1;
-	}
-	const char *kind =
-	    strcmp(json_string_value(json_object_get(cfg, "kind")) ?: "",
-		ISSUER_OAUTH) == 0
-	    ? ISSUER_OAUTH
-	    : ISSUER_GITHUB;
-	json_t *audit = json_pack("{s:s, s:s, s:I, s:s, s:s}", "job", job,
-	    "secret", name, "version", (json_int_t)version, "kind", kind,
-	    "issuer", issuers_issuer(cfg) ?: "");
-	r = issuers_release(b->issuers, job, name, version, cfg, got, &status,
-	    why, sizeof(why));
-	wipe_json(cfg);
-	json_decref(cfg);
 	if (r < 0) {
-		if (audit != NULL) {
-			json_object_set_new(audit, "error", json_string(why));
-			if (status != 0)
-				json_object_set_new(audit, "status",
-				    json_integer(status));
-			store_audit_async(b->store, "upstream_issue_failed",
-			    audit);
-		}
-		log_warn("upstream_issue_failed", "{s:s, s:s, s:s, s:s}", "job",
-		    job, "secret", name, "kind", kind, "error", why);
-		free(got);
-		if (r == -ESTALE)
-			http_reply_error(res, 409, "job_not_running",
-			    "job %s was revoked meanwhile: nothing released",
-			    job);
-		else if (r == -EPROTO)
-			http_reply_error(res, 502, "issuer_refused",
-			    "the issuer of secret %s refused: %s", name, why);
-		else if (r == -EIO)
-			http_reply_error(res, 502, "issuer_failed",
-			    "the issuer of secret %s failed: %s", name, why);
-		else if (r == -ECONNREFUSED || r == -ETIMEDOUT || r == -ENOSPC)
-			http_reply_error(res, 503, "issuer_unavailable",
-			    "the issuer of secret %s is not reachable: %s",
-			    name, why);
-		else
-			http_reply_error(res, 500, "secret_unusable",
-			    "secret %s: %s", name,
-			    why[0] != '\0' ? why : strerror(-r));
-		return -1;
+		reply_store_error(b, res, r);
+		return;
 	}
+	log_info("secret_released", "{s:s, s:s, s:I}", "job", job, "secret",
+	    name, "version", (json_int_t)version);
+	json_t *out = json_pack("{s:s, s:s, s:I, s:s%, s:s}", "job", job,
+	    "secret", name, "version", (json_int_t)version, "value", value,
+	    vlen, "source", source);
+	if (out != NULL && expires != 0)
+		json_object_set_new(out, "expires", json_integer(expires));
+	http_reply_json(res, 200, out);
+}
+
+/* The issuer's kind as the audit and the answer's source say it. */
+static const char *
+kind_of(const json_t *audit)
+{
+	const char *k = json_string_value(json_object_get(audit, "kind"));
+
+	return k != NULL && strcmp(k, ISSUER_OAUTH) == 0 ? ISSUER_OAUTH
+							 : ISSUER_GITHUB;
+}
+
+/* Answers the credential an issuer gave (a new one audited as
+ * upstream_issued); takes audit. */
+static void
+reply_issued(struct broker *b, struct http_request *req,
+    struct http_response *res, json_t *audit, const struct issued *got,
+    int64_t version)
+{
+	const char *job = http_request_param(req, 0);
+	const char *name = http_request_param(req, 1);
+	const char *kind = kind_of(audit);
+
 	if (got->fresh && audit != NULL) {
 		if (got->expires != 0)
 			json_object_set_new(audit, "expires",
 			    json_integer(got->expires));
-		store_audit_async(b->store, "upstream_issued", audit);
-		audit = NULL;
 		log_info("upstream_issued", "{s:s, s:s, s:I, s:s}", "job", job,
 		    "secret", name, "version", (json_int_t)version, "kind",
 		    kind);
+		store_audit_async(b->store, "upstream_issued", audit);
+		audit = NULL;
 	}
+	reply_value(b, req, res, job, name, version, got->value, got->len, kind,
+	    got->expires);
 	json_decref(audit);
-	memcpy(value, got->value, got->len + 1);
-	*vlen = got->len;
-	*ret_source = kind;
-	*ret_expires = got->expires;
-	OPENSSL_cleanse(got, sizeof(*got));
-	free(got);
-	return 0;
+}
+
+/* Answers a release an issuer's credential was not given to (r as
+ * issuers_release says it), audited but for a full queue or a stop;
+ * takes audit. */
+static void
+reply_not_issued(struct broker *b, struct http_request *req,
+    struct http_response *res, json_t *audit, int r, long status,
+    const char *why)
+{
+	const char *job = http_request_param(req, 0);
+	const char *name = http_request_param(req, 1);
+
+	/* Refused before any issuer was asked: counted, not audited (a
+	 * job in a loop would fill the audit). */
+	if (r == -EBUSY || r == -ESHUTDOWN) {
+		json_decref(audit);
+		if (r == -EBUSY)
+			http_reply_error(res, 503, "issuer_busy",
+			    "secret %s not released: %s", name, why);
+		else
+			http_reply_error(res, 503, "broker_stopping",
+			    "the broker is stopping: secret %s not released; "
+			    "ask another broker or again",
+			    name);
+		http_reply_header(res, "Retry-After", "1");
+		return;
+	}
+	if (audit != NULL) {
+		json_object_set_new(audit, "error", json_string(why));
+		if (status != 0)
+			json_object_set_new(audit, "status",
+			    json_integer(status));
+		store_audit_async(b->store, "upstream_issue_failed", audit);
+	}
+	log_warn("upstream_issue_failed", "{s:s, s:s, s:s, s:s}", "job", job,
+	    "secret", name, "kind", kind_of(audit), "error", why);
+	if (r == -ESTALE)
+		http_reply_error(res, 409, "job_not_running",
+		    "job %s was revoked meanwhile: nothing released", job);
+	else if (r == -EPROTO)
+		http_reply_error(res, 502, "issuer_refused",
+		    "the issuer of secret %s refused: %s", name, why);
+	else if (r == -EIO)
+		http_reply_error(res, 502, "issuer_failed",
+		    "the issuer of secret %s failed: %s", name, why);
+	else if (r == -ECONNREFUSED || r == -ETIMEDOUT || r == -ENOSPC) {
+		http_reply_error(res, 503, "issuer_unavailable",
+		    "the issuer of secret %s is not reachable: %s", name, why);
+		http_reply_header(res, "Retry-After", "2");
+	} else
+		http_reply_error(res, 500, "secret_unusable", "secret %s: %s",
+		    name, why[0] != '\0' ? why : strerror(-r));
+}
+
+/* A release waiting for its issuer (deferred): its waiter and what its
+ * answer needs. */
+struct release_state {
+	struct issuers_wait w;
+	struct http_request *req;
+	int64_t version;
+	json_t *audit;
+};
+
+static void
+release_state_free(void *p)
+{
+	struct release_state *st = p;
+
+	OPENSSL_cleanse(&st->w.got, sizeof(st->w.got));
+	json_decref(st->audit);
+	free(st);
+}
+
+/* The issuers' answer (a worker's thread, or the deadlines'): the
+ * request is handled again. */
+static void
+release_resumed(struct issuers_wait *w)
+{
+	struct release_state *st = w->arg;
+
+	http_request_resume(st->req);
+}
+
+/*
+ * The credential of an issuer's secret (configuration in value, vlen
+ * bytes of cap, wiped here) for the request's job: answered now when one
+ * is held or none may be had, otherwise the request is deferred while a
+ * worker of issuers.c asks the issuer (no HTTP thread waits) and
+ * answered when it is resumed. Each credential obtained, and each
+ * attempt that failed, is audited (name, version, job, kind, issuer;
+ * never a value).
+ */
+static void
+release_issued(struct broker *b, struct http_request *req,
+    struct http_response *res, int64_t version, char *value, size_t vlen,
+    size_t cap)
+{
+	const char *job = http_request_param(req, 0);
+	const char *name = http_request_param(req, 1);
+	json_t *cfg = issuer_config(value, vlen);
+	struct release_state *st = calloc(1, sizeof(*st));
+	char why[ISSUER_WHY_MAX];
+	json_t *audit;
+	int r;
+
+	OPENSSL_cleanse(value, cap);
+	if (cfg == NULL || st == NULL) {
+		json_decref(cfg);
+		free(st);
+		http_reply_error(res, 500, "secret_unusable",
+		    "secret %s holds no issuer configuration this broker "
+		    "reads: PUT it again",
+		    name);
+		return;
+	}
+	audit = json_pack("{s:s, s:s, s:I, s:s, s:s}", "job", job, "secret",
+	    name, "version", (json_int_t)version, "kind",
+	    strcmp(json_string_value(json_object_get(cfg, "kind")) ?: "",
+		ISSUER_OAUTH) == 0
+		? ISSUER_OAUTH
+		: ISSUER_GITHUB,
+	    "issuer", issuers_issuer(cfg) ?: "");
+	r = issuers_release_held(b->issuers, job, name, version, cfg,
+	    &st->w.got, why, sizeof(why));
+	if (r == -EAGAIN) {
+		st->req = req;
+		st->version = version;
+		st->audit = audit;
+		st->w.done = release_resumed;
+		st->w.arg = st;
+		/* The request's now; deferred before any worker may resume
+		 * it, and not touched here after it is queued. */
+		http_request_set_state(req, st, release_state_free);
+		http_request_defer(req);
+		r = issuers_release_queue(b->issuers, job, name, version, cfg,
+		    &st->w);
+		if (r < 0) {
+			st->w.result = r;
+			http_request_resume(req);
+		}
+	} else {
+		if (r == 0)
+			reply_issued(b, req, res, audit, &st->w.got, version);
+		else
+			reply_not_issued(b, req, res, audit, r, 0, why);
+		OPENSSL_cleanse(&st->w.got, sizeof(st->w.got));
+		free(st);
+	}
+	wipe_json(cfg);
+	json_decref(cfg);
 }
 
 void
@@ -588,16 +708,28 @@ secrets_release(void *ctx, struct http_request *req, struct http_response *res)
 	struct broker *b = ctx;
 	const char *id = http_request_param(req, 0);
 	const char *name = http_request_param(req, 1);
+	struct release_state *st = http_request_state(req);
 	struct manifest_version mv = { .body = NULL };
 	struct secret_meta m;
 	unsigned char *sealed = NULL;
 	char value[SECRETS_VALUE_MAX + 1];
 	size_t slen = 0, vlen = 0;
-	const char *source = "static";
-	int64_t expires = 0;
 	struct job j;
 	int r;
 
+	if (st != NULL) { /* resumed: the issuers' answer */
+		json_t *audit = st->audit;
+
+		st->audit = NULL;
+		if (st->w.result == 0)
+			reply_issued(b, req, res, audit, &st->w.got,
+			    st->version);
+		else
+			reply_not_issued(b, req, res, audit, st->w.result,
+			    st->w.status, st->w.why);
+		OPENSSL_cleanse(&st->w.got, sizeof(st->w.got));
+		return;
+	}
 	if ((r = store_job_get(b->store, id, &j, NULL)) == 0)
 		r = store_manifest_get(b->store, j.manifest, j.manifest_version,
 		    &mv);
@@ -631,44 +763,30 @@ secrets_release(void *ctx, struct http_request *req, struct http_response *res)
 		http_reply_error(res, 404, "unknown_secret", "no such secret");
 		return;
 	}
-	if (r == 0) {
-		r = secrets_unseal(b->secrets_key, name, m.version, sealed,
-		    slen, value, sizeof(value), &vlen);
-		free(sealed);
-		if (r < 0) {
-			log_error("secret_unseal_failed", "{s:s, s:I}",
-			    "secret", name, "version", (json_int_t)m.version);
-			http_reply_error(res, 500, "secret_unsealable",
-			    "secret %s does not open with this broker's key "
-			    "(%s): nothing released",
-			    name, SECRETS_KEY_FILE);
-			return;
-		}
-		/* An issuer's secret: its credential for this job is what
-		 * is released, never the configuration. */
-		if (is_issuer(value, vlen) &&
-		    release_issued(b, j.id, name, m.version, value, &vlen,
-			sizeof(value), &source, &expires, res) < 0) {
-			OPENSSL_cleanse(value, sizeof(value));
-			return;
-		}
-		/* Audited before a byte of the value leaves. */
-		r = store_secret_released(b->store, name, m.version, j.id,
-		    actor_of(req));
-	}
 	if (r < 0) {
-		OPENSSL_cleanse(value, sizeof(value));
 		reply_store_error(b, res, r);
 		return;
 	}
-	log_info("secret_released", "{s:s, s:s, s:I}", "job", j.id, "secret",
-	    name, "version", (json_int_t)m.version);
-	json_t *out = json_pack("{s:s, s:s, s:I, s:s%, s:s}", "job", j.id,
-	    "secret", name, "version", (json_int_t)m.version, "value", value,
-	    vlen, "source", source);
-	if (out != NULL && expires != 0)
-		json_object_set_new(out, "expires", json_integer(expires));
-	http_reply_json(res, 200, out);
+	r = secrets_unseal(b->secrets_key, name, m.version, sealed, slen, value,
+	    sizeof(value), &vlen);
+	free(sealed);
+	if (r < 0) {
+		log_error("secret_unseal_failed", "{s:s, s:I}", "secret", name,
+		    "version", (json_int_t)m.version);
+		http_reply_error(res, 500, "secret_unsealable",
+		    "secret %s does not open with this broker's key (%s): "
+		    "nothing released",
+		    name, SECRETS_KEY_FILE);
+		return;
+	}
+	/* An issuer's secret: its credential for this job is what is
+	 * released, never the configuration. */
+	if (is_issuer(value, vlen))
+		release_issued(b, req, res, m.version, value, vlen,
+		    sizeof(value));
+	else
+		reply_value(b, req, res, j.id, name, m.version, value, vlen,
+		    "static", 0);
 	OPENSSL_cleanse(value, sizeof(value));
 }
 
@@ -727,7 +845,7 @@ issuers_audited(void *arg, const char *event, json_t *detail)
 		    json_object_get(detail, "attempt"), "error",
 		    json_object_get(detail, "error"));
 	else
-		log_info(event, "{s:O, s:O, s:O}", "job",
+		log_info(event, "{s:O, s:O, s:O?}", "job",
 		    json_object_get(detail, "job"), "secret",
 		    json_object_get(detail, "secret"), "attempt",
 		    json_object_get(detail, "attempt"));
