@@ -478,7 +478,7 @@ main(int argc, char **argv)
 		    .head_timeout_ms = 10000,
 		    .closed_job_linger_s = 600,
 		    .inject_cache_s = 30,
-		    .token_cache_s = 0 } };
+		    .token_cache_s = 5 } };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;

@@ -31,11 +31,12 @@ static char admin[128], launcher[128], verifier[128];
 static char job[64], channel[300];
 
 /* Starts the broker, an upstream and a proxy whose cache keeps an answer
- * cache_s seconds; puts the manifest and opens a job's channel. */
+ * cache_s seconds (-1: the proxy's default); puts the manifest and opens
+ * a job's channel. */
 static void
 start(int cache_s)
 {
-	char cfg[2048], dir[300], path[400], hostsf[400];
+	char cfg[2048], dir[300], path[400], hostsf[400], cache[64] = "";
 	json_t *m, *j;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -50,12 +51,14 @@ start(int cache_s)
 	harness_write_file(hostsf, "127.0.0.1 api.test\n");
 	snprintf(path, sizeof(path), "%s/verifier.key", dir);
 	harness_write_file(path, verifier);
+	if (cache_s >= 0)
+		snprintf(cache, sizeof(cache), ", \"token_cache_seconds\": %d",
+		    cache_s);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
 	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
-	    "\"hosts_file\": \"%s\", \"follower\": \"tokcache-test\", "
-	    "\"token_cache_seconds\": %d}",
-	    broker.base, path, broker.dir, hostsf, cache_s);
+	    "\"hosts_file\": \"%s\", \"follower\": \"tokcache-test\"%s}",
+	    broker.base, path, broker.dir, hostsf, cache);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 
 	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}], "
@@ -236,6 +239,33 @@ START_TEST(many_requests_on_one_connection_introspect_once)
 	ck_assert_int_eq(http_status(resp), 200);
 	free(resp);
 	ck_assert_uint_eq(introspections() - before, 1);
+	close(fd);
+	free(tok);
+	teardown();
+}
+END_TEST
+
+START_TEST(the_cache_is_on_by_default)
+{
+	char *tok, *resp;
+	int fd;
+
+	start(-1);
+	tok = mint(0);
+	fd = unix_connect(channel);
+	ck_assert_int_ge(fd, 0);
+	/* A request right after another is judged from the cache (5 s by
+	 * default): with it off, none ever is. */
+	for (int i = 0; i < 10 &&
+	     metric(&proxy, "cordon_proxy_token_cache_hits_total") == 0;
+	     i++) {
+		resp = use(fd, tok);
+		ck_assert_msg(http_status(resp) == 200, "request %d: %.300s", i,
+		    resp);
+		free(resp);
+	}
+	ck_assert_msg(metric(&proxy, "cordon_proxy_token_cache_hits_total") > 0,
+	    "10 requests, none judged from the cache: it is off by default");
 	close(fd);
 	free(tok);
 	teardown();
@@ -438,6 +468,7 @@ main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, many_requests_on_one_connection_introspect_once);
+	tcase_add_test(tc, the_cache_is_on_by_default);
 	tcase_add_test(tc,
 	    a_job_revoked_at_the_broker_is_cut_before_it_returns);
 	tcase_add_test(tc,
