@@ -48,9 +48,10 @@ put_manifest(const char *name, int output_kb)
 }
 
 /* serve's configuration: the stack's launcher's, a callback key, and
- * callback_allow as allow (a JSON array). */
+ * callback_allow as allow (a JSON array), then more (", \"key\": v" or
+ * ""). */
 static const char *
-config_with(const char *allow)
+config_more(const char *allow, const char *more)
 {
 	char path[400];
 	FILE *f;
@@ -66,9 +67,15 @@ config_with(const char *allow)
 		n--;
 	ck_assert_int_gt(n, 0);
 	snprintf(serve_cfg + n - 1, sizeof(serve_cfg) - n + 1,
-	    ", \"callback_key_file\": \"%s\", \"callback_allow\": %s}", path,
-	    allow);
+	    ", \"callback_key_file\": \"%s\", \"callback_allow\": %s%s}", path,
+	    allow, more);
 	return serve_cfg;
+}
+
+static const char *
+config_with(const char *allow)
+{
+	return config_more(allow, "");
 }
 
 static void
@@ -605,6 +612,74 @@ START_TEST(a_callback_refused_at_a_sigterm_is_sent_after_the_restart)
 }
 END_TEST
 
+/* A forgotten job's record goes only once its patch has (here the
+ * patch's name is a directory, which unlink refuses): no patch of
+ * serve's is left that no record names; a later start removes both. */
+START_TEST(a_record_stays_until_its_patch_is_removed)
+{
+	char path[160], pa[600], rec[700], name[100], *a, *b;
+	struct stat sb;
+	long status;
+	json_t *j;
+
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+	snprintf(path, sizeof(path), "%s/config.json", serve.dir);
+	harness_write_file(path,
+	    config_more("[]",
+		", \"serve_keep_jobs\": 1, \"serve_keep_seconds\": 0"));
+	ck_assert_int_eq(daemon_restart(&serve), 0);
+	j = post_job("keep-job", "echo a > repo/A.md", NULL);
+	a = job_id(j);
+	json_decref(j);
+	json_decref(wait_state(a, "done"));
+	snprintf(pa, sizeof(pa), "%s/state/%s.patch", st.launcher_dir, a);
+	ck_assert_int_eq(unlink(pa), 0);
+	ck_assert_int_eq(mkdir(pa, 0700), 0);
+	j = post_job("keep-job", "true", NULL);
+	b = job_id(j);
+	json_decref(j);
+	json_decref(wait_state(b, "done"));
+	snprintf(path, sizeof(path), "/v1/jobs/%s", a);
+	for (int i = 0; i < 100; i++) {
+		free(get_raw(path, &status));
+		if (status == 404)
+			break;
+		usleep(100 * 1000);
+	}
+	ck_assert_int_eq(status, 404);
+	/* A stop writes every record asked for first. */
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+	snprintf(name, sizeof(name), "%s.json", a);
+	kept_path(rec, sizeof(rec), name);
+	ck_assert_msg(stat(rec, &sb) == 0,
+	    "%s removed while its patch %s is still there", rec, pa);
+	json_t *lines = daemon_log_lines(&serve), *l;
+	size_t k;
+	bool logged = false;
+	json_array_foreach(lines, k, l)
+	{
+		const char *ev = json_string_value(json_object_get(l, "event"));
+		const char *job = json_string_value(json_object_get(l, "job"));
+		logged |= ev != NULL && strcmp(ev, "patch_not_removed") == 0 &&
+		    job != NULL && strcmp(job, a) == 0;
+	}
+	json_decref(lines);
+	ck_assert_msg(logged, "no patch_not_removed for %s", a);
+
+	/* The patch removable again: the next start removes it, then the
+	 * record. */
+	ck_assert_int_eq(rmdir(pa), 0);
+	harness_write_file(pa, "diff\n");
+	ck_assert_int_eq(daemon_restart(&serve), 0);
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+	ck_assert_msg(stat(pa, &sb) < 0, "%s outlived its record", pa);
+	ck_assert_msg(stat(rec, &sb) < 0, "%s outlived its patch", rec);
+	ck_assert_int_eq(daemon_restart(&serve), 0);
+	free(a);
+	free(b);
+}
+END_TEST
+
 /* At start serve removes the output files no record names, its own by
  * name and owner, and only those. */
 START_TEST(orphaned_outputs_are_swept_and_only_serves)
@@ -684,6 +759,7 @@ suite(void)
 	    a_callback_refused_at_a_sigterm_is_sent_after_the_restart);
 	tcase_add_test(tc, a_callback_survives_a_sigterm_and_is_judged_again);
 	tcase_add_test(tc, orphaned_outputs_are_swept_and_only_serves);
+	tcase_add_test(tc, a_record_stays_until_its_patch_is_removed);
 	suite_add_tcase(s, tc);
 	return s;
 }
