@@ -35,6 +35,8 @@
 
 /* What the hatch waits beyond the deadline for the helper's answer. */
 #define GRACE_S 5
+/* What the hatch waits at its stop for the helper to exit on its own. */
+#define STOP_WAIT_MS 2000
 #define JOB_MAX 128
 
 /* The helper keeps these; a worker gives up CAP_SYS_CHROOT once in its
@@ -801,9 +803,24 @@ sealer_stop(struct sealer *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-	if (s->pid > 0) {
-		while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		s->pid = 0;
+	if (s->pid <= 1)
+		return;
+	/* It exits once its pair closes; one that hangs (stopped, stuck in
+	 * a seal) is killed after STOP_WAIT_MS, so that it never holds the
+	 * hatch's exit. */
+	for (int waited = 0;; waited += 10) {
+		pid_t r = waitpid(s->pid, NULL, WNOHANG);
+		struct timespec t = { 0, 10 * 1000 * 1000 };
+
+		if (r == s->pid || (r < 0 && errno != EINTR))
+			break;
+		if (waited >= STOP_WAIT_MS) {
+			(void)kill(s->pid, SIGKILL);
+			while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			break;
+		}
+		(void)nanosleep(&t, NULL);
 	}
+	s->pid = 0;
 }

@@ -82,8 +82,9 @@ int sealer_seal(struct sealer *s, int dir_fd, const char *job, int output_fd,
  */
 bool sealer_gone(struct sealer *s);
 
-/* Closes the pair and reaps the helper (it exits when the pair closes).
- * Safe on a sealer never started or already stopped. */
+/* Closes the pair and reaps the helper (it exits when the pair closes;
+ * one that has not within 2 s, hung, is killed). Safe on a sealer never
+ * started or already stopped. */
 void sealer_stop(struct sealer *s);
 
 /*

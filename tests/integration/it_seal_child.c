@@ -504,6 +504,21 @@ START_TEST(a_helper_dead_while_idle_stops_the_hatch)
 }
 END_TEST
 
+/* A helper that hangs when the hatch is told to stop does not hold the
+ * hatch: it is killed, and the hatch exits 0. */
+START_TEST(a_hung_helper_does_not_hold_the_hatch_at_stop)
+{
+	pid_t helper = only_child(hatch.pid);
+
+	ck_assert_msg(helper > 1, "the hatch has no one child (its sealer)");
+	ck_assert_int_eq(kill(helper, SIGSTOP), 0);
+	ck_assert_int_eq(daemon_stop(&hatch), 0);
+	ck_assert_msg(exited(helper), "the hung sealer %d is still there",
+	    (int)helper);
+	ck_assert_int_eq(daemon_restart(&hatch), 0);
+}
+END_TEST
+
 /* An opaque directory (a directory the job removed and made again) is
  * read by the worker before it gives CAP_SYS_ADMIN up: what lower had
  * there comes out deleted. */
@@ -651,6 +666,7 @@ seal_child_suite(void)
 	tcase_add_test(tc, a_helper_killed_stops_the_hatch_for_a_new_one);
 	tcase_add_test(tc, a_helper_dead_while_idle_stops_the_hatch);
 	tcase_add_test(tc, an_opaque_directory_seals_as_the_overlay_shows_it);
+	tcase_add_test(tc, a_hung_helper_does_not_hold_the_hatch_at_stop);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(dl, start_deadline, stop);
 	tcase_add_test(dl, a_hung_worker_is_killed_at_the_seal_deadline);
