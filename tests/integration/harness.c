@@ -626,6 +626,28 @@ harness_broker_key(const struct daemon *broker, const char *role, char *out,
 	    path);
 }
 
+const char *
+harness_key_sha256(const char *path)
+{
+	static char sha[SHA256_HEX_LEN + 1];
+	char key[256];
+
+	ck_assert_msg(harness_read_line(path, key, sizeof(key)) == 0,
+	    "no key %s", path);
+	sha256_hex(key, strlen(key), sha);
+	return sha;
+}
+
+const char *
+harness_launcher_sha256(const struct daemon *broker)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/var/broker/keys/launcher.key",
+	    broker->dir);
+	return harness_key_sha256(path);
+}
+
 void
 stack_start(struct stack *s, const struct stack_options *o)
 {

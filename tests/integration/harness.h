@@ -97,6 +97,13 @@ void harness_write_file(const char *path, const char *text);
 
 /* The broker's key for role ("admin", "launcher", "verifier"), as it
  * wrote it under its state directory: asserted to be there. */
+/* The SHA-256 (hex) of the key in the file at path, as a proxy's
+ * launcher_key_sha256 takes it: a static buffer, until the next call. */
+const char *harness_key_sha256(const char *path);
+/* harness_key_sha256 of broker's launcher key: what a test's proxy is
+ * given instead of the key file. */
+const char *harness_launcher_sha256(const struct daemon *broker);
+
 void harness_broker_key(const struct daemon *broker, const char *role,
     char *out, size_t len);
 

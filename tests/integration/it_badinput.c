@@ -1408,9 +1408,9 @@ setup(void)
 	harness_write_file(path, keys[VERIFIER]);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"launcher_key_sha256\": \"%s\", "
 	    "\"follower\": \"badinput\"}",
-	    b->base, path, b->dir);
+	    b->base, path, harness_launcher_sha256(b));
 	ck_assert_int_eq(daemon_start(&daemons[PROXY], "proxy", cfg), 0);
 
 	snprintf(roots, sizeof(roots), "%s", harness_tmpdir());

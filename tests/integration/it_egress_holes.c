@@ -49,10 +49,10 @@ start_proxy(void)
 	harness_write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"launcher_key_sha256\": \"%s\", "
 	    "\"hosts_file\": \"%s\", \"upstream_ca_file\": \"%s/ca.pem\", "
 	    "\"follower\": \"holes-test\", \"head_timeout_ms\": 5000}",
-	    broker.base, path, broker.dir, hostsf, cadir);
+	    broker.base, path, harness_launcher_sha256(&broker), hostsf, cadir);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 }
 

@@ -64,6 +64,16 @@ broker_config(char *out, size_t len)
 	    F.url, F.dir, F.dir);
 }
 
+/* The fleet's launcher key by its hash, as its proxies know it. */
+static const char *
+fleet_launcher_sha256(void)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/keys/launcher.key", F.dir);
+	return harness_key_sha256(path);
+}
+
 /* A proxy named name whose "broker" setting is the JSON value brokers. */
 static void
 proxy_start_with(struct daemon *p, const char *brokers, const char *name)
@@ -75,9 +85,9 @@ proxy_start_with(struct daemon *p, const char *brokers, const char *name)
 	snprintf(vkey, sizeof(vkey), "%s/keys/verifier.key", F.dir);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": %s, \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/keys/launcher.key\", \"hosts_file\": "
+	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": "
 	    "\"%s\", \"follower\": \"%s\"}",
-	    brokers, vkey, F.dir, hosts, name);
+	    brokers, vkey, fleet_launcher_sha256(), hosts, name);
 	ck_assert_int_eq(daemon_start(p, "proxy", cfg), 0);
 }
 

@@ -240,6 +240,16 @@ host_broker(struct host *h)
 	host_daemon(h, &h->broker, "broker", cfg);
 }
 
+/* The fleet's launcher key by its hash, as its proxies know it. */
+static const char *
+fleet_launcher_sha256(void)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/keys/launcher.key", F.dir);
+	return harness_key_sha256(path);
+}
+
 /* The proxy, hatch and launcher configuration of h, once both brokers
  * run: each names its own broker first. */
 static void
@@ -253,9 +263,9 @@ host_clients(struct host *h, const struct host *other)
 	harness_write_file(hosts, "");
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": %s, \"broker_key_file\": \"%s/keys/verifier.key\", "
-	    "\"launcher_key_file\": \"%s/keys/launcher.key\", \"hosts_file\": "
+	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": "
 	    "\"%s\", \"follower\": \"%s\"}",
-	    brokers, F.dir, F.dir, hosts, h->name);
+	    brokers, F.dir, fleet_launcher_sha256(), hosts, h->name);
 	host_daemon(h, &h->proxy, "proxy", cfg);
 
 	snprintf(h->inputs, sizeof(h->inputs), "%s", harness_tmpdir());

@@ -318,9 +318,9 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 	harness_write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"launcher_key_sha256\": \"%s\", "
 	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-inject\"}",
-	    broker.base, path, broker.dir, hostsf);
+	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 
 	json_decref(put_secret("/v1/secrets/up-key", value1, 200));
@@ -493,9 +493,9 @@ START_TEST(a_templated_path_binds_the_tokens_param)
 	harness_write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"launcher_key_sha256\": \"%s\", "
 	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-bound\"}",
-	    broker.base, path, broker.dir, hostsf);
+	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 	json_decref(put_secret("/v1/secrets/up-key", value1, 200));
 
@@ -592,9 +592,9 @@ START_TEST(a_templated_query_binds_the_tokens_param)
 	harness_write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"launcher_key_sha256\": \"%s\", "
 	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-qbound\"}",
-	    broker.base, path, broker.dir, hostsf);
+	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 	json_decref(put_secret("/v1/secrets/up-key", value1, 200));
 
@@ -694,10 +694,10 @@ START_TEST(released_values_are_cached_per_job_and_forgotten)
 	harness_write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"launcher_key_sha256\": \"%s\", "
 	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-cache\", "
 	    "\"inject_cache_seconds\": 2}",
-	    broker.base, path, broker.dir, hostsf);
+	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 	json_decref(put_secret("/v1/secrets/up-key", value1, 200));
 	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
