@@ -12,6 +12,8 @@
 #   .../wwwauth   401 with WWW-Authenticate quoting V
 #   .../fields    200 with X-Echo: V (HEAD: the fields alone)
 #   .../reason    401 with V as the status line's reason phrase
+#   .../trunc     400 quoting the first 200 bytes of the request's head, as
+#                 an error page that cuts what it quotes
 #   .../echo      200 with the request's own head (and body: a POST, PUT or
 #                 PATCH's Content-Length is read; other methods' bodies
 #                 are not, as a server that expects none there)
@@ -73,6 +75,9 @@ class H(socketserver.BaseRequestHandler):
             return plain(b"ok\n", extra=b"X-Echo: " + v + b"\r\n")
         if target.endswith(b"/reason"):
             return plain(b"no\n", b"401 bad key " + v)
+        if b"/trunc" in target:
+            return plain(b"bad request: " + head[:200] + b"\n",
+                         b"400 Bad Request")
         if target.endswith(b"/echo"):
             return plain(b"echo: " + head + body)
         if target.endswith(b"/last"):
