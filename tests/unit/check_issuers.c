@@ -10,7 +10,11 @@
  * still alive, a release after the revoke refused without asking the
  * issuer, requests at once served by one call to the issuer, what is
  * held kept sealed in a state file across a restart, an issuer
- * that is not there told as refused connections, and the counts.
+ * that is not there told as refused connections, and the counts. The
+ * releases' queue: a job's calls at most ISSUER_JOB_CALLS at once, its
+ * waiters at most ISSUER_JOB_WAITERS_MAX (then -EBUSY, another job not
+ * refused), all answered by one call, and a stop answering every waiter
+ * -ESHUTDOWN at once.
  */
 #include "issuer_http.h"
 #include "issuers.h"
@@ -21,6 +25,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -586,6 +591,140 @@ START_TEST(test_one_call_for_requests_at_once)
 }
 END_TEST
 
+/* A waiter of issuers_release_queue whose answer is counted. */
+struct counted {
+	struct issuers_wait w;
+	atomic_int *answered;
+};
+
+static void
+counted_done(struct issuers_wait *w)
+{
+	struct counted *c = w->arg;
+
+	atomic_fetch_add(c->answered, 1);
+}
+
+static void
+counts_now(struct issuers *is, uint64_t *waiting, uint64_t *running)
+{
+	struct issuers_counts ic;
+
+	issuers_counts(is, &ic);
+	*waiting = ic.releases_waiting;
+	*running = ic.calls_in_flight;
+}
+
+START_TEST(test_queue_bounds_a_jobs_calls_and_stops)
+{
+	enum { N = ISSUER_JOB_CALLS + 2 };
+	struct counted c[N + 1];
+	atomic_int answered = 0;
+	struct issuers *is;
+	uint64_t waiting, running;
+	struct fake f;
+	char secret[16];
+	json_t *cfg;
+
+	fake_start(&f, 3600);
+	f.delay_ms = 1000; /* one answer at a time, each a second late */
+	cfg = fake_cfg(&f);
+	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, NULL, NULL, NULL, &is),
+	    0);
+	/* One job's releases of N secrets: ISSUER_JOB_CALLS calls run, the
+	 * rest wait their turn, none on a thread of the caller's. */
+	for (int i = 0; i < N; i++) {
+		c[i] = (struct counted){ .answered = &answered };
+		c[i].w.done = counted_done;
+		c[i].w.arg = &c[i];
+		snprintf(secret, sizeof(secret), "api-%d", i);
+		ck_assert_int_eq(issuers_release_queue(is, "job_q", secret, 1,
+				     cfg, &c[i].w),
+		    0);
+	}
+	for (int i = 0; i < 100; i++) {
+		counts_now(is, &waiting, &running);
+		if (running >= ISSUER_JOB_CALLS)
+			break;
+		usleep(10000);
+	}
+	usleep(200000); /* a third would have started by now */
+	counts_now(is, &waiting, &running);
+	ck_assert_uint_eq(running, ISSUER_JOB_CALLS);
+	ck_assert_uint_eq(waiting, N);
+	ck_assert_int_eq(atomic_load(&answered), 0);
+
+	/* The stop answers every waiter now, running call or not, and any
+	 * later one at once; the calls end in issuers_close. */
+	issuers_stop_releases(is);
+	ck_assert_int_eq(atomic_load(&answered), N);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(c[i].w.result, -ESHUTDOWN);
+		ck_assert_str_eq(c[i].w.why, "the broker is stopping");
+	}
+	counts_now(is, &waiting, &running);
+	ck_assert_uint_eq(waiting, 0);
+	c[N] = (struct counted){ .answered = &answered };
+	c[N].w.done = counted_done;
+	c[N].w.arg = &c[N];
+	ck_assert_int_eq(issuers_release_queue(is, "job_q", "api-0", 1, cfg,
+			     &c[N].w),
+	    -ESHUTDOWN);
+	issuers_close(is);
+	ck_assert_int_eq(atomic_load(&answered), N);
+	json_decref(cfg);
+	fake_stop(&f);
+}
+END_TEST
+
+START_TEST(test_queue_caps_a_jobs_waiters)
+{
+	enum { N = ISSUER_JOB_WAITERS_MAX };
+	static struct counted c[N + 1];
+	atomic_int answered = 0;
+	struct issuers *is;
+	struct issuers_counts ic;
+	struct fake f;
+	json_t *cfg;
+
+	fake_start(&f, 3600);
+	f.delay_ms = 400; /* two calls, one after the other, within 2 s */
+	cfg = fake_cfg(&f);
+	ck_assert_int_eq(issuers_open(NULL, NULL, NULL, NULL, NULL, NULL, &is),
+	    0);
+	for (int i = 0; i <= N; i++) {
+		c[i] = (struct counted){ .answered = &answered };
+		c[i].w.done = counted_done;
+		c[i].w.arg = &c[i];
+		ck_assert_int_eq(issuers_release_queue(is, "job_c", "api", 1,
+				     cfg, &c[i].w),
+		    i < N ? 0 : -EBUSY);
+	}
+	ck_assert_ptr_nonnull(strstr(c[N].w.why, "of job job_c wait"));
+	/* Another job is not refused for it. */
+	ck_assert_int_eq(issuers_release(is, "job_other", "api", 1, cfg,
+			     &c[N].w.got, &c[N].w.status, c[N].w.why,
+			     sizeof(c[N].w.why)),
+	    0);
+	issuers_counts(is, &ic);
+	ck_assert_uint_eq(ic.releases_refused, 1);
+	/* The job's waiters all get the one call's credential. */
+	for (int i = 0; i < 600 && atomic_load(&answered) < N; i++)
+		usleep(10000);
+	ck_assert_int_eq(atomic_load(&answered), N);
+	int fresh = 0;
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(c[i].w.result, 0);
+		ck_assert_str_eq(c[i].w.got.value, c[0].w.got.value);
+		fresh += c[i].w.got.fresh;
+	}
+	ck_assert_int_eq(fresh, 1); /* one tells of a new credential */
+	issuers_close(is);
+	json_decref(cfg);
+	fake_stop(&f);
+}
+END_TEST
+
 START_TEST(test_state_kept_sealed_across_a_restart)
 {
 	static const unsigned char key[ISSUERS_KEY_LEN] =
@@ -810,6 +949,8 @@ issuers_suite(void)
 	tcase_add_test(tc, test_github_jwt);
 	tcase_add_test(tc, test_oauth_held_refreshed_and_revoked);
 	tcase_add_test(tc, test_one_call_for_requests_at_once);
+	tcase_add_test(tc, test_queue_bounds_a_jobs_calls_and_stops);
+	tcase_add_test(tc, test_queue_caps_a_jobs_waiters);
 	tcase_add_test(tc, test_state_kept_sealed_across_a_restart);
 	tcase_add_test(tc, test_a_huge_expires_in);
 	tcase_add_test(tc, test_issuer_away);
