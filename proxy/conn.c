@@ -1405,13 +1405,14 @@ down(struct pconn *c, size_t n)
 	}
 	struct buf out = BUF_INIT(n + INJECT_HOLD_MAX);
 	size_t found = 0;
-	if (inject_scanner_feed(&c->scan,
-		(const char *)evbuffer_pullup(in, (ssize_t)n), n, &out,
-		&found) < 0) {
+	int r = inject_scanner_feed(&c->scan,
+	    (const char *)evbuffer_pullup(in, (ssize_t)n), n, &out, &found);
+	if (r < 0) {
 		buf_free(&out);
 		evbuffer_drain(in, n);
 		c->scanning = false; /* nothing more goes down */
-		c->d.detail = "out_of_memory";
+		/* -E2BIG: past the scan's budget of steps (inject.h). */
+		c->d.detail = r == -E2BIG ? "scan_too_costly" : "out_of_memory";
 		conn_finish(c);
 		return;
 	}

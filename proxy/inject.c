@@ -50,9 +50,10 @@ inject_format(const char *format, const char *value, size_t len, char *out,
 
 /* --- the reflection scanner ----------------------------------------------- */
 
-/* The outcome of reading the answer at one place: no, yes, or not yet
- * (the bytes end inside what is being read and more may come). */
-enum { READ_NO = 0, READ_YES = 1, READ_MORE = -1 };
+/* The outcome of reading the answer at one place: no, yes, not yet
+ * (the bytes end inside what is being read and more may come), or past
+ * the budget of steps (INJECT_STEPS_BYTE). */
+enum { READ_NO = 0, READ_YES = 1, READ_MORE = -1, READ_COSTLY = -2 };
 
 /* The most digits of an HTML numeric entity, leading zeros included. */
 #define ENTITY_DIGITS_MAX 8
@@ -345,37 +346,48 @@ units_into(const struct text *x, size_t o, unsigned char b, bool soft,
  * The value read unit by unit from x->t[i]: every way of reading the
  * text is followed at once (a set of offsets, one bit each, so none is
  * ever dropped), and a match ends at the furthest offset any reading
- * reaches. *ret_end on READ_YES. The sets are left empty.
+ * reaches. known units are taken as read already, one raw byte each
+ * (scan knows them: see there). *ret_end on READ_YES; on READ_NO,
+ * *ret_pure is how many units from the start were each one plain byte
+ * read raw, the only way to read it. The sets are left empty.
  */
 static int
 match_units(struct inject_scanner *s, const struct text *x, size_t i,
-    size_t *ret_end)
+    size_t known, size_t *ret_end, size_t *ret_pure)
 {
 	uint64_t *cur = s->ways[0], *nxt = s->ways[1], *tmp;
-	size_t lo = 0, hi = 0;
+	size_t lo = known, hi = known, pure = known;
+	bool still = true;
 	int r = READ_YES;
 
-	cur[0] = 1;
-	for (size_t k = 0; k < s->len; k++) {
+	cur[known / 64] = (uint64_t)1 << (known % 64);
+	for (size_t k = known; k < s->len; k++) {
 		size_t nlo = SIZE_MAX, nhi = 0;
 		unsigned char b = (unsigned char)s->value[k];
 		for (size_t w = lo / 64; w <= hi / 64; w++) {
 			uint64_t bits = cur[w];
 			cur[w] = 0;
-			while (bits != 0 && r != READ_MORE) {
+			while (bits != 0 && r >= 0) {
 				size_t o =
 				    i + w * 64 + (size_t)__builtin_ctzll(bits);
 				bits &= bits - 1;
 				r = units_into(x, o, b, k > 0, i, nxt, &nlo,
 				    &nhi);
+				if (++s->steps > s->allow && r >= 0)
+					r = READ_COSTLY;
 			}
 		}
-		if (r == READ_MORE || nlo == SIZE_MAX) {
+		if (r < 0 || nlo == SIZE_MAX) {
 			if (nlo != SIZE_MAX)
 				memset(nxt + nlo / 64, 0,
 				    (nhi / 64 - nlo / 64 + 1) * sizeof(*nxt));
-			return r == READ_MORE ? READ_MORE : READ_NO;
+			*ret_pure = pure;
+			return r < 0 ? r : READ_NO;
 		}
+		still = still && lo == hi && nlo == nhi && nlo == lo + 1 &&
+		    !s->escape[x->t[i + lo]];
+		if (still)
+			pure = k + 1;
 		tmp = cur;
 		cur = nxt;
 		nxt = tmp;
@@ -426,17 +438,20 @@ match_base64(const struct inject_pattern *p, const struct text *x, size_t i,
 	return READ_YES;
 }
 
-/* Every matcher at x->t[i]: the furthest end of those that match. */
+/* The matchers of f (first's bits) at x->t[i], the unit matcher's first
+ * known units taken as read: the furthest end of those that match;
+ * *ret_pure as match_units says (0 when it was not run). */
 static int
-match_at(struct inject_scanner *s, const struct text *x, size_t i,
-    size_t *ret_end)
+match_at(struct inject_scanner *s, const struct text *x, size_t i, unsigned f,
+    size_t known, size_t *ret_end, size_t *ret_pure)
 {
-	unsigned f = s->first[x->t[i]];
 	size_t best = 0, end;
 	int r;
 
+	*ret_pure = 0;
 	if (f & 1) {
-		if ((r = match_units(s, x, i, &end)) == READ_MORE)
+		r = match_units(s, x, i, known, &end, ret_pure);
+		if (r < 0)
 			return r;
 		if (r == READ_YES)
 			best = end;
@@ -459,30 +474,60 @@ match_at(struct inject_scanner *s, const struct text *x, size_t i,
  * Redacts every match in w[from..n), left to right, a match's every
  * byte overwritten, the scan going on after it; the matches are added
  * to *found. Returns where it stopped: n, or the first position whose
- * match needs bytes past n (never when final: the answer ends at n).
- * What it decides depends on the bytes alone, not on where n falls.
+ * match needs bytes past n (never when final: the answer ends at n), or
+ * where the budget of steps ran out (*costly set). What it decides
+ * depends on the bytes alone, not on where n falls.
+ *
+ * Where the unit matcher failed after p units each one plain byte read
+ * raw (a byte no other unit can start with), those bytes are the value's
+ * first p, and only raw units read them: as KMP does, no match can start
+ * before the value's border of p (in lower case) lines up, and there its
+ * first border[p] units are read already. So near copies of a value
+ * that repeats itself (a...ab over a...a) cost a step a byte, not one a
+ * byte of the value at each place.
  */
 static size_t
 scan(struct inject_scanner *s, char *w, size_t n, size_t from, bool final,
-    size_t *found)
+    size_t *found, bool *costly)
 {
 	struct text x = { (const unsigned char *)w, n, final };
-	size_t i = from, end;
+	size_t i = from, end, pure, units_at = from, known = 0;
 
 	while (i < n) {
+		unsigned f;
 		int r;
-		while (i < n && s->first[(unsigned char)w[i]] == 0)
-			i++;
+		if (i >= units_at)
+			while (i < n && s->first[(unsigned char)w[i]] == 0)
+				i++;
 		if (i == n)
 			break;
-		if ((r = match_at(s, &x, i, &end)) == READ_MORE)
+		f = s->first[(unsigned char)w[i]];
+		if (i < units_at)
+			f &= ~1u;
+		if (f == 0) {
+			i++;
+			continue;
+		}
+		r = match_at(s, &x, i, f, i == units_at ? known : 0, &end,
+		    &pure);
+		if (r == READ_MORE)
 			return i;
+		if (r == READ_COSTLY) {
+			*costly = true;
+			return i;
+		}
 		if (r == READ_YES) {
 			memset(w + i, s->filler, end - i);
 			(*found)++;
-			i = end;
-		} else
-			i++;
+			units_at = i = end;
+			known = 0;
+			continue;
+		}
+		if (f & 1) {
+			units_at = i + (pure == 0 ? 1 : pure - s->border[pure]);
+			known = pure == 0 ? 0 : s->border[pure];
+		}
+		i++;
 	}
 	return n;
 }
@@ -591,6 +636,7 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 		if (4 * s->pat[k].len - 2 > s->maxspan)
 			s->maxspan = 4 * s->pat[k].len - 2;
 	words = s->maxspan / 64 + 1;
+	s->allow = INJECT_STEPS_BYTE * s->maxspan;
 	if (r == 0 &&
 	    ((s->ways[0] = calloc(words, sizeof(uint64_t))) == NULL ||
 		(s->ways[1] = calloc(words, sizeof(uint64_t))) == NULL))
@@ -599,6 +645,30 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 		inject_scanner_free(s);
 		return r;
 	}
+	if ((s->border = calloc(len + 1, sizeof(uint16_t))) == NULL) {
+		inject_scanner_free(s);
+		return -ENOMEM;
+	}
+	for (size_t j = 1, k = 0; j < len; j++) {
+		while (k > 0 &&
+		    fold((unsigned char)value[j]) !=
+			fold((unsigned char)value[k]))
+			k = s->border[k];
+		if (fold((unsigned char)value[j]) ==
+		    fold((unsigned char)value[k]))
+			k++;
+		s->border[j + 1] = (uint16_t)k;
+	}
+	/* The bytes that start a unit other than the raw one, for any
+	 * byte of the value. */
+	for (size_t j = 0; j < len; j++) {
+		unsigned char h =
+		    (unsigned char)hexd[(unsigned char)value[j] >> 4];
+		s->escape[h] = 1;
+		s->escape[fold(h)] = 1;
+	}
+	s->escape['\0'] = s->escape['%'] = s->escape['='] = 1;
+	s->escape['\\'] = s->escape['&'] = 1;
 	/* The bytes that can start a match: a unit of the value's first
 	 * byte, or a pattern's first character. */
 	b = (unsigned char)value[0];
@@ -679,7 +749,7 @@ chunk_step(struct inject_chunking *ch, unsigned char b)
  */
 static int
 scan_data(struct inject_scanner *s, char *w, size_t lim, bool final,
-    size_t *ret_cut, size_t *found)
+    size_t *ret_cut, size_t *found, bool *costly)
 {
 	size_t *at = malloc((lim + 1) * sizeof(*at)), nd = 0, cut;
 	char *d = malloc(lim + 1);
@@ -695,7 +765,7 @@ scan_data(struct inject_scanner *s, char *w, size_t lim, bool final,
 			at[nd] = i;
 			d[nd++] = w[i];
 		}
-	cut = scan(s, d, nd, 0, final, found);
+	cut = scan(s, d, nd, 0, final, found, costly);
 	for (size_t k = 0; k < nd; k++)
 		w[at[k]] = d[k];
 	*ret_cut = cut < nd ? at[cut] : lim;
@@ -716,20 +786,25 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
     struct buf *out, size_t *ret_found)
 {
 	size_t total = s->nhold + n, found = 0, cut, hold_at;
+	bool costly = false;
 	char *w;
 	int r = 0;
 
+	s->allow = n > (SIZE_MAX - s->allow) / INJECT_STEPS_BYTE
+	    ? SIZE_MAX
+	    : s->allow + INJECT_STEPS_BYTE * n;
 	if ((w = malloc(total + 1)) == NULL)
 		return -ENOMEM;
 	if (s->nhold > 0)
 		memcpy(w, s->hold, s->nhold);
 	if (n > 0)
 		memcpy(w + s->nhold, p, n);
-	cut = scan(s, w, total, s->resume, final, &found);
+	cut = scan(s, w, total, s->resume, final, &found, &costly);
 	hold_at = cut;
-	if (s->chunked) {
+	if (s->chunked && !costly) {
 		size_t dcut;
-		if ((r = scan_data(s, w, cut, final, &dcut, &found)) < 0)
+		r = scan_data(s, w, cut, final, &dcut, &found, &costly);
+		if (r < 0)
 			goto out;
 		if (dcut < hold_at)
 			hold_at = dcut;
@@ -737,6 +812,10 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 		 * (cut is within it: maxspan fits). */
 		if (total - hold_at > INJECT_HOLD_MAX)
 			hold_at = total - INJECT_HOLD_MAX;
+	}
+	if (costly) {
+		r = -E2BIG;
+		goto out;
 	}
 	if (total - hold_at > s->holdcap) {
 		char *h = malloc(total - hold_at);
@@ -813,6 +892,7 @@ inject_scanner_free(struct inject_scanner *s)
 	}
 	free(s->ways[0]);
 	free(s->ways[1]);
+	free(s->border);
 	memset(s, 0, sizeof(*s));
 }
 

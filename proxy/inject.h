@@ -36,6 +36,11 @@
  * "&#x" with 8 digits and ";" (12) after a quoted-printable soft line
  * break "=\r\n" (3). INJECT_VALUE_MAX units fit in INJECT_HOLD_MAX. */
 #define INJECT_UNIT_MAX 15
+/* The unit matcher's steps a byte fed, at most, over an answer (and
+ * this many a byte of the longest match to start with): real answers
+ * take under one; near copies of a value that repeats itself, escaped,
+ * take one a byte of the value at each place, and are refused. */
+#define INJECT_STEPS_BYTE 64
 /* The whole-value patterns (base64) of one value, at most. */
 #define INJECT_PATTERNS 6
 
@@ -67,6 +72,8 @@ struct inject_scanner {
 	size_t npat;
 	uint8_t first[256]; /* the matchers a byte can start: bit 0 the
 			     * units, bit 1 + i pattern i */
+	uint8_t escape[256]; /* bytes that can start a unit but the raw */
+	uint16_t *border; /* KMP's, of the value in lower case: len + 1 */
 	size_t maxspan; /* the most answer bytes one match can take */
 	uint64_t *ways[2]; /* the unit matcher's sets of offsets */
 	char *hold; /* holdcap bytes, nhold held */
@@ -74,6 +81,8 @@ struct inject_scanner {
 	size_t resume; /* hold[0..resume): already judged by the scan */
 	char filler; /* a byte that is in no unit of the value */
 	size_t found; /* matches redacted so far */
+	size_t steps; /* units read by the unit matcher so far (its cost) */
+	size_t allow; /* the steps allowed so far (INJECT_STEPS_BYTE) */
 	/* A chunked body: also matched in its data alone, the framing
 	 * skipped; the state is the one at hold[0]. */
 	bool chunked;
@@ -93,9 +102,10 @@ int inject_scanner_init(struct inject_scanner *s, const char *value,
  * the bytes from the first one whose match is not yet decided stay held
  * (fewer than maxspan, or in a chunked body at most INJECT_HOLD_MAX).
  * What comes out is the same however the answer was cut into feeds. 0,
- * or buf_append's -errno, or -ENOMEM (then nothing was appended and the
- * bytes are not held: the caller ends the answer). *ret_found (may be
- * NULL) gets the matches redacted in this call.
+ * or buf_append's -errno, -ENOMEM, or -E2BIG when the scan would take
+ * more than INJECT_STEPS_BYTE steps a byte (then nothing was appended
+ * and the bytes are not held: the caller ends the answer). *ret_found
+ * (may be NULL) gets the matches redacted in this call.
  */
 int inject_scanner_feed(struct inject_scanner *s, const char *p, size_t n,
     struct buf *out, size_t *ret_found);

@@ -12,7 +12,11 @@
  * filler byte, the rest of the answer as sent, each answer counted in
  * /metrics, logged secret_reflected and given a decision line with
  * "reflected". The value less its last byte, reflected the same way,
- * comes back untouched. The value is in neither of the proxy's logs.
+ * comes back untouched. A second rule's secret repeats itself (a...ab)
+ * and its upstream sends 256 KiB of "%61", near copies of it escaped:
+ * the scan's budget of steps ends that answer (the job gets less than
+ * all of it, the decision says scan_too_costly) and the proxy goes on.
+ * The value is in neither of the proxy's logs.
  */
 #include "harness.h"
 #include "upstream.h"
@@ -85,10 +89,10 @@ send_on(const char *req)
 	return out != NULL ? out : strdup("");
 }
 
-/* The job's request for case, with tok, on a connection the answer
- * closes: all of the answer (NULs and all) and its length. */
+/* The job's request for case at host, with tok, on a connection the
+ * answer closes: all of the answer (NULs and all) and its length. */
 static char *
-ask(const char *name, const char *tok, size_t *ret_len)
+ask_at(const char *host, const char *name, const char *tok, size_t *ret_len)
 {
 	char req[768], *out = NULL;
 	size_t len = 0, cap = 0;
@@ -96,9 +100,9 @@ ask(const char *name, const char *tok, size_t *ret_len)
 
 	ck_assert_int_ge(fd, 0);
 	n = snprintf(req, sizeof(req),
-	    "GET http://api.test:%u/case/%s HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "GET http://%s:%u/case/%s HTTP/1.1\r\nHost: %s:%u\r\n"
 	    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
-	    up_port, name, up_port, tok);
+	    host, up_port, name, host, up_port, tok);
 	ck_assert(n > 0 && (size_t)n < sizeof(req));
 	ck_assert_int_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
 	for (;;) {
@@ -120,6 +124,12 @@ ask(const char *name, const char *tok, size_t *ret_len)
 	out[len] = '\0';
 	*ret_len = len;
 	return out;
+}
+
+static char *
+ask(const char *name, const char *tok, size_t *ret_len)
+{
+	return ask_at("api.test", name, tok, ret_len);
 }
 
 /* The value of metric name in the proxy's /metrics, or -1. */
@@ -232,6 +242,7 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		"qp_chunked", "html_split", "mixed_split", "utf16be_split" };
 	const size_t ncases = sizeof(cases) / sizeof(cases[0]);
 	char cfg[2048], path[400], hostsf[400], job[64], *tok, *resp, *end;
+	static char costly[401];
 	size_t len;
 	long before;
 	json_t *m, *j;
@@ -245,7 +256,7 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
 	upstream_run();
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
-	harness_write_file(hostsf, "127.0.0.1 api.test\n");
+	harness_write_file(hostsf, "127.0.0.1 api.test costly.test\n");
 	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
 	harness_write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
@@ -257,15 +268,26 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 
 	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
 	    admin, NULL, json_pack("{s:s}", "value", value)));
+	memset(costly, 'a', sizeof(costly) - 2);
+	costly[sizeof(costly) - 2] = 'b';
+	json_decref(
+	    harness_expect(&broker, 200, "PUT", "/v1/secrets/costly-key", admin,
+		NULL, json_pack("{s:s}", "value", costly)));
 	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
 		      " s:[{s:s, s:i, s:[s], s:s, s:[s], s:s,"
+		      "  s:{s:s, s:s, s:s, s:s}},"
+		      "  {s:s, s:i, s:[s], s:s, s:[s], s:s,"
 		      "  s:{s:s, s:s, s:s, s:s}}]}",
 	    "name", "reflect", "command", "/bin/true", "capabilities", "name",
 	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
 	    "reason", "read x", "egress", "host", "api.test", "port", up_port,
 	    "methods", "GET", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
 	    "audience", "api", "inject", "secret", "up-key", "header",
-	    "X-Api-Key", "format", "Key {secret}", "capability", "x.read");
+	    "X-Api-Key", "format", "Key {secret}", "capability", "x.read",
+	    "host", "costly.test", "port", up_port, "methods", "GET", "reason",
+	    "the costly api", "allow_cidrs", "127.0.0.0/8", "audience", "api",
+	    "inject", "secret", "costly-key", "header", "X-Api-Key", "format",
+	    "Key {secret}", "capability", "x.read");
 	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/reflect",
 	    admin, NULL, m));
 	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
@@ -368,6 +390,17 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		ck_assert_int_eq(metric("cordon_proxy_reflections_total"),
 		    before);
 	}
+
+	/* Past the budget of steps: the answer ends short, the proxy goes
+	 * on (the next request is answered whole). */
+	resp = ask_at("costly.test", "costly", tok, &len);
+	ck_assert_msg(http_status(resp) == 200, "costly: %.400s", resp);
+	ck_assert_msg(len < 256 * 1024, "costly: all %zu bytes came", len);
+	free(resp);
+	resp = ask("json_slash", tok, &len);
+	ck_assert_msg(http_status(resp) == 200, "after: %.400s", resp);
+	ck_assert(!holds_nocase(resp, len, value));
+	free(resp);
 	free(tok);
 	ck_assert_uint_ge(file_count(proxy.log, "secret_reflected"), ncases);
 	ck_assert_int_eq(daemon_stop(&proxy), 0);
@@ -378,6 +411,8 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		file_count(path, "\"reflected\":0"),
 	    ncases);
 	ck_assert_uint_eq(file_count(path, value), 0);
+	ck_assert_uint_eq(file_count(path, "\"detail\":\"scan_too_costly\""),
+	    1);
 	ck_assert_uint_eq(file_count(proxy.log, value), 0);
 	upstream_kill();
 	ck_assert_int_eq(daemon_stop(&broker), 0);

@@ -820,6 +820,108 @@ START_TEST(test_scan_base64_escaped)
 }
 END_TEST
 
+/* A value that repeats itself over text of near copies: each match is
+ * still found where it ends (the scan skips, as KMP does, only places
+ * the bytes read already rule out), and the work stays linear: at most a
+ * few unit-matcher steps a byte, where reading every place from scratch
+ * took one a byte of the value at each. */
+START_TEST(test_scan_self_repeating_value)
+{
+	static const struct {
+		const char *value, *text, *want;
+	} cases[] = {
+		{ "aaaaaaaaab", "xaaaaaaaaaaaaaaaby", "xaaaaaa**********y" },
+		{ "abacabad", "abacabacabad.", "abac********." },
+		{ "abacabad", "AbAcAbAcAbAd.", "AbAc********." },
+		{ "aab", "aaab aab aaaab", "a*** *** aa***" },
+		{ "a5a5b", "a5a5a5a5b!", "a5a5*****!" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t found, len = strlen(cases[i].text);
+		char filler, want[64];
+		char *got = scan_cuts(cases[i].value, cases[i].text, len, NULL,
+		    0, false, &found, &filler);
+		snprintf(want, sizeof(want), "%s", cases[i].want);
+		for (char *w = want; *w != '\0'; w++)
+			if (*w == '*')
+				*w = filler;
+		ck_assert_msg(memcmp(got, want, len) == 0, "%s in %s: %.*s",
+		    cases[i].value, cases[i].text, (int)len, got);
+		free(got);
+	}
+
+	/* 64 KiB of 'a' for a, ..., a, b of 40 and of 400 bytes. */
+	static char text[64 * 1024], value[401];
+	for (size_t vl = 40; vl <= 400; vl *= 10) {
+		struct inject_scanner s;
+		struct buf out = BUF_INIT(2 * sizeof(text));
+		memset(text, 'a', sizeof(text));
+		memset(value, 'a', vl - 1);
+		value[vl - 1] = 'b';
+		ck_assert_int_eq(inject_scanner_init(&s, value, vl), 0);
+		for (size_t off = 0; off < sizeof(text); off += 4096)
+			ck_assert_int_eq(inject_scanner_feed(&s, text + off,
+					     4096, &out, NULL),
+			    0);
+		ck_assert_int_eq(inject_scanner_flush(&s, &out), 0);
+		ck_assert_uint_eq(s.found, 0);
+		ck_assert_msg(s.steps <= 4 * sizeof(text),
+		    "value of %zu: %zu steps for %zu bytes", vl, s.steps,
+		    sizeof(text));
+		inject_scanner_free(&s);
+		buf_free(&out);
+	}
+}
+END_TEST
+
+/* Near copies of such a value in an escaping (hex, \u, %HH) are not
+ * skipped that way: past INJECT_STEPS_BYTE unit steps a byte fed, the
+ * scan fails closed (-E2BIG, nothing given out) rather than holding the
+ * proxy's loop for minutes. Real answers take under a step a byte. */
+START_TEST(test_scan_too_costly_fails_closed)
+{
+	static const char *const units[] = { "%61", "\\u0061", "61" };
+	static char text[256 * 1024], value[401];
+
+	memset(value, 'a', 400);
+	value[399] = 'b';
+	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+		struct inject_scanner s;
+		struct buf out = BUF_INIT(2 * sizeof(text));
+		size_t ul = strlen(units[u]), off;
+		int r = 0;
+		for (size_t i = 0; i < sizeof(text); i++)
+			text[i] = units[u][i % ul];
+		ck_assert_int_eq(inject_scanner_init(&s, value, 400), 0);
+		for (off = 0; off < sizeof(text) && r == 0; off += 4096)
+			r = inject_scanner_feed(&s, text + off, 4096, &out,
+			    NULL);
+		ck_assert_msg(r == -E2BIG, "%s: %d after %zu bytes, %zu steps",
+		    units[u], r, off, s.steps);
+		ck_assert_uint_le(s.steps,
+		    INJECT_STEPS_BYTE * (off + s.maxspan) + 64);
+		inject_scanner_free(&s);
+		buf_free(&out);
+	}
+	/* A real reflection, mixed and long, stays far under the budget. */
+	{
+		char form[16 * sizeof(secret)], big[64 * 1024], filler;
+		size_t flen = enc_mixed(secret, strlen(secret), form), n = 0,
+		       found;
+		while (n + flen + 16 < sizeof(big)) {
+			memcpy(big + n, "{\"k\": \"", 8);
+			memcpy(big + n + 8, form, flen);
+			memcpy(big + n + 8 + flen, "\"},\n", 4);
+			n += flen + 12;
+		}
+		char *got =
+		    scan_cuts(secret, big, n, NULL, 0, false, &found, &filler);
+		ck_assert_uint_eq(found, n / (flen + 12));
+		free(got);
+	}
+}
+END_TEST
+
 START_TEST(test_scanner_init_refuses)
 {
 	struct inject_scanner s;
@@ -1088,6 +1190,8 @@ inject_suite(void)
 	    (int)(sizeof(forms) / sizeof(forms[0])));
 	tcase_add_test(tc, test_scan_entity_cap);
 	tcase_add_test(tc, test_scan_base64_escaped);
+	tcase_add_test(tc, test_scan_self_repeating_value);
+	tcase_add_test(tc, test_scan_too_costly_fails_closed);
 	tcase_add_test(tc, test_scanner_init_refuses);
 	tcase_add_test(tc, test_manifest_inject);
 	tcase_add_test(tc, test_forward_swaps_the_token);

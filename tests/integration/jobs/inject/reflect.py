@@ -9,7 +9,9 @@ across writes. GET /case/<name> picks the escaping. Each answer says where
 the escaped value is in its body (X-Form-At, X-Form-Length: bytes of the
 body, after any chunk framing is taken off), so the test can check that
 every one of those bytes was overwritten. "near" reflects the value less
-its last byte, which must come back untouched. Every answer closes the
+its last byte, which must come back untouched; "costly" sends 256 KiB
+of "%61" (for a value a...ab: the scan's budget ends it). Every answer
+closes the
 connection. Writes its port to --port-file once it listens."""
 import argparse
 import base64
@@ -105,6 +107,13 @@ def chunked(body, size=3):
 
 
 def answer(case, header):
+    if case == "costly":
+        # Near copies of a value that repeats itself (a...ab), escaped:
+        # the scan's budget of steps ends the answer.
+        body = b"%61" * (256 * 1024 // 3)
+        return [b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n"
+                % len(body) + body]
     base = case[:-len("_chunked")] if case.endswith("_chunked") else case
     base = base[:-len("_split")] if base.endswith("_split") else base
     body, at, n, ctype = body_of(base, header)
