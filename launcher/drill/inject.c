@@ -97,16 +97,19 @@ echoed(const struct resp *r, const char *name, char *out, size_t n)
 	return false;
 }
 
-/* The longest run of one of the reflection scanner's filler bytes in s. */
+/* The longest run of one of the reflection scanner's filler bytes in s
+ * (proxy/inject.c's first choices; '#' and 'X', parts of units there,
+ * are never one). */
 static size_t
 filler_run(const char *s)
 {
 	size_t best = 0, run = 0;
 
 	for (size_t i = 0; s[i] != '\0'; i++) {
-		run = i > 0 && s[i] == s[i - 1] && strchr("*#~!X", s[i]) != NULL
+		run =
+		    i > 0 && s[i] == s[i - 1] && strchr("*~!^|`", s[i]) != NULL
 		    ? run + 1
-		    : strchr("*#~!X", s[i]) != NULL;
+		    : strchr("*~!^|`", s[i]) != NULL;
 		if (run > best)
 			best = run;
 	}
