@@ -12,6 +12,10 @@
  * goes out, and the next poll with after >= seq is what tells the broker
  * the revocation took effect.
  *
+ * A call's answer (a released secret's among them) is copied out of
+ * libevent's input buffer, whose chains are then wiped in place and
+ * drained, and the copy is wiped once the callback returned.
+ *
  * With a list of brokers (a fleet on one database), everything goes to
  * the current one; a call that gets a 503, or no connection, or (when
  * httpc_repeatable) no answer is sent again to the next (a secret's
@@ -36,6 +40,7 @@
 #include <event2/keyvalq_struct.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +187,32 @@ parse_base(struct broker_link *b, const char *base)
 
 static int call_send(struct brokerclient_call *c);
 
+void
+brokerclient_evbuffer_wipe(struct evbuffer *b)
+{
+	struct evbuffer_ptr at;
+
+	if (evbuffer_ptr_set(b, &at, 0, EVBUFFER_PTR_SET) < 0)
+		return;
+	for (;;) {
+		struct evbuffer_iovec v[8];
+		int n = evbuffer_peek(b, -1, &at, v, 8);
+		size_t done = 0;
+
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n && i < 8; i++) {
+			OPENSSL_cleanse(v[i].iov_base, v[i].iov_len);
+			done += v[i].iov_len;
+		}
+		/* Every vector filled (a peek of "all" stops there): maybe
+		 * more chains, on from the next one. */
+		if (n < 8 ||
+		    evbuffer_ptr_set(b, &at, done, EVBUFFER_PTR_ADD) < 0)
+			return;
+	}
+}
+
 static void
 call_free(struct brokerclient_call *c)
 {
@@ -212,16 +243,27 @@ call_done(struct evhttp_request *req, void *arg)
 		else if (call_send(c) == 0)
 			return;
 	}
+	char *data = NULL;
+	size_t n = 0;
 	if (status > 0) {
+		/* Copied out, not pulled up: a pullup would free the chains
+		 * it joins unwiped. */
 		struct evbuffer *in = evhttp_request_get_input_buffer(req);
-		size_t n = evbuffer_get_length(in);
-		const char *data = (const char *)evbuffer_pullup(in, -1);
-		if (data != NULL)
+		n = evbuffer_get_length(in);
+		data = malloc(n + 1);
+		if (data != NULL &&
+		    evbuffer_copyout(in, data, n) == (ev_ssize_t)n)
 			body = json_loadb(data, n, 0, NULL);
+		brokerclient_evbuffer_wipe(in);
+		evbuffer_drain(in, n);
 	}
 	if (c->cb != NULL)
 		c->cb(c->arg, status, body);
 	json_decref(body);
+	if (data != NULL) {
+		OPENSSL_cleanse(data, n);
+		free(data);
+	}
 	call_free(c);
 }
 

@@ -74,6 +74,16 @@ struct brokerclient_call *brokerclient_call(struct brokerclient *b,
     brokerclient_cb cb, void *arg);
 /* cb will not be called; c is freed when its answer comes. NULL: none. */
 void brokerclient_cancel(struct brokerclient_call *c);
+/*
+ * Zeroes every byte of every chain of b in place (OPENSSL_cleanse over
+ * what evbuffer_peek shows), its length unchanged: an answer is copied
+ * out, then wiped, then drained, so that a released secret is not left
+ * in the chains libevent frees or reuses. For a buffer libevent read
+ * into (no read-only chains).
+ */
+struct evbuffer;
+void brokerclient_evbuffer_wipe(struct evbuffer *b);
+
 /* Where to send a job's broker.cordon requests: the current broker. */
 const struct sockaddr *brokerclient_addr(const struct brokerclient *b,
     socklen_t *ret_len);
