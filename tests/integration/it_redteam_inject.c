@@ -153,9 +153,9 @@ setup(void)
 	harness_write_file(path, verifier);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_file\": \"%s/var/broker/keys/launcher.key\", "
+	    "\"launcher_key_sha256\": \"%s\", "
 	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-redteam\"}",
-	    broker.base, path, broker.dir, hostsf);
+	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
 	    admin, NULL, json_pack("{s:s}", "value", value)));
