@@ -14,6 +14,8 @@
 #   .../reason    401 with V as the status line's reason phrase
 #   .../trunc     400 quoting the first 200 bytes of the request's head, as
 #                 an error page that cuts what it quotes
+#   .../whoami    200 {"user": ..., "password": ...} of the request's
+#                 Authorization: Basic, decoded (as httpbin's basic-auth)
 #   .../echo      200 with the request's own head (and body: a POST, PUT or
 #                 PATCH's Content-Length is read; other methods' bodies
 #                 are not, as a server that expects none there)
@@ -21,6 +23,7 @@
 #   .../log       200 with every head this upstream was ever sent
 #   anything else 200 "public"
 import argparse
+import base64
 import os
 import re
 import socketserver
@@ -78,6 +81,12 @@ class H(socketserver.BaseRequestHandler):
         if b"/trunc" in target:
             return plain(b"bad request: " + head[:200] + b"\n",
                          b"400 Bad Request")
+        if target.endswith(b"/whoami"):
+            m = re.search(rb"\r\nAuthorization: Basic ([A-Za-z0-9+/=]+)\r\n",
+                          head)
+            user, _, pw = (base64.b64decode(m.group(1)) if m else
+                           b"").partition(b":")
+            return plain(b'{"user": "%s", "password": "%s"}\n' % (user, pw))
         if target.endswith(b"/echo"):
             return plain(b"echo: " + head + body)
         if target.endswith(b"/last"):
