@@ -14,6 +14,9 @@
 #   .../reason    401 with V as the status line's reason phrase
 #   .../trunc     400 quoting the first 200 bytes of the request's head, as
 #                 an error page that cuts what it quotes
+#   .../login     200 with a session of its own for whoever sent the key
+#                 (Set-Cookie: JSESSIONID=..., as Jenkins answers a request
+#                 with an API token): a credential derived from the key
 #   .../whoami    200 {"user": ..., "password": ...} of the request's
 #                 Authorization: Basic, decoded (as httpbin's basic-auth)
 #   .../echo      200 with the request's own head (and body: a POST, PUT or
@@ -81,6 +84,10 @@ class H(socketserver.BaseRequestHandler):
         if b"/trunc" in target:
             return plain(b"bad request: " + head[:200] + b"\n",
                          b"400 Bad Request")
+        if target.endswith(b"/login"):
+            return plain(b'{"session": "sess_derived_from_the_key_42"}\n',
+                         extra=b"Set-Cookie: JSESSIONID=node0derived42; "
+                         b"Path=/; HttpOnly\r\n")
         if target.endswith(b"/whoami"):
             m = re.search(rb"\r\nAuthorization: Basic ([A-Za-z0-9+/=]+)\r\n",
                           head)
