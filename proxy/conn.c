@@ -33,8 +33,10 @@
 #include <ctype.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1804,9 +1806,22 @@ on_cl_event(struct bufferevent *bev, short what, void *arg)
 		/* The client's TLS handshake finished. */
 		if (c->state == CS_HANDSHAKE) {
 			c->state = CS_HEAD;
-			arm(c, c->p->cfg.idle_timeout_ms);
+			/* A close told before this: on_timer ends it once
+			 * what came with it is answered. */
+			arm(c, c->client_eof ? 0 : c->p->cfg.idle_timeout_ms);
 			try_head(c);
 		}
+		return;
+	}
+	if (c->state == CS_HANDSHAKE && (what & BEV_EVENT_EOF) &&
+	    !(what & BEV_EVENT_ERROR) &&
+	    bufferevent_openssl_get_ssl(c->cl) != NULL &&
+	    SSL_is_init_finished(bufferevent_openssl_get_ssl(c->cl))) {
+		/* The client's Finished, its requests and its close_notify
+		 * in one read: libevent tells the close before the
+		 * handshake's end, which comes next. */
+		c->client_eof = true;
+		bufferevent_disable(c->cl, EV_READ);
 		return;
 	}
 	if (c->state == CS_HANDSHAKE) {
@@ -1828,6 +1843,18 @@ on_cl_event(struct bufferevent *bev, short what, void *arg)
 	 * after the last. A TLS client's close_notify may be told before
 	 * the requests that came with it are read: they are read now. */
 	struct evbuffer *in = bufferevent_get_input(c->cl);
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
+	    c->state == CS_HEAD) {
+		/* Between requests: the answers written still go out (a
+		 * close would drop what the socket has not taken yet), and
+		 * what came with the close is read first (libevent's TLS
+		 * tells the close before it hands over the bytes read with
+		 * it): on_timer decides, on the loop's next turn. */
+		c->client_eof = true;
+		bufferevent_disable(c->cl, EV_READ);
+		arm(c, 0);
+		return;
+	}
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
 	    (c->state == CS_TOKEN || c->state == CS_DNS ||
 		c->state == CS_CONNECT || c->state == CS_EXCHANGE ||
@@ -1915,6 +1942,16 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	switch (c->state) {
 	case CS_HEAD:
+		if (c->client_eof) {
+			/* The client closed between requests: what it sent
+			 * with the close is answered, then the end. */
+			if (evbuffer_get_length(bufferevent_get_input(c->cl)) >
+			    0)
+				try_head(c);
+			else
+				conn_finish(c);
+			return;
+		}
 		if (c->head_started) {
 			decision_begin(c, request_kind(c, false));
 			c->d.allow = false;

@@ -229,7 +229,7 @@ setup(void)
 	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
 		      " s:[{s:s, s:i, s:[s,s], s:[s,s,s,s], s:s, s:[s]},"
 		      "  {s:s, s:i, s:[s,s], s:[s], s:s, s:[s]},"
-		      "  {s:s, s:i, s:s, s:[s], s:[s], s:s, s:[s]},"
+		      "  {s:s, s:i, s:s, s:[s], s:[s,s], s:s, s:[s]},"
 		      "  {s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s,"
 		      "   s:{s:s, s:s, s:s, s:s}}]}",
 	    "name", "pipe", "command", "/bin/true", "capabilities", "name",
@@ -245,8 +245,8 @@ setup(void)
 	    lo,
 	    /* terminated TLS */
 	    "host", "tls.test", "port", upstream_port(tls_up), "tls",
-	    "terminate", "methods", "GET", "paths", "/ok/", "reason", "tls",
-	    "allow_cidrs", lo,
+	    "terminate", "methods", "GET", "paths", "/ok/", "/bytes/", "reason",
+	    "tls", "allow_cidrs", lo,
 	    /* a credential injected for the job's token */
 	    "host", "inj.test", "port", upstream_port(inj_up), "methods", "GET",
 	    "paths", "/ok/", "reason", "the keyed api", "allow_cidrs", lo,
@@ -491,10 +491,77 @@ START_TEST(a_half_closed_client_gets_every_answer)
 	    strcasestr(answer_at(&a, 1), "Connection: close"));
 	close(fd);
 	ck_assert_int_eq(count_decisions("/ok/half-2", "allow", NULL), 1);
+}
+END_TEST
 
-	/* Inside a terminated tunnel, after a close_notify, the last
-	 * answer is logged as sent but does not always reach the client
-	 * (1 run in 5 under load): not pinned here, not yet understood. */
+/* Waits (10 s at most) until the proxy logged path's decision: the
+ * answer has gone into its buffers, the connection is between requests. */
+static void
+wait_logged(const char *path)
+{
+	for (int i = 0; i < 200 && count_decisions(path, "allow", NULL) == 0;
+	     i++)
+		usleep(50000);
+	ck_assert_int_eq(count_decisions(path, "allow", NULL), 1);
+}
+
+/* A client that closes its side once its answer is on the way (here:
+ * logged, more of it than the socket holds still in the proxy's
+ * buffers, the connection between requests) gets all of it: the close
+ * is not a reason to drop what was answered. Plain, and inside a
+ * terminated tunnel (close_notify). */
+START_TEST(a_close_after_the_answer_keeps_what_was_written)
+{
+	static struct answers a;
+	char req[512];
+	unsigned p = upstream_port(plain), t = upstream_port(tls_up);
+	int fd = unix_connect(channel);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "GET http://api.test:%u/bytes/600000 HTTP/1.1\r\nHost: "
+	    "api.test:%u\r\n\r\n",
+	    p, p);
+	write_all(fd, req);
+	wait_logged("/bytes/600000");
+	shutdown(fd, SHUT_WR);
+	int n = read_answers(fd, NULL, &a, 1);
+	ck_assert_msg(n == 1, "%zu bytes of the answer after the close", a.len);
+	close(fd);
+
+	fd = unix_connect(channel);
+	ck_assert_int_ge(fd, 0);
+	SSL *ssl = tunnel(fd);
+	snprintf(req, sizeof(req),
+	    "GET /bytes/600001 HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n", t);
+	ck_assert_int_eq(SSL_write(ssl, req, (int)strlen(req)),
+	    (int)strlen(req));
+	wait_logged("/bytes/600001");
+	SSL_shutdown(ssl);
+	n = read_answers(fd, ssl, &a, 1);
+	ck_assert_msg(n == 1, "%zu bytes of the answer after close_notify",
+	    a.len);
+	SSL_free(ssl);
+	close(fd);
+
+	/* And pipelined, the close_notify right behind the requests. */
+	for (int round = 0; round < 5; round++) {
+		fd = unix_connect(channel);
+		ck_assert_int_ge(fd, 0);
+		ssl = tunnel(fd);
+		snprintf(req, sizeof(req),
+		    "GET /ok/tls-half-1 HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n"
+		    "GET /ok/tls-half-2 HTTP/1.1\r\nHost: tls.test:%u\r\n\r\n",
+		    t, t);
+		ck_assert_int_eq(SSL_write(ssl, req, (int)strlen(req)),
+		    (int)strlen(req));
+		SSL_shutdown(ssl);
+		n = read_answers(fd, ssl, &a, 3);
+		ck_assert_msg(n == 2, "round %d: %d answers of 2: %s", round, n,
+		    a.buf);
+		SSL_free(ssl);
+		close(fd);
+	}
 }
 END_TEST
 
@@ -635,6 +702,7 @@ main(void)
 	    a_pipelined_refusal_comes_after_the_answers_before_it);
 	tcase_add_test(tc, plain_pipelined_around_every_kind_of_first_answer);
 	tcase_add_test(tc, a_half_closed_client_gets_every_answer);
+	tcase_add_test(tc, a_close_after_the_answer_keeps_what_was_written);
 	tcase_add_test(tc, tls_pipelined_requests_are_each_answered_in_order);
 	tcase_add_test(tc,
 	    tls_a_pipelined_request_for_another_host_is_host_mismatch);
