@@ -26,6 +26,7 @@ import os
 import ssl
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TICKETS = {
@@ -39,19 +40,28 @@ TICKETS = {
 
 
 class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: the proxy pools upstreams
+    # HTTP/1.1, but every answer closes its connection (as python's
+    # http.server did here before): through cordon-proxy an injected
+    # request's answer on a kept-alive TLS upstream the proxy reused was
+    # held until the upstream closed the idle connection (30 s here; seen
+    # on 2026-12-01, reported), which would stall the drill's echo rows.
+    protocol_version = "HTTP/1.1"
     timeout = 30  # a silent client's thread ends
     server_version = "cordon-example-upstream"
     sys_version = ""
 
     def log_message(self, fmt, *args):
-        sys.stderr.write("%s %s\n" % (self.server.name, fmt % args))
+        sys.stderr.write("%s %s %s\n" % (
+            time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()),
+            self.server.name, fmt % args))
 
     def answer(self, status, obj, head_only=False):
         body = (json.dumps(obj) + "\n").encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.close_connection = True
         self.end_headers()
         if not head_only:
             self.wfile.write(body)
@@ -109,6 +119,22 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(404, {"error": "no such ticket"})
 
 
+class TLSServer(ThreadingHTTPServer):
+    """The handshake in each connection's own thread, before the handler
+    reads, with the handler's timeout: never in accept(), where one
+    silent client would stall every other."""
+
+    def finish_request(self, request, client_address):
+        try:
+            request.settimeout(Handler.timeout)
+            request.do_handshake()
+        except (OSError, ssl.SSLError) as e:
+            sys.stderr.write("%s tickets handshake failed: %s\n" % (
+                time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()), e))
+            return
+        super().finish_request(request, client_address)
+
+
 def serve(name, server):
     server.name = name
     server.serve_forever()
@@ -131,12 +157,10 @@ def main():
         sys.exit("upstream.py: %s is empty" % a.api_key_file)
     plain = ThreadingHTTPServer((a.bind, a.plain), Handler)
     plain.root = os.path.abspath(a.root)
-    tls = ThreadingHTTPServer((a.bind, a.tls), Handler)
+    tls = TLSServer((a.bind, a.tls), Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(a.cert, a.key)
-    # The handshake in each connection's own thread (its first read), not
-    # in accept(), where one silent client would stall every other.
     tls.socket = ctx.wrap_socket(tls.socket, server_side=True,
                                  do_handshake_on_connect=False)
     tls.api_key = api_key
