@@ -5,7 +5,7 @@
  * A, "host-b" broker B). What it shows: a revoke at either broker
  * returns only once the followers of both have acknowledged it
  * (propagated lists them all), and the token then fails introspection
- * at both; a job's connection through host A's proxy is closed when a
+ * at both, and so does a token's revoke alone (the job going on); a job's connection through host A's proxy is closed when a
  * revoke at broker B returns; concurrent mints at both brokers keep one audit chain that
  * verifies at both; kill -9 of a broker in the middle of mints loses no
  * token it answered and records every one granted, and in the middle of
@@ -311,6 +311,38 @@ START_TEST(revoke_reaches_every_follower)
 	json_decref(r);
 	ck_assert_int_eq(active_at(&F.a, tok), 0);
 	ck_assert_int_eq(active_at(&F.b, tok), 0);
+	free(tok);
+	free(job);
+}
+END_TEST
+
+/* One token revoked alone at A (POST /v1/revoke): its own entry on the
+ * feed, heard at B through the database, acknowledged by both hosts'
+ * proxies before the answer; the job goes on at both brokers. */
+START_TEST(a_token_revoked_alone_reaches_every_follower)
+{
+	char *job, *tok, *other;
+	long status;
+	json_t *r;
+
+	put_manifest(&F.a);
+	job = new_job(&F.a);
+	tok = try_mint(&F.b, job, &status);
+	ck_assert_int_eq(status, 200);
+	other = try_mint(&F.b, job, &status);
+	ck_assert_int_eq(status, 200);
+	r = harness_expect(&F.a, 200, "POST", "/v1/revoke", F.admin, NULL,
+	    json_pack("{s:s}", "token", tok));
+	ck_assert(json_is_true(json_object_get(r, "revoked")));
+	ck_assert_str_eq(json_string_value(json_object_get(r, "job")), job);
+	assert_propagated(r);
+	json_decref(r);
+	ck_assert_int_eq(active_at(&F.a, tok), 0);
+	ck_assert_int_eq(active_at(&F.b, tok), 0);
+	ck_assert_int_eq(active_at(&F.b, other), 1);
+	free(try_mint(&F.b, job, &status));
+	ck_assert_int_eq(status, 200);
+	free(other);
 	free(tok);
 	free(job);
 }
@@ -1110,6 +1142,7 @@ fleet_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, revoke_reaches_every_follower);
 	tcase_add_test(tc, a_job_on_host_a_revoked_at_b_is_cut_first);
+	tcase_add_test(tc, a_token_revoked_alone_reaches_every_follower);
 	tcase_add_test(tc, one_chain_from_two_brokers);
 	tcase_add_test(tc, kill_a_broker_mid_mint);
 	tcase_add_test(tc, kill_a_broker_mid_revoke);
