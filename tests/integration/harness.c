@@ -298,6 +298,8 @@ daemon_spawn(struct daemon *d)
 	double t0;
 	int fd;
 
+	for (size_t i = 0; d->wrap != NULL && d->wrap[i] != NULL && i < 8; i++)
+		argv[argc++] = d->wrap[i];
 	if (strcmp(d->name, "launcher") == 0) {
 		snprintf(prog, sizeof(prog), "%s", harness_bin("cordon"));
 		argv[argc++] = prog;
@@ -379,8 +381,16 @@ daemon_spawn(struct daemon *d)
 int
 daemon_start(struct daemon *d, const char *name, const char *config)
 {
+	return daemon_start_wrapped(d, name, config, NULL);
+}
+
+int
+daemon_start_wrapped(struct daemon *d, const char *name, const char *config,
+    const char *const *wrap)
+{
 	memset(d, 0, sizeof(*d));
 	d->name = name;
+	d->wrap = wrap;
 	snprintf(d->dir, sizeof(d->dir), "%s", harness_tmpdir());
 	snprintf(d->log, sizeof(d->log), "%s/%s.log", d->dir, name);
 	if (config != NULL) {
@@ -689,7 +699,9 @@ stack_start(struct stack *s, const struct stack_options *o)
 	    "\"broker\": \"%s\", \"broker_key_file\": "
 	    "\"%s/var/broker/keys/hatch.key\"}",
 	    s->inputs, keyfile, s->broker.base, s->broker.dir);
-	ck_assert_int_eq(daemon_start(&s->hatch, "hatch", cfg), 0);
+	ck_assert_int_eq(daemon_start_wrapped(&s->hatch, "hatch", cfg,
+			     o->hatch_wrap),
+	    0);
 
 	snprintf(s->launcher_dir, sizeof(s->launcher_dir), "%s",
 	    harness_tmpdir());

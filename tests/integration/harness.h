@@ -22,6 +22,9 @@ struct daemon {
 	char log[300]; /* its stderr and stdout */
 	char addr[64]; /* "127.0.0.1:port" */
 	char base[96]; /* "http://127.0.0.1:port" */
+	/* Run before the program, which is appended to it (NULL: none): a
+	 * wrapper that sets up what a systemd unit would, then execs it. */
+	const char *const *wrap;
 };
 
 /* Runs the suite (each test in its own process), prints the logs of the
@@ -41,6 +44,11 @@ const char *harness_tmpdir(void);
  * the log is printed) when it did not within 10 s.
  */
 int daemon_start(struct daemon *d, const char *name, const char *config);
+
+/* daemon_start with the program run by wrap (argv, NULL-terminated, at
+ * most 8 entries, kept by reference): wrap... program args... */
+int daemon_start_wrapped(struct daemon *d, const char *name, const char *config,
+    const char *const *wrap);
 
 /*
  * Sends SIGTERM and waits up to 10 s: the exit status (0..255), 128+sig
@@ -144,6 +152,7 @@ struct stack_options {
 	int uid_base;
 	bool drill;
 	const char *upstream_ca_file; /* the proxy's, for TLS upstreams */
+	const char *const *hatch_wrap; /* daemon_start_wrapped's, the hatch's */
 };
 
 /* Starts s as o says, asserting each step. */
