@@ -95,6 +95,7 @@ struct issuers {
 	size_t nworkers;
 	bool timer_started;
 	atomic_uint_fast64_t releases_refused, releases_timed_out;
+	atomic_uint revokes_calling; /* issuers_revoke_job's, now */
 	unsigned char key[ISSUERS_KEY_LEN];
 	char tomb[TOMBSTONES][ID_MAX];
 	size_t tomb_next;
@@ -1652,7 +1653,11 @@ revoke_one(struct issuers *is, const struct held *h, long timeout_ms,
 		atomic_fetch_add(&is->revoke_failed, 1);
 		json_object_set_new(out, "ok", json_false());
 		json_object_set_new(out, "error",
-		    json_string("not tried: the revocations' time ran out"));
+		    json_string(timeout_ms < 0
+			    ? "not tried here: other revokes are calling "
+			      "issuers; the broker's background revocations "
+			      "try it now"
+			    : "not tried: the revocations' time ran out"));
 		return out;
 	}
 	r = ihttp_request(is->tls, h->revoke_url, h->revoke_method,
@@ -2261,6 +2266,7 @@ settle(struct issuers *is, const struct issued_row *row, long timeout_ms)
 	if (retry && row->expires != 0 && row->expires <= now)
 		retry = false;
 	if (retry) {
+		/* Not tried (timeout_ms <= 0): due again at once. */
 		int64_t d = timeout_ms <= 0 ? 0 : backoff(row->attempts);
 		(void)is->st.retry(is->st.arg, row->id, d, row->attempts);
 		if (out != NULL) {
@@ -2300,15 +2306,29 @@ issuers_revoke_job(struct issuers *is, const char *job, bool later)
 		kick(is);
 		return out;
 	}
+	/* Some of the caller's threads stay free of issuers, whatever
+	 * they do: past ISSUER_REVOKE_THREADS, the thread's. */
+	bool here = n > 0 &&
+	    atomic_fetch_add(&is->revokes_calling, 1) < ISSUER_REVOKE_THREADS;
+	if (n > 0 && !here)
+		atomic_fetch_sub(&is->revokes_calling, 1);
 	for (size_t i = 0; i < n; i++) {
 		long left = (long)(deadline - monotonic_ms());
+		if (left <= 0)
+			left = 0;
 		json_t *one = settle(is, &rows[i],
-		    left < ISSUER_CALL_MS ? left : ISSUER_CALL_MS);
+		    !here                       ? -1
+			: left < ISSUER_CALL_MS ? left
+						: ISSUER_CALL_MS);
 		if (one != NULL && out != NULL)
 			json_array_append_new(out, one);
 		else
 			json_decref(one);
 	}
+	if (here)
+		atomic_fetch_sub(&is->revokes_calling, 1);
+	else if (n > 0)
+		kick(is);
 	issued_rows_free(rows, n);
 	return out;
 }
@@ -2323,6 +2343,14 @@ issuers_retry_due(struct issuers *is)
 		&n) < 0)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
+		/* A broker stopping waits for one call at most: the rest
+		 * are given back untried, due at once, for the next start
+		 * (or another broker). */
+		if (atomic_load(&is->stopping)) {
+			(void)is->st.retry(is->st.arg, rows[i].id, 0,
+			    rows[i].attempts - 1);
+			continue;
+		}
 		json_t *one = settle(is, &rows[i], ISSUER_CALL_MS);
 		if (one == NULL)
 			continue;

@@ -34,6 +34,11 @@
  * broker). */
 #define ISSUER_CALL_MS 2000
 #define ISSUER_REVOKE_BUDGET_MS 3000
+/* The revokes that call issuers at once on the caller's threads (the
+ * broker's HTTP threads are 4): a revoke past them tries none itself and
+ * hands its job's credentials to the background thread, listed pending
+ * in its answer. */
+#define ISSUER_REVOKE_THREADS 2
 /* Credentials held at once, all jobs, and per job and secret (refreshes
  * add one each). */
 #define ISSUED_MAX 4096
@@ -242,7 +247,9 @@ int issuers_release(struct issuers *is, const char *job, const char *secret,
  * [, pending, retry_in]} (empty when none was held), one per credential
  * this call revoked or tried. One that failed stays pending: the
  * background thread retries it with backoff until it is revoked or has
- * expired. Takes at most about ISSUER_REVOKE_BUDGET_MS; later (true):
+ * expired. Takes at most about ISSUER_REVOKE_BUDGET_MS, and while
+ * ISSUER_REVOKE_THREADS other revokes call issuers none is called here
+ * (each listed pending, the background thread's at once); later (true):
  * none is called here, the job's credentials are handed to the
  * background thread and NULL is returned (the lease sweep, a tripwire).
  */

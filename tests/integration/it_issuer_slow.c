@@ -10,9 +10,12 @@
  * 503 issuer_unavailable and Retry-After once their deadline passed, and
  * one job's releases of one secret made one call to the issuer. Past the
  * caps (a job's waiting releases, the broker's), a release is answered
- * 503 issuer_busy with Retry-After at once, counted in /metrics. A broker
- * stopped with releases waiting answers each 503 broker_stopping and
- * exits 0.
+ * 503 issuer_busy with Retry-After at once, counted in /metrics. Jobs
+ * whose credentials' revocation endpoint hangs (the issuer gives tokens
+ * at once): their revokes at once, more than the broker's threads, leave
+ * a mint and an introspection answered before any revoke stuck there,
+ * and each revoke lists its credential pending. A broker stopped with
+ * releases waiting answers each 503 broker_stopping and exits 0.
  */
 #include "harness.h"
 #include "upstream.h"
@@ -26,6 +29,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,15 +50,25 @@ static struct {
 	int lfd, wake[2];
 	unsigned port;
 	pthread_t thread;
-	atomic_uint accepted, open;
+	atomic_uint accepted, open, revokes;
 } hung = { .lfd = -1 };
+
+/* What the issuer answers at once: a token at /fast/token, then its end
+ * of the connection closed (it reads on until the broker closes, so that
+ * nothing is reset). */
+static const char fast_answer[] =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    "Content-Length: 56\r\nConnection: close\r\n\r\n"
+    "{\"access_token\":\"tok-fast-0123456789\",\"expires_in\":3600}";
 
 static void *
 hung_main(void *arg)
 {
 	struct pollfd p[MAX_FDS];
+	bool seen[MAX_FDS] = { false }, fast[MAX_FDS] = { false };
 	size_t n = 2;
 	char buf[4096];
+	ssize_t k;
 
 	(void)arg;
 	p[0] = (struct pollfd){ .fd = hung.lfd, .events = POLLIN };
@@ -67,6 +81,7 @@ hung_main(void *arg)
 		if (p[0].revents & POLLIN) {
 			int fd = accept4(hung.lfd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0 && n < MAX_FDS) {
+				seen[n] = fast[n] = false;
 				p[n++] = (struct pollfd){ .fd = fd,
 					.events = POLLIN };
 				atomic_fetch_add(&hung.accepted, 1);
@@ -75,12 +90,37 @@ hung_main(void *arg)
 				close(fd);
 		}
 		for (size_t i = 2; i < n;) {
-			/* Read what the broker sends; its close ends a call. */
-			if (p[i].revents != 0 &&
-			    read(p[i].fd, buf, sizeof(buf)) <= 0) {
+			/* Read what the broker sends; its close ends a call.
+			 * The first bytes say which endpoint it called. */
+			if (p[i].revents == 0) {
+				i++;
+				continue;
+			}
+			k = read(p[i].fd, buf, sizeof(buf) - 1);
+			if (k > 0 && !seen[i]) {
+				buf[k] = '\0';
+				seen[i] = true;
+				if (strncmp(buf, "POST /oauth/revoke ", 19) ==
+				    0)
+					atomic_fetch_add(&hung.revokes, 1);
+				if (strncmp(buf, "POST /fast/token ", 17) ==
+				    0) {
+					fast[i] = true;
+					atomic_fetch_sub(&hung.open, 1);
+					if (write(p[i].fd, fast_answer,
+						sizeof(fast_answer) - 1) < 0) {
+						/* the broker went */
+					}
+					shutdown(p[i].fd, SHUT_WR);
+				}
+			}
+			if (k <= 0) {
 				close(p[i].fd);
+				if (!fast[i])
+					atomic_fetch_sub(&hung.open, 1);
 				p[i] = p[--n];
-				atomic_fetch_sub(&hung.open, 1);
+				seen[i] = seen[n];
+				fast[i] = fast[n];
 				continue;
 			}
 			i++;
@@ -147,10 +187,30 @@ hung_wait_accepted(unsigned before, int ms)
 static struct daemon broker;
 static char admin[128], launcher[128], verifier[128];
 
+/* A manifest name whose rule injects secret. */
+static void
+put_manifest(const char *name, const char *secret)
+{
+	char path[200];
+
+	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
+	json_decref(harness_expect(&broker, 200, "PUT", path, admin, NULL,
+	    json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+		      " s:[{s:s, s:i, s:[s], s:s, s:[s], s:s,"
+		      "  s:{s:s, s:s, s:s, s:s}}]}",
+		"name", name, "command", "/bin/true", "capabilities", "name",
+		"x.read", "audience", "api", "params", "t", "1", "ttl_seconds",
+		600, "reason", "read x", "egress", "host", "api.test", "port",
+		443, "methods", "GET", "reason", "the api", "allow_cidrs",
+		"127.0.0.0/8", "audience", "api", "inject", "secret", secret,
+		"header", "Authorization", "format", "Bearer {secret}",
+		"capability", "x.read")));
+}
+
 static void
 setup(void)
 {
-	char url[128];
+	char url[128], rev[128];
 
 	signal(SIGPIPE, SIG_IGN);
 	hung_start();
@@ -167,18 +227,18 @@ setup(void)
 	    json_pack("{s:s, s:s, s:s, s:s}", "kind",
 		"oauth_client_credentials", "token_url", url, "client_id",
 		"cordon-test", "client_secret", "s3cret-client")));
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/slow",
+	put_manifest("slow", "slow-api");
+	/* Tokens at once, revocations never answered. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/fast/token", hung.port);
+	snprintf(rev, sizeof(rev), "http://127.0.0.1:%u/oauth/revoke",
+	    hung.port);
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/slow-rev",
 	    admin, NULL,
-	    json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
-		      " s:[{s:s, s:i, s:[s], s:s, s:[s], s:s,"
-		      "  s:{s:s, s:s, s:s, s:s}}]}",
-		"name", "slow", "command", "/bin/true", "capabilities", "name",
-		"x.read", "audience", "api", "params", "t", "1", "ttl_seconds",
-		600, "reason", "read x", "egress", "host", "api.test", "port",
-		443, "methods", "GET", "reason", "the api", "allow_cidrs",
-		"127.0.0.0/8", "audience", "api", "inject", "secret",
-		"slow-api", "header", "Authorization", "format",
-		"Bearer {secret}", "capability", "x.read")));
+	    json_pack("{s:s, s:s, s:s, s:s, s:s}", "kind",
+		"oauth_client_credentials", "token_url", url, "client_id",
+		"cordon-test", "client_secret", "s3cret-client",
+		"revocation_url", rev)));
+	put_manifest("slowrev", "slow-rev");
 }
 
 /* The broker stops cleanly whatever waited (ASan's leak check is in
@@ -191,15 +251,21 @@ teardown(void)
 	hung_stop();
 }
 
-/* A new job of manifest slow: its id in job. */
+/* A new job of manifest m: its id in job. */
 static void
-new_job(char *job, size_t len)
+new_job_of(const char *m, char *job, size_t len)
 {
 	json_t *j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher,
-	    NULL, json_pack("{s:s}", "manifest", "slow"));
+	    NULL, json_pack("{s:s}", "manifest", m));
 
 	snprintf(job, len, "%s", json_string_value(json_object_get(j, "job")));
 	json_decref(j);
+}
+
+static void
+new_job(char *job, size_t len)
+{
+	new_job_of("slow", job, len);
 }
 
 /* A token of job's x.read, minted as its proxy would: malloc'd. */
@@ -470,6 +536,110 @@ START_TEST(stuck_releases_hold_no_thread_mint_introspect_revoke_answer)
 }
 END_TEST
 
+/* Whether p's answer is there to be read now. */
+static bool
+answered_now(const struct pending *p, int wait_ms)
+{
+	struct pollfd pf = { .fd = p->fd, .events = POLLIN };
+
+	return poll(&pf, 1, wait_ms) > 0;
+}
+
+START_TEST(revokes_at_a_hung_revocation_endpoint_leave_threads)
+{
+	enum { NREV = HTTP_THREADS + 2, NALL = NREV + 2 };
+	char rj[NREV][64], ja[64], jb[64], path[200], hdr[128], body[512];
+	struct pending p[NALL];
+	bool early[NREV];
+	size_t i, nearly = 0, first_late = NALL;
+	char *tok_a;
+	json_t *j;
+
+	new_job(ja, sizeof(ja));
+	new_job(jb, sizeof(jb));
+	tok_a = mint_for(ja);
+	/* Jobs that each hold a credential whose revocation hangs. */
+	for (i = 0; i < NREV; i++) {
+		new_job_of("slowrev", rj[i], sizeof(rj[i]));
+		snprintf(path, sizeof(path),
+		    "/v1/jobs/%s/secrets/slow-rev/release", rj[i]);
+		j = harness_expect(&broker, 200, "POST", path, verifier, NULL,
+		    NULL);
+		ck_assert_str_eq(json_string_value(json_object_get(j, "value")),
+		    "tok-fast-0123456789");
+		json_decref(j);
+	}
+	/* Their revokes one at a time: each reaches the revocation
+	 * endpoint, or is answered, or (all threads taken) is given 300 ms,
+	 * all well within the 2 s a call to the endpoint waits. */
+	for (i = 0; i < NREV; i++) {
+		unsigned before = atomic_load(&hung.revokes);
+
+		snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", rj[i]);
+		pending_init(&p[i],
+		    send_req("POST", path, launcher, NULL,
+			"{\"reason\":\"done\"}"));
+		for (int k = 0;
+		     k < 30 && atomic_load(&hung.revokes) == before &&
+		     !answered_now(&p[i], 10);
+		     k++)
+			;
+	}
+	for (i = 0; i < NREV; i++)
+		nearly += early[i] = answered_now(&p[i], 0);
+
+	/* A mint and an introspection, at once. */
+	snprintf(hdr, sizeof(hdr), "X-Cordon-Job: %s", jb);
+	pending_init(&p[NREV],
+	    send_req("POST", "/v1/token", verifier, hdr,
+		"{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}"));
+	snprintf(body, sizeof(body), "{\"token\":\"%s\"}", tok_a);
+	pending_init(&p[NREV + 1],
+	    send_req("POST", "/v1/introspect", verifier, NULL, body));
+	ck_assert_uint_eq(collect(p, NALL, 30000), NALL);
+	for (i = 0; i < NREV; i++)
+		if (!early[i] &&
+		    (first_late == NALL || p[i].order < p[first_late].order))
+			first_late = i;
+	printf("mint %.1f ms, introspection %.1f ms; %zu of %d revokes "
+	       "answered before them, the first other after %.1f ms; %u "
+	       "revocation calls\n",
+	    p[NREV].answered_ms, p[NREV + 1].answered_ms, nearly, NREV,
+	    first_late < NALL ? p[first_late].answered_ms : -1.0,
+	    atomic_load(&hung.revokes));
+	for (i = NREV; i < NALL && first_late < NALL; i++)
+		ck_assert_msg(p[i].order < p[first_late].order,
+		    "check %zu answered after a revoke stuck at its issuer "
+		    "(%.1f ms): %.300s",
+		    i - NREV, p[i].answered_ms, p[i].resp);
+	ck_assert_msg(http_status(p[NREV].resp) == 200, "%.400s", p[NREV].resp);
+	ck_assert_msg(http_status(p[NREV + 1].resp) == 200, "%.400s",
+	    p[NREV + 1].resp);
+	j = body_of(p[NREV + 1].resp);
+	ck_assert(json_is_true(json_object_get(j, "active")));
+	json_decref(j);
+
+	/* Every revoke answered, its credential told pending (retried by
+	 * the broker's background revocations), never lost. */
+	for (i = 0; i < NREV; i++) {
+		json_t *up, *e;
+
+		ck_assert_msg(http_status(p[i].resp) == 200, "%.400s",
+		    p[i].resp);
+		j = body_of(p[i].resp);
+		up = json_object_get(j, "upstream");
+		ck_assert_uint_eq(json_array_size(up), 1);
+		e = json_array_get(up, 0);
+		ck_assert(json_is_false(json_object_get(e, "ok")));
+		ck_assert_msg(json_is_true(json_object_get(e, "pending")),
+		    "%.400s", p[i].resp);
+		json_decref(j);
+	}
+	pending_free(p, NALL);
+	free(tok_a);
+}
+END_TEST
+
 START_TEST(past_the_caps_issuer_busy_at_once)
 {
 	/* One job past its own cap, then jobs that fill the broker's. */
@@ -544,6 +714,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc,
 	    stuck_releases_hold_no_thread_mint_introspect_revoke_answer);
+	tcase_add_test(tc, revokes_at_a_hung_revocation_endpoint_leave_threads);
 	tcase_add_test(tc, past_the_caps_issuer_busy_at_once);
 	tcase_add_test(tc, stopped_with_releases_waiting_answers_each);
 	suite_add_tcase(s, tc);
