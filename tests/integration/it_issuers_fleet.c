@@ -401,6 +401,10 @@ START_TEST(a_refused_revocation_is_retried_until_the_issuer_answers)
 	ck_assert_int_eq(metric(&B,
 			     "cordon_broker_upstream_revocations_pending"),
 	    1);
+	/* Audited off the request path (store_audit_async): looked for. */
+	for (i = 0;
+	     i < 100 && audited(job, "upstream_revoke_failed", NULL) == 0; i++)
+		usleep(100000);
 	ck_assert_int_ge(audited(job, "upstream_revoke_failed", NULL), 1);
 
 	/* The issuer answers again, on the same address. */
