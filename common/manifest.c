@@ -997,6 +997,30 @@ check_egress(const json_t *m, const json_t *egress, json_t *problems,
 				    j);
 		}
 	}
+	/* What the proxy cannot read it cannot scan for an injected value
+	 * (credentials.md, "What is scanned"): said, not refused. */
+	int injects = -1;
+	json_array_foreach(egress, i, r)
+	{
+		if (injects < 0 && json_is_object(r) &&
+		    json_object_get(r, "inject") != NULL)
+			injects = (int)i;
+	}
+	json_array_foreach(egress, i, r)
+	{
+		const char *tls = json_string_value(json_object_get(r, "tls"));
+		bool pass = tls != NULL && strcmp(tls, "passthrough") == 0;
+		if (injects < 0 || !json_is_object(r) ||
+		    json_object_get(r, "inject") != NULL ||
+		    (!pass && !json_is_true(json_object_get(r, "upgrade"))))
+			continue;
+		snprintf(where, sizeof(where), "egress[%zu]", i);
+		problems_add(warnings, where,
+		    "%s: the proxy cannot read it, so a value egress[%d] "
+		    "injects that a service keeps and shows here reaches the "
+		    "job unscanned",
+		    pass ? "passthrough" : "an upgrade", injects);
+	}
 }
 
 static const struct limit {

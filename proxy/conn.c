@@ -22,6 +22,7 @@
 #include "http1.h"
 #include "inject.h"
 #include "log.h"
+#include "override.h"
 #include "response.h"
 #include "sni.h"
 #include "tls.h"
@@ -124,15 +125,19 @@ struct pconn {
 	bool ai_ready;
 	struct brokerclient_call *call;
 	/* A rule's injected credential (credentials.md), for this request
-	 * only: the header value, and the scanner that keeps the value out
-	 * of the answer. Wiped at the request's end. */
+	 * only: the header value. Wiped at the request's end. */
 	char *inject_value;
 	size_t inject_cap;
-	struct inject_scanner scan;
+	/* Once anything was released to the job, every answer it reads
+	 * goes through the scanners of all its values (reflect.h). */
+	struct reflect_scan scan;
 	bool scanning;
 	/* The params of the good token of the rule's inject capability:
 	 * what a templated path binds (verdict_params). */
 	json_t *inject_params;
+	/* An injected request's form body is being read whole, to be
+	 * judged before the release (form_body_judge). */
+	bool form_wait;
 };
 
 static void on_cl_read(struct bufferevent *bev, void *arg);
@@ -221,10 +226,11 @@ request_reset(struct pconn *c)
 		free(c->inject_value);
 		c->inject_value = NULL;
 	}
-	inject_scanner_free(&c->scan);
+	reflect_scan_free(&c->scan);
 	c->scanning = false;
 	json_decref(c->inject_params);
 	c->inject_params = NULL;
+	c->form_wait = false;
 }
 
 void
@@ -528,24 +534,67 @@ tokens_ask_next(struct pconn *c, brokerclient_cb cb)
 
 static void judge_tokens_next(struct pconn *c);
 
+/*
+ * A value newly released to c's job: every other answer of the job being
+ * read is scanned for it from now on (the service may put what it is
+ * sent into any of them). One that cannot be (a coded answer read as it
+ * was, or no memory) ends. The value goes upstream only after this.
+ */
+static void
+released_to_all(struct pconn *c, const char *secret, const char *value,
+    size_t len)
+{
+	struct pconn *x, *next;
+
+	for (x = TAILQ_FIRST(&c->job->conns); x != NULL; x = next) {
+		next = TAILQ_NEXT(x, link);
+		if (x == c || x->state != CS_EXCHANGE || x->broker_route)
+			continue;
+		if (!x->scanning && x->resp_head && x->resp.coded) {
+			x->d.detail = "released_midway";
+			conn_finish(x);
+			continue;
+		}
+		if (reflect_scan_add(&x->scan, secret, value, len) < 0) {
+			x->d.detail = "out_of_memory";
+			conn_finish(x);
+			continue;
+		}
+		x->scanning = true;
+	}
+}
+
 /* The credential for this request, from value[0..len) of version (the
- * broker's release, or the job's cache of it). */
+ * broker's release, or the job's cache of it); expires (monotonic
+ * seconds, 0: none) when it is dead at its issuer. */
 static void
 inject_use(struct pconn *c, const char *value, size_t len, int64_t version,
-    bool cached)
+    int64_t expires, bool cached)
 {
 	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
 
+	/* Kept for the scan of every answer the job reads from now on,
+	 * for its life; past the cap, not released at all. */
+	int added = reflect_set_put(&c->job->released, rule->inject.secret,
+	    version, value, len, mono_s(), expires);
+	if (added == -ENOSPC) {
+		deny(c, "inject", "released_values_cap");
+		return;
+	}
+	if (added < 0) {
+		deny(c, "inject", "secret_unusable");
+		return;
+	}
+	if (added > 0)
+		released_to_all(c, rule->inject.secret, value, len);
 	c->inject_cap = strlen(rule->inject.format) + len + 1;
 	c->inject_value = malloc(c->inject_cap);
 	if (c->inject_value == NULL ||
 	    inject_format(rule->inject.format, value, len, c->inject_value,
-		c->inject_cap) < 0 ||
-	    inject_scanner_init(&c->scan, value, len) < 0) {
+		c->inject_cap) < 0) {
 		deny(c, "inject", "secret_unusable");
 		return;
 	}
-	c->scanning = true;
 	c->p->injected++;
 	c->d.secret = rule->inject.secret;
 	c->d.secret_version = version;
@@ -590,43 +639,68 @@ on_release(void *arg, int status, json_t *body)
 	if (exp == 0 || until > now)
 		(void)inject_cache_put(&c->job->secrets, rule->inject.secret,
 		    version, json_string_value(v), len, now, until);
-	inject_use(c, json_string_value(v), len, version, false);
+	/* Dead at its issuer a minute past its expiry (clocks differ). */
+	inject_use(c, json_string_value(v), len, version,
+	    exp != 0 ? until + 5 + 60 : 0, false);
 	/* The json's copy is freed by the broker client: wiped first. */
 	explicit_bzero((char *)json_string_value(v), len);
 }
 
-/* Whether query (len bytes) has a parameter named _method, in any case
- * and with any of its bytes percent-encoded: the override a framework
- * takes for the request's method. */
-static bool
-query_overrides_method(const char *q, size_t len)
+/*
+ * A body a framework may read a method override from (override.h), on an
+ * injected request: judged whole before anything of the request goes
+ * upstream. 1 when it may go (no such body, or none found), 0 when it
+ * must wait for more of the body (c->form_wait), -1 when refused (c
+ * answered).
+ */
+static int
+form_body_judge(struct pconn *c)
 {
-	static const char want[] = "_method";
+	const struct http1_request *r = &c->parser.req;
+	const char *ctype = NULL;
+	size_t ctlen = 0;
 
-	for (size_t at = 0; at < len;) {
-		size_t end = at, n = 0;
-		bool same = true;
-		while (end < len && q[end] != '&' && q[end] != '=')
-			end++;
-		for (size_t i = at; i < end && same; i++, n++) {
-			int ch = (unsigned char)q[i];
-			if (ch == '%' && i + 2 < end &&
-			    isxdigit((unsigned char)q[i + 1]) &&
-			    isxdigit((unsigned char)q[i + 2])) {
-				char hex[3] = { q[i + 1], q[i + 2], '\0' };
-				ch = (int)strtol(hex, NULL, 16);
-				i += 2;
-			}
-			same = n < sizeof(want) - 1 && tolower(ch) == want[n];
+	if (r->body == HTTP1_BODY_NONE ||
+	    (r->body == HTTP1_BODY_LENGTH && r->content_length == 0))
+		return 1;
+	for (size_t i = 0; i < r->nheaders; i++)
+		if (r->headers[i].name.len == 12 &&
+		    strncasecmp(c->head + r->headers[i].name.off,
+			"Content-Type", 12) == 0) {
+			ctype = c->head + r->headers[i].value.off;
+			ctlen = r->headers[i].value.len;
 		}
-		if (same && n == sizeof(want) - 1)
-			return true;
-		while (end < len && q[end] != '&')
-			end++;
-		at = end + 1;
+	enum override_kind kind = override_kind_of(ctype, ctlen);
+	if (kind == OVERRIDE_NONE)
+		return 1;
+	if (r->body != HTTP1_BODY_LENGTH ||
+	    r->content_length > OVERRIDE_BODY_MAX) {
+		deny(c, "inject", "form_unjudged");
+		return -1;
 	}
-	return false;
+	struct evbuffer *in = bufferevent_get_input(c->cl);
+	size_t n = (size_t)r->content_length;
+	if (evbuffer_get_length(in) < n) {
+		if (c->client_eof) {
+			c->d.detail = "client_closed";
+			conn_finish(c);
+			return -1;
+		}
+		if (!c->form_wait)
+			arm(c, c->p->cfg.head_timeout_ms);
+		c->form_wait = true;
+		return 0;
+	}
+	c->form_wait = false;
+	if (override_in_body(kind,
+		(const char *)evbuffer_pullup(in, (ssize_t)n), n)) {
+		deny(c, "inject", "method_override");
+		return -1;
+	}
+	return 1;
 }
+
+static void inject_release(struct pconn *c);
 
 /*
  * A rule that injects: the request must carry a good token of the rule's
@@ -638,7 +712,6 @@ inject_then_upstream(struct pconn *c)
 {
 	const struct egress_rule *rule =
 	    c->rule >= 0 ? &c->job->rules.rule[c->rule] : NULL;
-	char path[256];
 	bool have = false;
 
 	if (rule == NULL || rule->inject.secret[0] == '\0' || c->broker_route ||
@@ -670,15 +743,29 @@ inject_then_upstream(struct pconn *c)
 	/* The method the rule judged is the one the credential goes with
 	 * (the override fields are dropped by forward_head). */
 	if (r->has_query &&
-	    query_overrides_method(c->head + r->query.off, r->query.len)) {
+	    override_in_form(c->head + r->query.off, r->query.len)) {
 		deny(c, "inject", "method_override");
 		return;
 	}
+	inject_release(c);
+}
+
+/* The injected request's body judged (form_body_judge), the secret is
+ * released for it: from the job's cache, or by the broker. */
+static void
+inject_release(struct pconn *c)
+{
+	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
+	char path[256];
+
+	if (form_body_judge(c) <= 0)
+		return;
 	/* Released for this job already, within the window. */
 	const struct inject_cached *e = inject_cache_get(&c->job->secrets,
 	    rule->inject.secret, mono_s(), c->p->cfg.inject_cache_s);
 	if (e != NULL) {
-		inject_use(c, e->value, e->len, e->version, true);
+		inject_use(c, e->value, e->len, e->version,
+		    e->expires != 0 ? e->expires + 5 + 60 : 0, true);
 		return;
 	}
 	snprintf(path, sizeof(path), "/v1/jobs/%s/secrets/%s/release",
@@ -1180,6 +1267,19 @@ send_request(struct pconn *c)
 		t.inject_header = c->job->rules.rule[c->rule].inject.header;
 		t.inject_value = c->inject_value;
 	}
+	/* Something was released to the job: this answer, on whatever
+	 * rule, is scanned for all of it, and asked for whole and plain. */
+	reflect_scan_free(&c->scan);
+	c->scanning = false;
+	if (!c->broker_route && c->job->released.n > 0) {
+		if (reflect_scan_init(&c->scan, &c->job->released) < 0) {
+			up_drop(c);
+			fail(c, 502, "out_of_memory");
+			return;
+		}
+		c->scanning = true;
+		t.scanned = true;
+	}
 	buf_init(&out, HTTP1_HEAD_MAX + 1024);
 	if (forward_head(r, c->head, &t, &out) < 0) {
 		buf_free(&out);
@@ -1379,22 +1479,27 @@ pump_body(struct pconn *c)
 		pump_response(c); /* an answer that waited for the body */
 }
 
+/* The matches the scan found since the last call: counted, and told
+ * with the secret each was of. */
 static void
-reflected(struct pconn *c, size_t found)
+reflected(struct pconn *c)
 {
-	if (found == 0)
-		return;
-	c->p->reflected += found;
-	c->d.reflected += found;
-	log_warn("secret_reflected", "{s:s, s:s, s:s, s:I}", "job", c->job->id,
-	    "host", c->host, "secret",
-	    c->job->rules.rule[c->rule].inject.secret, "count",
-	    (json_int_t)found);
+	for (size_t i = 0; i < c->scan.n; i++) {
+		const char *secret;
+		size_t found = reflect_scan_news(&c->scan, i, &secret);
+		if (found == 0)
+			continue;
+		c->p->reflected += found;
+		c->d.reflected += found;
+		log_warn("secret_reflected", "{s:s, s:s, s:s, s:I}", "job",
+		    c->job->id, "host", c->host, "secret", secret, "count",
+		    (json_int_t)found);
+	}
 }
 
-/* Moves n bytes of the upstream's answer to the client; with an injected
- * credential, through the scanner (the last bytes held until the answer
- * ends). */
+/* Moves n bytes of the upstream's answer to the client; once anything
+ * was released to the job, through the scan (the last bytes held until
+ * the answer ends). */
 static void
 down(struct pconn *c, size_t n)
 {
@@ -1405,10 +1510,9 @@ down(struct pconn *c, size_t n)
 		evbuffer_remove_buffer(in, bufferevent_get_output(c->cl), n);
 		return;
 	}
-	struct buf out = BUF_INIT(n + INJECT_HOLD_MAX);
-	size_t found = 0;
-	int r = inject_scanner_feed(&c->scan,
-	    (const char *)evbuffer_pullup(in, (ssize_t)n), n, &out, &found);
+	struct buf out = BUF_INIT(reflect_scan_out_max(&c->scan, n));
+	int r = reflect_scan_feed(&c->scan,
+	    (const char *)evbuffer_pullup(in, (ssize_t)n), n, &out, NULL);
 	if (r < 0) {
 		buf_free(&out);
 		evbuffer_drain(in, n);
@@ -1419,7 +1523,7 @@ down(struct pconn *c, size_t n)
 		return;
 	}
 	evbuffer_drain(in, n);
-	reflected(c, found);
+	reflected(c);
 	if (out.len > 0)
 		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
 	buf_free(&out);
@@ -1429,14 +1533,13 @@ down(struct pconn *c, size_t n)
 static void
 down_flush(struct pconn *c)
 {
-	struct buf out = BUF_INIT(INJECT_HOLD_MAX);
-	size_t before = c->scan.found;
+	struct buf out = BUF_INIT(reflect_scan_out_max(&c->scan, 0));
 
 	if (!c->scanning)
 		return;
-	if (inject_scanner_flush(&c->scan, &out) == 0 && out.len > 0)
+	if (reflect_scan_flush(&c->scan, &out) == 0 && out.len > 0)
 		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
-	reflected(c, c->scan.found - before);
+	reflected(c);
 	explicit_bzero(out.data, out.len);
 	buf_free(&out);
 }
@@ -1463,18 +1566,18 @@ down_head(struct pconn *c, bool upgrade, bool close)
 	evbuffer_drain(in, n);
 	if (c->scanning) {
 		/* The head is whole: scanned and flushed at once. */
-		struct buf clean = BUF_INIT(HTTP1_HEAD_MAX + 64);
-		size_t found = 0, before = c->scan.found;
-		if (inject_scanner_feed(&c->scan, head.data, head.len, &clean,
-			&found) < 0 ||
-		    inject_scanner_flush(&c->scan, &clean) < 0) {
+		struct buf clean =
+		    BUF_INIT(reflect_scan_out_max(&c->scan, head.len));
+		if (reflect_scan_feed(&c->scan, head.data, head.len, &clean,
+			NULL) < 0 ||
+		    reflect_scan_flush(&c->scan, &clean) < 0) {
 			buf_free(&clean);
 			buf_free(&head);
 			up_drop(c);
 			fail(c, 502, "out_of_memory");
 			return -1;
 		}
-		reflected(c, c->scan.found - before);
+		reflected(c);
 		buf_free(&head);
 		head = clean;
 	}
@@ -1538,7 +1641,7 @@ pump_response(struct pconn *c)
 				return;
 			}
 			if (c->resp.status == 101) {
-				if (!c->upgrade_ok || c->scanning) {
+				if (!c->upgrade_ok || c->inject_value != NULL) {
 					up_drop(c);
 					fail(c, 502, "unasked_upgrade");
 					return;
@@ -1593,7 +1696,7 @@ pump_response(struct pconn *c)
 			if (c->resp.body == HTTP1_RESP_CHUNKED)
 				http1_chunked_init(&c->rchunk, HTTP1_CL_MAX);
 			if (c->resp.body == HTTP1_RESP_CHUNKED && c->scanning)
-				inject_scanner_chunked(&c->scan);
+				reflect_scan_chunked(&c->scan);
 			c->resp_done = c->resp.body == HTTP1_RESP_NONE ||
 			    (c->resp.body == HTTP1_RESP_LENGTH &&
 				c->resp_left == 0);
@@ -1741,6 +1844,10 @@ on_cl_read(struct bufferevent *bev, void *arg)
 	case CS_SNI:
 		try_sni(c);
 		break;
+	case CS_TOKEN:
+		if (c->form_wait)
+			inject_release(c); /* more of the body to judge */
+		break;
 	case CS_TUNNEL:
 		arm(c, c->p->cfg.idle_timeout_ms);
 		c->d.bytes_up +=
@@ -1863,6 +1970,8 @@ on_cl_event(struct bufferevent *bev, short what, void *arg)
 		bufferevent_disable(c->cl, EV_READ);
 		if (c->state == CS_HEAD)
 			try_head(c);
+		else if (c->state == CS_TOKEN && c->form_wait)
+			inject_release(c); /* the body cut: finished */
 		else if (c->state == CS_EXCHANGE && !c->body_done)
 			pump_body(c);
 		return;
@@ -2006,7 +2115,14 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 		conn_finish(c);
 		return;
 	case CS_TOKEN:
-		return; /* the broker call has its own timeout */
+		if (c->form_wait) {
+			c->d.allow = false;
+			c->d.reason = "timeout";
+			c->d.detail = "body";
+			answer(c, 408, "timeout", "timeout",
+			    "the request body to judge did not arrive in time");
+		}
+		return; /* else the broker call has its own timeout */
 	}
 }
 

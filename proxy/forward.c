@@ -43,6 +43,22 @@ dropped_for_inject(const struct http1_header *h, const char *head,
 	return memmem(v, vl, TOKEN_PREFIX, TOKEN_PREFIX_LEN) != NULL;
 }
 
+/* Whether the job's field h goes from a request whose answer is scanned
+ * (an answer compressed or in part hides a value from the scanner). */
+static bool
+dropped_for_scan(const struct http1_header *h, const char *head)
+{
+	static const char *const drop[] = { "Accept-Encoding", "Range",
+		"If-Range" };
+	const char *n = head + h->name.off;
+	size_t nl = h->name.len;
+
+	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+		if (nl == strlen(drop[i]) && strncasecmp(n, drop[i], nl) == 0)
+			return true;
+	return false;
+}
+
 /* The end of the last span of r in its head. */
 static size_t
 head_extent(const struct http1_request *r)
@@ -158,6 +174,20 @@ forward_head(const struct http1_request *r, const char *head,
 			}
 			if (rewritten != NULL)
 				head = rewritten;
+			r = kept;
+		} else if (t->scanned) {
+			kept = malloc(sizeof(*kept));
+			if (kept == NULL)
+				return -ENOMEM;
+			*kept = *r;
+			kept->nheaders = 0;
+			for (size_t i = 0; i < r->nheaders; i++)
+				if (!dropped_for_scan(&r->headers[i], head))
+					kept->headers[kept->nheaders++] =
+					    r->headers[i];
+			extra[nextra++] =
+			    (struct http1_field){ "Accept-Encoding",
+				    "identity" };
 			r = kept;
 		}
 	}

@@ -33,6 +33,10 @@ struct forward_target {
 	 * job's token. */
 	const char *inject_header;
 	const char *inject_value;
+	/* The answer is scanned (something was released to the job,
+	 * reflect.h): asked for whole and plain, without the job's
+	 * Accept-Encoding, Range or If-Range. */
+	bool scanned;
 };
 
 /*

@@ -342,6 +342,7 @@ job_close(struct pjob *j, const char *why)
 	denials_clear(&j->denials);
 	/* Nothing released for it is kept past its right to use it. */
 	inject_cache_clear(&j->secrets);
+	reflect_set_clear(&j->released);
 	/* Nor any answer on its tokens: a revoke from the feed comes
 	 * here before the proxy acknowledges it. */
 	tokcache_clear(&j->tokcache);

@@ -36,6 +36,7 @@
 #include "inject.h"
 #include "keys.h"
 #include "pool.h"
+#include "reflect.h"
 #include "tokcache.h"
 
 #include <event2/bufferevent.h>
@@ -124,6 +125,10 @@ struct pjob {
 	/* The values released for the job's injecting rules (inject.h),
 	 * wiped when the channel closes. */
 	struct inject_cache secrets;
+	/* Every value released to it in its life, each version: what
+	 * every answer it reads is scanned for (reflect.h), wiped when the
+	 * channel closes. */
+	struct reflect_set released;
 	/* The broker's good answers on its tokens (tokcache.h), dropped
 	 * when the channel closes or the feed is lost. */
 	struct tokcache tokcache;

@@ -1,0 +1,48 @@
+/*
+ * Method overrides a framework reads from a request's query or body
+ * (credentials.md, "Method overrides"): Rails (Rack::MethodOverride),
+ * Laravel and Symfony take a parameter _method of a POST form as the
+ * request's method, Laravel also a JSON body's key, so a credential
+ * injected on a rule that allows POST would go with DELETE. PHP makes a
+ * parameter named ".method" or "[method" (and with leading spaces)
+ * "_method"; those count too, in any case, with any byte
+ * percent-encoded. Pure: no I/O, no allocation.
+ */
+#ifndef CORDON_PROXY_OVERRIDE_H
+#define CORDON_PROXY_OVERRIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The most body bytes held to be judged: a form bigger than this on an
+ * injected request is refused (form_unjudged). Fits in conn.c's
+ * READ_HIGH past the head. */
+#define OVERRIDE_BODY_MAX (64 * 1024)
+
+/* How a body is read for an override, by its Content-Type. */
+enum override_kind {
+	OVERRIDE_NONE, /* a type no framework reads parameters from */
+	OVERRIDE_FORM, /* urlencoded, or no type at all (Rack reads it) */
+	OVERRIDE_MULTIPART,
+	OVERRIDE_JSON,
+};
+
+/* The kind of a body of Content-Type ctype[0..len) (NULL: none). */
+enum override_kind override_kind_of(const char *ctype, size_t len);
+
+/* Whether query or urlencoded form q[0..len) has a parameter that
+ * overrides the method (split at '&' and ';', as Rack did). */
+bool override_in_form(const char *q, size_t len);
+
+/* Whether a multipart body b[0..len) has a part named so (any
+ * "name=" parameter, quoted or not, outside filename=). */
+bool override_in_multipart(const char *b, size_t len);
+
+/* Whether a JSON body b[0..len) has a key that does, at any depth, its
+ * escapes read. */
+bool override_in_json(const char *b, size_t len);
+
+/* Whether body b[0..len) of kind overrides the method. */
+bool override_in_body(enum override_kind kind, const char *b, size_t len);
+
+#endif

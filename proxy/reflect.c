@@ -1,0 +1,228 @@
+/*
+ * The released values of a job and the chain of scanners over an answer
+ * (reflect.h). Between two stages the bytes wait in a buffer of this
+ * file's, wiped before it is freed: a stage's output still holds the
+ * values of the stages after it.
+ */
+#include "reflect.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+value_wipe(struct reflect_value *v)
+{
+	if (v->value != NULL) {
+		explicit_bzero(v->value, v->len);
+		free(v->value);
+	}
+	memset(v, 0, sizeof(*v));
+}
+
+int
+reflect_set_put(struct reflect_set *s, const char *secret, int64_t version,
+    const char *value, size_t len, int64_t now, int64_t expires)
+{
+	size_t sl = strlen(secret), i;
+	char *copy;
+
+	if (sl == 0 || sl >= sizeof(s->v[0].secret) || len == 0 ||
+	    len > INJECT_VALUE_MAX)
+		return -EINVAL;
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].len == len &&
+		    memcmp(s->v[i].value, value, len) == 0)
+			return 0;
+	if (s->n == REFLECT_VALUES_MAX) {
+		/* Only a value dead at its issuer gives its place. */
+		for (i = 0; i < s->n; i++)
+			if (s->v[i].expires != 0 && s->v[i].expires < now)
+				break;
+		if (i == s->n)
+			return -ENOSPC;
+	} else {
+		i = s->n;
+	}
+	if ((copy = malloc(len)) == NULL)
+		return -ENOMEM;
+	memcpy(copy, value, len);
+	if (i == s->n)
+		s->n++;
+	value_wipe(&s->v[i]);
+	memcpy(s->v[i].secret, secret, sl + 1);
+	s->v[i].version = version;
+	s->v[i].value = copy;
+	s->v[i].len = len;
+	s->v[i].expires = expires;
+	return 1;
+}
+
+void
+reflect_set_clear(struct reflect_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		value_wipe(&s->v[i]);
+	s->n = 0;
+}
+
+int
+reflect_scan_add(struct reflect_scan *r, const char *secret, const char *value,
+    size_t len)
+{
+	size_t sl = strlen(secret);
+
+	if (sl >= sizeof(r->secret[0]) || len == 0 || len > INJECT_VALUE_MAX)
+		return -EINVAL;
+	if (r->n == r->cap) {
+		size_t cap = r->cap == 0 ? 4 : 2 * r->cap;
+		struct inject_scanner *s = realloc(r->s, cap * sizeof(*r->s));
+		if (s == NULL)
+			return -ENOMEM;
+		r->s = s;
+		char(*names)[65] = realloc(r->secret, cap * sizeof(*names));
+		if (names == NULL)
+			return -ENOMEM;
+		r->secret = names;
+		size_t *told = realloc(r->told, cap * sizeof(*told));
+		if (told == NULL)
+			return -ENOMEM;
+		r->told = told;
+		r->cap = cap;
+	}
+	int rc = inject_scanner_init(&r->s[r->n], value, len);
+	if (rc < 0)
+		return rc;
+	memcpy(r->secret[r->n], secret, sl + 1);
+	r->told[r->n] = 0;
+	/* An answer chunked from its start: a stage added in its middle
+	 * does not know where the framing is, and matches the bytes as
+	 * they come (a value split by the framing is then missed). */
+	r->n++;
+	return 0;
+}
+
+int
+reflect_scan_init(struct reflect_scan *r, const struct reflect_set *set)
+{
+	memset(r, 0, sizeof(*r));
+	for (size_t i = 0; i < set->n; i++) {
+		int rc = reflect_scan_add(r, set->v[i].secret, set->v[i].value,
+		    set->v[i].len);
+		if (rc < 0) {
+			reflect_scan_free(r);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+bool
+reflect_scan_has(const struct reflect_scan *r, const char *value, size_t len)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->s[i].len == len &&
+		    memcmp(r->s[i].value, value, len) == 0)
+			return true;
+	return false;
+}
+
+size_t
+reflect_scan_out_max(const struct reflect_scan *r, size_t n)
+{
+	return n + (r->n + 1) * INJECT_HOLD_MAX;
+}
+
+static void
+tmp_free(struct buf *b)
+{
+	if (b->data != NULL)
+		explicit_bzero(b->data, b->len);
+	buf_free(b);
+}
+
+/*
+ * Feeds p[0..n) to stages from..r->n, each one's output the next one's
+ * input, the last one's appended to out; with flush, each stage is
+ * flushed after its feed (the answer ended). 0 or -errno, out unchanged.
+ */
+static int
+chain(struct reflect_scan *r, const char *p, size_t n, bool flush,
+    struct buf *out, size_t *ret_found)
+{
+	size_t max = reflect_scan_out_max(r, n), found = 0;
+	struct buf tmp[2] = { BUF_INIT(max), BUF_INIT(max) };
+	size_t outlen = out->len;
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < r->n; i++) {
+		struct buf *dst = i + 1 == r->n ? out : &tmp[i % 2];
+		size_t f = 0;
+		if (dst != out)
+			buf_reset(dst);
+		if (n > 0)
+			rc = inject_scanner_feed(&r->s[i], p, n, dst, &f);
+		found += f;
+		if (rc == 0 && flush) {
+			size_t before = r->s[i].found;
+			rc = inject_scanner_flush(&r->s[i], dst);
+			found += r->s[i].found - before;
+		}
+		p = dst->data;
+		n = dst == out ? 0 : dst->len;
+	}
+	if (r->n == 0 && n > 0)
+		rc = buf_append(out, p, n);
+	tmp_free(&tmp[0]);
+	tmp_free(&tmp[1]);
+	if (rc < 0 && out->len > outlen) {
+		explicit_bzero(out->data + outlen, out->len - outlen);
+		out->len = outlen;
+		out->data[outlen] = '\0';
+	}
+	if (ret_found != NULL)
+		*ret_found = rc == 0 ? found : 0;
+	return rc;
+}
+
+int
+reflect_scan_feed(struct reflect_scan *r, const char *p, size_t n,
+    struct buf *out, size_t *ret_found)
+{
+	return chain(r, p, n, false, out, ret_found);
+}
+
+int
+reflect_scan_flush(struct reflect_scan *r, struct buf *out)
+{
+	return chain(r, NULL, 0, true, out, NULL);
+}
+
+void
+reflect_scan_chunked(struct reflect_scan *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		inject_scanner_chunked(&r->s[i]);
+	r->chunked = true;
+}
+
+size_t
+reflect_scan_news(struct reflect_scan *r, size_t i, const char **ret_secret)
+{
+	size_t n = r->s[i].found - r->told[i];
+
+	r->told[i] = r->s[i].found;
+	*ret_secret = r->secret[i];
+	return n;
+}
+
+void
+reflect_scan_free(struct reflect_scan *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		inject_scanner_free(&r->s[i]);
+	free(r->s);
+	free(r->secret);
+	free(r->told);
+	memset(r, 0, sizeof(*r));
+}

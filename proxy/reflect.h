@@ -1,0 +1,112 @@
+/*
+ * Every value released to a job, and the scan of every answer the job
+ * reads for all of them (credentials.md, "What is scanned"): a service
+ * behind an injecting rule may keep what it was sent (a request log) and
+ * show it on another rule, or after a rotation; so once anything was
+ * released to a job, each answer the proxy reads for it, whatever its
+ * rule, goes through one reflection scanner (inject.h) per value, in a
+ * chain: the first's output is the second's input, and so on, each match
+ * overwritten by the scanner that found it. The values are kept for the
+ * job's life (wiped when its channel closes), at most REFLECT_VALUES_MAX;
+ * past that a release is refused rather than scanned for less. Pure: no
+ * I/O; every buffer capped.
+ */
+#ifndef CORDON_PROXY_REFLECT_H
+#define CORDON_PROXY_REFLECT_H
+
+#include "buf.h"
+#include "inject.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The most values a job may have been released: its rules' secrets
+ * (EGRESS_MAX_RULES), rotated, or an issuer's tokens renewed. */
+#define REFLECT_VALUES_MAX 32
+
+struct reflect_value {
+	char secret[65];
+	int64_t version;
+	char *value; /* len bytes, wiped before it is freed */
+	size_t len;
+	int64_t expires; /* monotonic seconds it is dead after; 0: never */
+};
+
+struct reflect_set {
+	struct reflect_value v[REFLECT_VALUES_MAX];
+	size_t n;
+};
+
+/*
+ * Keeps a copy of value[0..len), secret's of version, unless the same
+ * bytes are kept already. expires (monotonic seconds, 0 for none) is
+ * when the value is dead at its issuer: past it, at now, its place may
+ * be taken by a new value when the set is full. 1 when added, 0 when
+ * held already, -EINVAL for a name or value out of bounds, -ENOSPC when
+ * full of values still alive, -ENOMEM.
+ */
+int reflect_set_put(struct reflect_set *s, const char *secret, int64_t version,
+    const char *value, size_t len, int64_t now, int64_t expires);
+
+/* Wipes and frees every value. A zeroed s is fine. */
+void reflect_set_clear(struct reflect_set *s);
+
+/* One answer's scan for a set's values. */
+struct reflect_scan {
+	struct inject_scanner *s; /* n, in chain order */
+	char (*secret)[65]; /* the name of each */
+	size_t *told; /* each one's matches already reported */
+	size_t n, cap;
+	bool chunked;
+};
+
+/*
+ * Prepares r for every value of set (none: a scan that changes
+ * nothing). 0, -ENOMEM (r is then empty). Free with reflect_scan_free.
+ */
+int reflect_scan_init(struct reflect_scan *r, const struct reflect_set *set);
+
+/*
+ * Adds value[0..len) (secret's) at the end of the chain, for the rest of
+ * an answer being read: bytes the chain holds now are scanned for it
+ * too, as they leave the stages before. 0, -EINVAL, -ENOMEM.
+ */
+int reflect_scan_add(struct reflect_scan *r, const char *secret,
+    const char *value, size_t len);
+
+/* Whether value[0..len) is one the chain scans for. */
+bool reflect_scan_has(const struct reflect_scan *r, const char *value,
+    size_t len);
+
+/* The most bytes one feed of n bytes (or a flush, n 0) may append. */
+size_t reflect_scan_out_max(const struct reflect_scan *r, size_t n);
+
+/*
+ * inject_scanner_feed through the chain: appends to out what can go now,
+ * every value's matches overwritten. 0, -E2BIG (a stage past its steps'
+ * budget: the caller ends the answer), or -ENOMEM; out is left as it was
+ * on failure. *ret_found (may be NULL) gets the matches this call found.
+ */
+int reflect_scan_feed(struct reflect_scan *r, const char *p, size_t n,
+    struct buf *out, size_t *ret_found);
+
+/* The answer ended: what each stage holds goes through the rest, to out.
+ * 0 or -errno. */
+int reflect_scan_flush(struct reflect_scan *r, struct buf *out);
+
+/* inject_scanner_chunked for every stage (nothing held: after a flush),
+ * and for any added later. */
+void reflect_scan_chunked(struct reflect_scan *r);
+
+/*
+ * The matches stage i found since the last call for it, and its secret's
+ * name in *ret_secret; i below r->n.
+ */
+size_t reflect_scan_news(struct reflect_scan *r, size_t i,
+    const char **ret_secret);
+
+/* Wipes and frees what r holds. A zeroed r is fine. */
+void reflect_scan_free(struct reflect_scan *r);
+
+#endif

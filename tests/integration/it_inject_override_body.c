@@ -1,0 +1,295 @@
+/*
+ * A method override in an injected request's body never goes upstream
+ * with the credential (credentials.md, "Method overrides"): Rails
+ * (Rack::MethodOverride), Laravel and Symfony take a POST form's _method
+ * (PHP also .method, [method: it makes them _method) as the method,
+ * Laravel a JSON body's too, so a rule allowing POST would let the
+ * credential go with DELETE. The proxy holds such a body (at most
+ * INJECT_FORM_MAX bytes, with a Content-Length) until it is judged: 403
+ * method_override, or on whole; a bigger or chunked one is refused
+ * (form_unjudged). From the hostile review's it_redteam_override.c.
+ */
+#include "harness.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct daemon broker, proxy;
+static char admin[128], launcher[128], verifier[128], channel[300];
+static char tok[512];
+static pid_t up_pid = -1;
+static unsigned up_port;
+
+static const char value[] = "sk_live_redteam_0123456789abcdef";
+
+static void
+upstream_run(void)
+{
+	char portf[400], line[32];
+
+	snprintf(portf, sizeof(portf), "%s/reflect.port", harness_tmpdir());
+	unlink(portf);
+	up_pid = fork();
+	ck_assert_int_ge(up_pid, 0);
+	if (up_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-B",
+		    CORDON_SOURCE_DIR
+		    "/tests/integration/jobs/redteam/reflect.py",
+		    "--port-file", portf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0;
+	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
+	up_port = (unsigned)strtoul(line, NULL, 10);
+	ck_assert_uint_gt(up_port, 0);
+}
+
+static char *
+send_on(const char *req)
+{
+	int fd = unix_connect(channel);
+	char *out;
+
+	if (fd < 0)
+		return strdup("");
+	out = http_exchange(fd, req, strlen(req), 5000);
+	close(fd);
+	return out != NULL ? out : strdup("");
+}
+
+/* The job's request line for method path, its token when with_token. */
+
+static void
+setup(void)
+{
+	char cfg[2048], path[400], hostsf[400], job[64], req[1024], *resp;
+	json_t *m, *j;
+
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(daemon_start(&broker, "broker",
+			     "{\"log_level\": \"info\"}"),
+	    0);
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
+	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
+	upstream_run();
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
+	harness_write_file(hostsf,
+	    "127.0.0.1 api.test\n127.0.0.1 www.api.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
+	harness_write_file(path, verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_sha256\": \"%s\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-overridebody\"}",
+	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
+	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
+	    admin, NULL, json_pack("{s:s}", "value", value)));
+	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+		      " s:[{s:s, s:i, s:[s,s,s], s:[s], s:s, s:[s], s:s,"
+		      "     s:{s:s, s:s, s:s, s:s}},"
+		      "    {s:s, s:i, s:[s,s], s:[s], s:s, s:[s]}]}",
+	    "name", "redteam", "command", "/bin/true", "capabilities", "name",
+	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
+	    "reason", "read x", "egress",
+	    /* rule 0: injects up-key */
+	    "host", "api.test", "port", up_port, "methods", "GET", "HEAD",
+	    "POST", "paths", "/case/", "reason", "the api", "allow_cidrs",
+	    "127.0.0.0/8", "audience", "api", "inject", "secret", "up-key",
+	    "header", "X-Api-Key", "format", "Key {secret}", "capability",
+	    "x.read",
+	    /* rule 1: the same service under another name, nothing
+	     * injected */
+	    "host", "www.api.test", "port", up_port, "methods", "GET", "HEAD",
+	    "paths", "/open/", "reason", "the public part", "allow_cidrs",
+	    "127.0.0.0/8");
+	ck_assert_ptr_nonnull(m);
+	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/redteam",
+	    admin, NULL, m));
+	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
+	    json_pack("{s:s}", "manifest", "redteam"));
+	snprintf(job, sizeof(job), "%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
+	snprintf(channel, sizeof(channel), "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+
+	static const char b[] =
+	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
+	snprintf(req, sizeof(req),
+	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
+	    "broker.cordon\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n\r\n%s",
+	    strlen(b), b);
+	resp = send_on(req);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	char *t = strstr(resp, "crd_"),
+	     *end = t != NULL ? strchr(t, '"') : NULL;
+	ck_assert_ptr_nonnull(end);
+	snprintf(tok, sizeof(tok), "%.*s", (int)(end - t), t);
+	free(resp);
+}
+
+static void
+teardown(void)
+{
+	daemon_stop(&proxy);
+	if (up_pid > 1) {
+		kill(up_pid, SIGKILL);
+		waitpid(up_pid, NULL, 0);
+	}
+	up_pid = -1;
+	daemon_stop(&broker);
+}
+
+/* POSTs body (as ctype, none when NULL) to /case/echo with the token. */
+static char *
+post(const char *ctype, const char *body, const char *te)
+{
+	size_t n = strlen(body), cap = n + 2048;
+	char *req = malloc(cap), ct[200] = "", len[64] = "";
+	char *resp;
+
+	ck_assert_ptr_nonnull(req);
+	if (ctype != NULL)
+		snprintf(ct, sizeof(ct), "Content-Type: %s\r\n", ctype);
+	if (te == NULL)
+		snprintf(len, sizeof(len), "Content-Length: %zu\r\n", n);
+	else
+		snprintf(len, sizeof(len), "Transfer-Encoding: %s\r\n", te);
+	snprintf(req, cap,
+	    "POST http://api.test:%u/case/echo HTTP/1.1\r\nHost: "
+	    "api.test:%u\r\nAuthorization: Bearer %s\r\n%s%s"
+	    "Connection: close\r\n\r\n%s",
+	    up_port, up_port, tok, ct, len, body);
+	resp = send_on(req);
+	free(req);
+	return resp;
+}
+
+static const char form[] = "application/x-www-form-urlencoded";
+
+START_TEST(a_method_override_in_a_form_body_never_goes_with_the_credential)
+{
+	static const struct {
+		const char *ctype, *body;
+	} cases[] = {
+		{ form, "_method=DELETE" },
+		{ form, "x=1&_method=DELETE" },
+		{ form, "_METHOD=delete" },
+		{ form, "%5Fmethod=DELETE" },
+		{ form, "x=1;_method=DELETE" },
+		{ form, ".method=DELETE" },
+		{ form, "x=1&+%5bmethod=DELETE" },
+		{ "Application/X-WWW-Form-Urlencoded; charset=utf-8",
+		    "_method=DELETE" },
+		{ NULL, "_method=DELETE" },
+		{ "multipart/form-data; boundary=zz",
+		    "--zz\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n"
+		    "1\r\n--zz\r\nContent-Disposition: form-data; "
+		    "name=\"_method\"\r\n\r\nDELETE\r\n--zz--\r\n" },
+		{ "multipart/form-data; boundary=zz",
+		    "--zz\r\ncontent-disposition: form-data; name=_Method\r\n"
+		    "\r\nDELETE\r\n--zz--\r\n" },
+		{ "application/json", "{\"a\": 1, \"_method\" : \"DELETE\"}" },
+		{ "application/json", "{\"\\u005fmethod\":\"DELETE\"}" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *resp = post(cases[i].ctype, cases[i].body, NULL);
+		ck_assert_msg(http_status(resp) == 403 &&
+			strstr(resp, "method_override") != NULL,
+		    "%s went upstream with the credential: %s", cases[i].body,
+		    resp);
+		free(resp);
+	}
+}
+END_TEST
+
+START_TEST(a_form_without_an_override_goes_whole)
+{
+	static const char *const bodies[] = { "x=1&y_method=2&_methods=3",
+		"name=%5Fmethodical" };
+	char *resp;
+
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		resp = post(form, bodies[i], NULL);
+		ck_assert_msg(http_status(resp) == 200 &&
+			strstr(resp, bodies[i]) != NULL,
+		    "%s: %s", bodies[i], resp);
+		free(resp);
+	}
+	resp = post("multipart/form-data; boundary=zz",
+	    "--zz\r\nContent-Disposition: form-data; name=\"file\"; "
+	    "filename=\"_method\"\r\n\r\nDELETE\r\n--zz--\r\n",
+	    NULL);
+	ck_assert_msg(http_status(resp) == 200, "%s", resp);
+	free(resp);
+	/* A type no framework reads the override from goes as it is. */
+	resp = post("text/plain", "_method=DELETE", NULL);
+	ck_assert_msg(http_status(resp) == 200, "%s", resp);
+	free(resp);
+}
+END_TEST
+
+START_TEST(a_form_too_big_to_judge_is_refused)
+{
+	size_t n = 70 * 1024;
+	char *body = malloc(n + 1), *resp;
+
+	ck_assert_ptr_nonnull(body);
+	memset(body, 'a', n);
+	memcpy(body, "x=", 2);
+	memcpy(body + n - 15, "&_method=DELETE", 15);
+	body[n] = '\0';
+	resp = post(form, body, NULL);
+	ck_assert_msg(http_status(resp) == 403 &&
+		strstr(resp, "form_unjudged") != NULL,
+	    "a form of %zu bytes: %.300s", n, resp);
+	free(resp);
+	free(body);
+	resp = post(form, "e\r\n_method=DELETE\r\n0\r\n\r\n", "chunked");
+	ck_assert_msg(http_status(resp) == 403 &&
+		strstr(resp, "form_unjudged") != NULL,
+	    "a chunked form: %.300s", resp);
+	free(resp);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("inject_override_body");
+	TCase *tc = tcase_create("reflect");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc,
+	    a_method_override_in_a_form_body_never_goes_with_the_credential);
+	tcase_add_test(tc, a_form_without_an_override_goes_whole);
+	tcase_add_test(tc, a_form_too_big_to_judge_is_refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
