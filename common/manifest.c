@@ -726,7 +726,7 @@ check_inject(const json_t *m, const json_t *r, const char *where,
     json_t *problems)
 {
 	static const char *const keys[] = { "secret", "header", "format",
-		"capability" };
+		"capability", "cookies" };
 	json_t *in = json_object_get(r, "inject"), *v;
 	char field[160];
 
@@ -784,6 +784,13 @@ check_inject(const json_t *m, const json_t *r, const char *where,
 		    "printable ASCII with exactly one {secret} and no other "
 		    "braces (\"Bearer {secret}\"), at most %d bytes",
 		    MANIFEST_INJECT_FORMAT_MAX);
+
+	v = json_object_get(in, "cookies");
+	snprintf(field, sizeof(field), "%s.inject.cookies", where);
+	if (v != NULL && !json_is_boolean(v))
+		problems_add(problems, field,
+		    "true or false: whether the job gets the Set-Cookie of an "
+		    "injected answer (a session the key bought)");
 
 	v = json_object_get(in, "capability");
 	snprintf(field, sizeof(field), "%s.inject.capability", where);

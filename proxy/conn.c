@@ -107,6 +107,7 @@ struct pconn {
 	int rule;
 	bool broker_route, upgrade_ok, keep_alive;
 	bool client_eof; /* the client sends no more; it may still read */
+	bool up_close; /* Connection: close went up (http1_close_after_body) */
 	/* Every distinct token shape of the request, head and body, with
 	 * the broker's verdict once it came (tokens.c). */
 	struct token_set tokens;
@@ -1281,6 +1282,7 @@ send_request(struct pconn *c)
 		t.scanned = true;
 	}
 	buf_init(&out, HTTP1_HEAD_MAX + 1024);
+	c->up_close = http1_close_after_body(r, c->head);
 	if (forward_head(r, c->head, &t, &out) < 0) {
 		buf_free(&out);
 		deny(c, "malformed", "serialize");
@@ -1315,7 +1317,7 @@ exchange_done(struct pconn *c)
 	/* Bytes past the answer (a 204 and more in one write) would be the
 	 * next request's answer: such an upstream is never used again. */
 	bool reuse = c->resp.keep_alive && c->resp.body != HTTP1_RESP_CLOSE &&
-	    c->body_done && !c->broker_route && c->up != NULL &&
+	    c->body_done && !c->broker_route && !c->up_close && c->up != NULL &&
 	    evbuffer_get_length(bufferevent_get_input(c->up)) == 0;
 
 	decision_log(c);
@@ -1553,16 +1555,23 @@ down_head(struct pconn *c, bool upgrade, bool close)
 	struct evbuffer *in = bufferevent_get_input(c->up);
 	size_t n = c->resp.head_len;
 	struct buf head;
+	/* An injected answer's cookies are a session the key bought. */
+	unsigned flags = c->inject_value != NULL &&
+		!c->job->rules.rule[c->rule].inject.cookies
+	    ? HTTP1_RESP_DROP_COOKIES
+	    : 0;
+	size_t dropped = 0;
 
 	buf_init(&head, HTTP1_HEAD_MAX + 64);
-	if (http1_response_rewrite((const char *)evbuffer_pullup(in,
-				       (ssize_t)n),
-		n, upgrade, close, &head) < 0) {
+	if (http1_response_rewrite_fields((const char *)evbuffer_pullup(in,
+					      (ssize_t)n),
+		n, upgrade, close, flags, &dropped, &head) < 0) {
 		buf_free(&head);
 		up_drop(c);
 		fail(c, 502, "bad_upstream_response");
 		return -1;
 	}
+	c->d.cookies_dropped += dropped;
 	evbuffer_drain(in, n);
 	if (c->scanning) {
 		/* The head is whole: scanned and flushed at once. */

@@ -134,9 +134,11 @@ decision_format(const struct decision *d)
 		r = r ?: put_field(&b, d->secret, 64, NULL);
 		r = r
 		    ?: buf_printf(&b,
-			   ",\"secret_version\":%lld,\"reflected\":%llu",
+			   ",\"secret_version\":%lld,\"reflected\":%llu"
+			   ",\"cookies_dropped\":%llu",
 			   (long long)d->secret_version,
-			   (unsigned long long)d->reflected);
+			   (unsigned long long)d->reflected,
+			   (unsigned long long)d->cookies_dropped);
 	}
 	if (r == 0 && d->count > 0)
 		r = buf_printf(&b, ",\"count\":%llu",

@@ -47,6 +47,9 @@ struct decision {
 	const char *secret;
 	int64_t secret_version;
 	uint64_t reflected;
+	/* With secret: the answer's Set-Cookie fields dropped (a rule
+	 * without "cookies": true). */
+	uint64_t cookies_dropped;
 };
 
 /* The decision as one JSON line with its newline (free() it), or NULL

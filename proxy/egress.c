@@ -198,7 +198,12 @@ load_inject(const json_t *in, struct egress_rule *rule, char *err,
 {
 	if (in == NULL)
 		return 0;
-	if (!json_is_object(in) || json_object_size(in) > 4 ||
+	const json_t *ck =
+	    json_is_object(in) ? json_object_get(in, "cookies") : NULL;
+
+	if (!json_is_object(in) ||
+	    json_object_size(in) > (ck != NULL ? 5u : 4u) ||
+	    (ck != NULL && !json_is_boolean(ck)) ||
 	    rule->tls == EGRESS_TLS_PASSTHROUGH ||
 	    !inject_field(in, "secret", NULL, rule->inject.secret,
 		sizeof(rule->inject.secret)) ||
@@ -213,6 +218,7 @@ load_inject(const json_t *in, struct egress_rule *rule, char *err,
 		snprintf(err, errlen, "%s: a bad inject", rule->host);
 		return -EINVAL;
 	}
+	rule->inject.cookies = ck != NULL && json_is_true(ck);
 	return 0;
 }
 

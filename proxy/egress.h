@@ -45,9 +45,11 @@ struct egress_rule {
 	 * none: a token in a request to it is then refused. */
 	char audience[129];
 	/* "inject" (credentials.md): the secret the proxy adds as header,
-	 * in format, for a good token of capability; secret "" for none. */
+	 * in format, for a good token of capability; secret "" for none.
+	 * cookies: the answers' Set-Cookie reach the job (off: dropped). */
 	struct {
 		char secret[65], header[65], format[513], capability[72];
+		bool cookies;
 	} inject;
 };
 

@@ -7,6 +7,7 @@
 #include "token.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +23,28 @@ static const char *const inject_drop[] = { "Authorization", "Accept-Encoding",
 	"Range", "If-Range", "X-HTTP-Method-Override", "X-HTTP-Method",
 	"X-Method-Override", "X-Original-URL", "X-Rewrite-URL" };
 
-/* Whether the job's field h goes when a credential is injected: one of
- * the injected name, where a token travels, holding a token, or one of
- * inject_drop. */
+/* Whether field name n[0..nl) reads as name on a server that maps field
+ * names to variables (CGI, WSGI, PHP: X_Api_Key and x-api-key are both
+ * HTTP_X_API_KEY): equal once case is folded and '_' taken as '-'. */
+static bool
+folds_to(const char *n, size_t nl, const char *name)
+{
+	if (nl != strlen(name))
+		return false;
+	for (size_t i = 0; i < nl; i++) {
+		unsigned char a = (unsigned char)n[i],
+			      b = (unsigned char)name[i];
+		a = a == '_' ? '-' : (unsigned char)tolower(a);
+		b = b == '_' ? '-' : (unsigned char)tolower(b);
+		if (a != b)
+			return false;
+	}
+	return true;
+}
+
+/* Whether the job's field h goes when a credential is injected: one that
+ * folds to the injected name, where a token travels, holding a token, or
+ * one of inject_drop. */
 static bool
 dropped_for_inject(const struct http1_header *h, const char *head,
     const char *name)
@@ -32,7 +52,7 @@ dropped_for_inject(const struct http1_header *h, const char *head,
 	const char *n = head + h->name.off, *v = head + h->value.off;
 	size_t nl = h->name.len, vl = h->value.len;
 
-	if ((nl == strlen(name) && strncasecmp(n, name, nl) == 0) ||
+	if (folds_to(n, nl, name) ||
 	    (nl >= 9 && strncasecmp(n, "X-Cordon-", 9) == 0))
 		return true;
 	for (size_t i = 0; i < sizeof(inject_drop) / sizeof(inject_drop[0]);

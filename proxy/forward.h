@@ -45,7 +45,8 @@ struct forward_target {
  * broker.cordon, Host is the broker's address, Authorization the verifier
  * key and X-Cordon-Job the job, and the job's own Authorization, Cookie
  * and X-Cordon-* fields are dropped. With inject_header, the job's fields
- * of that name, its Authorization and X-Cordon-* fields and every field
+ * of that name (case folded, '_' read as '-': CGI's and WSGI's reading),
+ * its Authorization and X-Cordon-* fields and every field
  * whose value holds a crd_ token are dropped, so is every query
  * parameter holding one and its Accept-Encoding, and inject_header:
  * inject_value and Accept-Encoding: identity are added. 0, or http1_serialize's -errno. The

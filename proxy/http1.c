@@ -318,10 +318,20 @@ finish_head(struct http1_parser *p, const char *data)
 			return r;
 	}
 	req->keep_alive = !close && (req->minor_version == 1 || keep);
-	if (req->connect &&
-	    (req->body == HTTP1_BODY_CHUNKED ||
-		(req->body == HTTP1_BODY_LENGTH && req->content_length > 0)))
+	if (req->connect && http1_has_body(req))
 		return "connect_body";
+	/* A body where the method gives it no meaning: a server that reads
+	 * none there takes it as its next request, never judged. */
+	if (http1_has_body(req)) {
+		const char *m = data + req->method.off;
+		size_t ml = req->method.len;
+		if (ml == 3 && memcmp(m, "GET", 3) == 0)
+			return "body_on_get";
+		if (ml == 4 && memcmp(m, "HEAD", 4) == 0)
+			return "body_on_head";
+		if (ml == 5 && memcmp(m, "TRACE", 5) == 0)
+			return "body_on_trace";
+	}
 	if (!p->seen_host) {
 		if (req->minor_version == 1 || p->mode != HTTP1_MODE_PROXY)
 			return "missing_host";
@@ -352,6 +362,26 @@ finish_head(struct http1_parser *p, const char *data)
 	    strncasecmp(data + host.off, data + req->host.off, host.len) != 0)
 		return "host_mismatch";
 	return NULL;
+}
+
+bool
+http1_has_body(const struct http1_request *req)
+{
+	return req->body == HTTP1_BODY_CHUNKED ||
+	    (req->body == HTTP1_BODY_LENGTH && req->content_length > 0);
+}
+
+bool
+http1_close_after_body(const struct http1_request *req, const char *data)
+{
+	const char *m = data + req->method.off;
+	size_t ml = req->method.len;
+
+	if (!http1_has_body(req))
+		return false;
+	return !((ml == 4 && memcmp(m, "POST", 4) == 0) ||
+	    (ml == 3 && memcmp(m, "PUT", 3) == 0) ||
+	    (ml == 5 && memcmp(m, "PATCH", 5) == 0));
 }
 
 void
@@ -610,6 +640,8 @@ serialize(const struct http1_request *req, const char *data,
 	}
 	if (r == 0 && (flags & HTTP1_KEEP_UPGRADE) && req->upgrade)
 		r = buf_printf(out, "Connection: upgrade\r\n");
+	else if (r == 0 && http1_close_after_body(req, data))
+		r = buf_printf(out, "Connection: close\r\n");
 	if (r == 0 && req->body == HTTP1_BODY_LENGTH)
 		r = buf_printf(out, "Content-Length: %llu\r\n",
 		    (unsigned long long)req->content_length);

@@ -41,6 +41,9 @@
  *   bad_connection      a Connection value that is not a list of tokens
  *   connect_body        CONNECT with Transfer-Encoding or a Content-Length
  *                       other than 0
+ *   body_on_get         GET, HEAD or TRACE with Transfer-Encoding or a
+ *   body_on_head        Content-Length other than 0: a server that reads
+ *   body_on_trace       no body there takes it as its next request
  *
  * The parser keeps offsets (struct http1_span) into the caller's bytes,
  * not pointers, so the caller may grow or move its buffer between calls.
@@ -202,6 +205,19 @@ void http1_parser_init(struct http1_parser *p, enum http1_mode mode);
  */
 int http1_parse(struct http1_parser *p, const char *data, size_t len,
     size_t *ret_consumed);
+
+/* Whether req has a body: Transfer-Encoding, or a Content-Length other
+ * than 0. */
+bool http1_has_body(const struct http1_request *req);
+
+/*
+ * Whether req has a body on a method other than POST, PUT and PATCH
+ * (DELETE, OPTIONS, an extension method), which some servers do not read:
+ * such a request goes upstream with "Connection: close" and its upstream
+ * connection is never reused, so that a server that takes the body for a
+ * request of its own is told to read nothing after it. data: its head.
+ */
+bool http1_close_after_body(const struct http1_request *req, const char *data);
 
 /* The first header of req named name (case-insensitive), or NULL. */
 const struct http1_header *http1_find_header(const struct http1_request *req,

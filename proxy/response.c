@@ -239,13 +239,23 @@ int
 http1_response_rewrite(const char *head, size_t len, bool upgrade, bool close,
     struct buf *out)
 {
+	return http1_response_rewrite_fields(head, len, upgrade, close, 0, NULL,
+	    out);
+}
+
+int
+http1_response_rewrite_fields(const char *head, size_t len, bool upgrade,
+    bool close, unsigned flags, size_t *ret_dropped, struct buf *out)
+{
 	static const char *const hop[] = { "Connection", "Keep-Alive", "TE",
 		"Trailer", "Upgrade", "Proxy-Connection" };
 	const char *sl_end = memchr(head, '\r', len);
 	struct field_line f, c;
-	size_t at, k;
+	size_t at, k, dropped = 0;
 	int r;
 
+	if (ret_dropped != NULL)
+		*ret_dropped = 0;
 	if (sl_end == NULL || len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4))
 		return -EINVAL;
 	at = (size_t)(sl_end - head) + 2;
@@ -258,6 +268,12 @@ http1_response_rewrite(const char *head, size_t len, bool upgrade, bool close,
 		    (lex_eq_nocase(f.name, f.nlen, "Connection") ||
 			lex_eq_nocase(f.name, f.nlen, "Upgrade"))) {
 			r = buf_append(out, f.line, f.len);
+			continue;
+		}
+		if ((flags & HTTP1_RESP_DROP_COOKIES) &&
+		    (lex_eq_nocase(f.name, f.nlen, "Set-Cookie") ||
+			lex_eq_nocase(f.name, f.nlen, "Set-Cookie2"))) {
+			dropped++;
 			continue;
 		}
 		for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
@@ -276,5 +292,7 @@ http1_response_rewrite(const char *head, size_t len, bool upgrade, bool close,
 		r = buf_append(out, "Connection: close\r\n", 19);
 	if (r == 0)
 		r = buf_append(out, "\r\n", 2);
+	if (r == 0 && ret_dropped != NULL)
+		*ret_dropped = dropped;
 	return r;
 }

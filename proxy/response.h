@@ -116,4 +116,16 @@ int http1_response_parse(const char *data, size_t len, bool head_request,
 int http1_response_rewrite(const char *head, size_t len, bool upgrade,
     bool close, struct buf *out);
 
+/* For http1_response_rewrite_fields: drop Set-Cookie and Set-Cookie2 (an
+ * injected answer's: a session bought with the key, credentials.md). */
+#define HTTP1_RESP_DROP_COOKIES 0x1u
+
+/*
+ * http1_response_rewrite, and with HTTP1_RESP_DROP_COOKIES every
+ * Set-Cookie and Set-Cookie2 field left out too; *ret_dropped (may be
+ * NULL) is how many fields that flag left out. Same returns.
+ */
+int http1_response_rewrite_fields(const char *head, size_t len, bool upgrade,
+    bool close, unsigned flags, size_t *ret_dropped, struct buf *out);
+
 #endif

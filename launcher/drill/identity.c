@@ -621,6 +621,7 @@ placements(struct tally *t, struct resp *r, const struct rule *u,
 {
 	char url[1400], host[300], head[400], body[200], suffix[80];
 	char auth[128] = "";
+	const char *bm;
 
 	if (bearer != NULL)
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n",
@@ -630,10 +631,14 @@ placements(struct tally *t, struct resp *r, const struct rule *u,
 	tally_request(t, r, u->method, url, host, head, NULL);
 	snprintf(head, sizeof(head), "%sX-Note: x%s\r\n", auth, tok);
 	tally_request(t, r, u->method, url, host, head, NULL);
+	/* A body goes with POST: the proxy refuses one on GET or HEAD. */
+	bm = strcmp(u->method, "GET") == 0 || strcmp(u->method, "HEAD") == 0
+	    ? "POST"
+	    : u->method;
 	snprintf(body, sizeof(body), "{\"key\": \"%s\"}", tok);
-	tally_request(t, r, u->method, url, host, auth, body);
+	tally_request(t, r, bm, url, host, auth, body);
 	snprintf(body, sizeof(body), "note=0%s", tok);
-	tally_request(t, r, u->method, url, host, auth, body);
+	tally_request(t, r, bm, url, host, auth, body);
 	snprintf(suffix, sizeof(suffix), "?key=%s", tok);
 	rule_url(u, suffix, url, sizeof(url), host, sizeof(host));
 	tally_request(t, r, u->method, url, host, auth, NULL);

@@ -1031,10 +1031,17 @@ place(struct placement *p, const struct rule *u, const char *c, const char *own)
 		snprintf(marked, sizeof(marked), "drill-%s%s", p->name, suffix);
 		rule_url(u, marked, url, sizeof(url), host, sizeof(host));
 	}
+	/* A body goes with POST: the proxy refuses one on GET or HEAD
+	 * (body_on_get, an upstream may read it as a request of its own). */
 	n = snprintf(p->req, sizeof(p->req),
 	    "%s %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %zu\r\n"
 	    "Connection: close\r\n\r\n%s",
-	    u->method, url, host, head, strlen(body), body);
+	    body[0] != '\0' &&
+		    (strcmp(u->method, "GET") == 0 ||
+			strcmp(u->method, "HEAD") == 0)
+		? "POST"
+		: u->method,
+	    url, host, head, strlen(body), body);
 	if (n < 0 || (size_t)n >= sizeof(p->req))
 		return false;
 	p->len = (size_t)n;

@@ -155,7 +155,8 @@ early_start(void)
 }
 
 /* The example manifest (deploy/examples/support-triage.json), its
- * invoices API moved to the test upstream's port, and what the drill
+ * invoices API moved to the test upstream's port (and POST allowed there,
+ * for the drill's placements in a body), and what the drill
  * needs to place tokens everywhere: a second capability of another
  * audience with a plain rule of its own (notes.internal), and a plain
  * rule without an audience (status.internal), both on the same upstream. */
@@ -173,9 +174,14 @@ put_example(void)
 	json_array_foreach(json_object_get(m, "egress"), i, rule)
 	{
 		if (strcmp(json_string_value(json_object_get(rule, "host")),
-			"invoices.internal") == 0)
+			"invoices.internal") == 0) {
 			json_object_set_new(rule, "port",
 			    json_integer(early.port));
+			/* The drill's body placements go with POST (a body
+			 * on GET is refused, body_on_get). */
+			json_array_append_new(json_object_get(rule, "methods"),
+			    json_string("POST"));
+		}
 		/* The injecting rule (terminated) on the echoing HTTPS
 		 * upstream that wants the key: the drill reads what the swap
 		 * made of its request. */

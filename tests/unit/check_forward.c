@@ -88,6 +88,15 @@ START_TEST(an_injected_request_asks_for_no_part_and_no_other_method)
 	ck_assert_ptr_nonnull(strstr(s, "\r\nAccept: */*\r\n"));
 	ck_assert_ptr_nonnull(strstr(s, "\r\nX-Api-Key: Key v\r\n"));
 	free(s);
+	/* Whatever a CGI or WSGI server reads as the injected field goes. */
+	static const char look[] =
+	    "GET http://api.test/v1/x HTTP/1.1\r\nHost: api.test\r\n"
+	    "X_Api_Key: a\r\nx-api_KEY: b\r\nX-Api-Keys: c\r\n\r\n";
+	s = head_for(look, HTTP1_MODE_PROXY, &t);
+	ck_assert_ptr_null(strstr(s, ": a\r\n"));
+	ck_assert_ptr_null(strstr(s, ": b\r\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nX-Api-Keys: c\r\n"));
+	free(s);
 	/* Without a credential the job's fields go as they are. */
 	t.inject_header = NULL;
 	t.inject_value = NULL;

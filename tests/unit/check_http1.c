@@ -184,6 +184,23 @@ static const struct head_case cases[] = {
 	    "Transfer-Encoding: chunked\r\n\r\n"),
 	P(NULL,
 	    "CONNECT a.test:443 HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\n"),
+	/* A body where the method gives it no meaning: an upstream that
+	 * reads none takes it for a request of its own. */
+	P("body_on_get",
+	    "GET http://a.test/ HTTP/1.1\r\n" H "Content-Length: 1\r\n\r\n"),
+	P("body_on_get",
+	    "GET http://a.test/ HTTP/1.1\r\n" H
+	    "Transfer-Encoding: chunked\r\n\r\n"),
+	P("body_on_head",
+	    "HEAD http://a.test/ HTTP/1.1\r\n" H "Content-Length: 9\r\n\r\n"),
+	P("body_on_trace",
+	    "TRACE http://a.test/ HTTP/1.1\r\n" H
+	    "Transfer-Encoding: chunked\r\n\r\n"),
+	P(NULL,
+	    "GET http://a.test/ HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\n"),
+	P(NULL,
+	    "DELETE http://a.test/ HTTP/1.1\r\n" H "Content-Length: 2\r\n\r\n"),
+	O("body_on_get", "GET /x HTTP/1.1\r\n" H "Content-Length: 1\r\n\r\n"),
 	/* Tunnels: origin-form only, Host always. */
 	O("bad_target", "GET http://a.test/ HTTP/1.1\r\n" H "\r\n"),
 	O("bad_target", "CONNECT a.test:443 HTTP/1.1\r\n" H "\r\n"),

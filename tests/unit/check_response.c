@@ -616,6 +616,38 @@ START_TEST(test_rewrite_drops_hop_by_hop)
 }
 END_TEST
 
+/* An injected answer's cookies (a session the key bought) are left out
+ * and counted; without the flag they stay. */
+START_TEST(test_rewrite_drops_cookies_when_told)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\n"
+				   "Set-Cookie: JSESSIONID=s; Path=/\r\n"
+				   "X-A: 1\r\n"
+				   "set-cookie2: k=v\r\n"
+				   "SET-COOKIE: b=2\r\n"
+				   "Set-Cookies: not-one\r\n"
+				   "Content-Length: 0\r\n\r\n";
+	struct buf out = BUF_INIT(1 << 12);
+	size_t n = 99;
+
+	ck_assert_int_eq(http1_response_rewrite_fields(head, strlen(head),
+			     false, false, HTTP1_RESP_DROP_COOKIES, &n, &out),
+	    0);
+	ck_assert_str_eq(buf_str(&out),
+	    "HTTP/1.1 200 OK\r\nX-A: 1\r\nSet-Cookies: not-one\r\n"
+	    "Content-Length: 0\r\n\r\n");
+	ck_assert_uint_eq(n, 3);
+	buf_free(&out);
+	out = (struct buf)BUF_INIT(1 << 12);
+	ck_assert_int_eq(http1_response_rewrite_fields(head, strlen(head),
+			     false, false, 0, &n, &out),
+	    0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_ptr_nonnull(strstr(buf_str(&out), "JSESSIONID"));
+	buf_free(&out);
+}
+END_TEST
+
 /* Content-Encoding: whether the answer's body is coded (the reflection
  * scanner reads identity alone), for every spelling of a coding. */
 START_TEST(test_content_coding_is_told)
@@ -685,6 +717,7 @@ response_suite(void)
 	tcase_add_test(tc, test_head_size_limit);
 	tcase_add_test(tc, test_field_count_limit);
 	tcase_add_test(tc, test_rewrite_drops_hop_by_hop);
+	tcase_add_test(tc, test_rewrite_drops_cookies_when_told);
 	suite_add_tcase(s, tc);
 	return s;
 }
