@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -292,9 +293,24 @@ workspace_create(const char *root, const char *job,
 		r = -errno;
 	if (r < 0)
 		goto fail;
-	*ret = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o}", "job", job, "lower",
-	    lower, "upper", upper, "work", work, "disk_mb", (int)disk_mb,
-	    "inputs", copied);
+	/* Each directory's device and inode, as the hatch sees it: the
+	 * launcher checks it sees the same ones (a hatch whose mounts do not
+	 * reach it would hand it empty directories). */
+	char ids[3][48];
+	const char *dirs[3] = { lower, upper, work };
+	for (int i = 0; i < 3; i++) {
+		struct stat sb;
+		if (stat(dirs[i], &sb) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		snprintf(ids[i], sizeof(ids[i]), "%ju:%ju",
+		    (uintmax_t)sb.st_dev, (uintmax_t)sb.st_ino);
+	}
+	*ret = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:{s:s, s:s, s:s}}",
+	    "job", job, "lower", lower, "upper", upper, "work", work, "disk_mb",
+	    (int)disk_mb, "inputs", copied, "ids", "lower", ids[0], "upper",
+	    ids[1], "work", ids[2]);
 	return 0;
 fail:
 	json_decref(copied);

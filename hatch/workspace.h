@@ -53,7 +53,8 @@ char *workspace_check_input(const struct config_strings *roots, size_t i,
  * or -errno otherwise. ret_policy (the manifest's "return": protected
  * globs, max_patch_kb; may be NULL) is kept in meta.json for the seal.
  * *ret gets {job, lower, upper, work, disk_mb, inputs: [{src, dst, files,
- * dirs, symlinks, bytes}]}.
+ * dirs, symlinks, bytes}], ids: {lower, upper, work}}, each id the
+ * directory's "DEV:INO" (st_dev, st_ino) for the launcher to check.
  */
 int workspace_create(const char *root, const char *job,
     const struct workspace_input *inputs, size_t ninputs, long disk_mb,

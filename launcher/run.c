@@ -106,6 +106,7 @@ struct run {
 
 	bool stopping;
 	const char *stop_reason;
+	const char *start_error; /* why the job did not start; NULL: it did */
 	int status; /* the sandbox's, as waitpid gives it */
 	bool exited;
 };
@@ -529,6 +530,9 @@ stop_path(struct run *r, struct outcome *o)
 		.patch = dest,
 		.channel = r->channel != NULL,
 		.workspace = r->ws_asked,
+		/* Until the sandbox's init was told to go, nothing of the
+		 * job ran: its workspace holds nothing of its. */
+		.never_ran = !r->sb.go_given,
 		.kill = kill_job,
 		.kill_arg = r,
 		.record_fd = r->record_fd,
@@ -757,6 +761,12 @@ report(struct run *r, const struct outcome *o)
 			out, "revoke_error",
 			o->s.revoke_ok ? NULL : o->s.revoke_error);
 		cgroup_job_report(&r->cg, j, r->stop_reason, o->s.c.report);
+		/* A job that never ran has no patch and no verdict: it says
+		 * so, and why. */
+		json_object_set_new(j, "started", json_boolean(r->sb.go_given));
+		if (r->start_error != NULL)
+			json_object_set_new(j, "start_error",
+			    json_string(r->start_error));
 		json_object_set_new(j, "upstream_revocations",
 		    stoppath_upstream_json(&o->s));
 		if (o->s.c.kept[0] != '\0')
@@ -844,7 +854,9 @@ report(struct run *r, const struct outcome *o)
 	    (unsigned long long)o->relay.accepted,
 	    (unsigned long long)o->relay.refused,
 	    o->s.c.patch[0] != '\0' ? o->s.c.patch : "none",
-	    o->s.c.verdict[0] != '\0' ? o->s.c.verdict : "no verdict",
+	    o->s.c.verdict[0] != '\0' ? o->s.c.verdict
+		: r->sb.go_given      ? "no verdict"
+				      : "the job never ran",
 	    why[0] != '\0' ? ": " : "", why, excluded,
 	    excluded[0] != '\0' ? "; " : "",
 	    hit != NULL ? "limit hit: " : "no limit hit", hit ?: "");
@@ -934,9 +946,58 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		snprintf(err, errlen, "the hatch gave no directories");
 		return -EIO;
 	}
-	if ((rc = take_uid(r)) < 0 ||
-	    (rc = sandbox_own_tree(lower, upper, work, r->uid, r->uid)) < 0) {
-		snprintf(err, errlen, "the job's uid: %s", strerror(-rc));
+	/* The directories here must be the ones the hatch made: a hatch
+	 * whose mounts do not reach this mount namespace leaves empty ones
+	 * (the job would run on nothing, and its writes be lost). */
+	json_t *ids = json_object_get(r->ws, "ids");
+	const char *dirs[] = { lower, upper, work };
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		const char *which = i == 0 ? "lower"
+		    : i == 1               ? "upper"
+					   : "work";
+		const char *id = json_string_value(json_object_get(ids, which));
+		if (id == NULL) {
+			snprintf(err, errlen,
+			    "the hatch gave no identity (ids.%s) for its "
+			    "workspace: a cordon-hatch older than this cordon? "
+			    "run the hatch of the same build",
+			    which);
+			return -EPROTO;
+		}
+		if ((rc = sandbox_workspace_check(dirs[i], id)) < 0) {
+			snprintf(err, errlen,
+			    "the hatch's workspace %s is not the one the hatch "
+			    "made (%s, in this mount namespace): the hatch's "
+			    "mounts do not reach the launcher; run the hatch "
+			    "in the host's mount namespace, and cordon run "
+			    "where its mounts propagate "
+			    "(docs/operations.md#the-hatchs-mounts)",
+			    dirs[i],
+			    rc == -ESTALE ? "another directory is there"
+				: rc == -EINVAL
+				? "the hatch's id is not DEV:INO"
+				: strerror(-rc));
+			return rc;
+		}
+	}
+	if ((rc = take_uid(r)) < 0) {
+		if (rc == -EBUSY)
+			snprintf(err, errlen,
+			    "no free uid for the job: all %lld of uid_base "
+			    "%lld.. are held by running jobs (raise uid_count)",
+			    (long long)r->cfg->uid_count,
+			    (long long)r->cfg->uid_base);
+		else
+			snprintf(err, errlen,
+			    "a uid for the job: the lock files in %s/uids: %s",
+			    r->cfg->common.runtime_dir, strerror(-rc));
+		return rc;
+	}
+	if ((rc = sandbox_own_tree(lower, upper, work, r->uid, r->uid)) < 0) {
+		snprintf(err, errlen,
+		    "handing the workspace (%s, its upper and work) to the "
+		    "job's uid %u: %s",
+		    lower, (unsigned)r->uid, strerror(-rc));
 		return rc;
 	}
 	char **envp = job_env(r);
@@ -1317,6 +1378,7 @@ launcher_run(int argc, char **argv)
 		r.stop_reason = "launcher_error";
 	} else if (start(&r, &f, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon run: %s\n", err);
+		r.start_error = err;
 		r.stop_reason = stopped_meanwhile(&r) ?: "launcher_error";
 	} else if (loop(&r) < 0) {
 		r.stop_reason = "launcher_error";

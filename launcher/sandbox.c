@@ -677,6 +677,7 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
 		snprintf(err, errlen, "cgroup: %s", strerror(-r));
 		goto fail;
 	}
+	ret->go_given = true;
 	if (write(sv[0], "G", 1) != 1) {
 		snprintf(err, errlen, "the sandbox died");
 		r = -EIO;
@@ -748,5 +749,30 @@ sandbox_own_tree(const char *lower, const char *upper, const char *work,
 	if (nftw(lower, own_one, 32, FTW_PHYS) != 0 ||
 	    chown(upper, uid, gid) < 0 || chown(work, uid, gid) < 0)
 		return -errno;
+	return 0;
+}
+
+int
+sandbox_workspace_check(const char *path, const char *id)
+{
+	unsigned long long dev, ino;
+	struct stat sb;
+	char *end;
+
+	if (id == NULL || path == NULL)
+		return -EINVAL;
+	errno = 0;
+	dev = strtoull(id, &end, 10);
+	if (errno != 0 || end == id || *end != ':' || id[0] == '-')
+		return -EINVAL;
+	const char *rest = end + 1;
+	ino = strtoull(rest, &end, 10);
+	if (errno != 0 || end == rest || *end != '\0' || rest[0] == '-')
+		return -EINVAL;
+	if (lstat(path, &sb) < 0)
+		return -errno;
+	if (!S_ISDIR(sb.st_mode) || (unsigned long long)sb.st_dev != dev ||
+	    (unsigned long long)sb.st_ino != ino)
+		return -ESTALE;
 	return 0;
 }

@@ -65,6 +65,9 @@ struct sandbox_limits {
 struct sandbox {
 	pid_t pid; /* the pid namespace's init, in ours */
 	int proxy_fd; /* listening on 127.0.0.1:3128 in the job's netns */
+	/* The init was told to go on: from then on the command may have
+	 * run, whatever sandbox_spawn returns. */
+	bool go_given;
 	struct sandbox_limits limits;
 };
 
@@ -83,6 +86,17 @@ void sandbox_kill(struct sandbox *sb);
 /* Waits for the init: its status as waitpid gives it, or -errno. With
  * nohang, -EAGAIN while it runs. */
 int sandbox_wait(struct sandbox *sb, bool nohang);
+
+/*
+ * Whether path, as this mount namespace sees it, is the directory the
+ * hatch made: id is the hatch's "DEV:INO" of it (its workspace answer's
+ * "ids"; st_dev and st_ino are the same in every mount namespace that
+ * sees the directory). 0; -ENOENT (or another -errno of lstat) when
+ * nothing is there, -ESTALE when another directory is (a hatch's tmpfs
+ * that does not reach this namespace leaves the empty directory beneath
+ * it), -EINVAL when id is not DEV:INO.
+ */
+int sandbox_workspace_check(const char *path, const char *id);
 
 /* Hands the job's work tree to its uid: lchown of every file under
  * lower, and of upper and work (the launcher does this before the

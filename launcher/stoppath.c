@@ -124,6 +124,34 @@ revoke_job(const struct stoppath_job *j, struct stoppath_outcome *o)
 	httpc_answer_free(&a);
 }
 
+/* A workspace of a job that never ran: removed at the hatch (and closed,
+ * so that a create still on its way cannot make one), never sealed: there
+ * is nothing of the job's in it, and a seal would call its emptiness a
+ * clean patch. Failing, it is kept (c.kept says why). */
+static void
+release_workspace(const struct stoppath_job *j, struct stoppath_outcome *o)
+{
+	struct httpc_answer a;
+	char path[160];
+
+	snprintf(path, sizeof(path), "/v1/workspaces/%s", j->job);
+	if (httpc_request(j->cfg->hatch, "DELETE", path, j->key, NULL, NULL,
+		STOP_CALL_MS, &a) != 0) {
+		snprintf(o->c.kept, sizeof(o->c.kept),
+		    "the hatch did not answer the release of the workspace of "
+		    "a job that never ran");
+		return;
+	}
+	o->c.none = a.status == 404;
+	o->released = a.status == 200 || a.status == 404;
+	if (!o->released)
+		snprintf(o->c.kept, sizeof(o->c.kept),
+		    "releasing the workspace of a job that never ran failed: "
+		    "%ld: %s",
+		    a.status, launcher_answer_message(&a));
+	httpc_answer_free(&a);
+}
+
 void
 stoppath_run(const struct stoppath_job *j, struct stoppath_outcome *o)
 {
@@ -151,7 +179,9 @@ stoppath_run(const struct stoppath_job *j, struct stoppath_outcome *o)
 			close_run(&cc);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (j->workspace) {
+	if (j->workspace && j->never_ran)
+		release_workspace(j, o);
+	else if (j->workspace) {
 		launcher_collect(j->cfg->hatch, j->key, j->job, j->patch,
 		    &o->c);
 		o->sealed = true;

@@ -29,6 +29,10 @@ struct stoppath_job {
 	const char *patch; /* where the patch goes */
 	bool channel; /* the proxy may have a channel for the job */
 	bool workspace; /* the hatch may have a workspace for it */
+	/* Nothing of the job ran (cordon run failed before its sandbox was
+	 * told to go): its workspace is released at the hatch, never
+	 * sealed, and no patch or verdict is claimed for it. */
+	bool never_ran;
 	/* recover: a job the broker does not know has no tokens (done), and
 	 * a failed revoke leaves the rest for the next try. */
 	bool recovering;
@@ -68,6 +72,7 @@ struct stoppath_outcome {
 	bool closed; /* the close was asked (not when recovering failed) */
 	struct collected c; /* the seal, the patch, the workspace */
 	bool sealed; /* launcher_collect ran: c is its */
+	bool released; /* never_ran: the hatch removed (or had no) workspace */
 	bool finished; /* revoked and the patch out: the record is gone */
 	double ms_revoke, ms_kill, ms_close, ms_seal;
 };
@@ -77,7 +82,8 @@ struct stoppath_outcome {
  * die first); 2. j->kill; 3. the channel closed at the proxy, and 4. at
  * once, the seal at the hatch, the patch fetched, checked against the
  * seal's digest and written to j->patch, and only then the workspace
- * removed; 5. the record removed when all of that is done, its lock
+ * removed (a job that never ran: the workspace released instead, no seal,
+ * no patch); 5. the record removed when all of that is done, its lock
  * released in any case. A failed revoke still kills, closes and seals,
  * except when recovering (the next try does it). json_decref(o->c.report)
  * after.
