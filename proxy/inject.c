@@ -1,12 +1,20 @@
 /*
- * The format and the reflection scanner of inject.h. The scan goes left
- * to right over the held bytes and the new ones: a table of the bytes
- * that can start a match skips the rest at once; where one can, the
- * value is read unit by unit (every way of reading the text followed at
- * once, as a set of offsets) and the base64 patterns are compared; a
- * match takes the furthest end any of them reaches. A place whose match
- * needs bytes not yet come stops the scan there, so the bytes from it on
- * are held and what is decided never depends on how the answer was cut.
+ * The format and the reflection scanner of inject.h. The scanner's keys
+ * are every run of INJECT_WINDOW bytes in a row (in lower case) of each
+ * target: the value, its base64 forms, and the secrets decoded from a
+ * base64 word of it (a shorter target is one key, whole); they are
+ * sorted, so the keys a run of bytes can still be the start of are a
+ * range, narrowed a byte at a time. The scan goes left to right over the
+ * held bytes and the new ones: tables of the bytes that can start a key
+ * (and of the keys' first two bytes, where only raw units can be read)
+ * skip most places at once; where one can start, every way of reading
+ * the text unit by unit is followed at once, and the bytes a reading of
+ * a key covers are marked. The marks' union is what is redacted, so a
+ * run of the value of any length is, however long, and no byte of it is
+ * overwritten before every reading of it was made. A place whose
+ * reading needs bytes not yet come stops the scan there, so the bytes
+ * from it on are held (with their marks) and what is decided never
+ * depends on how the answer was cut.
  */
 #include "inject.h"
 
@@ -14,12 +22,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char b64std[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char b64url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-static const char hexd[] = "0123456789ABCDEF";
 
 int
 inject_format(const char *format, const char *value, size_t len, char *out,
@@ -57,8 +59,14 @@ enum { READ_NO = 0, READ_YES = 1, READ_MORE = -1, READ_COSTLY = -2 };
 
 /* The most digits of an HTML numeric entity, leading zeros included. */
 #define ENTITY_DIGITS_MAX 8
-/* The most ends one unit can have at one place (inject.c's unit_ends). */
-#define UNIT_ENDS 8
+/* The most units that can start at one place (units_at), and with a
+ * line break's before them (units_after). */
+#define UNIT_ENDS 12
+/* The shortest secret decoded from a base64 word of the value that is
+ * looked for (shorter ones would match common text), and the shortest
+ * such word. */
+#define DECODED_MIN 6
+#define BASE64_WORD_MIN 12
 
 /* The answer as the matchers see it: t[0..n), and whether it ends at n
  * (final) or more bytes may follow. */
@@ -66,6 +74,14 @@ struct text {
 	const unsigned char *t;
 	size_t n;
 	bool final;
+	bool lines; /* a plain line break may come between two units */
+};
+
+/* One unit of the answer: where it ends and the byte (in lower case) it
+ * stands for. */
+struct unit {
+	size_t end;
+	unsigned char c;
 };
 
 /* What reading past the end of x means: no when the answer ended there,
@@ -155,9 +171,10 @@ static const struct {
 	{ "newline", '\n' },
 };
 
-/* An HTML entity for b at x->t[o] ('&'): its end into e[*ne]. */
+/* The HTML entities at x->t[o] ('&'): into u[*nu]. */
 static int
-entity(const struct text *x, size_t o, unsigned char b, size_t *e, size_t *ne)
+entity(const uint8_t *inkey, const struct text *x, size_t o, struct unit *u,
+    int *nu)
 {
 	const unsigned char *t = x->t;
 	size_t p = o + 1;
@@ -183,17 +200,19 @@ entity(const struct text *x, size_t o, unsigned char b, size_t *e, size_t *ne)
 				break;
 			v = v * base + (unsigned)d;
 			/* The value only grows; past the cap, no entity. */
-			if (++digits > ENTITY_DIGITS_MAX || v > b)
+			if (++digits > ENTITY_DIGITS_MAX || v > 0xff)
 				return READ_NO;
 		}
-		if (digits > 0 && t[p] == ';' && v == b)
-			e[(*ne)++] = p + 1;
+		if (digits > 0 && t[p] == ';')
+			u[(*nu)++] =
+			    (struct unit){ p + 1, fold((unsigned char)v) };
 		return READ_YES;
 	}
 	for (size_t k = 0; k < sizeof(entities) / sizeof(entities[0]); k++) {
 		const char *name = entities[k].name;
 		size_t l, j;
-		if (entities[k].c != b)
+		/* One that stands for no key's byte is not read. */
+		if (!inkey[fold(entities[k].c)])
 			continue;
 		l = strlen(name);
 		for (j = 0; j <= l; j++) {
@@ -203,266 +222,239 @@ entity(const struct text *x, size_t o, unsigned char b, size_t *e, size_t *ne)
 				   : fold(t[p + j]) != (unsigned char)name[j])
 				break;
 		}
-		if (j > l)
-			e[(*ne)++] = p + l + 1;
+		if (j > l && *nu < UNIT_ENDS)
+			u[(*nu)++] =
+			    (struct unit){ p + l + 1, fold(entities[k].c) };
 	}
 	return READ_YES;
 }
 
 /*
- * The ends of every unit of the answer that starts at x->t[o] and
- * stands for byte b: into e (UNIT_ENDS), their count; READ_MORE when the
- * bytes end inside one. The units: b (a letter in either case); b then
- * NUL, NUL then b, NUL b NUL (UTF-16, LE and BE); two hex digits; %HH and =HH;
- * \uHHHH and \xHH; a backslash before b when b is punctuation, JSON's
- * \b \f \n \r \t for their bytes; &#NN; and &#xHH; (8 digits at most);
- * the named entities above. Every hex digit in either case.
+ * Every unit of the answer that starts at x->t[o]: into u (UNIT_ENDS),
+ * their count; READ_MORE when the bytes end where one may go on. The
+ * units: the byte (in either case); the byte then NUL, NUL then a byte,
+ * NUL a byte NUL (UTF-16, LE and BE); two hex digits; %HH and =HH;
+ * \uHHHH (up to 00FF) and \xHH; a backslash before punctuation, JSON's
+ * \b \f \n \r \t; &#NN; and &#xHH; (8 digits at most); the named
+ * entities above. Every hex digit in either case.
  */
 static int
-unit_ends(const struct text *x, size_t o, unsigned char b, size_t *e)
+units_at(const uint8_t *inkey, const struct text *x, size_t o, struct unit *u)
 {
 	static const char shorts[] = "b\bf\fn\nr\rt\t";
 	const unsigned char *t = x->t;
-	size_t ne = 0;
+	int nu = 0, h, l, r;
 	unsigned v;
-	int r;
 
 	if (o >= x->n)
-		return past_end(x) == READ_MORE ? READ_MORE : 0;
-	if (fold(t[o]) == fold(b)) {
-		e[ne++] = o + 1;
-		if (o + 1 >= x->n) {
-			if (!x->final)
-				return READ_MORE;
-		} else if (t[o + 1] == '\0')
-			e[ne++] = o + 2;
-	}
-	if (hexval(t[o]) == b >> 4) {
-		if (o + 1 >= x->n) {
-			if (!x->final)
-				return READ_MORE;
-		} else if (hexval(t[o + 1]) == (b & 15))
-			e[ne++] = o + 2;
-	}
+		return x->final ? 0 : READ_MORE;
+	u[nu++] = (struct unit){ o + 1, fold(t[o]) };
+	if (o + 1 >= x->n)
+		return x->final ? nu : READ_MORE;
+	if (t[o + 1] == '\0')
+		u[nu++] = (struct unit){ o + 2, fold(t[o]) };
+	if ((h = hexval(t[o])) >= 0 && (l = hexval(t[o + 1])) >= 0)
+		u[nu++] =
+		    (struct unit){ o + 2, fold((unsigned char)(h << 4 | l)) };
 	switch (t[o]) {
 	case '\0':
 		/* NUL b, and NUL b NUL: inside UTF-16LE text a match can
 		 * start at the NUL before it and still end on its own. */
-		if (o + 1 >= x->n) {
+		u[nu++] = (struct unit){ o + 2, fold(t[o + 1]) };
+		if (o + 2 >= x->n) {
 			if (!x->final)
 				return READ_MORE;
-		} else if (fold(t[o + 1]) == fold(b)) {
-			e[ne++] = o + 2;
-			if (o + 2 >= x->n) {
-				if (!x->final)
-					return READ_MORE;
-			} else if (t[o + 2] == '\0')
-				e[ne++] = o + 3;
-		}
+		} else if (t[o + 2] == '\0')
+			u[nu++] = (struct unit){ o + 3, fold(t[o + 1]) };
 		break;
 	case '%':
 	case '=':
 		if ((r = hex_digits(x, o + 1, 2, &v)) == READ_MORE)
 			return r;
-		if (r == READ_YES && v == b)
-			e[ne++] = o + 3;
+		if (r == READ_YES)
+			u[nu++] =
+			    (struct unit){ o + 3, fold((unsigned char)v) };
 		break;
 	case '\\':
-		if (o + 1 >= x->n) {
-			if (!x->final)
-				return READ_MORE;
-			break;
-		}
 		if (t[o + 1] == 'u' || t[o + 1] == 'x') {
 			size_t k = t[o + 1] == 'u' ? 4 : 2;
 			if ((r = hex_digits(x, o + 2, k, &v)) == READ_MORE)
 				return r;
-			if (r == READ_YES && v == b)
-				e[ne++] = o + 2 + k;
-		} else if (t[o + 1] == b && b > 0x20 && b < 0x7f && !isalnum(b))
-			e[ne++] = o + 2;
+			if (r == READ_YES && v <= 0xff)
+				u[nu++] = (struct unit){ o + 2 + k,
+					fold((unsigned char)v) };
+		} else if (t[o + 1] > 0x20 && t[o + 1] < 0x7f &&
+		    !isalnum(t[o + 1]))
+			u[nu++] = (struct unit){ o + 2, fold(t[o + 1]) };
 		else
 			for (size_t k = 0; shorts[k] != '\0'; k += 2)
-				if (t[o + 1] == (unsigned char)shorts[k] &&
-				    b == (unsigned char)shorts[k + 1])
-					e[ne++] = o + 2;
+				if (t[o + 1] == (unsigned char)shorts[k])
+					u[nu++] = (struct unit){ o + 2,
+						(unsigned char)shorts[k + 1] };
 		break;
 	case '&':
-		if ((r = entity(x, o, b, e, &ne)) == READ_MORE)
+		if ((r = entity(inkey, x, o, u, &nu)) == READ_MORE)
 			return r;
 		break;
 	default:
 		break;
 	}
-	return (int)ne;
+	return nu;
 }
 
-/* Adds offset rel to the set w, widening its bounds [*lo, *hi]. */
-static void
-way_add(uint64_t *w, size_t rel, size_t *lo, size_t *hi)
-{
-	w[rel / 64] |= (uint64_t)1 << (rel % 64);
-	if (rel < *lo)
-		*lo = rel;
-	if (rel > *hi)
-		*hi = rel;
-}
-
-/* The units for b at o, and after a quoted-printable soft line break
- * there when soft: their ends (less base) into the set nxt. */
+/* The units of base64 text at x->t[o]: the byte (in either case), and
+ * '/' written as JSON's "\\/". */
 static int
-units_into(const struct text *x, size_t o, unsigned char b, bool soft,
-    size_t base, uint64_t *nxt, size_t *lo, size_t *hi)
+units_raw(const struct text *x, size_t o, struct unit *u)
 {
-	size_t e[UNIT_ENDS], p = 0;
-	int ne = unit_ends(x, o, b, e);
+	const unsigned char *t = x->t;
+	int nu = 0;
 
-	if (ne < 0)
-		return READ_MORE;
-	for (int j = 0; j < ne; j++)
-		way_add(nxt, e[j] - base, lo, hi);
-	if (!soft || o >= x->n || x->t[o] != '=')
-		return READ_YES;
-	if (o + 1 >= x->n)
-		return x->final ? READ_YES : READ_MORE;
-	if (x->t[o + 1] == '\n')
-		p = o + 2;
-	else if (x->t[o + 1] == '\r') {
-		if (o + 2 >= x->n)
-			return x->final ? READ_YES : READ_MORE;
-		if (x->t[o + 2] == '\n')
-			p = o + 3;
+	if (o >= x->n)
+		return x->final ? 0 : READ_MORE;
+	u[nu++] = (struct unit){ o + 1, fold(t[o]) };
+	if (t[o] == '\\') {
+		if (o + 1 >= x->n)
+			return x->final ? nu : READ_MORE;
+		if (t[o + 1] == '/')
+			u[nu++] = (struct unit){ o + 2, '/' };
 	}
+	return nu;
+}
+
+/* The units at o, and (brk) after a line break there: a quoted-printable
+ * soft break ("=\r\n", "=\n") or, where x->lines, a plain one ("\r\n",
+ * "\n"). */
+static int
+units_after(const struct inject_keys *ks, const struct text *x, size_t o,
+    bool brk, struct unit *u)
+{
+	const unsigned char *t = x->t;
+	size_t p = 0;
+	int nu = ks->raw ? units_raw(x, o, u) : units_at(ks->inkey, x, o, u),
+	    more;
+
+	if (nu < 0 || !brk || o >= x->n)
+		return nu;
+	if (t[o] == '=') {
+		if (o + 1 >= x->n)
+			return x->final ? nu : READ_MORE;
+		if (t[o + 1] == '\n')
+			p = o + 2;
+		else if (t[o + 1] == '\r') {
+			if (o + 2 >= x->n)
+				return x->final ? nu : READ_MORE;
+			if (t[o + 2] == '\n')
+				p = o + 3;
+		}
+	} else if (t[o] == '\r' && x->lines) {
+		if (o + 1 >= x->n)
+			return x->final ? nu : READ_MORE;
+		if (t[o + 1] == '\n')
+			p = o + 2;
+	} else if (t[o] == '\n' && x->lines)
+		p = o + 1;
 	if (p == 0)
-		return READ_YES;
-	if ((ne = unit_ends(x, p, b, e)) < 0)
-		return READ_MORE;
-	for (int j = 0; j < ne; j++)
-		way_add(nxt, e[j] - base, lo, hi);
-	return READ_YES;
+		return nu;
+	if ((more = ks->raw ? units_raw(x, p, u + nu)
+			    : units_at(ks->inkey, x, p, u + nu)) < 0)
+		return more;
+	return nu + more;
+}
+
+/* Byte k (0 the first) of a key. */
+static unsigned char
+key_byte(uint64_t key, unsigned k)
+{
+	return (unsigned char)(key >> (56 - 8 * k));
+}
+
+/* The keys of [lo, hi) (their bytes before k the same) whose byte k is
+ * c: into [*rlo, *rhi); whether there is one. */
+static bool
+narrow(const struct inject_keys *ks, uint32_t lo, uint32_t hi, unsigned k,
+    unsigned char c, uint32_t *rlo, uint32_t *rhi)
+{
+	uint32_t a = lo, b = hi;
+
+	if (k == 0) {
+		*rlo = ks->r0[c];
+		*rhi = ks->r0[c + 1];
+		return *rlo < *rhi;
+	}
+	while (a < b) {
+		uint32_t m = a + (b - a) / 2;
+		if (key_byte(ks->keys[m].bytes, k) < c)
+			a = m + 1;
+		else
+			b = m;
+	}
+	if (a == hi || key_byte(ks->keys[a].bytes, k) != c)
+		return false;
+	*rlo = a;
+	b = hi;
+	while (a < b) {
+		uint32_t m = a + (b - a) / 2;
+		if (key_byte(ks->keys[m].bytes, k) <= c)
+			a = m + 1;
+		else
+			b = m;
+	}
+	*rhi = a;
+	return true;
 }
 
 /*
- * The value read unit by unit from x->t[i]: every way of reading the
- * text is followed at once (a set of offsets, one bit each, so none is
- * ever dropped), and a match ends at the furthest offset any reading
- * reaches. known units are taken as read already, one raw byte each
- * (scan knows them: see there). *ret_end on READ_YES; on READ_NO,
- * *ret_pure is how many units from the start were each one plain byte
- * read raw, the only way to read it. The sets are left empty.
+ * Whether a run of units from x->t[i] reads as a key (INJECT_WINDOW
+ * bytes in a row of a target, or a shorter target whole): every way of
+ * reading the text is followed at once (a set of readings, each its
+ * offset and the keys its bytes so far are the start of, none dropped),
+ * and the furthest end any reading of a key reaches goes to *ret_end.
  */
 static int
-match_units(struct inject_scanner *s, const struct text *x, size_t i,
-    size_t known, size_t *ret_end, size_t *ret_pure)
+window_at(struct inject_scanner *s, const struct inject_keys *ks,
+    const struct text *x, size_t i, size_t *ret_end)
 {
-	uint64_t *cur = s->ways[0], *nxt = s->ways[1], *tmp;
-	size_t lo = known, hi = known, pure = known;
-	bool still = true;
-	int r = READ_YES;
+	struct inject_reading *cur = s->rd[0], *nxt = s->rd[1], *tmp;
+	size_t ncur = 1, best = 0;
 
-	cur[known / 64] = (uint64_t)1 << (known % 64);
-	for (size_t k = known; k < s->len; k++) {
-		size_t nlo = SIZE_MAX, nhi = 0;
-		unsigned char b = (unsigned char)s->value[k];
-		for (size_t w = lo / 64; w <= hi / 64; w++) {
-			uint64_t bits = cur[w];
-			cur[w] = 0;
-			while (bits != 0 && r >= 0) {
-				size_t o =
-				    i + w * 64 + (size_t)__builtin_ctzll(bits);
-				bits &= bits - 1;
-				r = units_into(x, o, b, k > 0, i, nxt, &nlo,
-				    &nhi);
-				if (++s->steps > s->allow && r >= 0)
-					r = READ_COSTLY;
+	cur[0] = (struct inject_reading){ i, 0, (uint32_t)ks->nkeys };
+	for (unsigned k = 0; k < INJECT_WINDOW && ncur > 0; k++) {
+		size_t nn = 0;
+		for (size_t a = 0; a < ncur; a++) {
+			struct unit u[2 * UNIT_ENDS];
+			int nu = units_after(ks, x, cur[a].off, k > 0, u);
+			if (nu < 0)
+				return nu;
+			if (++s->steps > s->allow)
+				return READ_COSTLY;
+			for (int j = 0; j < nu; j++) {
+				uint32_t lo, hi;
+				size_t b;
+				if (!narrow(ks, cur[a].lo, cur[a].hi, k, u[j].c,
+					&lo, &hi))
+					continue;
+				if (ks->keys[lo].width <= k + 1 &&
+				    u[j].end > best)
+					best = u[j].end;
+				if (k + 1 == INJECT_WINDOW)
+					continue;
+				for (b = 0; b < nn; b++)
+					if (nxt[b].off == u[j].end &&
+					    nxt[b].lo == lo)
+						break;
+				if (b < nn)
+					continue;
+				if (nn == INJECT_READINGS)
+					return READ_COSTLY;
+				nxt[nn++] =
+				    (struct inject_reading){ u[j].end, lo, hi };
 			}
 		}
-		if (r < 0 || nlo == SIZE_MAX) {
-			if (nlo != SIZE_MAX)
-				memset(nxt + nlo / 64, 0,
-				    (nhi / 64 - nlo / 64 + 1) * sizeof(*nxt));
-			*ret_pure = pure;
-			return r < 0 ? r : READ_NO;
-		}
-		still = still && lo == hi && nlo == nhi && nlo == lo + 1 &&
-		    !s->escape[x->t[i + lo]];
-		if (still)
-			pure = k + 1;
 		tmp = cur;
 		cur = nxt;
 		nxt = tmp;
-		lo = nlo;
-		hi = nhi;
-	}
-	memset(cur + lo / 64, 0, (hi / 64 - lo / 64 + 1) * sizeof(*cur));
-	*ret_end = i + hi;
-	return READ_YES;
-}
-
-/* A base64 pattern at x->t[i], its '/' also as JSON's "\/", a line
- * break ("\r\n" or "\n", MIME's and PEM's wrapping) allowed between two
- * of its characters. */
-static int
-match_base64(const struct inject_pattern *p, const struct text *x, size_t i,
-    size_t *ret_end)
-{
-	const unsigned char *t = x->t;
-	size_t o = i;
-
-	for (size_t j = 0; j < p->len; j++) {
-		unsigned char c = (unsigned char)p->text[j];
-		if (j > 0 && o < x->n && t[o] == '\r') {
-			if (o + 1 >= x->n)
-				return past_end(x);
-			if (t[o + 1] != '\n')
-				return READ_NO;
-			o++;
-		}
-		if (j > 0 && o < x->n && t[o] == '\n')
-			o++;
-		if (o >= x->n)
-			return past_end(x);
-		if (t[o] == c) {
-			o++;
-			continue;
-		}
-		if (c != '/' || t[o] != '\\')
-			return READ_NO;
-		if (o + 1 >= x->n)
-			return past_end(x);
-		if (t[o + 1] != '/')
-			return READ_NO;
-		o += 2;
-	}
-	*ret_end = o;
-	return READ_YES;
-}
-
-/* The matchers of f (first's bits) at x->t[i], the unit matcher's first
- * known units taken as read: the furthest end of those that match;
- * *ret_pure as match_units says (0 when it was not run). */
-static int
-match_at(struct inject_scanner *s, const struct text *x, size_t i, unsigned f,
-    size_t known, size_t *ret_end, size_t *ret_pure)
-{
-	size_t best = 0, end;
-	int r;
-
-	*ret_pure = 0;
-	if (f & 1) {
-		r = match_units(s, x, i, known, &end, ret_pure);
-		if (r < 0)
-			return r;
-		if (r == READ_YES)
-			best = end;
-	}
-	for (size_t k = 0; k < s->npat; k++) {
-		if (!(f & (2u << k)))
-			continue;
-		if ((r = match_base64(&s->pat[k], x, i, &end)) == READ_MORE)
-			return r;
-		if (r == READ_YES && end > best)
-			best = end;
+		ncur = nn;
 	}
 	if (best == 0)
 		return READ_NO;
@@ -470,111 +462,126 @@ match_at(struct inject_scanner *s, const struct text *x, size_t i, unsigned f,
 	return READ_YES;
 }
 
+/* Whether the keys' first two bytes can be a, b. */
+static bool
+pair_has(const struct inject_keys *ks, unsigned char a, unsigned char b)
+{
+	unsigned p = (unsigned)a << 8 | b;
+
+	return (ks->pairs[p / 64] >> (p % 64)) & 1;
+}
+
+/* The bit of the keys' first three bytes a, b, c in s->pairs' second
+ * half. */
+static unsigned
+trio(unsigned char a, unsigned char b, unsigned char c)
+{
+	return (((unsigned)a * 2654435761u ^ (unsigned)b * 40503u ^
+		    (unsigned)c * 2246822519u) >>
+		   16) &
+	    0xffff;
+}
+
+/* Whether the keys' first three bytes can be a, b, c (a false yes is
+ * fine: the matcher then reads the place). */
+static bool
+trio_has(const struct inject_keys *ks, unsigned char a, unsigned char b,
+    unsigned char c)
+{
+	unsigned p = trio(a, b, c);
+
+	return (ks->pairs[1024 + p / 64] >> (p % 64)) & 1;
+}
+
+/* Whether a reading of one of ks's keys may start at w[i]: the tables of
+ * the bytes that can start one and, where the first units can only be
+ * the bytes themselves, of the keys' first two and three bytes, rule
+ * most places out at once. */
+static bool
+might_start(const struct inject_keys *ks, const unsigned char *w, size_t n,
+    size_t i)
+{
+	unsigned char a = w[i], b;
+
+	if (!ks->lead[a])
+		return false;
+	/* A backslash or an ampersand: only some bytes after them start a
+	 * unit that stands for a key's first byte. */
+	if ((a == '\\' || a == '&') && !ks->raw && i + 1 < n)
+		return ks->after[a == '&'][w[i + 1]];
+	if (!ks->pairs_ok || !ks->plain[a] || i + 1 >= n ||
+	    !ks->plain[w[i + 1]])
+		return true;
+	b = fold(w[i + 1]);
+	if (!pair_has(ks, fold(a), b))
+		return false;
+	return !ks->trios_ok || i + 2 >= n || !ks->plain[w[i + 2]] ||
+	    trio_has(ks, fold(a), b, fold(w[i + 2]));
+}
+
 /*
- * Redacts every match in w[from..n), left to right, a match's every
- * byte overwritten, the scan going on after it; the matches are added
- * to *found. Returns where it stopped: n, or the first position whose
- * match needs bytes past n (never when final: the answer ends at n), or
- * where the budget of steps ran out (*costly set). What it decides
- * depends on the bytes alone, not on where n falls.
- *
- * Where the unit matcher failed after p units each one plain byte read
- * raw (a byte no other unit can start with), those bytes are the value's
- * first p, and only raw units read them: as KMP does, no match can start
- * before the value's border of p (in lower case) lines up, and there its
- * first border[p] units are read already. So near copies of a value
- * that repeats itself (a...ab over a...a) cost a step a byte, not one a
- * byte of the value at each place.
+ * Marks (bit) in mark[] every byte of w[from..n) that a reading of a
+ * key from some place covers (a line break kept), places left to right,
+ * so that the marked bytes are the union of every such reading: a run of
+ * the value longer than a key is covered whole. Returns where it
+ * stopped: n, or the first place whose reading needs bytes past n (never
+ * when final), or where the budget of steps ran out (*costly set). What
+ * it decides depends on the bytes alone, not on where n falls.
  */
 static size_t
-scan(struct inject_scanner *s, char *w, size_t n, size_t from, bool final,
-    size_t *found, bool *costly)
+scan(struct inject_scanner *s, const unsigned char *w, size_t n, size_t from,
+    bool final, bool lines, uint8_t *mark, uint8_t bit, bool *costly)
 {
-	struct text x = { (const unsigned char *)w, n, final };
-	size_t i = from, end, pure, units_at = from, known = 0;
+	struct text x = { w, n, final, lines };
+	size_t i = from, end;
 
 	while (i < n) {
-		unsigned f;
-		int r;
-		if (i >= units_at)
-			while (i < n && s->first[(unsigned char)w[i]] == 0)
-				i++;
-		if (i == n)
-			break;
-		f = s->first[(unsigned char)w[i]];
-		if (i < units_at)
-			f &= ~1u;
-		if (f == 0) {
+		int r = READ_NO;
+		if (!might_start(&s->all, w, n, i)) {
 			i++;
 			continue;
 		}
-		r = match_at(s, &x, i, f, i == units_at ? known : 0, &end,
-		    &pure);
+		end = 0;
+		for (size_t q = 0; q < 2 && r != READ_MORE && r != READ_COSTLY;
+		     q++) {
+			size_t e;
+			int rq;
+			if (!might_start(&s->ks[q], w, n, i))
+				continue;
+			rq = window_at(s, &s->ks[q], &x, i, &e);
+			if (rq == READ_YES && e > end)
+				end = e;
+			if (rq != READ_NO)
+				r = rq;
+		}
 		if (r == READ_MORE)
 			return i;
 		if (r == READ_COSTLY) {
 			*costly = true;
 			return i;
 		}
-		if (r == READ_YES) {
-			memset(w + i, s->filler, end - i);
-			(*found)++;
-			units_at = i = end;
-			known = 0;
-			continue;
-		}
-		if (f & 1) {
-			units_at = i + (pure == 0 ? 1 : pure - s->border[pure]);
-			known = pure == 0 ? 0 : s->border[pure];
-		}
+		if (r == READ_YES)
+			/* A line break inside is kept: the head's lines
+			 * and the chunks' framing stay where they were. */
+			for (size_t k = i; k < end; k++)
+				if (w[k] != '\r' && w[k] != '\n')
+					mark[k] |= bit;
 		i++;
 	}
 	return n;
 }
 
-/* Adds a pattern (taken) unless it is empty or one already held. */
-static int
-add_pattern(struct inject_scanner *s, char *text, size_t len)
-{
-	if (len == 0) {
-		free(text);
-		return 0;
-	}
-	for (size_t i = 0; i < s->npat; i++)
-		if (s->pat[i].len == len &&
-		    memcmp(s->pat[i].text, text, len) == 0) {
-			explicit_bzero(text, len);
-			free(text);
-			return 0;
-		}
-	if (s->npat == INJECT_PATTERNS) {
-		explicit_bzero(text, len);
-		free(text);
-		return -E2BIG;
-	}
-	s->pat[s->npat++] = (struct inject_pattern){ text, len };
-	return 0;
-}
-
-/*
- * The base64 characters that depend on v's bits only, when v starts at
+/* The base64 characters that depend on v's bits only, when v starts at
  * byte offset k (0..2) of a base64-encoded text: the characters whose
- * six bits lie wholly inside v.
- */
-static int
-add_base64(struct inject_scanner *s, const char *v, size_t len, size_t k,
-    const char *alphabet)
+ * six bits lie wholly inside v; into t (room for 4 * len / 3 + 1): their
+ * count. */
+static size_t
+base64_inner(const char *v, size_t len, size_t k, const char *alphabet, char *t)
 {
 	size_t bits = 8 * (k + len);
 	size_t first = (8 * k + 5) / 6, last = bits / 6; /* [first, last) */
-	char *t;
 	size_t n = 0;
 
-	if (last <= first)
-		return 0;
-	t = malloc(last - first + 1);
-	if (t == NULL)
-		return -ENOMEM;
 	for (size_t j = first; j < last; j++) {
 		unsigned idx = 0;
 		for (size_t b = 6 * j; b < 6 * j + 6; b++) {
@@ -588,33 +595,304 @@ add_base64(struct inject_scanner *s, const char *v, size_t len, size_t k,
 		}
 		t[n++] = alphabet[idx];
 	}
-	return add_pattern(s, t, n);
+	return n;
 }
 
-/* Whether c can be the filler: in no unit of the value (not a letter or
- * digit, no escape's own byte, not a byte of the value in either case)
- * and in no base64 pattern. */
+static int
+base64_val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+/*
+ * The base64 word w[0..n) (standard or URL-safe, '=' padding dropped
+ * before) decoded into out (room for 3 * n / 4): its length, or 0 when
+ * it does not decode to printable ASCII.
+ */
+static size_t
+base64_printable(const char *w, size_t n, char *out)
+{
+	size_t o = 0;
+	unsigned acc = 0, nb = 0;
+
+	if (n % 4 == 1)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		acc = acc << 6 | (unsigned)base64_val((unsigned char)w[i]);
+		nb += 6;
+		if (nb >= 8) {
+			nb -= 8;
+			unsigned char c = (unsigned char)(acc >> nb);
+			if (c < 0x20 || c > 0x7e)
+				return 0;
+			out[o++] = (char)c;
+			acc &= (1u << nb) - 1;
+		}
+	}
+	/* The bits left over are a padding's zeros in an encoder's text. */
+	return acc == 0 ? o : 0;
+}
+
+/* The strings a scanner looks for while it is made. */
+struct targets {
+	struct {
+		char *p;
+		size_t len;
+		bool form; /* a base64 form of another */
+	} t[INJECT_TARGETS];
+	size_t n;
+};
+
+/* Adds a copy of p[0..len) unless it is empty or held; 0, -ENOMEM. */
+static int
+target_add(struct targets *ts, const char *p, size_t len, bool form)
+{
+	if (len == 0 || ts->n == INJECT_TARGETS)
+		return 0;
+	for (size_t i = 0; i < ts->n; i++)
+		if (ts->t[i].len == len && memcmp(ts->t[i].p, p, len) == 0)
+			return 0;
+	if ((ts->t[ts->n].p = malloc(len)) == NULL)
+		return -ENOMEM;
+	memcpy(ts->t[ts->n].p, p, len);
+	ts->t[ts->n].form = form;
+	ts->t[ts->n++].len = len;
+	return 0;
+}
+
+/* p[0..len) and its base64 forms (standard and URL-safe, at each of
+ * the three offsets). */
+static int
+target_add_forms(struct targets *ts, const char *p, size_t len)
+{
+	static const char *const alphabets[] = {
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+		"+/",
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+		"-_",
+	};
+	char *b = malloc(4 * len / 3 + 4);
+	int r = target_add(ts, p, len, false);
+
+	if (b == NULL)
+		return -ENOMEM;
+	for (size_t k = 0; r == 0 && k < 3; k++)
+		for (size_t a = 0; r == 0 && a < 2; a++) {
+			size_t n = base64_inner(p, len, k, alphabets[a], b);
+			r = target_add(ts, b, n, true);
+			explicit_bzero(b, n);
+		}
+	free(b);
+	return r;
+}
+
+/*
+ * The secrets of a value stored as it goes on the wire: each base64 word
+ * in it (BASE64_WORD_MIN characters or more, '=' padding allowed) that
+ * decodes to printable text is what an upstream may decode and show
+ * (Basic's "user:password"). Its secret is the text after the first ':'
+ * (a password, a token), or before it when nothing comes after ("key:",
+ * a key as the user), or the whole text without a ':'; a user name
+ * (an e-mail, an account id) is not one. Added with their forms when
+ * DECODED_MIN bytes or more.
+ */
+static int
+targets_decoded(struct targets *ts, size_t *ret_n, const char *v, size_t len)
+{
+	char *d = malloc(3 * len / 4 + 1);
+	int r = 0;
+
+	*ret_n = 0;
+	if (d == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; r == 0 && i < len && ts->n + 7 <= INJECT_TARGETS;) {
+		size_t j = i, pad = 0, dl;
+		while (j < len && base64_val((unsigned char)v[j]) >= 0)
+			j++;
+		while (j + pad < len && v[j + pad] == '=' && pad < 2)
+			pad++;
+		if (j - i >= BASE64_WORD_MIN &&
+		    (j + pad == len ||
+			base64_val((unsigned char)v[j + pad]) < 0) &&
+		    (dl = base64_printable(v + i, j - i, d)) > 0) {
+			const char *colon = memchr(d, ':', dl);
+			const char *sp = d;
+			size_t sl = dl;
+			if (colon != NULL && colon + 1 < d + dl) {
+				sp = colon + 1;
+				sl = (size_t)(d + dl - sp);
+			} else if (colon != NULL)
+				sl = (size_t)(colon - d);
+			if (sl >= DECODED_MIN) {
+				size_t before = ts->n;
+				r = target_add_forms(ts, sp, sl);
+				*ret_n += ts->n > before;
+			}
+			explicit_bzero(d, dl);
+		}
+		i = j + pad + (j + pad == i);
+	}
+	free(d);
+	return r;
+}
+
+static void
+targets_free(struct targets *ts)
+{
+	for (size_t i = 0; i < ts->n; i++) {
+		explicit_bzero(ts->t[i].p, ts->t[i].len);
+		free(ts->t[i].p);
+	}
+	ts->n = 0;
+}
+
+static int
+key_cmp(const void *a, const void *b)
+{
+	const struct inject_key *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? -1 : 1;
+	return (int)x->width - (int)y->width;
+}
+
+/* Whether c can be the filler: in no unit of a key (not a letter or
+ * digit, no escape's own byte, no line break, not a byte of a target in
+ * either case). */
 static bool
-filler_ok(const struct inject_scanner *s, unsigned char c)
+filler_ok(const struct targets *ts, unsigned char c)
 {
 	static const char syntax[] = "%=\\&#;+/-_";
 
 	if (c == '\0' || c == '\r' || c == '\n' || isalnum(c) ||
 	    memchr(syntax, c, sizeof(syntax) - 1) != NULL)
 		return false;
-	for (size_t i = 0; i < s->len; i++)
-		if (fold((unsigned char)s->value[i]) == fold(c))
-			return false;
+	for (size_t k = 0; k < ts->n; k++)
+		for (size_t i = 0; i < ts->t[k].len; i++)
+			if (fold((unsigned char)ts->t[k].p[i]) == fold(c))
+				return false;
 	return true;
+}
+
+/* The keys of the targets that are base64 forms (raw) or not, sorted,
+ * and the tables of the bytes that can start one. */
+static int
+keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
+{
+	size_t n = 0, m = 0;
+	unsigned nibbles = 0;
+
+	ks->raw = raw;
+	for (size_t k = 0; k < ts->n; k++)
+		n += ts->t[k].form != raw ? 0
+		    : ts->t[k].len <= INJECT_WINDOW
+		    ? 1
+		    : ts->t[k].len - INJECT_WINDOW + 1;
+	if ((ks->keys = calloc(n + 1, sizeof(*ks->keys))) == NULL ||
+	    (ks->pairs = calloc(2 * 65536 / 64, sizeof(uint64_t))) == NULL)
+		return -ENOMEM;
+	for (size_t k = 0; k < ts->n; k++) {
+		const unsigned char *p = (const unsigned char *)ts->t[k].p;
+		if (ts->t[k].form != raw)
+			continue;
+		size_t len = ts->t[k].len,
+		       w = len < INJECT_WINDOW ? len : INJECT_WINDOW;
+		for (size_t j = 0; j + w <= len; j++) {
+			uint64_t key = 0;
+			for (size_t b = 0; b < INJECT_WINDOW; b++)
+				key = key << 8 | (b < w ? fold(p[j + b]) : 0);
+			ks->keys[m++] = (struct inject_key){ key, (uint8_t)w };
+		}
+	}
+	qsort(ks->keys, m, sizeof(*ks->keys), key_cmp);
+	n = 0;
+	for (size_t j = 0; j < m; j++)
+		if (n == 0 || key_cmp(&ks->keys[n - 1], &ks->keys[j]) != 0)
+			ks->keys[n++] = ks->keys[j];
+	explicit_bzero(ks->keys + n, (m - n) * sizeof(*ks->keys));
+	ks->nkeys = n;
+	for (unsigned c = 0, j = 0; c <= 256; c++) {
+		while (j < n && key_byte(ks->keys[j].bytes, 0) < c)
+			j++;
+		ks->r0[c] = j;
+	}
+	ks->pairs_ok = ks->trios_ok = true;
+	for (size_t j = 0; j < n; j++) {
+		unsigned char a = key_byte(ks->keys[j].bytes, 0),
+			      b = key_byte(ks->keys[j].bytes, 1);
+		ks->lead[a] = 1;
+		if (a >= 'a' && a <= 'z')
+			ks->lead[a - 32] = 1;
+		if (ks->keys[j].width < 2)
+			ks->pairs_ok = false;
+		else {
+			unsigned p = (unsigned)a << 8 | b;
+			ks->pairs[p / 64] |= (uint64_t)1 << (p % 64);
+		}
+		if (ks->keys[j].width < 3)
+			ks->trios_ok = false;
+		else {
+			unsigned p = trio(a, b, key_byte(ks->keys[j].bytes, 2));
+			ks->pairs[1024 + p / 64] |= (uint64_t)1 << (p % 64);
+		}
+		for (unsigned k = 0; k < ks->keys[j].width; k++) {
+			nibbles |= 1u << (key_byte(ks->keys[j].bytes, k) >> 4);
+			ks->inkey[key_byte(ks->keys[j].bytes, k)] = 1;
+		}
+	}
+	/* A unit other than the byte itself: NUL, the escapes, and a hex
+	 * digit that is some key byte's first nibble; a line break; in
+	 * base64, JSON's "\\/" and a line break. */
+	for (unsigned c = 0; raw && c < 256; c++) {
+		ks->plain[c] = !(c == '\\' || c == '\r' || c == '\n');
+		if (c == '\\' && ks->r0['/'] < ks->r0['/' + 1])
+			ks->lead[c] = 1;
+	}
+	for (unsigned c = 0; !raw && c < 256; c++) {
+		bool first = ks->r0[fold((unsigned char)c)] <
+		    ks->r0[fold((unsigned char)c) + 1];
+		/* What may follow a backslash, an ampersand, for a unit
+		 * that stands for a key's first byte. */
+		if (first && c > 0x20 && c < 0x7f && !isalnum((int)c))
+			ks->after[0][c] = 1;
+		for (const char *sh = "b\bf\fn\nr\rt\t"; first && *sh != '\0';
+		     sh += 2)
+			if ((unsigned char)sh[1] == c)
+				ks->after[0][(unsigned char)sh[0]] = 1;
+		for (size_t k = 0;
+		     first && k < sizeof(entities) / sizeof(entities[0]); k++)
+			if (fold(entities[k].c) == fold((unsigned char)c)) {
+				unsigned char l =
+				    (unsigned char)entities[k].name[0];
+				ks->after[1][l] = ks->after[1][l ^ 0x20] = 1;
+			}
+		int h = hexval((unsigned char)c);
+		bool hex = h >= 0 && (nibbles >> h & 1);
+		ks->plain[c] = !(c == '\0' || c == '%' || c == '=' ||
+		    c == '\\' || c == '&' || c == '\r' || c == '\n' || hex);
+		if (!ks->plain[c] && c != '\r' && c != '\n')
+			ks->lead[c] = 1;
+	}
+	ks->after[0]['u'] = ks->after[0]['x'] = ks->after[1]['#'] = 1;
+	return 0;
 }
 
 int
 inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 {
 	static const char fillers[] = "*~!^|`";
-	unsigned char b;
-	size_t words;
-	int r = 0;
+	struct targets ts = { .n = 0 };
+	int r;
 
 	memset(s, 0, sizeof(*s));
 	if (len == 0 || len > INJECT_VALUE_MAX)
@@ -623,83 +901,57 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 		return -ENOMEM;
 	memcpy(s->value, value, len);
 	s->len = len;
-	for (size_t k = 0; r == 0 && k < 3; k++) {
-		r = add_base64(s, value, len, k, b64std);
-		if (r == 0)
-			r = add_base64(s, value, len, k, b64url);
+	r = target_add_forms(&ts, value, len);
+	if (r == 0)
+		r = targets_decoded(&ts, &s->ndecoded, value, len);
+	if (r == 0)
+		r = keys_make(&s->ks[0], &ts, false);
+	if (r == 0)
+		r = keys_make(&s->ks[1], &ts, true);
+	if (r == 0 && (s->all.pairs = calloc(2 * 65536 / 64, 8)) == NULL)
+		r = -ENOMEM;
+	if (r == 0) {
+		/* Both sets' first look at once: a place neither can start
+		 * at is passed over by one. */
+		struct inject_keys *a = &s->all;
+		a->pairs_ok = s->ks[0].pairs_ok && s->ks[1].pairs_ok;
+		a->trios_ok = s->ks[0].trios_ok && s->ks[1].trios_ok;
+		for (unsigned c = 0; c < 256; c++) {
+			a->lead[c] = s->ks[0].lead[c] | s->ks[1].lead[c];
+			a->plain[c] = s->ks[0].plain[c] & s->ks[1].plain[c];
+			a->after[0][c] = a->after[1][c] = 1;
+		}
+		for (size_t k = 0; k < 2 * 65536 / 64; k++)
+			a->pairs[k] = s->ks[0].pairs[k] | s->ks[1].pairs[k];
+		a->raw = true; /* after[] not used */
 	}
-	/* The longest match: every unit of its longest form, a soft line
-	 * break before all but the first; a pattern of "\/" and line
-	 * breaks. */
-	s->maxspan = INJECT_UNIT_MAX * len - 3;
-	for (size_t k = 0; k < s->npat; k++)
-		if (4 * s->pat[k].len - 2 > s->maxspan)
-			s->maxspan = 4 * s->pat[k].len - 2;
-	words = s->maxspan / 64 + 1;
+	/* The longest reading of a key: every unit its longest, a line
+	 * break before all but the first. */
+	s->maxspan = INJECT_WINDOW * INJECT_UNIT_MAX;
 	s->allow = INJECT_STEPS_BYTE * s->maxspan;
 	if (r == 0 &&
-	    ((s->ways[0] = calloc(words, sizeof(uint64_t))) == NULL ||
-		(s->ways[1] = calloc(words, sizeof(uint64_t))) == NULL))
+	    ((s->rd[0] = calloc(INJECT_READINGS, sizeof(*s->rd[0]))) == NULL ||
+		(s->rd[1] = calloc(INJECT_READINGS, sizeof(*s->rd[1]))) ==
+		    NULL))
 		r = -ENOMEM;
 	if (r < 0) {
+		targets_free(&ts);
 		inject_scanner_free(s);
 		return r;
 	}
-	if ((s->border = calloc(len + 1, sizeof(uint16_t))) == NULL) {
-		inject_scanner_free(s);
-		return -ENOMEM;
-	}
-	for (size_t j = 1, k = 0; j < len; j++) {
-		while (k > 0 &&
-		    fold((unsigned char)value[j]) !=
-			fold((unsigned char)value[k]))
-			k = s->border[k];
-		if (fold((unsigned char)value[j]) ==
-		    fold((unsigned char)value[k]))
-			k++;
-		s->border[j + 1] = (uint16_t)k;
-	}
-	/* The bytes that start a unit other than the raw one, for any
-	 * byte of the value. */
-	for (size_t j = 0; j < len; j++) {
-		unsigned char h =
-		    (unsigned char)hexd[(unsigned char)value[j] >> 4];
-		s->escape[h] = 1;
-		s->escape[fold(h)] = 1;
-	}
-	s->escape['\0'] = s->escape['%'] = s->escape['='] = 1;
-	s->escape['\\'] = s->escape['&'] = 1;
-	/* The bytes that can start a match: a unit of the value's first
-	 * byte, or a pattern's first character. */
-	b = (unsigned char)value[0];
-	s->first[b] |= 1;
-	s->first[fold(b)] |= 1;
-	if (fold(b) != b || (b >= 'a' && b <= 'z'))
-		s->first[b ^ 0x20] |= 1;
-	s->first[(unsigned char)hexd[b >> 4]] |= 1;
-	s->first[fold((unsigned char)hexd[b >> 4])] |= 1;
-	s->first['\0'] |= 1;
-	s->first['%'] |= 1;
-	s->first['='] |= 1;
-	s->first['\\'] |= 1;
-	s->first['&'] |= 1;
-	for (size_t k = 0; k < s->npat; k++) {
-		s->first[(unsigned char)s->pat[k].text[0]] |=
-		    (uint8_t)(2u << k);
-		if (s->pat[k].text[0] == '/')
-			s->first['\\'] |= (uint8_t)(2u << k);
-	}
 	s->filler = '*';
 	for (const char *f = fillers; *f != '\0'; f++)
-		if (filler_ok(s, (unsigned char)*f)) {
+		if (filler_ok(&ts, (unsigned char)*f)) {
 			s->filler = *f;
+			targets_free(&ts);
 			return 0;
 		}
 	for (unsigned c = 0x21; c <= 0xff; c++)
-		if (filler_ok(s, (unsigned char)c)) {
+		if (filler_ok(&ts, (unsigned char)c)) {
 			s->filler = (char)c;
 			break;
 		}
+	targets_free(&ts);
 	return 0;
 }
 
@@ -741,112 +993,145 @@ chunk_step(struct inject_chunking *ch, unsigned char b)
 	}
 }
 
-/*
- * A chunked body's data in w[0..lim) (the framing's state at w[0] is
- * s->chunk), scanned from its first byte as one text (final: the answer
- * ends at lim), each match overwritten in w; *ret_cut is where in w the
- * scan stopped (the first undecided data byte, else lim). 0 or -ENOMEM.
- */
+/* The held bytes' room: cap bytes or more. 0 or -ENOMEM. */
 static int
-scan_data(struct inject_scanner *s, char *w, size_t lim, bool final,
-    size_t *ret_cut, size_t *found, bool *costly)
+hold_room(struct inject_scanner *s, size_t cap)
 {
-	size_t *at = malloc((lim + 1) * sizeof(*at)), nd = 0, cut;
-	char *d = malloc(lim + 1);
-	struct inject_chunking ch = s->chunk;
+	char *h;
+	uint8_t *m;
 
-	if (at == NULL || d == NULL) {
-		free(at);
-		free(d);
+	if (cap <= s->holdcap)
+		return 0;
+	if ((h = malloc(cap)) == NULL)
+		return -ENOMEM;
+	if ((m = calloc(cap, 1)) == NULL) {
+		free(h);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < lim; i++)
-		if (chunk_step(&ch, (unsigned char)w[i])) {
-			at[nd] = i;
-			d[nd++] = w[i];
-		}
-	cut = scan(s, d, nd, 0, final, found, costly);
-	for (size_t k = 0; k < nd; k++)
-		w[at[k]] = d[k];
-	*ret_cut = cut < nd ? at[cut] : lim;
-	explicit_bzero(d, nd);
-	free(d);
-	free(at);
+	if (s->hold != NULL) {
+		memcpy(h, s->hold, s->nhold);
+		memcpy(m, s->hmark, s->nhold);
+		explicit_bzero(s->hold, s->holdcap);
+		free(s->hold);
+		free(s->hmark);
+	}
+	s->hold = h;
+	s->hmark = m;
+	s->holdcap = cap;
 	return 0;
 }
 
 /*
  * Feeds and flushes share this: the held bytes and p[0..n) scanned, the
  * raw text first, then (chunked) the data apart from its framing, only
- * as far as the raw scan decided, so each sees what a scan of the whole
- * answer would; what can go is appended to out, the rest held.
+ * as far as the raw scan decided, both reading the bytes as they came
+ * and marking what they cover; what can go is appended to out (each
+ * marked byte the filler), the rest held with its marks.
  */
 static int
 scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
     struct buf *out, size_t *ret_found)
 {
-	size_t total = s->nhold + n, found = 0, cut, hold_at;
+	size_t total = s->nhold + n, found = 0, cut, hold_at, nd = 0;
+	size_t dcut = 0, before = 0, *at = NULL, start = out->len;
 	bool costly = false;
-	char *w;
+	unsigned char *w, *d = NULL;
+	uint8_t *m, *dm = NULL;
 	int r = 0;
 
 	s->allow = n > (SIZE_MAX - s->allow) / INJECT_STEPS_BYTE
 	    ? SIZE_MAX
 	    : s->allow + INJECT_STEPS_BYTE * n;
-	if ((w = malloc(total + 1)) == NULL)
-		return -ENOMEM;
-	if (s->nhold > 0)
+	w = malloc(total + 1);
+	m = calloc(total + 1, 1);
+	if (w == NULL || m == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (s->nhold > 0) {
 		memcpy(w, s->hold, s->nhold);
+		memcpy(m, s->hmark, s->nhold);
+	}
 	if (n > 0)
 		memcpy(w + s->nhold, p, n);
-	cut = scan(s, w, total, s->resume, final, &found, &costly);
+	/* A chunked body's raw bytes are not read across a plain line
+	 * break: it would take the framing in (a size line, "\r\n5\r\n"),
+	 * which the data's scan reads apart. */
+	cut = scan(s, w, total, s->resume, final, !s->chunked, m, 1, &costly);
 	hold_at = cut;
 	if (s->chunked && !costly) {
-		size_t dcut;
-		r = scan_data(s, w, cut, final, &dcut, &found, &costly);
-		if (r < 0)
+		/* The data in w[0..cut) as one text (the framing's state at
+		 * w[0] is s->chunk). */
+		struct inject_chunking ch = s->chunk;
+		at = malloc((cut + 1) * sizeof(*at));
+		d = malloc(cut + 1);
+		dm = calloc(cut + 1, 1);
+		if (at == NULL || d == NULL || dm == NULL) {
+			r = -ENOMEM;
 			goto out;
-		if (dcut < hold_at)
-			hold_at = dcut;
+		}
+		for (size_t i = 0; i < cut; i++)
+			if (chunk_step(&ch, w[i])) {
+				at[nd] = i;
+				d[nd++] = w[i];
+			}
+		dcut = scan(s, d, nd, s->dresume < nd ? s->dresume : nd, final,
+		    true, dm, 2, &costly);
+		for (size_t k = 0; k < nd; k++)
+			m[at[k]] |= dm[k] & 2;
+		if (dcut < nd && at[dcut] < hold_at)
+			hold_at = at[dcut];
 		/* Absurd framing: past INJECT_HOLD_MAX the older data goes
 		 * (cut is within it: maxspan fits). */
 		if (total - hold_at > INJECT_HOLD_MAX)
 			hold_at = total - INJECT_HOLD_MAX;
+		while (before < nd && at[before] < hold_at)
+			before++;
 	}
 	if (costly) {
 		r = -E2BIG;
 		goto out;
 	}
-	if (total - hold_at > s->holdcap) {
-		char *h = malloc(total - hold_at);
-		if (h == NULL) {
-			r = -ENOMEM;
-			goto out;
-		}
-		if (s->hold != NULL) {
-			explicit_bzero(s->hold, s->holdcap);
-			free(s->hold);
-		}
-		s->hold = h;
-		s->holdcap = total - hold_at;
-	}
-	if ((r = buf_append(out, w, hold_at)) < 0)
+	if ((r = hold_room(s, total - hold_at)) < 0)
 		goto out;
-	for (size_t i = 0; s->chunked && i < hold_at; i++)
-		(void)chunk_step(&s->chunk, (unsigned char)w[i]);
-	if (total > hold_at)
+	if ((r = buf_append(out, (const char *)w, hold_at)) < 0)
+		goto out;
+	/* A run of redacted bytes is one match: line breaks inside it
+	 * and a chunked body's framing do not end it. */
+	for (size_t i = 0; i < hold_at; i++) {
+		bool data = !s->chunked || chunk_step(&s->chunk, w[i]);
+		if (m[i] != 0) {
+			out->data[start + i] = s->filler;
+			found += !s->in_run;
+			s->in_run = true;
+		} else if (data && w[i] != '\r' && w[i] != '\n')
+			s->in_run = false;
+	}
+	if (total > hold_at) {
 		memcpy(s->hold, w + hold_at, total - hold_at);
+		memcpy(s->hmark, m + hold_at, total - hold_at);
+	}
 	if (s->nhold > total - hold_at)
 		explicit_bzero(s->hold + total - hold_at,
 		    s->nhold - (total - hold_at));
 	s->nhold = total - hold_at;
 	s->resume = cut - hold_at;
+	s->dresume = dcut > before ? dcut - before : 0;
 	s->found += found;
 	if (ret_found != NULL)
 		*ret_found = found;
 out:
-	explicit_bzero(w, total);
-	free(w);
+	if (d != NULL) {
+		explicit_bzero(d, nd);
+		free(d);
+	}
+	free(dm);
+	free(at);
+	if (w != NULL) {
+		explicit_bzero(w, total);
+		free(w);
+	}
+	free(m);
 	return r;
 }
 
@@ -878,21 +1163,28 @@ inject_scanner_chunked(struct inject_scanner *s)
 void
 inject_scanner_free(struct inject_scanner *s)
 {
-	for (size_t i = 0; i < s->npat; i++) {
-		explicit_bzero(s->pat[i].text, s->pat[i].len);
-		free(s->pat[i].text);
-	}
 	if (s->value != NULL) {
 		explicit_bzero(s->value, s->len);
 		free(s->value);
+	}
+	for (size_t q = 0; q < 3; q++) {
+		struct inject_keys *ks = q < 2 ? &s->ks[q] : &s->all;
+		if (ks->keys != NULL) {
+			explicit_bzero(ks->keys, ks->nkeys * sizeof(*ks->keys));
+			free(ks->keys);
+		}
+		if (ks->pairs != NULL) {
+			explicit_bzero(ks->pairs, 2 * 65536 / 8);
+			free(ks->pairs);
+		}
 	}
 	if (s->hold != NULL) {
 		explicit_bzero(s->hold, s->holdcap);
 		free(s->hold);
 	}
-	free(s->ways[0]);
-	free(s->ways[1]);
-	free(s->border);
+	free(s->hmark);
+	free(s->rd[0]);
+	free(s->rd[1]);
 	memset(s, 0, sizeof(*s));
 }
 

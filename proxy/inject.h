@@ -2,18 +2,24 @@
  * Credential injection (issue 18, docs/credentials.md), the proxy's pure
  * half: the header value a rule's "inject" format makes of a released
  * secret, and the reflection scanner that keeps the secret from coming
- * back to the job in an upstream's answer. The scanner reads the value
- * unit by unit: at each byte of the value it accepts any one unit of the
- * answer that stands for that byte (the byte itself in either case, %HH,
- * =HH, two hex digits, JSON's and JavaScript's escapes, an HTML entity,
- * the byte as UTF-16 in either order), so each of those escapings, and
- * any mix of them in one occurrence, is one match; base64 (standard and
- * URL-safe, at each of the three offsets a value can have inside a
- * longer base64 text) is matched as whole patterns. A match is
- * overwritten in place with as many filler bytes, so the answer's length
- * (and its framing) is kept. A match may span reads: the scanner holds
- * back the bytes from the first position whose match it cannot yet
- * decide, so the answer comes out the same however it was cut. In a
+ * back to the job in an upstream's answer. The scanner reads the answer
+ * unit by unit: at each byte it accepts any one unit that stands for a
+ * byte (the byte itself in either case, %HH, =HH, two hex digits, JSON's
+ * and JavaScript's escapes, an HTML entity, the byte as UTF-16 in either
+ * order), mixed at will, and redacts every run of INJECT_WINDOW units
+ * that reads as INJECT_WINDOW bytes in a row of a target (a target
+ * shorter than that: the whole target): the value; its base64 forms
+ * (standard and URL-safe, at each of the three offsets a value can have
+ * inside a longer base64 text); and, when the value holds a base64 word
+ * that decodes to printable text (Basic's "user:password"), the secret
+ * side of that text and its base64 forms. Runs that overlap are one:
+ * a slice of the value INJECT_WINDOW bytes long or more, the whole value
+ * among them, is overwritten wherever it stands, so at most
+ * INJECT_WINDOW - 1 bytes of it in a row come back at one place. A match
+ * is overwritten in place with as many filler bytes, so the answer's
+ * length (and its framing) is kept. A match may span reads: the scanner
+ * holds back the bytes from the first position whose match it cannot
+ * yet decide, so the answer comes out the same however it was cut. In a
  * chunked body a match may also span the framing between chunks: the
  * data is matched apart from it (at most INJECT_HOLD_MAX bytes held for
  * that). No I/O; every buffer capped.
@@ -32,17 +38,23 @@
 /* The most bytes held back across reads: a match split by more chunk
  * framing than this (absurd framing) is no longer seen whole. */
 #define INJECT_HOLD_MAX (64 * 1024)
+/* A run of this many bytes in a row of a target is redacted wherever
+ * it stands; a shorter target is matched whole. */
+#define INJECT_WINDOW 8
 /* The longest unit of the answer read for one byte of the value:
  * "&#x" with 8 digits and ";" (12) after a quoted-printable soft line
- * break "=\r\n" (3). INJECT_VALUE_MAX units fit in INJECT_HOLD_MAX. */
+ * break "=\r\n" (3). */
 #define INJECT_UNIT_MAX 15
 /* The unit matcher's steps a byte fed, at most, over an answer (and
  * this many a byte of the longest match to start with): real answers
- * take under one; near copies of a value that repeats itself, escaped,
- * take one a byte of the value at each place, and are refused. */
+ * take a few; text built to be read many ways at once is refused. */
 #define INJECT_STEPS_BYTE 64
-/* The whole-value patterns (base64) of one value, at most. */
-#define INJECT_PATTERNS 6
+/* The strings one scanner looks for, at most: the value and its six
+ * base64 forms, and the same of each secret decoded from it. */
+#define INJECT_TARGETS 24
+/* The readings of one place followed at once, at most (past it the scan
+ * is refused as too costly). */
+#define INJECT_READINGS 128
 
 /*
  * Writes format (validated: manifest_inject_format_ok) with its one
@@ -54,34 +66,63 @@
 int inject_format(const char *format, const char *value, size_t len, char *out,
     size_t cap);
 
-struct inject_pattern {
-	char *text;
-	size_t len;
-};
-
 /* Where a chunked body's framing is, byte by byte (inject.c). */
 struct inject_chunking {
 	int state;
 	uint64_t left; /* data bytes left in the chunk */
 };
 
+/* A key: INJECT_WINDOW bytes of a target in lower case, the first in
+ * the top byte, zeros after width bytes. */
+struct inject_key {
+	uint64_t bytes;
+	uint8_t width;
+};
+
+/* One way of reading the answer from a place: where it is, and the keys
+ * [lo, hi) its bytes so far are the start of. */
+struct inject_reading {
+	size_t off;
+	uint32_t lo, hi;
+};
+
+/* The keys of some targets, sorted, and what the scan's first look at a
+ * place reads of them. */
+struct inject_keys {
+	struct inject_key *keys; /* nkeys, wiped at free */
+	size_t nkeys;
+	bool raw; /* base64 forms: read as bytes (and JSON's "\\/") only */
+	uint32_t r0[257]; /* the keys whose first byte is c: [r0[c], r0[c+1]) */
+	uint8_t lead[256]; /* the bytes that can start a reading of a key */
+	uint8_t plain[256]; /* the bytes that start no unit but themselves */
+	uint8_t inkey[256]; /* the bytes of the keys */
+	uint8_t after[2][256]; /* the bytes after '\\' ([0]) and '&' ([1])
+				* that can start a unit of a first byte */
+	uint64_t *pairs; /* 65536 bits: a key's first two bytes; 65536
+			  * more: its first three, hashed */
+	bool pairs_ok, trios_ok; /* every key has two (three) bytes */
+};
+
 struct inject_scanner {
 	char *value; /* len bytes, wiped at free */
 	size_t len;
-	struct inject_pattern pat[INJECT_PATTERNS]; /* base64 forms */
-	size_t npat;
-	uint8_t first[256]; /* the matchers a byte can start: bit 0 the
-			     * units, bit 1 + i pattern i */
-	uint8_t escape[256]; /* bytes that can start a unit but the raw */
-	uint16_t *border; /* KMP's, of the value in lower case: len + 1 */
-	size_t maxspan; /* the most answer bytes one match can take */
-	uint64_t *ways[2]; /* the unit matcher's sets of offsets */
-	char *hold; /* holdcap bytes, nhold held */
+	size_t ndecoded; /* secrets decoded from a base64 word of it */
+	/* The value and the decoded secrets, read unit by unit; their
+	 * base64 forms, read as bytes. */
+	struct inject_keys ks[2];
+	struct inject_keys all; /* their tables' union (no keys) */
+	struct inject_reading *rd[2]; /* INJECT_READINGS each */
+	size_t maxspan; /* the most answer bytes one key's reading takes */
+	char *hold; /* holdcap bytes, nhold held, as they came */
+	uint8_t *hmark; /* for each held byte: redacted by the raw scan (1),
+			 * by the chunked data's (2) */
 	size_t nhold, holdcap;
-	size_t resume; /* hold[0..resume): already judged by the scan */
-	char filler; /* a byte that is in no unit of the value */
-	size_t found; /* matches redacted so far */
-	size_t steps; /* units read by the unit matcher so far (its cost) */
+	size_t resume; /* hold[0..resume): already judged by the raw scan */
+	size_t dresume; /* the same of the data scan, in data bytes */
+	bool in_run; /* the last byte given out was redacted */
+	char filler; /* a byte that is in no unit of a key */
+	size_t found; /* runs redacted so far */
+	size_t steps; /* units read by the matcher so far (its cost) */
 	size_t allow; /* the steps allowed so far (INJECT_STEPS_BYTE) */
 	/* A chunked body: also matched in its data alone, the framing
 	 * skipped; the state is the one at hold[0]. */

@@ -11,11 +11,13 @@
  * body: the job must get every one of those bytes overwritten with one
  * filler byte, the rest of the answer as sent, each answer counted in
  * /metrics, logged secret_reflected and given a decision line with
- * "reflected". The value less its last byte, reflected the same way,
- * comes back untouched. A second rule's secret repeats itself (a...ab)
- * and its upstream sends 256 KiB of "%61", near copies of it escaped:
- * the scan's budget of steps ends that answer (the job gets less than
- * all of it, the decision says scan_too_costly) and the proxy goes on.
+ * "reflected" (a line break inside, quoted-printable's soft one, is
+ * kept). The value less its last byte, reflected the same way, is a
+ * slice of it and redacted too. A second rule's secret is made of the
+ * tokens "61" and "a" and its upstream sends 256 KiB of "6161...",
+ * which reads as either at each pair, so many ways at once: the scan's
+ * budget of steps ends that answer (the job gets less than all of it,
+ * the decision says scan_too_costly) and the proxy goes on.
  * The value is in neither of the proxy's logs.
  */
 #include "harness.h"
@@ -242,7 +244,7 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		"qp_chunked", "html_split", "mixed_split", "utf16be_split" };
 	const size_t ncases = sizeof(cases) / sizeof(cases[0]);
 	char cfg[2048], path[400], hostsf[400], job[64], *tok, *resp, *end;
-	static char costly[401];
+	static char costly[201];
 	size_t len;
 	long before;
 	json_t *m, *j;
@@ -268,8 +270,14 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 
 	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
 	    admin, NULL, json_pack("{s:s}", "value", value)));
-	memset(costly, 'a', sizeof(costly) - 2);
-	costly[sizeof(costly) - 2] = 'b';
+	for (size_t k = 0, seed = 7; k + 2 < sizeof(costly);) {
+		seed = seed * 1103515245u + 12345u;
+		if ((seed >> 16) & 1) {
+			costly[k++] = '6';
+			costly[k++] = '1';
+		} else
+			costly[k++] = 'a';
+	}
 	json_decref(
 	    harness_expect(&broker, 200, "PUT", "/v1/secrets/costly-key", admin,
 		NULL, json_pack("{s:s}", "value", costly)));
@@ -361,7 +369,10 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 			    "%s: the form starts %.*s", cases[i], (int)n,
 			    body + at);
 			for (long k = 0; k < n; k++)
-				ck_assert_msg((unsigned char)body[at + k] == f,
+				ck_assert_msg((unsigned char)body[at + k] ==
+					    f ||
+					body[at + k] == '\r' ||
+					body[at + k] == '\n',
 				    "%s: byte %ld of the form kept: %.*s",
 				    cases[i], k, (int)n, body + at);
 		}
@@ -373,7 +384,8 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		before = now;
 	}
 
-	/* The value less its last byte, escaped the same way: untouched. */
+	/* The value less its last byte, escaped the same way: a slice of
+	 * INJECT_WINDOW bytes or more, redacted. */
 	{
 		char want[128];
 		size_t w = 0;
@@ -384,10 +396,12 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		}
 		resp = ask("near", tok, &len);
 		ck_assert_msg(http_status(resp) == 200, "near: %.400s", resp);
-		ck_assert_msg(memmem(resp, len, want, w) != NULL, "near: %s",
+		ck_assert_msg(memmem(resp, len, want, w) == NULL, "near: %s",
+		    resp);
+		ck_assert_msg(memmem(resp, len, want, 8) == NULL, "near: %s",
 		    resp);
 		free(resp);
-		ck_assert_int_eq(metric("cordon_proxy_reflections_total"),
+		ck_assert_int_gt(metric("cordon_proxy_reflections_total"),
 		    before);
 	}
 

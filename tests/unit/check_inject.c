@@ -592,8 +592,10 @@ START_TEST(test_scan_escapings)
 	    scan_cuts(secret, text, len, NULL, 0, false, &found, &filler);
 
 	ck_assert_msg(found >= 1, "%s: not found", name);
+	/* A line break inside (a soft one of quoted-printable) is kept. */
 	for (size_t i = 0; i < flen; i++)
-		ck_assert_msg(whole[sizeof(PRE) - 1 + i] == filler,
+		ck_assert_msg(whole[sizeof(PRE) - 1 + i] == filler ||
+			form[i] == '\r' || form[i] == '\n',
 		    "%s: byte %zu of the form kept", name, i);
 	ck_assert_int_eq(memcmp(whole, PRE, sizeof(PRE) - 1), 0);
 	ck_assert_int_eq(memcmp(whole + len - (sizeof(POST) - 1), POST,
@@ -621,31 +623,45 @@ START_TEST(test_scan_escapings)
 }
 END_TEST
 
-/* Text that merely shares a prefix with the value, in each escaping
- * (the value less its last byte, or with its last byte changed), is
- * left as it is. */
-START_TEST(test_scan_near_miss_kept)
+/* A slice of the value (issue 18's sliding cut), in each escaping:
+ * INJECT_WINDOW bytes in a row of it or more, from anywhere in it (the
+ * value less its last byte, its middle), are redacted, every byte of
+ * the form; INJECT_WINDOW - 1 bytes (its start, its end) are not. */
+START_TEST(test_scan_slices)
 {
+	static const struct {
+		size_t at, len;
+		bool redacted;
+	} cuts[] = { { 0, sizeof(secret) - 2, true }, { 1, 8, true },
+		{ 5, 8, true }, { 13, 8, true }, { 3, 12, true },
+		{ 0, 7, false }, { 14, 7, false }, { 6, 7, false } };
 	const char *name = forms[_i].name;
-	char v[sizeof(secret)], form[16 * sizeof(secret)],
-	    text[sizeof(form) + 128], filler;
-	size_t vl = strlen(secret), found;
+	char form[16 * sizeof(secret)], text[sizeof(form) + 128], filler;
 
-	memcpy(v, secret, sizeof(secret));
-	for (int k = 0; k < 2; k++) {
-		size_t flen, len;
-		char *got;
-		if (k == 0)
-			flen = forms[_i].enc(v, vl - 1, form);
-		else {
-			v[vl - 1] = '!';
-			flen = forms[_i].enc(v, vl, form);
-		}
-		len = framed(form, flen, text);
-		got = scan_cuts(secret, text, len, NULL, 0, false, &found,
+	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+		size_t flen = forms[_i].enc(secret + cuts[c].at, cuts[c].len,
+			   form),
+		       len = framed(form, flen, text), found;
+		char *got = scan_cuts(secret, text, len, NULL, 0, false, &found,
 		    &filler);
-		ck_assert_msg(found == 0 && memcmp(got, text, len) == 0,
-		    "%s: a near copy (%d) was redacted", name, k);
+		if (!cuts[c].redacted) {
+			ck_assert_msg(found == 0 && memcmp(got, text, len) == 0,
+			    "%s: %zu bytes at %zu were redacted: %.*s", name,
+			    cuts[c].len, cuts[c].at, (int)len, got);
+			free(got);
+			continue;
+		}
+		ck_assert_msg(found == 1, "%s: %zu bytes at %zu: found %zu",
+		    name, cuts[c].len, cuts[c].at, found);
+		for (size_t i = 0; i < flen; i++)
+			ck_assert_msg(got[sizeof(PRE) - 1 + i] == filler ||
+				form[i] == '\r' || form[i] == '\n',
+			    "%s: %zu bytes at %zu: byte %zu kept: %.*s", name,
+			    cuts[c].len, cuts[c].at, i, (int)len, got);
+		ck_assert_int_eq(memcmp(got, PRE, sizeof(PRE) - 1), 0);
+		ck_assert_int_eq(memcmp(got + len - (sizeof(POST) - 1), POST,
+				     sizeof(POST) - 1),
+		    0);
 		free(got);
 	}
 }
@@ -727,7 +743,8 @@ START_TEST(test_scan_escapings_chunked)
 				     10),
 		    0);
 		for (size_t k = 0; k < flen; k++)
-			ck_assert_msg(got_data[10 + k] == filler,
+			ck_assert_msg(got_data[10 + k] == filler ||
+				form[k] == '\r' || form[k] == '\n',
 			    "%s, chunks of %zu: byte %zu kept", name, steps[i],
 			    k);
 		for (size_t r = 0; r < sizeof(reads) / sizeof(reads[0]); r++) {
@@ -763,9 +780,11 @@ START_TEST(test_scan_entity_cap)
 	free(got);
 	/* No ';': not an entity the scanner reads (nor one an encoder
 	 * writes). */
-	snprintf(text, sizeof(text), "x &#115&#107%s y", secret + 2);
-	got = scan_cuts(secret, text, strlen(text), NULL, 0, false, &found,
-	    &filler);
+	len = 0;
+	for (size_t i = 0; secret[i] != '\0'; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "&#%u",
+		    (unsigned char)secret[i]);
+	got = scan_cuts(secret, text, len, NULL, 0, false, &found, &filler);
 	ck_assert_uint_eq(found, 0);
 	free(got);
 }
@@ -820,21 +839,28 @@ START_TEST(test_scan_base64_escaped)
 }
 END_TEST
 
-/* A value that repeats itself over text of near copies: each match is
- * still found where it ends (the scan skips, as KMP does, only places
- * the bytes read already rule out), and the work stays linear: at most a
- * few unit-matcher steps a byte, where reading every place from scratch
- * took one a byte of the value at each. */
-START_TEST(test_scan_self_repeating_value)
+/* Readings that overlap are one run, redacted whole: a value that
+ * repeats itself over text of near copies, a run of the value longer
+ * than a key, runs side by side; a target shorter than INJECT_WINDOW is
+ * matched whole. The work stays linear: a few unit-matcher steps a
+ * byte. */
+START_TEST(test_scan_runs_overlap)
 {
 	static const struct {
 		const char *value, *text, *want;
+		size_t found;
 	} cases[] = {
-		{ "aaaaaaaaab", "xaaaaaaaaaaaaaaaby", "xaaaaaa**********y" },
-		{ "abacabad", "abacabacabad.", "abac********." },
-		{ "abacabad", "AbAcAbAcAbAd.", "AbAc********." },
-		{ "aab", "aaab aab aaaab", "a*** *** aa***" },
-		{ "a5a5b", "a5a5a5a5b!", "a5a5*****!" },
+		{ "aaaaaaaaab", "xaaaaaaaaaaaaaaaby", "x****************y", 1 },
+		{ "abacabad", "abacabacabad.", "abac********.", 1 },
+		{ "abacabad", "AbAcAbAcAbAd.", "AbAc********.", 1 },
+		{ "aab", "aaab aab aaaab", "a*** *** aa***", 3 },
+		{ "a5a5b", "a5a5a5a5b!", "a5a5*****!", 1 },
+		{ "sk_live_0123456789", "sk_live_01 x 23456789 y ve_01234 z",
+		    "********** x ******** y ******** z", 3 },
+		{ "sk_live_0123456789", "sk_live ve_01234567 _live_0",
+		    "sk_live *********** _live_0", 1 },
+		{ "0123456789", "01234567890123456789", "********************",
+		    1 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		size_t found, len = strlen(cases[i].text);
@@ -845,12 +871,15 @@ START_TEST(test_scan_self_repeating_value)
 		for (char *w = want; *w != '\0'; w++)
 			if (*w == '*')
 				*w = filler;
-		ck_assert_msg(memcmp(got, want, len) == 0, "%s in %s: %.*s",
-		    cases[i].value, cases[i].text, (int)len, got);
+		ck_assert_msg(memcmp(got, want, len) == 0 &&
+			found == cases[i].found,
+		    "%s in %s: %.*s, %zu found", cases[i].value, cases[i].text,
+		    (int)len, got, found);
 		free(got);
 	}
 
-	/* 64 KiB of 'a' for a, ..., a, b of 40 and of 400 bytes. */
+	/* 64 KiB of 'a' for a, ..., a, b of 40 and of 400 bytes: one run,
+	 * a few steps a byte. */
 	static char text[64 * 1024], value[401];
 	for (size_t vl = 40; vl <= 400; vl *= 10) {
 		struct inject_scanner s;
@@ -864,8 +893,8 @@ START_TEST(test_scan_self_repeating_value)
 					     4096, &out, NULL),
 			    0);
 		ck_assert_int_eq(inject_scanner_flush(&s, &out), 0);
-		ck_assert_uint_eq(s.found, 0);
-		ck_assert_msg(s.steps <= 4 * sizeof(text),
+		ck_assert_uint_eq(s.found, 1);
+		ck_assert_msg(s.steps <= 2 * INJECT_WINDOW * sizeof(text),
 		    "value of %zu: %zu steps for %zu bytes", vl, s.steps,
 		    sizeof(text));
 		inject_scanner_free(&s);
@@ -874,35 +903,39 @@ START_TEST(test_scan_self_repeating_value)
 }
 END_TEST
 
-/* Near copies of such a value in an escaping (hex, \u, %HH) are not
- * skipped that way: past INJECT_STEPS_BYTE unit steps a byte fed, the
- * scan fails closed (-E2BIG, nothing given out) rather than holding the
- * proxy's loop for minutes. Real answers take under a step a byte. */
+/* Text that can be read in many ways at once, each the start of a key:
+ * "6161..." is "61" or "a" (hex) at each pair, and a value made of those
+ * two tokens holds most of the ways. Past INJECT_STEPS_BYTE unit steps a
+ * byte fed the scan fails closed (-E2BIG, nothing given out) rather than
+ * holding the proxy's loop. Real answers take a few steps a byte. */
 START_TEST(test_scan_too_costly_fails_closed)
 {
-	static const char *const units[] = { "%61", "\\u0061", "61" };
-	static char text[256 * 1024], value[401];
+	static char text[256 * 1024], value[INJECT_VALUE_MAX];
+	struct inject_scanner s;
+	struct buf out = BUF_INIT(2 * sizeof(text));
+	size_t vl = 0, off;
+	unsigned seed = 7;
+	int r = 0;
 
-	memset(value, 'a', 400);
-	value[399] = 'b';
-	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
-		struct inject_scanner s;
-		struct buf out = BUF_INIT(2 * sizeof(text));
-		size_t ul = strlen(units[u]), off;
-		int r = 0;
-		for (size_t i = 0; i < sizeof(text); i++)
-			text[i] = units[u][i % ul];
-		ck_assert_int_eq(inject_scanner_init(&s, value, 400), 0);
-		for (off = 0; off < sizeof(text) && r == 0; off += 4096)
-			r = inject_scanner_feed(&s, text + off, 4096, &out,
-			    NULL);
-		ck_assert_msg(r == -E2BIG, "%s: %d after %zu bytes, %zu steps",
-		    units[u], r, off, s.steps);
-		ck_assert_uint_le(s.steps,
-		    INJECT_STEPS_BYTE * (off + s.maxspan) + 64);
-		inject_scanner_free(&s);
-		buf_free(&out);
+	while (vl + 2 <= sizeof(value)) {
+		seed = seed * 1103515245u + 12345u;
+		if ((seed >> 16) & 1) {
+			value[vl++] = '6';
+			value[vl++] = '1';
+		} else
+			value[vl++] = 'a';
 	}
+	for (size_t i = 0; i < sizeof(text); i++)
+		text[i] = "61"[i % 2];
+	ck_assert_int_eq(inject_scanner_init(&s, value, vl), 0);
+	for (off = 0; off < sizeof(text) && r == 0; off += 4096)
+		r = inject_scanner_feed(&s, text + off, 4096, &out, NULL);
+	ck_assert_msg(r == -E2BIG, "%d after %zu bytes, %zu steps", r, off,
+	    s.steps);
+	ck_assert_uint_le(s.steps,
+	    INJECT_STEPS_BYTE * (off + s.maxspan) + INJECT_READINGS);
+	inject_scanner_free(&s);
+	buf_free(&out);
 	/* A real reflection, mixed and long, stays far under the budget. */
 	{
 		char form[16 * sizeof(secret)], big[64 * 1024], filler;
@@ -918,6 +951,86 @@ START_TEST(test_scan_too_costly_fails_closed)
 		    scan_cuts(secret, big, n, NULL, 0, false, &found, &filler);
 		ck_assert_uint_eq(found, n / (flen + 12));
 		free(got);
+	}
+}
+END_TEST
+
+/* base64 of text into out (a NUL after): its length. */
+static size_t
+b64(const char *text, char *out)
+{
+	int n = EVP_EncodeBlock((unsigned char *)out,
+	    (const unsigned char *)text, (int)strlen(text));
+	ck_assert_int_gt(n, 0);
+	return (size_t)n;
+}
+
+/* A secret stored as it goes on the wire (issue 18's Basic): the value
+ * holds a base64 word that decodes to printable text, and its secret
+ * side, decoded, is redacted as the value is (a slice of it too, in its
+ * escapings), the user name kept; a word that decodes to no text, or to
+ * a secret shorter than 6 bytes, adds nothing. */
+START_TEST(test_scan_decoded_secret)
+{
+	static const struct {
+		const char *pre, *plain, *text, *want;
+		size_t decoded;
+	} cases[] = {
+		/* A key as the user (Stripe). */
+		{ "", "sk_live_redteam_0123456789abcdef:",
+		    "{\"user\": \"sk_live_redteam_0123456789abcdef\"}",
+		    "{\"user\": \"********************************\"}", 1 },
+		/* e-mail:token (Atlassian): the e-mail is no secret. */
+		{ "", "alice@example.com:ATATT3xFfGF0tok_en",
+		    "hi alice@example.com, token ATATT3xFfGF0tok%5Fen, "
+		    "3xFfGF0t",
+		    "hi alice@example.com, token ********************, "
+		    "********",
+		    1 },
+		/* sid:token (Twilio), the word inside the value. */
+		{ "Basic ", "AC0123456789abcdef:twilio_token_9876",
+		    "AC0123456789abcdef twilio&lowbar;token_9876",
+		    "AC0123456789abcdef ************************", 1 },
+		/* A password shorter than 6 bytes: nothing decoded. */
+		{ "", "someone@example.com:pw12", "someone@example.com pw12",
+		    "someone@example.com pw12", 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char value[256], filler, want[128];
+		size_t pl = strlen(cases[i].pre), len = strlen(cases[i].text),
+		       found, cuts[128], nc = 0;
+		struct inject_scanner s;
+		memcpy(value, cases[i].pre, pl);
+		b64(cases[i].plain, value + pl);
+		ck_assert_int_eq(inject_scanner_init(&s, value, strlen(value)),
+		    0);
+		ck_assert_msg(s.ndecoded == cases[i].decoded, "%s: %zu decoded",
+		    cases[i].plain, s.ndecoded);
+		inject_scanner_free(&s);
+		char *got = scan_cuts(value, cases[i].text, len, NULL, 0, false,
+		    &found, &filler);
+		snprintf(want, sizeof(want), "%s", cases[i].want);
+		for (char *w = want; *w != '\0'; w++)
+			if (*w == '*')
+				*w = filler;
+		ck_assert_msg(memcmp(got, want, len) == 0, "%s: %.*s",
+		    cases[i].plain, (int)len, got);
+		for (size_t at = 1; at < len; at++)
+			cuts[nc++] = at;
+		char *cut = scan_cuts(value, cases[i].text, len, cuts, nc,
+		    false, &found, &filler);
+		ck_assert_int_eq(memcmp(got, cut, len), 0);
+		free(cut);
+		free(got);
+	}
+	/* A key that is base64 of no text (bytes past 0x7e). */
+	{
+		struct inject_scanner s;
+		static const char key[] =
+		    "sk_live_51Hq8zZkeyABCDEFGHIJ0123456789xy";
+		ck_assert_int_eq(inject_scanner_init(&s, key, strlen(key)), 0);
+		ck_assert_uint_eq(s.ndecoded, 0);
+		inject_scanner_free(&s);
 	}
 }
 END_TEST
@@ -1184,14 +1297,15 @@ inject_suite(void)
 	tcase_add_test(tc, test_scan_across_chunked_framing);
 	tcase_add_loop_test(tc, test_scan_escapings, 0,
 	    (int)(sizeof(forms) / sizeof(forms[0])));
-	tcase_add_loop_test(tc, test_scan_near_miss_kept, 0,
+	tcase_add_loop_test(tc, test_scan_slices, 0,
 	    (int)(sizeof(forms) / sizeof(forms[0])));
 	tcase_add_loop_test(tc, test_scan_escapings_chunked, 0,
 	    (int)(sizeof(forms) / sizeof(forms[0])));
 	tcase_add_test(tc, test_scan_entity_cap);
 	tcase_add_test(tc, test_scan_base64_escaped);
-	tcase_add_test(tc, test_scan_self_repeating_value);
+	tcase_add_test(tc, test_scan_runs_overlap);
 	tcase_add_test(tc, test_scan_too_costly_fails_closed);
+	tcase_add_test(tc, test_scan_decoded_secret);
 	tcase_add_test(tc, test_scanner_init_refuses);
 	tcase_add_test(tc, test_manifest_inject);
 	tcase_add_test(tc, test_forward_swaps_the_token);
