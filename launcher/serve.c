@@ -738,8 +738,27 @@ records_open(struct serve *s)
 	return 0;
 }
 
-/* Reads the record at name in the records' directory: a job, or NULL
- * (the record is not one: removed). */
+/* A record that cannot be read back, moved aside as <name>.bad (never
+ * read again, never deleted: what it held is evidence) and logged. */
+static void
+record_set_aside(struct serve *s, const char *name, const char *id,
+    const char *why)
+{
+	char bad[80];
+
+	snprintf(bad, sizeof(bad), "%s.bad", name);
+	if (renameat(s->records_fd, name, s->records_fd, bad) == 0)
+		log_warn("record_bad", "{s:s, s:s, s:s, s:s}", "job", id,
+		    "path", name, "moved_to", bad, "why", why);
+	else
+		log_warn("record_bad", "{s:s, s:s, s:s, s:s}", "job", id,
+		    "path", name, "why", why, "error", strerror(errno));
+}
+
+/* Reads the record at name in the records' directory: a job, or NULL. A
+ * name that is no record's (<job>.json) is left alone; a record that is
+ * not JSON, or not a record of the job it is named for, is moved aside as
+ * <name>.bad with a log line (record_set_aside). */
 static struct sjob *
 record_read(struct serve *s, const char *name)
 {
@@ -762,6 +781,14 @@ record_read(struct serve *s, const char *name)
 	if (r == 0)
 		rec = json_loadb(text, len, 0, NULL);
 	free(text);
+	if (rec == NULL) {
+		/* Not the record's fault (no memory, an I/O error): left for
+		 * the next start. */
+		if (r == 0 || r == -EFBIG)
+			record_set_aside(s, name, id,
+			    r == 0 ? "not JSON" : "over its size cap");
+		return NULL;
+	}
 	const char *job = json_string_value(json_object_get(rec, "job"));
 	const char *manifest =
 	    json_string_value(json_object_get(rec, "manifest"));
@@ -774,8 +801,13 @@ record_read(struct serve *s, const char *name)
 	    !name_ok(manifest, 64, "._-") || state == NULL ||
 	    (strcmp(state, "running") != 0 && strcmp(state, "done") != 0 &&
 		strcmp(state, "lost") != 0) ||
-	    (res != NULL && !json_is_object(res) && !json_is_null(res)) ||
-	    (j = calloc(1, sizeof(*j))) == NULL) {
+	    (res != NULL && !json_is_object(res) && !json_is_null(res))) {
+		record_set_aside(s, name, id,
+		    "not a record of the job it is named for");
+		json_decref(rec);
+		return NULL;
+	}
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
 		json_decref(rec);
 		return NULL;
 	}
@@ -847,6 +879,12 @@ sweep_orphans(struct serve *s, DIR *d)
 		snprintf(rec, sizeof(rec), "%s.json", id);
 		if (!name_ok(id, sizeof(id) - 1, "_-") ||
 		    fstatat(s->records_fd, rec, &st, AT_SYMLINK_NOFOLLOW) ==
+			0 ||
+		    errno != ENOENT)
+			continue;
+		/* A record moved aside (record_set_aside) keeps its output. */
+		snprintf(rec, sizeof(rec), "%s.json.bad", id);
+		if (fstatat(s->records_fd, rec, &st, AT_SYMLINK_NOFOLLOW) ==
 			0 ||
 		    errno != ENOENT ||
 		    fstatat(s->records_fd, e->d_name, &st,

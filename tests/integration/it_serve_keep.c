@@ -6,8 +6,9 @@
  * died (sent after the restart to a receiver on 127.0.0.1, with the same
  * Idempotency-Key and signature, and judged again by callback_allow as
  * it is then), a followed output held to the job's output_kb as the
- * envelope is, and the start's sweep of output files no record names
- * (only serve's own: by name and owner).
+ * envelope is, the start's sweep of output files no record names
+ * (only serve's own: by name and owner), and a record that does not parse
+ * moved aside as <name>.bad, its output kept.
  */
 #include "harness.h"
 
@@ -744,6 +745,76 @@ START_TEST(orphaned_outputs_are_swept_and_only_serves)
 }
 END_TEST
 
+/* A record serve cannot read back (not JSON, or not a record of the job
+ * it is named for) is moved aside as <name>.bad at start, with a log line,
+ * and its output kept: evidence, never deleted, never read again. */
+START_TEST(a_record_that_does_not_parse_is_moved_aside)
+{
+	static const char *const ids[] = { "job_badjsonAAAAAAAAAAAAAA",
+		"job_badjobBBBBBBBBBBBBBBB" };
+	static const char *const texts[] = { "{\"job\": \"job_badjsonAA",
+		"{\"job\": \"job_someoneElse\", \"manifest\": \"keep-job\", "
+		"\"state\": \"done\"}" };
+	char name[100], path[700], bad[700], text[200];
+	struct stat sb;
+
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+	/* Written as serve writes its own: by the user it runs as. */
+	kept_path(path, sizeof(path), "");
+	ck_assert_int_eq(stat(path, &sb), 0);
+	uid_t uid = sb.st_uid;
+	gid_t gid = sb.st_gid;
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "%s.json", ids[i]);
+		kept_path(path, sizeof(path), name);
+		harness_write_file(path, texts[i]);
+		ck_assert_int_eq(chown(path, uid, gid), 0);
+		snprintf(name, sizeof(name), "%s.output.json", ids[i]);
+		kept_path(path, sizeof(path), name);
+		harness_write_file(path, "{}");
+		ck_assert_int_eq(chown(path, uid, gid), 0);
+	}
+	ck_assert_int_eq(daemon_restart(&serve), 0);
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "%s.json", ids[i]);
+		kept_path(path, sizeof(path), name);
+		snprintf(bad, sizeof(bad), "%s.bad", path);
+		ck_assert_msg(stat(path, &sb) < 0,
+		    "%s is still there after the start: not removed, not moved "
+		    "aside",
+		    path);
+		ck_assert_msg(harness_read_line(bad, text, sizeof(text)) == 0 &&
+			strcmp(text, texts[i]) == 0,
+		    "%s does not hold the record as it was", bad);
+		snprintf(name, sizeof(name), "%s.output.json", ids[i]);
+		kept_path(path, sizeof(path), name);
+		ck_assert_msg(stat(path, &sb) == 0,
+		    "%s, the output of a record moved aside, removed", path);
+		snprintf(path, sizeof(path), "/v1/jobs/%s", ids[i]);
+		json_decref(harness_expect(&serve, 404, "GET", path,
+		    st.launcher, NULL, NULL));
+	}
+	json_t *lines = daemon_log_lines(&serve), *l;
+	size_t k, logged = 0;
+	json_array_foreach(lines, k, l)
+	{
+		const char *ev = json_string_value(json_object_get(l, "event"));
+		const char *job = json_string_value(json_object_get(l, "job"));
+		if (ev != NULL && strcmp(ev, "record_bad") == 0 && job != NULL)
+			logged += strcmp(job, ids[0]) == 0 ||
+			    strcmp(job, ids[1]) == 0;
+	}
+	json_decref(lines);
+	ck_assert_msg(logged == 2, "record_bad lines: %zu (want 2)", logged);
+	/* Moved aside once: the next start neither reads nor moves it. */
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+	ck_assert_int_eq(daemon_restart(&serve), 0);
+	snprintf(name, sizeof(name), "%s.json.bad", ids[0]);
+	kept_path(path, sizeof(path), name);
+	ck_assert_msg(stat(path, &sb) == 0, "%s gone after a restart", path);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -760,6 +831,7 @@ suite(void)
 	tcase_add_test(tc, a_callback_survives_a_sigterm_and_is_judged_again);
 	tcase_add_test(tc, orphaned_outputs_are_swept_and_only_serves);
 	tcase_add_test(tc, a_record_stays_until_its_patch_is_removed);
+	tcase_add_test(tc, a_record_that_does_not_parse_is_moved_aside);
 	suite_add_tcase(s, tc);
 	return s;
 }
