@@ -151,6 +151,26 @@ START_TEST(a_workspace_the_launcher_cannot_see_is_no_clean_patch)
 }
 END_TEST
 
+/* Without --json, the summary line says so too. */
+START_TEST(the_summary_says_the_job_never_ran)
+{
+	static char out[1 << 16], err[1 << 16];
+	char input[400];
+
+	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
+	char *run[] = { (char *)harness_bin("cordon"), "run", "--config",
+		st.launcher_cfg, "--manifest", "startfail-job", "--input",
+		input, "--", "/bin/true", NULL };
+	int rc =
+	    harness_run_for(run, 60000, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(rc == 125 &&
+		strstr(err, "cordon run: the hatch's workspace ") != NULL &&
+		strstr(err, "1 token(s) revoked") != NULL &&
+		strstr(err, "patch none (the job never ran)") != NULL,
+	    "status %d, stderr: %s", rc, err);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -167,6 +187,7 @@ main(int argc, char **argv)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc,
 	    a_workspace_the_launcher_cannot_see_is_no_clean_patch);
+	tcase_add_test(tc, the_summary_says_the_job_never_ran);
 	suite_add_tcase(s, tc);
 	return harness_main(s);
 }
