@@ -1703,7 +1703,8 @@ pump_response(struct pconn *c)
 			c->d.status = (int)c->resp.status;
 			c->resp_left = c->resp.content_length;
 			if (c->resp.body == HTTP1_RESP_CHUNKED)
-				http1_chunked_init(&c->rchunk, HTTP1_CL_MAX);
+				http1_chunked_init_response(&c->rchunk,
+				    HTTP1_CL_MAX);
 			if (c->resp.body == HTTP1_RESP_CHUNKED && c->scanning)
 				reflect_scan_chunked(&c->scan);
 			c->resp_done = c->resp.body == HTTP1_RESP_NONE ||
@@ -1734,7 +1735,12 @@ pump_response(struct pconn *c)
 			conn_finish(c);
 			return;
 		}
-		down(c, used);
+		/* A scanned answer's trailer fields are left out: the scanner
+		 * reads them as framing, not as fields. */
+		if (c->rchunk.trailer_part && c->scanning)
+			evbuffer_drain(in, used);
+		else
+			down(c, used);
 		c->resp_done = r == 0;
 	}
 	if (c->resp_done)

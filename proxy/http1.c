@@ -686,6 +686,9 @@ enum {
 	C_DATA_LF,
 	C_TRAILER, /* after the last chunk: CR, or a trailer field */
 	C_TRAILER_LF,
+	C_TNAME, /* a trailer field's name, up to ':' (trailers_ok) */
+	C_TVALUE, /* its value, up to CR */
+	C_TFIELD_LF, /* the LF of a trailer field line */
 	C_DONE,
 	C_FAILED,
 };
@@ -698,6 +701,38 @@ http1_chunked_init(struct http1_chunked *c, uint64_t max_body)
 	c->max_total = max_body;
 }
 
+void
+http1_chunked_init_response(struct http1_chunked *c, uint64_t max_body)
+{
+	http1_chunked_init(c, max_body);
+	c->trailers_ok = true;
+}
+
+/* A trailer field's name, one byte. */
+static const char *
+trailer_name_byte(struct http1_chunked *c, unsigned char b)
+{
+	if (b == ':') {
+		if (c->tname_len == 0)
+			return "bad_trailer";
+		c->state = C_TVALUE;
+		return NULL;
+	}
+	if (!lex_tchar(b))
+		return "bad_trailer"; /* whitespace before ':' among them */
+	c->tname_len++;
+	return NULL;
+}
+
+/* Whether c reads a trailer field line, or starts one with byte b. */
+static bool
+in_trailer_field(const struct http1_chunked *c, unsigned char b)
+{
+	return c->state == C_TNAME || c->state == C_TVALUE ||
+	    c->state == C_TFIELD_LF ||
+	    (c->trailers_ok && c->state == C_TRAILER && b != '\r');
+}
+
 /* One framing byte; NULL or a refusal. */
 static const char *
 chunked_byte(struct http1_chunked *c, unsigned char b)
@@ -705,8 +740,11 @@ chunked_byte(struct http1_chunked *c, unsigned char b)
 	if (b == '\0')
 		return "nul";
 	if (b == '\n' && c->state != C_SIZE_LF && c->state != C_DATA_LF &&
-	    c->state != C_TRAILER_LF)
+	    c->state != C_TRAILER_LF && c->state != C_TFIELD_LF)
 		return "bare_lf";
+	if (c->state >= C_TRAILER && c->state <= C_TFIELD_LF &&
+	    ++c->trailer_bytes > HTTP1_HEADERS_MAX)
+		return "trailers_too_large";
 	if (c->state <= C_EXT && b != '\r' &&
 	    ++c->line_len > HTTP1_CHUNK_LINE_MAX)
 		return "chunk_line_too_long";
@@ -764,9 +802,27 @@ chunked_byte(struct http1_chunked *c, unsigned char b)
 		c->state = C_SIZE_START;
 		return NULL;
 	case C_TRAILER:
-		if (b != '\r')
+		if (b == '\r') {
+			c->state = C_TRAILER_LF;
+			return NULL;
+		}
+		if (!c->trailers_ok)
 			return "trailers";
-		c->state = C_TRAILER_LF;
+		c->state = C_TNAME; /* SP or HTAB first: obs-fold, refused */
+		c->tname_len = 0;
+		return trailer_name_byte(c, b);
+	case C_TNAME:
+		return trailer_name_byte(c, b);
+	case C_TVALUE:
+		if (b == '\r')
+			c->state = C_TFIELD_LF;
+		else if ((b < 0x20 && b != '\t') || b == 0x7f)
+			return "bad_trailer";
+		return NULL;
+	case C_TFIELD_LF:
+		if (b != '\n')
+			return "bare_cr";
+		c->state = C_TRAILER;
 		return NULL;
 	case C_TRAILER_LF:
 		if (b != '\n')
@@ -790,8 +846,18 @@ http1_chunked_decode(struct http1_chunked *c, const char *in, size_t len,
 		return -EBADMSG;
 	if (c->state == C_DONE)
 		return 0;
+	/* A call takes trailer field bytes alone, or none of them. */
+	c->trailer_part = len > 0 && in_trailer_field(c, (unsigned char)in[0]);
 	while (i < len) {
 		const char *r;
+
+		if (i > 0 &&
+		    (c->trailer_part !=
+			    in_trailer_field(c, (unsigned char)in[i]) ||
+			(c->trailer_part && c->state == C_TRAILER))) {
+			*ret_used = i;
+			return -EAGAIN;
+		}
 
 		if (c->state == C_DATA) {
 			size_t n = len - i;

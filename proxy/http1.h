@@ -276,10 +276,28 @@ struct http1_chunked {
 	uint64_t max_total;
 	size_t line_len;
 	const char *reason; /* set when refused */
+	/* http1_chunked_init_response: trailer fields are read, not
+	 * refused; trailer_part says the last call's bytes were trailer
+	 * field lines (with their CRLFs), which a call never mixes with
+	 * other bytes. */
+	bool trailers_ok, trailer_part;
+	size_t trailer_bytes, tname_len;
 };
 
 /* Readies c for one body of at most max_body data bytes. */
 void http1_chunked_init(struct http1_chunked *c, uint64_t max_body);
+
+/*
+ * The same for an upstream's answer, whose trailer fields (RFC 9112
+ * 7.1.2) are read as its header fields are: a token name, ':', a value
+ * without control characters but HTAB, CRLF; no obs-fold; at most
+ * HTTP1_HEADERS_MAX bytes in all. They are framing for the decoder: it
+ * returns no data for them, and a call that takes them takes nothing
+ * else (c->trailer_part), so that the caller may relay them or leave
+ * them out ("0" CRLF CRLF stays a whole body). Further reasons:
+ * bad_trailer, trailers_too_large.
+ */
+void http1_chunked_init_response(struct http1_chunked *c, uint64_t max_body);
 
 /*
  * Reads in[0..len): framing bytes, and at most one run of data, which it

@@ -661,6 +661,94 @@ START_TEST(test_chunked_refusals)
 }
 END_TEST
 
+/* An answer's body read with http1_chunked_init_response, step bytes a
+ * call (0: all at once): what was not trailer fields into kept, the
+ * trailer fields into fields; the last return, reason on -EBADMSG. */
+static int
+decode_response(const char *body, size_t step, char *kept, char *fields,
+    const char **reason)
+{
+	struct http1_chunked c;
+	size_t at = 0, len = strlen(body), nk = 0, nf = 0;
+	int r = -EAGAIN;
+
+	http1_chunked_init_response(&c, 1 << 20);
+	while (at < len && r == -EAGAIN) {
+		size_t n = step == 0 || len - at < step ? len - at : step;
+		size_t used, off, dlen;
+		r = http1_chunked_decode(&c, body + at, n, &used, &off, &dlen);
+		if (r == -EBADMSG)
+			break;
+		ck_assert_uint_gt(used, 0);
+		memcpy(c.trailer_part ? fields + nf : kept + nk, body + at,
+		    used);
+		if (c.trailer_part)
+			nf += used;
+		else
+			nk += used;
+		at += used;
+	}
+	kept[nk] = fields[nf] = '\0';
+	*reason = c.reason;
+	return r;
+}
+
+/* An upstream's trailers are fields, read as a head's are, and apart
+ * from the rest, so that a caller may leave them out. */
+START_TEST(test_chunked_response_trailers)
+{
+	static const struct {
+		const char *want, *body;
+	} bad[] = {
+		{ "bad_trailer", "0\r\n x: 1\r\n\r\n" },
+		{ "bad_trailer", "0\r\nX y: 1\r\n\r\n" },
+		{ "bad_trailer", "0\r\nX : 1\r\n\r\n" },
+		{ "bad_trailer", "0\r\n: 1\r\n\r\n" },
+		{ "bad_trailer", "0\r\nX: a\x01b\r\n\r\n" },
+		{ "bare_lf", "0\r\nX: 1\n\r\n" },
+		{ "bare_cr", "0\r\nX: 1\rx\r\n" },
+	};
+	static const char good[] = "3\r\nok\n\r\n0\r\nX-Checksum: c0ffee\r\n"
+				   "Grpc-Status: 0\r\n\r\n";
+	char kept[256], fields[256], *big;
+	const char *reason;
+
+	for (size_t step = 0; step < 4; step++) {
+		ck_assert_int_eq(decode_response(good, step, kept, fields,
+				     &reason),
+		    0);
+		ck_assert_str_eq(kept, "3\r\nok\n\r\n0\r\n\r\n");
+		ck_assert_str_eq(fields,
+		    "X-Checksum: c0ffee\r\nGrpc-Status: 0\r\n");
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			ck_assert_int_eq(decode_response(bad[i].body, step,
+					     kept, fields, &reason),
+			    -EBADMSG);
+			ck_assert_str_eq(reason, bad[i].want);
+		}
+	}
+	/* At most HTTP1_HEADERS_MAX bytes of trailers. */
+	big = malloc(HTTP1_HEADERS_MAX + 64);
+	char *k = malloc(HTTP1_HEADERS_MAX + 64),
+	     *f = malloc(HTTP1_HEADERS_MAX + 64);
+	memcpy(big, "0\r\nX: ", 6);
+	memset(big + 6, 'v', HTTP1_HEADERS_MAX);
+	memcpy(big + 6 + HTTP1_HEADERS_MAX, "\r\n\r\n", 5);
+	ck_assert_int_eq(decode_response(big, 0, k, f, &reason), -EBADMSG);
+	ck_assert_str_eq(reason, "trailers_too_large");
+	free(big);
+	free(k);
+	free(f);
+	/* A request's trailers are still refused. */
+	static const char req[] = "1\r\na\r\n0\r\nX: 1\r\n\r\n";
+	size_t n, used;
+	ck_assert_int_eq(decode(req, strlen(req), 0, 100, kept, &n, &used,
+			     &reason),
+	    -EBADMSG);
+	ck_assert_str_eq(reason, "trailers");
+}
+END_TEST
+
 START_TEST(test_chunked_second_chunk_overflows_total)
 {
 	static const char body[] =
@@ -958,6 +1046,7 @@ http1_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_chunked_decodes);
 	tcase_add_test(tc, test_chunked_refusals);
+	tcase_add_test(tc, test_chunked_response_trailers);
 	tcase_add_test(tc, test_chunked_second_chunk_overflows_total);
 	tcase_add_test(tc, test_chunked_line_limit);
 	suite_add_tcase(s, tc);
