@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "copyin.h"
 #include "envelope.h"
+#include "hidden.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -424,12 +425,14 @@ policy_path_json(const char *path)
 	return j;
 }
 
-void
-policy_flag(struct policy *p, const char *path, const char *flag,
-    const char *reason, enum verdict v)
+/* policy_flag with more fields (extra, an object, may be NULL; taken). */
+static void
+flag_with(struct policy *p, const char *path, const char *flag,
+    const char *reason, enum verdict v, json_t *extra)
 {
 	json_int_t of_kind =
 	    json_integer_value(json_object_get(p->flag_counts, flag));
+	json_t *f;
 
 	if (v > p->verdict)
 		p->verdict = v;
@@ -437,11 +440,83 @@ policy_flag(struct policy *p, const char *path, const char *flag,
 	if (of_kind >= POLICY_MAX_FLAGS_OF_A_KIND ||
 	    json_array_size(p->flags) >= POLICY_MAX_FLAGS) {
 		p->flags_omitted++;
+		json_decref(extra);
 		return;
 	}
-	json_array_append_new(p->flags,
-	    json_pack("{s:o, s:s, s:s, s:s}", "path", policy_path_json(path),
-		"flag", flag, "reason", reason, "verdict", verdict_names[v]));
+	f = json_pack("{s:o, s:s, s:s, s:s}", "path", policy_path_json(path),
+	    "flag", flag, "reason", reason, "verdict", verdict_names[v]);
+	if (f != NULL && extra != NULL)
+		json_object_update_missing(f, extra);
+	json_decref(extra);
+	json_array_append_new(p->flags, f);
+}
+
+void
+policy_flag(struct policy *p, const char *path, const char *flag,
+    const char *reason, enum verdict v)
+{
+	flag_with(p, path, flag, reason, v, NULL);
+}
+
+/* What a class of hidden text does to the one who reads it. */
+static const char *
+hidden_what(enum hidden_class c)
+{
+	switch (c) {
+	case HIDDEN_BIDI:
+		return "a bidi control, which reorders the line on the screen";
+	case HIDDEN_INVISIBLE:
+		return "an invisible character, which shows nothing";
+	case HIDDEN_CONTROL:
+		return "a control character, which a terminal acts on";
+	case HIDDEN_SEPARATOR:
+		return "a line separator, which ends the line for some readers "
+		       "only";
+	case HIDDEN_INVALID:
+		return "a byte that is not UTF-8, which each viewer shows as "
+		       "it "
+		       "guesses";
+	default:
+		return "a character";
+	}
+}
+
+void
+policy_check_text(struct policy *p, const char *path, const char *section,
+    size_t len)
+{
+	char reason[400], ch[16];
+	struct hidden_text t;
+	json_t *extra, *classes;
+	int r = hidden_scan_patch(section, len, &t);
+
+	if (r == 0 && t.lines == 0)
+		return;
+	if (t.lines == 0) {
+		/* Fail closed: what cannot be read is not clean. */
+		policy_flag(p, path, "hidden_text",
+		    "the added lines could not be read for hidden text",
+		    VERDICT_NEEDS_REVIEW);
+		return;
+	}
+	if (t.first.cls == HIDDEN_INVALID)
+		snprintf(ch, sizeof(ch), "0x%02X", (unsigned)t.first.cp);
+	else
+		snprintf(ch, sizeof(ch), "U+%04X", (unsigned)t.first.cp);
+	classes = json_array();
+	for (unsigned c = 0; c < HIDDEN_CLASSES; c++)
+		if (t.classes & (1u << c))
+			json_array_append_new(classes,
+			    json_string(hidden_class_name(c)));
+	snprintf(reason, sizeof(reason),
+	    "added line %llu holds %s (%s at byte %zu): the text reads "
+	    "otherwise than it applies (%llu added line%s in all)",
+	    (unsigned long long)t.first_line, hidden_what(t.first.cls), ch,
+	    t.first.col, (unsigned long long)t.lines, t.lines == 1 ? "" : "s");
+	extra =
+	    json_pack("{s:I, s:I, s:o, s:s}", "line", (json_int_t)t.first_line,
+		"lines", (json_int_t)t.lines, "classes", classes, "char", ch);
+	flag_with(p, path, "hidden_text", reason, VERDICT_NEEDS_REVIEW, extra);
 }
 
 const char *

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -107,6 +108,18 @@ const char *policy_protected_by(const struct policy *p, const char *path);
  * not listed (flags_omitted). */
 void policy_flag(struct policy *p, const char *path, const char *flag,
     const char *reason, enum verdict v);
+
+/*
+ * Judges the text a job added to path: section is what patch_write_file
+ * appended for it (len bytes). An added line holding a bidi control, an
+ * invisible character, a control character, a line separator or bytes
+ * that are not UTF-8 (hidden.h) flags path hidden_text, needs-review,
+ * with the first such line ("line"), how many ("lines"), their classes
+ * ("classes") and the first character as "U+XXXX" or a byte as "0xXX"
+ * ("char"), never the raw bytes. Hunks it cannot read flag it too.
+ */
+void policy_check_text(struct policy *p, const char *path, const char *section,
+    size_t len);
 
 /*
  * Judges one written entry: its path against the protected globs and

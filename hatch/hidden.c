@@ -1,0 +1,281 @@
+/*
+ * The hidden-text scan: the lines a job added, as the patch carries them,
+ * read for what a reviewer would not see as it applies. It reads the
+ * patch text the writer produced (patch.c, diff.c), not the files, so
+ * that it judges exactly the '+' lines a reviewer is shown, numbered as
+ * the new file numbers them, and costs in proportion to what the job
+ * changed. Printable ASCII, tab and form feed are passed over a byte at a
+ * time; anything else is decoded as UTF-8 and classed. Nothing here
+ * allocates or logs.
+ */
+#include "hidden.h"
+
+#include "envelope.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define HUNK_PREFIX "@@ -"
+
+static bool
+bidi(uint32_t cp)
+{
+	return (cp >= 0x202a && cp <= 0x202e) ||
+	    (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f ||
+	    cp == 0x061c;
+}
+
+/* Variation selectors: they pick a glyph of the character before. */
+static bool
+selector(uint32_t cp)
+{
+	return (cp >= 0xfe00 && cp <= 0xfe0f) ||
+	    (cp >= 0xe0100 && cp <= 0xe01ef) ||
+	    (cp >= 0x180b && cp <= 0x180d) || cp == 0x180f;
+}
+
+/* The class of a decoded code point past ASCII, or HIDDEN_CLASSES. */
+static enum hidden_class
+classify(uint32_t cp)
+{
+	/* Most text past ASCII (Latin, Cyrillic, Greek, Arabic, Indic, CJK)
+	 * lies between the ranges below: passed at once. */
+	if (cp < 0x2000) {
+		if (cp > 0xad && cp != 0x34f && cp != 0x61c &&
+		    (cp < 0x115f || cp > 0x1160) &&
+		    (cp < 0x17b4 || cp > 0x180f))
+			return HIDDEN_CLASSES;
+	} else if (cp >= 0x2070 && cp < 0xfe00 && cp != 0x3164)
+		return HIDDEN_CLASSES;
+	if (cp <= 0x9f)
+		return HIDDEN_CONTROL; /* C1: acts like ESC on a terminal */
+	if (bidi(cp))
+		return HIDDEN_BIDI;
+	if (cp == 0x2028 || cp == 0x2029)
+		return HIDDEN_SEPARATOR;
+	if (envelope_invisible(cp))
+		return HIDDEN_INVISIBLE;
+	return HIDDEN_CLASSES;
+}
+
+/* envelope_utf8_decode, with the two- and three-byte forms of most text
+ * past ASCII decoded here. */
+static inline size_t
+decode(const unsigned char *p, size_t n, uint32_t *ret_cp)
+{
+	if (n >= 2 && p[0] >= 0xc2 && p[0] <= 0xdf && (p[1] & 0xc0) == 0x80) {
+		*ret_cp = (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f);
+		return 2;
+	}
+	if (n >= 3 && p[0] >= 0xe1 && p[0] <= 0xec && (p[1] & 0xc0) == 0x80 &&
+	    (p[2] & 0xc0) == 0x80) {
+		*ret_cp = (uint32_t)(p[0] & 0x0f) << 12 |
+		    (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+		return 3;
+	}
+	return envelope_utf8_decode(p, n, ret_cp);
+}
+
+/* Whether the code point at p (n bytes left) is visible and not ASCII. */
+static bool
+visible_beyond_ascii(const unsigned char *p, size_t n)
+{
+	uint32_t cp;
+
+	if (n == 0 || p[0] < 0x80 || decode(p, n, &cp) == 0)
+		return false;
+	return classify(cp) == HIDDEN_CLASSES;
+}
+
+unsigned
+hidden_line(const unsigned char *line, size_t n, bool first_line,
+    struct hidden_hit *ret)
+{
+	/* After a visible character past ASCII (kept across the selectors
+	 * that follow it): an emoji, a letter of another script. */
+	bool after_wide = false;
+	unsigned classes = 0;
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = line[i];
+		enum hidden_class cls = HIDDEN_CLASSES;
+		uint32_t cp = c;
+		size_t len = 1;
+
+		if (c >= 0x20 && c < 0x7f) {
+			after_wide = false;
+			i++;
+			continue;
+		}
+		if (c < 0x80) {
+			if (c != '\t' && c != '\f' && (c != '\r' || i + 1 < n))
+				cls =
+				    HIDDEN_CONTROL; /* C0, DEL, a CR mid-line */
+			after_wide = false;
+		} else if ((len = decode(line + i, n - i, &cp)) == 0) {
+			cls = HIDDEN_INVALID;
+			len = 1;
+			after_wide = false;
+		} else {
+			cls = classify(cp);
+			if (cls == HIDDEN_CLASSES)
+				after_wide = true;
+			else if (cp == 0xfeff && first_line && i == 0)
+				cls =
+				    HIDDEN_CLASSES; /* the BOM, where it goes */
+			else if (selector(cp) && after_wide)
+				cls = HIDDEN_CLASSES;
+			else if ((cp == 0x200c || cp == 0x200d) && after_wide &&
+			    visible_beyond_ascii(line + i + len, n - i - len))
+				cls = HIDDEN_CLASSES; /* an emoji sequence */
+			else
+				after_wide = false;
+		}
+		if (cls != HIDDEN_CLASSES) {
+			if (classes == 0 && ret != NULL)
+				*ret = (struct hidden_hit){ .cls = cls,
+					.cp = cp,
+					.col = i };
+			classes |= 1u << cls;
+		}
+		i += len;
+	}
+	return classes;
+}
+
+/* Reads decimal digits at *p (before end) into *ret: false for none or
+ * past 2^62. */
+static bool
+number(const char **p, const char *end, uint64_t *ret)
+{
+	uint64_t v = 0;
+	const char *s = *p;
+
+	while (s < end && *s >= '0' && *s <= '9') {
+		if (v > (UINT64_C(1) << 62) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+		s++;
+	}
+	if (s == *p)
+		return false;
+	*p = s;
+	*ret = v;
+	return true;
+}
+
+/* "start[,count]": count 1 when left out, as xdiff writes a range. */
+static bool
+range(const char **p, const char *end, uint64_t *start, uint64_t *count)
+{
+	*count = 1;
+	if (!number(p, end, start))
+		return false;
+	if (*p < end && **p == ',') {
+		(*p)++;
+		return number(p, end, count);
+	}
+	return true;
+}
+
+/* Parses "@@ -a[,b] +c[,d] @@" at the start of [s, end). */
+static bool
+hunk_header(const char *s, const char *end, uint64_t *old_count,
+    uint64_t *new_start, uint64_t *new_count)
+{
+	uint64_t old_start;
+
+	s += sizeof(HUNK_PREFIX) - 1;
+	if (!range(&s, end, &old_start, old_count) || end - s < 2 ||
+	    memcmp(s, " +", 2) != 0)
+		return false;
+	s += 2;
+	return range(&s, end, new_start, new_count) && end - s >= 3 &&
+	    memcmp(s, " @@", 3) == 0;
+}
+
+int
+hidden_scan_patch(const char *section, size_t len, struct hidden_text *ret)
+{
+	const char *p = section, *end = section + len;
+
+	*ret = (struct hidden_text){ 0 };
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *e = nl != NULL ? nl : end;
+		uint64_t old_left, new_left, line;
+
+		if ((size_t)(e - p) < sizeof(HUNK_PREFIX) - 1 ||
+		    memcmp(p, HUNK_PREFIX, sizeof(HUNK_PREFIX) - 1) != 0) {
+			/* A header or a literal; a hunk's line out of its
+			 * hunk is no patch the writer wrote. */
+			if ((*p == '+' || *p == '-' || *p == ' ') &&
+			    ((size_t)(e - p) < 4 ||
+				(memcmp(p, "+++ ", 4) != 0 &&
+				    memcmp(p, "--- ", 4) != 0)))
+				return -EINVAL;
+			p = nl != NULL ? nl + 1 : end;
+			continue;
+		}
+		if (!hunk_header(p, e, &old_left, &line, &new_left))
+			return -EINVAL;
+		p = nl != NULL ? nl + 1 : end;
+		while (old_left > 0 || new_left > 0) {
+			struct hidden_hit hit;
+			unsigned found;
+
+			if (p >= end)
+				return -EINVAL; /* cut short */
+			nl = memchr(p, '\n', (size_t)(end - p));
+			e = nl != NULL ? nl : end;
+			switch (*p) {
+			case ' ':
+				if (old_left == 0 || new_left == 0)
+					return -EINVAL;
+				old_left--, new_left--, line++;
+				break;
+			case '-':
+				if (old_left == 0)
+					return -EINVAL;
+				old_left--;
+				break;
+			case '+':
+				if (new_left == 0)
+					return -EINVAL;
+				found =
+				    hidden_line((const unsigned char *)p + 1,
+					(size_t)(e - p - 1), line == 1, &hit);
+				if (found != 0) {
+					if (ret->lines++ == 0) {
+						ret->first_line = line;
+						ret->first = hit;
+					}
+					ret->classes |= found;
+				}
+				new_left--, line++;
+				break;
+			case '\\':
+				break; /* "\ No newline at end of file" */
+			default:
+				return -EINVAL;
+			}
+			p = nl != NULL ? nl + 1 : end;
+		}
+	}
+	return 0;
+}
+
+const char *
+hidden_class_name(enum hidden_class c)
+{
+	static const char *const names[HIDDEN_CLASSES] = {
+		[HIDDEN_BIDI] = "bidi_control",
+		[HIDDEN_INVISIBLE] = "invisible",
+		[HIDDEN_CONTROL] = "control",
+		[HIDDEN_SEPARATOR] = "line_separator",
+		[HIDDEN_INVALID] = "invalid_utf8",
+	};
+
+	return (unsigned)c < HIDDEN_CLASSES ? names[c] : "unknown";
+}
