@@ -93,7 +93,8 @@ setup(void)
 	snprintf(cfg, sizeof(cfg),
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
 	    "\"launcher_key_sha256\": \"%s\", "
-	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-overridebody\"}",
+	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-overridebody\", "
+	    "\"head_timeout_ms\": 2000}",
 	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
@@ -272,6 +273,66 @@ START_TEST(a_form_too_big_to_judge_is_refused)
 }
 END_TEST
 
+/* What comes on fd until it closes (or 10 s pass). */
+static char *
+read_all(int fd)
+{
+	size_t cap = 8192, n = 0;
+	char *out = malloc(cap);
+
+	ck_assert_ptr_nonnull(out);
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 10000) != 1)
+			break;
+		ssize_t r = read(fd, out + n, cap - 1 - n);
+		if (r <= 0 || (n += (size_t)r) == cap - 1)
+			break;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+START_TEST(a_form_body_late_or_cut_never_goes)
+{
+	char req[1024], *resp;
+	int fd;
+
+	for (int cut = 0; cut < 2; cut++) {
+		snprintf(req, sizeof(req),
+		    "POST http://api.test:%u/case/echo HTTP/1.1\r\nHost: "
+		    "api.test:%u\r\nAuthorization: Bearer %s\r\n"
+		    "Content-Type: %s\r\nContent-Length: 14\r\n"
+		    "Connection: close\r\n\r\nx=1&_me",
+		    up_port, up_port, tok, form);
+		ck_assert_int_ge(fd = unix_connect(channel), 0);
+		ck_assert_int_eq(write(fd, req, strlen(req)),
+		    (ssize_t)strlen(req));
+		if (cut)
+			shutdown(fd, SHUT_WR);
+		resp = read_all(fd);
+		close(fd);
+		/* Late: the head timeout's 408; cut: closed, no answer. */
+		if (cut)
+			ck_assert_msg(http_status(resp) != 200, "%s", resp);
+		else
+			ck_assert_msg(http_status(resp) == 408 &&
+				strstr(resp, "timeout") != NULL,
+			    "half a form held: %s", resp);
+		free(resp);
+	}
+	snprintf(req, sizeof(req),
+	    "GET http://www.api.test:%u/open/log HTTP/1.1\r\nHost: "
+	    "www.api.test:%u\r\nConnection: close\r\n\r\n",
+	    up_port, up_port);
+	resp = send_on(req);
+	ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
+	ck_assert_msg(strstr(resp, "POST /case/echo") == NULL,
+	    "half a form went upstream: %s", resp);
+	free(resp);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -284,6 +345,7 @@ suite(void)
 	    a_method_override_in_a_form_body_never_goes_with_the_credential);
 	tcase_add_test(tc, a_form_without_an_override_goes_whole);
 	tcase_add_test(tc, a_form_too_big_to_judge_is_refused);
+	tcase_add_test(tc, a_form_body_late_or_cut_never_goes);
 	suite_add_tcase(s, tc);
 	return s;
 }
