@@ -363,11 +363,15 @@ print_report(const json_t *doc)
 					? "new rule"
 					: "changed rule");
 				clean(str(v, "host", "?"));
-				printf(":%lld: %lld denials\n",
+				printf(":%lld: %lld denials by %lld job(s) of "
+				       "%s\n",
 				    (long long)json_integer_value(
 					json_object_get(v, "port")),
 				    (long long)json_integer_value(
-					json_object_get(v, "denials")));
+					json_object_get(v, "denials")),
+				    (long long)json_integer_value(
+					json_object_get(v, "jobs_count")),
+				    str(m, "name", "?"));
 				json_array_foreach(json_object_get(v, "notes"),
 				    q, n)
 				{
@@ -384,7 +388,9 @@ print_report(const json_t *doc)
 			clean(str(v, "method", "-"));
 			printf(" ");
 			clean(str(v, "path", "-"));
-			printf(": %s\n", str(v, "why", ""));
+			printf(": ");
+			clean(str(v, "why", ""));
+			printf("\n");
 		}
 		json_array_foreach(json_object_get(prop, "problems"), k, v)
 		{

@@ -374,6 +374,15 @@ covered(const json_t *paths, const char *path)
 	return false;
 }
 
+/* How many jobs a group's denials came from: those named, and those
+ * counted past REPORT_JOBS_SHOWN. */
+static json_int_t
+group_jobs(const json_t *g)
+{
+	return (json_int_t)json_array_size(json_object_get(g, "jobs")) +
+	    json_integer_value(json_object_get(g, "jobs_more"));
+}
+
 static int
 by_count(const void *a, const void *b)
 {
@@ -435,9 +444,15 @@ propose(const char *name, const json_t *m, json_t *groups)
 			sorted[i] = json_array_get(list, i);
 		qsort(sorted, n, sizeof(*sorted), by_count);
 		json_t *methods = json_array(), *paths = json_array();
-		json_int_t denials = 0;
+		json_int_t denials = 0, more = 0;
 		json_t *jobs = json_array();
 		const char *first = NULL, *last = NULL;
+		char host[254], why_new[300];
+		const char *colon = strrchr(key, ':');
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - key), key);
+		long long port = strtoll(colon + 1, NULL, 10);
+		long at = find_rule(egress, host, port);
+		bool is_new = at < 0;
 		for (i = 0; i < n; i++) {
 			json_t *s = sorted[i], *j;
 			size_t k;
@@ -447,20 +462,34 @@ propose(const char *name, const json_t *m, json_t *groups)
 				why =
 				    "the path \"/\" as a rule's prefix allows "
 				    "every path on the host: not proposed";
-			else if (!in_strings(paths, rule_part(s, "paths")) &&
+			else if (is_new &&
+			    group_jobs(s) < REPORT_MIN_JOBS_NEW_HOST) {
+				/* A job chooses what it is denied: alone, it
+				 * could get its own host proposed. */
+				snprintf(why_new, sizeof(why_new),
+				    "a host no rule of %s names, asked for by "
+				    "%lld job(s): a new host's path is "
+				    "proposed only when %d jobs or more were "
+				    "denied it (one job could steer it to a "
+				    "host of its choosing)",
+				    name, (long long)group_jobs(s),
+				    REPORT_MIN_JOBS_NEW_HOST);
+				why = why_new;
+			} else if (!in_strings(paths, rule_part(s, "paths")) &&
 			    json_array_size(paths) >= REPORT_PATHS_MAX)
 				why = "more than 8 distinct paths on one host: "
 				      "listed, not proposed, and never widened "
 				      "to a common prefix";
 			if (why != NULL) {
 				json_array_append_new(left,
-				    json_pack("{s:s, s:O, s:O, s:O, s:O, s:s}",
+				    json_pack("{s:s, s:O, s:O, s:O, s:O, s:I, "
+					      "s:s}",
 					"manifest", name, "host",
 					json_object_get(s, "host"), "method",
 					json_object_get(s, "method"), "path",
 					json_object_get(s, "path"), "count",
-					json_object_get(s, "count"), "why",
-					why));
+					json_object_get(s, "count"), "jobs",
+					group_jobs(s), "why", why));
 				continue;
 			}
 			if (!in_strings(paths, rule_part(s, "paths")))
@@ -476,6 +505,10 @@ propose(const char *name, const json_t *m, json_t *groups)
 				if (!in_strings(jobs, json_string_value(j)))
 					json_array_append(jobs, j);
 			}
+			if (json_integer_value(
+				json_object_get(s, "jobs_more")) > more)
+				more = json_integer_value(
+				    json_object_get(s, "jobs_more"));
 			if (first == NULL ||
 			    strcmp(field(s, "first_seen"), first) < 0)
 				first = field(s, "first_seen");
@@ -498,20 +531,24 @@ propose(const char *name, const json_t *m, json_t *groups)
 				    json_string(proposable_methods[i]));
 		json_decref(methods);
 		methods = ordered;
-		char host[254];
-		long long port = 443;
-		const char *colon = strrchr(key, ':');
-		snprintf(host, sizeof(host), "%.*s", (int)(colon - key), key);
-		port = strtoll(colon + 1, NULL, 10);
-		long at = find_rule(egress, host, port);
-		bool is_new = at < 0;
+		/* At least: a job past those named in one group may be one
+		 * named in another. */
+		json_int_t njobs = (json_int_t)json_array_size(jobs) + more;
 		json_t *note = json_array();
+		bool combine_noted = false;
+		if (njobs < REPORT_MIN_JOBS_NEW_HOST)
+			json_array_append_new(note,
+			    json_string("asked for by one job only: a job "
+					"chooses what it is denied, so it can "
+					"steer this proposal; check that the "
+					"task needs each path and method"));
 		if (at < 0) {
-			char why[300];
+			char why[400];
 			snprintf(why, sizeof(why),
-			    "proposed by cordon egress-report: %lld denials by "
-			    "%zu job(s), %s to %s; review before use",
-			    (long long)denials, json_array_size(jobs), first,
+			    "proposed by cordon egress-report for manifest "
+			    "%s: %lld denials by %lld jobs, %s to %s; review "
+			    "before use",
+			    name, (long long)denials, (long long)njobs, first,
 			    last);
 			json_t *rule = json_pack("{s:s, s:I, s:O, s:O, s:s}",
 			    "host", host, "port", (json_int_t)port, "methods",
@@ -532,6 +569,7 @@ propose(const char *name, const json_t *m, json_t *groups)
 				if (!covered(rp, json_string_value(v)))
 					json_array_append(rp, v);
 			}
+			combine_noted = rp == NULL || json_array_size(rm) > 1;
 			if (rp == NULL)
 				json_array_append_new(note,
 				    json_string("the rule has no paths (all "
@@ -544,15 +582,17 @@ propose(const char *name, const json_t *m, json_t *groups)
 						"allowed on each path"));
 		}
 		if (at >= 0 && json_array_size(methods) > 1 &&
-		    json_array_size(paths) > 1 && json_array_size(note) == 0)
+		    json_array_size(paths) > 1 && !combine_noted)
 			json_array_append_new(note,
 			    json_string("a rule's methods and paths combine: "
 					"each method is allowed on each path"));
 		json_array_append_new(rules,
-		    json_pack("{s:s, s:I, s:i, s:b, s:o, s:o, s:I, s:o, s:o}",
-			"host", host, "port", (json_int_t)port, "index",
-			(int)at, "new", is_new, "methods", methods, "paths",
-			paths, "denials", (json_int_t)denials, "jobs", jobs,
+		    json_pack("{s:s, s:s, s:I, s:i, s:b, s:o, s:o, s:I, s:o, "
+			      "s:I, s:o}",
+			"manifest", name, "host", host, "port",
+			(json_int_t)port, "index", (int)at, "new", is_new,
+			"methods", methods, "paths", paths, "denials",
+			(json_int_t)denials, "jobs", jobs, "jobs_count", njobs,
 			"notes", note));
 	}
 	json_decref(targets);

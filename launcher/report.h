@@ -12,7 +12,11 @@
  * proposed path is exactly a path the job asked for (a rule's prefix, so
  * what starts with it is allowed too), never a common prefix of several
  * and never "/"; past REPORT_PATHS_MAX paths on one host they are listed,
- * not proposed. Only no_rule, method and path (with no second reading)
+ * not proposed. A host no rule names is proposed only for the paths
+ * REPORT_MIN_JOBS_NEW_HOST different jobs were denied (one job alone
+ * could get its exfiltration host proposed); a path on a known host may
+ * come from one job, and says so. Every proposed rule names its manifest
+ * and how many jobs asked. Only no_rule, method and path (with no second reading)
  * are proposable; every other reason, a lookup that never connected, a
  * CONNECT whose method and path were not seen, an address instead of a
  * name and a line held past the proxy's budget are listed apart with why.
@@ -24,6 +28,7 @@
 #include <stdint.h>
 
 #define REPORT_MIN_REPEATS 2 /* denials of one request before a proposal */
+#define REPORT_MIN_JOBS_NEW_HOST 2 /* jobs denied a path of a new host */
 #define REPORT_PATHS_MAX 8 /* paths proposed for one host and port */
 #define REPORT_GROUPS_MAX 20000 /* past it, denials are counted only */
 #define REPORT_JOBS_SHOWN 16 /* jobs named in a group; the rest counted */

@@ -3,8 +3,10 @@
  * back (proxy/decisions.c), as an operator relies on them: denials
  * grouped with counts, first and last seen and their jobs; rules with no
  * hit called stale; proposals only for what was denied twice or more,
- * only for missing rules, and never wider than the paths the job asked
- * for, however a hostile job shapes its denials; the diff a person
+ * only for missing rules, never wider than the paths the job asked for,
+ * however a hostile job shapes its denials, and never a new host one job
+ * alone was denied (each proposal names its manifest and how many jobs
+ * asked); the diff a person
  * reviews; and the log's pages across rotated files, oldest first, with
  * a cursor that survives a rotation.
  */
@@ -195,12 +197,15 @@ START_TEST(a_proposal_is_the_paths_seen_twice)
 	struct report *r = new_report();
 
 	for (int i = 0; i < 2; i++) {
+		/* A new host: each path denied to two jobs. */
 		feed(r,
-		    line("job_a", "deny", "no_rule", "mitm", "GET", "new.test",
-			443, "/v1/a", -1, "2026-12-01T10:00:00.000Z"));
+		    line(i == 0 ? "job_a" : "job_b", "deny", "no_rule", "mitm",
+			"GET", "new.test", 443, "/v1/a", -1,
+			"2026-12-01T10:00:00.000Z"));
 		feed(r,
-		    line("job_b", "deny", "no_rule", "mitm", "GET", "new.test",
-			443, "/v1/b", -1, "2026-12-01T10:00:00.000Z"));
+		    line(i == 0 ? "job_b" : "job_a", "deny", "no_rule", "mitm",
+			"GET", "new.test", 443, "/v1/b", -1,
+			"2026-12-01T10:00:00.000Z"));
 		/* A path the existing rule lacks, for its method. */
 		feed(r,
 		    line("job_a", "deny", "path", "mitm", "GET", "api.test",
@@ -255,8 +260,9 @@ START_TEST(a_proposal_is_the_paths_seen_twice)
 }
 END_TEST
 
-/* A hostile job denies itself on purpose to steer the proposal to a wide
- * rule: hundreds of distinct paths under "/", each twice, and "/" itself. */
+/* Hostile jobs deny themselves on purpose to steer the proposal to a wide
+ * rule: hundreds of distinct paths under "/", each twice, and "/" itself
+ * (two of them, since one alone gets no new host proposed). */
 START_TEST(a_hostile_job_cannot_steer_the_proposal_to_slash)
 {
 	struct report *r = new_report();
@@ -266,14 +272,15 @@ START_TEST(a_hostile_job_cannot_steer_the_proposal_to_slash)
 		snprintf(path, sizeof(path), "/%c%d", 'a' + i % 26, i);
 		for (int k = 0; k < 2 + (i % 3); k++)
 			feed(r,
-			    line("job_a", "deny", "no_rule", "mitm", "GET",
-				"evil.test", 443, path, -1,
+			    line(k % 2 ? "job_a" : "job_b", "deny", "no_rule",
+				"mitm", "GET", "evil.test", 443, path, -1,
 				"2026-12-01T10:00:00.000Z"));
 	}
 	for (int k = 0; k < 50; k++)
 		feed(r,
-		    line("job_a", "deny", "no_rule", "mitm", "GET", "evil.test",
-			443, "/", -1, "2026-12-01T10:00:00.000Z"));
+		    line(k % 2 ? "job_a" : "job_b", "deny", "no_rule", "mitm",
+			"GET", "evil.test", 443, "/", -1,
+			"2026-12-01T10:00:00.000Z"));
 	json_t *doc = report_document(r);
 	json_t *paths = proposed_paths(doc), *p = proposal(doc);
 
@@ -292,6 +299,97 @@ START_TEST(a_hostile_job_cannot_steer_the_proposal_to_slash)
 	const char *diff = json_string_value(json_object_get(p, "diff"));
 	ck_assert_ptr_null(strstr(diff, "\"/\""));
 	json_decref(paths);
+	json_decref(doc);
+	report_free(r);
+}
+END_TEST
+
+/* One job denies itself a host of its choosing, many times: it is no
+ * proposal (an operator would add the job's exfiltration host); a second
+ * job denied the same path makes it one, which names its manifest and
+ * both jobs. */
+START_TEST(one_job_cannot_get_its_host_proposed)
+{
+	struct report *r = new_report();
+
+	for (int k = 0; k < 10; k++)
+		feed(r,
+		    line("job_a", "deny", "no_rule", "mitm", "POST",
+			"exfil.test", 443, "/drop", -1,
+			"2026-12-01T10:00:00.000Z"));
+	json_t *doc = report_document(r);
+	json_t *p = proposal(doc), *v;
+	char *text = json_dumps(p, 0);
+	size_t i;
+
+	ck_assert_msg(json_array_size(json_object_get(p, "rules")) == 0,
+	    "one job's host proposed: %s", text);
+	ck_assert(json_is_null(json_object_get(p, "manifest")));
+	ck_assert_ptr_null(
+	    strstr(json_string_value(json_object_get(p, "diff")) ?: "",
+		"exfil.test"));
+	free(text);
+	v = json_array_get(json_object_get(p, "left_out"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "host")),
+	    "exfil.test");
+	ck_assert_int_eq(json_integer_value(json_object_get(v, "jobs")), 1);
+	ck_assert_ptr_nonnull(
+	    strstr(json_string_value(json_object_get(v, "why")), "2 jobs"));
+	json_decref(doc);
+
+	for (int k = 0; k < 2; k++)
+		feed(r,
+		    line("job_b", "deny", "no_rule", "mitm", "POST",
+			"exfil.test", 443, "/drop", -1,
+			"2026-12-01T10:00:00.000Z"));
+	doc = report_document(r);
+	p = proposal(doc);
+	ck_assert_uint_eq(json_array_size(json_object_get(p, "rules")), 1);
+	v = json_array_get(json_object_get(p, "rules"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "manifest")),
+	    "triage");
+	ck_assert_int_eq(json_integer_value(json_object_get(v, "jobs_count")),
+	    2);
+	ck_assert(json_is_true(json_object_get(v, "new")));
+	json_t *egress =
+	    json_object_get(json_object_get(p, "manifest"), "egress");
+	json_array_foreach(egress, i, v)
+	{
+		if (strcmp(json_string_value(json_object_get(v, "host")),
+			"exfil.test") != 0)
+			continue;
+		const char *why =
+		    json_string_value(json_object_get(v, "reason"));
+		ck_assert_ptr_nonnull(strstr(why, "manifest triage"));
+		ck_assert_ptr_nonnull(strstr(why, "by 2 jobs"));
+	}
+	json_decref(doc);
+	report_free(r);
+}
+END_TEST
+
+/* A path on a host the manifest has a rule for may come from one job:
+ * the proposal says that one job asked, and that it can steer it. */
+START_TEST(a_known_host_path_from_one_job_says_so)
+{
+	struct report *r = new_report();
+
+	for (int k = 0; k < 2; k++)
+		feed(r,
+		    line("job_a", "deny", "path", "mitm", "GET", "api.test",
+			443, "/v1/upload", -1, "2026-12-01T10:00:00.000Z"));
+	json_t *doc = report_document(r);
+	json_t *v = json_array_get(json_object_get(proposal(doc), "rules"), 0);
+	char *notes = json_dumps(json_object_get(v, "notes"), 0);
+
+	ck_assert_ptr_nonnull(v);
+	ck_assert(json_is_false(json_object_get(v, "new")));
+	ck_assert_str_eq(json_string_value(json_object_get(v, "manifest")),
+	    "triage");
+	ck_assert_int_eq(json_integer_value(json_object_get(v, "jobs_count")),
+	    1);
+	ck_assert_msg(strstr(notes, "one job") != NULL, "notes: %s", notes);
+	free(notes);
 	json_decref(doc);
 	report_free(r);
 }
@@ -575,6 +673,8 @@ report_suite(void)
 	tcase_add_test(tc, a_rule_without_hits_is_stale);
 	tcase_add_test(tc, a_proposal_is_the_paths_seen_twice);
 	tcase_add_test(tc, a_hostile_job_cannot_steer_the_proposal_to_slash);
+	tcase_add_test(tc, one_job_cannot_get_its_host_proposed);
+	tcase_add_test(tc, a_known_host_path_from_one_job_says_so);
 	tcase_add_test(tc, only_missing_rules_are_proposable);
 	tcase_add_test(tc, over_the_warning_said);
 	tcase_add_test(tc, unified_diff_shape);
