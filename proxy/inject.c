@@ -884,6 +884,14 @@ keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
 			ks->lead[c] = 1;
 	}
 	ks->after[0]['u'] = ks->after[0]['x'] = ks->after[1]['#'] = 1;
+	/* A key that starts with the backslash or the ampersand itself:
+	 * any byte may follow it. */
+	for (unsigned c = 0; c < 256; c++) {
+		if (ks->r0['\\'] < ks->r0['\\' + 1])
+			ks->after[0][c] = 1;
+		if (ks->r0['&'] < ks->r0['&' + 1])
+			ks->after[1][c] = 1;
+	}
 	return 0;
 }
 

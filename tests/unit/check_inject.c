@@ -861,6 +861,9 @@ START_TEST(test_scan_runs_overlap)
 		    "sk_live *********** _live_0", 1 },
 		{ "0123456789", "01234567890123456789", "********************",
 		    1 },
+		/* A value that starts with an escape's first byte. */
+		{ "&zbcdefghi", "x &zbcdefghi y", "x ********** y", 1 },
+		{ "\\qwertyuio", "x \\qwertyuio y", "x ********** y", 1 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		size_t found, len = strlen(cases[i].text);

@@ -104,7 +104,9 @@ START_TEST(a_chain_redacts_every_value_however_cut)
 		ck_assert_ptr_null(strstr(out, "second_zyx"));
 		ck_assert_ptr_nonnull(strstr(out, "log: X-Key: "));
 		ck_assert_ptr_nonnull(strstr(out, " end"));
-		ck_assert_uint_eq(found, 3);
+		/* v2's occurrence starts with v1's first 8 bytes
+		 * ("sk_live_"), a run of v1 too: found by both. */
+		ck_assert_uint_eq(found, 4);
 		free(out);
 	}
 }
