@@ -97,7 +97,52 @@ PY
  "launcher_key_sha256": "$(key_sha256 "$k/launcher.key")",
  "admin_key_sha256": "$(key_sha256 "$k/admin.key")",
  "launcher_uid": $(id -u), "hosts_file": "$var/hosts", "follower": "quickstart",
- "upstream_ca_file": "$var/upstream/trust.pem"}
+ "upstream_ca_file": "$var/upstream/trust.pem",
+ "protected": ["127.0.0.1:${port[hatch]}"]}
+JSON
+}
+
+# The hatch copies inputs only from where an operator says, answers only
+# the launcher, whose key it knows by its SHA-256 alone (it checks the
+# launcher's calls and makes none: a hatch taken over holds no key that
+# creates and stops jobs), and reads each job's return policy from the
+# broker with the hatch key, which can do nothing else there. Written once
+# the broker has written its keys; a file of an earlier quickstart loses
+# the launcher_key_file it named.
+hatch_config() {
+	local f=$var/hatch.json k=$var/broker/keys
+	if [ -e "$f" ]; then
+		python3 - "$f" "$k/launcher.key" <<'PY' || fail "${f#"$top"/} is not a JSON object: fix it or remove it"
+import json, os, sys
+path, key = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    mine = json.load(f)
+if not isinstance(mine, dict):
+    sys.exit(1)
+if mine.get("launcher_key_file") == key:
+    del mine["launcher_key_file"]
+    with open(path + ".new", "w") as f:
+        json.dump(mine, f, indent=1)
+        f.write("\n")
+    os.rename(path + ".new", path)
+    print("  %s: dropped launcher_key_file (the hatch knows the key by "
+          "its hash now)" % path)
+PY
+	fi
+	# A user's own launcher_key_file stays, and then no hash is added.
+	if python3 -c 'import json,sys; sys.exit("launcher_key_file" not in json.load(open(sys.argv[1])))' "$f" 2>/dev/null; then
+		config_once "$f" <<JSON
+{"input_roots": ["$top/deploy/examples", "$var/inputs"],
+ "broker": "http://127.0.0.1:7701",
+ "broker_key_file": "$k/hatch.key"}
+JSON
+		return
+	fi
+	config_once "$f" <<JSON
+{"input_roots": ["$top/deploy/examples", "$var/inputs"],
+ "launcher_key_sha256": "$(key_sha256 "$k/launcher.key")",
+ "broker": "http://127.0.0.1:7701",
+ "broker_key_file": "$k/hatch.key"}
 JSON
 }
 
@@ -198,16 +243,6 @@ cmake --build "$build" -j"$(nproc)" 2>&1 |
 
 say "3/4 starting the services on loopback (state and logs under ./var/)"
 mkdir -p "$var/log" "$var/inputs"
-# The hatch copies inputs only from where an operator says, answers only
-# the launcher's key (the broker writes it on its first start) and reads
-# each job's return policy from the broker with the hatch key, which can
-# do nothing else there.
-config_once "$var/hatch.json" <<JSON
-{"input_roots": ["$top/deploy/examples", "$var/inputs"],
- "launcher_key_file": "$var/broker/keys/launcher.key",
- "broker": "http://127.0.0.1:7701",
- "broker_key_file": "$var/broker/keys/hatch.key"}
-JSON
 # The proxy resolves the example API's name to loopback.
 grep -qs '^127\.0\.0\.1 invoices\.internal$' "$var/hosts" ||
 	echo "127.0.0.1 invoices.internal" >>"$var/hosts"
@@ -249,7 +284,7 @@ for svc in $services; do
 	stop_one "$svc"
 	: >"$var/log/$svc.log"
 	args=(--listen "127.0.0.1:${port[$svc]}")
-	[ "$svc" = hatch ] && args+=(--config "$var/hatch.json")
+	[ "$svc" = hatch ] && hatch_config && args+=(--config "$var/hatch.json")
 	[ "$svc" = proxy ] && proxy_config && args+=(--config "$var/proxy.json")
 	# Each service keeps its state in ./var/<service> by default.
 	(cd "$top" && exec setsid "$top/$build/bin/cordon-$svc" "${args[@]}" \
