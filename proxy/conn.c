@@ -1174,6 +1174,14 @@ dns_done(struct pconn *c)
 		deny(c, reason, detail);
 		return;
 	}
+	/* A fleet's broker, the hatch, serve, PostgreSQL: never, whatever
+	 * allow_cidrs says (operations.md). */
+	if (egress_protected_has(&c->p->protected, a->ai_addr)) {
+		addr_text(c, a->ai_addr);
+		evutil_freeaddrinfo(ai);
+		deny(c, "protected_endpoint", NULL);
+		return;
+	}
 	connect_to(c, a->ai_addr, (socklen_t)a->ai_addrlen);
 	evutil_freeaddrinfo(ai);
 }

@@ -447,3 +447,99 @@ egress_match(const struct egress_rules *r, const char *host, uint16_t port,
 	*ret_reason = reason;
 	return -1;
 }
+
+/* One entry of a protected list, s[0..n): 0 and *out, or -EINVAL. */
+static int
+protected_entry(const char *s, size_t n, struct sockaddr_in *out)
+{
+	char ip[INET_ADDRSTRLEN];
+	const char *colon, *end;
+	unsigned long port = 0;
+
+	if (n >= 7 && strncmp(s, "http://", 7) == 0) {
+		s += 7;
+		n -= 7;
+	} else if (n >= 8 && strncmp(s, "https://", 8) == 0) {
+		s += 8;
+		n -= 8;
+	}
+	end = memchr(s, '/', n);
+	if (end != NULL)
+		n = (size_t)(end - s);
+	colon = memchr(s, ':', n);
+	if (colon == NULL || colon == s || (size_t)(colon - s) >= sizeof(ip) ||
+	    s + n - colon - 1 < 1 || s + n - colon - 1 > 5)
+		return -EINVAL;
+	for (const char *c = colon + 1; c < s + n; c++) {
+		if (*c < '0' || *c > '9')
+			return -EINVAL;
+		port = port * 10 + (unsigned long)(*c - '0');
+	}
+	if (port == 0 || port > 65535)
+		return -EINVAL;
+	memcpy(ip, s, (size_t)(colon - s));
+	ip[colon - s] = '\0';
+	memset(out, 0, sizeof(*out));
+	out->sin_family = AF_INET;
+	out->sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, ip, &out->sin_addr) != 1)
+		return -EINVAL;
+	return 0;
+}
+
+int
+egress_protected_add(struct egress_protected *p, const char *list)
+{
+	size_t len = list != NULL ? strlen(list) : 0;
+
+	for (size_t at = 0; at < len;) {
+		const char *comma = memchr(list + at, ',', len - at);
+		size_t n =
+		    comma != NULL ? (size_t)(comma - (list + at)) : len - at;
+		struct sockaddr_in a;
+
+		if (protected_entry(list + at, n, &a) < 0)
+			return -EINVAL;
+		if (p->n == EGRESS_PROTECTED_MAX)
+			return -E2BIG;
+		p->a[p->n++] = a;
+		at += n + 1;
+	}
+	return 0;
+}
+
+bool
+egress_protected_has(const struct egress_protected *p,
+    const struct sockaddr *sa)
+{
+	uint16_t port;
+	bool loop;
+	uint32_t v4 = 0;
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+		port = in->sin_port;
+		v4 = ntohl(in->sin_addr.s_addr);
+		loop = (v4 >> 24) == 127;
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+		const uint8_t *b = in6->sin6_addr.s6_addr;
+		port = in6->sin6_port;
+		loop = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+		    (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && b[12] == 127);
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+			v4 = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
+			    (uint32_t)b[14] << 8 | b[15];
+	} else {
+		return false;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		uint32_t e = ntohl(p->a[i].sin_addr.s_addr);
+		if (p->a[i].sin_port != port)
+			continue;
+		if ((v4 != 0 && e == v4) ||
+		    (loop && ((e >> 24) == 127 || e == 0)))
+			return true;
+	}
+	return false;
+}

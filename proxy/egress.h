@@ -13,6 +13,7 @@
 #include "path_template.h"
 
 #include <jansson.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -115,5 +116,32 @@ int egress_match(const struct egress_rules *r, const char *host, uint16_t port,
  */
 const char *egress_addr_refused(const struct sockaddr *addr,
     const struct egress_rule *rule);
+
+#define EGRESS_PROTECTED_MAX 32
+
+/* Endpoints no rule reaches, whatever its allow_cidrs: every broker of
+ * the proxy's list and its "protected" setting (the hatch, cordon serve,
+ * PostgreSQL). Each an IPv4 address and a port, network order. */
+struct egress_protected {
+	struct sockaddr_in a[EGRESS_PROTECTED_MAX];
+	size_t n;
+};
+
+/*
+ * Adds list's entries to p: a list joined by commas (config.h's
+ * CONFIG_LIST), each "IPv4:port" or "http://IPv4:port" or "https://..."
+ * with a path after it that is ignored. NULL adds nothing. 0, or -EINVAL
+ * for an entry of another form (a name: the proxy does not resolve its
+ * own settings), or -E2BIG past EGRESS_PROTECTED_MAX in all.
+ */
+int egress_protected_add(struct egress_protected *p, const char *list);
+
+/*
+ * Whether sa (IPv4 or IPv6) is one of p's endpoints: the same port, and
+ * the same address, or both on loopback (127.0.0.0/8, ::1, or the
+ * IPv4-mapped loopback), or an entry on 0.0.0.0 and sa on loopback.
+ */
+bool egress_protected_has(const struct egress_protected *p,
+    const struct sockaddr *sa);
 
 #endif

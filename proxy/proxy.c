@@ -43,6 +43,7 @@ static const struct config_option proxy_options[] = {
 	    86400 },
 	{ "inject_cache_seconds", CONFIG_INT, CFG(inject_cache_s), 0, 3600 },
 	{ "token_cache_seconds", CONFIG_INT, CFG(token_cache_s), 0, 60 },
+	{ "protected", CONFIG_LIST, CFG(protected), 0, 0 },
 };
 
 void
@@ -322,6 +323,7 @@ proxy_free(struct proxy *p)
 		close(p->log_fd);
 	free(p->channels);
 	free(p->cfg.broker);
+	free(p->cfg.protected);
 	free(p->cfg.broker_key_file);
 	free(p->cfg.launcher_key_file);
 	free(p->cfg.launcher_key_sha256);
@@ -464,6 +466,14 @@ proxy_setup(struct proxy *p)
 	}
 	if (r < 0)
 		return EXIT_OSERR;
+	/* No rule reaches a broker of the list, nor a protected endpoint. */
+	if (egress_protected_add(&p->protected, p->cfg.broker) < 0 ||
+	    egress_protected_add(&p->protected, p->cfg.protected) < 0) {
+		log_error("bad_protected", "{s:s, s:s?, s:s}", "broker",
+		    p->cfg.broker, "protected", p->cfg.protected, "error",
+		    "want IPv4:port or http://IPv4:port, at most 32 in all");
+		return EXIT_CONFIG;
+	}
 	return -1;
 }
 

@@ -73,6 +73,7 @@
 struct proxy_config {
 	struct config_common common;
 	char *broker; /* "http://127.0.0.1:7701" */
+	char *protected; /* endpoints no rule reaches (egress.h), or NULL */
 	char *broker_key_file; /* the verifier key */
 	char *launcher_key_file; /* for the control API (broader) */
 	char *launcher_key_sha256; /* the launcher's key by its hash alone */
@@ -160,6 +161,7 @@ struct proxy {
 	char *channels; /* runtime_dir/channels */
 	int log_fd; /* logs_dir/decisions.log */
 	struct sockaddr_storage self_addr; /* the control port */
+	struct egress_protected protected; /* the brokers, cfg.protected */
 	socklen_t self_len;
 	uint64_t conns_open;
 	uint64_t allowed, denied; /* decisions, for /metrics */

@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
 
@@ -440,6 +441,52 @@ START_TEST(refused_address_ranges)
 }
 END_TEST
 
+/* The endpoints no rule reaches: the brokers' URLs and IPv4:port. */
+START_TEST(protected_endpoints)
+{
+	struct egress_protected p = { .n = 0 };
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6 };
+
+	ck_assert_int_eq(egress_protected_add(&p,
+			     "http://127.0.0.1:7701,http://10.0.0.9:7711/x"),
+	    0);
+	ck_assert_int_eq(egress_protected_add(&p,
+			     "127.0.0.1:7703,0.0.0.0:5432"),
+	    0);
+	ck_assert_int_eq(egress_protected_add(&p, NULL), 0);
+	ck_assert_uint_eq(p.n, 4);
+	in.sin_port = htons(7703);
+	inet_pton(AF_INET, "127.0.0.2", &in.sin_addr);
+	ck_assert(egress_protected_has(&p, (const void *)&in));
+	in.sin_port = htons(5432);
+	ck_assert(egress_protected_has(&p, (const void *)&in));
+	inet_pton(AF_INET, "10.0.0.9", &in.sin_addr);
+	ck_assert(!egress_protected_has(&p, (const void *)&in));
+	in.sin_port = htons(7711);
+	ck_assert(egress_protected_has(&p, (const void *)&in));
+	in.sin_port = htons(7704);
+	inet_pton(AF_INET, "127.0.0.1", &in.sin_addr);
+	ck_assert(!egress_protected_has(&p, (const void *)&in));
+	in6.sin6_port = htons(7701);
+	inet_pton(AF_INET6, "::1", &in6.sin6_addr);
+	ck_assert(egress_protected_has(&p, (const void *)&in6));
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", &in6.sin6_addr);
+	ck_assert(egress_protected_has(&p, (const void *)&in6));
+	inet_pton(AF_INET6, "2001:db8::1", &in6.sin6_addr);
+	ck_assert(!egress_protected_has(&p, (const void *)&in6));
+	/* Names and other shapes are refused: nothing is resolved. */
+	static const char *const bad[] = { "localhost:7703", "127.0.0.1",
+		"127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:7x", ":7703",
+		"http://[::1]:7701", "127.0.0.1:7703,,x" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct egress_protected q = { .n = 0 };
+		ck_assert_msg(egress_protected_add(&q, bad[i]) == -EINVAL, "%s",
+		    bad[i]);
+	}
+}
+END_TEST
+
 START_TEST(cidrs)
 {
 	struct cidr c;
@@ -481,6 +528,7 @@ egress_suite(void)
 	tcase_add_test(tc, rules_that_cannot_be_read_are_refused);
 	tcase_add_test(tc, refused_address_ranges);
 	tcase_add_test(tc, cidrs);
+	tcase_add_test(tc, protected_endpoints);
 	suite_add_tcase(s, tc);
 	return s;
 }
