@@ -309,6 +309,81 @@ START_TEST(test_patch_malformed)
 }
 END_TEST
 
+/* Every patch the writer writes is read whole: random versions of a text
+ * file made of lines that look like a patch's own (hunk headers, "+++",
+ * "\\ No newline"), empty lines and lines without a newline at the end,
+ * each pair written and scanned; and the added lines found are exactly
+ * those holding an ESC, numbered as the new version numbers them. */
+START_TEST(test_patch_every_section_read)
+{
+	static const char *const vocab[] = { "a", "b", "@@ -1,2 +1,2 @@",
+		"+++ b/x", "--- a/x", "\\ No newline at end of file",
+		"diff --git a/x b/x", " lead", "-minus", "+plus", "",
+		"GIT binary patch", "esc\x1b[2K", "c" };
+	unsigned seed = 12345;
+
+	for (int round = 0; round < 400; round++) {
+		char old[2048], new[2048];
+		size_t on = 0, nn = 0;
+		uint64_t esc_lines = 0, first_esc = 0, line = 0;
+		int lines_old, lines_new;
+
+		seed = seed * 1103515245u + 12345u;
+		lines_old = (int)(seed >> 16) % 30;
+		seed = seed * 1103515245u + 12345u;
+		lines_new = (int)(seed >> 16) % 30;
+		for (int i = 0; i < lines_old; i++) {
+			seed = seed * 1103515245u + 12345u;
+			on +=
+			    (size_t)snprintf(old + on, sizeof(old) - on, "%s\n",
+				vocab[(seed >> 16) % 12]); /* no ESC in old */
+		}
+		for (int i = 0; i < lines_new; i++) {
+			seed = seed * 1103515245u + 12345u;
+			const char *w = vocab[(seed >> 16) %
+			    (sizeof(vocab) / sizeof(vocab[0]))];
+			nn += (size_t)snprintf(new + nn, sizeof(new) - nn,
+			    "%s\n", w);
+			line++;
+			if (strchr(w, 0x1b) != NULL && esc_lines++ == 0)
+				first_esc = line;
+		}
+		/* Now and then no newline at the end of either. */
+		if (round % 3 == 1 && on > 0)
+			old[--on] = '\0';
+		if (round % 4 == 2 && nn > 0)
+			new[--nn] = '\0';
+		struct patch_file f = {
+			.old_path = "f",
+			.new_path = "f",
+			.old_mode = PATCH_MODE_FILE,
+			.new_mode = PATCH_MODE_FILE,
+			.old_data = (const unsigned char *)old,
+			.old_len = on,
+			.new_data = (const unsigned char *)new,
+			.new_len = nn,
+		};
+		struct hidden_text t;
+		struct buf b;
+
+		buf_init(&b, 1 << 20);
+		ck_assert_int_eq(patch_write_file(&b, &f), 0);
+		ck_assert_msg(hidden_scan_patch(buf_str(&b), b.len, &t) == 0,
+		    "round %d: the writer's patch not read:\n%s", round,
+		    buf_str(&b));
+		/* Each new line holding an ESC is added (old has none). */
+		ck_assert_msg(t.lines == esc_lines &&
+			(esc_lines == 0 || t.first_line == first_esc),
+		    "round %d: %llu lines from %llu, want %llu from %llu:\n%s",
+		    round, (unsigned long long)t.lines,
+		    (unsigned long long)t.first_line,
+		    (unsigned long long)esc_lines,
+		    (unsigned long long)first_esc, buf_str(&b));
+		buf_free(&b);
+	}
+}
+END_TEST
+
 static bool
 printable(const char *s)
 {
@@ -390,6 +465,7 @@ hidden_suite(void)
 	tcase_add_test(tc, test_patch_added_lines_only);
 	tcase_add_test(tc, test_patch_binary_not_read);
 	tcase_add_test(tc, test_patch_malformed);
+	tcase_add_test(tc, test_patch_every_section_read);
 	tcase_add_test(tc, test_policy_flag);
 	suite_add_tcase(s, tc);
 	return s;
