@@ -562,9 +562,11 @@ scan(struct inject_scanner *s, const unsigned char *w, size_t n, size_t from,
 		}
 		if (r == READ_YES)
 			/* A line break inside is kept: the head's lines
-			 * and the chunks' framing stay where they were. */
+			 * and the chunks' framing stay where they were
+			 * (unless a target holds one: a value's byte). */
 			for (size_t k = i; k < end; k++)
-				if (w[k] != '\r' && w[k] != '\n')
+				if (!s->keep_lines ||
+				    (w[k] != '\r' && w[k] != '\n'))
 					mark[k] |= bit;
 		i++;
 	}
@@ -846,8 +848,12 @@ keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
 			ks->pairs[1024 + p / 64] |= (uint64_t)1 << (p % 64);
 		}
 		for (unsigned k = 0; k < ks->keys[j].width; k++) {
-			nibbles |= 1u << (key_byte(ks->keys[j].bytes, k) >> 4);
-			ks->inkey[key_byte(ks->keys[j].bytes, k)] = 1;
+			unsigned char c = key_byte(ks->keys[j].bytes, k);
+			/* A letter's hex may be of either case: 59 is Y. */
+			nibbles |= 1u << (c >> 4);
+			if (c >= 'a' && c <= 'z')
+				nibbles |= 1u << ((c ^ 0x20) >> 4);
+			ks->inkey[c] = 1;
 		}
 	}
 	/* A unit other than the byte itself: NUL, the escapes, and a hex
@@ -865,23 +871,23 @@ keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
 		 * that stands for a key's first byte. */
 		if (first && c > 0x20 && c < 0x7f && !isalnum((int)c))
 			ks->after[0][c] = 1;
-		for (const char *sh = "b\bf\fn\nr\rt\t"; first && *sh != '\0';
-		     sh += 2)
-			if ((unsigned char)sh[1] == c)
-				ks->after[0][(unsigned char)sh[0]] = 1;
-		for (size_t k = 0;
-		     first && k < sizeof(entities) / sizeof(entities[0]); k++)
-			if (fold(entities[k].c) == fold((unsigned char)c)) {
-				unsigned char l =
-				    (unsigned char)entities[k].name[0];
-				ks->after[1][l] = ks->after[1][l ^ 0x20] = 1;
-			}
 		int h = hexval((unsigned char)c);
 		bool hex = h >= 0 && (nibbles >> h & 1);
 		ks->plain[c] = !(c == '\0' || c == '%' || c == '=' ||
 		    c == '\\' || c == '&' || c == '\r' || c == '\n' || hex);
 		if (!ks->plain[c] && c != '\r' && c != '\n')
 			ks->lead[c] = 1;
+	}
+	for (const char *sh = "b\bf\fn\nr\rt\t"; !raw && *sh != '\0'; sh += 2)
+		if (ks->r0[(unsigned char)sh[1]] <
+		    ks->r0[(unsigned char)sh[1] + 1])
+			ks->after[0][(unsigned char)sh[0]] = 1;
+	for (size_t k = 0; !raw && k < sizeof(entities) / sizeof(entities[0]);
+	     k++) {
+		unsigned char e = fold(entities[k].c),
+			      l = (unsigned char)entities[k].name[0];
+		if (ks->r0[e] < ks->r0[e + 1])
+			ks->after[1][l] = ks->after[1][l ^ 0x20] = 1;
 	}
 	ks->after[0]['u'] = ks->after[0]['x'] = ks->after[1]['#'] = 1;
 	/* A key that starts with the backslash or the ampersand itself:
@@ -932,6 +938,7 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 		for (size_t k = 0; k < 2 * 65536 / 64; k++)
 			a->pairs[k] = s->ks[0].pairs[k] | s->ks[1].pairs[k];
 		a->raw = true; /* after[] not used */
+		s->keep_lines = !(s->ks[0].inkey['\r'] || s->ks[0].inkey['\n']);
 	}
 	/* The longest reading of a key: every unit its longest, a line
 	 * break before all but the first. */

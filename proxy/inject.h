@@ -121,6 +121,8 @@ struct inject_scanner {
 	size_t dresume; /* the same of the data scan, in data bytes */
 	bool in_run; /* the last byte given out was redacted */
 	char filler; /* a byte that is in no unit of a key */
+	bool keep_lines; /* a line break is never overwritten: no target
+			  * holds one */
 	size_t found; /* runs redacted so far */
 	size_t steps; /* units read by the matcher so far (its cost) */
 	size_t allow; /* the steps allowed so far (INJECT_STEPS_BYTE) */

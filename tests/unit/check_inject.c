@@ -861,6 +861,8 @@ START_TEST(test_scan_runs_overlap)
 		    "sk_live *********** _live_0", 1 },
 		{ "0123456789", "01234567890123456789", "********************",
 		    1 },
+		/* The hex of an upper-case letter at a run's start. */
+		{ "yyyyyyyy", "x 59YYYYYYY y", "x ********* y", 1 },
 		/* A value that starts with an escape's first byte. */
 		{ "&zbcdefghi", "x &zbcdefghi y", "x ********** y", 1 },
 		{ "\\qwertyuio", "x \\qwertyuio y", "x ********** y", 1 },
