@@ -156,6 +156,11 @@ int launcher_record_open(const char *state_dir, const char *job,
     const char *patch, int *ret_fd);
 void launcher_record_close(const char *state_dir, const char *job, int fd,
     bool finished);
+/* Marks the record (fd, as launcher_record_open made it) started: it says
+ * "never_ran" until the job's sandbox is about to be told to go, and from
+ * then on recover seals the workspace rather than release it. Rewritten
+ * in place, padded to the same length, in one write: 0 or -errno. */
+int launcher_record_started(int fd, const char *job, const char *patch);
 
 /* Finishes every job whose record is not held by a live launcher; one
  * object per job tried is appended to out. The number left for another

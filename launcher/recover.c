@@ -26,6 +26,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -52,8 +53,9 @@ launcher_record_open(const char *state_dir, const char *job, const char *patch,
 	    0600);
 	if (fd < 0)
 		return -errno;
-	rec = json_pack("{s:s, s:i, s:s}", "job", job, "pid", (int)getpid(),
-	    "patch", patch);
+	/* Until launcher_record_started: nothing of the job has run. */
+	rec = json_pack("{s:s, s:i, s:s, s:b}", "job", job, "pid",
+	    (int)getpid(), "patch", patch, "never_ran", 1);
 	text = rec != NULL ? json_dumps(rec, JSON_COMPACT) : NULL;
 	json_decref(rec);
 	if (flock(fd, LOCK_EX) < 0)
@@ -72,6 +74,41 @@ launcher_record_open(const char *state_dir, const char *job, const char *patch,
 	}
 	*ret_fd = fd;
 	return 0;
+}
+
+int
+launcher_record_started(int fd, const char *job, const char *patch)
+{
+	json_t *rec = json_pack("{s:s, s:i, s:s}", "job", job, "pid",
+	    (int)getpid(), "patch", patch);
+	char *text = rec != NULL ? json_dumps(rec, JSON_COMPACT) : NULL;
+	struct stat st;
+	char *buf;
+	size_t n;
+	int r = 0;
+
+	json_decref(rec);
+	if (text == NULL)
+		return -ENOMEM;
+	n = strlen(text);
+	/* The same length, padded with spaces, in one write: a record is
+	 * never seen half rewritten. */
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (st.st_size < (off_t)n + 1 || st.st_size > 3 * PATH_MAX)
+		r = -EINVAL;
+	else if ((buf = malloc((size_t)st.st_size)) == NULL)
+		r = -ENOMEM;
+	else {
+		memset(buf, ' ', (size_t)st.st_size);
+		memcpy(buf, text, n);
+		buf[st.st_size - 1] = '\n';
+		ssize_t k = pwrite(fd, buf, (size_t)st.st_size, 0);
+		r = k == st.st_size ? 0 : k < 0 ? -errno : -EIO;
+		free(buf);
+	}
+	free(text);
+	return r;
 }
 
 void
@@ -201,6 +238,8 @@ recover_one(const struct launcher_config *cfg, const char *key, int dirfd,
 		.channel = true,
 		.workspace = true,
 		.recovering = true,
+		/* Its launcher died before its sandbox was told to go. */
+		.never_ran = json_is_true(json_object_get(rec, "never_ran")),
 		.kill = sweep_job,
 		.kill_arg = &sw,
 		.record_fd = fd,
@@ -225,6 +264,9 @@ recover_one(const struct launcher_config *cfg, const char *key, int dirfd,
 		else if (o.c.none)
 			json_object_set_new(e, "workspace",
 			    json_string("none at the hatch"));
+		else if (o.released)
+			json_object_set_new(e, "workspace",
+			    json_string("released: the job never ran"));
 		else
 			json_object_set_new(e, "workspace",
 			    json_pack("{s:s, s:s}", "patch", o.c.patch,

@@ -81,6 +81,7 @@ struct run {
 	uid_t uid;
 	int uid_fd; /* holds the uid's lock */
 	int record_fd; /* holds the lock on the job's record (recover.c) */
+	const char *record_patch; /* where the record says the patch goes */
 	struct cgroup_job cg; /* the job's cgroups, or none and why */
 
 	struct event_base *base;
@@ -375,6 +376,16 @@ take_uid(struct run *r)
 		return 0;
 	}
 	return -EBUSY;
+}
+
+/* Right before the sandbox is told to go: the record no longer says the
+ * job never ran, so that a recover after a crash seals its workspace. */
+static int
+record_started(void *arg)
+{
+	struct run *r = arg;
+
+	return launcher_record_started(r->record_fd, r->id, r->record_patch);
 }
 
 /* Exactly the manifest's env and what the launcher sets itself. */
@@ -1068,6 +1079,8 @@ start(struct run *r, const struct run_flags *f, char *err, size_t errlen)
 		.secret_len = sizeof(r->key),
 		.in_netns = jobnet_enter, /* NULL net: the spawn fails */
 		.netns_arg = r->net,
+		.before_go = record_started,
+		.go_arg = r,
 	};
 	rc = sandbox_spawn(&spec, &r->sb, err, errlen);
 	if (rc < 0) {
@@ -1370,6 +1383,7 @@ launcher_run(int argc, char **argv)
 		snprintf(where, sizeof(where), "%s/%s", cwd, dest);
 	else
 		snprintf(where, sizeof(where), "%s", dest);
+	r.record_patch = where;
 	if ((rc = launcher_record_open(cfg.common.state_dir, r.id, where,
 		 &r.record_fd)) < 0) {
 		fprintf(stderr,

@@ -677,6 +677,12 @@ sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, char *err,
 		snprintf(err, errlen, "cgroup: %s", strerror(-r));
 		goto fail;
 	}
+	if (spec->before_go != NULL &&
+	    (r = spec->before_go(spec->go_arg)) < 0) {
+		snprintf(err, errlen, "before the job could start: %s",
+		    strerror(-r));
+		goto fail;
+	}
 	ret->go_given = true;
 	if (write(sv[0], "G", 1) != 1) {
 		snprintf(err, errlen, "the sandbox died");

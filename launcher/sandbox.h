@@ -52,6 +52,10 @@ struct sandbox_spec {
 	 * as the job's resolver), or NULL. 0 or -errno: the spawn fails. */
 	int (*in_netns)(pid_t pid, void *arg);
 	void *netns_arg;
+	/* Called right before the init is told to go (the command may run
+	 * from then on); < 0 stops the spawn there. NULL: none. */
+	int (*before_go)(void *arg);
+	void *go_arg;
 };
 
 /* How each limit was enforced, for the run's report. */

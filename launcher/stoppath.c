@@ -213,7 +213,7 @@ stoppath_run(const struct stoppath_job *j, struct stoppath_outcome *o)
 record:
 	/* 5. The record goes only when all of that is done. */
 	o->finished = o->revoke_ok && o->c.kept[0] == '\0' &&
-	    !(j->recovering && !o->sealed);
+	    !(j->recovering && !o->sealed && !o->released);
 	launcher_record_close(j->cfg->common.state_dir, j->job, j->record_fd,
 	    o->finished);
 }

@@ -9,12 +9,15 @@
  * and no verdict ("started": false), the job's token revoked at the
  * broker, and the workspace released at the hatch (closed: no seal of an
  * empty view). Before, it printed "the job's uid: No such file or
- * directory" and named an empty patch "clean".
+ * directory" and named an empty patch "clean". And a launcher killed
+ * before its sandbox was told to go leaves `cordon recover` a record that
+ * says the job never ran: recover releases the workspace, no patch.
  */
 #include "harness.h"
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -23,6 +26,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char self[PATH_MAX]; /* this program, the hatch's wrapper */
@@ -171,6 +175,97 @@ START_TEST(the_summary_says_the_job_never_ran)
 }
 END_TEST
 
+/* Whether the hatch logged event for job (count). */
+static size_t
+hatch_logged(const char *event, const char *job)
+{
+	json_t *lines = daemon_log_lines(&st.hatch), *l;
+	size_t k, n = 0;
+
+	json_array_foreach(lines, k, l)
+	{
+		const char *ev = json_string_value(json_object_get(l, "event"));
+		const char *j = json_string_value(json_object_get(l, "job"));
+		n += ev != NULL && j != NULL && strcmp(ev, event) == 0 &&
+		    (job == NULL || strcmp(j, job) == 0);
+	}
+	json_decref(lines);
+	return n;
+}
+
+/*
+ * A launcher killed after its workspace was made and before its sandbox
+ * was told to go (held there: the proxy is stopped, so the channel's
+ * answer does not come): `cordon recover` revokes the job and releases
+ * its workspace, and names no patch.
+ */
+START_TEST(recover_releases_the_workspace_of_a_job_that_never_ran)
+{
+	static char out[1 << 16], err[1 << 16];
+	char input[400], patch[400], job[64] = "";
+	struct stat sb;
+	int status;
+
+	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
+	snprintf(patch, sizeof(patch), "%s/job.patch", st.launcher_dir);
+	ck_assert_int_gt(st.proxy.pid, 1);
+	ck_assert_int_eq(kill(st.proxy.pid, SIGSTOP), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execl(harness_bin("cordon"), "cordon", "run", "--json",
+		    "--config", st.launcher_cfg, "--manifest", "startfail-job",
+		    "--input", input, "--patch-out", patch, "--", "/bin/true",
+		    (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 1);
+	for (int i = 0; i < 200 && hatch_logged("workspace_created", NULL) == 0;
+	     i++)
+		usleep(50000);
+	json_t *lines = daemon_log_lines(&st.hatch), *l;
+	size_t k;
+	json_array_foreach(lines, k, l)
+	{
+		const char *ev = json_string_value(json_object_get(l, "event"));
+		if (ev != NULL && strcmp(ev, "workspace_created") == 0)
+			snprintf(job, sizeof(job), "%s",
+			    json_string_value(json_object_get(l, "job")) ?: "");
+	}
+	json_decref(lines);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(kill(st.proxy.pid, SIGCONT), 0);
+	ck_assert_msg(job[0] != '\0', "the hatch made no workspace");
+
+	char *rec[] = { (char *)harness_bin("cordon"), "recover", "--json",
+		"--config", st.launcher_cfg, NULL };
+	int rc =
+	    harness_run_for(rec, 60000, out, sizeof(out), err, sizeof(err));
+	json_t *j = json_loads(out, 0, NULL);
+	json_t *e = json_array_get(json_object_get(j, "jobs"), 0);
+	ck_assert_msg(rc == 0 &&
+		strcmp(json_string_value(json_object_get(e, "job")) ?: "",
+		    job) == 0 &&
+		json_is_string(json_object_get(e, "workspace")) &&
+		strcmp(json_string_value(json_object_get(e, "workspace")),
+		    "released: the job never ran") == 0,
+	    "recover (status %d): %s\n%s", rc, out, err);
+	ck_assert_msg(stat(patch, &sb) < 0 && errno == ENOENT,
+	    "a patch of a job that never ran at %s", patch);
+	ck_assert_msg(hatch_logged("workspace_sealed", job) == 0 &&
+		hatch_logged("workspace_deleted", job) == 1,
+	    "the hatch sealed the workspace of a job that never ran, or did "
+	    "not remove it");
+	json_decref(j);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -188,6 +283,8 @@ main(int argc, char **argv)
 	tcase_add_test(tc,
 	    a_workspace_the_launcher_cannot_see_is_no_clean_patch);
 	tcase_add_test(tc, the_summary_says_the_job_never_ran);
+	tcase_add_test(tc,
+	    recover_releases_the_workspace_of_a_job_that_never_ran);
 	suite_add_tcase(s, tc);
 	return harness_main(s);
 }
