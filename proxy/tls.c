@@ -126,8 +126,13 @@ tls_init(struct proxy *p)
 	SSL_CTX_set_mode(p->mitm_ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_mode(p->up_ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_verify(p->up_ctx, SSL_VERIFY_PEER, NULL);
-	/* One read for a record's header and body, not two. */
-	SSL_CTX_set_read_ahead(p->up_ctx, 1);
+	/* No read-ahead upstream: with it OpenSSL takes every record the
+	 * socket holds in one read, while libevent's socket bufferevent
+	 * reads on only as long as SSL_pending() (the current record)
+	 * says, so an answer's second record (python's http.server writes
+	 * the head and the body apart) waited in OpenSSL until the
+	 * upstream sent more or closed (it_keepalive). Read record by
+	 * record, what is not read stays in the socket and wakes the loop. */
 	if (p->cfg.upstream_ca_file != NULL) {
 		if (SSL_CTX_load_verify_locations(p->up_ctx,
 			p->cfg.upstream_ca_file, NULL) != 1) {

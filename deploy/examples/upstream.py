@@ -17,7 +17,12 @@ Two listeners of one process (Python's standard library only):
   for it (docs/credentials.md), and redacts it in that echo.
 
 Usage: upstream.py --bind 127.0.0.1 --plain 7780 --root DIR --tls 7781
-       --cert PEM --key PEM --api-key-file FILE
+       --cert PEM --key PEM --api-key-file FILE [--idle-timeout 30]
+
+Both keep connections alive (HTTP/1.1, as real APIs do; the proxy pools
+its upstreams) and close one that stays silent for --idle-timeout
+seconds. Each log line names the client's address and port: a
+connection used again repeats its port.
 """
 import argparse
 import hmac
@@ -40,28 +45,23 @@ TICKETS = {
 
 
 class Handler(BaseHTTPRequestHandler):
-    # HTTP/1.1, but every answer closes its connection (as python's
-    # http.server did here before): through cordon-proxy an injected
-    # request's answer on a kept-alive TLS upstream the proxy reused was
-    # held until the upstream closed the idle connection (30 s here; seen
-    # on 2026-12-01, reported), which would stall the drill's echo rows.
-    protocol_version = "HTTP/1.1"
-    timeout = 30  # a silent client's thread ends
+    protocol_version = "HTTP/1.1"  # keep-alive: the proxy pools upstreams
+    timeout = 30  # a silent client's thread ends (--idle-timeout)
     server_version = "cordon-example-upstream"
     sys_version = ""
 
     def log_message(self, fmt, *args):
-        sys.stderr.write("%s %s %s\n" % (
+        # The client's port names its connection: a reused one repeats.
+        sys.stderr.write("%s %s %s:%d %s\n" % (
             time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()),
-            self.server.name, fmt % args))
+            self.server.name, self.client_address[0],
+            self.client_address[1], fmt % args))
 
     def answer(self, status, obj, head_only=False):
         body = (json.dumps(obj) + "\n").encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.close_connection = True
         self.end_headers()
         if not head_only:
             self.wfile.write(body)
@@ -149,7 +149,10 @@ def main():
     ap.add_argument("--cert", required=True)
     ap.add_argument("--key", required=True)
     ap.add_argument("--api-key-file", required=True)
+    ap.add_argument("--idle-timeout", type=float, default=Handler.timeout,
+                    help="seconds a kept-alive connection may stay silent")
     a = ap.parse_args()
+    Handler.timeout = a.idle_timeout
 
     with open(a.api_key_file) as f:
         api_key = f.read().strip()

@@ -570,6 +570,25 @@ answer_echo_as(struct conn *c, const struct request *r, size_t chunk)
 	return rc;
 }
 
+/* /records: the head and the body as two writes (two TLS records) that
+ * leave in one TCP segment (TCP_CORK around them), as python's
+ * http.server writes an answer: a reader that takes both in one read
+ * must still hand on the second. 0 or -1. */
+static int
+answer_records(struct conn *c, const struct request *r)
+{
+	static const char body[] = "the second record\n";
+	int on = 1, off = 0, rc;
+
+	(void)setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+	rc = send_answer(c, r, "200 OK", "Content-Type: text/plain\r\n",
+	    (long long)sizeof(body) - 1, NULL, 0);
+	if (rc == 0 && !r->head_only)
+		rc = conn_write(c, body, sizeof(body) - 1);
+	(void)setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+	return rc;
+}
+
 static int
 answer_bytes(struct conn *c, const struct request *r, unsigned long long n)
 {
@@ -713,6 +732,8 @@ answer(struct conn *c, struct request *r)
 	if (path_is(path, len, "/upgrade") && r->upgrade != NULL &&
 	    has_token(r->upgrade, "websocket"))
 		return answer_upgrade(c, r);
+	if (path_is(path, len, "/records"))
+		return then(answer_records(c, r), r);
 	if (path_is(path, len, "/echo-chunked"))
 		return then(answer_echo_as(c, r, 5), r);
 	if (path_is(path, len, "/slow") && wait_stop(u, SLOW_MS))

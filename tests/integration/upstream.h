@@ -29,6 +29,9 @@ struct upstream; /* opaque */
  *   /bytes/N    200, N bytes of 'x' with Content-Length
  *   /slow       the echo below, after 3 s
  *   /echo-chunked  the echo below as a chunked body of 5-byte chunks
+ *   /records    200 "the second record\n" with Content-Length, the head and
+ *               the body in two writes (TLS: two records) sent as one TCP
+ *               segment, as python's http.server answers
  *   /upgrade    with Upgrade: websocket, 101 Switching Protocols (with a
  *               Sec-WebSocket-Accept when there was a key), then it echoes
  *               bytes back until the peer closes; without, the echo below
