@@ -599,9 +599,13 @@ inject_use(struct pconn *c, const char *value, size_t len, int64_t version,
 	c->p->injected++;
 	c->d.secret = rule->inject.secret;
 	c->d.secret_version = version;
-	log_info("secret_injected", "{s:s, s:s, s:s, s:I, s:b}", "job",
-	    c->job->id, "host", c->host, "secret", rule->inject.secret,
-	    "version", (json_int_t)version, "cached", cached);
+	/* At info for a release; a use the job's cache served is the
+	 * request's decision line (secret, version) and a debug line: no
+	 * JSON line and write of the log per injected request. */
+	log_event(cached ? LEVEL_DEBUG : LEVEL_INFO, "secret_injected",
+	    "{s:s, s:s, s:s, s:I, s:b}", "job", c->job->id, "host", c->host,
+	    "secret", rule->inject.secret, "version", (json_int_t)version,
+	    "cached", cached);
 	go_upstream(c);
 }
 
@@ -1624,7 +1628,8 @@ head_names_byteranges(const char *head, size_t len)
 	static const char m[] = "multipart/byteranges";
 
 	for (size_t i = 0; i + sizeof(m) - 1 <= len; i++)
-		if (strncasecmp(head + i, m, sizeof(m) - 1) == 0)
+		if ((head[i] | 0x20) == 'm' &&
+		    strncasecmp(head + i, m, sizeof(m) - 1) == 0)
 			return true;
 	return false;
 }

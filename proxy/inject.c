@@ -911,8 +911,13 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 	memset(s, 0, sizeof(*s));
 	if (len == 0 || len > INJECT_VALUE_MAX)
 		return -EINVAL;
-	if ((s->value = malloc(len)) == NULL)
+	if ((s->refs = malloc(sizeof(*s->refs))) == NULL)
 		return -ENOMEM;
+	*s->refs = 1;
+	if ((s->value = malloc(len)) == NULL) {
+		inject_scanner_free(s);
+		return -ENOMEM;
+	}
 	memcpy(s->value, value, len);
 	s->len = len;
 	r = target_add_forms(&ts, value, len);
@@ -967,6 +972,32 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 			break;
 		}
 	targets_free(&ts);
+	return 0;
+}
+
+int
+inject_scanner_copy(struct inject_scanner *dst,
+    const struct inject_scanner *src)
+{
+	*dst = *src;
+	/* The answer's own state, as inject_scanner_init leaves it. */
+	dst->hold = NULL;
+	dst->hmark = NULL;
+	dst->nhold = dst->holdcap = dst->resume = dst->dresume = 0;
+	dst->in_run = false;
+	dst->found = dst->steps = 0;
+	dst->allow = INJECT_STEPS_BYTE * dst->maxspan;
+	dst->chunked = false;
+	dst->chunk = (struct inject_chunking){ 0, 0 };
+	dst->rd[0] = calloc(INJECT_READINGS, sizeof(*dst->rd[0]));
+	dst->rd[1] = calloc(INJECT_READINGS, sizeof(*dst->rd[1]));
+	if (src->refs == NULL || dst->rd[0] == NULL || dst->rd[1] == NULL) {
+		free(dst->rd[0]);
+		free(dst->rd[1]);
+		memset(dst, 0, sizeof(*dst));
+		return -ENOMEM;
+	}
+	(*dst->refs)++;
 	return 0;
 }
 
@@ -1178,6 +1209,10 @@ inject_scanner_chunked(struct inject_scanner *s)
 void
 inject_scanner_free(struct inject_scanner *s)
 {
+	/* Another copy still reads the tables: only this one's own. */
+	if (s->refs != NULL && --*s->refs > 0)
+		goto own;
+	free(s->refs);
 	if (s->value != NULL) {
 		explicit_bzero(s->value, s->len);
 		free(s->value);
@@ -1193,6 +1228,7 @@ inject_scanner_free(struct inject_scanner *s)
 			free(ks->pairs);
 		}
 	}
+own:
 	if (s->hold != NULL) {
 		explicit_bzero(s->hold, s->holdcap);
 		free(s->hold);

@@ -104,6 +104,10 @@ struct inject_keys {
 };
 
 struct inject_scanner {
+	/* The scanners that share value, ks, all and their tables (made
+	 * once by inject_scanner_init, read only after it; a copy of
+	 * inject_scanner_copy shares them): the last one frees them. */
+	size_t *refs;
 	char *value; /* len bytes, wiped at free */
 	size_t len;
 	size_t ndecoded; /* secrets decoded from a base64 word of it */
@@ -138,6 +142,16 @@ struct inject_scanner {
  */
 int inject_scanner_init(struct inject_scanner *s, const char *value,
     size_t len);
+
+/*
+ * Prepares dst for src's value without making its tables again: dst
+ * shares them (they are read only), with its own state for an answer.
+ * src must not have been fed (a scanner kept for copies only). 0, or
+ * -ENOMEM (dst is then zeroed). Free each with inject_scanner_free: the
+ * last one wipes what they shared.
+ */
+int inject_scanner_copy(struct inject_scanner *dst,
+    const struct inject_scanner *src);
 
 /*
  * Scans the next n bytes of an answer: appends to out every byte that

@@ -17,6 +17,10 @@ value_wipe(struct reflect_value *v)
 		explicit_bzero(v->value, v->len);
 		free(v->value);
 	}
+	if (v->prep != NULL) {
+		inject_scanner_free(v->prep);
+		free(v->prep);
+	}
 	memset(v, 0, sizeof(*v));
 }
 
@@ -44,12 +48,24 @@ reflect_set_put(struct reflect_set *s, const char *secret, int64_t version,
 	} else {
 		i = s->n;
 	}
-	if ((copy = malloc(len)) == NULL)
+	struct inject_scanner *prep = malloc(sizeof(*prep));
+	if (prep == NULL)
 		return -ENOMEM;
+	int rc = inject_scanner_init(prep, value, len);
+	if (rc < 0) {
+		free(prep);
+		return rc;
+	}
+	if ((copy = malloc(len)) == NULL) {
+		inject_scanner_free(prep);
+		free(prep);
+		return -ENOMEM;
+	}
 	memcpy(copy, value, len);
 	if (i == s->n)
 		s->n++;
 	value_wipe(&s->v[i]);
+	s->v[i].prep = prep;
 	memcpy(s->v[i].secret, secret, sl + 1);
 	s->v[i].version = version;
 	s->v[i].value = copy;
@@ -66,9 +82,11 @@ reflect_set_clear(struct reflect_set *s)
 	s->n = 0;
 }
 
-int
-reflect_scan_add(struct reflect_scan *r, const char *secret, const char *value,
-    size_t len)
+/* reflect_scan_add, with prep's copy when it is not NULL (value's
+ * scanner, never fed). */
+static int
+stage_add(struct reflect_scan *r, const char *secret,
+    const struct inject_scanner *prep, const char *value, size_t len)
 {
 	size_t sl = strlen(secret);
 
@@ -90,7 +108,8 @@ reflect_scan_add(struct reflect_scan *r, const char *secret, const char *value,
 		r->told = told;
 		r->cap = cap;
 	}
-	int rc = inject_scanner_init(&r->s[r->n], value, len);
+	int rc = prep != NULL ? inject_scanner_copy(&r->s[r->n], prep)
+			      : inject_scanner_init(&r->s[r->n], value, len);
 	if (rc < 0)
 		return rc;
 	memcpy(r->secret[r->n], secret, sl + 1);
@@ -103,12 +122,19 @@ reflect_scan_add(struct reflect_scan *r, const char *secret, const char *value,
 }
 
 int
+reflect_scan_add(struct reflect_scan *r, const char *secret, const char *value,
+    size_t len)
+{
+	return stage_add(r, secret, NULL, value, len);
+}
+
+int
 reflect_scan_init(struct reflect_scan *r, const struct reflect_set *set)
 {
 	memset(r, 0, sizeof(*r));
 	for (size_t i = 0; i < set->n; i++) {
-		int rc = reflect_scan_add(r, set->v[i].secret, set->v[i].value,
-		    set->v[i].len);
+		int rc = stage_add(r, set->v[i].secret, set->v[i].prep,
+		    set->v[i].value, set->v[i].len);
 		if (rc < 0) {
 			reflect_scan_free(r);
 			return rc;

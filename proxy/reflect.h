@@ -31,6 +31,9 @@ struct reflect_value {
 	char *value; /* len bytes, wiped before it is freed */
 	size_t len;
 	int64_t expires; /* monotonic seconds it is dead after; 0: never */
+	/* Its scanner, made once at the put and never fed: each answer's
+	 * scan is a copy of it (inject_scanner_copy), not made again. */
+	struct inject_scanner *prep;
 };
 
 struct reflect_set {

@@ -16,9 +16,10 @@
 #   injection (issue 18): the terminated path three ways, one after the
 #   other on the same upstream and load, kept-alive and a tunnel per
 #   request: plain (bench.test), with the job's crd_ token on a rule of
-#   its audience (tok.test: one introspection a request), and on a rule
-#   that swaps that token for a secret of the broker's (inject.test: the
-#   introspection and a release a request);
+#   its audience (tok.test: one introspection a request), both in a job
+#   that was released nothing, and on a rule that swaps that token for a
+#   secret of the broker's (inject.test: the introspection and a release
+#   a request, both cached by the proxy) in another;
 #   transparent capture (issue 19): inside a real `cordon run` job (a
 #   hatch and a launcher beside the broker and the proxy), tlsload through
 #   HTTPS_PROXY (CONNECT to the launcher's 127.0.0.1:3128) and tlsload
@@ -473,13 +474,43 @@ fi
 tls_fig() { # label, mode, proxy port, host, [header]
 	local out b0 p0
 	b0=$(cpu_ticks "$broker_pid") p0=$(cpu_ticks "$cordon_pid")
+	if [ "${BENCH_SYSCALLS:-0}" = 1 ]; then
+		perf stat -x, -o "$tmp/perf.$$" -p "$cordon_pid" \
+			-e "$perf_events" -- sleep "$secs" 2>/dev/null &
+		perf_pid=$!
+	fi
+	if [ -n "${BENCH_PERF_RECORD:-}" ]; then
+		perf record -g -o "$BENCH_PERF_RECORD/perf.$2.$4.$(date +%s).data" -p "$cordon_pid" \
+			-- sleep "$secs" 2>/dev/null >/dev/null &
+		rec_pid=$!
+	fi
 	out=$("$tmp/tlsload" -m "$2" -c 50 -t 2 -d "$secs" ${3:+-x "$3"} \
 		-h "$4" -p "$ntp" -u /f100 ${5:+-H "$5"})
+	[ -z "${BENCH_PERF_RECORD:-}" ] || wait "$rec_pid" || true
+	if [ "${BENCH_SYSCALLS:-0}" = 1 ]; then
+		wait "$perf_pid" || true
+		local reqs per
+		reqs=$(field requests <<<"$out")
+		per=$(awk -F, -v n="$reqs" \
+			'$3 == "task-clock" && n > 0 {printf "cpu_us %.1f ", $1 * 1000 / n}
+			$3 ~ /sys_enter/ && n > 0 && $1 > 0 {sub(/.*sys_enter_?/, "", $3);
+			printf "%s %.2f ", ($3 == "" ? "syscalls" : $3), $1 / n}' "$tmp/perf.$$")
+		say "$1: the proxy's, a request: $per"
+		out="$out cpu_us $(field cpu_us <<<"$per")"
+	fi
 	say "$1: $out, CPU: cordon-proxy" \
 		"$((($(cpu_ticks "$cordon_pid") - p0) * 100 / $(getconf CLK_TCK) / secs))%," \
 		"cordon-broker $((($(cpu_ticks "$broker_pid") - b0) * 100 / $(getconf CLK_TCK) / secs))% of a core"
 	echo "$out"
 }
+# BENCH_SYSCALLS=1: the proxy's CPU time (cpu_us) and system calls
+# (perf stat, all its threads) while tlsload runs, each divided by its
+# requests; BENCH_PERF_RECORD=dir: a perf record -g of the proxy a run.
+perf_events=task-clock,raw_syscalls:sys_enter
+for e in read readv write writev sendmsg recvfrom epoll_wait epoll_ctl \
+	epoll_pwait timerfd_settime getrandom openat close accept4 fdatasync fsync; do
+	perf_events+=,syscalls:sys_enter_$e
+done
 field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}'; }
 injections() {
 	curl -sf "$control/metrics" | awk '$1 == "cordon_proxy_injections_total" {print $2}'
@@ -490,13 +521,30 @@ mean_of() { # key, file
 }
 
 if part inject; then
-	# The job's token of bench.call, minted on its channel as a job does
-	# (broker.cordon, through the proxy).
-	tok=$(curl -sf --max-time 5 --proxy "http://127.0.0.1:$rp" -X POST \
-		-H 'Content-Type: application/json' \
-		-d '{"capability": "bench.call", "params": {"t": "1"}}' http://broker.cordon/v1/token |
-		json_get access_token) || die "no token: $(tail -3 "$tmp/proxy.log")"
-	auth="Authorization: Bearer $tok"
+	# The plain and token rows in a second job of the manifest, to which
+	# nothing is released: once a job was released a value, every answer
+	# it reads is scanned for it (credentials.md), so the first job's
+	# plain rows would pay for the scan too.
+	job2=$(curl -sf -X POST -H "Authorization: Bearer $launcher" \
+		"$broker/v1/jobs" -d '{"manifest": "bench"}' | json_get job)
+	curl -sf -X POST -H "Authorization: Bearer $launcher" \
+		"$control/v1/jobs/$job2" >"$tmp/proxy/channel2.json" ||
+		die "no channel for $job2: $(tail -5 "$tmp/proxy.log")"
+	relay relay.cordon2 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["channel"])' "$tmp/proxy/channel2.json")"
+	rp2=$(awk '/^ready/ {print $2}' "$tmp/relay.cordon2")
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ca_pem"], end="")' \
+		"$tmp/proxy/channel2.json" >"$tmp/proxy/job2-ca.pem"
+	# Each job's token of bench.call, minted on its channel as a job
+	# does (broker.cordon, through the proxy).
+	mint() { # relay port
+		curl -sf --max-time 5 --proxy "http://127.0.0.1:$1" -X POST \
+			-H 'Content-Type: application/json' \
+			-d '{"capability": "bench.call", "params": {"t": "1"}}' http://broker.cordon/v1/token |
+			json_get access_token
+	}
+	tok=$(mint "$rp") || die "no token: $(tail -3 "$tmp/proxy.log")"
+	tok2=$(mint "$rp2") || die "no token: $(tail -3 "$tmp/proxy.log")"
+	auth="Authorization: Bearer $tok" auth2="Authorization: Bearer $tok2"
 	for h in tok.test inject.test; do
 		body=$(curl -sf --max-time 5 --proxy "http://127.0.0.1:$rp" \
 			--cacert "$tmp/proxy/job-ca.pem" -H "$auth" \
@@ -504,6 +552,10 @@ if part inject; then
 		[ ${#body} -eq 99 ] ||
 			die "cordon ($h) failed: $(tail -3 "$tmp/proxy.log")"
 	done
+	body=$(curl -sf --max-time 5 --proxy "http://127.0.0.1:$rp2" \
+		--cacert "$tmp/proxy/job2-ca.pem" -H "$auth2" \
+		"https://tok.test:$ntp/f100") || body=
+	[ ${#body} -eq 99 ] || die "cordon (job 2) failed: $(tail -3 "$tmp/proxy.log")"
 	i0=$(injections)
 	# Two rounds of the three, one after the other, the second in the
 	# reverse order (the machine's drift falls on each alike), with
@@ -513,11 +565,11 @@ if part inject; then
 		read -r mode vs <<<"$round"
 		for v in $vs; do
 			case $v in
-			plain) h=bench.test a= ;;
-			token) h=tok.test a=$auth ;;
-			inject) h=inject.test a=$auth ;;
+			plain) h=bench.test a='' port=$rp2 ;;
+			token) h=tok.test a=$auth2 port=$rp2 ;;
+			inject) h=inject.test a=$auth port=$rp ;;
 			esac
-			tls_fig "cordon, TLS $mode, $v ($h)" "$mode" "$rp" "$h" "$a" \
+			tls_fig "cordon, TLS $mode, $v ($h)" "$mode" "$port" "$h" "$a" \
 				>>"$tmp/inject.$mode.$v"
 		done
 	done
@@ -527,13 +579,16 @@ if part inject; then
 	for mode in keepalive new; do
 		what="proxy: injection, kept-alive tunnels"
 		[ "$mode" = keepalive ] || what="proxy: injection, tunnel per request"
-		for f in rps p50_ms p99_ms; do
+		figs="rps p50_ms p99_ms"
+		[ "${BENCH_SYSCALLS:-0}" != 1 ] || figs+=" cpu_us"
+		for f in $figs; do
 			p=$(mean_of "$f" "$tmp/inject.$mode.plain")
 			t=$(mean_of "$f" "$tmp/inject.$mode.token")
 			i=$(mean_of "$f" "$tmp/inject.$mode.inject")
 			u=req/s better=higher
 			[ "$f" = rps ] || u=${f#*_} better=lower
 			[ "$f" = rps ] || f=${f%_ms}
+			[ "$f" != cpu_us ] || f="proxy CPU a request"
 			result "$what, $f" "$u" "$better" "$i" terminated "$p"
 			result "$what, $f" "$u" "$better" "$i" token-only "$t"
 		done
@@ -593,7 +648,9 @@ done"
 			die "no figures from the job: $(cat "$tmp/capture.out" "$tmp/capture.err" | tail -8)"
 		what="launcher: capture, kept-alive tunnels"
 		[ "$mode" = keepalive ] || what="launcher: capture, tunnel per request"
-		for f in rps p50_ms p99_ms; do
+		figs="rps p50_ms p99_ms"
+		[ "${BENCH_SYSCALLS:-0}" != 1 ] || figs+=" cpu_us"
+		for f in $figs; do
 			grep "^explicit $mode " "$tmp/capture.out" >"$tmp/explicit.$mode"
 			grep "^captured $mode " "$tmp/capture.out" >"$tmp/captured.$mode"
 			e=$(mean_of "$f" "$tmp/explicit.$mode")
@@ -601,6 +658,7 @@ done"
 			u=req/s better=higher
 			[ "$f" = rps ] || u=${f#*_} better=lower
 			[ "$f" = rps ] || f=${f%_ms}
+			[ "$f" != cpu_us ] || f="proxy CPU a request"
 			result "$what, $f" "$u" "$better" "$c" HTTPS_PROXY "$e"
 		done
 	done
