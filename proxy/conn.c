@@ -1339,9 +1339,12 @@ exchange_done(struct pconn *c)
 	if (!reuse)
 		up_drop(c);
 	/* A client that half-closed after pipelining still gets an answer
-	 * to each request it sent (RFC 9112 section 9.3), then the close. */
+	 * to each request it sent (RFC 9112 section 9.3), then the close.
+	 * An upstream that closes after a framed answer (its Connection:
+	 * close, HTTP/1.0, or ours after a DELETE's body) closes only
+	 * itself: the client's next request gets a new upstream. */
 	if (!c->keep_alive || c->resp.body == HTTP1_RESP_CLOSE ||
-	    !c->resp.keep_alive || !c->body_done ||
+	    !c->body_done ||
 	    (c->client_eof &&
 		evbuffer_get_length(bufferevent_get_input(c->cl)) == 0)) {
 		conn_finish(c);
@@ -1705,7 +1708,7 @@ pump_response(struct pconn *c)
 				return;
 			}
 			if (down_head(c, false,
-				!c->keep_alive || !c->resp.keep_alive ||
+				!c->keep_alive ||
 				    c->resp.body == HTTP1_RESP_CLOSE ||
 				    (c->client_eof &&
 					evbuffer_get_length(

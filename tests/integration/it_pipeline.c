@@ -7,10 +7,15 @@
  * the answers before it, and nothing after; one for another host inside
  * a tunnel is host_mismatch, as when it comes alone. On a rule that
  * injects a credential, every request gets its own swap and its own
- * scan of the answer.
+ * scan of the answer. A request with a body (POST, chunked PUT, DELETE:
+ * the last goes up with Connection: close) and a GET behind it in the
+ * same write: both answered in order, the GET on another upstream
+ * connection after the DELETE, the client's connection kept; on each
+ * kind of rule and against python's http.server.
  *
  * The real broker and proxy, keep-alive upstreams in threads of the test
- * (upstream.c), and raw writes on the job's channel; no job runs.
+ * (upstream.c) and jobs/smuggle/upstream.py, and raw writes on the job's
+ * channel; no job runs.
  */
 #include "harness.h"
 #include "upstream.h"
@@ -29,7 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +44,9 @@ static struct daemon broker, proxy;
 static struct upstream *plain, *tls_up, *inj_up;
 static char admin[128], launcher[128], verifier[128];
 static char job[64], channel[300], job_ca[4096], tok[512];
+/* python's http.server (jobs/smuggle/upstream.py), as small services are. */
+static pid_t py_pid = -1;
+static unsigned py_port;
 
 static const char value[] = "sk_live_pipeline_0123456789abcdef";
 
@@ -186,6 +196,34 @@ count_decisions(const char *path, const char *outcome, const char *reason)
 	return n;
 }
 
+/* Starts jobs/smuggle/upstream.py on a free port (py_pid, py_port). */
+static void
+python_start(void)
+{
+	char portf[400], line[32], path[600];
+
+	snprintf(portf, sizeof(portf), "%s/python.port", harness_tmpdir());
+	snprintf(path, sizeof(path),
+	    "%s/tests/integration/jobs/smuggle/"
+	    "upstream.py",
+	    CORDON_SOURCE_DIR);
+	unlink(portf);
+	py_pid = fork();
+	ck_assert_int_ge(py_pid, 0);
+	if (py_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-B", path, "--port-file",
+		    portf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0;
+	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
+	py_port = (unsigned)strtoul(line, NULL, 10);
+	ck_assert_uint_gt(py_port, 0);
+}
+
 static void
 setup(void)
 {
@@ -209,11 +247,12 @@ setup(void)
 	ck_assert_ptr_nonnull(plain);
 	ck_assert_ptr_nonnull(tls_up);
 	ck_assert_ptr_nonnull(inj_up);
+	python_start();
 	snprintf(req, sizeof(req), "Key %s", value);
 	ck_assert_int_eq(upstream_require(inj_up, "X-Api-Key", req), 0);
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
 	harness_write_file(hostsf,
-	    "127.0.0.1 api.test api2.test tls.test inj.test\n");
+	    "127.0.0.1 api.test api2.test tls.test inj.test py.test\n");
 	snprintf(path, sizeof(path), "%s/verifier.key", dir);
 	harness_write_file(path, verifier);
 	sha256_hex(launcher, strlen(launcher), sha);
@@ -227,31 +266,36 @@ setup(void)
 	    admin, NULL, json_pack("{s:s}", "value", value)));
 	const char *lo = "127.0.0.0/8";
 	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
-		      " s:[{s:s, s:i, s:[s,s], s:[s,s,s,s], s:s, s:[s]},"
+		      " s:[{s:s, s:i, s:[s,s,s,s], s:[s,s,s,s], s:s, s:[s]},"
 		      "  {s:s, s:i, s:[s,s], s:[s], s:s, s:[s]},"
-		      "  {s:s, s:i, s:s, s:[s], s:[s,s], s:s, s:[s]},"
-		      "  {s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s,"
-		      "   s:{s:s, s:s, s:s, s:s}}]}",
+		      "  {s:s, s:i, s:s, s:[s,s,s,s], s:[s,s], s:s, s:[s]},"
+		      "  {s:s, s:i, s:[s,s,s,s], s:[s], s:s, s:[s], s:s,"
+		      "   s:{s:s, s:s, s:s, s:s}},"
+		      "  {s:s, s:i, s:[s,s,s], s:[s], s:s, s:[s]}]}",
 	    "name", "pipe", "command", "/bin/true", "capabilities", "name",
 	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
 	    "reason", "read x", "egress",
 	    /* plain HTTP */
 	    "host", "api.test", "port", upstream_port(plain), "methods", "GET",
-	    "POST", "paths", "/ok/", "/chunked", "/bytes/", "/close", "reason",
-	    "the api", "allow_cidrs", lo,
+	    "POST", "PUT", "DELETE", "paths", "/ok/", "/chunked", "/bytes/",
+	    "/close", "reason", "the api", "allow_cidrs", lo,
 	    /* the same upstream by another name: another connection */
 	    "host", "api2.test", "port", upstream_port(plain), "methods", "GET",
 	    "POST", "paths", "/ok/", "reason", "the api again", "allow_cidrs",
 	    lo,
 	    /* terminated TLS */
 	    "host", "tls.test", "port", upstream_port(tls_up), "tls",
-	    "terminate", "methods", "GET", "paths", "/ok/", "/bytes/", "reason",
-	    "tls", "allow_cidrs", lo,
+	    "terminate", "methods", "GET", "POST", "PUT", "DELETE", "paths",
+	    "/ok/", "/bytes/", "reason", "tls", "allow_cidrs", lo,
 	    /* a credential injected for the job's token */
 	    "host", "inj.test", "port", upstream_port(inj_up), "methods", "GET",
-	    "paths", "/ok/", "reason", "the keyed api", "allow_cidrs", lo,
-	    "audience", "api", "inject", "secret", "up-key", "header",
-	    "X-Api-Key", "format", "Key {secret}", "capability", "x.read");
+	    "POST", "PUT", "DELETE", "paths", "/ok/", "reason", "the keyed api",
+	    "allow_cidrs", lo, "audience", "api", "inject", "secret", "up-key",
+	    "header", "X-Api-Key", "format", "Key {secret}", "capability",
+	    "x.read",
+	    /* python's http.server */
+	    "host", "py.test", "port", py_port, "methods", "GET", "POST",
+	    "DELETE", "paths", "/ok/", "reason", "python", "allow_cidrs", lo);
 	ck_assert_ptr_nonnull(m);
 	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/pipe",
 	    admin, NULL, m));
@@ -275,6 +319,11 @@ teardown(void)
 	upstream_stop(plain);
 	upstream_stop(tls_up);
 	upstream_stop(inj_up);
+	if (py_pid > 1) {
+		kill(py_pid, SIGKILL);
+		waitpid(py_pid, NULL, 0);
+	}
+	py_pid = -1;
 	daemon_stop(&proxy);
 	daemon_stop(&broker);
 }
@@ -689,6 +738,223 @@ START_TEST(each_pipelined_request_gets_its_own_swap_and_scan)
 }
 END_TEST
 
+/* --- a request with a body, then one pipelined behind it ----------------- */
+
+enum where { PLAIN, TLS, INJECTED };
+
+/* The three kinds of body: POST with a Content-Length, PUT chunked, and
+ * DELETE with a Content-Length (the proxy sends that one upstream with
+ * Connection: close, so the request behind it needs a new upstream). */
+static const char *const body_method[] = { "POST", "PUT", "DELETE" };
+/* On the injected rule a form's body (and an untyped one) is held whole
+ * and judged before the release; a chunked one is sent as a file. */
+static const char *const body_type[] = {
+	"Content-Type: application/x-www-form-urlencoded\r\n",
+	"Content-Type: application/octet-stream\r\n",
+	"",
+};
+static const char *const body_framing[] = {
+	"Content-Length: 5\r\n\r\nhello",
+	"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+	"Content-Length: 5\r\n\r\nhello",
+};
+
+/* One request's head up to its framing: to path on w's rule. */
+static void
+head_for(enum where w, const char *method, const char *path, char *out,
+    size_t cap)
+{
+	unsigned p = w == PLAIN ? upstream_port(plain)
+	    : w == TLS          ? upstream_port(tls_up)
+				: upstream_port(inj_up);
+
+	if (w == TLS)
+		snprintf(out, cap, "%s %s HTTP/1.1\r\nHost: tls.test:%u\r\n",
+		    method, path, p);
+	else if (w == PLAIN)
+		snprintf(out, cap,
+		    "%s http://api.test:%u%s HTTP/1.1\r\nHost: api.test:%u\r\n",
+		    method, p, path, p);
+	else
+		snprintf(out, cap,
+		    "%s http://inj.test:%u%s HTTP/1.1\r\nHost: inj.test:%u\r\n"
+		    "Authorization: Bearer %s\r\n",
+		    method, p, path, p, tok);
+}
+
+/* Each kind of body, then a GET, in one write on w: both answered 200, in
+ * order, the body whole upstream, the GET on a new upstream connection
+ * after the DELETE, the client's connection still open for a third. */
+static void
+body_then_get(enum where w)
+{
+	static struct answers a;
+	struct upstream *u = w == PLAIN ? plain : w == TLS ? tls_up : inj_up;
+	const char *name[] = { "plain", "tls", "injected" };
+
+	if (w == INJECTED)
+		mint();
+	for (size_t k = 0; k < 3; k++) {
+		char first[1024], second[1024], third[1024], path1[64],
+		    path2[64], path3[64], req[4096];
+		int fd = unix_connect(channel);
+		SSL *ssl = NULL;
+
+		ck_assert_int_ge(fd, 0);
+		if (w == TLS)
+			ssl = tunnel(fd);
+		snprintf(path1, sizeof(path1), "/ok/%s-%s-body", name[w],
+		    body_method[k]);
+		snprintf(path2, sizeof(path2), "/ok/%s-%s-next", name[w],
+		    body_method[k]);
+		snprintf(path3, sizeof(path3), "/ok/%s-%s-third", name[w],
+		    body_method[k]);
+		head_for(w, body_method[k], path1, first, sizeof(first));
+		head_for(w, "GET", path2, second, sizeof(second));
+		snprintf(req, sizeof(req), "%s%s%s%s\r\n", first, body_type[k],
+		    body_framing[k], second);
+		unsigned conns = upstream_connections(u),
+			 reqs = upstream_requests(u);
+		if (ssl != NULL)
+			ck_assert_int_eq(SSL_write(ssl, req, (int)strlen(req)),
+			    (int)strlen(req));
+		else
+			write_all(fd, req);
+		int n = read_answers(fd, ssl, &a, 2);
+		ck_assert_msg(n == 2,
+		    "%s %s with a body then a GET: %d answers of 2: %.800s",
+		    name[w], body_method[k], n, a.buf);
+		ck_assert_msg(http_status(answer_at(&a, 0)) == 200 &&
+			http_status(answer_at(&a, 1)) == 200,
+		    "%s %s: %.800s", name[w], body_method[k], a.buf);
+		const char *one = strstr(a.buf, path1),
+			   *two = strstr(a.buf, path2);
+		ck_assert_msg(one != NULL && two != NULL && one < two,
+		    "%s %s: the answers out of order: %.800s", name[w],
+		    body_method[k], a.buf);
+		ck_assert_msg(strstr(answer_at(&a, 0), "\"body_len\": 5") !=
+			    NULL ||
+			strstr(answer_at(&a, 0), "\"body_len\":5") != NULL,
+		    "%s %s: the body upstream: %.800s", name[w], body_method[k],
+		    answer_at(&a, 0));
+		ck_assert_msg(strcasestr(answer_at(&a, 0),
+				  "Connection: close") == NULL,
+		    "%s %s: the client told to close: %.800s", name[w],
+		    body_method[k], a.buf);
+		if (w == INJECTED)
+			ck_assert_msg(strstr(a.buf, value) == NULL,
+			    "the key came back: %s", a.buf);
+		ck_assert_uint_eq(upstream_requests(u) - reqs, 2);
+		/* The DELETE went up with Connection: close (the upstream
+		 * closes that connection after it): the GET took another, a
+		 * new one at least once (the DELETE may have had the pool's). */
+		if (k == 2) {
+			ck_assert_msg(strcasestr(answer_at(&a, 0),
+					  "[\"Connection\",\"close\"]") != NULL,
+			    "%s: the DELETE's upstream not told to close: "
+			    "%.800s",
+			    name[w], answer_at(&a, 0));
+			ck_assert_msg(upstream_connections(u) - conns >= 1,
+			    "%s: no new upstream connection for the GET after "
+			    "a DELETE with a body",
+			    name[w]);
+		}
+		/* The client's connection is still open. */
+		head_for(w, "GET", path3, third, sizeof(third));
+		snprintf(req, sizeof(req), "%s\r\n", third);
+		if (ssl != NULL)
+			ck_assert_int_eq(SSL_write(ssl, req, (int)strlen(req)),
+			    (int)strlen(req));
+		else
+			write_all(fd, req);
+		n = read_answers(fd, ssl, &a, 1);
+		ck_assert_msg(n == 1 && http_status(a.buf) == 200,
+		    "%s %s: a third request alone: %.800s", name[w],
+		    body_method[k], a.buf);
+		SSL_free(ssl);
+		close(fd);
+		ck_assert_int_eq(count_decisions(path1, "allow", NULL), 1);
+		ck_assert_int_eq(count_decisions(path2, "allow", NULL), 1);
+		ck_assert_int_eq(count_decisions(path3, "allow", NULL), 1);
+	}
+}
+
+START_TEST(plain_a_request_behind_one_with_a_body_is_answered)
+{
+	body_then_get(PLAIN);
+}
+END_TEST
+
+START_TEST(tls_a_request_behind_one_with_a_body_is_answered)
+{
+	body_then_get(TLS);
+}
+END_TEST
+
+START_TEST(injected_a_request_behind_one_with_a_body_is_answered)
+{
+	body_then_get(INJECTED);
+}
+END_TEST
+
+/* python's http.server: a POST's body, then a GET, in one write; a
+ * DELETE's body (which it never reads), then a GET. Both answered, in
+ * order; the DELETE's body never taken as a request (its upstream told
+ * to close); the client's connection open after. */
+START_TEST(python_a_request_behind_one_with_a_body_is_answered)
+{
+	static struct answers a;
+	static const char *const method[] = { "POST", "DELETE" };
+	static const char *const first[] = { "hello", "done\n" };
+	char req[2048];
+	unsigned p = py_port;
+
+	for (size_t k = 0; k < 2; k++) {
+		int fd = unix_connect(channel);
+		ck_assert_int_ge(fd, 0);
+		snprintf(req, sizeof(req),
+		    "%s http://py.test:%u/ok/py-%s HTTP/1.1\r\nHost: "
+		    "py.test:%u\r\nContent-Length: 5\r\n\r\nhello"
+		    "GET http://py.test:%u/ok/log HTTP/1.1\r\nHost: "
+		    "py.test:%u\r\n\r\n",
+		    method[k], p, method[k], p, p, p);
+		write_all(fd, req);
+		int n = read_answers(fd, NULL, &a, 2);
+		ck_assert_msg(n == 2,
+		    "python: %s with a body then a GET: %d answers of 2: "
+		    "%.800s",
+		    method[k], n, a.buf);
+		ck_assert_int_eq(http_status(answer_at(&a, 0)), 200);
+		ck_assert_int_eq(http_status(answer_at(&a, 1)), 200);
+		const char *b0 = strstr(answer_at(&a, 0), "\r\n\r\n");
+		ck_assert_msg(b0 != NULL &&
+			strncmp(b0 + 4, first[k], strlen(first[k])) == 0,
+		    "python %s: the first answer: %.800s", method[k], a.buf);
+		/* The log's last line is the GET itself, the one before it the
+		 * request with the body: nothing between them. */
+		char want[256];
+		snprintf(want, sizeof(want),
+		    "%s /ok/py-%s HTTP/1.1\nGET /ok/log HTTP/1.1\n", method[k],
+		    method[k]);
+		ck_assert_msg(strstr(answer_at(&a, 1), want) != NULL,
+		    "python %s: its log: %.800s", method[k], answer_at(&a, 1));
+		ck_assert_msg(strstr(answer_at(&a, 1), "hello") == NULL,
+		    "python %s: the body was taken as a request: %.800s",
+		    method[k], answer_at(&a, 1));
+		snprintf(req, sizeof(req),
+		    "GET http://py.test:%u/ok/py-third HTTP/1.1\r\nHost: "
+		    "py.test:%u\r\n\r\n",
+		    p, p);
+		write_all(fd, req);
+		n = read_answers(fd, NULL, &a, 1);
+		ck_assert_msg(n == 1 && http_status(a.buf) == 200,
+		    "python %s: a third request alone: %.800s", method[k],
+		    a.buf);
+		close(fd);
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -707,6 +973,11 @@ main(void)
 	tcase_add_test(tc,
 	    tls_a_pipelined_request_for_another_host_is_host_mismatch);
 	tcase_add_test(tc, each_pipelined_request_gets_its_own_swap_and_scan);
+	tcase_add_test(tc, plain_a_request_behind_one_with_a_body_is_answered);
+	tcase_add_test(tc, tls_a_request_behind_one_with_a_body_is_answered);
+	tcase_add_test(tc,
+	    injected_a_request_behind_one_with_a_body_is_answered);
+	tcase_add_test(tc, python_a_request_behind_one_with_a_body_is_answered);
 	suite_add_tcase(s, tc);
 	return harness_main(s);
 }
