@@ -879,6 +879,36 @@ body_then_get(enum where w)
 	}
 }
 
+/* A body larger than the proxy's buffers (it waits on the upstream's
+ * reading while it comes), then a GET in the same write. */
+START_TEST(plain_a_request_behind_a_large_body_is_answered)
+{
+	static struct answers a;
+	static char req[(1 << 20) + 4096];
+	size_t big = 1 << 20;
+	unsigned p = upstream_port(plain);
+	int fd = unix_connect(channel);
+
+	ck_assert_int_ge(fd, 0);
+	int h = snprintf(req, sizeof(req),
+	    "POST http://api.test:%u/ok/big HTTP/1.1\r\nHost: api.test:%u\r\n"
+	    "Content-Length: %zu\r\n\r\n",
+	    p, p, big);
+	memset(req + h, 'b', big);
+	snprintf(req + (size_t)h + big, sizeof(req) - (size_t)h - big,
+	    "GET http://api.test:%u/ok/after-big HTTP/1.1\r\nHost: "
+	    "api.test:%u\r\n\r\n",
+	    p, p);
+	write_all(fd, req);
+	int n = read_answers(fd, NULL, &a, 2);
+	ck_assert_msg(n == 2,
+	    "a 1 MiB body then a GET: %d answers of 2: %.800s", n, a.buf);
+	ck_assert_ptr_nonnull(strstr(answer_at(&a, 0), "1048576"));
+	ck_assert_ptr_nonnull(strstr(answer_at(&a, 1), "/ok/after-big"));
+	close(fd);
+}
+END_TEST
+
 START_TEST(plain_a_request_behind_one_with_a_body_is_answered)
 {
 	body_then_get(PLAIN);
@@ -974,6 +1004,7 @@ main(void)
 	    tls_a_pipelined_request_for_another_host_is_host_mismatch);
 	tcase_add_test(tc, each_pipelined_request_gets_its_own_swap_and_scan);
 	tcase_add_test(tc, plain_a_request_behind_one_with_a_body_is_answered);
+	tcase_add_test(tc, plain_a_request_behind_a_large_body_is_answered);
 	tcase_add_test(tc, tls_a_request_behind_one_with_a_body_is_answered);
 	tcase_add_test(tc,
 	    injected_a_request_behind_one_with_a_body_is_answered);

@@ -443,8 +443,16 @@ read_request(struct conn *c, struct request *r)
 	n = (size_t)(end - c->buf) + 4;
 	if (n > HEAD_MAX)
 		return 2;
-	r->head = strndup(c->buf, n);
-	r->work = strndup(c->buf, n - 2); /* each line ends in CRLF */
+	/* Copies, not strndup: the buffer has no NUL past the head when a
+	 * body fills it (ASan's strict_string_checks read on to find one). */
+	r->head = malloc(n + 1);
+	r->work = malloc(n - 1); /* each line ends in CRLF */
+	if (r->head != NULL && r->work != NULL) {
+		memcpy(r->head, c->buf, n);
+		r->head[n] = '\0';
+		memcpy(r->work, c->buf, n - 2);
+		r->work[n - 2] = '\0';
+	}
 	if (r->head == NULL || r->work == NULL)
 		return 1;
 	if (strlen(r->head) != n)
