@@ -1,0 +1,231 @@
+/*
+ * The injection-test kit (injectkit.h): the broker, upstream, proxy,
+ * secret, manifest, job and token set-up that the injection and
+ * reflection integration tests share, and their small helpers. Test code:
+ * failures are check assertions, buffers are capped.
+ */
+#include "injectkit.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+pid_t
+injectkit_upstream_start(const char *script, const char *port_file,
+    unsigned *port)
+{
+	char portf[400], line[32];
+	pid_t pid;
+
+	snprintf(portf, sizeof(portf), "%s/%s", harness_tmpdir(), port_file);
+	unlink(portf);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-B", script,
+		    "--port-file", portf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0;
+	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
+	*port = (unsigned)strtoul(line, NULL, 10);
+	ck_assert_uint_gt(*port, 0);
+	return pid;
+}
+
+void
+injectkit_upstream_stop(pid_t *pid)
+{
+	if (*pid > 1) {
+		kill(*pid, SIGKILL);
+		waitpid(*pid, NULL, 0);
+	}
+	*pid = -1;
+}
+
+char *
+injectkit_send_on(const char *channel, const char *req)
+{
+	int fd = unix_connect(channel);
+	char *out;
+
+	if (fd < 0)
+		return strdup("");
+	out = http_exchange(fd, req, strlen(req), 5000);
+	close(fd);
+	return out != NULL ? out : strdup("");
+}
+
+char *
+injectkit_send(const struct injectkit *k, const char *req)
+{
+	return injectkit_send_on(k->channel, req);
+}
+
+long
+injectkit_metric(const struct daemon *proxy, const char *name)
+{
+	char cmd[300], line[300];
+	long v = -1;
+	size_t n = strlen(name);
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "curl -s %s/metrics", proxy->base);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, name, n) == 0 && line[n] == ' ')
+			v = strtol(line + n + 1, NULL, 10);
+	pclose(f);
+	return v;
+}
+
+bool
+injectkit_holds_piece(const char *value, const char *resp)
+{
+	for (size_t i = 0; i + 6 <= strlen(value); i++)
+		if (memmem(resp, strlen(resp), value + i, 6) != NULL)
+			return true;
+	return false;
+}
+
+void
+injectkit_request_to(const struct injectkit *k, char *out, size_t cap,
+    const char *host, const char *method, const char *path, bool with_token,
+    const char *conn)
+{
+	char auth[600] = "";
+
+	if (with_token)
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n",
+		    k->tok);
+	snprintf(out, cap,
+	    "%s http://%s:%u%s HTTP/1.1\r\nHost: %s:%u\r\n%s"
+	    "Connection: %s\r\n\r\n",
+	    method, host, k->up_port, path, host, k->up_port, auth, conn);
+}
+
+char *
+injectkit_ask(const struct injectkit *k, const char *method, const char *path,
+    bool with_token)
+{
+	char req[1024];
+
+	injectkit_request_to(k, req, sizeof(req), "api.test", method, path,
+	    with_token, "close");
+	return injectkit_send(k, req);
+}
+
+/* The manifest "redteam" of injectkit.h, on k's upstream port. */
+static json_t *
+manifest(const struct injectkit *k, const struct injectkit_opts *o)
+{
+	const char *header = o->header != NULL ? o->header : "X-Api-Key";
+	const char *format = o->format != NULL ? o->format : "Key {secret}";
+	json_t *methods = json_pack("[s,s]", "GET", "HEAD");
+
+	ck_assert_ptr_nonnull(methods);
+	if (o->post)
+		ck_assert_int_eq(json_array_append_new(methods,
+				     json_string("POST")),
+		    0);
+	return json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+			 " s:[{s:s, s:i, s:o, s:[s], s:s, s:[s], s:s,"
+			 "     s:{s:s, s:s, s:s, s:s}},"
+			 "    {s:s, s:i, s:[s,s], s:[s], s:s, s:[s]}]}",
+	    "name", "redteam", "command", "/bin/true", "capabilities", "name",
+	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
+	    "reason", "read x", "egress",
+	    /* rule 0: injects up-key */
+	    "host", "api.test", "port", k->up_port, "methods", methods, "paths",
+	    "/case/", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
+	    "audience", "api", "inject", "secret", "up-key", "header", header,
+	    "format", format, "capability", "x.read",
+	    /* rule 1: the same service under another name, nothing
+	     * injected */
+	    "host", "www.api.test", "port", k->up_port, "methods", "GET",
+	    "HEAD", "paths", "/open/", "reason", "the public part",
+	    "allow_cidrs", "127.0.0.0/8");
+}
+
+void
+injectkit_start(struct injectkit *k, const struct injectkit_opts *o)
+{
+	char cfg[2048], path[400], hostsf[400], req[1024], *resp;
+	json_t *m, *j;
+
+	signal(SIGPIPE, SIG_IGN);
+	k->up_pid = -1;
+	ck_assert_int_eq(daemon_start(&k->broker, "broker",
+			     "{\"log_level\": \"info\"}"),
+	    0);
+	harness_broker_key(&k->broker, "admin", k->admin, sizeof(k->admin));
+	harness_broker_key(&k->broker, "launcher", k->launcher,
+	    sizeof(k->launcher));
+	harness_broker_key(&k->broker, "verifier", k->verifier,
+	    sizeof(k->verifier));
+	k->up_pid =
+	    injectkit_upstream_start(o->script, o->port_file, &k->up_port);
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
+	harness_write_file(hostsf,
+	    "127.0.0.1 api.test\n127.0.0.1 www.api.test\n");
+	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
+	harness_write_file(path, k->verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_sha256\": \"%s\", "
+	    "\"hosts_file\": \"%s\", \"follower\": \"%s\"%s%s}",
+	    k->broker.base, path, harness_launcher_sha256(&k->broker), hostsf,
+	    o->follower, o->proxy_extra != NULL ? ", " : "",
+	    o->proxy_extra != NULL ? o->proxy_extra : "");
+	ck_assert_int_eq(daemon_start(&k->proxy, "proxy", cfg), 0);
+	json_decref(harness_expect(&k->broker, 200, "PUT", "/v1/secrets/up-key",
+	    k->admin, NULL, json_pack("{s:s}", "value", o->value)));
+	m = manifest(k, o);
+	ck_assert_ptr_nonnull(m);
+	json_decref(harness_expect(&k->broker, 200, "PUT",
+	    "/v1/manifests/redteam", k->admin, NULL, m));
+	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
+	    NULL, json_pack("{s:s}", "manifest", "redteam"));
+	snprintf(k->job, sizeof(k->job), "%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", k->job);
+	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
+	    NULL);
+	snprintf(k->channel, sizeof(k->channel), "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+
+	static const char b[] =
+	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
+	snprintf(req, sizeof(req),
+	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
+	    "broker.cordon\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n\r\n%s",
+	    strlen(b), b);
+	resp = injectkit_send(k, req);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	char *t = strstr(resp, "crd_"),
+	     *end = t != NULL ? strchr(t, '"') : NULL;
+	ck_assert_ptr_nonnull(end);
+	snprintf(k->tok, sizeof(k->tok), "%.*s", (int)(end - t), t);
+	free(resp);
+}
+
+void
+injectkit_stop(struct injectkit *k)
+{
+	daemon_stop(&k->proxy);
+	injectkit_upstream_stop(&k->up_pid);
+	daemon_stop(&k->broker);
+}

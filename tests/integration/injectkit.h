@@ -1,0 +1,102 @@
+/*
+ * The injection-test kit: the set-up the proxy's injection and reflection
+ * tests share. One call starts a broker (its admin, launcher and verifier
+ * keys), a python upstream script on a free loopback port, a proxy that
+ * resolves api.test and www.api.test to 127.0.0.1, PUTs the secret up-key
+ * and the manifest "redteam" (rule 0: api.test's /case/ injects up-key
+ * into a header; rule 1: www.api.test's /open/ injects nothing), creates a
+ * job at the broker and the proxy and asks, through the job's channel, for
+ * an x.read token. The helpers send raw requests on the channel and read
+ * the proxy's /metrics. Every failure is a check assertion.
+ */
+#ifndef CORDON_IT_INJECTKIT_H
+#define CORDON_IT_INJECTKIT_H
+
+#include "harness.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* What differs between the tests that use the kit. */
+struct injectkit_opts {
+	const char *script; /* the upstream's python script, a full path */
+	const char *port_file; /* its --port-file's name in harness_tmpdir() */
+	const char *follower; /* the proxy's "follower" */
+	const char *proxy_extra; /* more members of the proxy's config ("\"k\":
+				  v"), or NULL */
+	const char *value; /* up-key's value */
+	bool post; /* rule 0 allows POST besides GET and HEAD */
+	const char *header; /* rule 0's inject header, NULL: X-Api-Key */
+	const char *format; /* rule 0's inject format, NULL: "Key {secret}" */
+};
+
+/* A running stack; filled by injectkit_start. */
+struct injectkit {
+	struct daemon broker, proxy;
+	char admin[128], launcher[128], verifier[128];
+	char job[64], channel[300], tok[512];
+	pid_t up_pid;
+	unsigned up_port;
+};
+
+/*
+ * Starts the upstream o->script with "--port-file <tmpdir>/o->port_file",
+ * waits (10 s at most) until it wrote its port and returns its pid
+ * (> 1) with the port in *port. SIGPIPE is not touched. Asserts on failure.
+ */
+pid_t injectkit_upstream_start(const char *script, const char *port_file,
+    unsigned *port);
+
+/*
+ * Kills (SIGKILL) and reaps the upstream *pid when it is > 1, and sets
+ * *pid to -1. Safe to call again.
+ */
+void injectkit_upstream_stop(pid_t *pid);
+
+/*
+ * Starts the whole stack described above into k, with SIGPIPE ignored.
+ * Asserts on every failure (the daemons die with the test process).
+ */
+void injectkit_start(struct injectkit *k, const struct injectkit_opts *o);
+
+/* Stops the proxy, the upstream and the broker of k. */
+void injectkit_stop(struct injectkit *k);
+
+/*
+ * Sends req (a whole raw request) on the job channel at path channel, and
+ * returns what came back in 5 s, "" when the connect or the exchange
+ * failed; never NULL; the caller frees it.
+ */
+char *injectkit_send_on(const char *channel, const char *req);
+
+/* injectkit_send_on on k's channel. */
+char *injectkit_send(const struct injectkit *k, const char *req);
+
+/*
+ * The value of the metric line "name <value>" of the proxy's /metrics
+ * (read with curl), -1 when there is no such line.
+ */
+long injectkit_metric(const struct daemon *proxy, const char *name);
+
+/* Whether resp holds any 6 bytes in a row of value. */
+bool injectkit_holds_piece(const char *value, const char *resp);
+
+/*
+ * Writes into out (cap bytes, truncated) the job's raw request "method
+ * http://host:<k's upstream port>path" with a Host header, k's token as
+ * a bearer Authorization when with_token, and "Connection: conn".
+ */
+void injectkit_request_to(const struct injectkit *k, char *out, size_t cap,
+    const char *host, const char *method, const char *path, bool with_token,
+    const char *conn);
+
+/*
+ * Sends a "Connection: close" request for method path to api.test (the
+ * injecting rule's host) on k's channel, k's token when with_token;
+ * returns the answer as injectkit_send.
+ */
+char *injectkit_ask(const struct injectkit *k, const char *method,
+    const char *path, bool with_token);
+
+#endif
