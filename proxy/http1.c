@@ -293,6 +293,12 @@ parse_field_line(struct http1_parser *p, const char *data, size_t start,
 		req->body = HTTP1_BODY_CHUNKED;
 	} else if (lex_eq_nocase(s, nlen, "Upgrade")) {
 		req->upgrade = true;
+	} else if (lex_eq_nocase(s, nlen, "Content-Type")) {
+		/* nginx reads the first, the override judge its own:
+		 * one only (override.h). */
+		if (p->seen_ct)
+			return "duplicate_ct";
+		p->seen_ct = true;
 	}
 	return NULL;
 }

@@ -36,6 +36,8 @@
  *   duplicate_cl        a second Content-Length, even an equal one
  *   unknown_te          Transfer-Encoding other than exactly "chunked"
  *   duplicate_te        a second Transfer-Encoding field
+ *   duplicate_ct        a second Content-Type field (servers differ on
+ *                       which they read; the override judge reads one)
  *   te_in_http10        Transfer-Encoding in an HTTP/1.0 request
  *   cl_and_te           both Content-Length and Transfer-Encoding
  *   bad_connection      a Connection value that is not a list of tokens
@@ -138,7 +140,7 @@ struct http1_parser {
 	size_t line_start;
 	size_t headers_start;
 	size_t consumed;
-	bool seen_cl, seen_te, seen_host;
+	bool seen_cl, seen_te, seen_host, seen_ct;
 	struct http1_span host_value;
 	const char *reason; /* set when http1_parse refused */
 	struct http1_request req; /* valid once http1_parse returned 0 */

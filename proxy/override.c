@@ -16,8 +16,11 @@
 static bool
 is_override(const char *n, size_t len)
 {
-	/* PHP strips leading spaces, then makes '.', ' ' and an unclosed
-	 * '[' an '_'. */
+	/* PHP reads a name as a C string (a NUL ends it), strips leading
+	 * spaces, then makes '.', ' ' and an unclosed '[' an '_'. */
+	const char *nul = memchr(n, '\0', len);
+	if (nul != NULL)
+		len = (size_t)(nul - n);
 	while (len > 0 && *n == ' ') {
 		n++;
 		len--;
@@ -59,11 +62,42 @@ decode(const char *p, size_t len, bool plus, char *out)
 	return n;
 }
 
+/* Whether ctype[0..len) has a charset parameter other than one whose
+ * ASCII bytes are ASCII (body-parser decodes utf-16, utf-7 with
+ * iconv-lite, where "_method" may be +AF8-method). */
+static bool
+charset_unreadable(const char *ctype, size_t len)
+{
+	static const char *const ok[] = { "utf-8", "utf8", "us-ascii",
+		"iso-8859-1", "latin1" };
+
+	for (size_t i = 0; i + 8 <= len; i++) {
+		if (strncasecmp(ctype + i, "charset=", 8) != 0)
+			continue;
+		size_t at = i + 8, end;
+		if (at < len && ctype[at] == '"')
+			at++;
+		for (end = at; end < len && ctype[end] != '"' &&
+		     ctype[end] != ';' && ctype[end] != ' ' &&
+		     ctype[end] != '\t' && ctype[end] != ',';
+		     end++)
+			;
+		bool known = false;
+		for (size_t k = 0; k < sizeof(ok) / sizeof(ok[0]); k++)
+			known |= end - at == strlen(ok[k]) &&
+			    strncasecmp(ctype + at, ok[k], end - at) == 0;
+		if (!known)
+			return true;
+	}
+	return false;
+}
+
 enum override_kind
 override_kind_of(const char *ctype, size_t len)
 {
 	static const char form[] = "application/x-www-form-urlencoded";
 	static const char multi[] = "multipart/";
+	unsigned kind = OVERRIDE_NONE;
 
 	if (ctype == NULL)
 		return OVERRIDE_FORM;
@@ -71,19 +105,27 @@ override_kind_of(const char *ctype, size_t len)
 		ctype++;
 		len--;
 	}
-	if (len == 0)
-		return OVERRIDE_FORM;
-	if (len >= sizeof(form) - 1 &&
+	/* Rack: an empty media type (nothing before ';' or ',') is a
+	 * form, as no type is. */
+	if (len == 0 || *ctype == ';' || *ctype == ',')
+		kind |= OVERRIDE_FORM;
+	else if (len >= sizeof(form) - 1 &&
 	    strncasecmp(ctype, form, sizeof(form) - 1) == 0)
-		return OVERRIDE_FORM;
-	if (len >= sizeof(multi) - 1 &&
+		kind |= OVERRIDE_FORM;
+	else if (len >= sizeof(multi) - 1 &&
 	    strncasecmp(ctype, multi, sizeof(multi) - 1) == 0)
-		return OVERRIDE_MULTIPART;
-	/* application/json, text/json, application/...+json */
-	for (size_t i = 0; i + 4 <= len && ctype[i] != ';'; i++)
-		if (strncasecmp(ctype + i, "json", 4) == 0)
-			return OVERRIDE_JSON;
-	return OVERRIDE_NONE;
+		kind |= OVERRIDE_MULTIPART;
+	/* application/json, text/json, application/...+json; Laravel's
+	 * isJson takes "/json" or "+json" anywhere, parameters too. */
+	for (size_t i = 0; i + 4 <= len; i++)
+		if (strncasecmp(ctype + i, "json", 4) == 0 &&
+		    (memchr(ctype, ';', i) == NULL ||
+			(i > 0 &&
+			    (ctype[i - 1] == '/' || ctype[i - 1] == '+'))))
+			kind |= OVERRIDE_JSON;
+	if (kind != OVERRIDE_NONE && charset_unreadable(ctype, len))
+		kind |= OVERRIDE_UNREADABLE;
+	return (enum override_kind)kind;
 }
 
 bool
@@ -120,6 +162,9 @@ override_in_multipart(const char *b, size_t len)
 		    b[i - 1] != '\t')
 			continue;
 		size_t j = i + 4;
+		/* RFC 2231's name*=charset'lang'value (busboy reads it). */
+		bool ext = j < len && b[j] == '*';
+		j += ext;
 		while (j < len && (b[j] == ' ' || b[j] == '\t'))
 			j++;
 		if (j >= len || b[j] != '=')
@@ -139,6 +184,14 @@ override_in_multipart(const char *b, size_t len)
 				j++;
 		}
 		end = j;
+		if (ext) {
+			const char *q1 = memchr(b + start, '\'', end - start);
+			const char *q2 = q1 != NULL
+			    ? memchr(q1 + 1, '\'', (size_t)(b + end - q1 - 1))
+			    : NULL;
+			if (q2 != NULL)
+				start = (size_t)(q2 + 1 - b);
+		}
 		size_t n = decode(b + start, end - start, false, name);
 		if (n <= NAME_MAX_READ && is_override(name, n))
 			return true;
@@ -191,6 +244,10 @@ override_in_json(const char *b, size_t len)
 {
 	char name[NAME_MAX_READ];
 
+	/* A JSON text in UTF-8 holds no NUL: one in UTF-16 or UTF-32
+	 * (Python's json and body-parser read them) is not read here. */
+	if (memchr(b, '\0', len) != NULL)
+		return true;
 	for (size_t i = 0; i < len;) {
 		if (b[i] != '"') {
 			i++;
@@ -212,15 +269,11 @@ override_in_json(const char *b, size_t len)
 bool
 override_in_body(enum override_kind kind, const char *b, size_t len)
 {
-	switch (kind) {
-	case OVERRIDE_FORM:
-		return override_in_form(b, len);
-	case OVERRIDE_MULTIPART:
-		return override_in_multipart(b, len);
-	case OVERRIDE_JSON:
-		return override_in_json(b, len);
-	case OVERRIDE_NONE:
-		break;
-	}
-	return false;
+	unsigned k = (unsigned)kind;
+
+	if (k & OVERRIDE_UNREADABLE)
+		return true;
+	return ((k & OVERRIDE_FORM) && override_in_form(b, len)) ||
+	    ((k & OVERRIDE_MULTIPART) && override_in_multipart(b, len)) ||
+	    ((k & OVERRIDE_JSON) && override_in_json(b, len));
 }

@@ -19,15 +19,23 @@
  * READ_HIGH past the head. */
 #define OVERRIDE_BODY_MAX (64 * 1024)
 
-/* How a body is read for an override, by its Content-Type. */
+/* How a body is read for an override, by its Content-Type: the readers
+ * of every framework that may read it, a set of these bits. */
 enum override_kind {
-	OVERRIDE_NONE, /* a type no framework reads parameters from */
-	OVERRIDE_FORM, /* urlencoded, or no type at all (Rack reads it) */
-	OVERRIDE_MULTIPART,
-	OVERRIDE_JSON,
+	OVERRIDE_NONE = 0, /* a type no framework reads parameters from */
+	OVERRIDE_FORM = 1, /* urlencoded, or no type (Rack reads it) */
+	OVERRIDE_MULTIPART = 2,
+	OVERRIDE_JSON = 4,
+	/* with one of the above: a charset whose bytes are not ASCII's,
+	 * so the body counts as an override unread */
+	OVERRIDE_UNREADABLE = 8,
 };
 
-/* The kind of a body of Content-Type ctype[0..len) (NULL: none). */
+/* The kind of a body of Content-Type ctype[0..len) (NULL: none): a
+ * media type Rack reads as a form (none, or empty before ';' or ','),
+ * multipart/, "json" in the type or "/json" or "+json" anywhere
+ * (Laravel), each bit of those that apply, and OVERRIDE_UNREADABLE
+ * beside them for a charset other than utf-8, us-ascii, iso-8859-1. */
 enum override_kind override_kind_of(const char *ctype, size_t len);
 
 /* Whether query or urlencoded form q[0..len) has a parameter that
@@ -35,14 +43,17 @@ enum override_kind override_kind_of(const char *ctype, size_t len);
 bool override_in_form(const char *q, size_t len);
 
 /* Whether a multipart body b[0..len) has a part named so (any
- * "name=" parameter, quoted or not, outside filename=). */
+ * "name=" parameter, quoted or not, outside filename=; RFC 2231's
+ * name*=charset'lang'value too). */
 bool override_in_multipart(const char *b, size_t len);
 
 /* Whether a JSON body b[0..len) has a key that does, at any depth, its
- * escapes read. */
+ * escapes read (a NUL cuts a key as PHP does); true for a body holding a
+ * NUL byte (UTF-16 or UTF-32, not read). */
 bool override_in_json(const char *b, size_t len);
 
-/* Whether body b[0..len) of kind overrides the method. */
+/* Whether body b[0..len) of kind overrides the method: by any reader
+ * of kind's bits; always for OVERRIDE_UNREADABLE. */
 bool override_in_body(enum override_kind kind, const char *b, size_t len);
 
 #endif
