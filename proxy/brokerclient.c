@@ -16,6 +16,20 @@
  * libevent's input buffer, whose chains are then wiped in place and
  * drained, and the copy is wiped once the callback returned.
  *
+ * A call goes on the connection with the fewest calls in flight (libevent
+ * sends one request at a time on each, queueing the rest): introspections
+ * and a job's rules over CALL_CONNS, secrets' releases over RELEASE_CONNS
+ * of their own (a mint on broker.cordon is no call of this client's). A release may wait at the broker for an
+ * issuer (4 s: the broker's issuers.c), so a job whose issuer hangs,
+ * asking in a loop, would otherwise hold every connection and every other
+ * job's introspections behind it; with its own connections and at most
+ * BROKERCLIENT_JOB_RELEASES of a job in flight it holds none, and another
+ * job's release waits behind it only once four such jobs hold every
+ * release connection. A job's releases past its cap wait their turn here
+ * (BROKERCLIENT_JOB_WAITING of them, on no connection: a burst of a job's
+ * requests on a cold cache is served in turn), and past that, or
+ * BROKERCLIENT_RELEASES in flight in all, are refused at once.
+ *
  * With a list of brokers (a fleet on one database), everything goes to
  * the current one; a call that gets a 503, or no connection, or (when
  * httpc_repeatable) no answer is sent again to the next (a secret's
@@ -51,6 +65,8 @@
 #define FEED_RETRY_MS 250
 #define CALL_TIMEOUT_S 5
 #define CALL_CONNS 4
+#define RELEASE_CONNS 16
+#define NCONNS (CALL_CONNS + RELEASE_CONNS)
 #define RECENT_MAX 1024
 
 struct brokerclient_call {
@@ -66,6 +82,9 @@ struct brokerclient_call {
 	size_t tries; /* brokers asked so far */
 	bool repeatable; /* httpc_repeatable: may be sent twice */
 	bool went_out; /* it may have reached the broker that failed it */
+	bool release; /* on the release connections, counted for job */
+	size_t conn; /* its connection at broker at, while in flight */
+	char job[BROKERCLIENT_JOB_MAX + 1];
 };
 
 /* One broker of the list and the connections to it. */
@@ -74,7 +93,9 @@ struct broker_link {
 	char host[64];
 	uint16_t port;
 	struct sockaddr_in addr;
-	struct evhttp_connection *calls[CALL_CONNS];
+	/* [0, CALL_CONNS): calls; the rest: releases (brokerclient_release) */
+	struct evhttp_connection *calls[NCONNS];
+	unsigned load[NCONNS]; /* calls in flight on each */
 	struct evhttp_connection *feed_conn;
 };
 
@@ -91,6 +112,11 @@ struct brokerclient {
 	size_t feed_turns; /* brokers turned to since the last answer */
 	unsigned next_call;
 	TAILQ_HEAD(, brokerclient_call) pending;
+	/* Releases past their job's cap, oldest first: not sent yet. */
+	TAILQ_HEAD(, brokerclient_call) waiting;
+	uint64_t releases; /* in flight, cancelled ones too */
+	uint64_t nwaiting;
+	uint64_t releases_refused; /* past the caps */
 	struct evhttp_request *feed_req;
 	struct event *feed_retry;
 	struct event *feed_check;
@@ -221,6 +247,30 @@ call_free(struct brokerclient_call *c)
 	free(c);
 }
 
+/* A release of job's that waited its turn goes out (one left the
+ * broker's connections); a cancelled one is dropped. */
+static void
+release_next(struct brokerclient *b, const char *job)
+{
+	struct brokerclient_call *w, *next;
+
+	for (w = TAILQ_FIRST(&b->waiting); w != NULL; w = next) {
+		next = TAILQ_NEXT(w, link);
+		if (strcmp(w->job, job) != 0)
+			continue;
+		TAILQ_REMOVE(&b->waiting, w, link);
+		b->nwaiting--;
+		if (w->cb != NULL && call_send(w) == 0) {
+			b->releases++;
+			return;
+		}
+		/* Cancelled, or it could not be sent: then the job is told. */
+		if (w->cb != NULL)
+			w->cb(w->arg, 0, NULL);
+		call_free(w);
+	}
+}
+
 static void
 call_done(struct evhttp_request *req, void *arg)
 {
@@ -231,6 +281,7 @@ call_done(struct evhttp_request *req, void *arg)
 
 	c->req = NULL;
 	TAILQ_REMOVE(&b->pending, c, link);
+	b->brokers[c->at].load[c->conn]--;
 	/* A broker without its database, or no answer: the next one. A
 	 * mint or a release that went out and got no answer may have been
 	 * carried out: not twice. */
@@ -257,6 +308,10 @@ call_done(struct evhttp_request *req, void *arg)
 		brokerclient_evbuffer_wipe(in);
 		evbuffer_drain(in, n);
 	}
+	if (c->release) {
+		b->releases--;
+		release_next(b, c->job);
+	}
 	if (c->cb != NULL)
 		c->cb(c->arg, status, body);
 	json_decref(body);
@@ -277,6 +332,24 @@ call_error(enum evhttp_request_error e, void *arg)
 
 	(void)e;
 	c->went_out = true;
+}
+
+/* The connection of l's calls (or releases) with the fewest in flight,
+ * the first of them from a turning start: one slow answer queues no call
+ * while another connection is free. */
+static size_t
+pick_conn(struct brokerclient *b, const struct broker_link *l, bool release)
+{
+	size_t from = release ? CALL_CONNS : 0;
+	size_t n = release ? RELEASE_CONNS : CALL_CONNS;
+	size_t start = b->next_call++ % n, best = from + start;
+
+	for (size_t k = 1; k < n && l->load[best] > 0; k++) {
+		size_t i = from + (start + k) % n;
+		if (l->load[i] < l->load[best])
+			best = i;
+	}
+	return best;
 }
 
 /* Sends c to the current broker: 0, or -1 (nothing was sent). */
@@ -305,8 +378,8 @@ call_send(struct brokerclient_call *c)
 		}
 		evhttp_add_header(h, "Content-Type", "application/json");
 	}
-	/* A few connections in turn: one slow answer does not queue all. */
-	conn = l->calls[b->next_call++ % CALL_CONNS];
+	c->conn = pick_conn(b, l, c->release);
+	conn = l->calls[c->conn];
 	c->at = b->cur;
 	c->tries++;
 	if (evhttp_make_request(conn, c->req, c->cmd, c->path) < 0) {
@@ -314,8 +387,33 @@ call_send(struct brokerclient_call *c)
 		c->req = NULL;
 		return -1;
 	}
+	l->load[c->conn]++;
 	TAILQ_INSERT_TAIL(&b->pending, c, link);
 	return 0;
+}
+
+/* A new call of method path with json's text, not sent yet: NULL when
+ * out of memory. */
+static struct brokerclient_call *
+call_new(struct brokerclient *b, const char *method, const char *path,
+    const json_t *json, brokerclient_cb cb, void *arg)
+{
+	struct brokerclient_call *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->b = b;
+	c->cb = cb;
+	c->arg = arg;
+	c->cmd = strcmp(method, "POST") == 0 ? EVHTTP_REQ_POST : EVHTTP_REQ_GET;
+	c->repeatable = httpc_repeatable(method, path);
+	c->path = strdup(path);
+	c->body = json != NULL ? json_dumps(json, JSON_COMPACT) : NULL;
+	if (c->path == NULL || (json != NULL && c->body == NULL)) {
+		call_free(c);
+		return NULL;
+	}
+	return c;
 }
 
 struct brokerclient_call *
@@ -326,22 +424,64 @@ brokerclient_call(struct brokerclient *b, const char *method, const char *path,
 
 	if (b->verifier_key == NULL)
 		return NULL;
-	c = calloc(1, sizeof(*c));
-	if (c == NULL)
-		return NULL;
-	c->b = b;
-	c->cb = cb;
-	c->arg = arg;
-	c->cmd = strcmp(method, "POST") == 0 ? EVHTTP_REQ_POST : EVHTTP_REQ_GET;
-	c->repeatable = httpc_repeatable(method, path);
-	c->path = strdup(path);
-	c->body = json != NULL ? json_dumps(json, JSON_COMPACT) : NULL;
-	if (c->path == NULL || (json != NULL && c->body == NULL) ||
-	    call_send(c) < 0) {
+	c = call_new(b, method, path, json, cb, arg);
+	if (c != NULL && call_send(c) < 0) {
 		call_free(c);
 		return NULL;
 	}
 	return c;
+}
+
+int
+brokerclient_release(struct brokerclient *b, const char *job, const char *path,
+    brokerclient_cb cb, void *arg, struct brokerclient_call **ret_call)
+{
+	struct brokerclient_call *c;
+	unsigned mine = 0, queued = 0;
+
+	if (b->verifier_key == NULL || strlen(job) > BROKERCLIENT_JOB_MAX)
+		return -EINVAL;
+	TAILQ_FOREACH(c, &b->pending, link)
+	{
+		mine += c->release && strcmp(c->job, job) == 0;
+	}
+	TAILQ_FOREACH(c, &b->waiting, link)
+	{
+		queued += strcmp(c->job, job) == 0;
+	}
+	bool wait = mine >= BROKERCLIENT_JOB_RELEASES;
+	if ((wait && queued >= BROKERCLIENT_JOB_WAITING) ||
+	    (!wait && b->releases >= BROKERCLIENT_RELEASES)) {
+		b->releases_refused++;
+		return -EBUSY;
+	}
+	c = call_new(b, "POST", path, NULL, cb, arg);
+	if (c == NULL)
+		return -ENOMEM;
+	c->release = true;
+	snprintf(c->job, sizeof(c->job), "%s", job);
+	if (wait) {
+		TAILQ_INSERT_TAIL(&b->waiting, c, link);
+		b->nwaiting++;
+		*ret_call = c;
+		return 0;
+	}
+	if (call_send(c) < 0) {
+		call_free(c);
+		return -ENOMEM;
+	}
+	b->releases++;
+	*ret_call = c;
+	return 0;
+}
+
+void
+brokerclient_release_counts(const struct brokerclient *b,
+    uint64_t *ret_in_flight, uint64_t *ret_waiting, uint64_t *ret_refused)
+{
+	*ret_in_flight = b->releases;
+	*ret_waiting = b->nwaiting;
+	*ret_refused = b->releases_refused;
 }
 
 void
@@ -535,6 +675,7 @@ brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
 	b->base = base;
 	b->hooks = o->hooks;
 	TAILQ_INIT(&b->pending);
+	TAILQ_INIT(&b->waiting);
 	snprintf(b->follower, sizeof(b->follower), "%s",
 	    o->follower != NULL ? o->follower : "");
 	n = httpc_bases(o->base, bases, HTTPC_BASES_MAX);
@@ -556,7 +697,7 @@ brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
 	for (size_t k = 0; k < b->nbrokers; k++) {
 		struct broker_link *l = &b->brokers[k];
 
-		for (size_t i = 0; i < CALL_CONNS; i++) {
+		for (size_t i = 0; i < NCONNS; i++) {
 			l->calls[i] = evhttp_connection_base_new(base, NULL,
 			    l->host, l->port);
 			if (l->calls[i] == NULL)
@@ -596,7 +737,7 @@ brokerclient_free(struct brokerclient *b)
 	for (size_t k = 0; k < b->nbrokers; k++) {
 		struct broker_link *l = &b->brokers[k];
 
-		for (size_t i = 0; i < CALL_CONNS; i++)
+		for (size_t i = 0; i < NCONNS; i++)
 			if (l->calls[i] != NULL)
 				evhttp_connection_free(l->calls[i]);
 		if (l->feed_conn != NULL)
@@ -605,6 +746,11 @@ brokerclient_free(struct brokerclient *b)
 	while (!TAILQ_EMPTY(&b->pending)) {
 		struct brokerclient_call *c = TAILQ_FIRST(&b->pending);
 		TAILQ_REMOVE(&b->pending, c, link);
+		call_free(c);
+	}
+	while (!TAILQ_EMPTY(&b->waiting)) {
+		struct brokerclient_call *c = TAILQ_FIRST(&b->waiting);
+		TAILQ_REMOVE(&b->waiting, c, link);
 		call_free(c);
 	}
 	if (b->feed_retry != NULL)

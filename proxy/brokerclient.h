@@ -19,6 +19,12 @@
 #define FEED_FAIL_CLOSED_MS 2000
 /* The longest job id the feed's ring of recent revocations keeps. */
 #define BROKERCLIENT_JOB_MAX 63
+/* A job's secret releases in flight at once (each may wait at the broker
+ * for an issuer, up to 4 s), more of the job's waiting their turn at the
+ * proxy, and all jobs' in flight: past them, refused at once. */
+#define BROKERCLIENT_JOB_RELEASES 4
+#define BROKERCLIENT_JOB_WAITING 16
+#define BROKERCLIENT_RELEASES 64
 
 /* What the feed tells the proxy, called from the event loop. */
 struct brokerclient_hooks {
@@ -72,6 +78,25 @@ typedef void (*brokerclient_cb)(void *arg, int status, json_t *body);
 struct brokerclient_call *brokerclient_call(struct brokerclient *b,
     const char *method, const char *path, const json_t *json,
     brokerclient_cb cb, void *arg);
+/*
+ * POSTs path, a secret's release for job, as brokerclient_call does, but
+ * on connections of their own (16 a broker, each call on the one with
+ * the fewest in flight), so that a release waiting at the broker for an
+ * issuer holds no introspection or job's rules behind it. Past job's
+ * BROKERCLIENT_JOB_RELEASES in flight it waits its turn, on no
+ * connection, until one of the job's is answered (a cancelled release
+ * counts until then). 0 and *ret_call set; -EBUSY when job has
+ * BROKERCLIENT_JOB_WAITING waiting already, or all jobs
+ * BROKERCLIENT_RELEASES in flight (counted); -EINVAL (no verifier key, a
+ * job id too long) or -ENOMEM: cb is never called then.
+ */
+int brokerclient_release(struct brokerclient *b, const char *job,
+    const char *path, brokerclient_cb cb, void *arg,
+    struct brokerclient_call **ret_call);
+/* For /metrics: releases in flight, waiting their turn, and refused
+ * past the caps. */
+void brokerclient_release_counts(const struct brokerclient *b,
+    uint64_t *ret_in_flight, uint64_t *ret_waiting, uint64_t *ret_refused);
 /* cb will not be called; c is freed when its answer comes. NULL: none. */
 void brokerclient_cancel(struct brokerclient_call *c);
 /*

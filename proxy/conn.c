@@ -609,6 +609,21 @@ inject_use(struct pconn *c, const char *value, size_t len, int64_t version,
 	go_upstream(c);
 }
 
+/* The detail of a release the broker answered 503 with error err: the
+ * broker's own reasons (credentials.md), any other broker_unavailable. */
+static const char *
+release_unavailable(const char *err)
+{
+	static const char *const known[] = { "issuer_unavailable",
+		"issuer_busy", "broker_stopping" };
+
+	for (size_t i = 0; err != NULL && i < sizeof(known) / sizeof(known[0]);
+	     i++)
+		if (strcmp(err, known[i]) == 0)
+			return known[i];
+	return "broker_unavailable";
+}
+
 /* The broker's release of the rule's secret: the credential for this
  * request, kept in the job's cache, or a refusal (fail closed). */
 static void
@@ -623,10 +638,15 @@ on_release(void *arg, int status, json_t *body)
 	c->call = NULL;
 	/* The credential's issuer refused or is away (the broker's
 	 * issuers.c): the upstream side failed, and the answer says so. */
-	if ((status == 502 || status == 503) && err != NULL &&
-	    strncmp(err, "issuer_", 7) == 0) {
-		fail(c, (unsigned)status,
-		    status == 502 ? "issuer_refused" : "issuer_unavailable");
+	if (status == 502 && err != NULL && strncmp(err, "issuer_", 7) == 0) {
+		fail(c, 502, "issuer_refused");
+		return;
+	}
+	/* The broker could not release it now (its issuer slow, busy, or
+	 * the broker stopping; a fleet's next broker was asked already):
+	 * 503 with the reason, not a refusal of the secret. */
+	if (status == 503) {
+		fail(c, 503, release_unavailable(err));
 		return;
 	}
 	if (status != 200 || !json_is_string(v) || len == 0 ||
@@ -775,9 +795,13 @@ inject_release(struct pconn *c)
 	}
 	snprintf(path, sizeof(path), "/v1/jobs/%s/secrets/%s/release",
 	    c->job->id, rule->inject.secret);
-	c->call =
-	    brokerclient_call(c->p->bclient, "POST", path, NULL, on_release, c);
-	if (c->call == NULL)
+	/* On the releases' own connections, a few of the job's at once
+	 * and more in turn; past them the job is told at once. */
+	int r = brokerclient_release(c->p->bclient, c->job->id, path,
+	    on_release, c, &c->call);
+	if (r == -EBUSY)
+		fail(c, 503, "releases_busy");
+	else if (r < 0)
 		deny(c, "inject", "secret_unavailable");
 }
 

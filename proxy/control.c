@@ -340,4 +340,16 @@ control_metrics(void *ctx, struct buf *out)
 	metrics_one(out, "cordon_proxy_feed_seq", "gauge",
 	    "The last revocation sequence number applied.",
 	    (uint64_t)brokerclient_feed_seq(p->bclient));
+	uint64_t rel, rel_waiting, rel_refused;
+	brokerclient_release_counts(p->bclient, &rel, &rel_waiting,
+	    &rel_refused);
+	metrics_one(out, "cordon_proxy_releases_in_flight", "gauge",
+	    "Secrets' releases asked of the broker, not answered yet.", rel);
+	metrics_one(out, "cordon_proxy_releases_waiting", "gauge",
+	    "Releases past their job's 4 in flight, waiting their turn.",
+	    rel_waiting);
+	metrics_one(out, "cordon_proxy_releases_refused_total", "counter",
+	    "Releases refused at the proxy past a job's 16 waiting or all "
+	    "jobs' 64 in flight (503 releases_busy).",
+	    rel_refused);
 }
