@@ -18,7 +18,7 @@
 
 pid_t
 injectkit_upstream_start(const char *script, const char *port_file,
-    unsigned *port)
+    const char *key, unsigned *port)
 {
 	char portf[400], line[32];
 	pid_t pid;
@@ -29,8 +29,12 @@ injectkit_upstream_start(const char *script, const char *port_file,
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/usr/bin/python3", "python3", "-B", script,
-		    "--port-file", portf, (char *)NULL);
+		if (key != NULL)
+			execl("/usr/bin/python3", "python3", "-B", script,
+			    "--port-file", portf, "--key", key, (char *)NULL);
+		else
+			execl("/usr/bin/python3", "python3", "-B", script,
+			    "--port-file", portf, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0;
@@ -40,6 +44,19 @@ injectkit_upstream_start(const char *script, const char *port_file,
 	*port = (unsigned)strtoul(line, NULL, 10);
 	ck_assert_uint_gt(*port, 0);
 	return pid;
+}
+
+pid_t
+injectkit_jobs_upstream(const char *script, const char *key, unsigned *port)
+{
+	char path[600], portf[300];
+	const char *slash = strchr(script, '/');
+
+	snprintf(path, sizeof(path), "%s/tests/integration/jobs/%s",
+	    CORDON_SOURCE_DIR, script);
+	snprintf(portf, sizeof(portf), "%s.port",
+	    slash != NULL ? slash + 1 : script);
+	return injectkit_upstream_start(path, portf, key, port);
 }
 
 void
@@ -87,6 +104,29 @@ injectkit_metric(const struct daemon *proxy, const char *name)
 			v = strtol(line + n + 1, NULL, 10);
 	pclose(f);
 	return v;
+}
+
+bool
+injectkit_decisions_hold(const struct daemon *proxy, const char *needle)
+{
+	enum { cap = 4 << 20 };
+	char path[400], *data = malloc(cap);
+	FILE *f;
+	size_t n;
+	bool found;
+
+	ck_assert_ptr_nonnull(data);
+	snprintf(path, sizeof(path), "%s/var/proxy/log/decisions.log",
+	    proxy->dir);
+	if ((f = fopen(path, "rbe")) == NULL) {
+		free(data);
+		return false;
+	}
+	n = fread(data, 1, cap, f);
+	fclose(f);
+	found = memmem(data, n, needle, strlen(needle)) != NULL;
+	free(data);
+	return found;
 }
 
 bool
@@ -158,13 +198,12 @@ manifest(const struct injectkit *k, const struct injectkit_opts *o)
 }
 
 void
-injectkit_start(struct injectkit *k, const struct injectkit_opts *o)
+injectkit_stack_start(struct injectkit *k, const char *hosts,
+    const char *follower, const char *proxy_extra)
 {
-	char cfg[2048], path[400], hostsf[400], req[1024], *resp;
-	json_t *m, *j;
+	char cfg[2048], path[400], hostsf[400];
 
 	signal(SIGPIPE, SIG_IGN);
-	k->up_pid = -1;
 	ck_assert_int_eq(daemon_start(&k->broker, "broker",
 			     "{\"log_level\": \"info\"}"),
 	    0);
@@ -173,11 +212,8 @@ injectkit_start(struct injectkit *k, const struct injectkit_opts *o)
 	    sizeof(k->launcher));
 	harness_broker_key(&k->broker, "verifier", k->verifier,
 	    sizeof(k->verifier));
-	k->up_pid =
-	    injectkit_upstream_start(o->script, o->port_file, &k->up_port);
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
-	harness_write_file(hostsf,
-	    "127.0.0.1 api.test\n127.0.0.1 www.api.test\n");
+	harness_write_file(hostsf, hosts);
 	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
 	harness_write_file(path, k->verifier);
 	snprintf(cfg, sizeof(cfg),
@@ -185,17 +221,33 @@ injectkit_start(struct injectkit *k, const struct injectkit_opts *o)
 	    "\"launcher_key_sha256\": \"%s\", "
 	    "\"hosts_file\": \"%s\", \"follower\": \"%s\"%s%s}",
 	    k->broker.base, path, harness_launcher_sha256(&k->broker), hostsf,
-	    o->follower, o->proxy_extra != NULL ? ", " : "",
-	    o->proxy_extra != NULL ? o->proxy_extra : "");
+	    follower, proxy_extra != NULL ? ", " : "",
+	    proxy_extra != NULL ? proxy_extra : "");
 	ck_assert_int_eq(daemon_start(&k->proxy, "proxy", cfg), 0);
-	json_decref(harness_expect(&k->broker, 200, "PUT", "/v1/secrets/up-key",
-	    k->admin, NULL, json_pack("{s:s}", "value", o->value)));
-	m = manifest(k, o);
+}
+
+void
+injectkit_secret(struct injectkit *k, const char *name, const char *value)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
+	json_decref(harness_expect(&k->broker, 200, "PUT", path, k->admin, NULL,
+	    json_pack("{s:s}", "value", value)));
+}
+
+void
+injectkit_job_start(struct injectkit *k, const char *name, json_t *m)
+{
+	char path[400], req[1024], *resp;
+	json_t *j;
+
 	ck_assert_ptr_nonnull(m);
-	json_decref(harness_expect(&k->broker, 200, "PUT",
-	    "/v1/manifests/redteam", k->admin, NULL, m));
+	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
+	json_decref(
+	    harness_expect(&k->broker, 200, "PUT", path, k->admin, NULL, m));
 	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
-	    NULL, json_pack("{s:s}", "manifest", "redteam"));
+	    NULL, json_pack("{s:s}", "manifest", name));
 	snprintf(k->job, sizeof(k->job), "%s",
 	    json_string_value(json_object_get(j, "job")));
 	json_decref(j);
@@ -220,6 +272,18 @@ injectkit_start(struct injectkit *k, const struct injectkit_opts *o)
 	ck_assert_ptr_nonnull(end);
 	snprintf(k->tok, sizeof(k->tok), "%.*s", (int)(end - t), t);
 	free(resp);
+}
+
+void
+injectkit_start(struct injectkit *k, const struct injectkit_opts *o)
+{
+	k->up_pid = -1;
+	injectkit_stack_start(k, "127.0.0.1 api.test\n127.0.0.1 www.api.test\n",
+	    o->follower, o->proxy_extra);
+	k->up_pid = injectkit_upstream_start(o->script, o->port_file, NULL,
+	    &k->up_port);
+	injectkit_secret(k, "up-key", o->value);
+	injectkit_job_start(k, "redteam", manifest(k, o));
 }
 
 void

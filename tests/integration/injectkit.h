@@ -41,11 +41,19 @@ struct injectkit {
 };
 
 /*
- * Starts the upstream o->script with "--port-file <tmpdir>/o->port_file",
- * waits (10 s at most) until it wrote its port and returns its pid
- * (> 1) with the port in *port. SIGPIPE is not touched. Asserts on failure.
+ * Starts the python upstream script (a full path) with "--port-file
+ * <tmpdir>/port_file" and "--key key" when key is not NULL, waits (10 s
+ * at most) until it wrote its port and returns its pid (> 1) with the
+ * port in *port. Asserts on failure.
  */
 pid_t injectkit_upstream_start(const char *script, const char *port_file,
+    const char *key, unsigned *port);
+
+/*
+ * injectkit_upstream_start of tests/integration/jobs/<script> (a path
+ * "dir/name.py"), its port file "name.py.port".
+ */
+pid_t injectkit_jobs_upstream(const char *script, const char *key,
     unsigned *port);
 
 /*
@@ -53,6 +61,26 @@ pid_t injectkit_upstream_start(const char *script, const char *port_file,
  * *pid to -1. Safe to call again.
  */
 void injectkit_upstream_stop(pid_t *pid);
+
+/*
+ * Starts k's broker (its three keys in k), writes hosts (a hosts file's
+ * text) and k's verifier key to harness_tmpdir() and starts k's proxy with
+ * them, follower and proxy_extra (more config members, or NULL); SIGPIPE
+ * ignored. Asserts on failure.
+ */
+void injectkit_stack_start(struct injectkit *k, const char *hosts,
+    const char *follower, const char *proxy_extra);
+
+/* PUTs the secret name with value at k's broker (asserts 200). */
+void injectkit_secret(struct injectkit *k, const char *name, const char *value);
+
+/*
+ * PUTs the manifest m (taken; not NULL, asserted) as name, creates a job
+ * of it at k's broker and proxy (k->job, k->channel) and asks, on the
+ * channel, for a token of capability x.read with params {"t": "1"}
+ * (k->tok). Asserts on failure.
+ */
+void injectkit_job_start(struct injectkit *k, const char *name, json_t *m);
 
 /*
  * Starts the whole stack described above into k, with SIGPIPE ignored.
@@ -78,6 +106,12 @@ char *injectkit_send(const struct injectkit *k, const char *req);
  * (read with curl), -1 when there is no such line.
  */
 long injectkit_metric(const struct daemon *proxy, const char *name);
+
+/*
+ * Whether the proxy's decisions.log (its first 4 MiB) holds needle; false
+ * when it cannot be opened.
+ */
+bool injectkit_decisions_hold(const struct daemon *proxy, const char *needle);
 
 /* Whether resp holds any 6 bytes in a row of value. */
 bool injectkit_holds_piece(const char *value, const char *resp);

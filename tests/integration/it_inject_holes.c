@@ -14,6 +14,7 @@
  *    with unread input is neither reused nor pooled.
  */
 #include "harness.h"
+#include "injectkit.h"
 #include "upstream.h"
 
 #include <check.h>
@@ -27,60 +28,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static struct daemon broker, proxy;
-static char admin[128], launcher[128], verifier[128], channel[300];
-static char tok[512];
-static pid_t up_pid = -1;
-static unsigned up_port;
+static struct injectkit kit;
 
 static const char value[] = "sk_live_holes_0123456789abcdefgh";
-
-static void
-upstream_run(void)
-{
-	char portf[400], line[32];
-
-	snprintf(portf, sizeof(portf), "%s/holes.port", harness_tmpdir());
-	unlink(portf);
-	up_pid = fork();
-	ck_assert_int_ge(up_pid, 0);
-	if (up_pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/usr/bin/python3", "python3", "-B",
-		    CORDON_SOURCE_DIR "/tests/integration/jobs/inject/holes.py",
-		    "--port-file", portf, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0;
-	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
-		usleep(50000);
-	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
-	up_port = (unsigned)strtoul(line, NULL, 10);
-	ck_assert_uint_gt(up_port, 0);
-}
-
-static char *
-send_on(const char *req)
-{
-	int fd = unix_connect(channel);
-	char *out;
-
-	if (fd < 0)
-		return strdup("");
-	out = http_exchange(fd, req, strlen(req), 5000);
-	close(fd);
-	return out != NULL ? out : strdup("");
-}
-
-/* Whether resp holds any 6 bytes in a row of the secret. */
-static bool
-holds_piece(const char *resp)
-{
-	for (size_t i = 0; i + 6 <= strlen(value); i++)
-		if (memmem(resp, strlen(resp), value + i, 6) != NULL)
-			return true;
-	return false;
-}
 
 /* The job's GET of /case/<name><query> with the token and extra fields. */
 static char *
@@ -91,122 +41,36 @@ ask(const char *name, const char *extra, const char *conn)
 	snprintf(req, sizeof(req),
 	    "GET http://api.test:%u/case/%s HTTP/1.1\r\nHost: api.test:%u\r\n"
 	    "Authorization: Bearer %s\r\n%sConnection: %s\r\n\r\n",
-	    up_port, name, up_port, tok, extra, conn);
-	return send_on(req);
-}
-
-/* The value of metric name in the proxy's /metrics, or -1. */
-static long
-metric(const char *name)
-{
-	char cmd[300], line[300];
-	long v = -1;
-	size_t n = strlen(name);
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "curl -s %s/metrics", proxy.base);
-	f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, name, n) == 0 && line[n] == ' ')
-			v = strtol(line + n + 1, NULL, 10);
-	pclose(f);
-	return v;
-}
-
-static bool
-decisions_hold(const char *needle)
-{
-	static char data[4 << 20];
-	char path[400];
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "%s/var/proxy/log/decisions.log",
-	    proxy.dir);
-	if ((f = fopen(path, "rbe")) == NULL)
-		return false;
-	n = fread(data, 1, sizeof(data), f);
-	fclose(f);
-	return memmem(data, n, needle, strlen(needle)) != NULL;
+	    kit.up_port, name, kit.up_port, kit.tok, extra, conn);
+	return injectkit_send(&kit, req);
 }
 
 static void
 setup(void)
 {
-	char cfg[2048], path[400], hostsf[400], job[64], req[1024], *resp;
-	json_t *m, *j;
-
-	signal(SIGPIPE, SIG_IGN);
-	ck_assert_int_eq(daemon_start(&broker, "broker",
-			     "{\"log_level\": \"info\"}"),
-	    0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
-	upstream_run();
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
-	harness_write_file(hostsf, "127.0.0.1 api.test\n");
-	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
-	harness_write_file(path, verifier);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_sha256\": \"%s\", "
-	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-holes\"}",
-	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
-	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
-	    admin, NULL, json_pack("{s:s}", "value", value)));
-	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+	kit.up_pid = -1;
+	injectkit_stack_start(&kit, "127.0.0.1 api.test\n", "proxy-holes",
+	    NULL);
+	kit.up_pid =
+	    injectkit_jobs_upstream("inject/holes.py", NULL, &kit.up_port);
+	injectkit_secret(&kit, "up-key", value);
+	injectkit_job_start(&kit, "holes",
+	    json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
 		      " s:[{s:s, s:i, s:[s,s], s:[s], s:s, s:[s], s:s,"
 		      "  s:{s:s, s:s, s:s, s:s}}]}",
-	    "name", "holes", "command", "/bin/true", "capabilities", "name",
-	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress", "host", "api.test", "port", up_port,
-	    "methods", "GET", "HEAD", "paths", "/case/", "reason", "the api",
-	    "allow_cidrs", "127.0.0.0/8", "audience", "api", "inject", "secret",
-	    "up-key", "header", "X-Api-Key", "format", "Key {secret}",
-	    "capability", "x.read");
-	ck_assert_ptr_nonnull(m);
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/holes",
-	    admin, NULL, m));
-	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
-	    json_pack("{s:s}", "manifest", "holes"));
-	snprintf(job, sizeof(job), "%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
-	snprintf(channel, sizeof(channel), "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
-
-	static const char b[] =
-	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
-	snprintf(req, sizeof(req),
-	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
-	    "broker.cordon\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n\r\n%s",
-	    strlen(b), b);
-	resp = send_on(req);
-	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
-	char *t = strstr(resp, "crd_"),
-	     *end = t != NULL ? strchr(t, '"') : NULL;
-	ck_assert_ptr_nonnull(end);
-	snprintf(tok, sizeof(tok), "%.*s", (int)(end - t), t);
-	free(resp);
+		"name", "holes", "command", "/bin/true", "capabilities", "name",
+		"x.read", "audience", "api", "params", "t", "1", "ttl_seconds",
+		600, "reason", "read x", "egress", "host", "api.test", "port",
+		kit.up_port, "methods", "GET", "HEAD", "paths", "/case/",
+		"reason", "the api", "allow_cidrs", "127.0.0.0/8", "audience",
+		"api", "inject", "secret", "up-key", "header", "X-Api-Key",
+		"format", "Key {secret}", "capability", "x.read"));
 }
 
 static void
 teardown(void)
 {
-	daemon_stop(&proxy);
-	if (up_pid > 1) {
-		kill(up_pid, SIGKILL);
-		waitpid(up_pid, NULL, 0);
-	}
-	up_pid = -1;
-	daemon_stop(&broker);
+	injectkit_stop(&kit);
 }
 
 START_TEST(ranges_never_reassemble_the_key)
@@ -221,8 +85,8 @@ START_TEST(ranges_never_reassemble_the_key)
 		ck_assert_msg(http_status(resp) == 200 ||
 			http_status(resp) == 206,
 		    "at %d: %.400s", at, resp);
-		ck_assert_msg(!holds_piece(resp), "a piece at %d: %s", at,
-		    resp);
+		ck_assert_msg(!injectkit_holds_piece(value, resp),
+		    "a piece at %d: %s", at, resp);
 		const char *body = strstr(resp, "\r\n\r\n");
 		if (http_status(resp) == 206 && body != NULL)
 			strncat(got, body + 4, sizeof(got) - strlen(got) - 1);
@@ -239,20 +103,23 @@ END_TEST
 
 START_TEST(a_partial_answer_to_an_injected_request_is_refused)
 {
-	long before = metric("cordon_proxy_partial_refused_total");
+	long before =
+	    injectkit_metric(&kit.proxy, "cordon_proxy_partial_refused_total");
 	char *resp = ask("partial", "", "close");
 
 	ck_assert_msg(http_status(resp) == 502, "206: %.600s", resp);
 	ck_assert_msg(strstr(resp, "partial_answer") != NULL, "%.600s", resp);
-	ck_assert_msg(!holds_piece(resp), "%s", resp);
+	ck_assert_msg(!injectkit_holds_piece(value, resp), "%s", resp);
 	free(resp);
 	resp = ask("multipart", "", "close");
 	ck_assert_msg(http_status(resp) == 502, "multipart: %.600s", resp);
-	ck_assert_msg(!holds_piece(resp), "%s", resp);
+	ck_assert_msg(!injectkit_holds_piece(value, resp), "%s", resp);
 	free(resp);
-	ck_assert_int_eq(metric("cordon_proxy_partial_refused_total"),
+	ck_assert_int_eq(injectkit_metric(&kit.proxy,
+			     "cordon_proxy_partial_refused_total"),
 	    before + 2);
-	ck_assert(decisions_hold("\"detail\":\"partial_answer\""));
+	ck_assert(injectkit_decisions_hold(&kit.proxy,
+	    "\"detail\":\"partial_answer\""));
 }
 END_TEST
 
@@ -277,7 +144,8 @@ START_TEST(method_overrides_never_go_with_the_credential)
 		    q[i], resp);
 		free(resp);
 	}
-	ck_assert(decisions_hold("\"detail\":\"method_override\""));
+	ck_assert(injectkit_decisions_hold(&kit.proxy,
+	    "\"detail\":\"method_override\""));
 	/* A parameter that only ends in _method is the upstream's own. */
 	resp = ask("head?x_method=1", "", "close");
 	ck_assert_msg(http_status(resp) == 200, "%.600s", resp);
@@ -291,7 +159,7 @@ static char *
 two_on_one(const char *first, const char *second)
 {
 	char req[1024], *out = calloc(1, 8192), *more;
-	int fd = unix_connect(channel);
+	int fd = unix_connect(kit.channel);
 	size_t got = 0;
 
 	ck_assert_ptr_nonnull(out);
@@ -299,7 +167,7 @@ two_on_one(const char *first, const char *second)
 	snprintf(req, sizeof(req),
 	    "GET http://api.test:%u/case/%s HTTP/1.1\r\nHost: api.test:%u\r\n"
 	    "Authorization: Bearer %s\r\n\r\n",
-	    up_port, first, up_port, tok);
+	    kit.up_port, first, kit.up_port, kit.tok);
 	ck_assert_int_eq(send(fd, req, strlen(req), MSG_NOSIGNAL),
 	    (ssize_t)strlen(req));
 	while (strstr(out, "\r\n\r\n") == NULL && got < 4096) {
@@ -312,7 +180,7 @@ two_on_one(const char *first, const char *second)
 	snprintf(req, sizeof(req),
 	    "GET http://api.test:%u/case/%s HTTP/1.1\r\nHost: api.test:%u\r\n"
 	    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
-	    up_port, second, up_port, tok);
+	    kit.up_port, second, kit.up_port, kit.tok);
 	more = http_exchange(fd, req, strlen(req), 5000);
 	close(fd);
 	ck_assert_ptr_nonnull(more);
