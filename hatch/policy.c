@@ -519,6 +519,35 @@ policy_check_text(struct policy *p, const char *path, const char *section,
 	flag_with(p, path, "hidden_text", reason, VERDICT_NEEDS_REVIEW, extra);
 }
 
+void
+policy_check_name(struct policy *p, const char *path)
+{
+	char reason[400], ch[16];
+	struct hidden_hit h;
+	unsigned classes =
+	    hidden_line((const unsigned char *)path, strlen(path), false, &h);
+	json_t *names;
+
+	if (classes == 0)
+		return;
+	if (h.cls == HIDDEN_INVALID)
+		snprintf(ch, sizeof(ch), "0x%02X", (unsigned)h.cp);
+	else
+		snprintf(ch, sizeof(ch), "U+%04X", (unsigned)h.cp);
+	names = json_array();
+	for (unsigned c = 0; c < HIDDEN_CLASSES; c++)
+		if (classes & (1u << c))
+			json_array_append_new(names,
+			    json_string(hidden_class_name(c)));
+	snprintf(reason, sizeof(reason),
+	    "the path's name holds %s (%s at byte %zu): the change shows "
+	    "under another name than the one it applies to",
+	    hidden_what(h.cls), ch, h.col);
+	flag_with(p, path, "hidden_text", reason, VERDICT_NEEDS_REVIEW,
+	    json_pack("{s:s, s:o, s:s}", "in", "name", "classes", names, "char",
+		ch));
+}
+
 const char *
 policy_protected_by(const struct policy *p, const char *path)
 {

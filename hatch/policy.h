@@ -122,6 +122,17 @@ void policy_check_text(struct policy *p, const char *path, const char *section,
     size_t len);
 
 /*
+ * Judges the name of a path the job wrote: one holding a bidi control,
+ * an invisible character, a control character, a line separator or
+ * bytes that are not UTF-8 (hidden_line) shows otherwise than it applies
+ * (invoice_U+202Etxt.exe reads invoice_exe.txt; config.py and
+ * config<U+200B>.py look alike): flags path hidden_text, needs-review,
+ * with "in": "name", its classes and the first character as "U+XXXX" or
+ * "0xXX", never the raw bytes.
+ */
+void policy_check_name(struct policy *p, const char *path);
+
+/*
  * Judges one written entry: its path against the protected globs and
  * against the inputs' destinations (outside all: outside_inputs), its
  * mode (setuid, setgid, world-writable), its type (symlinks; devices,

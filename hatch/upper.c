@@ -244,9 +244,11 @@ emit(struct walk *w, const char *rel, const struct side *old,
 	json_array_append_new(w->changes,
 	    json_pack("{s:o, s:s}", "path", policy_path_json(rel), "change",
 		change));
-	if (new->mode)
+	if (new->mode) {
 		policy_check_text(w->p, rel, buf_str(w->patch) + before,
 		    w->patch->len - before);
+		policy_check_name(w->p, rel);
+	}
 	return 0;
 }
 
