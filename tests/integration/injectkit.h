@@ -13,6 +13,7 @@
 #define CORDON_IT_INJECTKIT_H
 
 #include "harness.h"
+#include "upstream.h"
 
 #include <stdbool.h>
 #include <stddef.h>
