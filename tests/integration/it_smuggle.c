@@ -13,6 +13,7 @@
  * reads nothing after it. The set-up is it_redteam_inject.c's.
  */
 #include "harness.h"
+#include "injectkit.h"
 #include "upstream.h"
 
 #include <check.h>
@@ -26,100 +27,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static struct daemon broker, proxy;
-static char admin[128], launcher[128], verifier[128], channel[300];
-static char tok[512];
-static pid_t up_pid = -1, up2_pid = -1;
-static unsigned up_port, up2_port;
+static struct injectkit kit;
+static pid_t up2_pid = -1;
+static unsigned up2_port;
 
 static const char value[] = "sk_live_redteam_0123456789abcdef";
-
-/* Starts script (under tests/integration/jobs/) on a free port. */
-static void
-upstream_run(const char *script, pid_t *pid, unsigned *port)
-{
-	char portf[400], line[32], path[600];
-
-	snprintf(portf, sizeof(portf), "%s/%s.port", harness_tmpdir(),
-	    strchr(script, '/') + 1);
-	snprintf(path, sizeof(path), "%s/tests/integration/jobs/%s",
-	    CORDON_SOURCE_DIR, script);
-	unlink(portf);
-	*pid = fork();
-	ck_assert_int_ge(*pid, 0);
-	if (*pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/usr/bin/python3", "python3", "-B", path, "--port-file",
-		    portf, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0;
-	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
-		usleep(50000);
-	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
-	*port = (unsigned)strtoul(line, NULL, 10);
-	ck_assert_uint_gt(*port, 0);
-}
-
-static char *
-send_on(const char *req)
-{
-	int fd = unix_connect(channel);
-	char *out;
-
-	if (fd < 0)
-		return strdup("");
-	out = http_exchange(fd, req, strlen(req), 5000);
-	close(fd);
-	return out != NULL ? out : strdup("");
-}
-
-/* The job's request line for method path, its token when with_token. */
-static void
-request_to(char *out, size_t cap, const char *host, const char *method,
-    const char *path, bool with_token, const char *conn)
-{
-	char auth[600] = "";
-
-	if (with_token)
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n",
-		    tok);
-	snprintf(out, cap,
-	    "%s http://%s:%u%s HTTP/1.1\r\nHost: %s:%u\r\n%s"
-	    "Connection: %s\r\n\r\n",
-	    method, host, up_port, path, host, up_port, auth, conn);
-}
 
 static void
 setup(void)
 {
-	char cfg[2048], path[400], hostsf[400], job[64], req[1024], *resp;
-	json_t *m, *j;
+	json_t *m;
 
-	signal(SIGPIPE, SIG_IGN);
-	ck_assert_int_eq(daemon_start(&broker, "broker",
-			     "{\"log_level\": \"info\"}"),
-	    0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
-	upstream_run("redteam/reflect.py", &up_pid, &up_port);
-	upstream_run("smuggle/upstream.py", &up2_pid, &up2_port);
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
-	harness_write_file(hostsf,
+	kit.up_pid = -1;
+	injectkit_stack_start(&kit,
 	    "127.0.0.1 api.test\n127.0.0.1 www.api.test\n"
-	    "127.0.0.1 del.test\n");
-	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
-	harness_write_file(path, verifier);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_sha256\": \"%s\", "
-	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-redteam\", "
-	    "\"inject_cache_seconds\": 0}",
-	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
-	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
-	    admin, NULL, json_pack("{s:s}", "value", value)));
+	    "127.0.0.1 del.test\n",
+	    "proxy-redteam", "\"inject_cache_seconds\": 0");
+	kit.up_pid =
+	    injectkit_jobs_upstream("redteam/reflect.py", NULL, &kit.up_port);
+	up2_pid =
+	    injectkit_jobs_upstream("smuggle/upstream.py", NULL, &up2_port);
+	injectkit_secret(&kit, "up-key", value);
 	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
 		      " s:[{s:s, s:i, s:[s,s], s:[s], s:s, s:[s], s:s,"
 		      "     s:{s:s, s:s, s:s, s:s}},"
@@ -129,65 +57,29 @@ setup(void)
 	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
 	    "reason", "read x", "egress",
 	    /* rule 0: injects up-key */
-	    "host", "api.test", "port", up_port, "methods", "GET", "HEAD",
+	    "host", "api.test", "port", kit.up_port, "methods", "GET", "HEAD",
 	    "paths", "/case/", "reason", "the api", "allow_cidrs",
 	    "127.0.0.0/8", "audience", "api", "inject", "secret", "up-key",
 	    "header", "X-Api-Key", "format", "Key {secret}", "capability",
 	    "x.read",
 	    /* rule 1: the same service under another name, nothing
                  * injected (its answers are not scanned) */
-	    "host", "www.api.test", "port", up_port, "methods", "GET", "HEAD",
-	    "paths", "/open/", "reason", "the public part", "allow_cidrs",
-	    "127.0.0.0/8",
+	    "host", "www.api.test", "port", kit.up_port, "methods", "GET",
+	    "HEAD", "paths", "/open/", "reason", "the public part",
+	    "allow_cidrs", "127.0.0.0/8",
 	    /* rule 2: python's http.server, DELETE and OPTIONS allowed */
 	    "host", "del.test", "port", up2_port, "methods", "GET", "POST",
 	    "DELETE", "OPTIONS", "paths", "/", "reason", "a small service",
 	    "allow_cidrs", "127.0.0.0/8");
 	ck_assert_ptr_nonnull(m);
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/redteam",
-	    admin, NULL, m));
-	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
-	    json_pack("{s:s}", "manifest", "redteam"));
-	snprintf(job, sizeof(job), "%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
-	snprintf(channel, sizeof(channel), "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
-
-	static const char b[] =
-	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
-	snprintf(req, sizeof(req),
-	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
-	    "broker.cordon\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n\r\n%s",
-	    strlen(b), b);
-	resp = send_on(req);
-	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
-	char *t = strstr(resp, "crd_"),
-	     *end = t != NULL ? strchr(t, '"') : NULL;
-	ck_assert_ptr_nonnull(end);
-	snprintf(tok, sizeof(tok), "%.*s", (int)(end - t), t);
-	free(resp);
+	injectkit_job_start(&kit, "redteam", m);
 }
 
 static void
 teardown(void)
 {
-	daemon_stop(&proxy);
-	if (up_pid > 1) {
-		kill(up_pid, SIGKILL);
-		waitpid(up_pid, NULL, 0);
-	}
-	up_pid = -1;
-	if (up2_pid > 1) {
-		kill(up2_pid, SIGKILL);
-		waitpid(up2_pid, NULL, 0);
-	}
-	up2_pid = -1;
-	daemon_stop(&broker);
+	injectkit_stop(&kit);
+	injectkit_upstream_stop(&up2_pid);
 }
 
 /* What the upstream was sent so far (its /open/log), a new string. */
@@ -196,9 +88,9 @@ upstream_log(void)
 {
 	char req[1024];
 
-	request_to(req, sizeof(req), "www.api.test", "GET", "/open/log", false,
-	    "close");
-	return send_on(req);
+	injectkit_request_to(&kit, req, sizeof(req), "www.api.test", "GET",
+	    "/open/log", false, "close");
+	return injectkit_send(&kit, req);
 }
 
 /* resp, a refusal of method's request with a body: freed. */
@@ -236,20 +128,20 @@ START_TEST(a_body_on_a_get_never_reaches_an_upstream_as_a_request)
 		snprintf(inner, sizeof(inner),
 		    "DELETE /admin/everything-%zu HTTP/1.1\r\nHost: "
 		    "www.api.test:%u\r\n\r\n",
-		    i, up_port);
+		    i, kit.up_port);
 		snprintf(req, sizeof(req),
 		    "%s http://www.api.test:%u/open/x HTTP/1.1\r\nHost: "
 		    "www.api.test:%u\r\nContent-Length: %zu\r\n"
 		    "Connection: close\r\n\r\n%s",
-		    methods[i], up_port, up_port, strlen(inner), inner);
-		refused(send_on(req), methods[i]);
+		    methods[i], kit.up_port, kit.up_port, strlen(inner), inner);
+		refused(injectkit_send(&kit, req), methods[i]);
 		/* The same in a chunked body. */
 		snprintf(req, sizeof(req),
 		    "%s http://www.api.test:%u/open/x HTTP/1.1\r\nHost: "
 		    "www.api.test:%u\r\nTransfer-Encoding: chunked\r\n"
 		    "Connection: close\r\n\r\n%zx\r\n%s\r\n0\r\n\r\n",
-		    methods[i], up_port, up_port, strlen(inner), inner);
-		refused(send_on(req), methods[i]);
+		    methods[i], kit.up_port, kit.up_port, strlen(inner), inner);
+		refused(injectkit_send(&kit, req), methods[i]);
 	}
 	resp = upstream_log();
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
@@ -269,7 +161,7 @@ del_log(void)
 	    "GET http://del.test:%u/log HTTP/1.1\r\nHost: del.test:%u\r\n"
 	    "Connection: close\r\n\r\n",
 	    up2_port, up2_port);
-	return send_on(req);
+	return injectkit_send(&kit, req);
 }
 
 START_TEST(a_body_on_delete_goes_with_connection_close)
@@ -290,7 +182,7 @@ START_TEST(a_body_on_delete_goes_with_connection_close)
 		    "del.test:%u\r\nContent-Length: %zu\r\n"
 		    "Connection: close\r\n\r\n%s",
 		    methods[i], up2_port, i, up2_port, strlen(inner), inner);
-		resp = send_on(req);
+		resp = injectkit_send(&kit, req);
 		ck_assert_msg(http_status(resp) == 200 &&
 			strstr(resp, "done\n") != NULL,
 		    "%s: %.600s", methods[i], resp);
@@ -315,7 +207,7 @@ START_TEST(a_post_body_still_goes)
 	    "POST http://del.test:%u/p HTTP/1.1\r\nHost: del.test:%u\r\n"
 	    "Content-Length: 5\r\nConnection: close\r\n\r\nhello",
 	    up2_port, up2_port);
-	resp = send_on(req);
+	resp = injectkit_send(&kit, req);
 	ck_assert_msg(http_status(resp) == 200 &&
 		strstr(resp, "\r\n\r\nhello") != NULL,
 	    "%.600s", resp);
