@@ -14,6 +14,7 @@
  * has nothing unread and passes; identity passes, scanned.
  */
 #include "harness.h"
+#include "injectkit.h"
 #include "upstream.h"
 
 #include <check.h>
@@ -31,54 +32,6 @@ static pid_t up_pid = -1;
 static unsigned up_port;
 
 static const char value[] = "sk_live_encoded_0123456789abcdef";
-
-static void
-upstream_run(void)
-{
-	char portf[400], line[32];
-
-	snprintf(portf, sizeof(portf), "%s/encoded.port", harness_tmpdir());
-	unlink(portf);
-	up_pid = fork();
-	ck_assert_int_ge(up_pid, 0);
-	if (up_pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/usr/bin/python3", "python3", "-B",
-		    CORDON_SOURCE_DIR
-		    "/tests/integration/jobs/inject/encoded.py",
-		    "--port-file", portf, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0;
-	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
-		usleep(50000);
-	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
-	up_port = (unsigned)strtoul(line, NULL, 10);
-	ck_assert_uint_gt(up_port, 0);
-}
-
-static void
-upstream_kill(void)
-{
-	if (up_pid > 1) {
-		kill(up_pid, SIGKILL);
-		waitpid(up_pid, NULL, 0);
-	}
-	up_pid = -1;
-}
-
-static char *
-send_on(const char *req)
-{
-	int fd = unix_connect(channel);
-	char *out;
-
-	if (fd < 0)
-		return strdup("");
-	out = http_exchange(fd, req, strlen(req), 5000);
-	close(fd);
-	return out != NULL ? out : strdup("");
-}
 
 /* The job's request for case on the upstream, with tok: the final
  * answer. An interim one (the 103 of "interim") goes down as it comes,
@@ -116,25 +69,6 @@ ask(const char *method, const char *name, const char *tok)
 	return out != NULL ? out : strdup("");
 }
 
-/* The value of metric name in the proxy's /metrics, or -1. */
-static long
-metric(const char *name)
-{
-	char cmd[300], line[300];
-	long v = -1;
-	size_t n = strlen(name);
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "curl -s %s/metrics", proxy.base);
-	f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, name, n) == 0 && line[n] == ' ')
-			v = strtol(line + n + 1, NULL, 10);
-	pclose(f);
-	return v;
-}
-
 static bool
 file_holds(const char *path, const char *needle)
 {
@@ -161,7 +95,9 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 	harness_broker_key(&broker, "admin", admin, sizeof(admin));
 	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
 	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
-	upstream_run();
+	up_pid = injectkit_upstream_start(CORDON_SOURCE_DIR
+	    "/tests/integration/jobs/inject/encoded.py",
+	    "encoded.port", NULL, &up_port);
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
 	harness_write_file(hostsf, "127.0.0.1 api.test\n");
 	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
@@ -207,7 +143,7 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 		    "broker.cordon\r\nContent-Type: application/json\r\n"
 		    "Content-Length: %zu\r\n\r\n%s",
 		    strlen(body), body);
-		resp = send_on(req);
+		resp = injectkit_send_on(channel, req);
 		ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 		tok = strstr(resp, "crd_");
 		ck_assert_ptr_nonnull(tok);
@@ -233,7 +169,8 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 	static const char *const coded[] = { "gzip", "GZIP", "deflate", "br",
 		"zstd", "unknown", "stacked", "two-fields", "empty", "chunked",
 		"close", "interim", "split" };
-	long before = metric("cordon_proxy_encoded_refused_total");
+	long before =
+	    injectkit_metric(&proxy, "cordon_proxy_encoded_refused_total");
 	for (size_t i = 0; i < sizeof(coded) / sizeof(coded[0]); i++) {
 		resp = ask("GET", coded[i], tok);
 		ck_assert_msg(http_status(resp) == 502, "%s: %.400s", coded[i],
@@ -245,7 +182,8 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 		free(resp);
 	}
 	ck_assert_int_ge(before, 0);
-	ck_assert_int_eq(metric("cordon_proxy_encoded_refused_total"),
+	ck_assert_int_eq(injectkit_metric(&proxy,
+			     "cordon_proxy_encoded_refused_total"),
 	    before + (long)(sizeof(coded) / sizeof(coded[0])));
 
 	/* A transfer coding other than chunked: refused as a framing the
@@ -273,7 +211,7 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 	ck_assert(file_holds(path, "\"detail\":\"encoded_answer\""));
 	ck_assert(!file_holds(path, value));
 	ck_assert(!file_holds(proxy.log, value));
-	upstream_kill();
+	injectkit_upstream_stop(&up_pid);
 	ck_assert_int_eq(daemon_stop(&broker), 0);
 }
 END_TEST
