@@ -21,6 +21,7 @@
  * The value is in neither of the proxy's logs.
  */
 #include "harness.h"
+#include "injectkit.h"
 #include "upstream.h"
 
 #include <check.h>
@@ -42,54 +43,6 @@ static unsigned up_port;
 /* '/' for JSON's "\/", '+', '=', '?', '~' for the entities, and a base64
  * that holds '/' wherever the value starts. */
 static const char value[] = "sk_live_Re/fl+ect=???~~~_0123456789";
-
-static void
-upstream_run(void)
-{
-	char portf[400], line[32];
-
-	snprintf(portf, sizeof(portf), "%s/reflect.port", harness_tmpdir());
-	unlink(portf);
-	up_pid = fork();
-	ck_assert_int_ge(up_pid, 0);
-	if (up_pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/usr/bin/python3", "python3", "-B",
-		    CORDON_SOURCE_DIR
-		    "/tests/integration/jobs/inject/reflect.py",
-		    "--port-file", portf, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0;
-	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
-		usleep(50000);
-	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
-	up_port = (unsigned)strtoul(line, NULL, 10);
-	ck_assert_uint_gt(up_port, 0);
-}
-
-static void
-upstream_kill(void)
-{
-	if (up_pid > 1) {
-		kill(up_pid, SIGKILL);
-		waitpid(up_pid, NULL, 0);
-	}
-	up_pid = -1;
-}
-
-static char *
-send_on(const char *req)
-{
-	int fd = unix_connect(channel);
-	char *out;
-
-	if (fd < 0)
-		return strdup("");
-	out = http_exchange(fd, req, strlen(req), 5000);
-	close(fd);
-	return out != NULL ? out : strdup("");
-}
 
 /* The job's request for case at host, with tok, on a connection the
  * answer closes: all of the answer (NULs and all) and its length. */
@@ -132,25 +85,6 @@ static char *
 ask(const char *name, const char *tok, size_t *ret_len)
 {
 	return ask_at("api.test", name, tok, ret_len);
-}
-
-/* The value of metric name in the proxy's /metrics, or -1. */
-static long
-metric(const char *name)
-{
-	char cmd[300], line[300];
-	long v = -1;
-	size_t n = strlen(name);
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "curl -s %s/metrics", proxy.base);
-	f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, name, n) == 0 && line[n] == ' ')
-			v = strtol(line + n + 1, NULL, 10);
-	pclose(f);
-	return v;
 }
 
 /* How often needle is in path. */
@@ -256,7 +190,9 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 	harness_broker_key(&broker, "admin", admin, sizeof(admin));
 	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
 	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
-	upstream_run();
+	up_pid = injectkit_upstream_start(CORDON_SOURCE_DIR
+	    "/tests/integration/jobs/inject/reflect.py",
+	    "reflect.port", NULL, &up_port);
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
 	harness_write_file(hostsf, "127.0.0.1 api.test costly.test\n");
 	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
@@ -318,7 +254,7 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		    "broker.cordon\r\nContent-Type: application/json\r\n"
 		    "Content-Length: %zu\r\n\r\n%s",
 		    strlen(body), body);
-		resp = send_on(req);
+		resp = injectkit_send_on(channel, req);
 		ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 		tok = strstr(resp, "crd_");
 		ck_assert_ptr_nonnull(tok);
@@ -328,7 +264,7 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		free(resp);
 	}
 
-	before = metric("cordon_proxy_reflections_total");
+	before = injectkit_metric(&proxy, "cordon_proxy_reflections_total");
 	ck_assert_int_ge(before, 0);
 	for (size_t i = 0; i < ncases; i++) {
 		long at, n, now;
@@ -378,7 +314,8 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		}
 		free(body);
 		free(resp);
-		now = metric("cordon_proxy_reflections_total");
+		now =
+		    injectkit_metric(&proxy, "cordon_proxy_reflections_total");
 		ck_assert_msg(now > before, "%s: not counted (%ld)", cases[i],
 		    now);
 		before = now;
@@ -401,7 +338,8 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		ck_assert_msg(memmem(resp, len, want, 8) == NULL, "near: %s",
 		    resp);
 		free(resp);
-		ck_assert_int_gt(metric("cordon_proxy_reflections_total"),
+		ck_assert_int_gt(injectkit_metric(&proxy,
+				     "cordon_proxy_reflections_total"),
 		    before);
 	}
 
@@ -428,7 +366,7 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 	ck_assert_uint_eq(file_count(path, "\"detail\":\"scan_too_costly\""),
 	    1);
 	ck_assert_uint_eq(file_count(proxy.log, value), 0);
-	upstream_kill();
+	injectkit_upstream_stop(&up_pid);
 	ck_assert_int_eq(daemon_stop(&broker), 0);
 }
 END_TEST
