@@ -688,18 +688,30 @@ form_body_judge(struct pconn *c)
 	if (r->body == HTTP1_BODY_NONE ||
 	    (r->body == HTTP1_BODY_LENGTH && r->content_length == 0))
 		return 1;
-	for (size_t i = 0; i < r->nheaders; i++)
-		if (r->headers[i].name.len == 12 &&
-		    strncasecmp(c->head + r->headers[i].name.off,
-			"Content-Type", 12) == 0) {
-			ctype = c->head + r->headers[i].value.off;
-			ctlen = r->headers[i].value.len;
+	bool coded = false;
+	for (size_t i = 0; i < r->nheaders; i++) {
+		const struct http1_header *h = &r->headers[i];
+		if (h->name.len == 12 &&
+		    strncasecmp(c->head + h->name.off, "Content-Type", 12) ==
+			0) {
+			ctype = c->head + h->value.off;
+			ctlen = h->value.len;
 		}
+		/* body-parser inflates a gzip or deflate body before the
+		 * framework reads it: the judge cannot (redteam2). */
+		if (h->name.len == 16 &&
+		    strncasecmp(c->head + h->name.off, "Content-Encoding",
+			16) == 0 &&
+		    !(h->value.len == 8 &&
+			strncasecmp(c->head + h->value.off, "identity", 8) ==
+			    0))
+			coded = true;
+	}
 	enum override_kind kind = override_kind_of(ctype, ctlen);
 	if (kind == OVERRIDE_NONE)
 		return 1;
 	if (r->body != HTTP1_BODY_LENGTH ||
-	    r->content_length > OVERRIDE_BODY_MAX) {
+	    r->content_length > OVERRIDE_BODY_MAX || coded) {
 		deny(c, "inject", "form_unjudged");
 		return -1;
 	}
