@@ -26,10 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static struct daemon broker, proxy;
-static char admin[128], launcher[128], verifier[128], channel[300];
-static pid_t up_pid = -1;
-static unsigned up_port;
+static struct injectkit kit;
 
 static const char value[] = "sk_live_encoded_0123456789abcdef";
 
@@ -41,13 +38,13 @@ static char *
 ask(const char *method, const char *name, const char *tok)
 {
 	char req[768], *out, *more, *rest;
-	int fd = unix_connect(channel);
+	int fd = unix_connect(kit.channel);
 
 	snprintf(req, sizeof(req),
 	    "%s http://api.test:%u/case/%s HTTP/1.1\r\nHost: api.test:%u\r\n"
 	    "Authorization: Bearer %s\r\nAccept-Encoding: gzip\r\n"
 	    "Connection: close\r\n\r\n",
-	    method, up_port, name, up_port, tok);
+	    method, kit.up_port, name, kit.up_port, tok);
 	if (fd < 0)
 		return strdup("");
 	out = http_exchange(fd, req, strlen(req), 5000);
@@ -85,73 +82,29 @@ file_holds(const char *path, const char *needle)
 
 START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 {
-	char cfg[2048], path[400], hostsf[400], job[64], *tok, *resp, *end;
-	json_t *m, *j;
+	char path[400], *tok, *resp;
+	json_t *m;
 
-	signal(SIGPIPE, SIG_IGN);
-	ck_assert_int_eq(daemon_start(&broker, "broker",
-			     "{\"log_level\": \"info\"}"),
-	    0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
-	up_pid = injectkit_upstream_start(CORDON_SOURCE_DIR
+	injectkit_stack_start(&kit, "127.0.0.1 api.test\n", "proxy-encoded",
+	    NULL);
+	kit.up_pid = injectkit_upstream_start(CORDON_SOURCE_DIR
 	    "/tests/integration/jobs/inject/encoded.py",
-	    "encoded.port", NULL, &up_port);
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
-	harness_write_file(hostsf, "127.0.0.1 api.test\n");
-	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
-	harness_write_file(path, verifier);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_sha256\": \"%s\", "
-	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-encoded\"}",
-	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
-	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+	    "encoded.port", NULL, &kit.up_port);
 
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
-	    admin, NULL, json_pack("{s:s}", "value", value)));
+	injectkit_secret(&kit, "up-key", value);
 	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
 		      " s:[{s:s, s:i, s:[s,s], s:s, s:[s], s:s,"
 		      "  s:{s:s, s:s, s:s, s:s}}]}",
 	    "name", "encoded", "command", "/bin/true", "capabilities", "name",
 	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress", "host", "api.test", "port", up_port,
-	    "methods", "GET", "HEAD", "reason", "the api", "allow_cidrs",
-	    "127.0.0.0/8", "audience", "api", "inject", "secret", "up-key",
-	    "header", "X-Api-Key", "format", "Key {secret}", "capability",
-	    "x.read");
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/encoded",
-	    admin, NULL, m));
-	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
-	    json_pack("{s:s}", "manifest", "encoded"));
-	snprintf(job, sizeof(job), "%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
-	snprintf(channel, sizeof(channel), "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
-
-	{
-		static const char body[] =
-		    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
-		char req[512];
-		snprintf(req, sizeof(req),
-		    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
-		    "broker.cordon\r\nContent-Type: application/json\r\n"
-		    "Content-Length: %zu\r\n\r\n%s",
-		    strlen(body), body);
-		resp = injectkit_send_on(channel, req);
-		ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
-		tok = strstr(resp, "crd_");
-		ck_assert_ptr_nonnull(tok);
-		end = strchr(tok, '"');
-		*end = '\0';
-		tok = strdup(tok);
-		free(resp);
-	}
+	    "reason", "read x", "egress", "host", "api.test", "port",
+	    kit.up_port, "methods", "GET", "HEAD", "reason", "the api",
+	    "allow_cidrs", "127.0.0.0/8", "audience", "api", "inject", "secret",
+	    "up-key", "header", "X-Api-Key", "format", "Key {secret}",
+	    "capability", "x.read");
+	injectkit_job_start(&kit, "encoded", m);
+	tok = strdup(kit.tok);
+	ck_assert_ptr_nonnull(tok);
 
 	/* Identity and no coding: read, scanned, redacted. */
 	static const char *const readable[] = { "identity", "plain" };
@@ -170,7 +123,7 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 		"zstd", "unknown", "stacked", "two-fields", "empty", "chunked",
 		"close", "interim", "split" };
 	long before =
-	    injectkit_metric(&proxy, "cordon_proxy_encoded_refused_total");
+	    injectkit_metric(&kit.proxy, "cordon_proxy_encoded_refused_total");
 	for (size_t i = 0; i < sizeof(coded) / sizeof(coded[0]); i++) {
 		resp = ask("GET", coded[i], tok);
 		ck_assert_msg(http_status(resp) == 502, "%s: %.400s", coded[i],
@@ -182,7 +135,7 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 		free(resp);
 	}
 	ck_assert_int_ge(before, 0);
-	ck_assert_int_eq(injectkit_metric(&proxy,
+	ck_assert_int_eq(injectkit_metric(&kit.proxy,
 			     "cordon_proxy_encoded_refused_total"),
 	    before + (long)(sizeof(coded) / sizeof(coded[0])));
 
@@ -204,15 +157,15 @@ START_TEST(an_answer_the_scanner_cannot_read_never_reaches_the_job)
 	ck_assert_msg(http_status(resp) == 304, "304: %.400s", resp);
 	free(resp);
 	free(tok);
-	ck_assert_int_eq(daemon_stop(&proxy), 0);
+	ck_assert_int_eq(daemon_stop(&kit.proxy), 0);
 
 	snprintf(path, sizeof(path), "%s/var/proxy/log/decisions.log",
-	    proxy.dir);
+	    kit.proxy.dir);
 	ck_assert(file_holds(path, "\"detail\":\"encoded_answer\""));
 	ck_assert(!file_holds(path, value));
-	ck_assert(!file_holds(proxy.log, value));
-	injectkit_upstream_stop(&up_pid);
-	ck_assert_int_eq(daemon_stop(&broker), 0);
+	ck_assert(!file_holds(kit.proxy.log, value));
+	injectkit_upstream_stop(&kit.up_pid);
+	ck_assert_int_eq(daemon_stop(&kit.broker), 0);
 }
 END_TEST
 
