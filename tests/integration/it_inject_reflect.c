@@ -35,10 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static struct daemon broker, proxy;
-static char admin[128], launcher[128], verifier[128], channel[300];
-static pid_t up_pid = -1;
-static unsigned up_port;
+static struct injectkit kit;
 
 /* '/' for JSON's "\/", '+', '=', '?', '~' for the entities, and a base64
  * that holds '/' wherever the value starts. */
@@ -51,13 +48,13 @@ ask_at(const char *host, const char *name, const char *tok, size_t *ret_len)
 {
 	char req[768], *out = NULL;
 	size_t len = 0, cap = 0;
-	int fd = unix_connect(channel), n;
+	int fd = unix_connect(kit.channel), n;
 
 	ck_assert_int_ge(fd, 0);
 	n = snprintf(req, sizeof(req),
 	    "GET http://%s:%u/case/%s HTTP/1.1\r\nHost: %s:%u\r\n"
 	    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
-	    host, up_port, name, host, up_port, tok);
+	    host, kit.up_port, name, host, kit.up_port, tok);
 	ck_assert(n > 0 && (size_t)n < sizeof(req));
 	ck_assert_int_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
 	for (;;) {
@@ -177,35 +174,19 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		"base64_json", "json_slash_chunked", "utf16le_chunked",
 		"qp_chunked", "html_split", "mixed_split", "utf16be_split" };
 	const size_t ncases = sizeof(cases) / sizeof(cases[0]);
-	char cfg[2048], path[400], hostsf[400], job[64], *tok, *resp, *end;
+	char path[400], *tok, *resp;
 	static char costly[201];
 	size_t len;
 	long before;
-	json_t *m, *j;
+	json_t *m;
 
-	signal(SIGPIPE, SIG_IGN);
-	ck_assert_int_eq(daemon_start(&broker, "broker",
-			     "{\"log_level\": \"info\"}"),
-	    0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
-	up_pid = injectkit_upstream_start(CORDON_SOURCE_DIR
+	injectkit_stack_start(&kit, "127.0.0.1 api.test costly.test\n",
+	    "proxy-reflect", NULL);
+	kit.up_pid = injectkit_upstream_start(CORDON_SOURCE_DIR
 	    "/tests/integration/jobs/inject/reflect.py",
-	    "reflect.port", NULL, &up_port);
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
-	harness_write_file(hostsf, "127.0.0.1 api.test costly.test\n");
-	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
-	harness_write_file(path, verifier);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_sha256\": \"%s\", "
-	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-reflect\"}",
-	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
-	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
+	    "reflect.port", NULL, &kit.up_port);
 
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
-	    admin, NULL, json_pack("{s:s}", "value", value)));
+	injectkit_secret(&kit, "up-key", value);
 	for (size_t k = 0, seed = 7; k + 2 < sizeof(costly);) {
 		seed = seed * 1103515245u + 12345u;
 		if ((seed >> 16) & 1) {
@@ -215,8 +196,8 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 			costly[k++] = 'a';
 	}
 	json_decref(
-	    harness_expect(&broker, 200, "PUT", "/v1/secrets/costly-key", admin,
-		NULL, json_pack("{s:s}", "value", costly)));
+	    harness_expect(&kit.broker, 200, "PUT", "/v1/secrets/costly-key",
+		kit.admin, NULL, json_pack("{s:s}", "value", costly)));
 	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
 		      " s:[{s:s, s:i, s:[s], s:s, s:[s], s:s,"
 		      "  s:{s:s, s:s, s:s, s:s}},"
@@ -224,47 +205,19 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		      "  s:{s:s, s:s, s:s, s:s}}]}",
 	    "name", "reflect", "command", "/bin/true", "capabilities", "name",
 	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress", "host", "api.test", "port", up_port,
-	    "methods", "GET", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
-	    "audience", "api", "inject", "secret", "up-key", "header",
-	    "X-Api-Key", "format", "Key {secret}", "capability", "x.read",
-	    "host", "costly.test", "port", up_port, "methods", "GET", "reason",
-	    "the costly api", "allow_cidrs", "127.0.0.0/8", "audience", "api",
-	    "inject", "secret", "costly-key", "header", "X-Api-Key", "format",
-	    "Key {secret}", "capability", "x.read");
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/reflect",
-	    admin, NULL, m));
-	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
-	    json_pack("{s:s}", "manifest", "reflect"));
-	snprintf(job, sizeof(job), "%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
-	snprintf(channel, sizeof(channel), "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
+	    "reason", "read x", "egress", "host", "api.test", "port",
+	    kit.up_port, "methods", "GET", "reason", "the api", "allow_cidrs",
+	    "127.0.0.0/8", "audience", "api", "inject", "secret", "up-key",
+	    "header", "X-Api-Key", "format", "Key {secret}", "capability",
+	    "x.read", "host", "costly.test", "port", kit.up_port, "methods",
+	    "GET", "reason", "the costly api", "allow_cidrs", "127.0.0.0/8",
+	    "audience", "api", "inject", "secret", "costly-key", "header",
+	    "X-Api-Key", "format", "Key {secret}", "capability", "x.read");
+	injectkit_job_start(&kit, "reflect", m);
+	tok = strdup(kit.tok);
+	ck_assert_ptr_nonnull(tok);
 
-	{
-		static const char body[] =
-		    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
-		char req[512];
-		snprintf(req, sizeof(req),
-		    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
-		    "broker.cordon\r\nContent-Type: application/json\r\n"
-		    "Content-Length: %zu\r\n\r\n%s",
-		    strlen(body), body);
-		resp = injectkit_send_on(channel, req);
-		ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
-		tok = strstr(resp, "crd_");
-		ck_assert_ptr_nonnull(tok);
-		end = strchr(tok, '"');
-		*end = '\0';
-		tok = strdup(tok);
-		free(resp);
-	}
-
-	before = injectkit_metric(&proxy, "cordon_proxy_reflections_total");
+	before = injectkit_metric(&kit.proxy, "cordon_proxy_reflections_total");
 	ck_assert_int_ge(before, 0);
 	for (size_t i = 0; i < ncases; i++) {
 		long at, n, now;
@@ -314,8 +267,8 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		}
 		free(body);
 		free(resp);
-		now =
-		    injectkit_metric(&proxy, "cordon_proxy_reflections_total");
+		now = injectkit_metric(&kit.proxy,
+		    "cordon_proxy_reflections_total");
 		ck_assert_msg(now > before, "%s: not counted (%ld)", cases[i],
 		    now);
 		before = now;
@@ -338,7 +291,7 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 		ck_assert_msg(memmem(resp, len, want, 8) == NULL, "near: %s",
 		    resp);
 		free(resp);
-		ck_assert_int_gt(injectkit_metric(&proxy,
+		ck_assert_int_gt(injectkit_metric(&kit.proxy,
 				     "cordon_proxy_reflections_total"),
 		    before);
 	}
@@ -354,20 +307,21 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 	ck_assert(!holds_nocase(resp, len, value));
 	free(resp);
 	free(tok);
-	ck_assert_uint_ge(file_count(proxy.log, "secret_reflected"), ncases);
-	ck_assert_int_eq(daemon_stop(&proxy), 0);
+	ck_assert_uint_ge(file_count(kit.proxy.log, "secret_reflected"),
+	    ncases);
+	ck_assert_int_eq(daemon_stop(&kit.proxy), 0);
 
 	snprintf(path, sizeof(path), "%s/var/proxy/log/decisions.log",
-	    proxy.dir);
+	    kit.proxy.dir);
 	ck_assert_uint_ge(file_count(path, "\"reflected\":") -
 		file_count(path, "\"reflected\":0"),
 	    ncases);
 	ck_assert_uint_eq(file_count(path, value), 0);
 	ck_assert_uint_eq(file_count(path, "\"detail\":\"scan_too_costly\""),
 	    1);
-	ck_assert_uint_eq(file_count(proxy.log, value), 0);
-	injectkit_upstream_stop(&up_pid);
-	ck_assert_int_eq(daemon_stop(&broker), 0);
+	ck_assert_uint_eq(file_count(kit.proxy.log, value), 0);
+	injectkit_upstream_stop(&kit.up_pid);
+	ck_assert_int_eq(daemon_stop(&kit.broker), 0);
 }
 END_TEST
 
