@@ -14,6 +14,7 @@
  * the job is revoked the old token gets nothing.
  */
 #include "harness.h"
+#include "injectkit.h"
 #include "upstream.h"
 
 #include <check.h>
@@ -248,19 +249,6 @@ static struct upstream *plain;
 static char channel[300];
 
 static char *
-send_on(const char *chan, const char *req)
-{
-	int fd = unix_connect(chan);
-	char *out;
-
-	if (fd < 0)
-		return strdup("");
-	out = http_exchange(fd, req, strlen(req), 5000);
-	close(fd);
-	return out != NULL ? out : strdup("");
-}
-
-static char *
 mint_body(const char *chan, const char *body)
 {
 	char req[512], *resp, *tok, *end;
@@ -270,7 +258,7 @@ mint_body(const char *chan, const char *body)
 	    "broker.cordon\r\nContent-Type: application/json\r\n"
 	    "Content-Length: %zu\r\n\r\n%s",
 	    strlen(body), body);
-	resp = send_on(chan, req);
+	resp = injectkit_send_on(chan, req);
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	tok = strstr(resp, "crd_");
 	ck_assert_ptr_nonnull(tok);
@@ -300,7 +288,7 @@ get_with(const char *tok)
 	    "GET http://api.test:%u/echo HTTP/1.1\r\nHost: api.test:%u\r\n"
 	    "%sX-Api-Key: job-chosen\r\nConnection: close\r\n\r\n",
 	    upstream_port(plain), upstream_port(plain), auth);
-	return send_on(channel, req);
+	return injectkit_send_on(channel, req);
 }
 
 START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
@@ -401,7 +389,7 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 		    "Host: api.test:%u\r\nAuthorization: Bearer %s\r\n"
 		    "Connection: close\r\n\r\n",
 		    upstream_port(plain), upstream_port(plain), tok);
-		resp = send_on(channel, req);
+		resp = injectkit_send_on(channel, req);
 		ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 		const char *p = strstr(resp, "\r\n\r\n");
 		ck_assert_ptr_nonnull(p);
@@ -428,7 +416,7 @@ START_TEST(the_proxy_swaps_the_token_and_redacts_the_echo)
 		    "HTTP/1.1\r\nHost: api.test:%u\r\nConnection: close"
 		    "\r\n\r\n",
 		    upstream_port(plain), tok, upstream_port(plain));
-		resp = send_on(channel, req);
+		resp = injectkit_send_on(channel, req);
 		ck_assert_msg(http_status(resp) == 200, "%.300s", resp);
 		free(resp);
 		head = upstream_last_head(plain);
@@ -465,7 +453,7 @@ get_path(const char *path, const char *tok)
 	    "GET http://api.test:%u%s HTTP/1.1\r\nHost: api.test:%u\r\n"
 	    "Authorization: Bearer %s\r\nConnection: close\r\n\r\n",
 	    upstream_port(plain), path, upstream_port(plain), tok);
-	return send_on(channel, req);
+	return injectkit_send_on(channel, req);
 }
 
 START_TEST(a_templated_path_binds_the_tokens_param)
