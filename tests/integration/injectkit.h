@@ -93,6 +93,20 @@ void injectkit_start(struct injectkit *k, const struct injectkit_opts *o);
 void injectkit_stop(struct injectkit *k);
 
 /*
+ * Defines a test file's check fixture: static setup, injectkit_start of
+ * the kit k with the options o, and static teardown, injectkit_stop of k.
+ */
+#define INJECTKIT_FIXTURE(k, o)                                                \
+	static void setup(void)                                                \
+	{                                                                      \
+		injectkit_start(&(k), &(o));                                   \
+	}                                                                      \
+	static void teardown(void)                                             \
+	{                                                                      \
+		injectkit_stop(&(k));                                          \
+	}
+
+/*
  * Sends req (a whole raw request) on the job channel at path channel, and
  * returns what came back in 5 s, "" when the connect or the exchange
  * failed; never NULL; the caller frees it.

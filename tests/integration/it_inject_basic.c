@@ -41,17 +41,7 @@ static const struct injectkit_opts opts = {
 	.format = "Basic {secret}",
 };
 
-static void
-setup(void)
-{
-	injectkit_start(&kit, &opts);
-}
-
-static void
-teardown(void)
-{
-	injectkit_stop(&kit);
-}
+INJECTKIT_FIXTURE(kit, opts)
 
 START_TEST(a_decoded_basic_credential_never_comes_back)
 {

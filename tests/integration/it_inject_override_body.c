@@ -65,17 +65,7 @@ static const struct injectkit_opts opts = {
 	.post = true,
 };
 
-static void
-setup(void)
-{
-	injectkit_start(&kit, &opts);
-}
-
-static void
-teardown(void)
-{
-	injectkit_stop(&kit);
-}
+INJECTKIT_FIXTURE(kit, opts)
 
 START_TEST(a_method_override_in_a_form_body_never_goes_with_the_credential)
 {

@@ -36,17 +36,7 @@ static const struct injectkit_opts opts = {
 	.post = true,
 };
 
-static void
-setup(void)
-{
-	injectkit_start(&kit, &opts);
-}
-
-static void
-teardown(void)
-{
-	injectkit_stop(&kit);
-}
+INJECTKIT_FIXTURE(kit, opts)
 
 START_TEST(a_cut_quotation_never_yields_the_key_a_byte_at_a_time)
 {

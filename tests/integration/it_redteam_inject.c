@@ -38,17 +38,7 @@ static const struct injectkit_opts opts = {
 	.value = value,
 };
 
-static void
-setup(void)
-{
-	injectkit_start(&kit, &opts);
-}
-
-static void
-teardown(void)
-{
-	injectkit_stop(&kit);
-}
+INJECTKIT_FIXTURE(kit, opts)
 
 START_TEST(reflections_outside_the_body_are_redacted)
 {

@@ -38,17 +38,7 @@ static const struct injectkit_opts opts = {
 	.value = value,
 };
 
-static void
-setup(void)
-{
-	injectkit_start(&kit, &opts);
-}
-
-static void
-teardown(void)
-{
-	injectkit_stop(&kit);
-}
+INJECTKIT_FIXTURE(kit, opts)
 
 START_TEST(a_stored_reflection_on_another_host_is_redacted)
 {

@@ -35,17 +35,7 @@ static const struct injectkit_opts opts = {
 	.value = value,
 };
 
-static void
-setup(void)
-{
-	injectkit_start(&kit, &opts);
-}
-
-static void
-teardown(void)
-{
-	injectkit_stop(&kit);
-}
+INJECTKIT_FIXTURE(kit, opts)
 
 START_TEST(a_value_released_midway_is_redacted_in_the_rest)
 {
