@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static const char *const method_names[] = { "GET", "HEAD", "POST", "PUT",
 	"PATCH", "DELETE", "OPTIONS" };
@@ -508,6 +510,23 @@ egress_protected_add(struct egress_protected *p, const char *list)
 	return 0;
 }
 
+/* Whether the IPv4 address v4 is one of this host's own: a socket binds
+ * to it (what a service on 0.0.0.0 answers on). Fails closed: a socket
+ * that cannot be made says it is. */
+static bool
+host_own_v4(uint32_t v4)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return true;
+	a.sin_addr.s_addr = htonl(v4);
+	bool own = bind(fd, (const struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return own;
+}
+
 bool
 egress_protected_has(const struct egress_protected *p,
     const struct sockaddr *sa)
@@ -539,6 +558,10 @@ egress_protected_has(const struct egress_protected *p,
 			continue;
 		if ((v4 != 0 && e == v4) ||
 		    (loop && ((e >> 24) == 127 || e == 0)))
+			return true;
+		/* 0.0.0.0 is every address of the host, not loopback's
+		 * alone (redteam2: a LAN allow_cidrs reached it). */
+		if (e == 0 && v4 != 0 && host_own_v4(v4))
 			return true;
 	}
 	return false;

@@ -139,7 +139,9 @@ int egress_protected_add(struct egress_protected *p, const char *list);
 /*
  * Whether sa (IPv4 or IPv6) is one of p's endpoints: the same port, and
  * the same address, or both on loopback (127.0.0.0/8, ::1, or the
- * IPv4-mapped loopback), or an entry on 0.0.0.0 and sa on loopback.
+ * IPv4-mapped loopback), or an entry on 0.0.0.0 and sa on loopback or
+ * on any IPv4 address of this host (one a socket binds to, asked at each
+ * call: a service on 0.0.0.0 answers there too).
  */
 bool egress_protected_has(const struct egress_protected *p,
     const struct sockaddr *sa);
