@@ -165,36 +165,49 @@ injectkit_ask(const struct injectkit *k, const char *method, const char *path,
 	return injectkit_send(k, req);
 }
 
+json_t *
+injectkit_inject_rule(const struct injectkit *k, bool post, const char *header,
+    const char *format)
+{
+	json_t *methods = json_pack("[s,s]", "GET", "HEAD");
+
+	ck_assert_ptr_nonnull(methods);
+	if (post)
+		ck_assert_int_eq(json_array_append_new(methods,
+				     json_string("POST")),
+		    0);
+	return json_pack("{s:s, s:i, s:o, s:[s], s:s, s:[s], s:s,"
+			 " s:{s:s, s:s, s:s, s:s}}",
+	    "host", "api.test", "port", k->up_port, "methods", methods, "paths",
+	    "/case/", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
+	    "audience", "api", "inject", "secret", "up-key", "header",
+	    header != NULL ? header : "X-Api-Key", "format",
+	    format != NULL ? format : "Key {secret}", "capability", "x.read");
+}
+
+json_t *
+injectkit_manifest(const char *name, json_t *egress)
+{
+	ck_assert_ptr_nonnull(egress);
+	return json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
+			 " s:o}",
+	    "name", name, "command", "/bin/true", "capabilities", "name",
+	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
+	    "reason", "read x", "egress", egress);
+}
+
 /* The manifest "redteam" of injectkit.h, on k's upstream port. */
 static json_t *
 manifest(const struct injectkit *k, const struct injectkit_opts *o)
 {
-	const char *header = o->header != NULL ? o->header : "X-Api-Key";
-	const char *format = o->format != NULL ? o->format : "Key {secret}";
-	json_t *methods = json_pack("[s,s]", "GET", "HEAD");
-
-	ck_assert_ptr_nonnull(methods);
-	if (o->post)
-		ck_assert_int_eq(json_array_append_new(methods,
-				     json_string("POST")),
-		    0);
-	return json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
-			 " s:[{s:s, s:i, s:o, s:[s], s:s, s:[s], s:s,"
-			 "     s:{s:s, s:s, s:s, s:s}},"
-			 "    {s:s, s:i, s:[s,s], s:[s], s:s, s:[s]}]}",
-	    "name", "redteam", "command", "/bin/true", "capabilities", "name",
-	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress",
-	    /* rule 0: injects up-key */
-	    "host", "api.test", "port", k->up_port, "methods", methods, "paths",
-	    "/case/", "reason", "the api", "allow_cidrs", "127.0.0.0/8",
-	    "audience", "api", "inject", "secret", "up-key", "header", header,
-	    "format", format, "capability", "x.read",
-	    /* rule 1: the same service under another name, nothing
-	     * injected */
-	    "host", "www.api.test", "port", k->up_port, "methods", "GET",
-	    "HEAD", "paths", "/open/", "reason", "the public part",
-	    "allow_cidrs", "127.0.0.0/8");
+	return injectkit_manifest("redteam",
+	    json_pack("[o, {s:s, s:i, s:[s,s], s:[s], s:s, s:[s]}]",
+		injectkit_inject_rule(k, o->post, o->header, o->format),
+		/* rule 1: the same service under another name, nothing
+		 * injected */
+		"host", "www.api.test", "port", k->up_port, "methods", "GET",
+		"HEAD", "paths", "/open/", "reason", "the public part",
+		"allow_cidrs", "127.0.0.0/8"));
 }
 
 void

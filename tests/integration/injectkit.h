@@ -84,6 +84,22 @@ void injectkit_secret(struct injectkit *k, const char *name, const char *value);
 void injectkit_job_start(struct injectkit *k, const char *name, json_t *m);
 
 /*
+ * The injecting rule 0 of the manifests of injectkit.h: api.test on k's
+ * upstream port, GET and HEAD (and POST when post), paths /case/, up-key
+ * injected into header (NULL: X-Api-Key) as format (NULL: "Key {secret}")
+ * for capability x.read. A new reference, NULL when out of memory.
+ */
+json_t *injectkit_inject_rule(const struct injectkit *k, bool post,
+    const char *header, const char *format);
+
+/*
+ * A manifest named name with command /bin/true, capability x.read
+ * (audience api, params t: 1, 600 s) and egress, an array (taken; not
+ * NULL, asserted). A new reference, NULL when out of memory.
+ */
+json_t *injectkit_manifest(const char *name, json_t *egress);
+
+/*
  * Starts the whole stack described above into k, with SIGPIPE ignored.
  * Asserts on every failure (the daemons die with the test process).
  */

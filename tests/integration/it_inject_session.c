@@ -47,25 +47,17 @@ setup_with(bool cookies)
 	    injectkit_jobs_upstream("redteam/reflect.py", NULL, &kit.up_port);
 	up2_pid = injectkit_jobs_upstream("smuggle/wsgi.py", value, &up2_port);
 	injectkit_secret(&kit, "up-key", value);
-	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
-		      " s:[{s:s, s:i, s:[s,s], s:[s], s:s, s:[s], s:s,"
-		      "     s:{s:s, s:s, s:s, s:s}},"
-		      "    {s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s,"
-		      "     s:{s:s, s:s, s:s, s:s}}]}",
-	    "name", "session", "command", "/bin/true", "capabilities", "name",
-	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress",
-	    /* rule 0: injects up-key, cookies as the fixture says */
-	    "host", "api.test", "port", kit.up_port, "methods", "GET", "HEAD",
-	    "paths", "/case/", "reason", "the api", "allow_cidrs",
-	    "127.0.0.0/8", "audience", "api", "inject", "secret", "up-key",
-	    "header", "X-Api-Key", "format", "Key {secret}", "capability",
-	    "x.read",
-	    /* rule 1: a WSGI service behind the same injection */
-	    "host", "wsgi.test", "port", up2_port, "methods", "GET", "paths",
-	    "/", "reason", "a wsgi api", "allow_cidrs", "127.0.0.0/8",
-	    "audience", "api", "inject", "secret", "up-key", "header",
-	    "X-Api-Key", "format", "Key {secret}", "capability", "x.read");
+	m = injectkit_manifest("session",
+	    json_pack("[o, {s:s, s:i, s:[s], s:[s], s:s, s:[s], s:s, s:{s:s, "
+		      "s:s, s:s, s:s}}]",
+		/* rule 0: injects up-key, cookies as the fixture says */
+		injectkit_inject_rule(&kit, false, NULL, NULL),
+		/* rule 1: a WSGI service behind the same injection */
+		"host", "wsgi.test", "port", up2_port, "methods", "GET",
+		"paths", "/", "reason", "a wsgi api", "allow_cidrs",
+		"127.0.0.0/8", "audience", "api", "inject", "secret", "up-key",
+		"header", "X-Api-Key", "format", "Key {secret}", "capability",
+		"x.read"));
 	ck_assert_ptr_nonnull(m);
 	if (cookies)
 		json_object_set_new(

@@ -48,29 +48,20 @@ setup(void)
 	up2_pid =
 	    injectkit_jobs_upstream("smuggle/upstream.py", NULL, &up2_port);
 	injectkit_secret(&kit, "up-key", value);
-	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
-		      " s:[{s:s, s:i, s:[s,s], s:[s], s:s, s:[s], s:s,"
-		      "     s:{s:s, s:s, s:s, s:s}},"
-		      "    {s:s, s:i, s:[s,s], s:[s], s:s, s:[s]},"
-		      "    {s:s, s:i, s:[s,s,s,s], s:[s], s:s, s:[s]}]}",
-	    "name", "redteam", "command", "/bin/true", "capabilities", "name",
-	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress",
-	    /* rule 0: injects up-key */
-	    "host", "api.test", "port", kit.up_port, "methods", "GET", "HEAD",
-	    "paths", "/case/", "reason", "the api", "allow_cidrs",
-	    "127.0.0.0/8", "audience", "api", "inject", "secret", "up-key",
-	    "header", "X-Api-Key", "format", "Key {secret}", "capability",
-	    "x.read",
-	    /* rule 1: the same service under another name, nothing
+	m = injectkit_manifest("redteam",
+	    json_pack("[o, {s:s, s:i, s:[s,s], s:[s], s:s, s:[s]}, {s:s, s:i, "
+		      "s:[s,s,s,s], s:[s], s:s, s:[s]}]",
+		/* rule 0: injects up-key */
+		injectkit_inject_rule(&kit, false, NULL, NULL),
+		/* rule 1: the same service under another name, nothing
                  * injected (its answers are not scanned) */
-	    "host", "www.api.test", "port", kit.up_port, "methods", "GET",
-	    "HEAD", "paths", "/open/", "reason", "the public part",
-	    "allow_cidrs", "127.0.0.0/8",
-	    /* rule 2: python's http.server, DELETE and OPTIONS allowed */
-	    "host", "del.test", "port", up2_port, "methods", "GET", "POST",
-	    "DELETE", "OPTIONS", "paths", "/", "reason", "a small service",
-	    "allow_cidrs", "127.0.0.0/8");
+		"host", "www.api.test", "port", kit.up_port, "methods", "GET",
+		"HEAD", "paths", "/open/", "reason", "the public part",
+		"allow_cidrs", "127.0.0.0/8",
+		/* rule 2: python's http.server, DELETE and OPTIONS allowed */
+		"host", "del.test", "port", up2_port, "methods", "GET", "POST",
+		"DELETE", "OPTIONS", "paths", "/", "reason", "a small service",
+		"allow_cidrs", "127.0.0.0/8"));
 	ck_assert_ptr_nonnull(m);
 	injectkit_job_start(&kit, "redteam", m);
 }

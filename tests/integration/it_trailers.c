@@ -46,22 +46,14 @@ setup(void)
 	up2_pid =
 	    injectkit_jobs_upstream("smuggle/upstream.py", NULL, &up2_port);
 	injectkit_secret(&kit, "up-key", value);
-	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
-		      " s:[{s:s, s:i, s:[s,s], s:[s], s:s, s:[s], s:s,"
-		      "     s:{s:s, s:s, s:s, s:s}},"
-		      "    {s:s, s:i, s:[s], s:[s], s:s, s:[s]}]}",
-	    "name", "trailers", "command", "/bin/true", "capabilities", "name",
-	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress",
-	    /* rule 0: injects up-key */
-	    "host", "api.test", "port", kit.up_port, "methods", "GET", "HEAD",
-	    "paths", "/case/", "reason", "the api", "allow_cidrs",
-	    "127.0.0.0/8", "audience", "api", "inject", "secret", "up-key",
-	    "header", "X-Api-Key", "format", "Key {secret}", "capability",
-	    "x.read",
-	    /* rule 1: a service that sends trailers, nothing injected */
-	    "host", "plain.test", "port", up2_port, "methods", "GET", "paths",
-	    "/", "reason", "a plain api", "allow_cidrs", "127.0.0.0/8");
+	m = injectkit_manifest("trailers",
+	    json_pack("[o, {s:s, s:i, s:[s], s:[s], s:s, s:[s]}]",
+		/* rule 0: injects up-key */
+		injectkit_inject_rule(&kit, false, NULL, NULL),
+		/* rule 1: a service that sends trailers, nothing injected */
+		"host", "plain.test", "port", up2_port, "methods", "GET",
+		"paths", "/", "reason", "a plain api", "allow_cidrs",
+		"127.0.0.0/8"));
 	ck_assert_ptr_nonnull(m);
 	injectkit_job_start(&kit, "trailers", m);
 }
