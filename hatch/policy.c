@@ -548,6 +548,25 @@ policy_check_name(struct policy *p, const char *path)
 		ch));
 }
 
+void
+policy_check_binary_text(struct policy *p, const char *path,
+    const unsigned char *data, size_t len)
+{
+	if (data == NULL || memchr(data, '\0', len < 8000 ? len : 8000) == NULL)
+		return;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = data[i];
+		if ((c < 0x20 && c != 0 && c != '\t' && c != '\n' &&
+			c != '\r' && c != '\f') ||
+		    c == 0x7f)
+			return; /* a real binary */
+	}
+	flag_with(p, path, "hidden_text",
+	    "a text file that a NUL byte makes binary: git and the patch show "
+	    "it as 'Binary files differ' while it may run as source",
+	    VERDICT_NEEDS_REVIEW, json_pack("{s:s}", "in", "binary"));
+}
+
 const char *
 policy_protected_by(const struct policy *p, const char *path)
 {

@@ -248,6 +248,9 @@ emit(struct walk *w, const char *rel, const struct side *old,
 		policy_check_text(w->p, rel, buf_str(w->patch) + before,
 		    w->patch->len - before);
 		policy_check_name(w->p, rel);
+		if (new->mode != 0120000)
+			policy_check_binary_text(w->p, rel, new->data,
+			    new->len);
 	}
 	return 0;
 }

@@ -7,7 +7,9 @@
  * real file of the same look (config.py and config\u200B.py): each
  * must be flagged hidden_text, the verdict at least needs-review (on the
  * tree before: no flag, verdict clean). A symlink whose target holds
- * U+202E is flagged as its target is a '+' line of the patch.
+ * U+202E is flagged as its target is a '+' line of the patch. A source
+ * file a NUL in its first comment makes binary ("Binary files differ")
+ * must be flagged too (on the tree before: verdict clean, no flags).
  */
 #include "harness.h"
 #include "path.h"
@@ -163,6 +165,29 @@ START_TEST(a_link_target_that_reads_otherwise_is_flagged)
 }
 END_TEST
 
+START_TEST(text_a_nul_makes_binary_is_flagged)
+{
+	/* git (and the patch) show app.js as "Binary files differ" for the
+	 * NUL in its first comment; node runs the rest. */
+	json_t *j =
+	    run_job("cd /work/repo && "
+		    "printf '// \\000\\nrequire(\\047child_process\\047)"
+		    ".exec(\\047id\\047)\\n' > app.js && echo done");
+	json_t *flags = json_object_get(j, "flags");
+	const char *verdict = json_string_value(json_object_get(j, "verdict"));
+	char *all = json_dumps(flags, 0);
+	char *changes = json_dumps(json_object_get(j, "changes"), 0);
+
+	ck_assert_msg(verdict != NULL && strcmp(verdict, "clean") != 0,
+	    "app.js, text made binary by a NUL: verdict %s; flags %s; changes "
+	    "%s",
+	    verdict != NULL ? verdict : "(none)", all, changes);
+	free(all);
+	free(changes);
+	json_decref(j);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -173,6 +198,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, a_name_that_reads_otherwise_is_flagged);
 	tcase_add_test(tc, a_link_target_that_reads_otherwise_is_flagged);
+	tcase_add_test(tc, text_a_nul_makes_binary_is_flagged);
 	suite_add_tcase(s, tc);
 	return s;
 }
