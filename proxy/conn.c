@@ -125,6 +125,10 @@ struct pconn {
 	int ai_err;
 	bool ai_ready;
 	struct brokerclient_call *call;
+	/* The job's release this request waits for (NULL: none), and its
+	 * place among that release's waiters. */
+	struct release_flight *flight;
+	LIST_ENTRY(pconn) flight_link;
 	/* A rule's injected credential (credentials.md), for this request
 	 * only: the header value. Wiped at the request's end. */
 	char *inject_value;
@@ -213,6 +217,8 @@ up_release(struct pconn *c)
 	up_drop(c);
 }
 
+static void release_leave(struct pconn *c);
+
 static void
 request_reset(struct pconn *c)
 {
@@ -232,6 +238,7 @@ request_reset(struct pconn *c)
 	json_decref(c->inject_params);
 	c->inject_params = NULL;
 	c->form_wait = false;
+	release_leave(c);
 }
 
 void
@@ -240,6 +247,7 @@ conn_close(struct pconn *c)
 	decision_log(c);
 	if (c->call != NULL)
 		brokerclient_cancel(c->call);
+	release_leave(c);
 	if (c->dns != NULL)
 		evdns_getaddrinfo_cancel(c->dns);
 	if (c->ai != NULL)
@@ -270,6 +278,7 @@ static void
 conn_finish(struct pconn *c)
 {
 	decision_log(c);
+	release_leave(c);
 	up_release(c);
 	c->state = CS_CLOSING;
 	bufferevent_disable(c->cl, EV_READ);
@@ -624,18 +633,70 @@ release_unavailable(const char *err)
 	return "broker_unavailable";
 }
 
-/* The broker's release of the rule's secret: the credential for this
- * request, kept in the job's cache, or a refusal (fail closed). */
+/*
+ * A release of one secret for a job at the broker in flight, and every
+ * request of the job that waits for its answer: a request that finds one
+ * for its secret waits on it, not asking again (one release a job and
+ * secret in flight), and each is answered with its value or the same
+ * refusal. A waiter that ends leaves; when the last one leaves the call
+ * is cancelled: nothing released is handed to a closed job (its revoke
+ * or channel close ends every connection first).
+ */
+struct release_flight {
+	struct release_flight *next; /* the job's list */
+	struct pjob *job;
+	char secret[65]; /* egress_rule's inject.secret */
+	struct brokerclient_call *call;
+	LIST_HEAD(, pconn) waiters;
+	unsigned nwaiters;
+	bool answering; /* its answer being handed out: freed after */
+};
+
+/* Unlinks f from its job's list and frees it (its call answered or
+ * cancelled already). */
 static void
-on_release(void *arg, int status, json_t *body)
+release_flight_free(struct release_flight *f)
 {
-	struct pconn *c = arg;
+	struct release_flight **pp;
+
+	for (pp = &f->job->flights; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	free(f);
+}
+
+/* c waits for no release from now on: the last waiter to leave cancels
+ * the release. */
+static void
+release_leave(struct pconn *c)
+{
+	struct release_flight *f = c->flight;
+
+	if (f == NULL)
+		return;
+	LIST_REMOVE(c, flight_link);
+	c->flight = NULL;
+	f->nwaiters--;
+	if (f->nwaiters == 0 && !f->answering) {
+		if (f->call != NULL)
+			brokerclient_cancel(f->call);
+		release_flight_free(f);
+	}
+}
+
+/* The broker's release of the rule's secret: the credential for this
+ * request, kept in the job's cache (once a release: cache true for the
+ * waiters after the first), or a refusal (fail closed). */
+static void
+release_answer(struct pconn *c, int status, json_t *body, bool kept)
+{
 	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
 	const json_t *v = json_object_get(body, "value");
 	size_t len = json_string_length(v);
 	const char *err = json_string_value(json_object_get(body, "error"));
 
-	c->call = NULL;
 	/* The credential's issuer refused or is away (the broker's
 	 * issuers.c): the upstream side failed, and the answer says so. */
 	if (status == 502 && err != NULL && strncmp(err, "issuer_", 7) == 0) {
@@ -661,14 +722,40 @@ on_release(void *arg, int status, json_t *body)
 	int64_t now = mono_s(), until = 0;
 	if (exp != 0)
 		until = now + ((int64_t)exp - (int64_t)time(NULL)) - 5;
-	if (exp == 0 || until > now)
+	if (!kept && (exp == 0 || until > now))
 		(void)inject_cache_put(&c->job->secrets, rule->inject.secret,
 		    version, json_string_value(v), len, now, until);
 	/* Dead at its issuer a minute past its expiry (clocks differ). */
+	/* At info once a release: the waiters after the first are logged
+	 * as the cache's uses are. */
 	inject_use(c, json_string_value(v), len, version,
-	    exp != 0 ? until + 5 + 60 : 0, false);
+	    exp != 0 ? until + 5 + 60 : 0, kept);
+}
+
+/* The broker's answer to the job's release f: every waiter answered
+ * with it; the value in the json wiped after. */
+static void
+on_release(void *arg, int status, json_t *body)
+{
+	struct release_flight *f = arg;
+	struct pconn *c;
+	bool kept = false;
+
+	f->call = NULL;
+	f->answering = true;
+	while ((c = LIST_FIRST(&f->waiters)) != NULL) {
+		LIST_REMOVE(c, flight_link);
+		c->flight = NULL;
+		f->nwaiters--;
+		release_answer(c, status, body, kept);
+		kept = true;
+	}
 	/* The json's copy is freed by the broker client: wiped first. */
-	explicit_bzero((char *)json_string_value(v), len);
+	const json_t *v = json_object_get(body, "value");
+	if (json_is_string(v))
+		explicit_bzero((char *)json_string_value(v),
+		    json_string_length(v));
+	release_flight_free(f);
 }
 
 /*
@@ -805,16 +892,49 @@ inject_release(struct pconn *c)
 		    e->expires != 0 ? e->expires + 5 + 60 : 0, true);
 		return;
 	}
+	/* The job's release of this secret in flight already: this
+	 * request waits for its answer, as many as the job's connections. */
+	struct release_flight *f;
+	for (f = c->job->flights; f != NULL; f = f->next)
+		if (strcmp(f->secret, rule->inject.secret) == 0)
+			break;
+	if (f != NULL) {
+		if ((long long)f->nwaiters >= c->p->cfg.max_conns_per_job) {
+			fail(c, 503, "release_waiters_cap");
+			return;
+		}
+		LIST_INSERT_HEAD(&f->waiters, c, flight_link);
+		c->flight = f;
+		f->nwaiters++;
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (f == NULL) {
+		deny(c, "inject", "secret_unavailable");
+		return;
+	}
+	f->job = c->job;
+	snprintf(f->secret, sizeof(f->secret), "%s", rule->inject.secret);
+	LIST_INIT(&f->waiters);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/secrets/%s/release",
 	    c->job->id, rule->inject.secret);
 	/* On the releases' own connections, a few of the job's at once
 	 * and more in turn; past them the job is told at once. */
 	int r = brokerclient_release(c->p->bclient, c->job->id, path,
-	    on_release, c, &c->call);
-	if (r == -EBUSY)
-		fail(c, 503, "releases_busy");
-	else if (r < 0)
-		deny(c, "inject", "secret_unavailable");
+	    on_release, f, &f->call);
+	if (r < 0) {
+		free(f);
+		if (r == -EBUSY)
+			fail(c, 503, "releases_busy");
+		else
+			deny(c, "inject", "secret_unavailable");
+		return;
+	}
+	f->next = c->job->flights;
+	c->job->flights = f;
+	LIST_INSERT_HEAD(&f->waiters, c, flight_link);
+	c->flight = f;
+	f->nwaiters = 1;
 }
 
 static void

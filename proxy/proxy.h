@@ -93,6 +93,7 @@ struct proxy_config {
 };
 
 struct pconn;
+struct release_flight;
 struct pjob;
 struct control_open;
 TAILQ_HEAD(pconn_list, pconn);
@@ -133,6 +134,9 @@ struct pjob {
 	/* The broker's good answers on its tokens (tokcache.h), dropped
 	 * when the channel closes or the feed is lost. */
 	struct tokcache tokcache;
+	/* Its releases at the broker in flight, one a secret, each with
+	 * the requests waiting for its answer (conn.c); NULL: none. */
+	struct release_flight *flights;
 	/* Refusals at accept, one line per burst: the one being counted. */
 	struct decision refused;
 	struct timespec refused_since;
