@@ -8,12 +8,15 @@
  * got 503 releases_busy: a busy job saw 503s each time its cache expired.
  * Here 40 requests of one job are written at once with an empty cache:
  * all 40 are 200 with the credential, and the broker logged one release.
+ * And with the release held (the broker stopped), waiters that close
+ * leave it, and the job's close ends the rest with nothing handed.
  */
 #include "harness.h"
 #include "injectkit.h"
 #include "upstream.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +94,96 @@ START_TEST(forty_requests_at_once_share_one_release)
 }
 END_TEST
 
+/* The kit with no cache of released values: each request asks, and
+ * those at once share the release in flight. */
+static const struct injectkit_opts opts_nocache = {
+	.script =
+	    CORDON_SOURCE_DIR "/tests/integration/jobs/redteam/reflect.py",
+	.port_file = "reflect.port",
+	.follower = "proxy-coalesce",
+	.proxy_extra = "\"inject_cache_seconds\": 0, "
+		       "\"token_cache_seconds\": 60",
+	.value = value,
+};
+
+#define W 10
+
+/*
+ * With the broker stopped (SIGSTOP) the job's release stays in flight:
+ * 10 requests wait on one release, 3 of them close, then the job is
+ * deleted at the proxy. The others get nothing (closed, no credential),
+ * and the proxy (under ASan) lives on when the broker answers the
+ * cancelled release.
+ */
+START_TEST(waiters_that_leave_or_whose_job_closes_get_nothing)
+{
+	struct injectkit k;
+	char req[1024], path[128];
+	int fd[W];
+
+	injectkit_start(&k, &opts_nocache);
+	injectkit_request_to(&k, req, sizeof(req), "api.test", "GET", "/case/x",
+	    true, "close");
+	/* The token's answer cached, a release made and not kept. */
+	char *resp = injectkit_send(&k, req);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+
+	ck_assert_int_gt(k.broker.pid, 1);
+	ck_assert_int_eq(kill(k.broker.pid, SIGSTOP), 0);
+	for (int i = 0; i < W; i++) {
+		fd[i] = unix_connect(k.channel);
+		ck_assert_int_ge(fd[i], 0);
+		ck_assert_int_eq(write(fd[i], req, strlen(req)),
+		    (ssize_t)strlen(req));
+	}
+	/* Every one's head read and its release asked (or joined). */
+	long n = 0;
+	for (int i = 0; i < 100; i++) {
+		n = injectkit_metric(&k.proxy,
+		    "cordon_proxy_releases_in_flight");
+		if (n >= 1)
+			break;
+		usleep(20000);
+	}
+	usleep(300000);
+	n = injectkit_metric(&k.proxy, "cordon_proxy_releases_in_flight");
+	long waiting =
+	    injectkit_metric(&k.proxy, "cordon_proxy_releases_waiting");
+	/* Three waiters leave. */
+	for (int i = 0; i < 3; i++)
+		close(fd[i]);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", k.job);
+	json_decref(harness_expect(&k.proxy, 200, "DELETE", path, k.launcher,
+	    NULL, NULL));
+	unsigned got = 0;
+	for (int i = 3; i < W; i++) {
+		char *r = http_exchange(fd[i], "", 0, 5000);
+		ck_assert_ptr_nonnull(r);
+		got += http_status(r) == 200;
+		ck_assert_ptr_null(strstr(r, value));
+		free(r);
+		close(fd[i]);
+	}
+	ck_assert_int_eq(kill(k.broker.pid, SIGCONT), 0);
+	ck_assert_msg(n == 1 && waiting == 0 && got == 0,
+	    "%ld releases in flight and %ld waiting for %d requests; %u "
+	    "answered 200 after the job's close",
+	    n, waiting, W, got);
+	/* The broker answers the cancelled release: the proxy lives on. */
+	for (int i = 0; i < 100; i++) {
+		if (injectkit_metric(&k.proxy,
+			"cordon_proxy_releases_in_flight") == 0)
+			break;
+		usleep(50000);
+	}
+	ck_assert_int_eq(injectkit_metric(&k.proxy,
+			     "cordon_proxy_releases_in_flight"),
+	    0);
+	injectkit_stop(&k);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -100,6 +193,10 @@ suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, forty_requests_at_once_share_one_release);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("close");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, waiters_that_leave_or_whose_job_closes_get_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
