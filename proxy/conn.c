@@ -652,10 +652,9 @@ struct release_flight {
 	bool answering; /* its answer being handed out: freed after */
 };
 
-/* Unlinks f from its job's list and frees it (its call answered or
- * cancelled already). */
+/* Takes f off its job's list (if on it). */
 static void
-release_flight_free(struct release_flight *f)
+release_flight_unlink(struct release_flight *f)
 {
 	struct release_flight **pp;
 
@@ -664,6 +663,14 @@ release_flight_free(struct release_flight *f)
 			*pp = f->next;
 			break;
 		}
+}
+
+/* Unlinks f from its job's list and frees it (its call answered or
+ * cancelled already). */
+static void
+release_flight_free(struct release_flight *f)
+{
+	release_flight_unlink(f);
 	free(f);
 }
 
@@ -743,6 +750,10 @@ on_release(void *arg, int status, json_t *body)
 
 	f->call = NULL;
 	f->answering = true;
+	/* Off the job's list first: a request that reaches its release
+	 * while these are answered (one pipelined behind a waiter) does
+	 * not join an entry that is done. */
+	release_flight_unlink(f);
 	while ((c = LIST_FIRST(&f->waiters)) != NULL) {
 		LIST_REMOVE(c, flight_link);
 		c->flight = NULL;
