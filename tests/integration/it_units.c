@@ -274,32 +274,42 @@ bind_self(const char *path)
 }
 
 /* PrivateTmp=: a fresh /tmp and /var/tmp; the test's root (standing for
- * /var/lib and /run, which PrivateTmp= leaves alone) bound again on it. */
+ * /var/lib and /run, which PrivateTmp= leaves alone), the directory of the
+ * program run (standing for /usr/bin: a clean clone built under /tmp, as
+ * CI may make one) and the working directory bound again on it. */
 static void
-private_tmp(void)
+private_tmp(const char *program, const char *cwd)
 {
+	char keep[3][PATH_MAX], fdpath[64];
+	int fd[3] = { -1, -1, -1 };
 	const char *root = getenv("CORDON_IT_ROOT");
-	char fdpath[64];
-	int fd = -1;
+	char *slash;
 
-	if (root != NULL && under(root, "/tmp")) {
-		fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			die("open %s", root);
-	}
+	snprintf(keep[0], sizeof(keep[0]), "%s", root != NULL ? root : "");
+	snprintf(keep[1], sizeof(keep[1]), "%s", program);
+	if ((slash = strrchr(keep[1], '/')) != NULL)
+		*slash = '\0';
+	snprintf(keep[2], sizeof(keep[2]), "%s", cwd);
+	for (size_t i = 0; i < 3; i++)
+		if (keep[i][0] == '/' && under(keep[i], "/tmp") &&
+		    (fd[i] = open(keep[i], O_PATH | O_DIRECTORY | O_CLOEXEC)) <
+			0)
+			die("open %s", keep[i]);
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") <
 		0 ||
 	    mount("tmpfs", "/var/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
 		"mode=1777") < 0)
 		die("private /tmp");
-	if (fd < 0)
-		return;
-	if (path_mkdir_p(root, 0755) < 0)
-		die("mkdir %s", root);
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	if (mount(fdpath, root, NULL, MS_BIND | MS_REC, NULL) < 0)
-		die("bind %s again", root);
-	close(fd);
+	for (size_t i = 0; i < 3; i++) {
+		if (fd[i] < 0)
+			continue;
+		if (path_mkdir_p(keep[i], 0755) < 0)
+			die("mkdir %s", keep[i]);
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd[i]);
+		if (mount(fdpath, keep[i], NULL, MS_BIND | MS_REC, NULL) < 0)
+			die("bind %s again", keep[i]);
+		close(fd[i]);
+	}
 }
 
 /* ProtectHome=: read-only, or hidden by an empty read-only tmpfs. */
@@ -422,7 +432,7 @@ static void __attribute__((noreturn)) as_unit(char **argv)
 	if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
 		die("MS_SLAVE /");
 	if (u.private_tmp)
-		private_tmp();
+		private_tmp(argv[2], cwd);
 	if (u.private_devices)
 		private_devices();
 	if (u.protect_home[0] != '\0')
