@@ -18,6 +18,7 @@
  * releases waiting answers each 503 broker_stopping and exits 0.
  */
 #include "harness.h"
+#include "hungissuer.h"
 #include "upstream.h"
 
 #include <arpa/inet.h>
@@ -44,143 +45,9 @@
 #define ALL_WAITERS 128
 #define MAX_FDS 512
 
-/* --- an issuer that accepts and never answers ---------------------------- */
+/* --- an issuer that accepts and never answers (hungissuer.c) ----------- */
 
-static struct {
-	int lfd, wake[2];
-	unsigned port;
-	pthread_t thread;
-	atomic_uint accepted, open, revokes;
-} hung = { .lfd = -1 };
-
-/* What the issuer answers at once: a token at /fast/token, then its end
- * of the connection closed (it reads on until the broker closes, so that
- * nothing is reset). */
-static const char fast_answer[] =
-    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-    "Content-Length: 56\r\nConnection: close\r\n\r\n"
-    "{\"access_token\":\"tok-fast-0123456789\",\"expires_in\":3600}";
-
-static void *
-hung_main(void *arg)
-{
-	struct pollfd p[MAX_FDS];
-	bool seen[MAX_FDS] = { false }, fast[MAX_FDS] = { false };
-	size_t n = 2;
-	char buf[4096];
-	ssize_t k;
-
-	(void)arg;
-	p[0] = (struct pollfd){ .fd = hung.lfd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = hung.wake[0], .events = POLLIN };
-	for (;;) {
-		if (poll(p, n, -1) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents != 0)
-			break;
-		if (p[0].revents & POLLIN) {
-			int fd = accept4(hung.lfd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0 && n < MAX_FDS) {
-				seen[n] = fast[n] = false;
-				p[n++] = (struct pollfd){ .fd = fd,
-					.events = POLLIN };
-				atomic_fetch_add(&hung.accepted, 1);
-				atomic_fetch_add(&hung.open, 1);
-			} else if (fd >= 0)
-				close(fd);
-		}
-		for (size_t i = 2; i < n;) {
-			/* Read what the broker sends; its close ends a call.
-			 * The first bytes say which endpoint it called. */
-			if (p[i].revents == 0) {
-				i++;
-				continue;
-			}
-			k = read(p[i].fd, buf, sizeof(buf) - 1);
-			if (k > 0 && !seen[i]) {
-				buf[k] = '\0';
-				seen[i] = true;
-				if (strncmp(buf, "POST /oauth/revoke ", 19) ==
-				    0)
-					atomic_fetch_add(&hung.revokes, 1);
-				if (strncmp(buf, "POST /fast/token ", 17) ==
-				    0) {
-					fast[i] = true;
-					atomic_fetch_sub(&hung.open, 1);
-					if (write(p[i].fd, fast_answer,
-						sizeof(fast_answer) - 1) < 0) {
-						/* the broker went */
-					}
-					shutdown(p[i].fd, SHUT_WR);
-				}
-			}
-			if (k <= 0) {
-				close(p[i].fd);
-				if (!fast[i])
-					atomic_fetch_sub(&hung.open, 1);
-				p[i] = p[--n];
-				seen[i] = seen[n];
-				fast[i] = fast[n];
-				continue;
-			}
-			i++;
-		}
-	}
-	for (size_t i = 2; i < n; i++)
-		close(p[i].fd);
-	return NULL;
-}
-
-static void
-hung_start(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t alen = sizeof(a);
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	hung.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(hung.lfd, 0);
-	ck_assert_int_eq(bind(hung.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(hung.lfd, 256), 0);
-	ck_assert_int_eq(getsockname(hung.lfd, (struct sockaddr *)&a, &alen),
-	    0);
-	hung.port = ntohs(a.sin_port);
-	ck_assert_int_eq(pipe2(hung.wake, O_CLOEXEC), 0);
-	ck_assert_int_eq(pthread_create(&hung.thread, NULL, hung_main, NULL),
-	    0);
-}
-
-static void
-hung_stop(void)
-{
-	if (hung.lfd < 0)
-		return;
-	ck_assert_int_eq(write(hung.wake[1], "x", 1), 1);
-	pthread_join(hung.thread, NULL);
-	close(hung.lfd);
-	close(hung.wake[0]);
-	close(hung.wake[1]);
-	hung.lfd = -1;
-}
-
-/* Waits (up to 20 s) until the issuer holds at least n calls at once. */
-static void
-hung_wait_open(unsigned n)
-{
-	for (int i = 0; i < 400 && atomic_load(&hung.open) < n; i++)
-		usleep(50000);
-	ck_assert_msg(atomic_load(&hung.open) >= n,
-	    "the issuer holds %u calls, want %u", atomic_load(&hung.open), n);
-}
-
-/* Waits (up to ms) until the issuer accepted more than before. */
-static void
-hung_wait_accepted(unsigned before, int ms)
-{
-	for (int i = 0; i < ms / 10 && atomic_load(&hung.accepted) <= before;
-	     i++)
-		usleep(10000);
-}
+static struct hung_issuer hung = { .lfd = -1 };
 
 /* --- the broker ---------------------------------------------------------- */
 
@@ -213,7 +80,7 @@ setup(void)
 	char url[128], rev[128];
 
 	signal(SIGPIPE, SIG_IGN);
-	hung_start();
+	hung_issuer_start(&hung);
 	ck_assert_int_eq(daemon_start(&broker, "broker",
 			     "{\"log_level\": \"info\"}"),
 	    0);
@@ -248,7 +115,7 @@ teardown(void)
 {
 	if (broker.pid > 0)
 		ck_assert_int_eq(daemon_stop(&broker), 0);
-	hung_stop();
+	hung_issuer_stop(&hung);
 }
 
 /* A new job of manifest m: its id in job. */
@@ -392,9 +259,9 @@ send_stuck(struct pending *p, char (*jobs)[64], size_t n)
 
 		pending_init(&p[i], send_release(jobs[i]));
 		if (before < HTTP_THREADS)
-			hung_wait_accepted(before, 500);
+			hung_issuer_wait_accepted(&hung, before, 500);
 	}
-	hung_wait_open(HTTP_THREADS);
+	hung_issuer_wait_open(&hung, HTTP_THREADS);
 }
 
 static void

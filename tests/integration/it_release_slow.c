@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "harness.h"
 #include "http_client.h"
+#include "hungissuer.h"
 #include "upstream.h"
 
 #include <arpa/inet.h>
@@ -45,87 +46,9 @@
 #define JOB_WAITING 16
 #define MAX_FDS 256
 
-/* --- an issuer that accepts and never answers ---------------------------- */
+/* --- an issuer that accepts and never answers (hungissuer.c) ----------- */
 
-static struct {
-	int lfd, wake[2];
-	unsigned port;
-	pthread_t thread;
-	atomic_uint accepted;
-} hung = { .lfd = -1 };
-
-static void *
-hung_main(void *arg)
-{
-	struct pollfd p[MAX_FDS];
-	size_t n = 2;
-	char buf[4096];
-
-	(void)arg;
-	p[0] = (struct pollfd){ .fd = hung.lfd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = hung.wake[0], .events = POLLIN };
-	for (;;) {
-		if (poll(p, n, -1) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents != 0)
-			break;
-		if (p[0].revents & POLLIN) {
-			int fd = accept4(hung.lfd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0 && n < MAX_FDS) {
-				p[n++] = (struct pollfd){ .fd = fd,
-					.events = POLLIN };
-				atomic_fetch_add(&hung.accepted, 1);
-			} else if (fd >= 0)
-				close(fd);
-		}
-		/* Read what the broker sends, answer nothing; its close
-		 * ends a call. */
-		for (size_t i = 2; i < n;) {
-			if (p[i].revents != 0 &&
-			    read(p[i].fd, buf, sizeof(buf)) <= 0) {
-				close(p[i].fd);
-				p[i] = p[--n];
-				continue;
-			}
-			i++;
-		}
-	}
-	for (size_t i = 2; i < n; i++)
-		close(p[i].fd);
-	return NULL;
-}
-
-static void
-hung_start(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t alen = sizeof(a);
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	hung.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(hung.lfd, 0);
-	ck_assert_int_eq(bind(hung.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(hung.lfd, 128), 0);
-	ck_assert_int_eq(getsockname(hung.lfd, (struct sockaddr *)&a, &alen),
-	    0);
-	hung.port = ntohs(a.sin_port);
-	ck_assert_int_eq(pipe2(hung.wake, O_CLOEXEC), 0);
-	ck_assert_int_eq(pthread_create(&hung.thread, NULL, hung_main, NULL),
-	    0);
-}
-
-static void
-hung_stop(void)
-{
-	if (hung.lfd < 0)
-		return;
-	ck_assert_int_eq(write(hung.wake[1], "x", 1), 1);
-	pthread_join(hung.thread, NULL);
-	close(hung.lfd);
-	close(hung.wake[0]);
-	close(hung.wake[1]);
-	hung.lfd = -1;
-}
+static struct hung_issuer hung = { .lfd = -1 };
 
 /* --- the broker, the proxy, an upstream and two jobs --------------------- */
 
@@ -182,7 +105,7 @@ setup(void)
 	char cfg[2048], url[128], dir[300], path[400], hostsf[400];
 
 	signal(SIGPIPE, SIG_IGN);
-	hung_start();
+	hung_issuer_start(&hung);
 	up = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(up);
 	ck_assert_int_eq(daemon_start(&broker, "broker",
@@ -227,7 +150,7 @@ teardown(void)
 	if (broker.pid > 0)
 		ck_assert_int_eq(daemon_stop(&broker), 0);
 	upstream_stop(up);
-	hung_stop();
+	hung_issuer_stop(&hung);
 }
 
 /* Mints x.read on chan's broker.cordon: the token, malloc'd. */
