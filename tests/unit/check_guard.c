@@ -1,0 +1,271 @@
+/*
+ * The guard's list and matcher (proxy/guard.c): a request reaches a
+ * secret's binding by its host (case and one trailing dot aside), by the
+ * IP of its upstream address when the binding names that IP as a host
+ * (every port), or by the address itself (IP and port, v4 or v6, an
+ * IPv4-mapped v6 read as v4); nothing else matches; a bad list is
+ * refused whole with the old one kept; an address seen locally matches
+ * until the broker's list holds it; issuer credentials are kept until
+ * their expiry and wiped then.
+ */
+#include "guard.h"
+#include "testutil.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static json_t *
+list_of(void)
+{
+	json_t *l = json_loads(
+	    "[{\"secret\": \"gh\", \"kind\": \"static\", \"version\": 3,"
+	    "  \"hosts\": [\"API.GitHub.com.\", \"www.api.test\", \"10.0.0.7\","
+	    "    \"2001:db8::1\"],"
+	    "  \"addrs\": [\"140.82.112.6:443\", \"[2001:DB8:0::2]:8443\","
+	    "    \"[::ffff:192.0.2.9]:80\"]},"
+	    " {\"secret\": \"oa\", \"kind\": \"oauth_client_credentials\","
+	    "  \"version\": 1, \"hosts\": [\"api.github.com\"], \"addrs\": "
+	    "[]}]",
+	    0, NULL);
+
+	ck_assert_ptr_nonnull(l);
+	return l;
+}
+
+/* The secrets host and addr match, comma-joined in the match's order
+ * sorted (the list is sorted by secret). */
+static const char *
+names(const struct guard *g, const char *host, const char *addr)
+{
+	static char out[256];
+	const struct guard_binding *m[GUARD_MATCH_MAX];
+	size_t n = guard_match(g, host, addr, m);
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s",
+		    i > 0 ? "," : "", m[i]->secret);
+	return out;
+}
+
+START_TEST(hosts_match_whatever_their_case_and_trailing_dot)
+{
+	struct guard g = { 0 };
+	json_t *l = list_of();
+	char err[128] = "";
+
+	ck_assert_int_eq(guard_load(&g, l, 1000, err, sizeof(err)), 0);
+	ck_assert_str_eq(names(&g, "api.github.com", NULL), "gh,oa");
+	ck_assert_str_eq(names(&g, "API.GITHUB.COM.", ""), "gh,oa");
+	ck_assert_str_eq(names(&g, "www.api.test", NULL), "gh");
+	ck_assert_str_eq(names(&g, "WWW.Api.Test.", NULL), "gh");
+	ck_assert_str_eq(names(&g, "api.test", NULL), "");
+	ck_assert_str_eq(names(&g, "github.com", NULL), "");
+	ck_assert_str_eq(names(&g, "xapi.github.com", NULL), "");
+	ck_assert_str_eq(names(&g, "api.github.com..", NULL), "");
+	ck_assert_str_eq(names(&g, NULL, NULL), "");
+	ck_assert_str_eq(names(&g, "", ""), "");
+	const struct guard_binding *b = guard_binding_of(&g, "oa");
+	ck_assert_ptr_nonnull(b);
+	ck_assert(!b->is_static);
+	ck_assert_int_eq(b->version, 1);
+	b = guard_binding_of(&g, "gh");
+	ck_assert_ptr_nonnull(b);
+	ck_assert(b->is_static);
+	ck_assert_int_eq(b->version, 3);
+	ck_assert_ptr_null(guard_binding_of(&g, "nope"));
+	json_decref(l);
+	guard_free(&g);
+}
+END_TEST
+
+START_TEST(addresses_match_with_their_port_ips_on_every_port)
+{
+	struct guard g = { 0 };
+	json_t *l = list_of();
+	char err[128] = "";
+
+	ck_assert_int_eq(guard_load(&g, l, 1000, err, sizeof(err)), 0);
+	/* An address of the list: IP and port both. */
+	ck_assert_str_eq(names(&g, "other.test", "140.82.112.6:443"), "gh");
+	ck_assert_str_eq(names(&g, "other.test", "140.82.112.6:444"), "");
+	ck_assert_str_eq(names(&g, "other.test", "140.82.112.7:443"), "");
+	/* v6, as inet_ntop writes it (the list's was not). */
+	ck_assert_str_eq(names(&g, NULL, "[2001:db8::2]:8443"), "gh");
+	ck_assert_str_eq(names(&g, NULL, "[2001:db8::2]:8444"), "");
+	/* An IPv4-mapped address of the list is its IPv4. */
+	ck_assert_str_eq(names(&g, NULL, "192.0.2.9:80"), "gh");
+	/* An IP among the hosts: that IP on every port. */
+	ck_assert_str_eq(names(&g, NULL, "10.0.0.7:1"), "gh");
+	ck_assert_str_eq(names(&g, NULL, "10.0.0.7:65535"), "gh");
+	ck_assert_str_eq(names(&g, NULL, "10.0.0.8:80"), "");
+	ck_assert_str_eq(names(&g, NULL, "[2001:db8::1]:443"), "gh");
+	ck_assert_str_eq(names(&g, NULL, "[2001:db8::3]:443"), "");
+	/* Host and address of the same binding: once. */
+	ck_assert_str_eq(names(&g, "www.api.test", "140.82.112.6:443"), "gh");
+	ck_assert_str_eq(names(&g, "api.github.com", "140.82.112.6:443"),
+	    "gh,oa");
+	/* Not an address: nothing, no crash. */
+	ck_assert_str_eq(names(&g, NULL, "140.82.112.6"), "");
+	ck_assert_str_eq(names(&g, NULL, "[2001:db8::2"), "");
+	json_decref(l);
+	guard_free(&g);
+}
+END_TEST
+
+START_TEST(addresses_are_normalised)
+{
+	char out[GUARD_ADDR_MAX];
+
+	ck_assert_int_eq(guard_addr_normalise("127.0.0.1:8080", out), 0);
+	ck_assert_str_eq(out, "127.0.0.1:8080");
+	ck_assert_int_eq(guard_addr_normalise("[::FFFF:127.0.0.1]:80", out), 0);
+	ck_assert_str_eq(out, "127.0.0.1:80");
+	ck_assert_int_eq(guard_addr_normalise("[2001:0db8::0001]:443", out), 0);
+	ck_assert_str_eq(out, "[2001:db8::1]:443");
+	ck_assert_int_eq(guard_addr_normalise("127.0.0.1", out), -EINVAL);
+	ck_assert_int_eq(guard_addr_normalise("127.0.0.1:0", out), -EINVAL);
+	ck_assert_int_eq(guard_addr_normalise("127.0.0.1:65536", out), -EINVAL);
+	ck_assert_int_eq(guard_addr_normalise("127.0.0.1:80x", out), -EINVAL);
+	ck_assert_int_eq(guard_addr_normalise("2001:db8::1:443", out), -EINVAL);
+	ck_assert_int_eq(guard_addr_normalise("api.test:443", out), -EINVAL);
+	ck_assert_int_eq(guard_addr_normalise("", out), -EINVAL);
+}
+END_TEST
+
+START_TEST(a_bad_list_is_refused_whole_and_the_old_one_kept)
+{
+	struct guard g = { 0 };
+	json_t *l = list_of();
+	char err[128] = "";
+	static const char *const bad[] = {
+		"{}",
+		"[1]",
+		"[{\"kind\": \"static\", \"version\": 1, \"hosts\": [],"
+		" \"addrs\": []}]",
+		"[{\"secret\": \"a\", \"kind\": \"static\", \"version\": 1,"
+		" \"hosts\": [\"bad host\"], \"addrs\": []}]",
+		"[{\"secret\": \"a\", \"kind\": \"static\", \"version\": 1,"
+		" \"hosts\": [], \"addrs\": [\"api.test:80\"]}]",
+		"[{\"secret\": \"a\", \"kind\": \"static\", \"version\": 1,"
+		" \"hosts\": [7], \"addrs\": []}]",
+	};
+
+	ck_assert(!guard_fresh(&g, 1000, 15000));
+	ck_assert_int_eq(guard_load(&g, l, 1000, err, sizeof(err)), 0);
+	ck_assert(guard_fresh(&g, 16000, 15000));
+	ck_assert(!guard_fresh(&g, 16001, 15000));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *b = json_loads(bad[i], 0, NULL);
+		ck_assert_ptr_nonnull(b);
+		err[0] = '\0';
+		ck_assert_int_eq(guard_load(&g, b, 2000, err, sizeof(err)),
+		    -EINVAL);
+		ck_assert_msg(err[0] != '\0', "%s: no reason", bad[i]);
+		json_decref(b);
+	}
+	/* The old list, and its time. */
+	ck_assert_str_eq(names(&g, "www.api.test", NULL), "gh");
+	ck_assert(!guard_fresh(&g, 16001, 15000));
+	json_t *empty = json_array();
+	ck_assert_int_eq(guard_load(&g, empty, 3000, err, sizeof(err)), 0);
+	ck_assert_str_eq(names(&g, "www.api.test", NULL), "");
+	json_decref(empty);
+	json_decref(l);
+	guard_free(&g);
+}
+END_TEST
+
+START_TEST(an_address_seen_here_matches_until_the_list_holds_it)
+{
+	struct guard g = { 0 };
+	json_t *l = list_of();
+	char err[128] = "";
+	struct guard_local *loc = NULL, *again = NULL;
+
+	ck_assert_int_eq(guard_load(&g, l, 1000, err, sizeof(err)), 0);
+	/* In the list already: nothing to add. */
+	ck_assert_int_eq(guard_local_add(&g, "gh", "job1", "140.82.112.6:443",
+			     &loc),
+	    0);
+	ck_assert_str_eq(names(&g, NULL, "127.0.0.1:9000"), "");
+	ck_assert_int_eq(guard_local_add(&g, "gh", "job1", "127.0.0.1:9000",
+			     &loc),
+	    1);
+	ck_assert_ptr_nonnull(loc);
+	ck_assert_str_eq(loc->job, "job1");
+	ck_assert_str_eq(names(&g, "x.test", "127.0.0.1:9000"), "gh");
+	ck_assert_str_eq(names(&g, "x.test", "127.0.0.1:9001"), "");
+	/* Once is enough, whoever asks. */
+	ck_assert_int_eq(guard_local_add(&g, "gh", "job2", "127.0.0.1:9000",
+			     &again),
+	    0);
+	ck_assert_ptr_null(again);
+	/* Not told: due again, once it is not being asked. */
+	loc->asking = true;
+	ck_assert_ptr_null(guard_local_due(&g));
+	loc->asking = false;
+	ck_assert_ptr_eq(guard_local_due(&g), loc);
+	loc->told = true;
+	ck_assert_ptr_null(guard_local_due(&g));
+	/* The broker's next list holds it: forgotten here, still matched. */
+	json_array_append_new(json_object_get(json_array_get(l, 0), "addrs"),
+	    json_string("127.0.0.1:9000"));
+	ck_assert_int_eq(guard_load(&g, l, 2000, err, sizeof(err)), 0);
+	ck_assert_uint_eq(g.nlocal, 0);
+	ck_assert_str_eq(names(&g, "x.test", "127.0.0.1:9000"), "gh");
+	ck_assert_int_eq(guard_local_add(&g, "gh", "job1", "bad", &again),
+	    -EINVAL);
+	json_decref(l);
+	guard_free(&g);
+}
+END_TEST
+
+START_TEST(issuer_credentials_are_kept_until_their_expiry)
+{
+	struct guard g = { 0 };
+
+	ck_assert_int_eq(guard_issued_put(&g, "oa", "tok_one", 7, 200, 100), 1);
+	ck_assert_int_eq(guard_issued_put(&g, "oa", "tok_one", 7, 200, 100), 0);
+	/* No expiry: an hour at most. */
+	ck_assert_int_eq(guard_issued_put(&g, "oa", "tok_two", 7, 0, 100), 1);
+	ck_assert_int_eq(g.issued[1].expires, 100 + GUARD_ISSUED_DEFAULT_S);
+	ck_assert_int_eq(guard_issued_put(&g, "oa", "tok_thr", 7, 100 + 99999,
+			     100),
+	    1);
+	ck_assert_int_eq(g.issued[2].expires, 100 + GUARD_ISSUED_DEFAULT_S);
+	ck_assert_uint_eq(g.nissued, 3);
+	guard_issued_expire(&g, 201);
+	ck_assert_uint_eq(g.nissued, 2);
+	for (size_t i = 0; i < g.nissued; i++)
+		ck_assert(memcmp(g.issued[i].value, "tok_one", 7) != 0);
+	ck_assert_int_eq(guard_issued_put(&g, "oa", "", 0, 0, 100), -EINVAL);
+	guard_free(&g);
+	ck_assert_uint_eq(g.nissued, 0);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("guard");
+	TCase *tc = tcase_create("guard");
+
+	tcase_add_test(tc, hosts_match_whatever_their_case_and_trailing_dot);
+	tcase_add_test(tc, addresses_match_with_their_port_ips_on_every_port);
+	tcase_add_test(tc, addresses_are_normalised);
+	tcase_add_test(tc, a_bad_list_is_refused_whole_and_the_old_one_kept);
+	tcase_add_test(tc,
+	    an_address_seen_here_matches_until_the_list_holds_it);
+	tcase_add_test(tc, issuer_credentials_are_kept_until_their_expiry);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return testutil_run(suite());
+}
