@@ -24,6 +24,22 @@
 #define GENESIS                                                                \
 	"0000000000000000000000000000000000000000000000000000000000000000"
 
+/*
+ * The rule bindings (store.h) of the stored manifest versions: every
+ * egress rule with an inject gives (its secret, its host). ?1 a
+ * manifest's name, ?2 its version, ?3 a secret: each NULL for any. The
+ * canonical text the manifests are stored as is JSON that sqlite reads.
+ */
+#define BIND_RULES_SQL                                                         \
+	"INSERT OR IGNORE INTO bindings (secret, kind, value, origin, "        \
+	"created) SELECT json_extract(r.value, '$.inject.secret'), 'host', "   \
+	"json_extract(r.value, '$.host'), 'rule', min(m.created) FROM "        \
+	"manifests m, json_each(m.body, '$.egress') r WHERE "                  \
+	"json_type(r.value, '$.inject.secret') = 'text' AND "                  \
+	"json_type(r.value, '$.host') = 'text' AND (?1 IS NULL OR m.name = "   \
+	"?1) AND (?2 IS NULL OR m.version = ?2) AND (?3 IS NULL OR "           \
+	"json_extract(r.value, '$.inject.secret') = ?3) GROUP BY 1, 3"
+
 enum stmt_id {
 	ST_MANIFEST_CUR,
 	ST_MANIFEST_VER,
@@ -55,8 +71,15 @@ enum stmt_id {
 	ST_SECRET_LIST,
 	ST_SECRET_DEL,
 	ST_SECRET_USED,
+	ST_SECRET_HAS,
 	ST_SECRET_MANIFESTS,
 	ST_MANIFEST_LIST,
+	ST_BIND_RULES,
+	ST_BIND_INS,
+	ST_BIND_DEL_DECLARED,
+	ST_BIND_DEL_SECRET,
+	ST_BIND_LIST,
+	ST_BIND_EPOCH_BUMP,
 	ST_MAX,
 };
 
@@ -128,6 +151,8 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_SECRET_DEL] = "DELETE FROM secrets WHERE name = ?",
 	[ST_SECRET_USED] = "UPDATE secrets SET last_used = ? WHERE name = ? "
 			   "AND version = ?",
+	[ST_SECRET_HAS] = "SELECT 1 FROM secrets WHERE name = ? AND version = "
+			  "?",
 	/* Candidates: the canonical text is compact, so a rule naming the
 	 * secret holds this exact string; the caller parses to be sure. */
 	[ST_SECRET_MANIFESTS] = "SELECT m.name, m.body FROM manifests m WHERE "
@@ -140,6 +165,19 @@ static const char *const stmt_sql[ST_MAX] = {
 			     "m.name > ? AND m.version = (SELECT max(version) "
 			     "FROM manifests WHERE name = m.name) ORDER BY "
 			     "m.name LIMIT ?",
+	[ST_BIND_RULES] = BIND_RULES_SQL,
+	[ST_BIND_INS] = "INSERT OR IGNORE INTO bindings (secret, kind, value, "
+			"origin, created) VALUES (?, ?, ?, ?, ?)",
+	[ST_BIND_DEL_DECLARED] = "DELETE FROM bindings WHERE secret = ? AND "
+				 "origin = 'declared'",
+	[ST_BIND_DEL_SECRET] = "DELETE FROM bindings WHERE secret = ?",
+	[ST_BIND_LIST] = "SELECT b.secret, b.kind, b.value, b.origin FROM "
+			 "bindings b WHERE EXISTS (SELECT 1 FROM secrets s "
+			 "WHERE s.name = b.secret) ORDER BY b.secret, b.kind, "
+			 "b.value, b.origin",
+	[ST_BIND_EPOCH_BUMP] = "INSERT INTO meta (key, value) VALUES "
+			       "('bindings_epoch', '1') ON CONFLICT (key) DO "
+			       "UPDATE SET value = CAST(value AS INTEGER) + 1",
 };
 
 static const char schema[] =
@@ -182,7 +220,16 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS secrets ("
     " name TEXT NOT NULL, version INTEGER NOT NULL, sealed BLOB NOT NULL,"
     " created INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0,"
-    " PRIMARY KEY (name, version)) WITHOUT ROWID;";
+    " PRIMARY KEY (name, version)) WITHOUT ROWID;"
+    /* Where each secret has been or will be sent (store.h): hosts
+     * (lowercase, no port) and addrs (ip:port, [v6]:port). */
+    "CREATE TABLE IF NOT EXISTS bindings ("
+    " secret TEXT NOT NULL,"
+    " kind TEXT NOT NULL CHECK (kind IN ('host', 'addr')),"
+    " value TEXT NOT NULL,"
+    " origin TEXT NOT NULL CHECK (origin IN ('rule', 'declared', 'seen')),"
+    " created INTEGER NOT NULL,"
+    " PRIMARY KEY (secret, kind, value, origin)) WITHOUT ROWID;";
 
 struct conn {
 	sqlite3 *db;
@@ -682,6 +729,44 @@ has_column(struct conn *c, const char *table, const char *column)
 	return n;
 }
 
+/* Adds the rule bindings of manifest name at version (0: any), NULL for
+ * any, of secret (NULL: any) on c: the number added, or -errno. */
+static int
+bind_rules(struct conn *c, const char *name, int64_t version,
+    const char *secret)
+{
+	sqlite3_stmt *st = stmt(c, ST_BIND_RULES);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	if (name != NULL)
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (version > 0)
+		sqlite3_bind_int64(st, 2, version);
+	if (secret != NULL)
+		sqlite3_bind_text(st, 3, secret, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	return sqlite3_changes(c->db);
+}
+
+/* The bindings' list changed: its epoch moves on. 0 or -errno. */
+static int
+epoch_bump(struct conn *c)
+{
+	sqlite3_stmt *st = stmt(c, ST_BIND_EPOCH_BUMP);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return sqlite_errno(rc);
+}
+
 /* Brings the schema to STORE_SCHEMA_VERSION, in one transaction. A fresh
  * database has every column from the schema already: each migration
  * runs only when its column is missing. */
@@ -706,6 +791,10 @@ schema_upgrade(struct conn *c)
 		r = exec(c, migrate_2_3);
 	if (r > 0)
 		r = 0;
+	/* Version 3 to 4: the rule bindings of every manifest version
+	 * stored (the table is the schema's). */
+	if (r == 0 && v < 4 && (r = bind_rules(c, NULL, 0, NULL)) >= 0)
+		r = epoch_bump(c);
 	if (r == 0 && (st = stmt(c, ST_META_SET)) == NULL)
 		r = -EIO;
 	if (r == 0) {
@@ -846,7 +935,10 @@ op_manifest_put(struct store *s, struct op *op)
 	    (json_int_t)a->version, "sha256", a->sha256);
 	rc = audit_append(s, "manifest_put", NULL, a->actor, d);
 	json_decref(d);
-	return rc;
+	/* Its injecting rules' hosts are bound from this version on. */
+	if (rc == 0 && (rc = bind_rules(&s->w, a->name, a->version, NULL)) > 0)
+		rc = epoch_bump(&s->w);
+	return rc < 0 ? rc : 0;
 }
 
 int
@@ -1449,7 +1541,74 @@ struct secret_put {
 	int64_t version;
 	const unsigned char *sealed;
 	size_t len;
+	const json_t *hosts; /* NULL: the declared hosts kept */
 };
+
+/* Inserts binding (secret, kind, value, origin) on the writer's
+ * connection: 1 added, 0 there already, or -errno. */
+static int
+bind_insert(struct store *s, const char *secret, const char *kind,
+    const char *value, const char *origin)
+{
+	sqlite3_stmt *st = stmt(&s->w, ST_BIND_INS);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, secret, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, value, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, origin, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (int64_t)time(NULL));
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	return sqlite3_changes(s->w.db) > 0;
+}
+
+/* Runs the one-parameter statement id with secret on the writer's
+ * connection: 0 or -errno. */
+static int
+bind_by_secret(struct store *s, enum stmt_id id, const char *secret)
+{
+	sqlite3_stmt *st = stmt(&s->w, id);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, secret, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return sqlite_errno(rc);
+}
+
+/* A secret's put, after its row: its declared hosts replaced when
+ * given, the rules' bindings of a name (re)created, the epoch moved. */
+static int
+secret_put_bindings(struct store *s, const struct secret_put *a)
+{
+	size_t i;
+	json_t *h;
+	int r = 0;
+
+	if (a->hosts != NULL)
+		r = bind_by_secret(s, ST_BIND_DEL_DECLARED, a->name);
+	json_array_foreach(a->hosts, i, h)
+	{
+		if (r < 0)
+			break;
+		if (!json_is_string(h))
+			return -EINVAL;
+		r = bind_insert(s, a->name, "host", json_string_value(h),
+		    "declared");
+	}
+	if (r >= 0 && a->version == 1)
+		r = bind_rules(&s->w, NULL, 0, a->name);
+	if (r >= 0)
+		r = epoch_bump(&s->w);
+	return r < 0 ? r : 0;
+}
 
 static int
 op_secret_put(struct store *s, struct op *op)
@@ -1482,23 +1641,41 @@ op_secret_put(struct store *s, struct op *op)
 		return sqlite_errno(rc);
 	json_t *d = json_pack("{s:s, s:I}", "secret", a->name, "version",
 	    (json_int_t)a->version);
+	if (d != NULL && a->hosts != NULL)
+		json_object_set(d, "guard_hosts", (json_t *)a->hosts);
 	rc = audit_append(s, "secret_put", NULL, a->actor, d);
 	json_decref(d);
+	if (rc == 0)
+		rc = secret_put_bindings(s, a);
 	return rc;
+}
+
+int
+store_secret_put_bound(struct store *s, const char *name, int64_t version,
+    const unsigned char *sealed, size_t len, const json_t *guard_hosts,
+    const char *actor)
+{
+	if (guard_hosts != NULL &&
+	    (!json_is_array(guard_hosts) ||
+		json_array_size(guard_hosts) > STORE_BINDINGS_DECLARED_MAX))
+		return -EINVAL;
+	if (s->pg != NULL)
+		return store_pg_secret_put(s->pg, name, version, sealed, len,
+		    guard_hosts, actor);
+	struct secret_put a = { name, actor, version, sealed, len,
+		guard_hosts };
+
+	if (len == 0 || len > INT32_MAX)
+		return -EINVAL;
+	return store_write(s, op_secret_put, &a);
 }
 
 int
 store_secret_put(struct store *s, const char *name, int64_t version,
     const unsigned char *sealed, size_t len, const char *actor)
 {
-	if (s->pg != NULL)
-		return store_pg_secret_put(s->pg, name, version, sealed, len,
-		    actor);
-	struct secret_put a = { name, actor, version, sealed, len };
-
-	if (len == 0 || len > INT32_MAX)
-		return -EINVAL;
-	return store_write(s, op_secret_put, &a);
+	return store_secret_put_bound(s, name, version, sealed, len, NULL,
+	    actor);
 }
 
 int
@@ -1619,6 +1796,10 @@ op_secret_delete(struct store *s, struct op *op)
 	json_t *d = json_pack("{s:s}", "secret", a->name);
 	rc = audit_append(s, "secret_deleted", NULL, a->actor, d);
 	json_decref(d);
+	if (rc == 0)
+		rc = bind_by_secret(s, ST_BIND_DEL_SECRET, a->name);
+	if (rc == 0)
+		rc = epoch_bump(&s->w);
 	return rc;
 }
 
@@ -1639,28 +1820,50 @@ store_secret_delete(struct store *s, const char *name, const char *actor,
 struct secret_used {
 	const char *name, *job, *actor;
 	int64_t version;
+	const char *host, *addr; /* a scan release's; NULL for an injection */
+	bool scan;
 };
 
 static int
 op_secret_released(struct store *s, struct op *op)
 {
 	struct secret_used *a = op->arg;
-	sqlite3_stmt *st = stmt(&s->w, ST_SECRET_USED);
+	/* A scan release leaves last_used as it is (the last release for
+	 * an injection); the version must still be there all the same. */
+	sqlite3_stmt *st =
+	    stmt(&s->w, a->scan ? ST_SECRET_HAS : ST_SECRET_USED);
+	json_t *d;
 	int rc;
 
 	if (st == NULL)
 		return -EIO;
-	sqlite3_bind_int64(st, 1, (int64_t)time(NULL));
-	sqlite3_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, a->version);
+	if (a->scan) {
+		sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, a->version);
+	} else {
+		sqlite3_bind_int64(st, 1, (int64_t)time(NULL));
+		sqlite3_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, a->version);
+	}
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
+	if (a->scan && rc == SQLITE_DONE)
+		return -ENOENT; /* deleted or rotated away meanwhile */
+	if (a->scan && rc == SQLITE_ROW)
+		rc = SQLITE_DONE;
+	else if (rc == SQLITE_DONE && sqlite3_changes(s->w.db) == 0)
+		return -ENOENT;
 	if (rc != SQLITE_DONE)
 		return sqlite_errno(rc);
-	if (sqlite3_changes(s->w.db) == 0)
-		return -ENOENT; /* deleted or rotated away meanwhile */
-	json_t *d = json_pack("{s:s, s:I}", "secret", a->name, "version",
+	d = json_pack("{s:s, s:I}", "secret", a->name, "version",
 	    (json_int_t)a->version);
+	if (d != NULL && a->scan) {
+		json_object_set_new(d, "purpose", json_string("scan"));
+		if (a->host != NULL)
+			json_object_set_new(d, "host", json_string(a->host));
+		if (a->addr != NULL)
+			json_object_set_new(d, "addr", json_string(a->addr));
+	}
 	rc = audit_append(s, "secret_released", a->job, a->actor, d);
 	json_decref(d);
 	return rc;
@@ -1673,9 +1876,113 @@ store_secret_released(struct store *s, const char *name, int64_t version,
 	if (s->pg != NULL)
 		return store_pg_secret_released(s->pg, name, version, job,
 		    actor);
-	struct secret_used a = { name, job, actor, version };
+	struct secret_used a = { name, job, actor, version, NULL, NULL, false };
 
 	return store_write(s, op_secret_released, &a);
+}
+
+int
+store_secret_scanned(struct store *s, const char *name, int64_t version,
+    const char *job, const char *host, const char *addr, const char *actor)
+{
+	if (s->pg != NULL)
+		return store_pg_secret_scanned(s->pg, name, version, job, host,
+		    addr, actor);
+	struct secret_used a = { name, job, actor, version, host, addr, true };
+
+	return store_write(s, op_secret_released, &a);
+}
+
+/* --- secret bindings ------------------------------------------------------ */
+
+static json_t *
+binding_row(sqlite3_stmt *st)
+{
+	return json_pack("{s:s, s:s, s:s, s:s}", "secret",
+	    (const char *)sqlite3_column_text(st, 0), "kind",
+	    (const char *)sqlite3_column_text(st, 1), "value",
+	    (const char *)sqlite3_column_text(st, 2), "origin",
+	    (const char *)sqlite3_column_text(st, 3));
+}
+
+int
+store_bindings_list(struct store *s, json_t **ret, int64_t *ret_epoch)
+{
+	if (s->pg != NULL)
+		return store_pg_bindings_list(s->pg, ret, ret_epoch);
+	struct conn *c;
+	sqlite3_stmt *st = reader_stmt(s, ST_META_GET, &c);
+	int64_t epoch = 0;
+	int rc, r;
+
+	if (st == NULL)
+		return -EIO;
+	/* The epoch first: the rows read after it are at least as new. */
+	sqlite3_bind_text(st, 1, "bindings_epoch", -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		epoch = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		reader_put(s, c);
+		return sqlite_errno(rc);
+	}
+	if ((st = stmt(c, ST_BIND_LIST)) == NULL) {
+		reader_put(s, c);
+		return -EIO;
+	}
+	r = collect(s, c, st, binding_row, ret);
+	if (r == 0)
+		*ret_epoch = epoch;
+	return r;
+}
+
+struct binding_seen {
+	const char *secret, *addr, *job, *actor;
+	bool added;
+};
+
+static int
+op_binding_seen(struct store *s, struct op *op)
+{
+	struct binding_seen *a = op->arg;
+	sqlite3_stmt *st = stmt(&s->w, ST_SECRET_CUR);
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, a->secret, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return sqlite_errno(rc);
+	if ((rc = bind_insert(s, a->secret, "addr", a->addr, "seen")) <= 0)
+		return rc;
+	a->added = true;
+	json_t *d =
+	    json_pack("{s:s, s:s}", "secret", a->secret, "addr", a->addr);
+	rc = audit_append(s, "binding_seen", a->job, a->actor, d);
+	json_decref(d);
+	if (rc == 0)
+		rc = epoch_bump(&s->w);
+	return rc;
+}
+
+int
+store_binding_seen(struct store *s, const char *secret, const char *addr,
+    const char *job, const char *actor, bool *ret_added)
+{
+	if (s->pg != NULL)
+		return store_pg_binding_seen(s->pg, secret, addr, job, actor,
+		    ret_added);
+	struct binding_seen a = { secret, addr, job, actor, false };
+	int r = store_write(s, op_binding_seen, &a);
+
+	if (r == 0)
+		*ret_added = a.added;
+	return r;
 }
 
 /* --- audit ---------------------------------------------------------------- */

@@ -21,7 +21,7 @@
 #define STORE_HASH_LEN 32 /* HMAC-SHA256 of a token */
 #define TOKEN_VALUE_MAX 48 /* a token's value and its NUL */
 /* The schema this store writes; an older one is migrated at open. */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 /* Canaries: tokens of this capability are never a job's to use; any
  * use revokes the job (a tripwire). They do not count toward a job's
  * mint ceiling: the broker plants them, the job does not ask. */
@@ -34,9 +34,12 @@ struct store;
  * that is a postgresql:// (or postgres://) URI opens PostgreSQL instead
  * (store_pg.c: its own schema version, same rules; -ENOTCONN when the
  * server cannot be reached). A
- * database of schema version 1 (before the mint ceiling) or 2 (before
- * single-token revocations on the feed) is migrated in one transaction; one of a newer version than STORE_SCHEMA_VERSION is
- * refused with -EPROTONOSUPPORT and left as it is.
+ * database of schema version 1 (before the mint ceiling), 2 (before
+ * single-token revocations on the feed) or 3 (before the secrets'
+ * bindings: they are backfilled from every stored manifest version) is
+ * migrated in one transaction; one of a newer version than
+ * STORE_SCHEMA_VERSION is refused with -EPROTONOSUPPORT and left as it
+ * is.
  */
 int store_open(const char *path, struct store **ret);
 /* Whether addr is a PostgreSQL URI (postgresql:// or postgres://). */
@@ -297,6 +300,54 @@ int store_secret_delete(struct store *s, const char *name, const char *actor,
  * never the value), committed before it returns. */
 int store_secret_released(struct store *s, const char *name, int64_t version,
     const char *job, const char *actor);
+
+/* Records that version of name was released to a proxy for job only to
+ * scan the job's answers for it (purpose "scan", the host and addr, NULL
+ * for none, in the audit record secret_released; never the value): its
+ * last_used is left as it is (the last release for an injection).
+ * -ENOENT when that version is gone. */
+int store_secret_scanned(struct store *s, const char *name, int64_t version,
+    const char *job, const char *host, const char *addr, const char *actor);
+
+/* --- secret bindings (bindings.h) --------------------------------------- */
+
+/*
+ * A binding is a place a secret has been or will be sent: (secret, host)
+ * or (secret, addr), from an origin: "rule" (an injecting egress rule of
+ * any manifest version ever stored: added in the manifest put's own
+ * transaction, never removed by a later version), "declared" (a PUT's
+ * guard_hosts: the service's other names) or "seen" (an ip:port a proxy
+ * sent an injected request to). A secret's deletion removes its
+ * bindings; its creation again brings back those of the stored
+ * manifests' rules. A counter, the epoch, changes with every change to
+ * the list (and with every put or deletion of a secret).
+ */
+#define STORE_BINDINGS_DECLARED_MAX 16
+
+/*
+ * As store_secret_put, and in the same transaction, when guard_hosts is
+ * not NULL (an array of at most STORE_BINDINGS_DECLARED_MAX strings,
+ * checked by the caller) it replaces name's declared hosts; NULL keeps
+ * them.
+ */
+int store_secret_put_bound(struct store *s, const char *name, int64_t version,
+    const unsigned char *sealed, size_t len, const json_t *guard_hosts,
+    const char *actor);
+
+/*
+ * Every binding of every secret that exists: a new array of {secret,
+ * kind ("host" or "addr"), value, origin}, by secret, kind, value and
+ * origin (bytewise), and the epoch the list is at least as new as.
+ */
+int store_bindings_list(struct store *s, json_t **ret, int64_t *ret_epoch);
+
+/*
+ * Adds (secret, addr) of origin "seen", told by a proxy for job: audited
+ * binding_seen (secret, addr, job) when it is new; *ret_added says.
+ * -ENOENT when the secret does not exist.
+ */
+int store_binding_seen(struct store *s, const char *secret, const char *addr,
+    const char *job, const char *actor, bool *ret_added);
 
 /* --- audit -------------------------------------------------------------- */
 

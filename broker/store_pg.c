@@ -60,6 +60,28 @@
 #define GENESIS                                                                \
 	"0000000000000000000000000000000000000000000000000000000000000000"
 
+/*
+ * The rule bindings (store.h) of the stored manifest versions: every
+ * egress rule with an inject gives (its secret, its host). name, version
+ * and secret are SQL expressions (a parameter or NULL, each NULL for
+ * any).
+ */
+#define BIND_RULES_SQL(name, version, secret)                                  \
+	"INSERT INTO bindings (secret, kind, value, origin, created) SELECT "  \
+	"r->'inject'->>'secret', 'host', r->>'host', 'rule', min(m.created) "  \
+	"FROM manifests m CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN "  \
+	"jsonb_typeof(m.body::jsonb->'egress') = 'array' THEN "                \
+	"m.body::jsonb->'egress' ELSE '[]'::jsonb END) r WHERE "               \
+	"jsonb_typeof(r->'inject'->'secret') = 'string' AND "                  \
+	"jsonb_typeof(r->'host') = 'string' AND (" name "::text IS NULL OR "   \
+	"m.name = " name ") AND (" version                                     \
+	"::bigint IS NULL OR m.version = " version ") AND (" secret            \
+	"::text IS NULL OR r->'inject'->>'secret' "                            \
+	"= " secret ") GROUP BY 1, 3 ON CONFLICT DO NOTHING"
+#define BIND_EPOCH_BUMP_SQL                                                    \
+	"INSERT INTO meta VALUES ('bindings_epoch', '1') ON CONFLICT (key) "   \
+	"DO UPDATE SET value = (meta.value::bigint + 1)::text"
+
 /* The migrations, one per version: migrations[v] brings v to v + 1. */
 static const char *const migrations[STORE_PG_SCHEMA_VERSION] = {
 	"CREATE TABLE manifests ("
@@ -133,6 +155,19 @@ static const char *const migrations[STORE_PG_SCHEMA_VERSION] = {
 	/* 5: a token revoked alone has a revocation of its own on the feed,
 	 * naming its id (NULL: the job's revocation). */
 	"ALTER TABLE revocations ADD COLUMN IF NOT EXISTS token TEXT;",
+	/* 6: where each secret has been or will be sent (store.h), the
+	 * rules of every manifest version stored backfilled, and the
+	 * list's epoch. */
+	"CREATE TABLE IF NOT EXISTS bindings ("
+	" secret TEXT NOT NULL,"
+	" kind TEXT NOT NULL CHECK (kind IN ('host', 'addr')),"
+	" value TEXT NOT NULL,"
+	" origin TEXT NOT NULL CHECK (origin IN ('rule', 'declared', 'seen')),"
+	" created BIGINT NOT NULL,"
+	" PRIMARY KEY (secret, kind, value, origin));" BIND_RULES_SQL("NULL",
+	    "NULL", "NULL") ";"
+			    "INSERT INTO meta VALUES ('bindings_epoch', "
+			    "'1') ON CONFLICT (key) DO NOTHING;",
 };
 
 /* An asynchronous write, queued for the writer thread. */
@@ -1023,6 +1058,40 @@ store_pg_close(struct store_pg *s)
 	free(s);
 }
 
+/* --- secret bindings, in a write ----------------------------------------- */
+
+/* The bindings' list changed: its epoch moves on. */
+static int
+epoch_bump(struct wctx *w)
+{
+	return cmd(w->c, BIND_EPOCH_BUMP_SQL);
+}
+
+/* Adds the rule bindings of manifest name at version (NULL, 0: any) of
+ * secret (NULL: any) in w's transaction, the epoch moved when any was
+ * added: 0 or -errno. */
+static int
+bind_rules(struct wctx *w, const char *name, int64_t version,
+    const char *secret)
+{
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_text(&p, name);
+	if (version > 0)
+		p_int(&p, version);
+	else
+		p_text(&p, NULL);
+	p_text(&p, secret);
+	r = q(w->c, BIND_RULES_SQL("$1", "$2", "$3"), &p, &res);
+	if (r < 0)
+		return r;
+	bool added = strtoll(PQcmdTuples(res), NULL, 10) > 0;
+	PQclear(res);
+	return added ? epoch_bump(w) : 0;
+}
+
 /* --- manifests ----------------------------------------------------------- */
 
 struct manifest_put {
@@ -1079,6 +1148,9 @@ op_manifest_put(struct wctx *w, void *arg)
 	    (json_int_t)a->version, "sha256", a->sha256);
 	r = audit_append(w, "manifest_put", NULL, a->actor, d);
 	json_decref(d);
+	/* Its injecting rules' hosts are bound from this version on. */
+	if (r == 0)
+		r = bind_rules(w, a->name, a->version, NULL);
 	return r;
 }
 
@@ -2052,7 +2124,47 @@ struct secret_put {
 	int64_t version;
 	const unsigned char *sealed;
 	size_t len;
+	const json_t *hosts; /* NULL: the declared hosts kept */
 };
+
+/* A secret's put, after its row: its declared hosts replaced when
+ * given, the rules' bindings of a name (re)created, the epoch moved. */
+static int
+secret_put_bindings(struct wctx *w, const struct secret_put *a)
+{
+	struct params p = { 0 };
+	size_t i;
+	json_t *h;
+	int r = 0;
+
+	p_text(&p, a->name);
+	if (a->hosts != NULL)
+		r = q(w->c,
+		    "DELETE FROM bindings WHERE secret = $1 AND origin = "
+		    "'declared'",
+		    &p, NULL);
+	json_array_foreach(a->hosts, i, h)
+	{
+		if (r < 0)
+			break;
+		if (!json_is_string(h))
+			return -EINVAL;
+		p.n = 0;
+		p_text(&p, a->name);
+		p_text(&p, json_string_value(h));
+		p_int(&p, (int64_t)time(NULL));
+		r = q(w->c,
+		    "INSERT INTO bindings (secret, kind, value, origin, "
+		    "created) VALUES ($1, 'host', $2, 'declared', $3) ON "
+		    "CONFLICT DO NOTHING",
+		    &p, NULL);
+	}
+	if (r == 0 && a->version == 1)
+		r = bind_rules(w, NULL, 0, a->name);
+	if (r == 0)
+		r = epoch_bump(w);
+	return r;
+}
 
 static int
 op_secret_put(struct wctx *w, void *arg)
@@ -2087,16 +2199,22 @@ op_secret_put(struct wctx *w, void *arg)
 		return r;
 	json_t *d = json_pack("{s:s, s:I}", "secret", a->name, "version",
 	    (json_int_t)a->version);
+	if (d != NULL && a->hosts != NULL)
+		json_object_set(d, "guard_hosts", (json_t *)a->hosts);
 	r = audit_append(w, "secret_put", NULL, a->actor, d);
 	json_decref(d);
+	if (r == 0)
+		r = secret_put_bindings(w, a);
 	return r;
 }
 
 int
 store_pg_secret_put(struct store_pg *s, const char *name, int64_t version,
-    const unsigned char *sealed, size_t len, const char *actor)
+    const unsigned char *sealed, size_t len, const json_t *guard_hosts,
+    const char *actor)
 {
-	struct secret_put a = { name, actor, version, sealed, len };
+	struct secret_put a = { name, actor, version, sealed, len,
+		guard_hosts };
 
 	if (len == 0 || len > INT32_MAX)
 		return -EINVAL;
@@ -2243,6 +2361,10 @@ op_secret_delete(struct wctx *w, void *arg)
 	json_t *d = json_pack("{s:s}", "secret", a->name);
 	r = audit_append(w, "secret_deleted", NULL, a->actor, d);
 	json_decref(d);
+	if (r == 0)
+		r = q(w->c, "DELETE FROM bindings WHERE secret = $1", &p, NULL);
+	if (r == 0)
+		r = epoch_bump(w);
 	return r;
 }
 
@@ -2261,6 +2383,8 @@ store_pg_secret_delete(struct store_pg *s, const char *name, const char *actor,
 struct secret_used {
 	const char *name, *job, *actor;
 	int64_t version;
+	const char *host, *addr; /* a scan release's; NULL for an injection */
+	bool scan;
 };
 
 static int
@@ -2271,21 +2395,33 @@ op_secret_released(struct wctx *w, void *arg)
 	PGresult *res;
 	int r;
 
-	p_int(&p, (int64_t)time(NULL));
+	/* A scan release leaves last_used as it is (the last release for
+	 * an injection); the version must still be there all the same. */
+	p_int(&p, a->scan ? 0 : (int64_t)time(NULL));
 	p_text(&p, a->name);
 	p_int(&p, a->version);
 	r = q(w->c,
-	    "UPDATE secrets SET last_used = $1 WHERE name = $2 AND version = "
-	    "$3",
+	    a->scan ? "SELECT 1 FROM secrets WHERE $1::bigint = 0 AND name = "
+		      "$2 AND version = $3"
+		    : "UPDATE secrets SET last_used = $1 WHERE name = $2 AND "
+		      "version = $3",
 	    &p, &res);
 	if (r < 0)
 		return r;
-	bool changed = strtoll(PQcmdTuples(res), NULL, 10) > 0;
+	bool changed = a->scan ? PQntuples(res) > 0
+			       : strtoll(PQcmdTuples(res), NULL, 10) > 0;
 	PQclear(res);
 	if (!changed)
 		return -ENOENT; /* deleted or rotated away meanwhile */
 	json_t *d = json_pack("{s:s, s:I}", "secret", a->name, "version",
 	    (json_int_t)a->version);
+	if (d != NULL && a->scan) {
+		json_object_set_new(d, "purpose", json_string("scan"));
+		if (a->host != NULL)
+			json_object_set_new(d, "host", json_string(a->host));
+		if (a->addr != NULL)
+			json_object_set_new(d, "addr", json_string(a->addr));
+	}
 	r = audit_append(w, "secret_released", a->job, a->actor, d);
 	json_decref(d);
 	return r;
@@ -2295,9 +2431,135 @@ int
 store_pg_secret_released(struct store_pg *s, const char *name, int64_t version,
     const char *job, const char *actor)
 {
-	struct secret_used a = { name, job, actor, version };
+	struct secret_used a = { name, job, actor, version, NULL, NULL, false };
 
 	return pg_write(s, op_secret_released, &a);
+}
+
+int
+store_pg_secret_scanned(struct store_pg *s, const char *name, int64_t version,
+    const char *job, const char *host, const char *addr, const char *actor)
+{
+	struct secret_used a = { name, job, actor, version, host, addr, true };
+
+	return pg_write(s, op_secret_released, &a);
+}
+
+/* --- secret bindings ------------------------------------------------------ */
+
+struct bindings_read {
+	json_t *out;
+	int64_t epoch;
+};
+
+static int
+read_bindings(PGconn *c, void *arg)
+{
+	struct bindings_read *a = arg;
+	PGresult *res;
+	int r;
+
+	/* One snapshot: the epoch and the rows it counts. */
+	r = cmd(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+	if (r == 0)
+		r = q(c, "SELECT value FROM meta WHERE key = 'bindings_epoch'",
+		    NULL, &res);
+	if (r == 0) {
+		a->epoch = PQntuples(res) == 1 ? col_int(res, 0, 0) : 0;
+		PQclear(res);
+		r = q(c,
+		    "SELECT b.secret, b.kind, b.value, b.origin FROM bindings "
+		    "b WHERE EXISTS (SELECT 1 FROM secrets s WHERE s.name = "
+		    "b.secret) ORDER BY b.secret COLLATE \"C\", b.kind, "
+		    "b.value COLLATE \"C\", b.origin",
+		    NULL, &res);
+	}
+	if (r == 0) {
+		json_decref(a->out);
+		a->out = json_array();
+		for (int i = 0; r == 0 && i < PQntuples(res); i++)
+			if (json_array_append_new(a->out,
+				json_pack("{s:s, s:s, s:s, s:s}", "secret",
+				    PQgetvalue(res, i, 0), "kind",
+				    PQgetvalue(res, i, 1), "value",
+				    PQgetvalue(res, i, 2), "origin",
+				    PQgetvalue(res, i, 3))) < 0)
+				r = -ENOMEM;
+		PQclear(res);
+	}
+	if (PQstatus(c) == CONNECTION_OK)
+		cmd(c, r == 0 ? "COMMIT" : "ROLLBACK");
+	return r;
+}
+
+int
+store_pg_bindings_list(struct store_pg *s, json_t **ret, int64_t *ret_epoch)
+{
+	struct bindings_read a = { NULL, 0 };
+	int r = pg_read(s, read_bindings, &a);
+
+	if (r < 0) {
+		json_decref(a.out);
+		return r;
+	}
+	*ret = a.out;
+	*ret_epoch = a.epoch;
+	return 0;
+}
+
+struct binding_seen {
+	const char *secret, *addr, *job, *actor;
+	bool added;
+};
+
+static int
+op_binding_seen(struct wctx *w, void *arg)
+{
+	struct binding_seen *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	a->added = false;
+	p_text(&p, a->secret);
+	r = q(w->c, "SELECT 1 FROM secrets WHERE name = $1 LIMIT 1", &p, &res);
+	if (r < 0)
+		return r;
+	bool exists = PQntuples(res) > 0;
+	PQclear(res);
+	if (!exists)
+		return -ENOENT;
+	p_text(&p, a->addr);
+	p_int(&p, (int64_t)time(NULL));
+	r = q(w->c,
+	    "INSERT INTO bindings (secret, kind, value, origin, created) "
+	    "VALUES ($1, 'addr', $2, 'seen', $3) ON CONFLICT DO NOTHING",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	a->added = strtoll(PQcmdTuples(res), NULL, 10) > 0;
+	PQclear(res);
+	if (!a->added)
+		return 0;
+	json_t *d =
+	    json_pack("{s:s, s:s}", "secret", a->secret, "addr", a->addr);
+	r = audit_append(w, "binding_seen", a->job, a->actor, d);
+	json_decref(d);
+	if (r == 0)
+		r = epoch_bump(w);
+	return r;
+}
+
+int
+store_pg_binding_seen(struct store_pg *s, const char *secret, const char *addr,
+    const char *job, const char *actor, bool *ret_added)
+{
+	struct binding_seen a = { secret, addr, job, actor, false };
+	int r = pg_write(s, op_binding_seen, &a);
+
+	if (r == 0)
+		*ret_added = a.added;
+	return r;
 }
 
 /* --- upstream credentials held (issuers.h) ------------------------------ */

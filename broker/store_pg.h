@@ -11,7 +11,7 @@
 
 /* The schema store_pg writes; an older one is migrated at open, a newer
  * one refused with -EPROTONOSUPPORT. */
-#define STORE_PG_SCHEMA_VERSION 5
+#define STORE_PG_SCHEMA_VERSION 6
 
 struct store_pg;
 
@@ -69,7 +69,8 @@ int store_pg_audit_list(struct store_pg *s, const char *job, int64_t after,
 int store_pg_audit_verify(struct store_pg *s, bool *ret_ok,
     int64_t *ret_first_bad, int64_t *ret_records);
 int store_pg_secret_put(struct store_pg *s, const char *name, int64_t version,
-    const unsigned char *sealed, size_t len, const char *actor);
+    const unsigned char *sealed, size_t len, const json_t *guard_hosts,
+    const char *actor);
 int store_pg_secret_get(struct store_pg *s, const char *name,
     struct secret_meta *ret, unsigned char **ret_sealed, size_t *ret_len);
 int store_pg_secret_list(struct store_pg *s, json_t **ret);
@@ -79,6 +80,13 @@ int store_pg_secret_delete(struct store_pg *s, const char *name,
     const char *actor, bool *ret_found);
 int store_pg_secret_released(struct store_pg *s, const char *name,
     int64_t version, const char *job, const char *actor);
+int store_pg_secret_scanned(struct store_pg *s, const char *name,
+    int64_t version, const char *job, const char *host, const char *addr,
+    const char *actor);
+int store_pg_bindings_list(struct store_pg *s, json_t **ret,
+    int64_t *ret_epoch);
+int store_pg_binding_seen(struct store_pg *s, const char *secret,
+    const char *addr, const char *job, const char *actor, bool *ret_added);
 struct issued_row;
 int store_pg_upstream_put(struct store_pg *s, const struct issued_row *row,
     int64_t *ret_id);

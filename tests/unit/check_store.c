@@ -894,7 +894,7 @@ START_TEST(test_schema_2_migrated)
 	assert_entry(list, 0, 1, "job_old", "");
 	assert_entry(list, 1, 2, "job_new", "tok_4");
 	json_decref(list);
-	/* Migrated once: a reopen finds version 3 and keeps the entries. */
+	/* Migrated once: a reopen finds the version and keeps the entries. */
 	store_close(st);
 	ck_assert_int_eq(store_open(db_path, &st), 0);
 	ck_assert_int_eq(store_revocations_after(st, 1, 10, &list), 0);
@@ -912,7 +912,7 @@ START_TEST(test_schema_2_migrated)
 			     -1, &q, NULL),
 	    SQLITE_OK);
 	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-	ck_assert_int_eq(sqlite3_column_int(q, 0), 3);
+	ck_assert_int_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	ck_assert_int_eq(store_open(db_path, &st), 0);

@@ -35,8 +35,9 @@
 
 /* The schema this build writes (store_pg.h's, which only store.c may
  * include): the first, the secrets, the fleet's mint buckets, the
- * upstream credentials held, the token column of the revocations. */
-#define STORE_PG_SCHEMA_VERSION_WANT 5
+ * upstream credentials held, the token column of the revocations, the
+ * secrets' bindings (check_bindings). */
+#define STORE_PG_SCHEMA_VERSION_WANT 6
 
 static struct pg_server pg;
 static char url[400];
