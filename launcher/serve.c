@@ -138,6 +138,17 @@ struct callback {
 	json_t *body;
 };
 
+/* Where a finished job's output envelope is: out (a reference), or its
+ * kept file name, to be read without l->mu (a big output read there
+ * would hold every other request); neither: status and why say so. */
+struct output_ref {
+	json_t *out;
+	char name[80]; /* <job>.output.json, or "" */
+	char job[64];
+	long status; /* 410, 502 when there is none */
+	char why[768];
+};
+
 static const char *const stop_reasons[] = { "exit", "wall_clock",
 	"output_limit", "output_closed", "revoked", "tripwire", "stopped",
 	"interrupted", "launcher_error", "none", "other" };
@@ -201,6 +212,9 @@ result_max(void)
 
 static int read_capped(int fd, size_t max, char **ret, size_t *ret_len);
 static bool idem_ok(const char *k);
+static void output_ref(const struct serve *s, const struct sjob *j,
+    struct output_ref *o);
+static json_t *output_load(const struct serve *s, struct output_ref *o);
 
 static struct sjob *
 find(struct launcher *l, const char *id)
@@ -1950,13 +1964,29 @@ job_get(void *ctx, struct http_request *req, struct http_response *res)
 	struct launcher *l = &s->l;
 	struct sjob *j;
 
+	struct output_ref o = { .out = NULL };
+	json_t *reply = NULL, *out;
+
 	pthread_mutex_lock(&l->mu);
 	j = find_or_404(l, req, res);
 	if (j != NULL) {
 		reap(s, j); /* a poller sees the end at once, not at the tick */
-		http_reply_json(res, 200, job_json(j));
+		reply = job_json(j);
+		/* Read back after a restart, its result lacks the output kept
+		 * beside its record: read without the lock, into a copy. */
+		if (reply != NULL && j->from_record && !j->lost &&
+		    j->res != NULL && result_get(j, "output") == NULL) {
+			json_object_set_new(reply, "result", json_copy(j->res));
+			output_ref(s, j, &o);
+		}
 	}
 	pthread_mutex_unlock(&l->mu);
+	if (j == NULL)
+		return;
+	if (o.name[0] != '\0' && (out = output_load(s, &o)) != NULL)
+		json_object_set_new(json_object_get(reply, "result"), "output",
+		    out);
+	http_reply_json(res, 200, reply);
 }
 
 static void
@@ -2012,63 +2042,82 @@ find_done(struct serve *s, struct http_request *req, struct http_response *res,
 }
 
 /*
- * The output envelope of finished job j (a new reference): its result's,
- * or after a restart <state_dir>/serve-jobs/<job>.output.json, which
- * serve wrote when the job ended. NULL when there is none, with the
- * status to answer (410, 502) and why, exactly. l->mu held.
+ * Where the output envelope of finished job j is: its result's, or after
+ * a restart <state_dir>/serve-jobs/<job>.output.json, which serve wrote
+ * when the job ended (output_load reads it). l->mu held.
  */
-static json_t *
-output_of(struct serve *s, const struct sjob *j, long *ret_status, char *why,
-    size_t whylen)
+static void
+output_ref(const struct serve *s, const struct sjob *j, struct output_ref *o)
 {
 	json_t *out = result_get(j, "output");
-	char name[80], *text = NULL;
-	size_t len = 0;
-	int fd, r;
 
-	*ret_status = 410;
-	if (out != NULL)
-		return json_incref(out);
-	if (j->lost) {
-		snprintf(why, whylen,
+	memset(o, 0, sizeof(*o));
+	o->status = 410;
+	snprintf(o->job, sizeof(o->job), "%s", j->id);
+	if (out != NULL) {
+		o->out = json_incref(out);
+	} else if (j->lost) {
+		snprintf(o->why, sizeof(o->why),
 		    "serve stopped while this job ran: its output went to the "
 		    "serve that stopped and was not kept (its patch is, once "
 		    "written: GET /v1/jobs/%s/patch)",
 		    j->id);
-		return NULL;
+	} else if (!j->from_record || j->res == NULL) {
+		o->status = 502;
+		snprintf(o->why, sizeof(o->why),
+		    "the job ended without a result");
+	} else if (s->records_fd >= 0) {
+		snprintf(o->name, sizeof(o->name), "%s" OUTPUT_SUFFIX, j->id);
+	} else {
+		snprintf(o->why, sizeof(o->why),
+		    "serve restarted since the job ended, and keeps no "
+		    "records (logged as no_records at its start)");
 	}
-	if (!j->from_record || j->res == NULL) {
-		*ret_status = 502;
-		snprintf(why, whylen, "the job ended without a result");
-		return NULL;
+}
+
+/*
+ * The envelope o names (a new reference), read from its kept file when
+ * it is one, without l->mu; NULL when there is none, with o's status and
+ * why, exactly. The records' descriptor is serve's until it ends.
+ */
+static json_t *
+output_load(const struct serve *s, struct output_ref *o)
+{
+	char *text = NULL;
+	size_t len = 0;
+	json_t *out;
+	int fd, r;
+
+	if (o->out != NULL || o->name[0] == '\0') {
+		out = o->out;
+		o->out = NULL;
+		return out;
 	}
-	snprintf(name, sizeof(name), "%s" OUTPUT_SUFFIX, j->id);
-	fd = s->records_fd >= 0
-	    ? openat(s->records_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-	    : -1;
+	fd = openat(s->records_fd, o->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	r = fd < 0 ? -errno : read_capped(fd, result_max(), &text, &len);
-	if (s->records_fd < 0)
-		r = -ENOENT;
+	out = NULL;
 	if (r == 0 && (out = json_loadb(text, len, 0, NULL)) == NULL)
 		r = -EBADMSG;
 	free(text);
 	if (r < 0)
-		snprintf(why, whylen,
+		snprintf(o->why, sizeof(o->why),
 		    "serve restarted since the job ended, and its output, "
 		    "kept at %s/serve-jobs/%s, cannot be read: %s (a job that "
 		    "ended under a serve that kept no outputs, or whose write "
-		    "failed: logged as output_not_kept)",
-		    s->l.cfg.common.state_dir, name, strerror(-r));
+		    "failed: logged as output_not_kept; or forgotten since)",
+		    s->l.cfg.common.state_dir, o->name, strerror(-r));
 	return out;
 }
 
 /* GET /v1/jobs/{job}/output?follow=1&offset=N&wait=S: the chunks of
  * output from the N-th on, at once when there are some, else once there
  * are, or the job ended, or S seconds passed; with the envelope once the
- * job ended. l->mu held; false when the request was deferred. */
-static bool
-follow_answer(struct serve *s, struct http_request *req,
-    struct http_response *res, struct sjob *j)
+ * job ended. l->mu held. The page to answer, its envelope still to be
+ * set from env (output_load, without l->mu); NULL when answered (a bad
+ * query) or deferred. */
+static json_t *
+follow_page(struct serve *s, struct http_request *req,
+    struct http_response *res, struct sjob *j, struct output_ref *env)
 {
 	const char *off_s = http_request_query(req, "offset");
 	const char *wait_s = http_request_query(req, "wait");
@@ -2093,7 +2142,7 @@ follow_answer(struct serve *s, struct http_request *req,
 	if (json_array_size(problems) > 0) {
 		http_reply_problems(res, "invalid_query",
 		    "the output cannot be followed as asked", problems);
-		return true;
+		return NULL;
 	}
 	json_decref(problems);
 	size_t n = json_array_size(j->chunks);
@@ -2111,7 +2160,7 @@ follow_answer(struct serve *s, struct http_request *req,
 			f->deadline_ms = monotonic_ms() + wait * 1000;
 			f->next = s->followers;
 			s->followers = f;
-			return false;
+			return NULL;
 		}
 		free(f);
 		free(mark);
@@ -2119,16 +2168,12 @@ follow_answer(struct serve *s, struct http_request *req,
 	chunks = json_array();
 	for (size_t i = (size_t)offset; i < n; i++)
 		json_array_append(chunks, json_array_get(j->chunks, i));
-	char why[512];
-	long status;
-	json_t *envelope =
-	    j->done ? output_of(s, j, &status, why, sizeof(why)) : NULL;
-	http_reply_json(res, 200,
-	    json_pack("{s:s, s:s, s:I, s:I, s:o, s:b, s:o?}", "job", j->id,
-		"state", state_of(j), "offset", (json_int_t)offset, "next",
-		(json_int_t)((size_t)offset > n ? (size_t)offset : n), "chunks",
-		chunks, "truncated", j->live_truncated, "envelope", envelope));
-	return true;
+	if (j->done)
+		output_ref(s, j, env);
+	return json_pack("{s:s, s:s, s:I, s:I, s:o, s:b}", "job", j->id,
+	    "state", state_of(j), "offset", (json_int_t)offset, "next",
+	    (json_int_t)((size_t)offset > n ? (size_t)offset : n), "chunks",
+	    chunks, "truncated", j->live_truncated);
 }
 
 static void
@@ -2136,6 +2181,8 @@ job_output(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct serve *s = ctx;
 	const char *follow = http_request_query(req, "follow");
+	struct output_ref o = { .out = NULL };
+	json_t *page = NULL, *out;
 	struct sjob *j;
 
 	pthread_mutex_lock(&s->l.mu);
@@ -2143,24 +2190,29 @@ job_output(void *ctx, struct http_request *req, struct http_response *res)
 		j = find_or_404(&s->l, req, res);
 		if (j != NULL) {
 			reap(s, j);
-			(void)follow_answer(s, req, res, j);
+			page = follow_page(s, req, res, j, &o);
 		}
 		pthread_mutex_unlock(&s->l.mu);
+		if (page == NULL)
+			return;
+		/* The envelope once the job ended, if there is one. */
+		out = o.job[0] != '\0' ? output_load(s, &o) : NULL;
+		json_object_set_new(page, "envelope",
+		    out != NULL ? out : json_null());
+		http_reply_json(res, 200, page);
 		return;
 	}
 	j = find_done(s, req, res, "output");
-	if (j != NULL) {
-		char why[768];
-		long status;
-		json_t *out = output_of(s, j, &status, why, sizeof(why));
-		if (out != NULL)
-			http_reply_json(res, 200, out);
-		else
-			http_reply_error(res, (unsigned)status,
-			    status == 410 ? "output_gone" : "no_output", "%s",
-			    why);
-	}
+	if (j != NULL)
+		output_ref(s, j, &o);
 	pthread_mutex_unlock(&s->l.mu);
+	if (j == NULL)
+		return;
+	if ((out = output_load(s, &o)) != NULL)
+		http_reply_json(res, 200, out);
+	else
+		http_reply_error(res, (unsigned)o.status,
+		    o.status == 410 ? "output_gone" : "no_output", "%s", o.why);
 }
 
 /* Reads fd (closed after) whole, at most max bytes: 0 with the text, or

@@ -1,0 +1,269 @@
+/*
+ * A finished job's output as cordon serve answers it after a restart of
+ * its own, read back from <state_dir>/serve-jobs/<job>.output.json: GET
+ * /v1/jobs/{job} shows the same result, output included (held to the
+ * manifest's output_kb as it was), and the file is read outside serve's
+ * main lock: while one client's read of a kept output is held (the test
+ * takes a write lease on the file, so serve's open of it waits until the
+ * test lets it go, as a slow disk would), another client's GET /v1/jobs
+ * is answered, and before that read ends.
+ */
+#include "harness.h"
+
+#include "http_client.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct stack st;
+static struct daemon serve;
+
+static void
+setup(void)
+{
+	static const struct stack_options o = { .uid_base = 1361000 };
+	char path[400];
+	json_t *m;
+
+	signal(SIGPIPE, SIG_IGN);
+	stack_start(&st, &o);
+	snprintf(path, sizeof(path), "%s/repo", st.inputs);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/repo/README.md", st.inputs);
+	harness_write_file(path, "hello\n");
+	/* output_kb 1: the output is cut at 1 KiB a stream. */
+	m = json_pack("{s:s, s:[s], s:{s:s}, s:{s:i, s:i, s:i, s:i}}", "name",
+	    "out-job", "command", "/bin/true", "env", "LANG", "C.UTF-8",
+	    "limits", "wall_seconds", 60, "memory_mb", 512, "pids", 64,
+	    "output_kb", 1);
+	json_decref(harness_expect(&st.broker, 200, "PUT",
+	    "/v1/manifests/out-job", st.admin, NULL, m));
+	/* serve with the stack's launcher configuration. */
+	json_t *cfg = json_load_file(st.launcher_cfg, 0, NULL);
+	ck_assert_ptr_nonnull(cfg);
+	char *text = json_dumps(cfg, JSON_COMPACT);
+	ck_assert_int_eq(daemon_start(&serve, "launcher", text), 0);
+	free(text);
+	json_decref(cfg);
+}
+
+static void
+teardown(void)
+{
+	daemon_stop(&serve);
+	stack_stop(&st);
+}
+
+/* A finished job that wrote 3000 bytes on stdout and a line on stderr:
+ * its id (free it). */
+static char *
+run_job(void)
+{
+	char src[400], path[160];
+	json_t *j;
+
+	snprintf(src, sizeof(src), "%s/repo", st.inputs);
+	j = harness_expect(&serve, 201, "POST", "/v1/jobs", st.launcher, NULL,
+	    json_pack("{s:s, s:[{s:s, s:s}], s:[s,s,s]}", "manifest", "out-job",
+		"inputs", "src", src, "dst", "repo", "command", "/bin/sh", "-c",
+		"echo err-line >&2; head -c 3000 /dev/zero | tr '\\0' a"));
+	char *id = strdup(json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+	for (int i = 0; i < 600; i++) {
+		j = harness_expect(&serve, 200, "GET", path, st.launcher, NULL,
+		    NULL);
+		bool done =
+		    strcmp(json_string_value(json_object_get(j, "state")) ?: "",
+			"done") == 0;
+		json_decref(j);
+		if (done)
+			break;
+		usleep(50000);
+	}
+	/* Its output on disk (records are written off the request path). */
+	char file[600];
+	struct stat sb;
+	snprintf(file, sizeof(file), "%s/state/serve-jobs/%s.output.json",
+	    st.launcher_dir, id);
+	for (int i = 0; i < 200 && stat(file, &sb) != 0; i++)
+		usleep(50000);
+	ck_assert_msg(stat(file, &sb) == 0, "no %s", file);
+	return id;
+}
+
+static json_t *
+get_job(const char *id)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+	return harness_expect(&serve, 200, "GET", path, st.launcher, NULL,
+	    NULL);
+}
+
+START_TEST(a_jobs_output_is_in_its_get_after_a_restart)
+{
+	char *id = run_job();
+	json_t *before = get_job(id), *after;
+
+	json_t *out =
+	    json_object_get(json_object_get(before, "result"), "output");
+	ck_assert_msg(json_is_object(out), "no output before the restart");
+	json_t *so = json_object_get(out, "stdout");
+	ck_assert_uint_eq(strlen(json_string_value(json_object_get(so, "text"))
+				  ?: ""),
+	    1024);
+	ck_assert(json_is_true(json_object_get(so, "truncated")));
+
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+	ck_assert_int_eq(daemon_restart(&serve), 0);
+	after = get_job(id);
+	json_t *kept =
+	    json_object_get(json_object_get(after, "result"), "output");
+	char *a = json_dumps(out, JSON_SORT_KEYS | JSON_COMPACT);
+	char *b = kept != NULL ? json_dumps(kept, JSON_SORT_KEYS | JSON_COMPACT)
+			       : NULL;
+	ck_assert_msg(b != NULL && strcmp(a, b) == 0,
+	    "after a restart GET /v1/jobs/%s has output %s, before %s", id,
+	    b != NULL ? b : "(none)", a);
+	/* The rest of the result as it was. */
+	json_object_del(json_object_get(before, "result"), "output");
+	json_object_del(json_object_get(after, "result"), "output");
+	ck_assert(json_equal(json_object_get(before, "result"),
+	    json_object_get(after, "result")));
+	free(a);
+	free(b);
+	json_decref(before);
+	json_decref(after);
+	free(id);
+}
+END_TEST
+
+/* A GET on its own connection, on a thread: what came back and when it
+ * ended, in the order of the test's steps. */
+struct call {
+	pthread_t thread;
+	char path[200];
+	long status;
+	pthread_mutex_t *mu;
+	int *step; /* the test's steps so far */
+	int ended_at; /* *step when the answer came; -1: none yet */
+};
+
+static void *
+call_run(void *arg)
+{
+	struct call *c = arg;
+	struct httpc_answer a;
+	int r = httpc_request(serve.base, "GET", c->path, st.launcher, NULL,
+	    NULL, 90000, &a);
+
+	pthread_mutex_lock(c->mu);
+	c->status = r == 0 ? a.status : 0;
+	c->ended_at = *c->step;
+	pthread_mutex_unlock(c->mu);
+	if (r == 0)
+		httpc_answer_free(&a);
+	return NULL;
+}
+
+static int
+call_ended(struct call *c)
+{
+	pthread_mutex_lock(c->mu);
+	int e = c->ended_at;
+	pthread_mutex_unlock(c->mu);
+	return e;
+}
+
+START_TEST(a_kept_output_is_read_outside_the_lock)
+{
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	int step = 0;
+	struct call read_out = { .mu = &mu, .step = &step, .ended_at = -1 };
+	struct call list = { .mu = &mu, .step = &step, .ended_at = -1 };
+	char *id = run_job(), file[600];
+	int fd, lease = F_WRLCK;
+
+	ck_assert_int_eq(daemon_stop(&serve), 0);
+	ck_assert_int_eq(daemon_restart(&serve), 0);
+	/* A write lease: an open of the file by another process waits until
+	 * the lease is let go (the kernel gives it lease-break-time, 45 s).
+	 * Its holder is told by SIGIO, which would end this process. */
+	signal(SIGIO, SIG_IGN);
+	snprintf(file, sizeof(file), "%s/state/serve-jobs/%s.output.json",
+	    st.launcher_dir, id);
+	fd = open(file, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_msg(fcntl(fd, F_SETLEASE, F_WRLCK) == 0, "F_SETLEASE: %s",
+	    strerror(errno));
+
+	snprintf(read_out.path, sizeof(read_out.path), "/v1/jobs/%s/output",
+	    id);
+	ck_assert_int_eq(pthread_create(&read_out.thread, NULL, call_run,
+			     &read_out),
+	    0);
+	/* The lease is being broken: serve's open of the output waits. */
+	for (int i = 0; i < 400 && lease == F_WRLCK; i++) {
+		lease = fcntl(fd, F_GETLEASE);
+		if (lease == F_WRLCK)
+			usleep(50000);
+	}
+	ck_assert_msg(lease != F_WRLCK, "serve never opened %s", file);
+	pthread_mutex_lock(&mu);
+	step = 1; /* serve is reading the output */
+	pthread_mutex_unlock(&mu);
+
+	snprintf(list.path, sizeof(list.path), "/v1/jobs");
+	ck_assert_int_eq(pthread_create(&list.thread, NULL, call_run, &list),
+	    0);
+	/* At most 30 s for the list (under the kernel's 45 s): then the
+	 * read is let go whatever came. */
+	for (int i = 0; i < 600 && call_ended(&list) < 0; i++)
+		usleep(50000);
+	pthread_mutex_lock(&mu);
+	step = 2; /* the read let go */
+	pthread_mutex_unlock(&mu);
+	ck_assert_int_eq(fcntl(fd, F_SETLEASE, F_UNLCK), 0);
+	close(fd);
+	pthread_join(list.thread, NULL);
+	pthread_join(read_out.thread, NULL);
+	ck_assert_int_eq(list.status, 200);
+	ck_assert_int_eq(read_out.status, 200);
+	ck_assert_msg(list.ended_at == 1 && read_out.ended_at == 2,
+	    "GET /v1/jobs answered at step %d, the output at step %d: the "
+	    "list waited for the read of a kept output (step 1: the read "
+	    "held, 2: let go)",
+	    list.ended_at, read_out.ended_at);
+	free(id);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("serve_output");
+	TCase *tc = tcase_create("serve_output");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, a_jobs_output_is_in_its_get_after_a_restart);
+	tcase_add_test(tc, a_kept_output_is_read_outside_the_lock);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
