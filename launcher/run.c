@@ -1248,6 +1248,30 @@ stopped_meanwhile(struct run *r)
 	return why;
 }
 
+/* Tells the job's id and a newline on --id-fd fd (closed after; -1:
+ * none). A socket (cordon serve's) answers one byte once the caller has
+ * recorded the job: 0 then, -1 when it closed first. A pipe answers
+ * nothing: 0. */
+static int
+tell_id(int fd, const char *id)
+{
+	struct stat sb;
+	ssize_t n = 1;
+	char c;
+
+	if (fd < 0)
+		return 0;
+	bool sock = fstat(fd, &sb) == 0 && S_ISSOCK(sb.st_mode);
+	if (dprintf(fd, "%s\n", id) < 0 && sock)
+		n = 0;
+	else if (sock)
+		do
+			n = read(fd, &c, 1);
+		while (n < 0 && errno == EINTR);
+	close(fd);
+	return n == 1 ? 0 : -1;
+}
+
 /* SIGPIPE's handler: nothing. A write to a gone reader (a closed stdout,
  * a relay connection or a service's socket closed) fails with EPIPE and
  * the caller decides; it never kills the launcher and skips its stop
@@ -1359,10 +1383,6 @@ launcher_run(int argc, char **argv)
 	httpc_answer_free(&a);
 	r.id = json_string_value(json_object_get(r.job, "job"));
 	lap(&r, PH_BROKER);
-	if (f.id_fd >= 0) {
-		dprintf(f.id_fd, "%s\n", r.id);
-		close(f.id_fd);
-	}
 	r.output_cap = (uint64_t)limit(&r, "output_kb") * 1024;
 	/* serve's follow keeps as much of each stream. */
 	launcher_output_tee_cap(r.output_cap);
@@ -1384,11 +1404,22 @@ launcher_run(int argc, char **argv)
 	else
 		snprintf(where, sizeof(where), "%s", dest);
 	r.record_patch = where;
-	if ((rc = launcher_record_open(cfg.common.state_dir, r.id, where,
-		 &r.record_fd)) < 0) {
+	rc = launcher_record_open(cfg.common.state_dir, r.id, where,
+	    &r.record_fd);
+	/* The id told once the record is there (a caller that dies next
+	 * leaves a job recover finishes), and made no further when the
+	 * caller cannot say it took it. */
+	bool taken = tell_id(f.id_fd, r.id) == 0;
+	if (rc < 0) {
 		fprintf(stderr,
 		    "cordon run: the job's record in %s/running: %s\n",
 		    cfg.common.state_dir, strerror(-rc));
+		r.stop_reason = "launcher_error";
+	} else if (!taken) {
+		fprintf(stderr,
+		    "cordon run: the caller that asked for the job's id "
+		    "(--id-fd, cordon serve) closed before it said it "
+		    "recorded the job: not started\n");
 		r.stop_reason = "launcher_error";
 	} else if (start(&r, &f, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon run: %s\n", err);

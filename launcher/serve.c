@@ -3,8 +3,11 @@
  * `cordon run --json` of its own, a child of serve: the same code path as
  * the command line, and a job whose launcher dies is still revoked by the
  * broker's lease. serve answers POST /v1/jobs once the child has the job
- * from the broker, reaps children and keeps their results, and stops a
- * job by SIGTERM, which runs the child's stop path. It lists its jobs,
+ * from the broker and serve's record of it is on disk (the child waits
+ * for that before it makes the job further: a serve that dies first
+ * leaves nothing no record names), reaps children and keeps their
+ * results (read back at a restart), and stops a job by SIGTERM, which
+ * runs the child's stop path. It lists its jobs,
  * serves a finished job's patch and report, turns every line its children
  * write on stderr into a JSON log line (and keeps the reason a job could
  * not run), replays a POST that carries an Idempotency-Key it has seen,
@@ -45,6 +48,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1533,9 +1537,13 @@ job_json(const struct sjob *j)
 
 /* Starts `cordon run --json` for the request (the spawner forks it: the
  * argv it builds is spawner.c's): the child, and the job id it says once
- * the broker made it. */
+ * the broker made it, on a socket (*ret_ack) that cordon run then waits
+ * on before it makes anything more of the job: one byte sent says serve
+ * recorded it, the socket closed first (serve died) has it revoked
+ * unstarted. *ret_ack is -1 unless 0 is returned. */
 static int
-spawn(struct serve *s, json_t *body, struct sjob *j, char *err, size_t errlen)
+spawn(struct serve *s, json_t *body, struct sjob *j, int *ret_ack, char *err,
+    size_t errlen)
 {
 	json_t *inputs = json_object_get(body, "inputs");
 	json_t *command = json_object_get(body, "command");
@@ -1558,12 +1566,13 @@ spawn(struct serve *s, json_t *body, struct sjob *j, char *err, size_t errlen)
 	}
 	json_array_foreach(command, i, v) words[nwords++] =
 	    json_string_value(v);
+	*ret_ack = -1;
 	if (pipe2(out, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
 	}
-	if (pipe2(idp, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, idp) < 0) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		close(out[0]);
 		close(out[1]);
 		return -errno;
@@ -1620,18 +1629,34 @@ spawn(struct serve *s, json_t *body, struct sjob *j, char *err, size_t errlen)
 	ssize_t k = 0;
 	if (poll(&p, 1, 15000) == 1)
 		k = read(idp[0], buf, sizeof(buf) - 1);
-	close(idp[0]);
+	/* Closed on a failure: a cordon run that told an id starts nothing
+	 * of a job serve did not take. */
 	if (k <= 1 || buf[k - 1] != '\n') {
+		close(idp[0]);
 		snprintf(err, errlen, "cordon run gave no job");
 		return -EIO;
 	}
 	buf[k - 1] = '\0';
 	if (!name_ok(buf, sizeof(j->id) - 1, "_-")) {
+		close(idp[0]);
 		snprintf(err, errlen, "cordon run gave no job");
 		return -EIO;
 	}
 	memcpy(j->id, buf, strlen(buf) + 1);
+	*ret_ack = idp[0];
 	return 0;
+}
+
+/* Tells the job's cordon run, on ack (closed), that its record is on disk
+ * (or that serve keeps none): it goes on to make the job. */
+static void
+spawn_ack(struct sjob *j, int ack)
+{
+	if (send(ack, "k", 1, MSG_NOSIGNAL) != 1)
+		log_warn("job_not_told", "{s:s, s:s, s:s}", "job", j->id,
+		    "error", strerror(errno), "effect",
+		    "its cordon run ends it unstarted (its result says why)");
+	close(ack);
 }
 
 /* An Idempotency-Key serve takes: 1 to IDEM_MAX visible ASCII bytes. */
@@ -1792,7 +1817,7 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 	json_t *problems = json_array();
 	char err[512], sha[SHA256_HEX_LEN + 1] = "";
 	struct sjob *j;
-	int slot = -1;
+	int slot = -1, ack = -1;
 
 	check_job(s, body, problems);
 	if (key != NULL && !idem_ok(key))
@@ -1845,7 +1870,7 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 		http_reply_error(res, 500, "internal", "out of memory");
 		goto out;
 	}
-	if (spawn(s, body, j, err, sizeof(err)) < 0) {
+	if (spawn(s, body, j, &ack, err, sizeof(err)) < 0) {
 		if (j->pid > 0) {
 			/* What it said (a refused manifest, say) is the answer. */
 			int st;
@@ -1876,11 +1901,13 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	log_info("job_started", "{s:s, s:s, s:i}", "job", j->id, "manifest",
 	    j->manifest, "pid", (int)j->pid);
-	/* Its first record is on disk before the 201 (the job is no one
-	 * else's yet: no lock): a serve killed after answering knows it, and
-	 * its patch has a record but for a kill in the moment between cordon
-	 * run telling the id and this write. */
+	/* Write-ahead: its first record is on disk (the job is no one else's
+	 * yet: no lock) before its cordon run, told so, makes its workspace
+	 * or anything a patch comes of, and before the 201. A serve killed
+	 * before this write leaves nothing of the job but a job its cordon
+	 * run revokes; after it, a record that a restart tells as lost. */
 	record_first(s, j);
+	spawn_ack(j, ack);
 	pthread_mutex_lock(&l->mu);
 	s->started_total++;
 	j->next = l->jobs;
