@@ -6,6 +6,7 @@
  */
 #include "broker.h"
 
+#include "bindings.h"
 #include "bodies.h"
 #include "feed_page.h"
 #include "issuers.h"
@@ -152,8 +153,10 @@ put_manifest(void *ctx, struct http_request *req, struct http_response *res)
 	if (!manifest_name_ok(name))
 		problems_add(problems, "name",
 		    "the path's name must be [a-z0-9][a-z0-9._-]{0,63}");
-	if (manifest_validate(body, name, problems, warnings))
+	if (manifest_validate(body, name, problems, warnings)) {
 		secrets_check_manifest(b, body, problems);
+		bindings_check_manifest(b, body, problems);
+	}
 	if (json_array_size(problems) > 0) {
 		json_t *err = json_pack("{s:s, s:s, s:o, s:o}", "error",
 		    "invalid_manifest", "message", "the manifest is refused",
@@ -471,15 +474,12 @@ heartbeat(void *ctx, struct http_request *req, struct http_response *res)
 	http_reply_json(res, 200, job_json(&j));
 }
 
-/* Revokes job in the store and wakes the followers, then revokes its
- * upstream credentials at their issuers (secrets_revoke_upstream; the
- * list in *ret_upstream when not NULL): 0 or -errno. */
+/* Revokes job in the store and wakes the followers: 0 or -errno. */
 static int
-revoke_job(struct broker *b, const char *job, const char *reason,
-    const char *actor, struct revoke_result *rr, json_t **ret_upstream)
+revoke_tokens(struct broker *b, const char *job, const char *reason,
+    const char *actor, struct revoke_result *rr)
 {
 	int r = store_job_revoke(b->store, job, reason, actor, rr);
-	json_t *up;
 
 	if (r < 0)
 		return r;
@@ -490,15 +490,21 @@ revoke_job(struct broker *b, const char *job, const char *reason,
 		    "reason", reason, "by", actor, "tokens_revoked",
 		    (json_int_t)rr->tokens_revoked, "seq", (json_int_t)rr->seq);
 	}
-	/* After the job's own tokens died: a failed issuer holds no part
-	 * of the revoke up beyond its time budget; without a caller to
-	 * tell (the sweep, a tripwire), nothing waits for an issuer. */
-	up = secrets_revoke_upstream(b, job, actor, ret_upstream == NULL);
-	if (ret_upstream != NULL)
-		*ret_upstream = up;
-	else
-		json_decref(up);
 	return 0;
+}
+
+/* revoke_tokens, then its upstream credentials handed to the background
+ * revocations: without a caller to tell (the sweep, a tripwire), nothing
+ * waits for an issuer. 0 or -errno. */
+static int
+revoke_job(struct broker *b, const char *job, const char *reason,
+    const char *actor, struct revoke_result *rr)
+{
+	int r = revoke_tokens(b, job, reason, actor, rr);
+
+	if (r == 0)
+		json_decref(secrets_revoke_upstream(b, job, actor, true));
+	return r;
 }
 
 static void
@@ -513,10 +519,14 @@ revoke_answer(struct broker *b, const char *job, const struct revoke_result *rr,
 		upstream != NULL ? upstream : json_array()));
 }
 
-/* A revoke request's state while it waits for the acknowledgements. */
+/* A revoke request's state while it waits for its upstream
+ * revocations, then for the acknowledgements. */
 struct revoke_state {
+	struct issuers_revoke w;
+	struct http_request *req;
 	struct revoke_result rr;
 	json_t *upstream;
+	bool acks; /* the upstream list in: waiting for the followers */
 };
 
 static void
@@ -525,12 +535,25 @@ revoke_state_free(void *p)
 	struct revoke_state *st = p;
 
 	json_decref(st->upstream);
+	json_decref(st->w.list);
 	free(st);
 }
 
+/* The issuers' revoke worker is done with the job's credentials. */
+static void
+revoke_upstream_done(struct issuers_revoke *w)
+{
+	struct revoke_state *st = w->arg;
+
+	http_request_resume(st->req);
+}
+
 /*
- * Revoke, then answer once the followers acknowledged (or were declared
- * gone): the request is deferred meanwhile, its revoke kept as its state.
+ * Revoke (the job's tokens at once), then its upstream credentials at
+ * their issuers on the issuers' revoke workers (no HTTP thread waits on
+ * an issuer), then answer once the followers acknowledged (or were
+ * declared gone): the request is deferred meanwhile, its revoke kept as
+ * its state.
  */
 static void
 revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
@@ -542,8 +565,17 @@ revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
 	json_t *problems;
 	int r;
 
-	if (st != NULL) { /* resumed: the followers had their chance */
+	if (st != NULL && st->acks) { /* the followers had their chance */
 		revoke_answer(b, job, &st->rr, st->upstream, res);
+		return;
+	}
+	if (st != NULL) { /* the upstream revocations' list */
+		st->upstream = st->w.list;
+		st->w.list = NULL;
+		secrets_revoke_told(b, job, actor_of(req), st->upstream);
+		st->acks = true;
+		if (feed_wait_acks(b->feed, st->rr.seq, req) == 1)
+			revoke_answer(b, job, &st->rr, st->upstream, res);
 		return;
 	}
 	problems = json_array();
@@ -559,13 +591,19 @@ revoke_handler(void *ctx, struct http_request *req, struct http_response *res)
 		return;
 	}
 	http_request_set_state(req, st, revoke_state_free);
-	r = revoke_job(b, job, reason, actor_of(req), &st->rr, &st->upstream);
+	r = revoke_tokens(b, job, reason, actor_of(req), &st->rr);
 	if (r < 0) {
 		reply_job_error(b, res, r);
 		return;
 	}
-	if (feed_wait_acks(b->feed, st->rr.seq, req) == 1)
-		revoke_answer(b, job, &st->rr, st->upstream, res);
+	/* After the job's own tokens died: deferred before a worker may
+	 * resume it; a list made now (none held) resumes it at once. */
+	st->req = req;
+	st->w.done = revoke_upstream_done;
+	st->w.arg = st;
+	http_request_defer(req);
+	if (issuers_revoke_queue(b->issuers, job, &st->w) != 0)
+		http_request_resume(req);
 }
 
 static void
@@ -575,12 +613,23 @@ job_egress(void *ctx, struct http_request *req, struct http_response *res)
 	struct manifest_version m;
 	struct job j;
 
+	json_t *bindings;
+	int64_t epoch;
+	int r;
+
 	if (job_and_manifest(b, http_request_param(req, 0), &j, &m, res) < 0)
 		return;
+	/* The secrets' bindings too: a channel opens with a fresh list. */
+	if ((r = bindings_answer(b, &bindings, &epoch)) < 0) {
+		manifest_version_free(&m);
+		reply_store_error(b, res, r);
+		return;
+	}
 	http_reply_json(res, 200,
-	    json_pack("{s:s, s:s, s:I, s:o}", "job", j.id, "state", j.state,
-		"deadline", (json_int_t)j.deadline, "egress",
-		manifest_egress(m.body)));
+	    json_pack("{s:s, s:s, s:I, s:o, s:o, s:I}", "job", j.id, "state",
+		j.state, "deadline", (json_int_t)j.deadline, "egress",
+		manifest_egress(m.body), "bindings", bindings,
+		"bindings_epoch", (json_int_t)epoch));
 	manifest_version_free(&m);
 }
 
@@ -916,7 +965,7 @@ introspect(void *ctx, struct http_request *req, struct http_response *res)
 			"introspection"));
 		log_warn("tripwire", "{s:s, s:s}", "job", t.job, "token_id",
 		    t.id);
-		if (revoke_job(b, t.job, "tripwire", "broker", &rr, NULL) < 0)
+		if (revoke_job(b, t.job, "tripwire", "broker", &rr) < 0)
 			atomic_fetch_add(&b->store_errors, 1);
 		free(t.params);
 		http_reply_json(res, 200, json_pack("{s:b}", "active", 0));
@@ -1168,7 +1217,7 @@ broker_sweep(void *ctx)
 
 		struct revoke_result rr;
 
-		if (revoke_job(b, job, why, "broker", &rr, NULL) == 0) {
+		if (revoke_job(b, job, why, "broker", &rr) == 0) {
 			atomic_fetch_add(&b->lapsed, 1);
 			log_warn("job_lapsed", "{s:s, s:s}", "job", job,
 			    "reason", why);
@@ -1204,6 +1253,13 @@ broker_metrics(void *ctx, struct buf *out)
 	metrics_one(out, "cordon_broker_jobs_lapsed_total", "counter",
 	    "Jobs revoked by the dead man's switch (lease or deadline).",
 	    atomic_load(&b->lapsed));
+	metrics_one(out, "cordon_broker_secrets_released_total", "counter",
+	    "secrets released to a proxy to inject",
+	    atomic_load(&b->secrets_released));
+	metrics_one(out, "cordon_broker_secrets_scan_released_total",
+	    "counter",
+	    "static secrets released to a proxy only to scan answers for",
+	    atomic_load(&b->scan_releases));
 	metrics_one(out, "cordon_broker_store_errors_total", "counter",
 	    "Database failures (each answered with a refusal).",
 	    atomic_load(&b->store_errors));
@@ -1233,6 +1289,9 @@ broker_metrics(void *ctx, struct buf *out)
 	    ic.releases_waiting);
 	metrics_one(out, "cordon_broker_issuer_calls_in_flight", "gauge",
 	    "Calls to issuers being made now.", ic.calls_in_flight);
+	metrics_one(out, "cordon_broker_issuer_revokes_waiting", "gauge",
+	    "Job revokes waiting for their revocations at issuers now.",
+	    ic.revokes_waiting);
 	metrics_one(out, "cordon_broker_issuer_releases_refused_total",
 	    "counter",
 	    "Releases answered 503 issuer_busy: too many waited already.",
@@ -1284,8 +1343,10 @@ broker_stopping(void *ctx)
 	struct broker *b = ctx;
 
 	feed_stop(b->feed);
-	/* The releases waiting for an issuer: 503 broker_stopping. */
+	/* The releases waiting for an issuer: 503 broker_stopping; the
+	 * revokes waiting: answered, what they hold pending. */
 	issuers_stop_releases(b->issuers);
+	issuers_stop_revokes(b->issuers);
 }
 
 const struct http_route broker_routes[] = {
@@ -1318,5 +1379,8 @@ const struct http_route broker_routes[] = {
 	{ "DELETE", "/v1/secrets/*", ROLE_ADMIN, BODY_NONE, secrets_delete },
 	{ "POST", "/v1/jobs/*/secrets/*/release", ROLE_VERIFIER, BODY_NONE,
 	    secrets_release },
+	{ "GET", "/v1/bindings", ROLE_VERIFIER | ROLE_ADMIN, BODY_NONE,
+	    bindings_get },
+	{ "POST", "/v1/bindings", ROLE_VERIFIER, BODY_JSON, bindings_post },
 };
 const size_t broker_nroutes = ARRAY_SIZE(broker_routes);

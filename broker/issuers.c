@@ -8,12 +8,14 @@
  * gives an issuers_store (PostgreSQL: every broker of a fleet sees every
  * row, and a revoke at any of them claims the job's rows in one
  * statement, so each is revoked once), else in a list kept in a sealed
- * state file (sqlite: one broker). A revocation that fails stays a
- * revoking row, retried by a thread of its own with backoff; the lease
- * sweep and a tripwire only hand rows to that thread, so that no issuer
- * stalls them. A job revoked once is remembered (a ring of recent ids),
- * so that a credential obtained by a release that raced the revoke is
- * revoked instead of held for a job that has ended.
+ * state file (sqlite: one broker). A job's revoke claims its rows on the
+ * caller's thread and waits, with no thread, for one of the revoke
+ * workers, which tries each within the revoke's budget. A revocation
+ * that fails stays a revoking row, retried by a thread of its own with
+ * backoff; the lease sweep and a tripwire only hand rows to that thread,
+ * so that no issuer stalls them. A job revoked once is remembered (a
+ * ring of recent ids), so that a credential obtained by a release that
+ * raced the revoke is revoked instead of held for a job that has ended.
  */
 #include "issuers.h"
 
@@ -95,7 +97,14 @@ struct issuers {
 	size_t nworkers;
 	bool timer_started;
 	atomic_uint_fast64_t releases_refused, releases_timed_out;
-	atomic_uint revokes_calling; /* issuers_revoke_job's, now */
+	/* The revokes waiting for a revoke worker (oldest first), and
+	 * those in a worker's hands: under lock. */
+	struct issuers_revoke *rq_head, *rq_tail;
+	unsigned revokes;
+	bool revokes_stopped;
+	pthread_cond_t rqueued;
+	pthread_t rworkers[ISSUER_REVOKE_WORKERS];
+	size_t nrworkers;
 	unsigned char key[ISSUERS_KEY_LEN];
 	char tomb[TOMBSTONES][ID_MAX];
 	size_t tomb_next;
@@ -153,6 +162,7 @@ static void *worker_main(void *arg);
 static void wipe_json(json_t *j);
 static void *call_main(void *arg);
 static void *timer_main(void *arg);
+static void *revoke_main(void *arg);
 
 int
 issuers_open(const char *ca_file, const char *state_path,
@@ -174,6 +184,7 @@ issuers_open(const char *ca_file, const char *state_path,
 	pthread_cond_init(&is->queued, NULL);
 	pthread_cond_init(&is->tick, NULL);
 	pthread_cond_init(&is->wake, NULL);
+	pthread_cond_init(&is->rqueued, NULL);
 	/* No key: memory only, a key of this process's. */
 	if (key != NULL)
 		memcpy(is->key, key, ISSUERS_KEY_LEN);
@@ -208,6 +219,13 @@ issuers_open(const char *ca_file, const char *state_path,
 		else
 			is->nworkers++;
 	}
+	while (r == 0 && is->nrworkers < ISSUER_REVOKE_WORKERS) {
+		if (pthread_create(&is->rworkers[is->nrworkers], NULL,
+			revoke_main, is) != 0)
+			r = -EAGAIN;
+		else
+			is->nrworkers++;
+	}
 	if (r == 0) {
 		if (pthread_create(&is->timer, NULL, timer_main, is) != 0)
 			r = -EAGAIN;
@@ -228,16 +246,20 @@ issuers_close(struct issuers *is)
 	if (is == NULL)
 		return;
 	issuers_stop_releases(is);
+	issuers_stop_revokes(is);
 	pthread_mutex_lock(&is->lock);
 	is->stopping = true;
 	pthread_cond_broadcast(&is->wake);
 	pthread_cond_broadcast(&is->queued);
 	pthread_cond_broadcast(&is->tick);
+	pthread_cond_broadcast(&is->rqueued);
 	pthread_mutex_unlock(&is->lock);
 	if (is->worker_started)
 		pthread_join(is->worker, NULL);
 	for (size_t i = 0; i < is->nworkers; i++)
 		pthread_join(is->workers[i], NULL);
+	for (size_t i = 0; i < is->nrworkers; i++)
+		pthread_join(is->rworkers[i], NULL);
 	if (is->timer_started)
 		pthread_join(is->timer, NULL);
 	for (size_t i = 0; i < CALLS_MAX; i++)
@@ -255,6 +277,7 @@ issuers_close(struct issuers *is)
 	free(is->state);
 	OPENSSL_cleanse(is->key, sizeof(is->key));
 	pthread_cond_destroy(&is->wake);
+	pthread_cond_destroy(&is->rqueued);
 	pthread_cond_destroy(&is->queued);
 	pthread_cond_destroy(&is->tick);
 	pthread_mutex_destroy(&is->flock);
@@ -274,6 +297,7 @@ issuers_counts(struct issuers *is, struct issuers_counts *ret)
 	pthread_mutex_lock(&is->lock);
 	ret->releases_waiting = is->waiting;
 	ret->calls_in_flight = is->running;
+	ret->revokes_waiting = is->revokes;
 	pthread_mutex_unlock(&is->lock);
 }
 
@@ -1614,10 +1638,11 @@ cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t until)
 	return pthread_cond_timedwait(c, m, &ts) == 0 ? 0 : -1;
 }
 
-/* Revokes h at its issuer within timeout_ms: the result object. */
+/* Revokes h at its issuer within timeout_ms (<= 0: not tried, untried
+ * says why): the result object. */
 static json_t *
 revoke_one(struct issuers *is, const struct held *h, long timeout_ms,
-    bool *retry)
+    const char *untried, bool *retry)
 {
 	json_t *out =
 	    json_pack("{s:s, s:I, s:s, s:s}", "secret", h->secret, "version",
@@ -1652,12 +1677,7 @@ revoke_one(struct issuers *is, const struct held *h, long timeout_ms,
 	if (timeout_ms <= 0) {
 		atomic_fetch_add(&is->revoke_failed, 1);
 		json_object_set_new(out, "ok", json_false());
-		json_object_set_new(out, "error",
-		    json_string(timeout_ms < 0
-			    ? "not tried here: other revokes are calling "
-			      "issuers; the broker's background revocations "
-			      "try it now"
-			    : "not tried: the revocations' time ran out"));
+		json_object_set_new(out, "error", json_string(untried));
 		return out;
 	}
 	r = ihttp_request(is->tls, h->revoke_url, h->revoke_method,
@@ -1925,7 +1945,7 @@ run_call(struct issuers *is, struct icall *c)
 	}
 	if (undo != NULL) {
 		bool retry;
-		json_decref(revoke_one(is, undo, ISSUER_CALL_MS, &retry));
+		json_decref(revoke_one(is, undo, ISSUER_CALL_MS, NULL, &retry));
 		held_free(undo);
 	}
 	if (kick_after)
@@ -2238,10 +2258,12 @@ backoff(int attempt)
 	return d < ISSUER_RETRY_MAX_S ? d : ISSUER_RETRY_MAX_S;
 }
 
-/* Revokes the claimed row within timeout_ms and settles it (gone, or
- * due again after its backoff): the result object, or NULL. */
+/* Revokes the claimed row within timeout_ms (<= 0: not tried, untried
+ * says why) and settles it (gone, or due again after its backoff): the
+ * result object, or NULL. */
 static json_t *
-settle(struct issuers *is, const struct issued_row *row, long timeout_ms)
+settle(struct issuers *is, const struct issued_row *row, long timeout_ms,
+    const char *untried)
 {
 	struct held *h = row_open(is, row);
 	int64_t now = (int64_t)time(NULL);
@@ -2256,7 +2278,7 @@ settle(struct issuers *is, const struct issued_row *row, long timeout_ms)
 		atomic_fetch_add(&is->revoke_failed, 1);
 		retry = row->expires == 0 || row->expires > now;
 	} else {
-		out = revoke_one(is, h, timeout_ms, &retry);
+		out = revoke_one(is, h, timeout_ms, untried, &retry);
 		held_free(h);
 	}
 	if (out != NULL)
@@ -2278,21 +2300,198 @@ settle(struct issuers *is, const struct issued_row *row, long timeout_ms)
 	return out;
 }
 
-json_t *
-issuers_revoke_job(struct issuers *is, const char *job, bool later)
+/* Settles rows[0..n) untried (why), each appended to list. */
+static void
+settle_untried(struct issuers *is, struct issued_row *rows, size_t n,
+    json_t *list, const char *why)
 {
-	int64_t deadline = monotonic_ms() + ISSUER_REVOKE_BUDGET_MS;
-	struct issued_row *rows = NULL;
-	size_t n = 0;
-	json_t *out;
+	for (size_t i = 0; i < n; i++) {
+		json_t *one = settle(is, &rows[i], 0, why);
+		if (one != NULL && list != NULL)
+			json_array_append_new(list, one);
+		else
+			json_decref(one);
+	}
+}
 
+static const char untried_stopping[] =
+    "not tried here: the broker is stopping; the background revocations "
+    "(of the next start, or another broker) try it";
+
+/* A revoke worker's: w's rows tried in turn within its deadline (what
+ * its time does not reach is left due at once), then w answered. */
+static void
+revoke_run(struct issuers *is, struct issuers_revoke *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++) {
+		long left = (long)(w->deadline - monotonic_ms());
+		bool stop;
+
+		pthread_mutex_lock(&is->lock);
+		stop = is->revokes_stopped;
+		pthread_mutex_unlock(&is->lock);
+		if (stop)
+			break;
+		json_t *one = settle(is, &w->rows[i],
+		    left < ISSUER_CALL_MS ? left : ISSUER_CALL_MS,
+		    "not tried: the revocations' time ran out; the broker's "
+		    "background revocations try it now");
+		if (one != NULL && w->list != NULL)
+			json_array_append_new(w->list, one);
+		else
+			json_decref(one);
+	}
+	settle_untried(is, w->rows + i, w->n - i, w->list, untried_stopping);
+	kick(is); /* what is pending now, untried ones due at once */
+	issued_rows_free(w->rows, w->n);
+	w->rows = NULL;
+	w->n = 0;
+	pthread_mutex_lock(&is->lock);
+	is->revokes--;
+	pthread_mutex_unlock(&is->lock);
+	w->done(w);
+}
+
+static void *
+revoke_main(void *arg)
+{
+	struct issuers *is = arg;
+
+	for (;;) {
+		struct issuers_revoke *w;
+
+		pthread_mutex_lock(&is->lock);
+		while (!is->stopping && is->rq_head == NULL)
+			pthread_cond_wait(&is->rqueued, &is->lock);
+		if ((w = is->rq_head) == NULL) { /* stopping */
+			pthread_mutex_unlock(&is->lock);
+			return NULL;
+		}
+		if ((is->rq_head = w->next) == NULL)
+			is->rq_tail = NULL;
+		w->next = NULL;
+		pthread_mutex_unlock(&is->lock);
+		revoke_run(is, w);
+	}
+}
+
+int
+issuers_revoke_queue(struct issuers *is, const char *job,
+    struct issuers_revoke *w)
+{
+	bool now = false, stopping = false;
+
+	w->next = NULL;
+	w->rows = NULL;
+	w->n = 0;
+	w->deadline = monotonic_ms() + ISSUER_REVOKE_BUDGET_MS;
+	w->list = json_array();
 	pthread_mutex_lock(&is->lock);
 	if (!tombstoned(is, job)) {
 		snprintf(is->tomb[is->tomb_next], ID_MAX, "%s", job);
 		is->tomb_next = (is->tomb_next + 1) % TOMBSTONES;
 	}
 	pthread_mutex_unlock(&is->lock);
+	if (is->st.claim(is->st.arg, job, ISSUER_CLAIM_S, ISSUED_PER_JOB_MAX,
+		&w->rows, &w->n) < 0) {
+		kick(is);
+		return 1;
+	}
+	if (w->n == 0) {
+		issued_rows_free(w->rows, 0);
+		w->rows = NULL;
+		return 1;
+	}
+	pthread_mutex_lock(&is->lock);
+	stopping = is->revokes_stopped || is->stopping;
+	if (stopping || is->revokes >= ISSUER_REVOKES_MAX)
+		now = true;
+	else {
+		is->revokes++;
+		if (is->rq_tail != NULL)
+			is->rq_tail->next = w;
+		else
+			is->rq_head = w;
+		is->rq_tail = w;
+		pthread_cond_signal(&is->rqueued);
+	}
+	pthread_mutex_unlock(&is->lock);
+	if (!now)
+		return 0;
+	/* None tried here: the background thread's, at once. */
+	settle_untried(is, w->rows, w->n, w->list,
+	    stopping ? untried_stopping
+		     : "not tried here: too many revokes wait for issuers; the "
+		       "broker's background revocations try it now");
+	issued_rows_free(w->rows, w->n);
+	w->rows = NULL;
+	w->n = 0;
+	kick(is);
+	return 1;
+}
+
+void
+issuers_stop_revokes(struct issuers *is)
+{
+	struct issuers_revoke *all;
+
+	pthread_mutex_lock(&is->lock);
+	is->revokes_stopped = true;
+	all = is->rq_head;
+	is->rq_head = is->rq_tail = NULL;
+	pthread_mutex_unlock(&is->lock);
+	while (all != NULL) {
+		struct issuers_revoke *w = all;
+
+		all = w->next;
+		w->next = NULL;
+		settle_untried(is, w->rows, w->n, w->list, untried_stopping);
+		issued_rows_free(w->rows, w->n);
+		w->rows = NULL;
+		w->n = 0;
+		pthread_mutex_lock(&is->lock);
+		is->revokes--;
+		pthread_mutex_unlock(&is->lock);
+		w->done(w);
+	}
+}
+
+/* The waiter of issuers_revoke_job: a thread that waits. */
+struct sync_revoke {
+	struct issuers_revoke w;
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	bool done;
+};
+
+static void
+sync_revoked(struct issuers_revoke *w)
+{
+	struct sync_revoke *s = w->arg;
+
+	pthread_mutex_lock(&s->m);
+	s->done = true;
+	pthread_cond_signal(&s->c);
+	pthread_mutex_unlock(&s->m);
+}
+
+json_t *
+issuers_revoke_job(struct issuers *is, const char *job, bool later)
+{
+	struct issued_row *rows = NULL;
+	struct sync_revoke *s;
+	size_t n = 0;
+	json_t *out;
+
 	if (later) {
+		pthread_mutex_lock(&is->lock);
+		if (!tombstoned(is, job)) {
+			snprintf(is->tomb[is->tomb_next], ID_MAX, "%s", job);
+			is->tomb_next = (is->tomb_next + 1) % TOMBSTONES;
+		}
+		pthread_mutex_unlock(&is->lock);
 		/* Turned revoking now (durable), revoked by the thread. */
 		if (is->st.claim(is->st.arg, job, ISSUER_CLAIM_S, 0, &rows,
 			&n) == 0)
@@ -2300,36 +2499,22 @@ issuers_revoke_job(struct issuers *is, const char *job, bool later)
 		kick(is);
 		return NULL;
 	}
-	out = json_array();
-	if (is->st.claim(is->st.arg, job, ISSUER_CLAIM_S, ISSUED_PER_JOB_MAX,
-		&rows, &n) < 0) {
-		kick(is);
-		return out;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	pthread_mutex_init(&s->m, NULL);
+	pthread_cond_init(&s->c, NULL);
+	s->w.done = sync_revoked;
+	s->w.arg = s;
+	if (issuers_revoke_queue(is, job, &s->w) == 0) {
+		pthread_mutex_lock(&s->m);
+		while (!s->done)
+			pthread_cond_wait(&s->c, &s->m);
+		pthread_mutex_unlock(&s->m);
 	}
-	/* Some of the caller's threads stay free of issuers, whatever
-	 * they do: past ISSUER_REVOKE_THREADS, the thread's. */
-	bool here = n > 0 &&
-	    atomic_fetch_add(&is->revokes_calling, 1) < ISSUER_REVOKE_THREADS;
-	if (n > 0 && !here)
-		atomic_fetch_sub(&is->revokes_calling, 1);
-	for (size_t i = 0; i < n; i++) {
-		long left = (long)(deadline - monotonic_ms());
-		if (left <= 0)
-			left = 0;
-		json_t *one = settle(is, &rows[i],
-		    !here                       ? -1
-			: left < ISSUER_CALL_MS ? left
-						: ISSUER_CALL_MS);
-		if (one != NULL && out != NULL)
-			json_array_append_new(out, one);
-		else
-			json_decref(one);
-	}
-	if (here)
-		atomic_fetch_sub(&is->revokes_calling, 1);
-	else if (n > 0)
-		kick(is);
-	issued_rows_free(rows, n);
+	out = s->w.list;
+	pthread_cond_destroy(&s->c);
+	pthread_mutex_destroy(&s->m);
+	free(s);
 	return out;
 }
 
@@ -2351,7 +2536,7 @@ issuers_retry_due(struct issuers *is)
 			    rows[i].attempts - 1);
 			continue;
 		}
-		json_t *one = settle(is, &rows[i], ISSUER_CALL_MS);
+		json_t *one = settle(is, &rows[i], ISSUER_CALL_MS, NULL);
 		if (one == NULL)
 			continue;
 		bool ok = json_is_true(json_object_get(one, "ok"));

@@ -34,11 +34,13 @@
  * broker). */
 #define ISSUER_CALL_MS 2000
 #define ISSUER_REVOKE_BUDGET_MS 3000
-/* The revokes that call issuers at once on the caller's threads (the
- * broker's HTTP threads are 4): a revoke past them tries none itself and
- * hands its job's credentials to the background thread, listed pending
- * in its answer. */
-#define ISSUER_REVOKE_THREADS 2
+/* A revoke's calls to issuers are made by threads of the issuers' own
+ * (never the caller's: the broker's HTTP threads are 4), this many, the
+ * oldest revoke first; at most ISSUER_REVOKES_MAX revokes wait for them,
+ * and one past that tries none and hands its job's credentials to the
+ * background thread, listed pending in its answer. */
+#define ISSUER_REVOKE_WORKERS 4
+#define ISSUER_REVOKES_MAX 256
 /* Credentials held at once, all jobs, and per job and secret (refreshes
  * add one each). */
 #define ISSUED_MAX 4096
@@ -239,19 +241,53 @@ int issuers_release(struct issuers *is, const char *job, const char *secret,
     int64_t version, const json_t *cfg, struct issued *ret, long *ret_status,
     char *why, size_t whylen);
 
+/* A revoke waiting for its job's revocations at their issuers: the
+ * caller's memory, which must stay until done is called. */
+struct issuers_revoke {
+	/* Set by the caller: called exactly once, from another thread (a
+	 * revoke worker, or issuers_stop_revokes), once list is filled in;
+	 * the waiter is not touched after. */
+	void (*done)(struct issuers_revoke *w);
+	void *arg;
+	/* The outcome, as issuers_revoke_job's: the caller's to decref. */
+	json_t *list;
+	/* issuers.c's. */
+	struct issuers_revoke *next;
+	struct issued_row *rows;
+	size_t n;
+	int64_t deadline;
+};
+
 /*
  * Revokes at their issuers every credential held for job (obtained by
  * this broker or, on a shared store, any other), and keeps any obtained
- * later from being given (it is revoked at once): a new array of
- * {secret, version, kind, issuer, ok, attempt, status | error[, expired]
- * [, pending, retry_in]} (empty when none was held), one per credential
- * this call revoked or tried. One that failed stays pending: the
- * background thread retries it with backoff until it is revoked or has
- * expired. Takes at most about ISSUER_REVOKE_BUDGET_MS, and while
- * ISSUER_REVOKE_THREADS other revokes call issuers none is called here
- * (each listed pending, the background thread's at once); later (true):
- * none is called here, the job's credentials are handed to the
- * background thread and NULL is returned (the lease sweep, a tripwire).
+ * later from being given (it is revoked at once), the calling thread
+ * never waiting on an issuer: the job's rows are claimed here and w is
+ * queued for a revoke worker, which tries each within
+ * ISSUER_REVOKE_BUDGET_MS of now (what its time does not reach is listed
+ * pending, due at once for the background thread). Returns 0, and
+ * w->done will be called once with w->list: {secret, version, kind,
+ * issuer, ok, attempt, status | error[, expired][, pending, retry_in]},
+ * one per credential; or 1 with w->list filled in now (none was held;
+ * ISSUER_REVOKES_MAX revokes wait already, or the broker is stopping:
+ * each listed pending, not tried, the background thread's), and done is
+ * never called. One that failed stays pending: the background thread
+ * retries it with backoff until it is revoked or has expired. Whatever
+ * makes w visible to whoever done resumes must be done before.
+ */
+int issuers_revoke_queue(struct issuers *is, const char *job,
+    struct issuers_revoke *w);
+
+/* Answers every queued revoke now, its credentials not tried (pending,
+ * due at once), and every later one at once; a revoke worker's ends
+ * after the call it is in (the broker's stopping hook). */
+void issuers_stop_revokes(struct issuers *is);
+
+/*
+ * issuers_revoke_queue, the calling thread waiting for the list (a new
+ * array; for tools and tests). later (true): none is called at all, the
+ * job's credentials are handed to the background thread and NULL is
+ * returned (the lease sweep, a tripwire).
  */
 json_t *issuers_revoke_job(struct issuers *is, const char *job, bool later);
 
@@ -270,6 +306,8 @@ struct issuers_counts {
 	 * deadline; releases waiting and calls in flight now. */
 	uint64_t releases_refused, releases_timed_out;
 	uint64_t releases_waiting, calls_in_flight;
+	/* Revokes waiting for a revoke worker or in one's hands now. */
+	uint64_t revokes_waiting;
 };
 void issuers_counts(struct issuers *is, struct issuers_counts *ret);
 
