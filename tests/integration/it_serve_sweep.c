@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static struct stack st;
@@ -175,12 +176,15 @@ running_job(char *id, size_t len)
 	return found;
 }
 
-/* Whether pid sleeps in read(2) on descriptor 3 (x86-64's read is 0):
- * cordon run waiting for serve's word. */
+/* Whether pid sleeps in read(2) on descriptor 3 (/proc/PID/syscall: the
+ * call's number, then its arguments): cordon run waiting for serve's
+ * word. */
 static bool
 reads_fd3(pid_t pid)
 {
 	char path[64], buf[256] = "";
+	long nr = -1;
+	unsigned long fd = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
@@ -189,7 +193,8 @@ reads_fd3(pid_t pid)
 	if (fgets(buf, sizeof(buf), f) == NULL)
 		buf[0] = '\0';
 	fclose(f);
-	return strncmp(buf, "0 0x3 ", 6) == 0;
+	return sscanf(buf, "%ld 0x%lx", &nr, &fd) == 2 && nr == SYS_read &&
+	    fd == 3;
 }
 
 START_TEST(a_kill_before_the_first_record_leaves_nothing)
