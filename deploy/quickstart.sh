@@ -248,6 +248,11 @@ grep -qs '^127\.0\.0\.1 invoices\.internal$' "$var/hosts" ||
 	echo "127.0.0.1 invoices.internal" >>"$var/hosts"
 grep -qs '^127\.0\.0\.1 tickets\.internal$' "$var/hosts" ||
 	echo "127.0.0.1 tickets.internal" >>"$var/hosts"
+# Another name of the tickets API, for its public status page (the
+# drill's inject_stored: a name no secret is bound to, on the address the
+# key is sent to).
+grep -qs '^127\.0\.0\.1 status\.tickets\.internal$' "$var/hosts" ||
+	echo "127.0.0.1 status.tickets.internal" >>"$var/hosts"
 # The tickets API is HTTPS with a certificate of a CA made here, once;
 # the proxy verifies upstreams against the system's roots and that CA
 # (upstream_ca_file: var/upstream/trust.pem), as it would a company's
@@ -272,6 +277,23 @@ if [ ! -s "$up/ca.pem" ] || [ ! -s "$up/tickets.internal.pem" ]; then
 		fail "openssl could not make the example upstream's certificate"
 	rm -f "$up/tickets.internal.csr" "$up/tickets.internal.ext"
 	chmod 644 "$up/ca.pem" "$up/tickets.internal.pem"
+	rm -f "$up/status.tickets.internal.pem"
+fi
+# The status page's name gets a leaf of its own (the upstream serves it by
+# SNI), made once by the same CA; an earlier quickstart's var/ lacks it.
+if [ ! -s "$up/status.tickets.internal.pem" ]; then
+	n=status.tickets.internal
+	(umask 077
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-subj "/CN=$n" -keyout "$up/$n.key" -out "$up/$n.csr" 2>/dev/null &&
+	printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$n" \
+		>"$up/$n.ext" &&
+	openssl x509 -req -in "$up/$n.csr" -CA "$up/ca.pem" -CAkey "$up/ca.key" \
+		-CAcreateserial -days 825 -extfile "$up/$n.ext" \
+		-out "$up/$n.pem" 2>/dev/null) ||
+		fail "openssl could not make the status page's certificate"
+	rm -f "$up/$n.csr" "$up/$n.ext"
+	chmod 644 "$up/$n.pem"
 fi
 cat /etc/ssl/certs/ca-certificates.crt "$up/ca.pem" >"$up/trust.pem"
 fresh_key=0
@@ -303,11 +325,15 @@ for svc in $services; do
 done
 status
 # The example's upstreams, on loopback, outside any sandbox: the invoices
-# API (plain) and the tickets API (HTTPS, wants its key).
+# API (plain) and the tickets API (HTTPS, wants its key), with a public
+# status page that shows the last request's headers, the key with them:
+# hostile on purpose, for the drill (inject_stored, docs/drill.md).
 stop_one upstream
 (cd "$top" && exec setsid /usr/bin/python3 "$top/deploy/examples/upstream.py" \
 	--bind 127.0.0.1 --plain 7780 --root "$top/deploy/examples/invoices" \
 	--tls 7781 --cert "$up/tickets.internal.pem" --key "$up/tickets.internal.key" \
+	--name-cert status.tickets.internal "$up/status.tickets.internal.pem" \
+	"$up/status.tickets.internal.key" \
 	--api-key-file "$up/tickets-key" </dev/null >>"$var/log/upstream.log" 2>&1) &
 remember $! upstream
 tickets() {

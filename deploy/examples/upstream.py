@@ -15,9 +15,21 @@ Two listeners of one process (Python's standard library only):
   the request's headers as JSON: {"headers": [[name, value], ...]}. The
   job never holds the key: cordon-proxy swaps the job's capability token
   for it (docs/credentials.md), and redacts it in that echo.
+* GET /status on the tickets listener, no key needed: a public status
+  page that, like a careless debug page, shows the method, path and
+  headers of the last request the API served (so the last X-Api-Key it
+  was sent, in clear). HOSTILE ON PURPOSE, for the drill (docs/drill.md,
+  inject_stored): the example manifest reaches it under another name,
+  status.tickets.internal, on a rule that injects nothing, and the proxy
+  must redact there the key another job's request left behind.
 
 Usage: upstream.py --bind 127.0.0.1 --plain 7780 --root DIR --tls 7781
        --cert PEM --key PEM --api-key-file FILE [--idle-timeout 30]
+       [--name-cert NAME PEM KEY]... [--port-file FILE]
+
+--name-cert serves another certificate to a client whose SNI is NAME
+(status.tickets.internal's). With --port-file, ports may be 0: the ports
+bound, "PLAIN TLS", are written there once both listen (tests).
 
 Both keep connections alive (HTTP/1.1, as real APIs do; the proxy pools
 its upstreams) and close one that stays silent for --idle-timeout
@@ -102,11 +114,22 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(200, obj, head_only)
 
     def tickets(self):
+        path = self.path.split("?", 1)[0]
+        if path == "/status":
+            # Hostile on purpose (the drill's inject_stored): no key
+            # asked, and the last request's headers shown as they came.
+            with self.server.lock:
+                last = self.server.last
+            return self.answer(200, {"service": "tickets", "status": "ok",
+                                     "last_request": last})
+        with self.server.lock:
+            self.server.last = {"method": self.command, "path": path,
+                                "headers": [[k, v] for k, v in
+                                            self.headers.items()]}
         got = self.headers.get("X-Api-Key", "")
         want = "Key " + self.server.api_key
         if not hmac.compare_digest(got.encode(), want.encode()):
             return self.answer(401, {"error": "missing or wrong API key"})
-        path = self.path.split("?", 1)[0]
         if path == "/tickets/headers":
             return self.answer(200, {"headers": [[k, v] for k, v in
                                                  self.headers.items()]})
@@ -151,6 +174,11 @@ def main():
     ap.add_argument("--api-key-file", required=True)
     ap.add_argument("--idle-timeout", type=float, default=Handler.timeout,
                     help="seconds a kept-alive connection may stay silent")
+    ap.add_argument("--name-cert", nargs=3, action="append", default=[],
+                    metavar=("NAME", "PEM", "KEY"),
+                    help="the certificate for a client whose SNI is NAME")
+    ap.add_argument("--port-file",
+                    help="where to write the ports bound, PLAIN TLS")
     a = ap.parse_args()
     Handler.timeout = a.idle_timeout
 
@@ -164,9 +192,30 @@ def main():
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(a.cert, a.key)
+    by_name = {}
+    for name, cert, key in a.name_cert:
+        c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        c.minimum_version = ssl.TLSVersion.TLSv1_2
+        c.load_cert_chain(cert, key)
+        by_name[name.lower()] = c
+
+    def by_sni(sock, server_name, _ctx):
+        c = by_name.get((server_name or "").lower())
+        if c is not None:
+            sock.context = c
+
+    if by_name:
+        ctx.sni_callback = by_sni
     tls.socket = ctx.wrap_socket(tls.socket, server_side=True,
                                  do_handshake_on_connect=False)
     tls.api_key = api_key
+    tls.lock = threading.Lock()
+    tls.last = None  # the last request the API served, for /status
+    if a.port_file:
+        with open(a.port_file + ".new", "w") as f:
+            f.write("%d %d\n" % (plain.server_address[1],
+                                  tls.server_address[1]))
+        os.rename(a.port_file + ".new", a.port_file)
     threading.Thread(target=serve, args=("tickets", tls), daemon=True).start()
     serve("invoices", plain)
 
