@@ -6,6 +6,7 @@
  */
 #include "broker.h"
 
+#include "bindings.h"
 #include "bodies.h"
 #include "feed_page.h"
 #include "issuers.h"
@@ -152,8 +153,10 @@ put_manifest(void *ctx, struct http_request *req, struct http_response *res)
 	if (!manifest_name_ok(name))
 		problems_add(problems, "name",
 		    "the path's name must be [a-z0-9][a-z0-9._-]{0,63}");
-	if (manifest_validate(body, name, problems, warnings))
+	if (manifest_validate(body, name, problems, warnings)) {
 		secrets_check_manifest(b, body, problems);
+		bindings_check_manifest(b, body, problems);
+	}
 	if (json_array_size(problems) > 0) {
 		json_t *err = json_pack("{s:s, s:s, s:o, s:o}", "error",
 		    "invalid_manifest", "message", "the manifest is refused",
@@ -610,12 +613,23 @@ job_egress(void *ctx, struct http_request *req, struct http_response *res)
 	struct manifest_version m;
 	struct job j;
 
+	json_t *bindings;
+	int64_t epoch;
+	int r;
+
 	if (job_and_manifest(b, http_request_param(req, 0), &j, &m, res) < 0)
 		return;
+	/* The secrets' bindings too: a channel opens with a fresh list. */
+	if ((r = bindings_answer(b, &bindings, &epoch)) < 0) {
+		manifest_version_free(&m);
+		reply_store_error(b, res, r);
+		return;
+	}
 	http_reply_json(res, 200,
-	    json_pack("{s:s, s:s, s:I, s:o}", "job", j.id, "state", j.state,
-		"deadline", (json_int_t)j.deadline, "egress",
-		manifest_egress(m.body)));
+	    json_pack("{s:s, s:s, s:I, s:o, s:o, s:I}", "job", j.id, "state",
+		j.state, "deadline", (json_int_t)j.deadline, "egress",
+		manifest_egress(m.body), "bindings", bindings, "bindings_epoch",
+		(json_int_t)epoch));
 	manifest_version_free(&m);
 }
 
@@ -1239,6 +1253,12 @@ broker_metrics(void *ctx, struct buf *out)
 	metrics_one(out, "cordon_broker_jobs_lapsed_total", "counter",
 	    "Jobs revoked by the dead man's switch (lease or deadline).",
 	    atomic_load(&b->lapsed));
+	metrics_one(out, "cordon_broker_secrets_released_total", "counter",
+	    "secrets released to a proxy to inject",
+	    atomic_load(&b->secrets_released));
+	metrics_one(out, "cordon_broker_secrets_scan_released_total", "counter",
+	    "static secrets released to a proxy only to scan answers for",
+	    atomic_load(&b->scan_releases));
 	metrics_one(out, "cordon_broker_store_errors_total", "counter",
 	    "Database failures (each answered with a refusal).",
 	    atomic_load(&b->store_errors));
@@ -1358,5 +1378,8 @@ const struct http_route broker_routes[] = {
 	{ "DELETE", "/v1/secrets/*", ROLE_ADMIN, BODY_NONE, secrets_delete },
 	{ "POST", "/v1/jobs/*/secrets/*/release", ROLE_VERIFIER, BODY_NONE,
 	    secrets_release },
+	{ "GET", "/v1/bindings", ROLE_VERIFIER | ROLE_ADMIN, BODY_NONE,
+	    bindings_get },
+	{ "POST", "/v1/bindings", ROLE_VERIFIER, BODY_JSON, bindings_post },
 };
 const size_t broker_nroutes = ARRAY_SIZE(broker_routes);

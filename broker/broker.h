@@ -50,7 +50,8 @@ struct broker {
 	unsigned char secrets_key[32]; /* SECRETS_KEY_LEN: seals secrets */
 	struct issuers *issuers; /* short-lived upstream credentials held */
 	atomic_uint_fast64_t minted, introspected, active, revoked_jobs, lapsed,
-	    refused_mints, store_errors, rate_limited_mints, ceiling_mints;
+	    refused_mints, store_errors, rate_limited_mints, ceiling_mints,
+	    secrets_released, scan_releases;
 };
 
 /* The broker's routes, for the HTTP glue; ctx is the struct broker. */

@@ -8,6 +8,7 @@
  */
 #include "secrets.h"
 
+#include "bindings.h"
 #include "broker.h"
 #include "issuers.h"
 #include "log.h"
@@ -151,6 +152,7 @@ secrets_unseal(const unsigned char key[SECRETS_KEY_LEN], const char *name,
 /* --- the API -------------------------------------------------------------- */
 
 static json_t *rule_injecting(const json_t *m, const char *name);
+static const char *kind_of(const json_t *audit);
 
 static const char *
 actor_of(const struct http_request *req)
@@ -295,12 +297,68 @@ is_issuer(const char *value, size_t len)
 	return len > pl && memcmp(value, SECRETS_ISSUER_PREFIX, pl) == 0;
 }
 
+/*
+ * A PUT body's "guard_hosts" (bindings.h: the service's other names):
+ * *ret_hosts a new array of them in canonical form, or NULL when the body
+ * has none (the declared hosts kept), and *ret_rest the body without
+ * them, to seal. false after answering 422 with a problem at each
+ * guard_hosts[i] that is not a host.
+ */
+static bool
+guard_hosts_of(json_t *body, json_t **ret_rest, json_t **ret_hosts,
+    struct http_response *res)
+{
+	json_t *g = json_object_get(body, "guard_hosts"), *h;
+	json_t *problems, *hosts;
+	char field[48], host[256];
+	size_t i;
+
+	*ret_hosts = NULL;
+	if (g == NULL) {
+		*ret_rest = json_incref(body);
+		return true;
+	}
+	problems = json_array();
+	hosts = json_array();
+	if (!json_is_array(g) ||
+	    json_array_size(g) > STORE_BINDINGS_DECLARED_MAX)
+		problems_add(problems, "guard_hosts",
+		    "a list of at most %d hosts: the service's other names "
+		    "(host names or IP literals, lowercase, no port, no "
+		    "wildcard)",
+		    STORE_BINDINGS_DECLARED_MAX);
+	else
+		json_array_foreach(g, i, h)
+		{
+			snprintf(field, sizeof(field), "guard_hosts[%zu]", i);
+			if (!json_is_string(h) ||
+			    !bindings_host_ok(json_string_value(h), host,
+				sizeof(host)))
+				problems_add(problems, field,
+				    "not a host: a lowercase host name or an "
+				    "IPv4 or IPv6 literal, no port, no "
+				    "wildcard");
+			else
+				json_array_append_new(hosts, json_string(host));
+		}
+	if (json_array_size(problems) > 0) {
+		json_decref(hosts);
+		http_reply_problems(res, "invalid_request", NULL, problems);
+		return false;
+	}
+	json_decref(problems);
+	*ret_rest = json_copy(body);
+	json_object_del(*ret_rest, "guard_hosts");
+	*ret_hosts = hosts;
+	return true;
+}
+
 void
 secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct broker *b = ctx;
 	const char *name = http_request_param(req, 0), *kind = "static";
-	json_t *body = http_request_body(req);
+	json_t *body = http_request_body(req), *rest = NULL, *hosts = NULL;
 	unsigned char sealed[SECRETS_SEALED_MAX];
 	struct secret_meta m;
 	char why[200], *plain = NULL;
@@ -312,7 +370,14 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 		    "a secret's name must be [a-z0-9][a-z0-9._-]{0,63}");
 		return;
 	}
-	r = plaintext_of(body, &plain, &plen, &kind, why, sizeof(why));
+	if (!guard_hosts_of(body, &rest, &hosts, res))
+		return;
+	r = plaintext_of(rest, &plain, &plen, &kind, why, sizeof(why));
+	/* The copy shares the values (an issuer's secret strings): freed,
+	 * not wiped; the body itself is wiped by its owner. */
+	json_decref(rest);
+	if (r < 0)
+		json_decref(hosts);
 	if (r == -EINVAL) {
 		http_reply_error(res, 422, "invalid_request", "%s", why);
 		return;
@@ -332,8 +397,8 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 		r = secrets_seal(b->secrets_key, name, next, plain, plen,
 		    sealed, sizeof(sealed), &len);
 		if (r == 0)
-			r = store_secret_put(b->store, name, next, sealed, len,
-			    actor_of(req));
+			r = store_secret_put_bound(b->store, name, next, sealed,
+			    len, hosts, actor_of(req));
 	}
 	OPENSSL_cleanse(sealed, sizeof(sealed));
 	OPENSSL_cleanse(plain, plen);
@@ -341,6 +406,7 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 	if (r == 0)
 		r = store_secret_get(b->store, name, &m, NULL, NULL);
 	if (r < 0) {
+		json_decref(hosts);
 		reply_store_error(b, res, r);
 		return;
 	}
@@ -348,6 +414,8 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 	    (json_int_t)m.version, "kind", kind);
 	json_t *out = meta_json(&m);
 	json_object_set_new(out, "kind", json_string(kind));
+	if (hosts != NULL)
+		json_object_set_new(out, "guard_hosts", hosts);
 	http_reply_json(res, 200, out);
 }
 
@@ -404,6 +472,16 @@ secrets_get(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	json_decref(cands);
 	json_object_set_new(out, "manifests", names);
+	json_t *hosts, *declared, *addrs;
+	r = bindings_of(b, m.name, &hosts, &declared, &addrs);
+	if (r < 0) {
+		json_decref(out);
+		reply_store_error(b, res, r);
+		return;
+	}
+	json_object_set_new(out, "hosts", hosts);
+	json_object_set_new(out, "addrs", addrs);
+	json_object_set_new(out, "guard_hosts", declared);
 	http_reply_json(res, 200, out);
 }
 
@@ -460,6 +538,40 @@ rule_injecting(const json_t *m, const char *name)
 	return NULL;
 }
 
+json_t *
+secrets_rule_injecting(const json_t *m, const char *name)
+{
+	return rule_injecting(m, name);
+}
+
+int
+secrets_kind(struct broker *b, const char *name, struct secret_meta *ret_meta,
+    const char **ret_kind)
+{
+	char value[SECRETS_VALUE_MAX + 1];
+	unsigned char *sealed = NULL;
+	size_t slen = 0, vlen = 0;
+	int r = store_secret_get(b->store, name, ret_meta, &sealed, &slen);
+
+	if (r < 0)
+		return r;
+	r = secrets_unseal(b->secrets_key, ret_meta->name, ret_meta->version,
+	    sealed, slen, value, sizeof(value), &vlen);
+	free(sealed);
+	if (r < 0)
+		*ret_kind = "unsealable";
+	else if (!is_issuer(value, vlen))
+		*ret_kind = "static";
+	else {
+		json_t *cfg = issuer_config(value, vlen);
+		*ret_kind = kind_of(cfg);
+		wipe_json(cfg);
+		json_decref(cfg);
+	}
+	OPENSSL_cleanse(value, sizeof(value));
+	return 0;
+}
+
 void
 secrets_check_manifest(struct broker *b, const json_t *m, json_t *problems)
 {
@@ -505,6 +617,7 @@ reply_value(struct broker *b, struct http_request *req,
 		reply_store_error(b, res, r);
 		return;
 	}
+	atomic_fetch_add(&b->secrets_released, 1);
 	log_info("secret_released", "{s:s, s:s, s:I}", "job", job, "secret",
 	    name, "version", (json_int_t)version);
 	json_t *out = json_pack("{s:s, s:s, s:I, s:s%, s:s}", "job", job,
@@ -702,6 +815,114 @@ release_issued(struct broker *b, struct http_request *req,
 	json_decref(cfg);
 }
 
+/*
+ * A scan release (?purpose=scan&host=H[&addr=A]): the value of a bound
+ * static secret, for the proxy to scan job's answers from H (and A) for
+ * it, never to inject; audited as secret_released with the purpose, the
+ * host and the addr, counted apart, last_used left as it is. An issuer's
+ * credentials are per job: the proxy scans for those it released itself.
+ */
+static void
+release_scan(struct broker *b, struct http_request *req,
+    struct http_response *res)
+{
+	const char *id = http_request_param(req, 0);
+	const char *name = http_request_param(req, 1);
+	const char *qhost = http_request_query(req, "host");
+	const char *qaddr = http_request_query(req, "addr");
+	char host[256], addr[BINDINGS_ADDR_MAX], value[SECRETS_VALUE_MAX + 1];
+	unsigned char *sealed = NULL;
+	size_t slen = 0, vlen = 0;
+	struct secret_meta m;
+	struct job j;
+	int r;
+
+	if (qhost == NULL || !bindings_host_ok(qhost, host, sizeof(host)) ||
+	    (qaddr != NULL &&
+		bindings_addr_parse(qaddr, addr, sizeof(addr)) < 0)) {
+		json_t *problems = json_array();
+		if (qhost == NULL ||
+		    !bindings_host_ok(qhost, host, sizeof(host)))
+			problems_add(problems, "host",
+			    "required: the host the job's request is for "
+			    "(lowercase, no port)");
+		if (qaddr != NULL &&
+		    bindings_addr_parse(qaddr, addr, sizeof(addr)) < 0)
+			problems_add(problems, "addr",
+			    "the upstream address: \"a.b.c.d:port\" or "
+			    "\"[v6]:port\"");
+		http_reply_problems(res, "invalid_request", NULL, problems);
+		return;
+	}
+	r = store_job_get(b->store, id, &j, NULL);
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_job", "no such job");
+		return;
+	}
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
+	if (strcmp(j.state, "running") != 0) {
+		http_reply_error(res, 409, "job_not_running",
+		    "job %s is %s: nothing is released for it", j.id, j.state);
+		return;
+	}
+	r = store_secret_get(b->store, name, &m, &sealed, &slen);
+	if (r == 0 && (r = bindings_bound(b, name)) == 0) {
+		free(sealed);
+		http_reply_error(res, 403, "not_bound",
+		    "secret %s is bound to no host or address: there is "
+		    "nothing to scan for",
+		    name);
+		return;
+	}
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_secret", "no such secret");
+		return;
+	}
+	if (r < 0) {
+		free(sealed);
+		reply_store_error(b, res, r);
+		return;
+	}
+	r = secrets_unseal(b->secrets_key, name, m.version, sealed, slen, value,
+	    sizeof(value), &vlen);
+	free(sealed);
+	if (r < 0) {
+		log_error("secret_unseal_failed", "{s:s, s:I}", "secret", name,
+		    "version", (json_int_t)m.version);
+		http_reply_error(res, 500, "secret_unsealable",
+		    "secret %s does not open with this broker's key (%s): "
+		    "nothing released",
+		    name, SECRETS_KEY_FILE);
+		return;
+	}
+	if (is_issuer(value, vlen)) {
+		OPENSSL_cleanse(value, sizeof(value));
+		http_reply_error(res, 409, "issuer_scan",
+		    "an issuer's credentials are per job: the proxy scans for "
+		    "the ones it released");
+		return;
+	}
+	r = store_secret_scanned(b->store, name, m.version, j.id, host,
+	    qaddr != NULL ? addr : NULL, actor_of(req));
+	if (r < 0) {
+		OPENSSL_cleanse(value, sizeof(value));
+		reply_store_error(b, res, r);
+		return;
+	}
+	atomic_fetch_add(&b->scan_releases, 1);
+	log_info("secret_released", "{s:s, s:s, s:I, s:s, s:s, s:s?}", "job",
+	    j.id, "secret", name, "version", (json_int_t)m.version, "purpose",
+	    "scan", "host", host, "addr", qaddr != NULL ? addr : NULL);
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:s, s:I, s:s%, s:s, s:s}", "job", j.id, "secret",
+		name, "version", (json_int_t)m.version, "value", value, vlen,
+		"source", "static", "purpose", "scan"));
+	OPENSSL_cleanse(value, sizeof(value));
+}
+
 void
 secrets_release(void *ctx, struct http_request *req, struct http_response *res)
 {
@@ -717,6 +938,18 @@ secrets_release(void *ctx, struct http_request *req, struct http_response *res)
 	struct job j;
 	int r;
 
+	const char *purpose = http_request_query(req, "purpose");
+
+	if (st == NULL && purpose != NULL) {
+		if (strcmp(purpose, "scan") == 0)
+			release_scan(b, req, res);
+		else
+			http_reply_problems(res, "invalid_request", NULL,
+			    json_pack("[{s:s, s:s}]", "field", "purpose",
+				"problem",
+				"\"scan\", or none for an injection"));
+		return;
+	}
 	if (st != NULL) { /* resumed: the issuers' answer */
 		json_t *audit = st->audit;
 

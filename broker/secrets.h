@@ -67,6 +67,23 @@ int secrets_unseal(const unsigned char key[SECRETS_KEY_LEN], const char *name,
     size_t cap, size_t *ret_len);
 
 struct broker;
+struct secret_meta;
+
+/*
+ * The rule of manifest m's egress that injects secret name, borrowed, or
+ * NULL when none does.
+ */
+json_t *secrets_rule_injecting(const json_t *m, const char *name);
+
+/*
+ * The current version of secret name: its metadata in *ret_meta and its
+ * kind in *ret_kind ("static", the issuer's kind, or "unsealable" when
+ * this broker's key does not open it; a static string). 0, -ENOENT, or
+ * the store's -errno.
+ */
+int secrets_kind(struct broker *b, const char *name,
+    struct secret_meta *ret_meta, const char **ret_kind);
+
 /*
  * Adds a problem to problems for each egress rule of manifest m (valid
  * otherwise) whose "inject" names a secret the store does not hold, or
@@ -113,6 +130,9 @@ void secrets_list(void *ctx, struct http_request *req,
     struct http_response *res);
 void secrets_delete(void *ctx, struct http_request *req,
     struct http_response *res);
+/* A release with ?purpose=scan&host=H[&addr=A] is a scan release
+ * (credentials.md, "Bindings"): a bound static secret's value for the
+ * proxy to scan the job's answers with, never to inject. */
 void secrets_release(void *ctx, struct http_request *req,
     struct http_response *res);
 

@@ -7,6 +7,7 @@
 
 #include "manifest.h"
 #include "path.h"
+#include "problems.h"
 #include "util.h"
 
 #include <errno.h>
@@ -30,6 +31,64 @@ print_list(const char *file, const char *kind, const json_t *list)
 		    field != NULL && field[0] != '\0' ? field : "",
 		    field != NULL && field[0] != '\0' ? ": " : "",
 		    json_string_value(json_object_get(p, "problem")));
+	}
+}
+
+/*
+ * What the broker refuses at its PUT and lint can see without it
+ * (credentials.md, "Bindings"): a passthrough or upgrade rule whose host
+ * reaches the host of one of the manifest's own injecting rules (the same
+ * name, or "*." over it) of a secret it does not inject. The secrets'
+ * other bindings are the broker's to know.
+ */
+static void
+own_bindings(const json_t *m, json_t *problems)
+{
+	const json_t *egress = json_object_get(m, "egress"), *r, *q;
+	size_t i, j;
+
+	json_array_foreach(egress, i, r)
+	{
+		const char *tls = json_string_value(json_object_get(r, "tls"));
+		const char *pat = json_string_value(json_object_get(r, "host"));
+		const char *own = json_string_value(
+		    json_object_get(json_object_get(r, "inject"), "secret"));
+		bool pass = tls != NULL && strcmp(tls, "passthrough") == 0;
+		char field[64];
+
+		if (pat == NULL ||
+		    (!pass && !json_is_true(json_object_get(r, "upgrade"))))
+			continue;
+		json_array_foreach(egress, j, q)
+		{
+			const char *h =
+			    json_string_value(json_object_get(q, "host"));
+			const char *s = json_string_value(
+			    json_object_get(json_object_get(q, "inject"),
+				"secret"));
+			size_t hn = h != NULL ? strlen(h) : 0, sn;
+
+			if (s == NULL || h == NULL ||
+			    (own != NULL && strcmp(own, s) == 0))
+				continue;
+			sn = strlen(pat + 1);
+			if (strncmp(pat, "*.", 2) == 0
+				? !(hn > sn &&
+				      strcmp(h + hn - sn, pat + 1) == 0)
+				: strcmp(pat, h) != 0)
+				continue;
+			snprintf(field, sizeof(field), "egress[%zu].%s", i,
+			    pass ? "tls" : "upgrade");
+			problems_add(problems, field,
+			    "host %s is where secret %s is injected "
+			    "(egress[%zu]): the proxy must read what comes "
+			    "back; %s",
+			    h, s, j,
+			    pass ? "use tls: terminate"
+				 : "an upgraded connection is not read: "
+				   "remove upgrade");
+			break;
+		}
 	}
 }
 
@@ -61,6 +120,10 @@ lint_one(const char *file)
 	problems = json_array();
 	warnings = json_array();
 	bool ok = manifest_validate(m, NULL, problems, warnings);
+	if (ok) {
+		own_bindings(m, problems);
+		ok = json_array_size(problems) == 0;
+	}
 	print_list(file, "", problems);
 	print_list(file, "warning: ", warnings);
 	if (ok) {

@@ -223,6 +223,18 @@ call(BR, B, "GET", "/v1/secrets/oa-secret", A)
 call(BR, B, "GET", "/v1/secrets/oa-none", A)
 call(BR, B, "POST", f"/v1/jobs/{jid}/secrets/oa-secret/release", V)
 call(BR, B, "POST", "/v1/jobs/job_none/secrets/oa-secret/release", V)
+call(BR, B, "PUT", "/v1/secrets/oa-secret", A, {"value": "sk_openapi_0123456789",
+                                                 "guard_hosts": ["www.api.test"]})
+call(BR, B, "PUT", "/v1/secrets/oa-secret", A, {"value": "sk_openapi_0123456789",
+                                                 "guard_hosts": ["*.api.test"]})
+call(BR, B, "GET", "/v1/bindings", V)
+call(BR, B, "GET", "/v1/bindings", L)
+call(BR, B, "POST", "/v1/bindings", V, {"secret": "oa-secret", "job": jid, "addr": "127.0.0.1:9"})
+call(BR, B, "POST", "/v1/bindings", V, {"secret": "oa-secret", "job": jid, "addr": "nope"})
+call(BR, B, "POST", "/v1/bindings", V, {"secret": "oa-secret", "job": "job_none",
+                                         "addr": "127.0.0.1:9"})
+call(BR, B, "POST", f"/v1/jobs/{jid}/secrets/oa-secret/release?purpose=scan&host=www.api.test", V)
+call(BR, B, "POST", f"/v1/jobs/{jid}/secrets/oa-secret/release?purpose=scan", V)
 call(BR, B, "DELETE", "/v1/secrets/oa-secret", A)
 call(BR, B, "DELETE", "/v1/secrets/oa-secret", A)
 call(BR, B, "GET", "/v1/audit?limit=5", A)

@@ -1,0 +1,82 @@
+/*
+ * The secrets' bindings at the broker (issue 18): every host and address
+ * a secret has been or will be sent to (store.h, "secret bindings"), so
+ * that a proxy scans every job's answers from such a place for that
+ * secret, not only the answers of the jobs it was released to: a service
+ * that stores and shows what it is sent (a request log, an audit page)
+ * would otherwise hand one job's key to another job in clear. This file
+ * holds the list's answer (GET /v1/bindings, and the same array in a
+ * job's egress answer), the proxy's report of an address (POST
+ * /v1/bindings), the checks of a host and an address as given, and the
+ * refusal of a manifest rule the proxy could not read at a bound host.
+ */
+#ifndef CORDON_BROKER_BINDINGS_H
+#define CORDON_BROKER_BINDINGS_H
+
+#include "http_server.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The longest "[v6]:port", with its NUL. */
+#define BINDINGS_ADDR_MAX 56
+
+struct broker;
+
+/*
+ * Whether h is a host a secret may be declared at (guard_hosts): a
+ * lowercase host name (labels of a-z, 0-9 and '-', 1 to 253 bytes), or an
+ * IPv4 or IPv6 literal without brackets; no port, no wildcard. An IPv6
+ * literal is written into out (cap bytes) in its canonical form (a
+ * v4-mapped one as its IPv4), every other host as it is: true, or false
+ * (out then undefined).
+ */
+bool bindings_host_ok(const char *h, char *out, size_t cap);
+
+/*
+ * Reads "a.b.c.d:port" or "[v6]:port" (port 1 to 65535) into out (cap
+ * bytes, at least BINDINGS_ADDR_MAX) in canonical form (the IPv6 address
+ * as inet_ntop writes it): 0, or -EINVAL.
+ */
+int bindings_addr_parse(const char *in, char *out, size_t cap);
+
+/*
+ * The list as GET /v1/bindings answers it: a new array of {secret, kind
+ * ("static" or the issuer's kind), version, hosts, addrs}, one entry a
+ * secret with at least one binding, by name, and the epoch the list is
+ * at least as new as. 0, or -errno (the store's).
+ */
+int bindings_answer(struct broker *b, json_t **ret, int64_t *ret_epoch);
+
+/*
+ * Of name's bindings: new arrays of its hosts (any origin), its declared
+ * hosts and its addrs, each sorted. 0 or -errno.
+ */
+int bindings_of(struct broker *b, const char *name, json_t **ret_hosts,
+    json_t **ret_declared, json_t **ret_addrs);
+
+/*
+ * Whether name has at least one binding: 1, 0, or -errno.
+ */
+int bindings_bound(struct broker *b, const char *name);
+
+/*
+ * Adds a problem to problems at egress[i].tls or egress[i].upgrade for
+ * each rule of manifest m (valid otherwise) that the proxy cannot read
+ * (tls "passthrough", or "upgrade": true) whose host pattern reaches a
+ * host a secret is bound to (exactly, or a "*." wildcard covering it),
+ * counting m's own injecting rules, and that does not inject that
+ * secret; or that the store could not be asked about.
+ */
+void bindings_check_manifest(struct broker *b, const json_t *m,
+    json_t *problems);
+
+/* GET /v1/bindings and POST /v1/bindings; ctx is the struct broker. */
+void bindings_get(void *ctx, struct http_request *req,
+    struct http_response *res);
+void bindings_post(void *ctx, struct http_request *req,
+    struct http_response *res);
+
+#endif
