@@ -5,9 +5,10 @@
  * base64 word of it (a shorter target is one key, whole); they are
  * sorted, so the keys a run of bytes can still be the start of are a
  * range, narrowed a byte at a time. The scan goes left to right over the
- * held bytes and the new ones: tables of the bytes that can start a key
- * (and of the keys' first two bytes, where only raw units can be read)
- * skip most places at once; where one can start, every way of reading
+ * held bytes and the new ones: a table of the two bytes at a place
+ * (pass2), then tables of the bytes that can start a key (and of the
+ * keys' first two bytes, where only raw units can be read) skip most
+ * places at once; where one can start, every way of reading
  * the text unit by unit is followed at once, and the bytes a reading of
  * a key covers are marked. The marks' union is what is redacted, so a
  * run of the value of any length is, however long, and no byte of it is
@@ -410,12 +411,15 @@ narrow(const struct inject_keys *ks, uint32_t lo, uint32_t hi, unsigned k,
  * reading the text is followed at once (a set of readings, each its
  * offset and the keys its bytes so far are the start of, none dropped),
  * and the furthest end any reading of a key reaches goes to *ret_end.
+ * rd is the room for the readings (the caller's: nothing of one place
+ * is kept for the next).
  */
 static int
 window_at(struct inject_scanner *s, const struct inject_keys *ks,
-    const struct text *x, size_t i, size_t *ret_end)
+    const struct text *x, size_t i,
+    struct inject_reading (*rd)[INJECT_READINGS], size_t *ret_end)
 {
-	struct inject_reading *cur = s->rd[0], *nxt = s->rd[1], *tmp;
+	struct inject_reading *cur = rd[0], *nxt = rd[1], *tmp;
 	size_t ncur = 1, best = 0;
 
 	cur[0] = (struct inject_reading){ i, 0, (uint32_t)ks->nkeys };
@@ -493,6 +497,16 @@ trio_has(const struct inject_keys *ks, unsigned char a, unsigned char b,
 	return (ks->pairs[1024 + p / 64] >> (p % 64)) & 1;
 }
 
+/* Whether a place whose first two bytes are a, b may start a reading of
+ * a key (the scanner's pass2). */
+static bool
+pass2_has(const uint64_t *pass2, unsigned char a, unsigned char b)
+{
+	unsigned p = (unsigned)a << 8 | b;
+
+	return (pass2[p / 64] >> (p % 64)) & 1;
+}
+
 /* Whether a reading of one of ks's keys may start at w[i]: the tables of
  * the bytes that can start one and, where the first units can only be
  * the bytes themselves, of the keys' first two and three bytes, rule
@@ -526,18 +540,27 @@ might_start(const struct inject_keys *ks, const unsigned char *w, size_t n,
  * the value longer than a key is covered whole. Returns where it
  * stopped: n, or the first place whose reading needs bytes past n (never
  * when final), or where the budget of steps ran out (*costly set). What
- * it decides depends on the bytes alone, not on where n falls.
+ * it decides depends on the bytes alone, not on where n falls. *marked
+ * is set when it marked a byte.
  */
 static size_t
 scan(struct inject_scanner *s, const unsigned char *w, size_t n, size_t from,
-    bool final, bool lines, uint8_t *mark, uint8_t bit, bool *costly)
+    bool final, bool lines, uint8_t *mark, uint8_t bit, bool *costly,
+    bool *marked)
 {
 	struct text x = { w, n, final, lines };
+	struct inject_reading rd[2][INJECT_READINGS];
+	const uint64_t *pass2 = s->pass2;
 	size_t i = from, end;
 
 	while (i < n) {
 		int r = READ_NO;
-		if (!might_start(&s->all, w, n, i)) {
+		/* The places whose first two bytes start no reading of a
+		 * key: all's first look would say no at each (pass2 is
+		 * that look without the third byte's). */
+		while (i + 1 < n && !pass2_has(pass2, w[i], w[i + 1]))
+			i++;
+		if (!might_start(s->all, w, n, i)) {
 			i++;
 			continue;
 		}
@@ -548,7 +571,7 @@ scan(struct inject_scanner *s, const unsigned char *w, size_t n, size_t from,
 			int rq;
 			if (!might_start(&s->ks[q], w, n, i))
 				continue;
-			rq = window_at(s, &s->ks[q], &x, i, &e);
+			rq = window_at(s, &s->ks[q], &x, i, rd, &e);
 			if (rq == READ_YES && e > end)
 				end = e;
 			if (rq != READ_NO)
@@ -560,7 +583,7 @@ scan(struct inject_scanner *s, const unsigned char *w, size_t n, size_t from,
 			*costly = true;
 			return i;
 		}
-		if (r == READ_YES)
+		if (r == READ_YES) {
 			/* A line break inside is kept: the head's lines
 			 * and the chunks' framing stay where they were
 			 * (unless a target holds one: a value's byte). */
@@ -568,6 +591,8 @@ scan(struct inject_scanner *s, const unsigned char *w, size_t n, size_t from,
 				if (!s->keep_lines ||
 				    (w[k] != '\r' && w[k] != '\n'))
 					mark[k] |= bit;
+			*marked = true;
+		}
 		i++;
 	}
 	return n;
@@ -901,6 +926,34 @@ keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
 	return 0;
 }
 
+/* s->pass2 from s->all: the bit of a, b set where might_start(&s->all)
+ * can say yes at a place of those two bytes (with one after them or
+ * none). 0 or -ENOMEM. */
+static int
+pass2_make(struct inject_scanner *s)
+{
+	const struct inject_keys *a = s->all;
+	uint64_t *t = calloc(65536 / 64, sizeof(uint64_t));
+
+	if (t == NULL)
+		return -ENOMEM;
+	for (unsigned x = 0; x < 256; x++) {
+		if (!a->lead[x])
+			continue;
+		if (!a->pairs_ok || !a->plain[x]) {
+			memset(t + x * 4, 0xff, 4 * sizeof(*t));
+			continue;
+		}
+		for (unsigned y = 0; y < 256; y++)
+			if (!a->plain[y] ||
+			    pair_has(a, fold((unsigned char)x),
+				fold((unsigned char)y)))
+				t[x * 4 + y / 64] |= (uint64_t)1 << (y % 64);
+	}
+	s->pass2 = t;
+	return 0;
+}
+
 int
 inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 {
@@ -914,6 +967,11 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 	if ((s->refs = malloc(sizeof(*s->refs))) == NULL)
 		return -ENOMEM;
 	*s->refs = 1;
+	if ((s->ks = calloc(3, sizeof(*s->ks))) == NULL) {
+		inject_scanner_free(s);
+		return -ENOMEM;
+	}
+	s->all = s->ks + 2;
 	if ((s->value = malloc(len)) == NULL) {
 		inject_scanner_free(s);
 		return -ENOMEM;
@@ -927,12 +985,12 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 		r = keys_make(&s->ks[0], &ts, false);
 	if (r == 0)
 		r = keys_make(&s->ks[1], &ts, true);
-	if (r == 0 && (s->all.pairs = calloc(2 * 65536 / 64, 8)) == NULL)
+	if (r == 0 && (s->all->pairs = calloc(2 * 65536 / 64, 8)) == NULL)
 		r = -ENOMEM;
 	if (r == 0) {
 		/* Both sets' first look at once: a place neither can start
 		 * at is passed over by one. */
-		struct inject_keys *a = &s->all;
+		struct inject_keys *a = s->all;
 		a->pairs_ok = s->ks[0].pairs_ok && s->ks[1].pairs_ok;
 		a->trios_ok = s->ks[0].trios_ok && s->ks[1].trios_ok;
 		for (unsigned c = 0; c < 256; c++) {
@@ -949,11 +1007,8 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 	 * break before all but the first. */
 	s->maxspan = INJECT_WINDOW * INJECT_UNIT_MAX;
 	s->allow = INJECT_STEPS_BYTE * s->maxspan;
-	if (r == 0 &&
-	    ((s->rd[0] = calloc(INJECT_READINGS, sizeof(*s->rd[0]))) == NULL ||
-		(s->rd[1] = calloc(INJECT_READINGS, sizeof(*s->rd[1]))) ==
-		    NULL))
-		r = -ENOMEM;
+	if (r == 0)
+		r = pass2_make(s);
 	if (r < 0) {
 		targets_free(&ts);
 		inject_scanner_free(s);
@@ -989,11 +1044,7 @@ inject_scanner_copy(struct inject_scanner *dst,
 	dst->allow = INJECT_STEPS_BYTE * dst->maxspan;
 	dst->chunked = false;
 	dst->chunk = (struct inject_chunking){ 0, 0 };
-	dst->rd[0] = calloc(INJECT_READINGS, sizeof(*dst->rd[0]));
-	dst->rd[1] = calloc(INJECT_READINGS, sizeof(*dst->rd[1]));
-	if (src->refs == NULL || dst->rd[0] == NULL || dst->rd[1] == NULL) {
-		free(dst->rd[0]);
-		free(dst->rd[1]);
+	if (src->refs == NULL) {
 		memset(dst, 0, sizeof(*dst));
 		return -ENOMEM;
 	}
@@ -1039,6 +1090,9 @@ chunk_step(struct inject_chunking *ch, unsigned char b)
 	}
 }
 
+/* The most bytes a scan step marks on the stack (more: on the heap). */
+#define SCAN_STACK 2048
+
 /* The held bytes' room: cap bytes or more. 0 or -ENOMEM. */
 static int
 hold_room(struct inject_scanner *s, size_t cap)
@@ -1080,49 +1134,60 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 {
 	size_t total = s->nhold + n, found = 0, cut, hold_at, nd = 0;
 	size_t dcut = 0, before = 0, *at = NULL, start = out->len;
-	bool costly = false;
-	unsigned char *w, *d = NULL;
-	uint8_t *m, *dm = NULL;
+	bool costly = false, marked = false;
+	unsigned char *w = NULL, *d = NULL;
+	const unsigned char *wr;
+	uint8_t *m, *dm = NULL, mstack[SCAN_STACK];
 	int r = 0;
 
 	s->allow = n > (SIZE_MAX - s->allow) / INJECT_STEPS_BYTE
 	    ? SIZE_MAX
 	    : s->allow + INJECT_STEPS_BYTE * n;
-	w = malloc(total + 1);
-	m = calloc(total + 1, 1);
-	if (w == NULL || m == NULL) {
+	/* Nothing held: the scan reads the caller's bytes where they are;
+	 * a small step's marks are on the stack. */
+	m = total < sizeof(mstack) ? mstack : malloc(total + 1);
+	if (s->nhold == 0)
+		wr = n > 0 ? (const unsigned char *)p
+			   : (const unsigned char *)"";
+	else
+		wr = w = malloc(total + 1);
+	if ((s->nhold > 0 && w == NULL) || m == NULL) {
 		r = -ENOMEM;
 		goto out;
 	}
+	memset(m, 0, total + 1);
 	if (s->nhold > 0) {
 		memcpy(w, s->hold, s->nhold);
 		memcpy(m, s->hmark, s->nhold);
+		for (size_t i = 0; i < s->nhold && !marked; i++)
+			marked = s->hmark[i] != 0;
+		if (n > 0)
+			memcpy(w + s->nhold, p, n);
 	}
-	if (n > 0)
-		memcpy(w + s->nhold, p, n);
 	/* A chunked body's raw bytes are not read across a plain line
 	 * break: it would take the framing in (a size line, "\r\n5\r\n"),
 	 * which the data's scan reads apart. */
-	cut = scan(s, w, total, s->resume, final, !s->chunked, m, 1, &costly);
+	cut = scan(s, wr, total, s->resume, final, !s->chunked, m, 1, &costly,
+	    &marked);
 	hold_at = cut;
 	if (s->chunked && !costly) {
 		/* The data in w[0..cut) as one text (the framing's state at
 		 * w[0] is s->chunk). */
 		struct inject_chunking ch = s->chunk;
 		at = malloc((cut + 1) * sizeof(*at));
-		d = malloc(cut + 1);
+		d = calloc(cut + 1, 1); /* (gcc 12 sees d read unset) */
 		dm = calloc(cut + 1, 1);
 		if (at == NULL || d == NULL || dm == NULL) {
 			r = -ENOMEM;
 			goto out;
 		}
 		for (size_t i = 0; i < cut; i++)
-			if (chunk_step(&ch, w[i])) {
+			if (chunk_step(&ch, wr[i])) {
 				at[nd] = i;
-				d[nd++] = w[i];
+				d[nd++] = wr[i];
 			}
 		dcut = scan(s, d, nd, s->dresume < nd ? s->dresume : nd, final,
-		    true, dm, 2, &costly);
+		    true, dm, 2, &costly, &marked);
 		for (size_t k = 0; k < nd; k++)
 			m[at[k]] |= dm[k] & 2;
 		if (dcut < nd && at[dcut] < hold_at)
@@ -1140,21 +1205,26 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 	}
 	if ((r = hold_room(s, total - hold_at)) < 0)
 		goto out;
-	if ((r = buf_append(out, (const char *)w, hold_at)) < 0)
+	if ((r = buf_append(out, (const char *)wr, hold_at)) < 0)
 		goto out;
 	/* A run of redacted bytes is one match: line breaks inside it
-	 * and a chunked body's framing do not end it. */
-	for (size_t i = 0; i < hold_at; i++) {
-		bool data = !s->chunked || chunk_step(&s->chunk, w[i]);
+	 * and a chunked body's framing do not end it. Nothing marked (and
+	 * not chunked): a byte not a line break ends a run before. */
+	for (size_t i = hold_at; !marked && !s->chunked && i > 0 && s->in_run;
+	     i--)
+		if (wr[i - 1] != '\r' && wr[i - 1] != '\n')
+			s->in_run = false;
+	for (size_t i = 0; (marked || s->chunked) && i < hold_at; i++) {
+		bool data = !s->chunked || chunk_step(&s->chunk, wr[i]);
 		if (m[i] != 0) {
 			out->data[start + i] = s->filler;
 			found += !s->in_run;
 			s->in_run = true;
-		} else if (data && w[i] != '\r' && w[i] != '\n')
+		} else if (data && wr[i] != '\r' && wr[i] != '\n')
 			s->in_run = false;
 	}
 	if (total > hold_at) {
-		memcpy(s->hold, w + hold_at, total - hold_at);
+		memcpy(s->hold, wr + hold_at, total - hold_at);
 		memcpy(s->hmark, m + hold_at, total - hold_at);
 	}
 	if (s->nhold > total - hold_at)
@@ -1177,7 +1247,8 @@ out:
 		explicit_bzero(w, total);
 		free(w);
 	}
-	free(m);
+	if (m != mstack)
+		free(m);
 	return r;
 }
 
@@ -1217,8 +1288,8 @@ inject_scanner_free(struct inject_scanner *s)
 		explicit_bzero(s->value, s->len);
 		free(s->value);
 	}
-	for (size_t q = 0; q < 3; q++) {
-		struct inject_keys *ks = q < 2 ? &s->ks[q] : &s->all;
+	for (size_t q = 0; s->ks != NULL && q < 3; q++) {
+		struct inject_keys *ks = &s->ks[q];
 		if (ks->keys != NULL) {
 			explicit_bzero(ks->keys, ks->nkeys * sizeof(*ks->keys));
 			free(ks->keys);
@@ -1228,14 +1299,21 @@ inject_scanner_free(struct inject_scanner *s)
 			free(ks->pairs);
 		}
 	}
+	if (s->ks != NULL) {
+		/* The tables tell which bytes the value holds. */
+		explicit_bzero(s->ks, 3 * sizeof(*s->ks));
+		free(s->ks);
+	}
+	if (s->pass2 != NULL) {
+		explicit_bzero(s->pass2, 65536 / 8);
+		free(s->pass2);
+	}
 own:
 	if (s->hold != NULL) {
 		explicit_bzero(s->hold, s->holdcap);
 		free(s->hold);
 	}
 	free(s->hmark);
-	free(s->rd[0]);
-	free(s->rd[1]);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -113,9 +113,13 @@ struct inject_scanner {
 	size_t ndecoded; /* secrets decoded from a base64 word of it */
 	/* The value and the decoded secrets, read unit by unit; their
 	 * base64 forms, read as bytes. */
-	struct inject_keys ks[2];
-	struct inject_keys all; /* their tables' union (no keys) */
-	struct inject_reading *rd[2]; /* INJECT_READINGS each */
+	struct inject_keys *ks; /* [2], then all: one block, shared */
+	struct inject_keys *all; /* their tables' union (no keys): ks + 2 */
+	/* 65536 bits: whether a place whose first two bytes are a, b (as
+	 * they came, either case) may start a reading of a key of either
+	 * set (all's first look, its last byte aside): the places it rules
+	 * out are passed over two bytes' look at a time. */
+	uint64_t *pass2;
 	size_t maxspan; /* the most answer bytes one key's reading takes */
 	char *hold; /* holdcap bytes, nhold held, as they came */
 	uint8_t *hmark; /* for each held byte: redacted by the raw scan (1),

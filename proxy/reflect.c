@@ -93,19 +93,25 @@ stage_add(struct reflect_scan *r, const char *secret,
 	if (sl >= sizeof(r->secret[0]) || len == 0 || len > INJECT_VALUE_MAX)
 		return -EINVAL;
 	if (r->n == r->cap) {
+		/* The stages, their names and counts in one block (one
+		 * allocation an answer): scanners first, for alignment. */
 		size_t cap = r->cap == 0 ? 4 : 2 * r->cap;
-		struct inject_scanner *s = realloc(r->s, cap * sizeof(*r->s));
-		if (s == NULL)
+		char *b = malloc(cap *
+		    (sizeof(*r->s) + sizeof(*r->told) + sizeof(*r->secret)));
+		if (b == NULL)
 			return -ENOMEM;
+		struct inject_scanner *s = (struct inject_scanner *)(void *)b;
+		size_t *told = (size_t *)(void *)(s + cap);
+		char(*names)[65] = (char(*)[65])(void *)(told + cap);
+		if (r->n > 0) {
+			memcpy(s, r->s, r->n * sizeof(*s));
+			memcpy(told, r->told, r->n * sizeof(*told));
+			memcpy(names, r->secret, r->n * sizeof(*names));
+		}
+		free(r->s);
 		r->s = s;
-		char(*names)[65] = realloc(r->secret, cap * sizeof(*names));
-		if (names == NULL)
-			return -ENOMEM;
-		r->secret = names;
-		size_t *told = realloc(r->told, cap * sizeof(*told));
-		if (told == NULL)
-			return -ENOMEM;
 		r->told = told;
+		r->secret = names;
 		r->cap = cap;
 	}
 	int rc = prep != NULL ? inject_scanner_copy(&r->s[r->n], prep)
@@ -247,8 +253,6 @@ reflect_scan_free(struct reflect_scan *r)
 {
 	for (size_t i = 0; i < r->n; i++)
 		inject_scanner_free(&r->s[i]);
-	free(r->s);
-	free(r->secret);
-	free(r->told);
+	free(r->s); /* with the names and counts (stage_add) */
 	memset(r, 0, sizeof(*r));
 }

@@ -57,7 +57,8 @@ void reflect_set_clear(struct reflect_set *s);
 
 /* One answer's scan for a set's values. */
 struct reflect_scan {
-	struct inject_scanner *s; /* n, in chain order */
+	struct inject_scanner *s; /* n, in chain order; one block with the
+				    * two arrays below (freed with it) */
 	char (*secret)[65]; /* the name of each */
 	size_t *told; /* each one's matches already reported */
 	size_t n, cap;

@@ -32,8 +32,10 @@
 # per request to var/proxy/log/decisions.log and to stderr, a file here).
 # The name bench.test resolves to 127.0.0.1 for everyone: a line in
 # /etc/hosts for the peers (removed on exit), the same in cordon's
-# hosts_file. Leaf keys are ECDSA P-256 everywhere (cordon's own; squid's
-# and mitmproxy's take their CA's key, made P-256 here), as is nginx's.
+# hosts_file, where inject.test is 127.0.0.2 (no secret is bound to
+# bench.test's host or address). Leaf keys are ECDSA P-256 everywhere
+# (cordon's own; squid's and mitmproxy's take their CA's key, made P-256
+# here), as is nginx's.
 #
 #   BENCH_SECONDS (default 10) per run
 #   BENCH_BROKER_TMPFS=1  the broker's state (its sqlite database) on a
@@ -93,7 +95,11 @@ if ! getent hosts bench.test >/dev/null; then
 fi
 [ "$(getent hosts bench.test | awk '{print $1}')" = 127.0.0.1 ] ||
 	die "bench.test does not resolve to 127.0.0.1"
-echo "127.0.0.1 bench.test tok.test inject.test" >"$tmp/hosts"
+# inject.test on an address of its own (nginx listens there too): the
+# proxy scans every job's answers from a host or address a secret was
+# injected at (proxy/guard.c), so the plain and token rows go to a name
+# and an address no secret is bound to, and measure the plain path.
+printf '127.0.0.1 bench.test tok.test\n127.0.0.2 inject.test\n' >"$tmp/hosts"
 
 # One P-256 CA: it signs nginx's certificate, and squid and mitmproxy mint
 # their leaves with it (cordon makes its own CA per job).
@@ -128,6 +134,7 @@ nginx_start 8192 "
 		listen 127.0.0.1:$np;
 		listen unix:$tmp/nginx/nginx.sock;
 		listen 127.0.0.1:$ntp ssl;
+		listen 127.0.0.2:$ntp ssl;
 		ssl_certificate $tmp/ca/bench.pem;
 		ssl_certificate_key $tmp/ca/bench.key;
 		root $tmp/www;

@@ -1290,6 +1290,252 @@ START_TEST(test_cache)
 }
 END_TEST
 
+/* --- the two bytes' skip (pass2) ----------------------------------------- */
+
+/* The values the skip is tried on: the bench's hex key, this file's
+ * secret, and one of punctuation and escapes' own bytes. */
+static const char *const skip_values[] = {
+	"3f9a1c07b2e4d8650a7f3c1e9b2d4a6081c5e7f3",
+	secret,
+	"&b\\c%d=e/f+g_h:i.j\"k",
+};
+
+#define UNIT_KINDS 16
+
+/* Byte b written as unit kind k of credentials.md's table ("How the
+ * scanner reads"), into o (room for 16): its length, 0 when kind k
+ * cannot stand for b. */
+static size_t
+unit_of(unsigned char b, unsigned k, char *o)
+{
+	static const struct {
+		unsigned char c;
+		const char *name;
+	} named[] = { { '/', "&sol;" }, { '+', "&plus;" }, { '=', "&equals;" },
+		{ '&', "&AMP;" }, { '"', "&quot;" }, { '_', "&lowbar;" },
+		{ '.', "&period;" }, { ':', "&colon;" }, { '\\', "&bsol;" },
+		{ '%', "&percnt;" } };
+	static const char shorts[] = "\bb\ff\nn\rr\tt";
+	int n = 0;
+
+	switch (k) {
+	case 0:
+		o[0] = (char)b;
+		return 1;
+	case 1:
+		if (!isalpha(b))
+			return 0;
+		o[0] = (char)(b ^ 0x20);
+		return 1;
+	case 2:
+		n = snprintf(o, 16, "%%%02X", b);
+		break;
+	case 3:
+		n = snprintf(o, 16, "%%%02x", b);
+		break;
+	case 4:
+		n = snprintf(o, 16, "=%02X", b);
+		break;
+	case 5:
+		n = snprintf(o, 16, "%02X", b);
+		break;
+	case 6:
+		n = snprintf(o, 16, "%02x", b);
+		break;
+	case 7:
+		n = snprintf(o, 16, "\\u00%02x", b);
+		break;
+	case 8:
+		n = snprintf(o, 16, "\\x%02X", b);
+		break;
+	case 9:
+		if (b > 0x20 && b < 0x7f && !isalnum(b)) {
+			o[0] = '\\';
+			o[1] = (char)b;
+			return 2;
+		}
+		for (size_t i = 0; shorts[i] != '\0'; i += 2)
+			if (b == (unsigned char)shorts[i]) {
+				o[0] = '\\';
+				o[1] = shorts[i + 1];
+				return 2;
+			}
+		return 0;
+	case 10:
+		n = snprintf(o, 16, "&#%u;", b);
+		break;
+	case 11:
+		n = snprintf(o, 16, "&#x%02x;", b);
+		break;
+	case 12:
+		n = snprintf(o, 16, "&#X0000%02X;", b);
+		break;
+	case 13:
+		for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+			if (named[i].c == b) {
+				n = snprintf(o, 16, "%s", named[i].name);
+				return (size_t)n;
+			}
+		return 0;
+	case 14:
+		o[0] = (char)b;
+		o[1] = '\0';
+		return 2;
+	default:
+		o[0] = '\0';
+		o[1] = (char)b;
+		return 2;
+	}
+	return (size_t)n;
+}
+
+/* text[0..len) through a copy of prep (its pass2 replaced by pass2 when
+ * not NULL) in pieces of step bytes: the answer (len bytes), found. */
+static char *
+scan_copy(const struct inject_scanner *prep, const uint64_t *pass2,
+    const char *text, size_t len, size_t step, size_t *ret_found)
+{
+	struct inject_scanner s;
+	struct buf out = BUF_INIT(1 << 20);
+	size_t n;
+
+	ck_assert_int_eq(inject_scanner_copy(&s, prep), 0);
+	if (pass2 != NULL)
+		s.pass2 = (uint64_t *)pass2;
+	for (size_t off = 0; off < len; off += n) {
+		n = len - off < step ? len - off : step;
+		ck_assert_int_eq(inject_scanner_feed(&s, text + off, n, &out,
+				     NULL),
+		    0);
+	}
+	ck_assert_int_eq(inject_scanner_flush(&s, &out), 0);
+	ck_assert_uint_eq(out.len, len);
+	*ret_found = s.found;
+	s.pass2 = prep->pass2;
+	inject_scanner_free(&s);
+	return buf_steal(&out, &n);
+}
+
+/* A run of the value whose first two bytes are each written as every
+ * unit of the table, after each of a few bytes: it is found, and every
+ * byte of it overwritten. The skip over places whose first two bytes
+ * start no reading of a key must never pass such a run's start. */
+START_TEST(test_skip_passes_no_unit)
+{
+	static const char before[] = "x \n%\\&=3fA\0";
+	const char *v = skip_values[_i];
+	struct inject_scanner prep;
+	char text[128], u0[16], u1[16];
+
+	ck_assert_int_eq(inject_scanner_init(&prep, v, strlen(v)), 0);
+	for (unsigned k0 = 0; k0 < UNIT_KINDS; k0++)
+		for (unsigned k1 = 0; k1 < UNIT_KINDS; k1++) {
+			size_t l0 = unit_of((unsigned char)v[0], k0, u0),
+			       l1 = unit_of((unsigned char)v[1], k1, u1);
+			if (l0 == 0 || l1 == 0)
+				continue;
+			for (size_t b = 0; b < sizeof(before); b++) {
+				size_t n = 0, start, end, found;
+				text[n++] = 'q';
+				text[n++] = before[b];
+				start = n;
+				memcpy(text + n, u0, l0);
+				n += l0;
+				memcpy(text + n, u1, l1);
+				n += l1;
+				memcpy(text + n, v + 2, INJECT_WINDOW - 2);
+				n += INJECT_WINDOW - 2;
+				end = n;
+				memcpy(text + n, " ~~", 3);
+				n += 3;
+				char *got =
+				    scan_copy(&prep, NULL, text, n, n, &found);
+				ck_assert_msg(found >= 1,
+				    "%s: units %u, %u after 0x%02x: not found",
+				    v, k0, k1, (unsigned char)before[b]);
+				for (size_t i = start; i < end; i++)
+					ck_assert_msg(got[i] == prep.filler,
+					    "%s: units %u, %u after 0x%02x: "
+					    "byte %zu kept",
+					    v, k0, k1, (unsigned char)before[b],
+					    i - start);
+				free(got);
+			}
+		}
+	inject_scanner_free(&prep);
+}
+END_TEST
+
+/* Answers mixing runs of the value (each byte a unit of the table), of
+ * its base64, escapes' bytes and random ones, cut at random: the
+ * scanner with its skip and the same scanner with a pass2 that rules
+ * nothing out (every place looked at, as before the skip) give the same
+ * bytes and the same count. */
+START_TEST(test_skip_changes_nothing)
+{
+	const char *v = skip_values[_i];
+	size_t vl = strlen(v);
+	struct inject_scanner prep;
+	uint64_t *ones = malloc(65536 / 8);
+	char b64v[3][128], text[600], u[16];
+	unsigned seed = 20261201u + (unsigned)_i;
+
+	ck_assert_ptr_nonnull(ones);
+	memset(ones, 0xff, 65536 / 8);
+	ck_assert_int_eq(inject_scanner_init(&prep, v, vl), 0);
+	for (size_t k = 0; k < 3; k++) {
+		char pre[160] = "ab";
+		memcpy(pre + k, v, vl + 1);
+		b64(pre, b64v[k]);
+	}
+	for (int round = 0; round < 3000; round++) {
+		size_t n = 0, f1, f2;
+		while (n < 400) {
+			seed = seed * 1103515245u + 12345u;
+			unsigned r = seed >> 16;
+			if (r % 4 == 0) {
+				/* A run of the value from a random byte. */
+				size_t at = (r >> 2) % vl,
+				       len = 3 + (r >> 8) % 10;
+				for (size_t j = at; j < vl && j < at + len;
+				     j++) {
+					seed = seed * 1103515245u + 12345u;
+					size_t l = unit_of((unsigned char)v[j],
+					    (seed >> 16) % UNIT_KINDS, u);
+					if (l == 0)
+						l = unit_of((unsigned char)v[j],
+						    0, u);
+					memcpy(text + n, u, l);
+					n += l;
+				}
+			} else if (r % 4 == 1) {
+				const char *b = b64v[(r >> 2) % 3];
+				size_t bl = strlen(b), at = (r >> 4) % bl,
+				       len = 4 + (r >> 9) % 12;
+				for (size_t j = at; j < bl && j < at + len; j++)
+					text[n++] = b[j];
+			} else if (r % 4 == 2) {
+				text[n++] =
+				    "\\&%=#;\r\n\0x3fAF/+_"[(r >> 2) % 18];
+			} else
+				text[n++] = (char)(r >> 2);
+		}
+		seed = seed * 1103515245u + 12345u;
+		size_t step = 1 + (seed >> 16) % 97;
+		char *fast = scan_copy(&prep, NULL, text, n, step, &f1);
+		char *slow = scan_copy(&prep, ones, text, n, step, &f2);
+		ck_assert_msg(memcmp(fast, slow, n) == 0 && f1 == f2,
+		    "%s: round %d (step %zu): the skip changed the answer "
+		    "(found %zu, %zu)",
+		    v, round, step, f1, f2);
+		free(fast);
+		free(slow);
+	}
+	inject_scanner_free(&prep);
+	free(ones);
+}
+END_TEST
+
 static Suite *
 inject_suite(void)
 {
@@ -1316,6 +1562,10 @@ inject_suite(void)
 	tcase_add_test(tc, test_forward_swaps_the_token);
 	tcase_add_test(tc, test_forward_drops_a_token_in_the_query);
 	tcase_add_test(tc, test_cache);
+	tcase_add_loop_test(tc, test_skip_passes_no_unit, 0,
+	    (int)(sizeof(skip_values) / sizeof(skip_values[0])));
+	tcase_add_loop_test(tc, test_skip_changes_nothing, 0,
+	    (int)(sizeof(skip_values) / sizeof(skip_values[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -65,7 +65,7 @@ START_TEST(a_copy_redacts_as_a_scanner_made_for_the_value)
 		ck_assert_int_eq(inject_scanner_copy(&copy, &prep), 0);
 		/* Shared, not made again. */
 		ck_assert_ptr_eq(copy.ks[0].keys, prep.ks[0].keys);
-		ck_assert_ptr_eq(copy.all.pairs, prep.all.pairs);
+		ck_assert_ptr_eq(copy.all->pairs, prep.all->pairs);
 		through(&fresh, answer, (size_t)n, cut, &a);
 		through(&copy, answer, (size_t)n, cut, &b);
 		ck_assert_uint_eq(a.len, b.len);
