@@ -31,10 +31,12 @@
  * BROKERCLIENT_RELEASES in flight in all, are refused at once.
  *
  * With a list of brokers (a fleet on one database), everything goes to
- * the current one; a call that gets a 503, or no connection, or (when
- * httpc_repeatable) no answer is sent again to the next (a secret's
- * release that went out is never sent twice), and a feed poll that fails makes the next one current at
- * once and follows it from the sequence number applied (the fleet's feed
+ * the current one; a call that gets a 503 (but an issuer's:
+ * issuer_unavailable, issuer_busy, the job's answer), or no connection,
+ * or (when httpc_repeatable) no answer is sent again to the next (a
+ * secret's release that went out is never sent twice), and a feed poll
+ * that fails makes the next one current at once and follows it from the
+ * sequence number applied (the fleet's feed
  * is one, on the database: nothing is skipped). The feed's poll waits
  * 1.5 s, not 3, when there is another broker to turn to, so that the
  * turn comes before the 2 s after which everything is refused. When none
@@ -271,6 +273,27 @@ release_next(struct brokerclient *b, const char *job)
 	}
 }
 
+/* Whether a 503 is a live broker's answer about an issuer (its error
+ * issuer_unavailable or issuer_busy): the job's to hear, no reason to
+ * turn to another broker (which would ask the same issuer). The body is
+ * read, not drained. */
+static bool
+issuers_503(struct evhttp_request *req)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	char data[2048];
+	ev_ssize_t n = evbuffer_copyout(in, data, sizeof(data));
+	json_t *j = n > 0 ? json_loadb(data, (size_t)n, 0, NULL) : NULL;
+	const char *e = json_string_value(json_object_get(j, "error"));
+	bool yes = e != NULL &&
+	    (strcmp(e, "issuer_unavailable") == 0 ||
+		strcmp(e, "issuer_busy") == 0);
+
+	json_decref(j);
+	OPENSSL_cleanse(data, sizeof(data));
+	return yes;
+}
+
 static void
 call_done(struct evhttp_request *req, void *arg)
 {
@@ -282,10 +305,10 @@ call_done(struct evhttp_request *req, void *arg)
 	c->req = NULL;
 	TAILQ_REMOVE(&b->pending, c, link);
 	b->brokers[c->at].load[c->conn]--;
-	/* A broker without its database, or no answer: the next one. A
-	 * mint or a release that went out and got no answer may have been
-	 * carried out: not twice. */
-	if ((status == 503 ||
+	/* A broker without its database, stopping, or no answer: the next
+	 * one (an issuer's 503 is the job's). A mint or a release that went
+	 * out and got no answer may have been carried out: not twice. */
+	if (((status == 503 && !issuers_503(req)) ||
 		(status == 0 && (c->repeatable || !c->went_out))) &&
 	    c->tries < b->nbrokers) {
 		turn_from(b, c->at, status == 0 ? "no answer" : "status 503");
