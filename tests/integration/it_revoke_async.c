@@ -9,8 +9,10 @@
  * any revoke is; then every revoke answers 200, its credential listed
  * ok false and pending (retried in the background), the issuer having
  * been asked once for each. Orders and answers are asserted, never
- * timings (printed). A broker stopped with revokes waiting answers each
- * and exits 0. No jobs are spawned: no uid range is used.
+ * timings (printed). A revoke at a hung revocation endpoint with a
+ * follower told of it that never acknowledges lists the credential
+ * pending and the follower gone. A broker stopped with revokes waiting
+ * answers each and exits 0. No jobs are spawned: no uid range is used.
  */
 #include "harness.h"
 #include "hungissuer.h"
@@ -339,6 +341,51 @@ START_TEST(stopped_with_revokes_waiting_answers_each)
 }
 END_TEST
 
+START_TEST(a_revoke_waits_for_issuers_and_followers_at_once)
+{
+	char rj[64], path[200];
+	struct pending p[2];
+	long status, head;
+	json_t *h, *j, *gone;
+
+	job_holding(rj, sizeof(rj));
+	h = harness_get_json(&broker, "/healthz", &status);
+	ck_assert_int_eq(status, 200);
+	head = (long)json_integer_value(json_object_get(h, "revocation_head"));
+	json_decref(h);
+	/* A follower that polls once, is told of the revoke and never
+	 * acknowledges it. */
+	snprintf(path, sizeof(path),
+	    "/v1/revocations?after=%ld&wait=30&follower=ghost", head);
+	pending_init(&p[0], send_req("GET", path, verifier, NULL));
+	for (int t = 0; t < 100; t++) {
+		h = harness_get_json(&broker, "/healthz", &status);
+		long n = (long)json_integer_value(
+		    json_object_get(h, "feed_followers"));
+		json_decref(h);
+		if (n >= 1)
+			break;
+		usleep(50 * 1000);
+	}
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", rj);
+	pending_init(&p[1],
+	    send_req("POST", path, launcher, "{\"reason\":\"done\"}"));
+	ck_assert_uint_eq(collect(p, 2, 20000), 2);
+	printf("a revoke at a hung revocation endpoint, a follower never "
+	       "acknowledging: answered after %.0f ms\n",
+	    p[1].answered_ms);
+	assert_tried_pending(p[1].resp);
+	j = body_of(p[1].resp);
+	gone = json_object_get(json_object_get(j, "propagated"), "gone");
+	ck_assert_msg(json_array_size(gone) == 1 &&
+		strcmp(json_string_value(json_array_get(gone, 0)), "ghost") ==
+		    0,
+	    "%.500s", p[1].resp);
+	json_decref(j);
+	pending_free(p, 2);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -348,6 +395,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, revokes_wait_for_issuers_on_no_http_thread);
+	tcase_add_test(tc, a_revoke_waits_for_issuers_and_followers_at_once);
 	tcase_add_test(tc, stopped_with_revokes_waiting_answers_each);
 	suite_add_tcase(s, tc);
 	return harness_main(s);
