@@ -127,6 +127,10 @@ struct brokerclient {
 	bool ok;
 	bool failing; /* the last poll failed */
 	struct timespec last_answer;
+	/* The bindings' list: read every bindings_refresh_s, one at a time. */
+	struct event *bindings_tick;
+	struct brokerclient_call *bindings_call;
+	struct timeval bindings_every;
 	char recent[RECENT_MAX][BROKERCLIENT_JOB_MAX + 1]; /* revoked, a ring */
 	unsigned nrecent;
 };
@@ -681,6 +685,35 @@ on_feed_check(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* --- the bindings' list --------------------------------------------------- */
+
+static void
+on_bindings(void *arg, int status, json_t *body)
+{
+	struct brokerclient *b = arg;
+
+	b->bindings_call = NULL;
+	if (status == 200 && json_is_object(body)) {
+		b->hooks.bindings(b->hooks.ctx, body);
+		return;
+	}
+	/* The guard refuses everything once no list was read for three
+	 * intervals (conn.c): each failure told, once a burst. */
+	log_burst(LEVEL_WARN, "bindings_unreadable", "{s:i}", "status", status);
+}
+
+static void
+on_bindings_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct brokerclient *b = arg;
+
+	(void)fd;
+	(void)what;
+	if (b->bindings_call == NULL)
+		b->bindings_call = brokerclient_call(b, "GET", "/v1/bindings",
+		    NULL, on_bindings, b);
+}
+
 int
 brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
     struct brokerclient **ret)
@@ -742,6 +775,16 @@ brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
 	if (b->feed_retry == NULL || b->feed_check == NULL ||
 	    event_add(b->feed_check, &check) < 0)
 		goto fail;
+	if (o->bindings_refresh_s > 0 && o->hooks.bindings != NULL &&
+	    b->verifier_key != NULL) {
+		b->bindings_every.tv_sec = (time_t)o->bindings_refresh_s;
+		b->bindings_tick =
+		    event_new(base, -1, EV_PERSIST, on_bindings_tick, b);
+		if (b->bindings_tick == NULL ||
+		    event_add(b->bindings_tick, &b->bindings_every) < 0)
+			goto fail;
+		on_bindings_tick(-1, 0, b);
+	}
 	feed_poll(b);
 	*ret = b;
 	return 0;
@@ -780,6 +823,8 @@ brokerclient_free(struct brokerclient *b)
 		event_free(b->feed_retry);
 	if (b->feed_check != NULL)
 		event_free(b->feed_check);
+	if (b->bindings_tick != NULL)
+		event_free(b->bindings_tick);
 	if (b->verifier_key != NULL) {
 		explicit_bzero(b->verifier_key, strlen(b->verifier_key));
 		free(b->verifier_key);

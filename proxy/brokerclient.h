@@ -37,6 +37,9 @@ struct brokerclient_hooks {
 	/* The feed has been silent for FEED_FAIL_CLOSED_MS: from now on
 	 * brokerclient_feed_ok says no until it answers. */
 	void (*feed_lost)(void *ctx);
+	/* GET /v1/bindings answered 200: its JSON body (borrowed), the
+	 * secrets' bindings (guard.h). NULL: the list is not read. */
+	void (*bindings)(void *ctx, const json_t *body);
 	void *ctx;
 };
 
@@ -48,6 +51,9 @@ struct brokerclient_options {
 	 * feed is not polled. */
 	const char *verifier_key;
 	const char *follower; /* the name the feed knows this proxy by */
+	/* GET /v1/bindings at the start and every this many seconds (0:
+	 * never), its answer to the bindings hook. */
+	long long bindings_refresh_s;
 	struct brokerclient_hooks hooks;
 };
 

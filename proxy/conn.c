@@ -19,6 +19,7 @@
 #include "proxy.h"
 
 #include "forward.h"
+#include "guard.h"
 #include "http1.h"
 #include "inject.h"
 #include "log.h"
@@ -143,6 +144,9 @@ struct pconn {
 	/* An injected request's form body is being read whole, to be
 	 * judged before the release (form_body_judge). */
 	bool form_wait;
+	/* The secrets whose bindings the request reaches (guard.h), as its
+	 * decision line names them: "a,b" (names of [A-Za-z0-9._-]). */
+	char guard[256];
 };
 
 static void on_cl_read(struct bufferevent *bev, void *arg);
@@ -551,12 +555,12 @@ static void judge_tokens_next(struct pconn *c);
  * was, or no memory) ends. The value goes upstream only after this.
  */
 static void
-released_to_all(struct pconn *c, const char *secret, const char *value,
-    size_t len)
+released_to_job(struct pjob *j, const struct pconn *c, const char *secret,
+    const char *value, size_t len)
 {
 	struct pconn *x, *next;
 
-	for (x = TAILQ_FIRST(&c->job->conns); x != NULL; x = next) {
+	for (x = TAILQ_FIRST(&j->conns); x != NULL; x = next) {
 		next = TAILQ_NEXT(x, link);
 		if (x == c || x->state != CS_EXCHANGE || x->broker_route)
 			continue;
@@ -571,6 +575,62 @@ released_to_all(struct pconn *c, const char *secret, const char *value,
 			continue;
 		}
 		x->scanning = true;
+	}
+}
+
+static void
+released_to_all(struct pconn *c, const char *secret, const char *value,
+    size_t len)
+{
+	released_to_job(c->job, c, secret, value, len);
+}
+
+/*
+ * An issuer's credential released to c's job (value, secret's, dead at
+ * expires, monotonic seconds): kept proxy-wide for the scan (guard.h),
+ * and put at once in every other open job's set that scans for that
+ * secret already (guarded at its bindings, or injecting it), with its
+ * answers being read; a job without room for it has its connections
+ * ended rather than read unscanned.
+ */
+static void
+issued_share(struct pconn *c, const char *secret, const char *value, size_t len,
+    int64_t expires)
+{
+	struct pjob *j;
+	int64_t now = mono_s();
+
+	if (guard_issued_put(&c->p->guard, secret, value, len, expires, now) <=
+	    0)
+		return;
+	TAILQ_FOREACH(j, &c->p->jobs, link)
+	{
+		size_t i;
+		if (j == c->job || j->closed)
+			continue;
+		for (i = 0; i < j->released.n; i++)
+			if (strcmp(j->released.v[i].secret, secret) == 0)
+				break;
+		if (i == j->released.n)
+			continue;
+		int r = reflect_set_put(&j->released, secret, 0, value, len,
+		    now, expires);
+		if (r > 0) {
+			released_to_job(j, NULL, secret, value, len);
+			continue;
+		}
+		if (r == 0)
+			continue;
+		/* No room: its answers being read end, not read unscanned;
+		 * its next request there is refused at the cap. */
+		struct pconn *x, *next;
+		for (x = TAILQ_FIRST(&j->conns); x != NULL; x = next) {
+			next = TAILQ_NEXT(x, link);
+			if (x->state == CS_EXCHANGE && !x->broker_route) {
+				x->d.detail = "released_values_cap";
+				conn_finish(x);
+			}
+		}
 	}
 }
 
@@ -650,6 +710,9 @@ struct release_flight {
 	LIST_HEAD(, pconn) waiters;
 	unsigned nwaiters;
 	bool answering; /* its answer being handed out: freed after */
+	/* A scan release (the guard's): the value for the job's scan,
+	 * never injected; apart from the secret's release to inject. */
+	bool scan;
 };
 
 /* Takes f off its job's list (if on it). */
@@ -735,9 +798,18 @@ release_answer(struct pconn *c, int status, json_t *body, bool kept)
 	/* Dead at its issuer a minute past its expiry (clocks differ). */
 	/* At info once a release: the waiters after the first are logged
 	 * as the cache's uses are. */
+	/* An issuer's credential: every job guarded at its bindings scans
+	 * for it too (guard.h), until its expiry. */
+	const char *source = json_string_value(json_object_get(body, "source"));
+	if (!kept && source != NULL && strcmp(source, "static") != 0)
+		issued_share(c, rule->inject.secret, json_string_value(v), len,
+		    exp != 0 ? until + 5 + 60 : 0);
 	inject_use(c, json_string_value(v), len, version,
 	    exp != 0 ? until + 5 + 60 : 0, kept);
 }
+
+static void scan_answer(struct pconn *c, const char *secret, int status,
+    json_t *body);
 
 /* The broker's answer to the job's release f: every waiter answered
  * with it; the value in the json wiped after. */
@@ -758,7 +830,10 @@ on_release(void *arg, int status, json_t *body)
 		LIST_REMOVE(c, flight_link);
 		c->flight = NULL;
 		f->nwaiters--;
-		release_answer(c, status, body, kept);
+		if (f->scan)
+			scan_answer(c, f->secret, status, body);
+		else
+			release_answer(c, status, body, kept);
 		kept = true;
 	}
 	/* The json's copy is freed by the broker client: wiped first. */
@@ -907,7 +982,7 @@ inject_release(struct pconn *c)
 	 * request waits for its answer, as many as the job's connections. */
 	struct release_flight *f;
 	for (f = c->job->flights; f != NULL; f = f->next)
-		if (strcmp(f->secret, rule->inject.secret) == 0)
+		if (!f->scan && strcmp(f->secret, rule->inject.secret) == 0)
 			break;
 	if (f != NULL) {
 		if ((long long)f->nwaiters >= c->p->cfg.max_conns_per_job) {
@@ -946,6 +1021,382 @@ inject_release(struct pconn *c)
 	LIST_INSERT_HEAD(&f->waiters, c, flight_link);
 	c->flight = f;
 	f->nwaiters = 1;
+}
+
+/* A refusal that is cordon's unavailability, not the rules' word (reason,
+ * detail): 503 with X-Cordon-Deny, logged as a denial; nothing goes
+ * upstream. retry_s: a hint for the client, not sent yet. */
+static void
+deny_unavailable(struct pconn *c, const char *reason, const char *detail,
+    unsigned retry_s)
+{
+	char msg[160];
+
+	(void)retry_s;
+	c->d.allow = false;
+	c->d.reason = reason;
+	c->d.detail = detail;
+	if (c->state == CS_SNI || c->state == CS_HANDSHAKE ||
+	    c->state == CS_TUNNEL) {
+		conn_finish(c);
+		return;
+	}
+	snprintf(msg, sizeof(msg),
+	    "cordon-proxy cannot judge this request now: %s%s%s; try again",
+	    reason, detail != NULL ? ": " : "", detail != NULL ? detail : "");
+	answer(c, 503, reason, "unavailable", msg);
+}
+
+/* --- the guard (guard.h) --------------------------------------------------- */
+
+static void send_request(struct pconn *c);
+
+/* Whether the job scans for secret at version or a later one already. */
+static bool
+scans_for(const struct pjob *j, const char *secret, int64_t version)
+{
+	for (size_t i = 0; i < j->released.n; i++)
+		if (j->released.v[i].version >= version &&
+		    strcmp(j->released.v[i].secret, secret) == 0)
+			return true;
+	return false;
+}
+
+/* Appends s to out (cap bytes) percent-encoded but for unreserved
+ * bytes: a query argument's value. */
+static void
+query_value(char *out, size_t cap, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(out);
+
+	for (; *s != '\0' && n + 4 < cap; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (isalnum(ch) || ch == '-' || ch == '.' || ch == '_' ||
+		    ch == '~') {
+			out[n++] = (char)ch;
+			continue;
+		}
+		out[n++] = '%';
+		out[n++] = hex[ch >> 4];
+		out[n++] = hex[ch & 15];
+	}
+	out[n] = '\0';
+}
+
+/* The detail of a scan release the broker did not answer with a value:
+ * its own reason when known, else by status (constant strings). */
+static const char *
+scan_refusal(int status, const char *err)
+{
+	static const char *const known[] = { "job_not_running", "not_bound",
+		"unknown_secret", "issuer_scan", "broker_stopping",
+		"secret_unavailable", "unknown_job" };
+
+	for (size_t i = 0; err != NULL && i < sizeof(known) / sizeof(known[0]);
+	     i++)
+		if (strcmp(err, known[i]) == 0)
+			return known[i];
+	return status == 0  ? "no_answer"
+	    : status == 503 ? "broker_unavailable"
+	    : status == 200 ? "no_value"
+			    : "broker_refused";
+}
+
+/* The broker's answer to a scan release of secret for c's request: the
+ * value joins the job's set (never the injection cache, never a header),
+ * every answer of the job being read scans for it, and the request goes
+ * on to the guard again; anything else refuses it, nothing sent. */
+static void
+scan_answer(struct pconn *c, const char *secret, int status, json_t *body)
+{
+	const json_t *v = json_object_get(body, "value");
+	size_t len = json_string_length(v);
+
+	if (status != 200 || !json_is_string(v) || len == 0 ||
+	    len > INJECT_VALUE_MAX) {
+		deny_unavailable(c, "guard_unavailable",
+		    scan_refusal(status,
+			json_string_value(json_object_get(body, "error"))),
+		    2);
+		return;
+	}
+	int64_t version = json_integer_value(json_object_get(body, "version"));
+	int added = reflect_set_put(&c->job->released, secret, version,
+	    json_string_value(v), len, mono_s(), 0);
+	if (added == -ENOSPC) {
+		deny(c, "inject", "released_values_cap");
+		return;
+	}
+	if (added < 0) {
+		deny_unavailable(c, "guard_unavailable", "out_of_memory", 2);
+		return;
+	}
+	c->p->scan_releases++;
+	if (added > 0)
+		released_to_all(c, secret, json_string_value(v), len);
+	log_info("secret_scan_released", "{s:s, s:s, s:s, s:I}", "job",
+	    c->job->id, "host", c->host, "secret", secret, "version",
+	    (json_int_t)version);
+	if (c->up == NULL) {
+		fail(c, 502, "upstream_closed"); /* gone while it waited */
+		return;
+	}
+	send_request(c);
+}
+
+/* A scan release of b's secret for c's job, c waiting on it (one in
+ * flight a job and secret, as releases are): 1 while it waits, -1 when
+ * refused (c answered). */
+static int
+scan_release(struct pconn *c, const struct guard_binding *b)
+{
+	struct release_flight *f;
+	char path[768];
+
+	c->state = CS_TOKEN; /* waits on the broker, as a release does */
+	for (f = c->job->flights; f != NULL; f = f->next)
+		if (f->scan && strcmp(f->secret, b->secret) == 0)
+			break;
+	if (f != NULL) {
+		if ((long long)f->nwaiters >= c->p->cfg.max_conns_per_job) {
+			deny_unavailable(c, "guard_unavailable",
+			    "release_waiters_cap", 1);
+			return -1;
+		}
+		LIST_INSERT_HEAD(&f->waiters, c, flight_link);
+		c->flight = f;
+		f->nwaiters++;
+		return 1;
+	}
+	f = calloc(1, sizeof(*f));
+	if (f == NULL) {
+		deny_unavailable(c, "guard_unavailable", "out_of_memory", 2);
+		return -1;
+	}
+	f->job = c->job;
+	f->scan = true;
+	snprintf(f->secret, sizeof(f->secret), "%s", b->secret);
+	LIST_INIT(&f->waiters);
+	snprintf(path, sizeof(path),
+	    "/v1/jobs/%s/secrets/%s/release?purpose=scan&host=", c->job->id,
+	    b->secret);
+	query_value(path, sizeof(path), c->host);
+	if (c->addr[0] != '\0') {
+		snprintf(path + strlen(path), sizeof(path) - strlen(path),
+		    "&addr=");
+		query_value(path, sizeof(path), c->addr);
+	}
+	int r = brokerclient_release(c->p->bclient, c->job->id, path,
+	    on_release, f, &f->call);
+	if (r < 0) {
+		free(f);
+		deny_unavailable(c, "guard_unavailable",
+		    r == -EBUSY ? "releases_busy" : "broker_unavailable", 1);
+		return -1;
+	}
+	f->next = c->job->flights;
+	c->job->flights = f;
+	LIST_INSERT_HEAD(&f->waiters, c, flight_link);
+	c->flight = f;
+	f->nwaiters = 1;
+	return 1;
+}
+
+/* Every issuer credential of secret the proxy released, for any job,
+ * into c's job's set: 0, or -1 when refused at the cap (c answered). */
+static int
+issued_to(struct pconn *c, const char *secret)
+{
+	struct guard *g = &c->p->guard;
+	int64_t now = mono_s();
+
+	guard_issued_expire(g, now);
+	for (size_t i = 0; i < g->nissued; i++) {
+		const struct guard_issued *v = &g->issued[i];
+		if (strcmp(v->secret, secret) != 0)
+			continue;
+		int r = reflect_set_put(&c->job->released, secret, 0, v->value,
+		    v->len, now, v->expires);
+		if (r == -ENOSPC) {
+			deny(c, "inject", "released_values_cap");
+			return -1;
+		}
+		if (r < 0) {
+			deny_unavailable(c, "guard_unavailable",
+			    "out_of_memory", 2);
+			return -1;
+		}
+		if (r > 0)
+			released_to_all(c, secret, v->value, v->len);
+	}
+	return 0;
+}
+
+static void
+on_bind_told(void *arg, int status, json_t *body)
+{
+	struct guard_tell *t = arg;
+	struct guard *g = &t->p->guard;
+
+	(void)body;
+	t->used = false;
+	for (size_t i = 0; i < g->nlocal; i++) {
+		if (strcmp(g->local[i].secret, t->secret) != 0 ||
+		    strcmp(g->local[i].addr, t->addr) != 0)
+			continue;
+		g->local[i].asking = false;
+		g->local[i].told = status == 200;
+	}
+	if (status != 200)
+		log_warn("binding_unreported", "{s:s, s:s, s:i, s:s}", "secret",
+		    t->secret, "addr", t->addr, "status", status, "effect",
+		    "told again at a later injected request; other proxies "
+		    "guard it once the broker has it");
+}
+
+/* Tells the broker that job's injected request of secret went to addr
+ * (l: its local entry, or NULL), without waiting: on one of the
+ * proxy's GUARD_TELLS slots (none free: told at a later request). */
+static void
+bind_tell(struct proxy *p, const char *secret, const char *job,
+    const char *addr, struct guard_local *l)
+{
+	struct guard_tell *t = NULL;
+	json_t *q;
+
+	for (size_t i = 0; i < GUARD_TELLS && t == NULL; i++)
+		if (!p->tells[i].used)
+			t = &p->tells[i];
+	if (t == NULL)
+		return;
+	q = json_pack("{s:s, s:s, s:s}", "secret", secret, "job", job, "addr",
+	    addr);
+	t->p = p;
+	snprintf(t->secret, sizeof(t->secret), "%s", secret);
+	snprintf(t->addr, sizeof(t->addr), "%s", addr);
+	if (q != NULL &&
+	    brokerclient_call(p->bclient, "POST", "/v1/bindings", q,
+		on_bind_told, t) != NULL) {
+		t->used = true;
+		if (l != NULL)
+			l->asking = true;
+	} else {
+		log_warn("binding_unreported", "{s:s, s:s, s:s}", "secret",
+		    secret, "addr", addr, "error", "could not call the broker");
+	}
+	json_decref(q);
+}
+
+/* c's injected request of secret goes to c->addr: an address its
+ * binding does not hold is added here before a byte goes, and told to
+ * the broker; one whose telling failed before is told again. */
+static void
+guard_report(struct pconn *c, const char *secret)
+{
+	struct guard_local *l = NULL;
+	int r = guard_local_add(&c->p->guard, secret, c->job->id, c->addr, &l);
+
+	if (r == 1) {
+		bind_tell(c->p, secret, c->job->id, c->addr, l);
+		return;
+	}
+	if ((l = guard_local_due(&c->p->guard)) != NULL)
+		bind_tell(c->p, l->secret, l->job, l->addr, l);
+}
+
+/* Refuses c at a bound place it cannot read (detail "passthrough",
+ * "upgrade"), b's secret named in the message. */
+static void
+guard_refuse(struct pconn *c, const struct guard_binding *b, const char *detail)
+{
+	char msg[256];
+
+	c->d.allow = false;
+	c->d.reason = "guarded";
+	c->d.detail = detail;
+	snprintf(c->guard, sizeof(c->guard), "%s", b->secret);
+	c->d.guard = c->guard;
+	/* A passthrough tunnel answered 200 already: the close is the
+	 * answer. */
+	if (c->state == CS_SNI || c->state == CS_HANDSHAKE ||
+	    c->state == CS_TUNNEL ||
+	    (c->tunnel && c->tunnel_tls == EGRESS_TLS_PASSTHROUGH)) {
+		up_drop(c);
+		conn_finish(c);
+		return;
+	}
+	snprintf(msg, sizeof(msg),
+	    "cordon-proxy refused this request: guarded: %s: secret %s is "
+	    "injected at this host: its answers must be read",
+	    detail, b->secret);
+	answer(c, 403, "guarded", "denied", msg);
+}
+
+/* Whether the bindings' list is recent enough to judge by: else c is
+ * refused 503 bindings_unavailable (false). */
+static bool
+guard_list_ok(struct pconn *c)
+{
+	if (guard_fresh(&c->p->guard, monotonic_ms(),
+		3000 * c->p->cfg.bindings_refresh_s))
+		return true;
+	deny_unavailable(c, "bindings_unavailable", NULL, 2);
+	return false;
+}
+
+/*
+ * Before any byte of c's request goes upstream (at c->addr): when its
+ * host or that address is at a secret's binding, the job must scan its
+ * answers for the secret first, at its current version (a scan release,
+ * or the issuer credentials kept here); an upgrade there is refused.
+ * 0 to go on, 1 while a scan release is waited for (send_request is
+ * called again with its answer), -1 when refused (c answered).
+ */
+static int
+guard_gate(struct pconn *c)
+{
+	const struct guard_binding *m[GUARD_MATCH_MAX];
+	size_t n;
+
+	if (!guard_list_ok(c))
+		return -1;
+	n = guard_match(&c->p->guard, c->host, c->addr, m);
+	if (n == 0)
+		return 0;
+	if (c->parser.req.upgrade && c->upgrade_ok) {
+		guard_refuse(c, m[0], "upgrade");
+		return -1;
+	}
+	c->guard[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (!m[i]->is_static) {
+			if (issued_to(c, m[i]->secret) < 0)
+				return -1;
+		} else if (!scans_for(c->job, m[i]->secret, m[i]->version))
+			return scan_release(c, m[i]);
+		size_t at = strlen(c->guard);
+		snprintf(c->guard + at, sizeof(c->guard) - at, "%s%s",
+		    at > 0 ? "," : "", m[i]->secret);
+	}
+	c->d.guard = c->guard;
+	c->p->guarded++;
+	return 0;
+}
+
+/* A tunnel the proxy will not read (passthrough) to host, at addr when
+ * known: refused when either is at a binding (true: c answered). */
+static bool
+guard_opaque(struct pconn *c, const char *host, const char *addr)
+{
+	const struct guard_binding *m[GUARD_MATCH_MAX];
+
+	if (!guard_list_ok(c))
+		return true;
+	if (guard_match(&c->p->guard, host, addr, m) == 0)
+		return false;
+	guard_refuse(c, m[0], "passthrough");
+	return true;
 }
 
 static void
@@ -1376,7 +1827,9 @@ go_upstream(struct pconn *c)
 		/* Passthrough: the ClientHello, after the 200, says whether
 		 * the tunnel may start; only then is the name resolved. */
 		if (c->tunnel_tls == EGRESS_TLS_PASSTHROUGH) {
-			answer_connect(c);
+			/* Unread: never to a place a secret is bound to. */
+			if (!guard_opaque(c, c->host, NULL))
+				answer_connect(c);
 			return;
 		}
 	}
@@ -1437,6 +1890,15 @@ send_request(struct pconn *c)
 		.upgrade_ok = c->upgrade_ok };
 	struct buf out;
 
+	/* An injected request's address joins its secret's binding before
+	 * the credential goes; every request is guarded (guard.h). */
+	if (!c->broker_route) {
+		if (c->inject_value != NULL)
+			guard_report(c,
+			    c->job->rules.rule[c->rule].inject.secret);
+		if (guard_gate(c) != 0)
+			return;
+	}
 	if (c->broker_route) {
 		t.broker =
 		    (const void *)brokerclient_addr(c->p->bclient, &blen);
@@ -2195,9 +2657,11 @@ on_up_event(struct bufferevent *bev, short what, void *arg)
 		if (!c->tunnel && c->parser.req.connect) {
 			c->up_idle = true;
 			answer_connect(c);
-		} else if (c->tunnel && c->tunnel_tls == EGRESS_TLS_PASSTHROUGH)
-			start_tunnel(c);
-		else
+		} else if (c->tunnel &&
+		    c->tunnel_tls == EGRESS_TLS_PASSTHROUGH) {
+			if (!guard_opaque(c, c->thost, c->addr))
+				start_tunnel(c);
+		} else
 			send_request(c);
 		return;
 	}

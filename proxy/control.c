@@ -84,6 +84,9 @@ open_reply(struct proxy *p, struct control_open *o, const char *id,
 		    strcmp(state, "running") != 0 ? state : "revoked");
 		return;
 	}
+	/* A new channel starts with the broker's latest bindings (guard). */
+	if (json_is_array(json_object_get(o->body, "bindings")))
+		proxy_bindings(p, json_object_get(o->body, "bindings"));
 	r = job_open(p, id, o->body, &j, err, sizeof(err));
 	if (r == -EEXIST) {
 		http_reply_error(res, 409, "exists",
@@ -340,6 +343,18 @@ control_metrics(void *ctx, struct buf *out)
 	metrics_one(out, "cordon_proxy_feed_seq", "gauge",
 	    "The last revocation sequence number applied.",
 	    (uint64_t)brokerclient_feed_seq(p->bclient));
+	metrics_one(out, "cordon_proxy_guarded_requests_total", "counter",
+	    "Requests to a place a secret is bound to, their answers scanned "
+	    "for it whatever their job (credentials.md).",
+	    p->guarded);
+	metrics_one(out, "cordon_proxy_guard_scan_releases_total", "counter",
+	    "Secrets released to the proxy to scan a job's answers, never "
+	    "injected.",
+	    p->scan_releases);
+	metrics_one(out, "cordon_proxy_guard_bindings", "gauge",
+	    "Secrets' bindings in the list the guard matches requests "
+	    "against.",
+	    p->guard.nb);
 	uint64_t rel, rel_waiting, rel_refused;
 	brokerclient_release_counts(p->bclient, &rel, &rel_waiting,
 	    &rel_refused);

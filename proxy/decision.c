@@ -140,6 +140,26 @@ decision_format(const struct decision *d)
 			   (unsigned long long)d->reflected,
 			   (unsigned long long)d->cookies_dropped);
 	}
+	/* The guard's secrets, by name: a JSON array. */
+	if (r == 0 && d->guard != NULL && d->guard[0] != '\0') {
+		const char *g = d->guard;
+		r = buf_append(&b, ",\"guard\":[", 10);
+		while (r == 0 && g != NULL) {
+			const char *comma = strchr(g, ',');
+			size_t n =
+			    comma != NULL ? (size_t)(comma - g) : strlen(g);
+			char name[128];
+			if (n >= sizeof(name))
+				n = sizeof(name) - 1;
+			memcpy(name, g, n);
+			name[n] = '\0';
+			if (g != d->guard)
+				r = buf_append(&b, ",", 1);
+			r = r ?: put_field(&b, name, 64, NULL);
+			g = comma != NULL ? comma + 1 : NULL;
+		}
+		r = r ?: buf_append(&b, "]", 1);
+	}
 	if (r == 0 && d->count > 0)
 		r = buf_printf(&b, ",\"count\":%llu",
 		    (unsigned long long)d->count);

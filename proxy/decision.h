@@ -50,6 +50,9 @@ struct decision {
 	/* With secret: the answer's Set-Cookie fields dropped (a rule
 	 * without "cookies": true). */
 	uint64_t cookies_dropped;
+	/* The secrets whose bindings the request reached, its answer
+	 * scanned for (the guard): names joined by ','; NULL: none. */
+	const char *guard;
 };
 
 /* The decision as one JSON line with its newline (free() it), or NULL

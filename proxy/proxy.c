@@ -43,6 +43,8 @@ static const struct config_option proxy_options[] = {
 	    86400 },
 	{ "inject_cache_seconds", CONFIG_INT, CFG(inject_cache_s), 0, 3600 },
 	{ "token_cache_seconds", CONFIG_INT, CFG(token_cache_s), 0, 60 },
+	{ "bindings_refresh_seconds", CONFIG_INT, CFG(bindings_refresh_s), 1,
+	    3600 },
 	{ "protected", CONFIG_LIST, CFG(protected), 0, 0 },
 };
 
@@ -91,6 +93,29 @@ on_token_revoked(void *ctx, const char *job, const char *token_id, int64_t seq)
 		    "token_id", token_id, "seq", (json_int_t)seq, "cached",
 		    (int)n);
 	}
+}
+
+/* The broker's list of the secrets' bindings (GET /v1/bindings): the
+ * guard's from now on; a list it cannot read leaves the last one, which
+ * ages into every request refused (conn.c, bindings_unavailable). */
+static void
+on_bindings(void *ctx, const json_t *body)
+{
+	proxy_bindings(ctx, json_object_get(body, "bindings"));
+}
+
+void
+proxy_bindings(struct proxy *p, const json_t *bindings)
+{
+	char err[160] = "";
+	int r =
+	    guard_load(&p->guard, bindings, monotonic_ms(), err, sizeof(err));
+
+	if (r < 0)
+		log_burst(LEVEL_WARN, "bindings_refused", "{s:s, s:s}", "error",
+		    err[0] != '\0' ? err : strerror(-r), "effect",
+		    "the last list is kept; every request is refused once it "
+		    "is three refreshes old");
 }
 
 /* The feed went silent: what cannot be judged request by request goes. */
@@ -309,6 +334,7 @@ proxy_free(struct proxy *p)
 		if (p->sigs[i] != NULL)
 			event_free(p->sigs[i]);
 	brokerclient_free(p->bclient);
+	guard_free(&p->guard);
 	if (p->dns != NULL)
 		evdns_base_free(p->dns, 1);
 	if (p->base != NULL)
@@ -457,7 +483,9 @@ proxy_setup(struct proxy *p)
 		.hooks = { .revoked = on_revoked,
 		    .token_revoked = on_token_revoked,
 		    .feed_lost = on_feed_lost,
-		    .ctx = p } };
+		    .bindings = on_bindings,
+		    .ctx = p },
+		.bindings_refresh_s = p->cfg.bindings_refresh_s };
 	r = brokerclient_new(p->base, &bo, &p->bclient);
 	if (r == -EINVAL) {
 		log_error("bad_broker", "{s:s, s:s}", "broker", p->cfg.broker,
@@ -488,7 +516,8 @@ main(int argc, char **argv)
 		    .head_timeout_ms = 10000,
 		    .closed_job_linger_s = 600,
 		    .inject_cache_s = 30,
-		    .token_cache_s = 5 } };
+		    .token_cache_s = 5,
+		    .bindings_refresh_s = 5 } };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;

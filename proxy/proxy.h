@@ -32,6 +32,7 @@
 #include "decision.h"
 #include "denials.h"
 #include "egress.h"
+#include "guard.h"
 #include "http_server.h"
 #include "inject.h"
 #include "keys.h"
@@ -90,6 +91,16 @@ struct proxy_config {
 	long long closed_job_linger_s; /* a closed job's log stays this long */
 	long long inject_cache_s; /* a released value is reused this long */
 	long long token_cache_s; /* a token's good answer is reused this long */
+	long long bindings_refresh_s; /* GET /v1/bindings this often */
+};
+
+/* POST /v1/bindings calls in flight at once (conn.c, the guard). */
+#define GUARD_TELLS 16
+struct guard_tell {
+	struct proxy *p;
+	char secret[GUARD_NAME_MAX + 1];
+	char addr[GUARD_ADDR_MAX];
+	bool used;
 };
 
 struct pconn;
@@ -174,6 +185,12 @@ struct proxy {
 	uint64_t token_cache_hits; /* tokens judged from tokcache, ditto */
 	uint64_t encoded_refused; /* injected answers in a coding: 502 */
 	uint64_t partial_refused; /* injected answers in part (206): 502 */
+	/* The secrets' bindings and the issuer credentials kept for the
+	 * scan (guard.h); requests guarded and scan releases, for /metrics;
+	 * the broker being told addresses. */
+	struct guard guard;
+	uint64_t guarded, scan_releases;
+	struct guard_tell tells[GUARD_TELLS];
 
 	struct event *http_ev; /* the control API's descriptor */
 	struct event *http_tick; /* its timeouts */
@@ -187,6 +204,10 @@ struct proxy {
 
 /* Runs the control API's next round soon (after a deferred answer). */
 void proxy_kick(struct proxy *p);
+/* The broker's array of the secrets' bindings (GET /v1/bindings, or the
+ * egress answer's), read now: the guard's list (guard.h); a bad one is
+ * logged and the last one kept. */
+void proxy_bindings(struct proxy *p, const json_t *bindings);
 
 /* --- control.c ------------------------------------------------------------ */
 

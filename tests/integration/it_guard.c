@@ -1,0 +1,497 @@
+/*
+ * Another job reads a stored key (issue 18's HIGH, redteam2's crossjob):
+ * job A's injected request leaves up-key at a service that shows what it
+ * stores; job B, under another manifest whose rule to that service
+ * injects nothing and that was released nothing, must get it redacted.
+ * The proxy guards every request to a place the secret was bound to at
+ * the broker (a rule's host, a declared guard_hosts name, an upstream
+ * address an injected request went to): before a byte of it goes up,
+ * the job's answers are scanned for the secret (a scan release), and
+ * what the proxy cannot read there (passthrough, an upgrade) is refused.
+ * Cases: B under another name on the address A's request went to; B
+ * under the same name (before any injection: the host alone); a
+ * declared name reached through a wildcard rule; B's passthrough and
+ * upgrade rules to the bound host (403 guarded); the broker stopped (503
+ * guard_unavailable, the upstream got nothing); a scan-released value
+ * never injected (B's request at the upstream carries no key); an
+ * issuer's token (per job: no scan release) scanned for from the ones
+ * the proxy released to any job. No job is
+ * spawned (no uid range used; base 1310000 reserved).
+ */
+#include "harness.h"
+#include "injectkit.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char value[] = "sk_live_guard_0123456789abcdef";
+
+static const char hosts[] = "127.0.0.1 api.test\n127.0.0.1 www.api.test\n"
+			    "127.0.0.1 other.api.test\n";
+
+/* The stack: broker, proxy, the secret up-key; the upstream apart. */
+static void
+stack(struct injectkit *k)
+{
+	k->up_pid = -1;
+	injectkit_stack_start(k, hosts, "proxy-guard", NULL);
+	injectkit_secret(k, "up-key", value);
+}
+
+/* Job A: the kit's injecting rule 0 on k->up_port (api.test /case/). */
+static void
+job_a(struct injectkit *k)
+{
+	injectkit_job_start(k, "writer",
+	    injectkit_manifest("writer",
+		json_pack("[o]", injectkit_inject_rule(k, false, NULL, NULL))));
+}
+
+/* One of B's rules: host on k's upstream port, GET, /open/, no inject;
+ * more members from extra (taken) when not NULL. */
+static json_t *
+rule_b(const struct injectkit *k, const char *host, json_t *extra)
+{
+	json_t *r = json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host",
+	    host, "port", k->up_port, "methods", "GET", "paths", "/open/",
+	    "reason", "the public part", "allow_cidrs", "127.0.0.0/8");
+
+	ck_assert_ptr_nonnull(r);
+	if (extra != NULL) {
+		ck_assert_int_eq(json_object_update(r, extra), 0);
+		json_decref(extra);
+	}
+	return r;
+}
+
+/* Job B of manifest "reader" (PUT with egress, taken, unless NULL: as
+ * it was PUT), its channel at the proxy into chan; k's job stays A's. */
+static void
+job_b(struct injectkit *k, json_t *egress, char chan[300])
+{
+	char path[400];
+	json_t *j;
+
+	if (egress != NULL)
+		json_decref(harness_expect(&k->broker, 200, "PUT",
+		    "/v1/manifests/reader", k->admin, NULL,
+		    injectkit_manifest("reader", egress)));
+	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
+	    NULL, json_pack("{s:s}", "manifest", "reader"));
+	snprintf(path, sizeof(path), "/v1/jobs/%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
+	    NULL);
+	snprintf(chan, 300, "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+}
+
+/* B's request GET http://host:port/open/<what> on chan. */
+static char *
+ask_b(const struct injectkit *k, const char *chan, const char *host,
+    const char *what)
+{
+	char req[1024], path[128];
+
+	snprintf(path, sizeof(path), "/open/%s", what);
+	injectkit_request_to(k, req, sizeof(req), host, "GET", path, false,
+	    "close");
+	return injectkit_send_on(chan, req);
+}
+
+/* Whether the proxy's log has secret_reflected for a job other than
+ * not_job (B's). */
+static bool
+reflected_for_other(const struct injectkit *k, const char *not_job)
+{
+	json_t *lines = daemon_log_lines(&k->proxy), *v;
+	size_t i;
+	bool found = false;
+
+	json_array_foreach(lines, i, v)
+	{
+		const char *ev = json_string_value(json_object_get(v, "event"));
+		const char *job = json_string_value(json_object_get(v, "job"));
+		if (ev != NULL && strcmp(ev, "secret_reflected") == 0 &&
+		    job != NULL && strcmp(job, not_job) != 0)
+			found = true;
+	}
+	json_decref(lines);
+	return found;
+}
+
+/* The stored key, read by B under another name on the address A's
+ * injected request went to: redacted, secret_reflected for B, the
+ * decision line naming the secret B was scanned for. */
+START_TEST(another_name_on_the_same_address_is_redacted)
+{
+	struct injectkit k;
+	char chan[300], *resp;
+
+	stack(&k);
+	k.up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
+	job_a(&k);
+	resp = injectkit_ask(&k, "GET", "/case/x", true);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+	job_b(&k, json_pack("[o]", rule_b(&k, "www.api.test", NULL)), chan);
+	resp = ask_b(&k, chan, "www.api.test", "fields");
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	ck_assert_msg(strstr(resp, "X-Echo: ") != NULL, "%.400s", resp);
+	ck_assert_msg(!injectkit_holds_piece(value, resp),
+	    "job B read job A's key: %s", resp);
+	free(resp);
+	ck_assert(reflected_for_other(&k, k.job));
+	ck_assert(injectkit_decisions_hold(&k.proxy, "\"guard\":[\"up-key\"]"));
+	ck_assert_int_ge(injectkit_metric(&k.proxy,
+			     "cordon_proxy_guard_scan_releases_total"),
+	    1);
+	ck_assert_int_ge(injectkit_metric(&k.proxy,
+			     "cordon_proxy_guarded_requests_total"),
+	    1);
+	injectkit_stop(&k);
+}
+END_TEST
+
+/* B under the same name, on a rule of its own that injects nothing:
+ * guarded by the host before any injection (no address known yet), and
+ * the key stored after is redacted. */
+START_TEST(the_same_name_is_guarded_by_its_host)
+{
+	struct injectkit k;
+	char chan[300], *resp;
+
+	stack(&k);
+	k.up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
+	job_a(&k);
+	job_b(&k, json_pack("[o]", rule_b(&k, "api.test", NULL)), chan);
+	resp = ask_b(&k, chan, "api.test", "fields");
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	ck_assert_msg(strstr(resp, "X-Echo: none") != NULL, "%.400s", resp);
+	free(resp);
+	ck_assert(injectkit_decisions_hold(&k.proxy, "\"guard\":[\"up-key\"]"));
+	resp = injectkit_ask(&k, "GET", "/case/x", true);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+	resp = ask_b(&k, chan, "api.test", "fields");
+	ck_assert_msg(!injectkit_holds_piece(value, resp),
+	    "job B read job A's key: %s", resp);
+	free(resp);
+	injectkit_stop(&k);
+}
+END_TEST
+
+/* A name declared in the secret's guard_hosts, reached by B through a
+ * wildcard rule: guarded by that name before any injection. */
+START_TEST(a_declared_name_through_a_wildcard_rule_is_guarded)
+{
+	struct injectkit k;
+	char chan[300], *resp;
+
+	stack(&k);
+	k.up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
+	json_decref(harness_expect(&k.broker, 200, "PUT", "/v1/secrets/up-key",
+	    k.admin, NULL,
+	    json_pack("{s:s, s:[s]}", "value", value, "guard_hosts",
+		"other.api.test")));
+	job_a(&k);
+	job_b(&k, json_pack("[o]", rule_b(&k, "*.api.test", NULL)), chan);
+	resp = ask_b(&k, chan, "other.api.test", "fields");
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+	ck_assert(
+	    injectkit_decisions_hold(&k.proxy, "\"host\":\"other.api.test\""));
+	ck_assert(injectkit_decisions_hold(&k.proxy, "\"guard\":[\"up-key\"]"));
+	resp = injectkit_ask(&k, "GET", "/case/x", true);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+	resp = ask_b(&k, chan, "other.api.test", "fields");
+	ck_assert_msg(strstr(resp, "X-Echo: ") != NULL, "%.400s", resp);
+	ck_assert_msg(!injectkit_holds_piece(value, resp),
+	    "job B read job A's key: %s", resp);
+	free(resp);
+	injectkit_stop(&k);
+}
+END_TEST
+
+/* B's passthrough and upgrade rules to the bound host, made before the
+ * binding was (the broker refuses them once it is): 403 guarded. */
+START_TEST(passthrough_and_upgrade_to_a_bound_host_are_refused)
+{
+	struct injectkit k;
+	char chan[300], req[512], *resp;
+	json_t *egress;
+
+	stack(&k);
+	k.up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
+	/* B's manifest first: api.test is bound by A's, after. */
+	egress = json_pack("[o, o]",
+	    json_pack("{s:s, s:i, s:s, s:[s], s:s, s:[s]}", "host", "api.test",
+		"port", k.up_port + 0, "tls", "passthrough", "methods", "GET",
+		"reason", "opaque", "allow_cidrs", "127.0.0.0/8"),
+	    rule_b(&k, "www.api.test", json_pack("{s:b}", "upgrade", 1)));
+	ck_assert_ptr_nonnull(egress);
+	json_decref(
+	    harness_expect(&k.broker, 200, "PUT", "/v1/manifests/reader",
+		k.admin, NULL, injectkit_manifest("reader", egress)));
+	job_a(&k);
+	resp = injectkit_ask(&k, "GET", "/case/x", true);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+	job_b(&k, NULL, chan);
+	snprintf(req, sizeof(req),
+	    "CONNECT api.test:%u HTTP/1.1\r\nHost: api.test:%u\r\n\r\n",
+	    k.up_port, k.up_port);
+	resp = injectkit_send_on(chan, req);
+	ck_assert_msg(http_status(resp) == 403, "%.400s", resp);
+	ck_assert_msg(strstr(resp, "X-Cordon-Deny: guarded") != NULL, "%.400s",
+	    resp);
+	ck_assert_msg(strstr(resp, "passthrough") != NULL, "%.400s", resp);
+	free(resp);
+	snprintf(req, sizeof(req),
+	    "GET http://www.api.test:%u/open/upgrade HTTP/1.1\r\n"
+	    "Host: www.api.test:%u\r\nConnection: Upgrade\r\nUpgrade: "
+	    "x\r\n\r\n",
+	    k.up_port, k.up_port);
+	resp = injectkit_send_on(chan, req);
+	ck_assert_msg(http_status(resp) == 403, "%.400s", resp);
+	ck_assert_msg(strstr(resp, "X-Cordon-Deny: guarded") != NULL, "%.400s",
+	    resp);
+	ck_assert_msg(strstr(resp, "upgrade") != NULL, "%.400s", resp);
+	ck_assert_msg(!injectkit_holds_piece(value, resp), "%.400s", resp);
+	free(resp);
+	injectkit_stop(&k);
+}
+END_TEST
+
+/* Whether every thread of pid is stopped (state T), within 5 s. */
+static bool
+all_stopped(pid_t pid)
+{
+	char dir[64], path[320], st[512];
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	for (int t = 0; t < 250; t++) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		bool stopped = d != NULL;
+
+		while (stopped && (e = readdir(d)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/stat", dir,
+			    e->d_name);
+			FILE *f = fopen(path, "re");
+			size_t n =
+			    f != NULL ? fread(st, 1, sizeof(st) - 1, f) : 0;
+			if (f != NULL)
+				fclose(f);
+			st[n] = '\0';
+			const char *rp = strrchr(st, ')');
+			stopped = rp != NULL && rp[1] == ' ' && rp[2] == 'T';
+		}
+		if (d != NULL)
+			closedir(d);
+		if (stopped)
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+/*
+ * On the echoing upstream (upstream.c): A's injected request, then B's
+ * scan-released request carries no key (the value scanned for is never
+ * injected); then, the broker stopped, B's next request to the bound
+ * host (a new job's, nothing released yet) is 503 guard_unavailable and
+ * the upstream gets nothing.
+ */
+START_TEST(a_scan_release_is_never_injected_and_fails_closed)
+{
+	struct injectkit k;
+	char chan[300], chan2[300], *resp;
+	struct upstream *u = upstream_start(NULL, NULL);
+
+	ck_assert_ptr_nonnull(u);
+	stack(&k);
+	k.up_port = upstream_port(u);
+	job_a(&k);
+	resp = injectkit_ask(&k, "GET", "/case/x", true);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	ck_assert_msg(!injectkit_holds_piece(value, resp), "%.400s", resp);
+	free(resp);
+	job_b(&k, json_pack("[o]", rule_b(&k, "www.api.test", NULL)), chan);
+	resp = ask_b(&k, chan, "www.api.test", "x");
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+	char *head = upstream_last_head(u);
+	ck_assert_ptr_nonnull(head);
+	ck_assert_msg(strstr(head, "www.api.test") != NULL, "%s", head);
+	ck_assert_msg(!injectkit_holds_piece(value, head), "%s", head);
+	ck_assert_msg(strstr(head, "X-Api-Key") == NULL, "%s", head);
+	free(head);
+	ck_assert(injectkit_decisions_hold(&k.proxy, "\"guard\":[\"up-key\"]"));
+
+	/* A second reader, released nothing yet. */
+	job_b(&k, json_pack("[o]", rule_b(&k, "www.api.test", NULL)), chan2);
+	unsigned before = upstream_requests(u);
+	ck_assert_int_gt(k.broker.pid, 1);
+	ck_assert_int_eq(kill(k.broker.pid, SIGSTOP), 0);
+	ck_assert_msg(all_stopped(k.broker.pid),
+	    "the broker (pid %d) did not stop", (int)k.broker.pid);
+	/* Past the release's 5 s timeout: not injectkit_send's 5 s. */
+	char req[1024];
+	injectkit_request_to(&k, req, sizeof(req), "www.api.test", "GET",
+	    "/open/x", false, "close");
+	int fd = unix_connect(chan2);
+	ck_assert_int_ge(fd, 0);
+	resp = http_exchange(fd, req, strlen(req), 20000);
+	close(fd);
+	ck_assert_int_eq(kill(k.broker.pid, SIGCONT), 0);
+	ck_assert_ptr_nonnull(resp);
+	ck_assert_msg(http_status(resp) == 503, "%.400s", resp);
+	ck_assert_msg(strstr(resp, "guard_unavailable") != NULL, "%.400s",
+	    resp);
+	free(resp);
+	ck_assert_uint_eq(upstream_requests(u), before);
+	injectkit_stop(&k);
+	upstream_stop(u);
+}
+END_TEST
+
+/* The issuer (jobs/issuers/issuer.py, TLS on 127.0.0.1 with a test CA
+ * made in dir): its pid (> 1), its port in *port. */
+static pid_t
+issuer_start(const char *dir, unsigned *port)
+{
+	char cert[400], key[400], portf[400], events[400], line[32];
+	const char *const leaf[] = { "127.0.0.1", NULL };
+	pid_t pid;
+
+	snprintf(cert, sizeof(cert), "%s/127.0.0.1.pem", dir);
+	snprintf(key, sizeof(key), "%s/127.0.0.1.key", dir);
+	snprintf(portf, sizeof(portf), "%s/issuer.port", dir);
+	snprintf(events, sizeof(events), "%s/events.jsonl", dir);
+	ck_assert_int_eq(test_ca_make(dir, leaf), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-B",
+		    CORDON_SOURCE_DIR
+		    "/tests/integration/jobs/issuers/issuer.py",
+		    "--cert", cert, "--key", key, "--port-file", portf,
+		    "--events", events, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0;
+	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
+	*port = (unsigned)strtoul(line, NULL, 10);
+	ck_assert_uint_gt(*port, 0);
+	return pid;
+}
+
+/*
+ * An issuer's secret: job A's injected request stores A's own token
+ * (oat_...) at the service; the broker gives no scan release of an
+ * issuer's secret (its credentials are per job), so B, under another
+ * name at the same address, is scanned for the tokens the proxy released
+ * to any job: redacted, secret_reflected for B.
+ */
+START_TEST(an_issuers_token_stored_by_another_job_is_redacted)
+{
+	struct injectkit k = { .up_pid = -1 };
+	char dir[300], cfg[2048], path[400], hostsf[400], url[128], rev[128];
+	char chan[300], *resp;
+	unsigned iport;
+	pid_t ipid;
+
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
+	ipid = issuer_start(dir, &iport);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"log_level\": \"info\", \"issuer_ca_file\": \"%s/ca.pem\"}",
+	    dir);
+	ck_assert_int_eq(daemon_start(&k.broker, "broker", cfg), 0);
+	harness_broker_key(&k.broker, "admin", k.admin, sizeof(k.admin));
+	harness_broker_key(&k.broker, "launcher", k.launcher,
+	    sizeof(k.launcher));
+	harness_broker_key(&k.broker, "verifier", k.verifier,
+	    sizeof(k.verifier));
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
+	harness_write_file(hostsf, hosts);
+	snprintf(path, sizeof(path), "%s/verifier.key", dir);
+	harness_write_file(path, k.verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": \"%s\", "
+	    "\"follower\": \"proxy-guard\"}",
+	    k.broker.base, path, harness_launcher_sha256(&k.broker), hostsf);
+	ck_assert_int_eq(daemon_start(&k.proxy, "proxy", cfg), 0);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/oauth/token", iport);
+	snprintf(rev, sizeof(rev), "https://127.0.0.1:%u/oauth/revoke", iport);
+	json_decref(harness_expect(&k.broker, 200, "PUT", "/v1/secrets/up-key",
+	    k.admin, NULL,
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind",
+		"oauth_client_credentials", "token_url", url, "client_id",
+		"cordon-test", "client_secret", "s3cret-client", "scope",
+		"things:read", "revocation_url", rev)));
+	k.up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
+	job_a(&k);
+	resp = injectkit_ask(&k, "GET", "/case/x", true);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+	job_b(&k, json_pack("[o]", rule_b(&k, "www.api.test", NULL)), chan);
+	resp = ask_b(&k, chan, "www.api.test", "fields");
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	ck_assert_msg(strstr(resp, "X-Echo: Key ") != NULL, "%.400s", resp);
+	ck_assert_msg(strstr(resp, "oat_") == NULL,
+	    "job B read job A's token: %s", resp);
+	free(resp);
+	ck_assert(reflected_for_other(&k, k.job));
+	ck_assert(injectkit_decisions_hold(&k.proxy, "\"guard\":[\"up-key\"]"));
+	injectkit_stop(&k);
+	kill(ipid, SIGKILL);
+	waitpid(ipid, NULL, 0);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("guard");
+	TCase *tc = tcase_create("guard");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, another_name_on_the_same_address_is_redacted);
+	tcase_add_test(tc, the_same_name_is_guarded_by_its_host);
+	tcase_add_test(tc, a_declared_name_through_a_wildcard_rule_is_guarded);
+	tcase_add_test(tc, passthrough_and_upgrade_to_a_bound_host_are_refused);
+	tcase_add_test(tc, a_scan_release_is_never_injected_and_fails_closed);
+	tcase_add_test(tc, an_issuers_token_stored_by_another_job_is_redacted);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
