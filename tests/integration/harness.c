@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,12 +173,31 @@ harness_main(Suite *suite)
 const char *
 harness_bin(const char *prog)
 {
-	static char path[512];
+	/* One slot a path, never written again: a caller's pointer stays
+	 * its program's whatever is asked after (daemon_spawn asks too). */
+	static char paths[32][512];
+	static size_t used;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	const char *dir = getenv("CORDON_BIN_DIR");
+	char path[512];
+	const char *found = NULL;
 
 	snprintf(path, sizeof(path), "%s/%s",
 	    dir != NULL ? dir : CORDON_BIN_DIR, prog);
-	return path;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < used && found == NULL; i++)
+		if (strcmp(paths[i], path) == 0)
+			found = paths[i];
+	if (found == NULL && used < sizeof(paths) / sizeof(paths[0])) {
+		memcpy(paths[used], path, sizeof(path));
+		found = paths[used++];
+	}
+	pthread_mutex_unlock(&lock);
+	if (found == NULL) {
+		fprintf(stderr, "harness: more than 32 programs asked for\n");
+		abort();
+	}
+	return found;
 }
 
 const char *

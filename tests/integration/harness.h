@@ -31,7 +31,8 @@ struct daemon {
  * daemons of failed tests, removes the temporary files: the exit status. */
 int harness_main(Suite *suite);
 
-/* The path of a built program ("cordon-broker", "cordon"). */
+/* The path of a built program ("cordon-broker", "cordon"): storage of its
+ * own, valid and unchanged until exit, whatever is called after. */
 const char *harness_bin(const char *prog);
 
 /* A fresh temporary directory for one test (removed at exit): its path. */
