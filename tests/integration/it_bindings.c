@@ -9,17 +9,31 @@
  * does not inject it (purpose scan, audited, counted apart, never its
  * last_used), refuses an unbound secret and an issuer's; a passthrough or
  * upgrade rule that reaches a bound host is refused at the manifest's
- * PUT; a secret's deletion takes its bindings. No job is spawned.
+ * PUT; a secret's deletion takes its bindings. On sqlite and on
+ * PostgreSQL (a private server; skipped with CORDON_TEST_NO_PG=1). No
+ * job is spawned.
  */
 #include "harness.h"
+#include "pg.h"
 
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct daemon broker;
 static char admin[128], launcher[128], verifier[128];
+
+static struct pg_server pg;
+
+static void
+keys(void)
+{
+	harness_broker_key(&broker, "admin", admin, sizeof(admin));
+	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
+	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
+}
 
 static void
 setup(void)
@@ -27,9 +41,22 @@ setup(void)
 	ck_assert_int_eq(daemon_start(&broker, "broker",
 			     "{\"log_level\": \"info\"}"),
 	    0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
+	keys();
+}
+
+/* The same broker on a fresh PostgreSQL database. */
+static void
+setup_pg(void)
+{
+	char name[64], url[400], cfg[600];
+	static int n;
+
+	snprintf(name, sizeof(name), "bind%d_%d", (int)getpid(), n++);
+	ck_assert_int_eq(pg_create_db(&pg, name, url, sizeof(url)), 0);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"store\": \"%s\", \"log_level\": \"info\"}", url);
+	ck_assert_int_eq(daemon_start(&broker, "broker", cfg), 0);
+	keys();
 }
 
 static void
@@ -526,17 +553,39 @@ START_TEST(unreadable_rule_to_a_bound_host_refused)
 }
 END_TEST
 
-int
-main(void)
+static TCase *
+tests(const char *name, void (*up)(void))
 {
-	Suite *s = suite_create("bindings");
-	TCase *tc = tcase_create("bindings");
+	TCase *tc = tcase_create(name);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, up, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, bindings_listed_reported_and_shown);
 	tcase_add_test(tc, scan_release_for_a_job_that_does_not_inject);
 	tcase_add_test(tc, unreadable_rule_to_a_bound_host_refused);
-	suite_add_tcase(s, tc);
-	return harness_main(s);
+	return tc;
+}
+
+int
+main(void)
+{
+	Suite *s = suite_create("bindings");
+	char err[512];
+	bool with_pg = pg_wanted();
+	int rc;
+
+	suite_add_tcase(s, tests("sqlite", setup));
+	if (with_pg) {
+		if (pg_start(&pg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "it_bindings: %s\n", err);
+			return 1;
+		}
+		suite_add_tcase(s, tests("pg", setup_pg));
+	} else
+		printf(
+		    "it_bindings: CORDON_TEST_NO_PG=1: PostgreSQL skipped\n");
+	rc = harness_main(s);
+	if (with_pg)
+		pg_destroy(&pg);
+	return rc;
 }
