@@ -215,7 +215,12 @@ binding_add(struct build *w, const json_t *o, size_t i, char *err,
 		return -EINVAL;
 	}
 	b->version = json_integer_value(json_object_get(o, "version"));
-	b->is_static = strcmp(b->kind, "static") == 0;
+	/* An issuer's credentials are per job (the broker gives no scan
+	 * release of them); any other kind, "unsealable" or one this proxy
+	 * does not know, is asked for as a static one: the broker's refusal
+	 * then fails the request closed. */
+	b->is_static = strcmp(b->kind, "oauth_client_credentials") != 0 &&
+	    strcmp(b->kind, "github_app") != 0;
 	json_array_foreach(hosts, k, v)
 	{
 		char host[EGRESS_HOST_MAX + 1], ip[INET6_ADDRSTRLEN];

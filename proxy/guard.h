@@ -43,7 +43,8 @@ struct guard_binding {
 	char secret[GUARD_NAME_MAX + 1];
 	char kind[GUARD_NAME_MAX + 1]; /* "static", or the issuer's kind */
 	int64_t version; /* the secret's current version */
-	bool is_static;
+	bool is_static; /* not an issuer's (oauth_client_credentials,
+			 * github_app): the broker's scan release */
 };
 
 /* A host, an IP or an "ip:port", and the binding it belongs to. */

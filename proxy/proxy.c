@@ -60,9 +60,14 @@ proxy_kick(struct proxy *p)
 static void
 on_sweep(evutil_socket_t fd, short what, void *cls)
 {
+	struct proxy *p = cls;
+
 	(void)fd;
 	(void)what;
-	job_sweep(cls);
+	job_sweep(p);
+	/* An issuer's credential kept for the scan is wiped at its expiry,
+	 * whether or not a request looks. */
+	guard_issued_expire(&p->guard, monotonic_ms() / 1000);
 	log_burst_flush();
 }
 

@@ -77,6 +77,18 @@ START_TEST(hosts_match_whatever_their_case_and_trailing_dot)
 	ck_assert_int_eq(b->version, 3);
 	ck_assert_ptr_null(guard_binding_of(&g, "nope"));
 	json_decref(l);
+	/* A kind the proxy does not know is asked for as a static one (the
+	 * broker's refusal then fails closed), an issuer's is not. */
+	l = json_loads("[{\"secret\": \"u\", \"kind\": \"unsealable\","
+		       " \"version\": 1, \"hosts\": [\"u.test\"]},"
+		       " {\"secret\": \"g\", \"kind\": \"github_app\","
+		       " \"version\": 1, \"hosts\": [\"g.test\"]}]",
+	    0, NULL);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_int_eq(guard_load(&g, l, 2000, err, sizeof(err)), 0);
+	ck_assert(guard_binding_of(&g, "u")->is_static);
+	ck_assert(!guard_binding_of(&g, "g")->is_static);
+	json_decref(l);
 	guard_free(&g);
 }
 END_TEST
