@@ -1098,25 +1098,21 @@ static int
 hold_room(struct inject_scanner *s, size_t cap)
 {
 	char *h;
-	uint8_t *m;
 
 	if (cap <= s->holdcap)
 		return 0;
-	if ((h = malloc(cap)) == NULL)
+	/* The bytes and their marks in one block (hmark its second half,
+	 * freed with hold). */
+	if ((h = calloc(2, cap)) == NULL)
 		return -ENOMEM;
-	if ((m = calloc(cap, 1)) == NULL) {
-		free(h);
-		return -ENOMEM;
-	}
 	if (s->hold != NULL) {
 		memcpy(h, s->hold, s->nhold);
-		memcpy(m, s->hmark, s->nhold);
+		memcpy(h + cap, s->hmark, s->nhold);
 		explicit_bzero(s->hold, s->holdcap);
 		free(s->hold);
-		free(s->hmark);
 	}
 	s->hold = h;
-	s->hmark = m;
+	s->hmark = (uint8_t *)h + cap;
 	s->holdcap = cap;
 	return 0;
 }
@@ -1311,9 +1307,8 @@ inject_scanner_free(struct inject_scanner *s)
 own:
 	if (s->hold != NULL) {
 		explicit_bzero(s->hold, s->holdcap);
-		free(s->hold);
+		free(s->hold); /* and hmark */
 	}
-	free(s->hmark);
 	memset(s, 0, sizeof(*s));
 }
 

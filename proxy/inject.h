@@ -123,7 +123,7 @@ struct inject_scanner {
 	size_t maxspan; /* the most answer bytes one key's reading takes */
 	char *hold; /* holdcap bytes, nhold held, as they came */
 	uint8_t *hmark; /* for each held byte: redacted by the raw scan (1),
-			 * by the chunked data's (2) */
+			 * by the chunked data's (2); in hold's block */
 	size_t nhold, holdcap;
 	size_t resume; /* hold[0..resume): already judged by the raw scan */
 	size_t dresume; /* the same of the data scan, in data bytes */
