@@ -161,12 +161,12 @@ START_TEST(test_scan_leaves_other_text)
 }
 END_TEST
 
-/* Writes text as a chunked body of pieces of size step (with an
+/* Writes text[0..len) as a chunked body of pieces of size step (with an
  * extension on every other size line) into out: its length. */
 static size_t
-chunked(const char *text, size_t step, char *out, size_t cap)
+chunked(const char *text, size_t len, size_t step, char *out, size_t cap)
 {
-	size_t n = 0, len = strlen(text);
+	size_t n = 0;
 
 	for (size_t off = 0, k = 0; off < len; off += step, k++) {
 		size_t m = len - off < step ? len - off : step;
@@ -180,67 +180,77 @@ chunked(const char *text, size_t step, char *out, size_t cap)
 	return n;
 }
 
-/* De-frames a chunked body (as chunked() writes it): the data. */
-static void
+/* De-frames a chunked body (as chunked writes it) into out: the data's
+ * length. */
+static size_t
 unchunk(const char *in, size_t len, char *out)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < len;) {
 		size_t size = strtoul(in + i, NULL, 16);
-		i = (size_t)(strstr(in + i, "\r\n") - in) + 2;
+		const char *eol = memmem(in + i, len - i, "\r\n", 2);
+		ck_assert_ptr_nonnull(eol);
+		i = (size_t)(eol - in) + 2;
 		if (size == 0)
 			break;
 		memcpy(out + n, in + i, size);
 		n += size;
 		i += size + 2;
 	}
-	out[n] = '\0';
+	return n;
 }
+
+/* Cuts at every step bytes below len (step, 2 step, ...) into cuts, at
+ * most cap: how many. */
+static size_t
+cuts_every(size_t step, size_t len, size_t *cuts, size_t cap)
+{
+	size_t nc = 0;
+
+	for (size_t at = step; at < len && nc < cap; at += step)
+		cuts[nc++] = at;
+	return nc;
+}
+
+static char *scan_cuts(const char *value, const char *text, size_t len,
+    const size_t *cuts, size_t ncuts, bool chunked_body, size_t *ret_found,
+    char *ret_filler);
 
 START_TEST(test_scan_across_chunked_framing)
 {
 	static const size_t steps[] = { 1, 2, 5, 9, 1000 };
 	static const size_t reads[] = { 0, 1, 3, 17 };
-	char text[256], body[4096], got_data[4096], want_data[4096];
+	char text[256], body[4096], got_data[4096], want_data[4096], filler;
+	size_t cuts[4096];
 
 	snprintf(text, sizeof(text), "{\"echo\": \"Bearer %s\", \"n\": 1}",
 	    secret);
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
 		for (size_t k = 0; k < sizeof(reads) / sizeof(reads[0]); k++) {
-			size_t len =
-			    chunked(text, steps[i], body, sizeof(body));
-			struct inject_scanner s;
-			struct buf out = BUF_INIT(1 << 20);
-			size_t step = reads[k] == 0 ? len : reads[k], n;
-
-			ck_assert_int_eq(inject_scanner_init(&s, secret,
-					     strlen(secret)),
-			    0);
-			inject_scanner_chunked(&s);
-			for (size_t off = 0; off < len; off += n) {
-				n = len - off < step ? len - off : step;
-				ck_assert_int_eq(inject_scanner_feed(&s,
-						     body + off, n, &out, NULL),
-				    0);
-			}
-			ck_assert_int_eq(inject_scanner_flush(&s, &out), 0);
-			/* The framing as it was, the value's bytes filler. */
-			ck_assert_uint_eq(out.len, len);
-			unchunk(out.data, out.len, got_data);
+			size_t len = chunked(text, strlen(text), steps[i], body,
+				   sizeof(body)),
+			       found;
+			size_t nc = reads[k] == 0
+			    ? 0
+			    : cuts_every(reads[k], len, cuts, 4096);
+			/* The framing as it was (its length asserted), the
+			 * value's bytes filler. */
+			char *got = scan_cuts(secret, body, len, cuts, nc, true,
+			    &found, &filler);
+			got_data[unchunk(got, len, got_data)] = '\0';
 			ck_assert_msg(strstr(got_data, secret) == NULL,
 			    "chunks of %zu, reads of %zu: %s", steps[i],
 			    reads[k], got_data);
-			ck_assert_uint_ge(s.found, 1);
-			unchunk(body, len, want_data);
+			ck_assert_uint_ge(found, 1);
+			want_data[unchunk(body, len, want_data)] = '\0';
 			ck_assert_uint_eq(strlen(got_data), strlen(want_data));
 			ck_assert_int_eq(strncmp(got_data,
 					     "{\"echo\": \"Bearer ", 17),
 			    0);
 			ck_assert_ptr_nonnull(
 			    strstr(got_data, "\", \"n\": 1}"));
-			inject_scanner_free(&s);
-			buf_free(&out);
+			free(got);
 		}
 }
 END_TEST
@@ -610,10 +620,8 @@ START_TEST(test_scan_escapings)
 		free(got);
 	}
 	for (size_t step = 1; step <= 7; step++) {
-		size_t nc = 0, f;
+		size_t nc = cuts_every(step, len, cuts, 1024), f;
 		char fl, *got;
-		for (size_t at = step; at < len && nc < 1024; at += step)
-			cuts[nc++] = at;
 		got = scan_cuts(secret, text, len, cuts, nc, false, &f, &fl);
 		ck_assert_msg(memcmp(got, whole, len) == 0 && f == found,
 		    "%s: reads of %zu differ", name, step);
@@ -667,46 +675,6 @@ START_TEST(test_scan_slices)
 }
 END_TEST
 
-/* Writes text[0..len) as a chunked body of pieces of size step (with an
- * extension on every other size line) into out: its length. */
-static size_t
-chunked_n(const char *text, size_t len, size_t step, char *out, size_t cap)
-{
-	size_t n = 0;
-
-	for (size_t off = 0, k = 0; off < len; off += step, k++) {
-		size_t m = len - off < step ? len - off : step;
-		n += (size_t)snprintf(out + n, cap - n, "%zx%s\r\n", m,
-		    k % 2 ? ";ext=1" : "");
-		memcpy(out + n, text + off, m);
-		n += m;
-		n += (size_t)snprintf(out + n, cap - n, "\r\n");
-	}
-	n += (size_t)snprintf(out + n, cap - n, "0\r\nTrailer: x\r\n\r\n");
-	return n;
-}
-
-/* De-frames a chunked body (as chunked_n writes it) into out: the data's
- * length. */
-static size_t
-unchunk_n(const char *in, size_t len, char *out)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < len;) {
-		size_t size = strtoul(in + i, NULL, 16);
-		const char *eol = memmem(in + i, len - i, "\r\n", 2);
-		ck_assert_ptr_nonnull(eol);
-		i = (size_t)(eol - in) + 2;
-		if (size == 0)
-			break;
-		memcpy(out + n, in + i, size);
-		n += size;
-		i += size + 2;
-	}
-	return n;
-}
-
 /* Each escaping inside a chunked body, split by the framing anywhere:
  * its bytes in the data all filler, the framing kept, every way of
  * reading it giving the same answer. */
@@ -728,15 +696,14 @@ START_TEST(test_scan_escapings_chunked)
 	memcpy(data + dlen, "\", \"n\": 1}", 10);
 	dlen += 10;
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		size_t len =
-		    chunked_n(data, dlen, steps[i], body, sizeof(body));
+		size_t len = chunked(data, dlen, steps[i], body, sizeof(body));
 		size_t found, gl;
 		char filler;
 		char *whole = scan_cuts(secret, body, len, NULL, 0, true,
 		    &found, &filler);
 		ck_assert_msg(found >= 1, "%s, chunks of %zu: not found", name,
 		    steps[i]);
-		gl = unchunk_n(whole, len, got_data);
+		gl = unchunk(whole, len, got_data);
 		ck_assert_uint_eq(gl, dlen);
 		ck_assert_int_eq(memcmp(got_data, data, 10), 0);
 		ck_assert_int_eq(memcmp(got_data + 10 + flen, data + 10 + flen,
@@ -748,10 +715,10 @@ START_TEST(test_scan_escapings_chunked)
 			    "%s, chunks of %zu: byte %zu kept", name, steps[i],
 			    k);
 		for (size_t r = 0; r < sizeof(reads) / sizeof(reads[0]); r++) {
-			size_t nc = 0, f;
+			size_t nc = cuts_every(reads[r], len, cuts,
+				   sizeof(cuts) / sizeof(cuts[0])),
+			       f;
 			char fl, *got;
-			for (size_t at = reads[r]; at < len; at += reads[r])
-				cuts[nc++] = at;
 			got = scan_cuts(secret, body, len, cuts, nc, true, &f,
 			    &fl);
 			ck_assert_msg(memcmp(got, whole, len) == 0 &&
@@ -1020,8 +987,7 @@ START_TEST(test_scan_decoded_secret)
 				*w = filler;
 		ck_assert_msg(memcmp(got, want, len) == 0, "%s: %.*s",
 		    cases[i].plain, (int)len, got);
-		for (size_t at = 1; at < len; at++)
-			cuts[nc++] = at;
+		nc = cuts_every(1, len, cuts, sizeof(cuts) / sizeof(cuts[0]));
 		char *cut = scan_cuts(value, cases[i].text, len, cuts, nc,
 		    false, &found, &filler);
 		ck_assert_int_eq(memcmp(got, cut, len), 0);
