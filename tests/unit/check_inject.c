@@ -589,6 +589,25 @@ framed(const char *form, size_t flen, char *text)
 	return sizeof(PRE) - 1 + flen + sizeof(POST) - 1;
 }
 
+/* got, a scan of a framed form (flen bytes of form) len bytes long, holds
+ * the filler on every byte of the form but a line break (a soft one of
+ * quoted-printable is kept), PRE and POST as they were; what names the
+ * case in a failure. */
+static void
+expect_form_filled(const char *got, size_t len, const char *form, size_t flen,
+    char filler, const char *what)
+{
+	for (size_t i = 0; i < flen; i++)
+		ck_assert_msg(got[sizeof(PRE) - 1 + i] == filler ||
+			form[i] == '\r' || form[i] == '\n',
+		    "%s: byte %zu of the form kept: %.*s", what, i, (int)len,
+		    got);
+	ck_assert_int_eq(memcmp(got, PRE, sizeof(PRE) - 1), 0);
+	ck_assert_int_eq(memcmp(got + len - (sizeof(POST) - 1), POST,
+			     sizeof(POST) - 1),
+	    0);
+}
+
 /* Each escaping alone: its every byte overwritten with the filler, the
  * text around it kept, whole or cut into reads at any one offset or in
  * pieces of 1, 2, 3 and 7 bytes, each cut giving the same answer. */
@@ -602,15 +621,7 @@ START_TEST(test_scan_escapings)
 	    scan_cuts(secret, text, len, NULL, 0, false, &found, &filler);
 
 	ck_assert_msg(found >= 1, "%s: not found", name);
-	/* A line break inside (a soft one of quoted-printable) is kept. */
-	for (size_t i = 0; i < flen; i++)
-		ck_assert_msg(whole[sizeof(PRE) - 1 + i] == filler ||
-			form[i] == '\r' || form[i] == '\n',
-		    "%s: byte %zu of the form kept", name, i);
-	ck_assert_int_eq(memcmp(whole, PRE, sizeof(PRE) - 1), 0);
-	ck_assert_int_eq(memcmp(whole + len - (sizeof(POST) - 1), POST,
-			     sizeof(POST) - 1),
-	    0);
+	expect_form_filled(whole, len, form, flen, filler, name);
 	for (size_t at = 1; at < len; at++) {
 		size_t f;
 		char fl,
@@ -645,6 +656,7 @@ START_TEST(test_scan_slices)
 		{ 0, 7, false }, { 14, 7, false }, { 6, 7, false } };
 	const char *name = forms[_i].name;
 	char form[16 * sizeof(secret)], text[sizeof(form) + 128], filler;
+	char what[128];
 
 	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
 		size_t flen = forms[_i].enc(secret + cuts[c].at, cuts[c].len,
@@ -661,15 +673,9 @@ START_TEST(test_scan_slices)
 		}
 		ck_assert_msg(found == 1, "%s: %zu bytes at %zu: found %zu",
 		    name, cuts[c].len, cuts[c].at, found);
-		for (size_t i = 0; i < flen; i++)
-			ck_assert_msg(got[sizeof(PRE) - 1 + i] == filler ||
-				form[i] == '\r' || form[i] == '\n',
-			    "%s: %zu bytes at %zu: byte %zu kept: %.*s", name,
-			    cuts[c].len, cuts[c].at, i, (int)len, got);
-		ck_assert_int_eq(memcmp(got, PRE, sizeof(PRE) - 1), 0);
-		ck_assert_int_eq(memcmp(got + len - (sizeof(POST) - 1), POST,
-				     sizeof(POST) - 1),
-		    0);
+		snprintf(what, sizeof(what), "%s: %zu bytes at %zu", name,
+		    cuts[c].len, cuts[c].at);
+		expect_form_filled(got, len, form, flen, filler, what);
 		free(got);
 	}
 }
@@ -757,6 +763,16 @@ START_TEST(test_scan_entity_cap)
 }
 END_TEST
 
+/* pattern, each '*' in it the scanner's filler, into out (cap bytes). */
+static void
+with_filler(const char *pattern, char filler, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s", pattern);
+	for (char *w = out; *w != '\0'; w++)
+		if (*w == '*')
+			*w = filler;
+}
+
 /* base64 inside JSON with '/' written "\/", and base64 wrapped at line
  * ends (MIME, PEM): found at each of the three offsets. */
 START_TEST(test_scan_base64_escaped)
@@ -839,10 +855,7 @@ START_TEST(test_scan_runs_overlap)
 		char filler, want[64];
 		char *got = scan_cuts(cases[i].value, cases[i].text, len, NULL,
 		    0, false, &found, &filler);
-		snprintf(want, sizeof(want), "%s", cases[i].want);
-		for (char *w = want; *w != '\0'; w++)
-			if (*w == '*')
-				*w = filler;
+		with_filler(cases[i].want, filler, want, sizeof(want));
 		ck_assert_msg(memcmp(got, want, len) == 0 &&
 			found == cases[i].found,
 		    "%s in %s: %.*s, %zu found", cases[i].value, cases[i].text,
@@ -981,10 +994,7 @@ START_TEST(test_scan_decoded_secret)
 		inject_scanner_free(&s);
 		char *got = scan_cuts(value, cases[i].text, len, NULL, 0, false,
 		    &found, &filler);
-		snprintf(want, sizeof(want), "%s", cases[i].want);
-		for (char *w = want; *w != '\0'; w++)
-			if (*w == '*')
-				*w = filler;
+		with_filler(cases[i].want, filler, want, sizeof(want));
 		ck_assert_msg(memcmp(got, want, len) == 0, "%s: %.*s",
 		    cases[i].plain, (int)len, got);
 		nc = cuts_every(1, len, cuts, sizeof(cuts) / sizeof(cuts[0]));
