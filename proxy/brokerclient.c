@@ -277,6 +277,27 @@ release_next(struct brokerclient *b, const char *job)
 	}
 }
 
+/* The broker's Retry-After (whole seconds, 1 to 3600) as the JSON
+ * body's "retry_after" when it has none: what the proxy tells a job's
+ * client of the broker's 503 (conn.c). */
+static void
+retry_after_into(struct evhttp_request *req, json_t *body)
+{
+	const char *v =
+	    evhttp_find_header(evhttp_request_get_input_headers(req),
+		"Retry-After");
+	char *end;
+	long n;
+
+	if (v == NULL || !json_is_object(body) ||
+	    json_object_get(body, "retry_after") != NULL)
+		return;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno == 0 && end != v && *end == '\0' && n >= 1 && n <= 3600)
+		json_object_set_new(body, "retry_after", json_integer(n));
+}
+
 /* Whether a 503 is a live broker's answer about an issuer (its error
  * issuer_unavailable or issuer_busy): the job's to hear, no reason to
  * turn to another broker (which would ask the same issuer). The body is
@@ -332,6 +353,7 @@ call_done(struct evhttp_request *req, void *arg)
 		if (data != NULL &&
 		    evbuffer_copyout(in, data, n) == (ev_ssize_t)n)
 			body = json_loadb(data, n, 0, NULL);
+		retry_after_into(req, body);
 		brokerclient_evbuffer_wipe(in);
 		evbuffer_drain(in, n);
 	}

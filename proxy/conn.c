@@ -39,6 +39,7 @@
 #include <event2/dns.h>
 #include <netinet/in.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,8 @@
 /* Input a side may hold unread (a head, a pipelined request). */
 #define READ_HIGH (HTTP1_HEAD_MAX + 64 * 1024)
 #define CLOSE_FLUSH_MS 5000
+/* How often a half-closed client is looked at for a close (client_watch). */
+#define CLIENT_GONE_MS 1000
 #define DNS_TIMEOUT_MS 5000
 
 enum cstate {
@@ -108,6 +111,9 @@ struct pconn {
 	int rule;
 	bool broker_route, upgrade_ok, keep_alive;
 	bool client_eof; /* the client sends no more; it may still read */
+	/* After client_eof: looks, each CLIENT_GONE_MS, whether the client
+	 * closed for good (NULL until then; client_watch). */
+	struct event *gone;
 	bool up_close; /* Connection: close went up (http1_close_after_body) */
 	/* Every distinct token shape of the request, head and body, with
 	 * the broker's verdict once it came (tokens.c). */
@@ -260,6 +266,8 @@ conn_close(struct pconn *c)
 	if (c->cl != NULL)
 		bufferevent_free(c->cl);
 	event_free(c->timer);
+	if (c->gone != NULL)
+		event_free(c->gone);
 	request_reset(c);
 	TAILQ_REMOVE(&c->job->conns, c, link);
 	c->job->nconns--;
@@ -296,15 +304,16 @@ conn_finish(struct pconn *c)
 
 /* Answers the client with status and a one-line JSON body, then closes.
  * deny_reason set: a denial (X-Cordon-Deny); otherwise an upstream
- * failure (X-Cordon-Error). */
+ * failure (X-Cordon-Error). retry_s not 0: with Retry-After (a 503). */
 static void
-answer(struct pconn *c, unsigned status, const char *deny_reason,
-    const char *error, const char *message)
+answer_retry(struct pconn *c, unsigned status, const char *deny_reason,
+    const char *error, const char *message, unsigned retry_s)
 {
 	struct buf out;
 
 	buf_init(&out, 4096);
-	if (verdict_refusal(&out, status, deny_reason, error, message) == 0)
+	if (verdict_refusal_retry(&out, status, deny_reason, error, message,
+		retry_s) == 0)
 		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
 	buf_free(&out);
 	c->d.status = (int)status;
@@ -312,10 +321,32 @@ answer(struct pconn *c, unsigned status, const char *deny_reason,
 }
 
 static void
+answer(struct pconn *c, unsigned status, const char *deny_reason,
+    const char *error, const char *message)
+{
+	answer_retry(c, status, deny_reason, error, message, 0);
+}
+
+/* A 503 that a client may try again after retry_s: the busy caps' 1 s,
+ * the broker's own Retry-After, a few seconds while something cordon
+ * needs does not answer (docs/egress.md, Unavailable). */
+#define RETRY_BUSY_S 1
+#define RETRY_UNAVAILABLE_S 2
+
+static void deny_unavailable(struct pconn *c, const char *reason,
+    const char *detail, unsigned retry_s);
+
+static void
 deny(struct pconn *c, const char *reason, const char *detail)
 {
 	char msg[160];
 
+	/* Nothing can be judged while the feed is silent: refused, but
+	 * as unavailable, since it is answered again within seconds. */
+	if (strcmp(reason, "feed_unavailable") == 0) {
+		deny_unavailable(c, reason, detail, RETRY_UNAVAILABLE_S);
+		return;
+	}
 	c->d.allow = false;
 	c->d.reason = reason;
 	c->d.detail = detail;
@@ -331,8 +362,46 @@ deny(struct pconn *c, const char *reason, const char *detail)
 	answer(c, 403, reason, "denied", msg);
 }
 
+/*
+ * A refusal (reason, detail) that is cordon's unavailability, not the
+ * rules' word: answered 503 with X-Cordon-Deny and Retry-After: retry_s,
+ * logged as a denial. For what cordon cannot check now (the feed, a
+ * guard whose state it cannot read): nothing goes upstream.
+ */
+static void
+deny_unavailable(struct pconn *c, const char *reason, const char *detail,
+    unsigned retry_s)
+{
+	char msg[160];
+
+	c->d.allow = false;
+	c->d.reason = reason;
+	c->d.detail = detail;
+	if (c->state == CS_SNI || c->state == CS_HANDSHAKE ||
+	    c->state == CS_TUNNEL) {
+		conn_finish(c);
+		return;
+	}
+	snprintf(msg, sizeof(msg),
+	    "cordon-proxy cannot judge this request now: %s%s%s; try again",
+	    reason, detail != NULL ? ": " : "", detail != NULL ? detail : "");
+	answer_retry(c, 503, reason, "unavailable", msg, retry_s);
+}
+
+static void fail_retry(struct pconn *c, unsigned status, const char *detail,
+    unsigned retry_s);
+
 static void
 fail(struct pconn *c, unsigned status, const char *detail)
+{
+	fail_retry(c, status, detail, 0);
+}
+
+/* An upstream failure (status 502, 503, 504) with its detail; a 503
+ * with Retry-After: retry_s (not 0). */
+static void
+fail_retry(struct pconn *c, unsigned status, const char *detail,
+    unsigned retry_s)
 {
 	char msg[160];
 
@@ -346,7 +415,7 @@ fail(struct pconn *c, unsigned status, const char *detail)
 		conn_finish(c);
 		return;
 	}
-	answer(c, status, NULL, "upstream", msg);
+	answer_retry(c, status, NULL, "upstream", msg, retry_s);
 }
 
 /* --- flow ----------------------------------------------------------------- */
@@ -678,6 +747,25 @@ inject_use(struct pconn *c, const char *value, size_t len, int64_t version,
 	go_upstream(c);
 }
 
+/*
+ * A release of the rule's secret that cannot be had now (the broker's
+ * 503, no answer, the proxy's caps on releases): 503 with the detail and
+ * Retry-After: retry_s, error "unavailable", logged as an error decision
+ * with that detail; nothing goes upstream (credentials.md).
+ */
+static void
+release_fail(struct pconn *c, const char *detail, unsigned retry_s)
+{
+	char msg[160];
+
+	c->d.error = true;
+	c->d.detail = detail;
+	snprintf(msg, sizeof(msg),
+	    "the credential could not be released now: %s; try again in %u s",
+	    detail, retry_s);
+	answer_retry(c, 503, NULL, "unavailable", msg, retry_s);
+}
+
 /* The detail of a release the broker answered 503 with error err: the
  * broker's own reasons (credentials.md), any other broker_unavailable. */
 static const char *
@@ -775,9 +863,19 @@ release_answer(struct pconn *c, int status, json_t *body, bool kept)
 	}
 	/* The broker could not release it now (its issuer slow, busy, or
 	 * the broker stopping; a fleet's next broker was asked already):
-	 * 503 with the reason, not a refusal of the secret. */
+	 * 503 with the reason and the broker's Retry-After, not a refusal
+	 * of the secret. */
 	if (status == 503) {
-		fail(c, 503, release_unavailable(err));
+		json_int_t ra =
+		    json_integer_value(json_object_get(body, "retry_after"));
+		release_fail(c, release_unavailable(err),
+		    ra >= 1 && ra <= 3600 ? (unsigned)ra : RETRY_UNAVAILABLE_S);
+		return;
+	}
+	/* No answer in the call's 5 s, or the broker's connection dropped:
+	 * unavailable too, not refused (fail closed all the same). */
+	if (status == 0) {
+		release_fail(c, "release_timeout", RETRY_UNAVAILABLE_S);
 		return;
 	}
 	if (status != 200 || !json_is_string(v) || len == 0 ||
@@ -986,7 +1084,7 @@ inject_release(struct pconn *c)
 			break;
 	if (f != NULL) {
 		if ((long long)f->nwaiters >= c->p->cfg.max_conns_per_job) {
-			fail(c, 503, "release_waiters_cap");
+			release_fail(c, "release_waiters_cap", RETRY_BUSY_S);
 			return;
 		}
 		LIST_INSERT_HEAD(&f->waiters, c, flight_link);
@@ -1011,7 +1109,7 @@ inject_release(struct pconn *c)
 	if (r < 0) {
 		free(f);
 		if (r == -EBUSY)
-			fail(c, 503, "releases_busy");
+			release_fail(c, "releases_busy", RETRY_BUSY_S);
 		else
 			deny(c, "inject", "secret_unavailable");
 		return;
@@ -1021,30 +1119,6 @@ inject_release(struct pconn *c)
 	LIST_INSERT_HEAD(&f->waiters, c, flight_link);
 	c->flight = f;
 	f->nwaiters = 1;
-}
-
-/* A refusal that is cordon's unavailability, not the rules' word (reason,
- * detail): 503 with X-Cordon-Deny, logged as a denial; nothing goes
- * upstream. retry_s: a hint for the client, not sent yet. */
-static void
-deny_unavailable(struct pconn *c, const char *reason, const char *detail,
-    unsigned retry_s)
-{
-	char msg[160];
-
-	(void)retry_s;
-	c->d.allow = false;
-	c->d.reason = reason;
-	c->d.detail = detail;
-	if (c->state == CS_SNI || c->state == CS_HANDSHAKE ||
-	    c->state == CS_TUNNEL) {
-		conn_finish(c);
-		return;
-	}
-	snprintf(msg, sizeof(msg),
-	    "cordon-proxy cannot judge this request now: %s%s%s; try again",
-	    reason, detail != NULL ? ": " : "", detail != NULL ? detail : "");
-	answer(c, 503, reason, "unavailable", msg);
 }
 
 /* --- the guard (guard.h) --------------------------------------------------- */
@@ -2563,6 +2637,62 @@ on_up_write(struct bufferevent *bev, void *arg)
 	flow(arg);
 }
 
+/* Whether the client closed its socket for good, not only its writing:
+ * a unix socket whose peer is closed polls POLLHUP, a half-closed one
+ * only POLLRDHUP (the launcher's relay half-closes the channel when the
+ * job's TCP side sends its FIN, which a close and a shutdown both do). */
+static bool
+client_gone(struct pconn *c)
+{
+	struct bufferevent *under = bufferevent_get_underlying(c->cl);
+	struct pollfd pf = { .fd = bufferevent_getfd(
+				 under != NULL ? under : c->cl),
+		.events = POLLIN };
+
+	return pf.fd >= 0 && poll(&pf, 1, 0) == 1 &&
+	    (pf.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+/*
+ * A client that sent its EOF is looked at on the next turn and then each
+ * CLIENT_GONE_MS: while its request waits (an introspection, a release,
+ * the resolver, the connect, the upstream's answer) a client closed for
+ * good ends the connection at once, and the upstream's with it, with the
+ * detail client_gone; a half-closed one is answered (RFC 9112 9.6).
+ */
+static void
+on_client_watch(evutil_socket_t fd, short what, void *arg)
+{
+	struct pconn *c = arg;
+	struct timeval tv = { CLIENT_GONE_MS / 1000,
+		(CLIENT_GONE_MS % 1000) * 1000 };
+
+	(void)fd;
+	(void)what;
+	if (c->state != CS_HEAD && c->state != CS_TOKEN && c->state != CS_DNS &&
+	    c->state != CS_CONNECT && c->state != CS_EXCHANGE)
+		return; /* closing, or a tunnel: their own ends */
+	if (c->state != CS_HEAD && client_gone(c)) {
+		if (c->d_open)
+			c->d.detail = "client_gone";
+		up_drop(c);
+		conn_close(c);
+		return;
+	}
+	evtimer_add(c->gone, &tv);
+}
+
+static void
+client_watch(struct pconn *c)
+{
+	struct timeval now = { 0, 0 };
+
+	if (c->gone == NULL)
+		c->gone = evtimer_new(c->p->base, on_client_watch, c);
+	if (c->gone != NULL)
+		evtimer_add(c->gone, &now);
+}
+
 static void
 on_cl_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -2628,6 +2758,7 @@ on_cl_event(struct bufferevent *bev, short what, void *arg)
 		(c->state == CS_HEAD && evbuffer_get_length(in) > 0))) {
 		c->client_eof = true;
 		bufferevent_disable(c->cl, EV_READ);
+		client_watch(c);
 		if (c->state == CS_HEAD)
 			try_head(c);
 		else if (c->state == CS_TOKEN && c->form_wait)

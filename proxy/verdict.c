@@ -203,6 +203,14 @@ int
 verdict_refusal(struct buf *out, unsigned status, const char *deny_reason,
     const char *error, const char *message)
 {
+	return verdict_refusal_retry(out, status, deny_reason, error, message,
+	    0);
+}
+
+int
+verdict_refusal_retry(struct buf *out, unsigned status, const char *deny_reason,
+    const char *error, const char *message, unsigned retry_after_s)
+{
 	static const char *const phrases[] = { [400] = "Bad Request",
 		[403] = "Forbidden",
 		[408] = "Request Timeout",
@@ -229,17 +237,22 @@ verdict_refusal(struct buf *out, unsigned status, const char *deny_reason,
 		    " by cordon%s%s (GET http://" DENIALS_HOST DENIALS_PATH ")",
 		    plain ? ": " : "", plain ? deny_reason : "");
 	}
+	char retry[40] = "";
 	int r;
 
+	if (retry_after_s > 0)
+		snprintf(retry, sizeof(retry), "Retry-After: %u\r\n",
+		    retry_after_s);
 	json_decref(body);
 	if (text == NULL)
 		return -ENOMEM;
 	r = buf_printf(out,
-	    "HTTP/1.1 %u %s%s\r\n%s: %s\r\nContent-Type: application/json\r\n"
+	    "HTTP/1.1 %u %s%s\r\n%s: %s\r\n%sContent-Type: application/json\r\n"
 	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
 	    status, phrase, said,
 	    deny_reason != NULL ? "X-Cordon-Deny" : "X-Cordon-Error",
-	    deny_reason != NULL ? deny_reason : error, strlen(text) + 1, text);
+	    deny_reason != NULL ? deny_reason : error, retry, strlen(text) + 1,
+	    text);
 	free(text);
 	return r;
 }

@@ -116,6 +116,15 @@ const char *verdict_params(const struct egress_rule *rule, const char *path,
 int verdict_refusal(struct buf *out, unsigned status, const char *deny_reason,
     const char *error, const char *message);
 
+/*
+ * verdict_refusal with "Retry-After: retry_after_s" among the fields when
+ * retry_after_s is not 0: a 503 the job's client may try again, and when
+ * (docs/egress.md, Unavailable). Same returns.
+ */
+int verdict_refusal_retry(struct buf *out, unsigned status,
+    const char *deny_reason, const char *error, const char *message,
+    unsigned retry_after_s);
+
 const struct addrinfo *verdict_address(const struct addrinfo *ai,
     const struct egress_rule *rule, const struct sockaddr *self,
     const struct sockaddr *broker, const char **ret_reason,

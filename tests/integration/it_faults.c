@@ -757,7 +757,7 @@ START_TEST(a_broker_crash_revives_no_token)
 	/* Down: the job's requests are refused, none passes. */
 	off = b->n;
 	hit = bg_expect(b, off, ":feed_unavailable", 15000);
-	ck_assert_msg(strncmp(hit - 4, " 403", 4) == 0, "%s", hit - 4);
+	ck_assert_msg(strncmp(hit - 4, " 503", 4) == 0, "%s", hit - 4);
 	passed = upstream_requests(plain);
 	off = (size_t)(hit - b->out);
 	/* A few more tries while it is down, all refused. */
