@@ -18,6 +18,7 @@
  * channel; no job runs.
  */
 #include "harness.h"
+#include "injectkit.h"
 #include "upstream.h"
 
 #include "digest.h"
@@ -34,9 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -196,34 +195,6 @@ count_decisions(const char *path, const char *outcome, const char *reason)
 	return n;
 }
 
-/* Starts jobs/smuggle/upstream.py on a free port (py_pid, py_port). */
-static void
-python_start(void)
-{
-	char portf[400], line[32], path[600];
-
-	snprintf(portf, sizeof(portf), "%s/python.port", harness_tmpdir());
-	snprintf(path, sizeof(path),
-	    "%s/tests/integration/jobs/smuggle/"
-	    "upstream.py",
-	    CORDON_SOURCE_DIR);
-	unlink(portf);
-	py_pid = fork();
-	ck_assert_int_ge(py_pid, 0);
-	if (py_pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/usr/bin/python3", "python3", "-B", path, "--port-file",
-		    portf, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0;
-	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
-		usleep(50000);
-	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
-	py_port = (unsigned)strtoul(line, NULL, 10);
-	ck_assert_uint_gt(py_port, 0);
-}
-
 static void
 setup(void)
 {
@@ -247,7 +218,7 @@ setup(void)
 	ck_assert_ptr_nonnull(plain);
 	ck_assert_ptr_nonnull(tls_up);
 	ck_assert_ptr_nonnull(inj_up);
-	python_start();
+	py_pid = injectkit_jobs_upstream("smuggle/upstream.py", NULL, &py_port);
 	snprintf(req, sizeof(req), "Key %s", value);
 	ck_assert_int_eq(upstream_require(inj_up, "X-Api-Key", req), 0);
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
@@ -319,11 +290,7 @@ teardown(void)
 	upstream_stop(plain);
 	upstream_stop(tls_up);
 	upstream_stop(inj_up);
-	if (py_pid > 1) {
-		kill(py_pid, SIGKILL);
-		waitpid(py_pid, NULL, 0);
-	}
-	py_pid = -1;
+	injectkit_upstream_stop(&py_pid);
 	daemon_stop(&proxy);
 	daemon_stop(&broker);
 }
