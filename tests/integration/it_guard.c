@@ -11,7 +11,8 @@
  * Cases: B under another name on the address A's request went to; B
  * under the same name (before any injection: the host alone); a
  * declared name reached through a wildcard rule; B's passthrough and
- * upgrade rules to the bound host (403 guarded); the broker stopped (503
+ * upgrade rules to the bound host (403 guarded), and a passthrough under
+ * a name nobody bound to the address A's request went to (closed); the broker stopped (503
  * guard_unavailable, the upstream got nothing); a scan-released value
  * never injected (B's request at the upstream carries no key); an
  * issuer's token (per job: no scan release) scanned for from the ones
@@ -24,18 +25,22 @@
 
 #include <check.h>
 #include <dirent.h>
+#include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static const char value[] = "sk_live_guard_0123456789abcdef";
 
-static const char hosts[] = "127.0.0.1 api.test\n127.0.0.1 www.api.test\n"
-			    "127.0.0.1 other.api.test\n";
+static const char hosts[] =
+    "127.0.0.1 api.test\n127.0.0.1 www.api.test\n"
+    "127.0.0.1 other.api.test\n127.0.0.1 pass.api.test\n";
 
 /* The stack: broker, proxy, the secret up-key; the upstream apart. */
 static void
@@ -239,11 +244,15 @@ START_TEST(passthrough_and_upgrade_to_a_bound_host_are_refused)
 	k.up_pid =
 	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
 	/* B's manifest first: api.test is bound by A's, after. */
-	egress = json_pack("[o, o]",
+	egress = json_pack("[o, o, o]",
 	    json_pack("{s:s, s:i, s:s, s:[s], s:s, s:[s]}", "host", "api.test",
 		"port", k.up_port + 0, "tls", "passthrough", "methods", "GET",
 		"reason", "opaque", "allow_cidrs", "127.0.0.0/8"),
-	    rule_b(&k, "www.api.test", json_pack("{s:b}", "upgrade", 1)));
+	    rule_b(&k, "www.api.test", json_pack("{s:b}", "upgrade", 1)),
+	    json_pack("{s:s, s:i, s:s, s:[s], s:s, s:[s]}", "host",
+		"pass.api.test", "port", k.up_port + 0, "tls", "passthrough",
+		"methods", "GET", "reason", "opaque", "allow_cidrs",
+		"127.0.0.0/8"));
 	ck_assert_ptr_nonnull(egress);
 	json_decref(
 	    harness_expect(&k.broker, 200, "PUT", "/v1/manifests/reader",
@@ -274,6 +283,54 @@ START_TEST(passthrough_and_upgrade_to_a_bound_host_are_refused)
 	ck_assert_msg(strstr(resp, "upgrade") != NULL, "%.400s", resp);
 	ck_assert_msg(!injectkit_holds_piece(value, resp), "%.400s", resp);
 	free(resp);
+	/* A name no binding holds, passthrough, resolved to the address A's
+	 * injected request went to: the tunnel closes once the address is
+	 * known (after the ClientHello), before a byte of it goes. */
+	int fd = unix_connect(chan);
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "CONNECT pass.api.test:%u HTTP/1.1\r\nHost: pass.api.test:%u\r\n"
+	    "\r\n",
+	    k.up_port, k.up_port);
+	resp = http_exchange(fd, req, strlen(req), 5000);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	ck_assert_ptr_nonnull(ctx);
+	SSL *ssl = SSL_new(ctx);
+	SSL_CTX_free(ctx);
+	SSL_set_tlsext_host_name(ssl, "pass.api.test");
+	/* A tunnel let through would hold the handshake: 5 s at most. */
+	struct timeval rcv = { 5, 0 };
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv,
+			     sizeof(rcv)),
+	    0);
+	SSL_set_fd(ssl, fd);
+	ck_assert_int_ne(SSL_connect(ssl), 1);
+	SSL_free(ssl);
+	close(fd);
+	bool refused = false;
+	for (int i = 0; i < 100 && !refused; i++) {
+		json_t *lines = daemon_log_lines(&k.proxy), *v;
+		size_t n;
+		json_array_foreach(lines, n, v)
+		{
+			const char *h =
+			    json_string_value(json_object_get(v, "host"));
+			const char *r =
+			    json_string_value(json_object_get(v, "reason"));
+			const char *d =
+			    json_string_value(json_object_get(v, "detail"));
+			refused |= h != NULL &&
+			    strcmp(h, "pass.api.test") == 0 && r != NULL &&
+			    strcmp(r, "guarded") == 0 && d != NULL &&
+			    strcmp(d, "passthrough") == 0;
+		}
+		json_decref(lines);
+		if (!refused)
+			usleep(50000);
+	}
+	ck_assert_msg(refused, "no guarded passthrough line for pass.api.test");
 	injectkit_stop(&k);
 }
 END_TEST
