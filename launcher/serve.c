@@ -69,6 +69,8 @@
 #define IDEM_MAX 128
 /* POSTs with an Idempotency-Key being started at once. */
 #define STARTING_MAX 16
+/* Finished jobs a tick forgets at most (the rest at the next). */
+#define FORGET_PER_TICK 64
 #define CALLBACK_URL_MAX 1024
 #define CALLBACK_TRIES 3
 #define CALLBACK_MS 5000
@@ -85,6 +87,11 @@
 #define LIVE_PIPE (1024 * 1024)
 /* A finished job's output, beside its record <job>.json. */
 #define OUTPUT_SUFFIX ".output.json"
+/* What a lost spawner (spawner.h) means: serve's HTTP part, without
+ * root, cannot make another. */
+#define SPAWNER_LOST_EFFECT                                                    \
+	"serve starts no job and serves no patch until it is restarted "       \
+	"(its running jobs are told ended, without a result)"
 #define FOLLOW_WAIT_DEFAULT 25
 #define FOLLOW_WAIT_MAX 30
 
@@ -180,6 +187,7 @@ struct serve {
 	struct follower *followers;
 	int records_fd; /* <state_dir>/serve-jobs, the jobs' records; -1 */
 	bool record_warned; /* a failed write was logged once (its thread's) */
+	bool spawner_warned; /* its loss was logged */
 	/* The records to write, in the order asked, by a thread of their own:
 	 * no fsync holds l.mu. */
 	struct record_op *records, **records_tail;
@@ -219,6 +227,8 @@ static bool idem_ok(const char *k);
 static void output_ref(const struct serve *s, const struct sjob *j,
     struct output_ref *o);
 static json_t *output_load(const struct serve *s, struct output_ref *o);
+static bool spawner_unavailable(struct serve *s, struct http_response *res,
+    int r);
 
 static struct sjob *
 find(struct launcher *l, const char *id)
@@ -701,7 +711,8 @@ record_first(struct serve *s, const struct sjob *j)
  * by the spawner, whose directory it is, then its record and output.
  * A patch that cannot be removed keeps its record (the next start tries
  * again): serve cannot tell a patch of its own that no record names from
- * a command line's cordon run's, so it leaves none. l->mu held. */
+ * a command line's cordon run's, so it leaves none. Without l->mu (the
+ * spawner's round trip holds no request); takes it. */
 static void
 record_forget(struct serve *s, const char *id)
 {
@@ -713,8 +724,10 @@ record_forget(struct serve *s, const char *id)
 		    "its record stays; removed at the next start");
 		return;
 	}
+	pthread_mutex_lock(&s->l.mu);
 	if (s->records_fd >= 0)
 		record_queue(s, id, NULL, NULL, NULL);
+	pthread_mutex_unlock(&s->l.mu);
 }
 
 /*
@@ -977,13 +990,8 @@ records_load(struct serve *s)
 	/* The callbacks' thread runs already, and looks its jobs up. */
 	pthread_mutex_lock(&s->l.mu);
 	struct sjob **tail = &s->l.jobs;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && i < (size_t)s->l.cfg.serve_keep_jobs; i++) {
 		j = all[i];
-		if (i >= (size_t)s->l.cfg.serve_keep_jobs) {
-			record_forget(s, j->id);
-			sjob_free(j);
-			continue;
-		}
 		if (j->lost)
 			lost++;
 		/* A callback not yet sent: again, at least once. A job lost
@@ -998,6 +1006,11 @@ records_load(struct serve *s)
 		tail = &j->next;
 	}
 	pthread_mutex_unlock(&s->l.mu);
+	/* The rest forgotten, without the lock. */
+	for (size_t i = (size_t)s->l.cfg.serve_keep_jobs; i < n; i++) {
+		record_forget(s, all[i]->id);
+		sjob_free(all[i]);
+	}
 	free(all);
 	log_info("jobs_loaded", "{s:I, s:I}", "jobs",
 	    (json_int_t)(n < (size_t)s->l.cfg.serve_keep_jobs
@@ -1068,17 +1081,18 @@ reap(struct serve *s, struct sjob *j)
 		l->recover_at = 0;
 }
 
-/* `cordon recover --log` as a child of the spawner, when it is time and
- * none runs; its JSON log lines go to serve's stderr. l->mu held. */
-static void
-recover_tick(struct serve *s, time_t now)
+/* Whether `cordon recover --log` is to start now, as a child of the
+ * spawner (recover_start), the one before it reaped: when it is time
+ * and none runs; its JSON log lines go to serve's stderr. l->mu held. */
+static bool
+recover_due(struct serve *s, time_t now)
 {
 	struct launcher *l = &s->l;
 	int st, k;
 
 	if (l->recover_pid > 0) {
 		if ((k = spawner_reaped(&s->sp, l->recover_pid, &st, 0)) == 0)
-			return;
+			return false;
 		if (k < 0)
 			st = 125 << 8;
 		l->recover_pid = 0;
@@ -1089,14 +1103,43 @@ recover_tick(struct serve *s, time_t now)
 			    "effect", "a job is not finished; tried again");
 	}
 	if (now < l->recover_at)
-		return;
+		return false;
 	l->recover_at = now + RECOVER_EVERY;
-	l->recover_pid = spawner_recover(&s->sp);
-	if (l->recover_pid < 0) {
-		log_warn("recover_failed", "{s:s}", "error",
-		    strerror(-l->recover_pid));
-		l->recover_pid = 0;
+	return true;
+}
+
+/* Starts the recover recover_due asked for, on the tick's thread: the
+ * spawner's round trip without l->mu; takes it. */
+static void
+recover_start(struct serve *s)
+{
+	pid_t pid = spawner_recover(&s->sp);
+
+	if (pid < 0) {
+		log_warn("recover_failed", "{s:s}", "error", strerror(-pid));
+		pid = 0;
 	}
+	pthread_mutex_lock(&s->l.mu);
+	s->l.recover_pid = pid;
+	pthread_mutex_unlock(&s->l.mu);
+}
+
+/* Logs, once, that the spawner is lost (why -ETIMEDOUT) or gone (why
+ * -EPIPE); takes l->mu. */
+static void
+spawner_lost_told(struct serve *s, int why)
+{
+	bool first;
+
+	pthread_mutex_lock(&s->l.mu);
+	first = !s->spawner_warned;
+	s->spawner_warned = true;
+	pthread_mutex_unlock(&s->l.mu);
+	if (first)
+		log_error("spawner_lost", "{s:s, s:s}", "error",
+		    why == -ETIMEDOUT ? "it did not answer in time"
+				      : "it is gone",
+		    "effect", SPAWNER_LOST_EFFECT);
 }
 
 /* Resumes the followers with something to be told: more output, the
@@ -1134,31 +1177,43 @@ serve_stopping(void *ctx)
 }
 
 /* Every 100 ms: results read, children reaped, `cordon recover` run when
- * due, and the oldest finished
- * jobs past serve_keep_jobs forgotten (their GET answers 404 then). */
+ * due, and the oldest finished jobs past serve_keep_jobs forgotten
+ * (their GET answers 404 then). What asks the spawner (a patch's
+ * removal, a recover's start) runs after l->mu is let go: a spawner that
+ * does not answer holds no request. */
 static void
 tick(void *ctx)
 {
 	struct serve *s = ctx;
 	struct launcher *l = &s->l;
 	time_t now = time(NULL);
-	size_t done = 0;
+	size_t done = 0, nforgot = 0;
+	char forgot[FORGET_PER_TICK][64];
+	bool recover;
+	int lost;
 
 	pthread_mutex_lock(&l->mu);
 	for (struct sjob **p = &l->jobs, *j; (j = *p) != NULL;) {
 		reap(s, j);
 		if (j->done && ++done > (size_t)l->cfg.serve_keep_jobs &&
-		    now - j->ended > l->cfg.serve_keep_seconds) {
+		    now - j->ended > l->cfg.serve_keep_seconds &&
+		    nforgot < FORGET_PER_TICK) {
 			*p = j->next;
-			record_forget(s, j->id);
+			memcpy(forgot[nforgot++], j->id, sizeof(j->id));
 			sjob_free(j);
 			continue;
 		}
 		p = &j->next;
 	}
-	recover_tick(s, now);
+	recover = recover_due(s, now);
 	wake_followers(s, false);
 	pthread_mutex_unlock(&l->mu);
+	for (size_t i = 0; i < nforgot; i++)
+		record_forget(s, forgot[i]);
+	if (recover)
+		recover_start(s);
+	if ((lost = spawner_status(&s->sp)) < 0)
+		spawner_lost_told(s, lost);
 }
 
 /* --- where a callback may go --------------------------------------------- */
@@ -1615,7 +1670,7 @@ spawn(struct serve *s, json_t *body, struct sjob *j, int *ret_ack, char *err,
 		close(errp[0]);
 		close(live[0]);
 		snprintf(err, errlen, "spawner: %s", strerror(e));
-		return -EIO;
+		return -e;
 	}
 	j->result_fd = out[0];
 	j->err_fd = errp[0];
@@ -1817,7 +1872,7 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 	json_t *problems = json_array();
 	char err[512], sha[SHA256_HEX_LEN + 1] = "";
 	struct sjob *j;
-	int slot = -1, ack = -1;
+	int slot = -1, ack = -1, r;
 
 	check_job(s, body, problems);
 	if (key != NULL && !idem_ok(key))
@@ -1870,7 +1925,7 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 		http_reply_error(res, 500, "internal", "out of memory");
 		goto out;
 	}
-	if (spawn(s, body, j, &ack, err, sizeof(err)) < 0) {
+	if ((r = spawn(s, body, j, &ack, err, sizeof(err))) < 0) {
 		if (j->pid > 0) {
 			/* What it said (a refused manifest, say) is the answer. */
 			int st;
@@ -1890,7 +1945,7 @@ jobs_post(void *ctx, struct http_request *req, struct http_response *res)
 			log_warn("job_not_started", "{s:s, s:s}", "manifest",
 			    j->manifest, "error",
 			    j->error[0] != '\0' ? j->error : err);
-		} else {
+		} else if (!spawner_unavailable(s, res, r)) {
 			http_reply_error(res, 500, "spawn_failed", "%s", err);
 		}
 		sjob_free(j);
@@ -2273,23 +2328,66 @@ read_capped(int fd, size_t max, char **ret, size_t *ret_len)
 	return *ret != NULL ? 0 : -ENOMEM;
 }
 
-/* Reads the patch of finished job j: 0 with the text, or an answer given
- * (and -1). l->mu held; the file is the one cordon run wrote whole. */
-static int
-read_patch(struct serve *s, const struct sjob *j, struct http_response *res,
-    char **ret, size_t *ret_len)
+/* What identifies a finished job's patch, copied under l->mu: the patch
+ * is read after it, without it (read_patch: the spawner's round trip and
+ * the read of up to PATCH_MAX bytes hold no other request). */
+struct patch_ref {
+	char job[64];
+	char at[PATH_MAX]; /* where its result says it is, or "" */
+	char kept[PATH_MAX]; /* its result's workspace_kept, or "" */
+	bool lost;
+};
+
+/* The patch_ref of finished job j; l->mu held. */
+static void
+patch_ref_of(const struct sjob *j, struct patch_ref *p)
 {
 	const char *at = json_string_value(result_get(j, "patch"));
 	const char *kept = json_string_value(result_get(j, "workspace_kept"));
+
+	snprintf(p->job, sizeof(p->job), "%s", j->id);
+	snprintf(p->at, sizeof(p->at), "%s", at != NULL ? at : "");
+	snprintf(p->kept, sizeof(p->kept), "%s", kept != NULL ? kept : "");
+	p->lost = j->lost;
+}
+
+/* When r, a spawner request's error, is the spawner's being lost or gone:
+ * 503 spawner_lost answered, and true. */
+static bool
+spawner_unavailable(struct serve *s, struct http_response *res, int r)
+{
+	int why;
+
+	if ((r != -ETIMEDOUT && r != -EPIPE) ||
+	    (why = spawner_status(&s->sp)) == 0)
+		return false;
+	spawner_lost_told(s, why);
+	if (why == -ETIMEDOUT)
+		http_reply_error(res, 503, "spawner_lost",
+		    "the spawner did not answer within %d s: %s",
+		    SPAWNER_ANSWER_MS / 1000, SPAWNER_LOST_EFFECT);
+	else
+		http_reply_error(res, 503, "spawner_lost",
+		    "the spawner is gone: %s", SPAWNER_LOST_EFFECT);
+	return true;
+}
+
+/* Reads the patch p names: 0 with the text, or an answer given (and -1).
+ * Without l->mu; the file is the one cordon run wrote whole. */
+static int
+read_patch(struct serve *s, const struct patch_ref *p,
+    struct http_response *res, char **ret, size_t *ret_len)
+{
 	char lost_at[PATH_MAX];
+	const char *at = p->at;
 	int r;
 
 	/* Lost, its result with it: the patch is where cordon run (or
 	 * recover) writes one, if it did. */
-	if (at == NULL && j->lost) {
+	if (at[0] == '\0' && p->lost) {
 		snprintf(lost_at, sizeof(lost_at), "%s/%s.patch",
-		    s->l.cfg.common.state_dir, j->id);
-		r = spawner_open_patch(&s->sp, j->id);
+		    s->l.cfg.common.state_dir, p->job);
+		r = spawner_open_patch(&s->sp, p->job);
 		if (r == -ENOENT) {
 			http_reply_error(res, 404, "no_patch",
 			    "no patch at %s yet: %s", lost_at, LOST_ERROR);
@@ -2298,18 +2396,21 @@ read_patch(struct serve *s, const struct sjob *j, struct http_response *res,
 		at = lost_at;
 		goto read;
 	}
-	if (at == NULL) {
+	if (at[0] == '\0') {
 		http_reply_error(res, 404, "no_patch",
 		    "the job left no patch%s%s",
-		    kept != NULL ? ": its workspace is kept at the hatch: "
-				 : "",
-		    kept != NULL ? kept : "");
+		    p->kept[0] != '\0'
+			? ": its workspace is kept at the hatch: "
+			: "",
+		    p->kept);
 		return -1;
 	}
 	/* cordon run wrote it as root, 0600, at <state_dir>/<job>.patch:
 	 * the spawner opens it for this unprivileged part. */
-	r = spawner_open_patch(&s->sp, j->id);
+	r = spawner_open_patch(&s->sp, p->job);
 read:
+	if (spawner_unavailable(s, res, r))
+		return -1;
 	if (r >= 0)
 		r = read_capped(r, PATCH_MAX, ret, ret_len);
 	if (r == -ENOENT) {
@@ -2329,15 +2430,18 @@ static void
 job_patch(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct serve *s = ctx;
+	struct patch_ref p;
 	struct sjob *j;
 	char *text = NULL;
 	size_t len = 0;
 
 	pthread_mutex_lock(&s->l.mu);
 	j = find_done(s, req, res, "patch");
-	if (j != NULL && read_patch(s, j, res, &text, &len) == 0)
-		http_reply_text(res, 200, "text/x-diff", text, len);
+	if (j != NULL)
+		patch_ref_of(j, &p);
 	pthread_mutex_unlock(&s->l.mu);
+	if (j != NULL && read_patch(s, &p, res, &text, &len) == 0)
+		http_reply_text(res, 200, "text/x-diff", text, len);
 	free(text);
 }
 
@@ -2345,50 +2449,67 @@ static void
 job_report(void *ctx, struct http_request *req, struct http_response *res)
 {
 	struct serve *s = ctx;
+	struct patch_ref p;
 	struct sjob *j;
 	char *text = NULL, sha[SHA256_HEX_LEN + 1];
 	size_t len = 0;
-	json_t *patch = json_null();
+	json_t *report = NULL, *patch = json_null();
 
+	/* The report but its patch under the lock (copies); the patch read
+	 * after. */
 	pthread_mutex_lock(&s->l.mu);
 	j = find_done(s, req, res, "report");
+	if (j != NULL) {
+		patch_ref_of(j, &p);
+		json_t *shared = json_pack("{s:s, s:O?, s:O?, s:O?, s:O?, "
+					   "s:O?, s:O?, s:O?, s:s?}",
+		    "job", j->id, "verdict", result_get(j, "verdict"),
+		    "stop_reason", result_get(j, "stop_reason"), "exit_code",
+		    result_get(j, "exit_code"), "flags", result_get(j, "flags"),
+		    "changes", result_get(j, "changes"), "excluded",
+		    result_get(j, "excluded"), "workspace_kept",
+		    result_get(j, "workspace_kept"), "error",
+		    j->lost ? j->error : NULL);
+		/* Its own: no reference to the job's result outlives the
+		 * lock. */
+		report = json_deep_copy(shared);
+		json_decref(shared);
+	}
+	pthread_mutex_unlock(&s->l.mu);
 	if (j == NULL)
-		goto out;
-	if (j->lost) {
+		return;
+	if (report == NULL) {
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	if (p.lost) {
 		/* The patch its stop path or recover wrote, if one did. */
-		int fd = spawner_open_patch(&s->sp, j->id);
+		int fd = spawner_open_patch(&s->sp, p.job);
 		char at[PATH_MAX];
+		if (spawner_unavailable(s, res, fd))
+			goto out;
 		snprintf(at, sizeof(at), "%s/%s.patch",
-		    s->l.cfg.common.state_dir, j->id);
+		    s->l.cfg.common.state_dir, p.job);
 		if (fd >= 0 && read_capped(fd, PATCH_MAX, &text, &len) == 0) {
 			sha256_hex(text, len, sha);
-			json_decref(patch);
 			patch = json_pack("{s:s, s:I, s:s}", "path", at,
 			    "bytes", (json_int_t)len, "sha256", sha);
 		}
-	} else if (json_string_value(result_get(j, "patch")) != NULL) {
-		if (read_patch(s, j, res, &text, &len) < 0)
+	} else if (p.at[0] != '\0') {
+		if (read_patch(s, &p, res, &text, &len) < 0)
 			goto out;
 		sha256_hex(text, len, sha);
-		json_decref(patch);
-		patch =
-		    json_pack("{s:O, s:I, s:s}", "path", result_get(j, "patch"),
-			"bytes", (json_int_t)len, "sha256", sha);
+		patch = json_pack("{s:s, s:I, s:s}", "path", p.at, "bytes",
+		    (json_int_t)len, "sha256", sha);
 	}
-	http_reply_json(res, 200,
-	    json_pack("{s:s, s:O?, s:O?, s:O?, s:o, s:O?, s:O?, s:O?, s:O?, "
-		      "s:s?}",
-		"job", j->id, "verdict", result_get(j, "verdict"),
-		"stop_reason", result_get(j, "stop_reason"), "exit_code",
-		result_get(j, "exit_code"), "patch", patch, "flags",
-		result_get(j, "flags"), "changes", result_get(j, "changes"),
-		"excluded", result_get(j, "excluded"), "workspace_kept",
-		result_get(j, "workspace_kept"), "error",
-		j->lost ? j->error : NULL));
+	json_object_set_new(report, "patch",
+	    patch != NULL ? patch : json_null());
 	patch = NULL;
+	http_reply_json(res, 200, report);
+	report = NULL;
 out:
 	json_decref(patch);
-	pthread_mutex_unlock(&s->l.mu);
+	json_decref(report);
 	free(text);
 }
 
@@ -2441,6 +2562,21 @@ metrics(void *ctx, struct buf *out)
 	metrics_sample(out, "cordon_serve_callbacks_total",
 	    "outcome=\"failed\"", s->callbacks_failed);
 	pthread_mutex_unlock(&s->l.mu);
+}
+
+/* /healthz: "spawner" ok, lost (it did not answer in time) or gone, and
+ * 503 unless ok: a serve without its spawner starts no job. */
+static int
+serve_health(void *ctx, json_t *out)
+{
+	struct serve *s = ctx;
+	int r = spawner_status(&s->sp);
+
+	json_object_set_new(out, "spawner",
+	    json_string(r == 0        ? "ok"
+		    : r == -ETIMEDOUT ? "lost"
+				      : "gone"));
+	return r < 0 ? -1 : 0;
 }
 
 static const struct http_route serve_routes[] = {
@@ -2628,6 +2764,7 @@ launcher_serve(int argc, char **argv)
 		.ctx = &s,
 		.keys = &l->keys,
 		.metrics = metrics,
+		.health = serve_health,
 		.stopping = serve_stopping,
 	};
 	/* Its own sandbox, late: no exec, mounts, namespaces or id changes

@@ -39,6 +39,9 @@
 #define ARGV_MAX 4096
 #define CHILDREN_MAX 1024
 #define LIVE_FD 4
+/* A wait for the spawner, in slices: another thread may take what it
+ * waits for meanwhile. */
+#define WAIT_SLICE_MS 10
 
 /* --- the spawner ------------------------------------------------------ */
 
@@ -337,8 +340,11 @@ spawner_start(struct spawner *sp, const char *cordon, const char *config_path,
 
 	sp->fd = -1;
 	sp->nexited = 0;
-	sp->gone = false;
+	sp->asking = sp->answered = false;
+	sp->answer_fd = -1;
+	sp->gone = sp->lost = false;
 	pthread_mutex_init(&sp->mu, NULL);
+	pthread_mutex_init(&sp->ask_mu, NULL);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf));
@@ -375,64 +381,94 @@ spawner_start(struct spawner *sp, const char *cordon, const char *config_path,
 
 /* --- the HTTP part's end ---------------------------------------------- */
 
-/* One message from the spawner into the table, or its pid answer into
- * *answer: 1 a message, 0 none within timeout_ms, -EPIPE gone. sp->mu
+/* Takes the spawner lost: nothing more is asked of it, and its end is
+ * shut down (the descriptor stays open for whoever polls it). sp->mu
  * held. */
-static int
-take(struct spawner *sp, int timeout_ms, int32_t *answer, bool *answered,
-    int *got_fd)
+static void
+lose(struct spawner *sp)
 {
-	char m[16];
-	struct pollfd p = { .fd = sp->fd, .events = POLLIN };
-	union {
-		struct cmsghdr h;
-		char space[CMSG_SPACE(sizeof(int))];
-	} c;
-	struct iovec iov = { m, sizeof(m) };
-	struct msghdr h = { .msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = c.space,
-		.msg_controllen = sizeof(c.space) };
-	ssize_t n;
-	int32_t a = 0, b;
-	int fd = -1;
-
-	if (sp->gone)
-		return -EPIPE;
-	if (poll(&p, 1, timeout_ms) == 0)
-		return 0;
-	n = recvmsg(sp->fd, &h, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	for (struct cmsghdr *ch = n > 0 ? CMSG_FIRSTHDR(&h) : NULL; ch != NULL;
-	     ch = CMSG_NXTHDR(&h, ch))
-		if (ch->cmsg_level == SOL_SOCKET &&
-		    ch->cmsg_type == SCM_RIGHTS &&
-		    ch->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(&fd, CMSG_DATA(ch), sizeof(int));
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	if (n <= 0) {
-		sp->gone = true;
-		return -EPIPE;
-	}
-	if (n >= 5)
-		memcpy(&a, m + 1, 4);
-	if (m[0] == 'P' && n == 5 && answer != NULL) {
-		*answer = a;
-		*answered = true;
-		if (got_fd != NULL)
-			*got_fd = steal_fd(&fd);
-	} else if (m[0] == 'X' && n == 9 && sp->nexited < SPAWNER_EXITED_MAX) {
-		memcpy(&b, m + 5, 4);
-		sp->exited[sp->nexited].pid = a;
-		sp->exited[sp->nexited].status = b;
-		sp->nexited++;
-	}
-	if (fd >= 0)
-		close(fd);
-	return 1;
+	if (!sp->gone && sp->fd >= 0)
+		(void)shutdown(sp->fd, SHUT_RDWR);
+	sp->lost = true;
+	sp->gone = true;
 }
 
-/* Sends m (and fds) and waits for the pid answer. sp->mu held. */
+/* What the spawner sent, never waiting: its 'X' into the table, its 'P'
+ * the answer of the request that waits (a descriptor with it kept; one
+ * nobody waits for is dropped). 0, or -EPIPE when it is gone. sp->mu
+ * held. */
+static int
+take(struct spawner *sp)
+{
+	for (;;) {
+		char m[16];
+		union {
+			struct cmsghdr h;
+			char space[CMSG_SPACE(sizeof(int))];
+		} c;
+		struct iovec iov = { m, sizeof(m) };
+		struct msghdr h = { .msg_iov = &iov,
+			.msg_iovlen = 1,
+			.msg_control = c.space,
+			.msg_controllen = sizeof(c.space) };
+		ssize_t n;
+		int32_t a = 0, b;
+		int fd = -1;
+
+		if (sp->gone || sp->fd < 0)
+			return -EPIPE;
+		n = recvmsg(sp->fd, &h, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		for (struct cmsghdr *ch = n > 0 ? CMSG_FIRSTHDR(&h) : NULL;
+		     ch != NULL; ch = CMSG_NXTHDR(&h, ch))
+			if (ch->cmsg_level == SOL_SOCKET &&
+			    ch->cmsg_type == SCM_RIGHTS &&
+			    ch->cmsg_len == CMSG_LEN(sizeof(int)))
+				memcpy(&fd, CMSG_DATA(ch), sizeof(int));
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (n <= 0) {
+			sp->gone = true;
+			return -EPIPE;
+		}
+		if (n >= 5)
+			memcpy(&a, m + 1, 4);
+		if (m[0] == 'P' && n == 5 && sp->asking && !sp->answered) {
+			sp->answer = a;
+			sp->answered = true;
+			sp->answer_fd = steal_fd(&fd);
+		} else if (m[0] == 'X' && n == 9 &&
+		    sp->nexited < SPAWNER_EXITED_MAX) {
+			memcpy(&b, m + 5, 4);
+			sp->exited[sp->nexited].pid = a;
+			sp->exited[sp->nexited].status = b;
+			sp->nexited++;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+/* Waits, without sp->mu, until the spawner's end has something to read
+ * (or events), at most timeout_ms. The descriptor is open until
+ * spawner_close. */
+static void
+wait_for(struct spawner *sp, short events, int timeout_ms)
+{
+	struct pollfd p = { .fd = sp->fd, .events = events };
+
+	(void)poll(&p, 1, timeout_ms);
+}
+
+/* The error of a request to a spawner lost or gone. sp->mu held. */
+static int
+gone_error(const struct spawner *sp)
+{
+	return sp->lost ? -ETIMEDOUT : -EPIPE;
+}
+
+/* Sends m (and fds) and waits for the pid answer, at most
+ * SPAWNER_ANSWER_MS in all: then the spawner is lost (-ETIMEDOUT). One
+ * request at a time (sp->ask_mu); sp->mu only between waits. */
 static pid_t
 ask(struct spawner *sp, const char *m, size_t len, const int *fds, int *got_fd)
 {
@@ -442,11 +478,10 @@ ask(struct spawner *sp, const char *m, size_t len, const int *fds, int *got_fd)
 	} c;
 	struct iovec iov = { (void *)m, len };
 	struct msghdr h = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int32_t answer = -EIO;
-	bool answered = false;
+	int64_t deadline = monotonic_ms() + SPAWNER_ANSWER_MS;
+	int32_t answer;
+	bool sent = false;
 
-	if (sp->gone || sp->fd < 0)
-		return -EPIPE;
 	if (fds != NULL) {
 		memset(&c, 0, sizeof(c));
 		h.msg_control = c.space;
@@ -457,13 +492,62 @@ ask(struct spawner *sp, const char *m, size_t len, const int *fds, int *got_fd)
 		ch->cmsg_len = CMSG_LEN(4 * sizeof(int));
 		memcpy(CMSG_DATA(ch), fds, 4 * sizeof(int));
 	}
-	if (sendmsg(sp->fd, &h, MSG_NOSIGNAL) != (ssize_t)len)
-		return errno == EMSGSIZE ? -E2BIG : -EPIPE;
-	while (!answered) {
-		int r = take(sp, -1, &answer, &answered, got_fd);
-		if (r < 0)
-			return r;
+	pthread_mutex_lock(&sp->ask_mu);
+	pthread_mutex_lock(&sp->mu);
+	for (;;) {
+		int64_t left = deadline - monotonic_ms();
+
+		if (sent)
+			(void)take(sp);
+		if (sent && sp->answered) {
+			answer = sp->answer;
+			if (got_fd != NULL)
+				*got_fd = steal_fd(&sp->answer_fd);
+			break;
+		}
+		if (sp->gone || sp->fd < 0) {
+			answer = gone_error(sp);
+			break;
+		}
+		if (!sent) {
+			ssize_t n =
+			    sendmsg(sp->fd, &h, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n == (ssize_t)len) {
+				sent = true;
+				sp->asking = true;
+				sp->answered = false;
+				sp->answer_fd = -1;
+				continue;
+			}
+			if (n >= 0 || (errno != EAGAIN && errno != EINTR)) {
+				answer = n < 0 && errno == EMSGSIZE ? -E2BIG
+								    : -EPIPE;
+				if (answer == -EPIPE)
+					sp->gone = true;
+				break;
+			}
+		}
+		if (left <= 0) {
+			/* Its answer, should it come late, would be taken
+			 * for the next request's. */
+			lose(sp);
+			answer = -ETIMEDOUT;
+			break;
+		}
+		/* In slices: another thread may take the answer meanwhile
+		 * (spawner_reaped reads what comes too). */
+		pthread_mutex_unlock(&sp->mu);
+		wait_for(sp, sent ? POLLIN : POLLOUT,
+		    left < WAIT_SLICE_MS ? (int)left : WAIT_SLICE_MS);
+		pthread_mutex_lock(&sp->mu);
 	}
+	sp->asking = false;
+	sp->answered = false;
+	if (sp->answer_fd >= 0)
+		close(sp->answer_fd);
+	sp->answer_fd = -1;
+	pthread_mutex_unlock(&sp->mu);
+	pthread_mutex_unlock(&sp->ask_mu);
 	return answer;
 }
 
@@ -503,9 +587,7 @@ spawner_run(struct spawner *sp, const char *manifest, const char *const *inputs,
 		free(m);
 		return -E2BIG;
 	}
-	pthread_mutex_lock(&sp->mu);
 	pid = ask(sp, m, len, fds, NULL);
-	pthread_mutex_unlock(&sp->mu);
 	free(m);
 	return pid;
 }
@@ -513,12 +595,7 @@ spawner_run(struct spawner *sp, const char *manifest, const char *const *inputs,
 pid_t
 spawner_recover(struct spawner *sp)
 {
-	pid_t pid;
-
-	pthread_mutex_lock(&sp->mu);
-	pid = ask(sp, "C", 1, NULL, NULL);
-	pthread_mutex_unlock(&sp->mu);
-	return pid;
+	return ask(sp, "C", 1, NULL, NULL);
 }
 
 int
@@ -531,9 +608,7 @@ spawner_open_patch(struct spawner *sp, const char *job)
 	if (n == 0 || n > 64)
 		return -EINVAL;
 	memcpy(m + 1, job, n);
-	pthread_mutex_lock(&sp->mu);
 	r = ask(sp, m, n + 1, NULL, &fd);
-	pthread_mutex_unlock(&sp->mu);
 	if (r < 0) {
 		if (fd >= 0)
 			close(fd);
@@ -547,15 +622,11 @@ spawner_remove_patch(struct spawner *sp, const char *job)
 {
 	char m[65] = { 'D' };
 	size_t n = strlen(job);
-	int r;
 
 	if (n == 0 || n > 64)
 		return -EINVAL;
 	memcpy(m + 1, job, n);
-	pthread_mutex_lock(&sp->mu);
-	r = ask(sp, m, n + 1, NULL, NULL);
-	pthread_mutex_unlock(&sp->mu);
-	return r;
+	return ask(sp, m, n + 1, NULL, NULL);
 }
 
 int
@@ -567,9 +638,11 @@ spawner_stop(struct spawner *sp, pid_t pid)
 
 	memcpy(m + 1, &p, 4);
 	pthread_mutex_lock(&sp->mu);
-	if (sp->gone || sp->fd < 0 ||
-	    send(sp->fd, m, sizeof(m), MSG_NOSIGNAL) != sizeof(m))
-		r = -EPIPE;
+	if (sp->gone || sp->fd < 0)
+		r = gone_error(sp);
+	else if (send(sp->fd, m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+	    sizeof(m))
+		r = errno == EAGAIN ? -EAGAIN : -EPIPE;
 	pthread_mutex_unlock(&sp->mu);
 	return r;
 }
@@ -577,13 +650,14 @@ spawner_stop(struct spawner *sp, pid_t pid)
 int
 spawner_reaped(struct spawner *sp, pid_t pid, int *status, int timeout_ms)
 {
-	int r = 0;
+	int64_t deadline = monotonic_ms() + timeout_ms;
+	int r;
 
 	pthread_mutex_lock(&sp->mu);
-	/* What has come, without waiting. */
-	while (take(sp, 0, NULL, NULL, NULL) > 0)
-		;
-	for (int64_t waited = 0;; waited += 10) {
+	for (;;) {
+		int64_t left;
+
+		(void)take(sp);
 		for (size_t i = 0; i < sp->nexited; i++)
 			if (sp->exited[i].pid == pid) {
 				*status = sp->exited[i].status;
@@ -595,13 +669,27 @@ spawner_reaped(struct spawner *sp, pid_t pid, int *status, int timeout_ms)
 			r = -EPIPE;
 			break;
 		}
-		if (waited >= timeout_ms)
-			break;
-		if (take(sp, 10, NULL, NULL, NULL) < 0) {
-			r = -EPIPE;
+		if ((left = deadline - monotonic_ms()) <= 0) {
+			r = 0;
 			break;
 		}
+		pthread_mutex_unlock(&sp->mu);
+		wait_for(sp, POLLIN,
+		    left < WAIT_SLICE_MS ? (int)left : WAIT_SLICE_MS);
+		pthread_mutex_lock(&sp->mu);
 	}
+	pthread_mutex_unlock(&sp->mu);
+	return r;
+}
+
+int
+spawner_status(struct spawner *sp)
+{
+	int r;
+
+	pthread_mutex_lock(&sp->mu);
+	(void)take(sp);
+	r = sp->gone || sp->fd < 0 ? gone_error(sp) : 0;
 	pthread_mutex_unlock(&sp->mu);
 	return r;
 }
@@ -610,15 +698,27 @@ int
 spawner_close(struct spawner *sp)
 {
 	int st;
+	pid_t p = 0;
 
 	if (sp->fd < 0)
 		return -1;
 	close(sp->fd);
 	sp->fd = -1;
+	/* A lost one may never end (stopped, hung): not waited for long. */
+	for (int waited = 0; sp->lost && p == 0; waited += 10) {
+		if ((p = waitpid(sp->pid, &st, WNOHANG)) == 0) {
+			if (waited >= SPAWNER_ANSWER_MS)
+				return -1;
+			usleep(10 * 1000);
+		}
+	}
 	sp->gone = true;
-	if (waitpid(sp->pid, &st, 0) != sp->pid)
+	if (p == 0)
+		p = waitpid(sp->pid, &st, 0);
+	if (p != sp->pid)
 		return -1;
 	pthread_mutex_destroy(&sp->mu);
+	pthread_mutex_destroy(&sp->ask_mu);
 	return st;
 }
 

@@ -23,18 +23,31 @@
 
 #define SPAWNER_MSG_MAX (128 * 1024)
 #define SPAWNER_EXITED_MAX 4096
+/* How long a request waits for the spawner's answer. One that does not
+ * come makes the spawner lost: asked nothing more (a late answer would be
+ * taken for the next request's), its end shut down (a spawner that comes
+ * back stops its children and exits), every later request -ETIMEDOUT. */
+#define SPAWNER_ANSWER_MS 5000
 
-/* The HTTP part's end: the statuses told and not yet asked for. */
+/* The HTTP part's end: the statuses told and not yet asked for. mu guards
+ * the rest and is never held across a wait; ask_mu keeps one request at
+ * a time (the answers come in order), held across its wait, which
+ * SPAWNER_ANSWER_MS bounds. */
 struct spawner {
 	int fd; /* -1: none */
 	pid_t pid;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu, ask_mu;
 	struct {
 		pid_t pid;
 		int status;
 	} exited[SPAWNER_EXITED_MAX];
 	size_t nexited;
+	bool asking; /* a request waits for its answer */
+	bool answered;
+	int32_t answer;
+	int answer_fd; /* a descriptor with the answer, or -1 */
 	bool gone; /* its end closed: no status will come */
+	bool lost; /* it did not answer in time: gone too */
 };
 
 /*
@@ -69,7 +82,8 @@ int spawner_open_patch(struct spawner *sp, const char *job);
  * 0, or -errno (-ENOENT: there was none; -EINVAL: job is not a name). */
 int spawner_remove_patch(struct spawner *sp, const char *job);
 
-/* Asks the spawner to send SIGTERM to its child pid: 0 or -errno. */
+/* Asks the spawner to send SIGTERM to its child pid, never waiting: 0 or
+ * -errno (-EAGAIN: its socket is full). */
 int spawner_stop(struct spawner *sp, pid_t pid);
 
 /*
@@ -79,8 +93,13 @@ int spawner_stop(struct spawner *sp, pid_t pid);
  */
 int spawner_reaped(struct spawner *sp, pid_t pid, int *status, int timeout_ms);
 
+/* 0 while the spawner answers; -ETIMEDOUT once it is lost (a request
+ * got no answer in SPAWNER_ANSWER_MS), -EPIPE once it is gone. */
+int spawner_status(struct spawner *sp);
+
 /* Closes the HTTP part's end (the spawner stops what runs) and waits for
- * the spawner: its exit status as waitpid's, or -1. */
+ * the spawner (a lost one at most SPAWNER_ANSWER_MS): its exit status as
+ * waitpid's, or -1. */
 int spawner_close(struct spawner *sp);
 
 /* The user the HTTP part drops to: cordon-serve, else nobody. 0, or
