@@ -119,6 +119,9 @@ struct pconn {
 	 * the broker's verdict once it came (tokens.c). */
 	struct token_set tokens;
 	bool body_hold; /* forwarding the body waits on an introspection */
+	/* The last introspection got no answer or the broker's 503: its
+	 * introspection_failed is unavailability (503), not a refusal. */
+	bool introspect_down;
 	bool up_eof_held; /* the upstream closed while the body was held */
 	uint64_t body_left;
 	struct http1_chunked chunk;
@@ -1479,6 +1482,7 @@ on_introspect(void *arg, int status, json_t *body)
 	struct pconn *c = arg;
 
 	c->call = NULL;
+	c->introspect_down = status == 0 || status == 503;
 	const char *why = token_verdict(c, status, body);
 	tokens_judged(&c->tokens, c->tokens.judging, why);
 	if (why == NULL) {
@@ -1488,6 +1492,18 @@ on_introspect(void *arg, int status, json_t *body)
 		token_keep(c, c->tokens.judging, body);
 	}
 	judge_tokens_next(c);
+}
+
+/* A token refused (why): 403 token, but 503 with Retry-After when the
+ * broker could not be asked (no answer, its 503): the request may pass
+ * once it answers; it is refused all the same (fail closed). */
+static void
+token_deny(struct pconn *c, const char *why)
+{
+	if (c->introspect_down && strcmp(why, "introspection_failed") == 0)
+		deny_unavailable(c, "token", why, RETRY_UNAVAILABLE_S);
+	else
+		deny(c, "token", why);
 }
 
 /* The head's tokens, one broker call at a time; on the first refusal the
@@ -1503,7 +1519,7 @@ judge_tokens_next(struct pconn *c)
 	why = tokens_refusal(&c->tokens);
 	if (why != NULL) {
 		tokens_tell_rest(c);
-		deny(c, "token", why);
+		token_deny(c, why);
 		return;
 	}
 	inject_then_upstream(c);
@@ -1520,6 +1536,7 @@ judge_head_tokens(struct pconn *c)
 		return;
 	}
 	c->tokens.judging = 0;
+	c->introspect_down = false;
 	c->state = CS_TOKEN;
 	judge_tokens_next(c);
 }
@@ -2074,13 +2091,14 @@ on_body_introspect(void *arg, int status, json_t *body)
 	const char *why = token_verdict(c, status, body);
 
 	c->call = NULL;
+	c->introspect_down = status == 0 || status == 503;
 	tokens_judged(&c->tokens, c->tokens.judging, why);
 	if (why == NULL)
 		token_keep(c, c->tokens.judging, body);
 	if (why != NULL) {
 		/* Part of the request went up: that connection is done. */
 		up_drop(c);
-		deny(c, "token", why);
+		token_deny(c, why);
 		return;
 	}
 	if (c->up_eof_held) {

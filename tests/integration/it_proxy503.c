@@ -332,6 +332,38 @@ START_TEST(a_release_with_no_answer_is_503_release_timeout)
 }
 END_TEST
 
+START_TEST(an_introspection_with_no_answer_is_503)
+{
+	char req[1024], *resp = NULL;
+
+	/* The job's token never used yet: its request is introspected, and
+	 * the broker is stopped (as above, tried again if the feed was
+	 * missed first). */
+	injected_get(req, sizeof(req), "api.test", "close");
+	for (int tries = 0; tries < 5; tries++) {
+		wait_no_conns();
+		broker_stop_signal();
+		int fd = unix_connect(k.channel);
+		ck_assert_int_ge(fd, 0);
+		resp = http_exchange(fd, req, strlen(req), 15000);
+		close(fd);
+		ck_assert_ptr_nonnull(resp);
+		broker_continue();
+		if (strstr(resp, "feed_unavailable") == NULL)
+			break;
+		free(resp);
+		resp = NULL;
+	}
+	ck_assert_ptr_nonnull(resp);
+	printf("an introspection with no answer: %.300s\n", resp);
+	fflush(stdout);
+	assert_unavailable(resp, "introspection_failed", 2);
+	ck_assert_msg(strstr(resp, "X-Cordon-Deny: token\r\n") != NULL,
+	    "%.400s", resp);
+	free(resp);
+}
+END_TEST
+
 /* --- Retry-After on the other 503s ------------------------------------ */
 
 START_TEST(the_brokers_503s_carry_its_retry_after)
@@ -485,6 +517,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_release_whose_broker_connection_dropped_is_503);
 	tcase_add_test(tc, a_release_with_no_answer_is_503_release_timeout);
+	tcase_add_test(tc, an_introspection_with_no_answer_is_503);
 	tcase_add_test(tc, the_brokers_503s_carry_its_retry_after);
 	tcase_add_test(tc, feed_unavailable_is_503_with_retry_after);
 	tcase_add_test(tc, a_client_gone_while_the_upstream_thinks_is_let_go);
