@@ -11,6 +11,7 @@
  * and no packet anywhere on the host carries it. A client whose binary
  * is missing is skipped (the test then exits 77, the reason printed).
  */
+#include "clientkit.h"
 #include "harness.h"
 #include "upstream.h"
 
@@ -30,7 +31,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,9 +38,7 @@
 
 static struct stack st;
 static struct upstream *plain;
-static pid_t server = -1;
-static unsigned tls_port;
-static json_t *last; /* the last run's result */
+static struct clientkit_tls tls;
 
 /* The clients, by the binary each needs; missing[i] when it is not
  * there (decided in main, before the tests fork). */
@@ -101,62 +99,19 @@ make_files(const char *dir)
 	ck_assert_msg(system(cmd) == 0, "the test repository: %s", cmd);
 }
 
-/* An HTTPS static server on 127.0.0.1 over srv/, its port read back. */
-static void
-start_server(const char *dir, const char *cert, const char *key)
-{
-	static const char script[] =
-	    "import functools, http.server, ssl, sys\n"
-	    "h = functools.partial(http.server.SimpleHTTPRequestHandler,"
-	    " directory=sys.argv[1])\n"
-	    "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), h)\n"
-	    "c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
-	    "c.load_cert_chain(sys.argv[2], sys.argv[3])\n"
-	    "s.socket = c.wrap_socket(s.socket, server_side=True)\n"
-	    "print(s.server_address[1], flush=True)\n"
-	    "s.serve_forever()\n";
-	char root[600], buf[32] = { 0 };
-	int p[2];
-
-	snprintf(root, sizeof(root), "%s/srv", dir);
-	ck_assert_int_eq(pipe(p), 0);
-	server = fork();
-	ck_assert_int_ge(server, 0);
-	if (server == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		dup2(p[1], STDOUT_FILENO);
-		if (null >= 0)
-			dup2(null, STDERR_FILENO);
-		execl("/usr/bin/python3", "python3", "-c", script, root, cert,
-		    key, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	ck_assert_int_gt(read(p[0], buf, sizeof(buf) - 1), 0);
-	close(p[0]);
-	tls_port = (unsigned)strtoul(buf, NULL, 10);
-	ck_assert_uint_gt(tls_port, 0);
-}
-
 static void
 setup(void)
 {
-	const char *hosts[] = { "tls.test", NULL };
 	const char *dir = harness_tmpdir();
-	char cert[400], key[400], ca[400], path[600];
+	char path[600];
 	struct stack_options o = { .uid_base = 537000,
 		.hosts = "127.0.0.1 tls.test api.test\n",
-		.upstream_ca_file = ca };
+		.upstream_ca_file = tls.ca };
 
 	signal(SIGPIPE, SIG_IGN);
-	ck_assert_int_eq(test_ca_make(dir, hosts), 0);
-	snprintf(cert, sizeof(cert), "%s/tls.test.pem", dir);
-	snprintf(key, sizeof(key), "%s/tls.test.key", dir);
-	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-	snprintf(path, sizeof(path), "%s/srv", dir);
-	ck_assert_int_eq(mkdir(path, 0755), 0);
+	clientkit_tls_prepare(&tls, dir);
 	make_files(dir);
-	start_server(dir, cert, key);
+	clientkit_tls_start(&tls);
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
 	stack_start(&st, &o);
@@ -167,7 +122,7 @@ setup(void)
 			      "s:[s, s], s:s, s:[s]}, {s:s, s:i, s:[s], "
 			      "s:[s], s:s, s:[s]}], s:{s:i, s:i, s:i}}",
 	    "name", "clients-job", "command", "/bin/true", "egress", "host",
-	    "tls.test", "port", (int)tls_port, "tls", "terminate", "methods",
+	    "tls.test", "port", (int)tls.port, "tls", "terminate", "methods",
 	    "GET", "HEAD", "paths", "/ok/", "/repo.git/", "reason", "the files",
 	    "allow_cidrs", "127.0.0.0/8", "host", "api.test", "port",
 	    upstream_port(plain), "methods", "GET", "paths", "/ok/", "reason",
@@ -180,13 +135,7 @@ setup(void)
 static void
 teardown(void)
 {
-	if (server > 0) {
-		kill(server, SIGTERM);
-		waitpid(server, NULL, 0);
-		server = -1;
-	}
-	json_decref(last);
-	last = NULL;
+	clientkit_tls_stop(&tls);
 	upstream_stop(plain);
 	stack_stop(&st);
 }
@@ -232,65 +181,19 @@ build_raw(void)
 	    "cc: %s", e);
 }
 
-/* Runs `cordon run --json` of clients-job with script under /bin/sh -c
- * (in the input's directory): the job's stdout (free it). */
+/* A run of clients-job (clientkit_run): the job's stdout (free it). */
 static char *
 run_stdout(const char *script)
 {
-	static char out[1 << 20], err[1 << 16];
-	char input[400], full[16384];
-	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
-		"--config", st.launcher_cfg, "--manifest", "clients-job",
-		"--input", input, "--", "/bin/sh", "-c", full, NULL };
-
-	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
-	snprintf(full, sizeof(full), "cd repo\n%s", script);
-	int status =
-	    harness_run_for(argv, 110000, out, sizeof(out), err, sizeof(err));
-	json_t *j = json_loads(out, 0, NULL);
-	ck_assert_msg(j != NULL, "no JSON from cordon run (status %d): %s\n%s",
-	    status, out, err);
-	const char *text = json_string_value(
-	    json_object_get(json_object_get(json_object_get(j, "output"),
-				"stdout"),
-		"text"));
-	char *copy = strdup(text != NULL ? text : "");
-	if (getenv("CLIENTS_DEBUG") != NULL)
-		fprintf(stderr, "%s\n--- stderr ---\n%s\n", copy, err);
-	ck_assert_msg(status == 0, "cordon run: %d\n%s\n%s", status, copy, err);
-	json_decref(last);
-	last = j;
-	return copy;
+	return clientkit_run(&st, "clients-job", script, "CLIENTS_DEBUG", NULL);
 }
 
-/* Whether the proxy logged a line with decision (and reason, kind when
- * not NULL) for host whose path starts with path (NULL: any). */
+/* The proxy's decision line (clientkit_logged, any kind). */
 static bool
 logged(const char *host, const char *path, const char *decision,
     const char *reason)
 {
-	json_t *lines = daemon_log_lines(&st.proxy), *l;
-	bool seen = false;
-	size_t i;
-
-	json_array_foreach(lines, i, l)
-	{
-		const char *h = json_string_value(json_object_get(l, "host"));
-		const char *p = json_string_value(json_object_get(l, "path"));
-		const char *d =
-		    json_string_value(json_object_get(l, "decision"));
-		const char *r = json_string_value(json_object_get(l, "reason"));
-		seen = seen ||
-		    (h != NULL && d != NULL && strcmp(h, host) == 0 &&
-			strcmp(d, decision) == 0 &&
-			(path == NULL ||
-			    (p != NULL &&
-				strncmp(p, path, strlen(path)) == 0)) &&
-			(reason == NULL ||
-			    (r != NULL && strcmp(r, reason) == 0)));
-	}
-	json_decref(lines);
-	return seen;
+	return clientkit_logged(&st.proxy, host, path, decision, reason, NULL);
 }
 
 /* Asserts out has line, for client (skipped when missing). */
@@ -327,7 +230,7 @@ START_TEST(every_client_reaches_the_allowed_and_is_refused_the_rest)
 	if (have("raw"))
 		build_raw();
 	copy_in(JOBS "/node.js", "node.js");
-	snprintf(u, sizeof(u), "https://tls.test:%u", tls_port);
+	snprintf(u, sizeof(u), "https://tls.test:%u", tls.port);
 	snprintf(script, sizeof(script),
 	    "U=%s\n"
 	    "if [ -x /usr/bin/curl ]; then\n"

@@ -15,18 +15,15 @@
  * roots, each a trustedCertEntry, password "changeit". Without a java
  * the test exits 77, saying so.
  */
+#include "clientkit.h"
 #include "harness.h"
-#include "upstream.h"
 
 #include <check.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define JAVA "/usr/bin/java"
@@ -34,72 +31,28 @@
 #define CLIENT CORDON_SOURCE_DIR "/tests/integration/jobs/jvm/Client.java"
 
 static struct stack st;
-static pid_t server = -1;
-static unsigned tls_port;
-
-/* An HTTPS static server on 127.0.0.1 over dir/srv, its port read back. */
-static void
-start_server(const char *dir, const char *cert, const char *key)
-{
-	static const char script[] =
-	    "import functools, http.server, ssl, sys\n"
-	    "h = functools.partial(http.server.SimpleHTTPRequestHandler,"
-	    " directory=sys.argv[1])\n"
-	    "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), h)\n"
-	    "c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
-	    "c.load_cert_chain(sys.argv[2], sys.argv[3])\n"
-	    "s.socket = c.wrap_socket(s.socket, server_side=True)\n"
-	    "print(s.server_address[1], flush=True)\n"
-	    "s.serve_forever()\n";
-	char root[600], buf[32] = { 0 };
-	int p[2];
-
-	snprintf(root, sizeof(root), "%s/srv", dir);
-	ck_assert_int_eq(pipe(p), 0);
-	server = fork();
-	ck_assert_int_ge(server, 0);
-	if (server == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		dup2(p[1], STDOUT_FILENO);
-		if (null >= 0)
-			dup2(null, STDERR_FILENO);
-		execl("/usr/bin/python3", "python3", "-c", script, root, cert,
-		    key, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	ck_assert_int_gt(read(p[0], buf, sizeof(buf) - 1), 0);
-	close(p[0]);
-	tls_port = (unsigned)strtoul(buf, NULL, 10);
-	ck_assert_uint_gt(tls_port, 0);
-}
+static struct clientkit_tls tls;
 
 static void
 setup(void)
 {
-	const char *hosts[] = { "tls.test", NULL };
 	const char *dir = harness_tmpdir();
-	char cert[400], key[400], ca[400], path[600], cmd[1500];
+	char path[600], cmd[1500];
 	struct stack_options o = { .uid_base = 546000,
 		.hosts = "127.0.0.1 tls.test\n",
-		.upstream_ca_file = ca };
+		.upstream_ca_file = tls.ca };
 
 	signal(SIGPIPE, SIG_IGN);
-	ck_assert_int_eq(test_ca_make(dir, hosts), 0);
-	snprintf(cert, sizeof(cert), "%s/tls.test.pem", dir);
-	snprintf(key, sizeof(key), "%s/tls.test.key", dir);
-	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-	snprintf(path, sizeof(path), "%s/srv", dir);
+	clientkit_tls_prepare(&tls, dir);
+	snprintf(path, sizeof(path), "%s/ok", tls.srv);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/srv/ok", dir);
-	ck_assert_int_eq(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/srv/ok/jvm.txt", dir);
+	snprintf(path, sizeof(path), "%s/ok/jvm.txt", tls.srv);
 	harness_write_file(path, "hello jvm\n");
 	chmod(path, 0644);
-	snprintf(path, sizeof(path), "%s/srv/ok/relay.txt", dir);
+	snprintf(path, sizeof(path), "%s/ok/relay.txt", tls.srv);
 	harness_write_file(path, "hello relay\n");
 	chmod(path, 0644);
-	start_server(dir, cert, key);
+	clientkit_tls_start(&tls);
 	stack_start(&st, &o);
 	snprintf(path, sizeof(path), "%s/repo", st.inputs);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
@@ -109,7 +62,7 @@ setup(void)
 	json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:i, s:s, s:[s], "
 			      "s:[s], s:s, s:[s]}], s:{s:i, s:i, s:i}}",
 	    "name", "jvm-job", "command", "/bin/true", "egress", "host",
-	    "tls.test", "port", (int)tls_port, "tls", "terminate", "methods",
+	    "tls.test", "port", (int)tls.port, "tls", "terminate", "methods",
 	    "GET", "paths", "/ok/", "reason", "the files", "allow_cidrs",
 	    "127.0.0.0/8", "limits", "wall_seconds", 120, "memory_mb", 1024,
 	    "pids", 256);
@@ -120,81 +73,16 @@ setup(void)
 static void
 teardown(void)
 {
-	if (server > 0) {
-		kill(server, SIGTERM);
-		waitpid(server, NULL, 0);
-		server = -1;
-	}
+	clientkit_tls_stop(&tls);
 	stack_stop(&st);
 }
 
-/* Runs `cordon run --json` of jvm-job with script under /bin/sh -c (in
- * the input's directory): the job's stdout (free it); the result's
- * stderr text into err_text when not NULL. */
-static char *
-run_stdout(const char *script, char **err_text)
-{
-	static char out[1 << 20], err[1 << 16];
-	char input[400], full[8192];
-	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
-		"--config", st.launcher_cfg, "--manifest", "jvm-job", "--input",
-		input, "--", "/bin/sh", "-c", full, NULL };
-
-	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
-	snprintf(full, sizeof(full), "cd repo\n%s", script);
-	int status =
-	    harness_run_for(argv, 110000, out, sizeof(out), err, sizeof(err));
-	json_t *j = json_loads(out, 0, NULL);
-	ck_assert_msg(j != NULL, "no JSON from cordon run (status %d): %s\n%s",
-	    status, out, err);
-	json_t *o = json_object_get(j, "output");
-	const char *text = json_string_value(
-	    json_object_get(json_object_get(o, "stdout"), "text"));
-	const char *etext = json_string_value(
-	    json_object_get(json_object_get(o, "stderr"), "text"));
-	char *copy = strdup(text != NULL ? text : "");
-	if (getenv("JVM_DEBUG") != NULL)
-		fprintf(stderr,
-		    "%s\n--- job's stderr ---\n%s\n--- stderr ---\n%s\n", copy,
-		    etext != NULL ? etext : "", err);
-	ck_assert_msg(status == 0, "cordon run: %d\n%s\n%s\n%s", status, copy,
-	    etext != NULL ? etext : "", err);
-	if (err_text != NULL)
-		*err_text = strdup(etext != NULL ? etext : "");
-	json_decref(j);
-	return copy;
-}
-
-/* Whether the proxy logged a line of host with decision, kind and
- * reason (each NULL: any) for a path that starts with path (NULL: any). */
+/* The proxy's decision line (clientkit_logged). */
 static bool
 logged(const char *host, const char *path, const char *decision,
     const char *reason, const char *kind)
 {
-	json_t *lines = daemon_log_lines(&st.proxy), *l;
-	bool seen = false;
-	size_t i;
-
-	json_array_foreach(lines, i, l)
-	{
-		const char *h = json_string_value(json_object_get(l, "host"));
-		const char *p = json_string_value(json_object_get(l, "path"));
-		const char *d =
-		    json_string_value(json_object_get(l, "decision"));
-		const char *r = json_string_value(json_object_get(l, "reason"));
-		const char *k = json_string_value(json_object_get(l, "kind"));
-		seen = seen ||
-		    (h != NULL && d != NULL && strcmp(h, host) == 0 &&
-			strcmp(d, decision) == 0 &&
-			(path == NULL ||
-			    (p != NULL &&
-				strncmp(p, path, strlen(path)) == 0)) &&
-			(reason == NULL ||
-			    (r != NULL && strcmp(r, reason) == 0)) &&
-			(kind == NULL || (k != NULL && strcmp(k, kind) == 0)));
-	}
-	json_decref(lines);
-	return seen;
+	return clientkit_logged(&st.proxy, host, path, decision, reason, kind);
 }
 
 #define EXPECT(...)                                                            \
@@ -230,7 +118,7 @@ START_TEST(java_reaches_the_allowed_and_is_refused_the_rest)
 	host_entries = keytool_entries(o);
 	ck_assert_int_gt(host_entries, 0);
 
-	snprintf(u, sizeof(u), "https://tls.test:%u", tls_port);
+	snprintf(u, sizeof(u), "https://tls.test:%u", tls.port);
 	snprintf(script, sizeof(script),
 	    "echo JAVA_TOOL_OPTIONS=${JAVA_TOOL_OPTIONS-unset}\n"
 	    "echo AWS_CA_BUNDLE=${AWS_CA_BUNDLE-unset}\n"
@@ -257,7 +145,7 @@ START_TEST(java_reaches_the_allowed_and_is_refused_the_rest)
 	    "keytool -list -cacerts -storepass wrong >/dev/null 2>&1; "
 	    "echo wrong=$?\n",
 	    u, u, u, u);
-	out = run_stdout(script, &err);
+	out = clientkit_run(&st, "jvm-job", script, "JVM_DEBUG", &err);
 	EXPECT("JAVA_TOOL_OPTIONS=unset\n");
 	struct stat awk;
 	if (lstat("/usr/bin/awk", &awk) == 0 && S_ISLNK(awk.st_mode))
