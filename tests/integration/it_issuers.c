@@ -17,6 +17,8 @@
  * path's result and summary line list the upstream revocations.
  */
 #include "harness.h"
+#include "injectkit.h"
+#include "issuerkit.h"
 #include "upstream.h"
 
 #include <check.h>
@@ -84,70 +86,25 @@ slurp(const char *path)
 static void
 issuer_start(bool refuse_revoke)
 {
-	char cert[400], key[400], portf[400], pub[400], line[32];
-	const char *const hosts[] = { "127.0.0.1", NULL };
+	char pub[400];
 
-	snprintf(cert, sizeof(cert), "%s/127.0.0.1.pem", dir);
-	snprintf(key, sizeof(key), "%s/127.0.0.1.key", dir);
-	snprintf(portf, sizeof(portf), "%s/issuer.port", dir);
 	snprintf(pub, sizeof(pub), "%s/app.pub", dir);
-	if (access(ca, R_OK) != 0)
-		ck_assert_int_eq(test_ca_make(dir, hosts), 0);
-	unlink(portf);
-	issuer_pid = fork();
-	ck_assert_int_ge(issuer_pid, 0);
-	if (issuer_pid == 0) {
-		char script[400];
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		snprintf(script, sizeof(script), "%s",
-		    CORDON_SOURCE_DIR
-		    "/tests/integration/jobs/issuers/issuer.py");
-		execl("/usr/bin/python3", "python3", "-B", script, "--cert",
-		    cert, "--key", key, "--port-file", portf, "--events",
-		    events, "--public-key", pub, "--client-secret",
-		    client_secret, refuse_revoke ? "--refuse-revoke" : NULL,
-		    (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0;
-	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
-		usleep(50000);
-	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
-	issuer_port = (unsigned)strtoul(line, NULL, 10);
-	ck_assert_uint_gt(issuer_port, 0);
+	const char *args[] = { "--public-key", pub, "--client-secret",
+		client_secret, refuse_revoke ? "--refuse-revoke" : NULL, NULL };
+	issuer_pid = issuerkit_start(dir, events, args, &issuer_port);
 }
 
 static void
 issuer_kill(void)
 {
-	if (issuer_pid > 0) {
-		kill(issuer_pid, SIGKILL);
-		waitpid(issuer_pid, NULL, 0);
-		issuer_pid = -1;
-	}
+	issuerkit_kill(&issuer_pid);
 }
 
 /* The issuer's events so far, of kind event (NULL: all): a new array. */
 static json_t *
 issuer_events(const char *event)
 {
-	char *text = slurp(events), *line, *nl;
-	json_t *out = json_array();
-
-	for (line = text; *line != '\0'; line = nl + 1) {
-		nl = strchr(line, '\n');
-		if (nl == NULL)
-			break;
-		*nl = '\0';
-		json_t *e = json_loads(line, 0, NULL);
-		const char *ev = json_string_value(json_object_get(e, "event"));
-		if (e != NULL &&
-		    (event == NULL || (ev != NULL && strcmp(ev, event) == 0)))
-			json_array_append(out, e);
-		json_decref(e);
-	}
-	free(text);
-	return out;
+	return issuerkit_events(events, event);
 }
 
 /* --- the broker and the proxy ------------------------------------------- */
@@ -341,25 +298,6 @@ get_with(const char *tok)
 	return send_on(req);
 }
 
-/* The value of the metric name on d, or -1. */
-static long long
-metric(const struct daemon *d, const char *name)
-{
-	char cmd[256], line[512];
-	long long v = -1;
-	size_t n = strlen(name);
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "curl -s %s/metrics", d->base);
-	f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, name, n) == 0 && line[n] == ' ')
-			v = strtoll(line + n + 1, NULL, 10);
-	pclose(f);
-	return v;
-}
-
 static bool
 audited_now(const char *job, const char *event, const char *not_holding)
 {
@@ -450,7 +388,8 @@ START_TEST(oauth_token_injected_held_and_revoked_at_stop)
 	json_t *again = issuer_events("token");
 	ck_assert_uint_eq(json_array_size(again), 1);
 	json_decref(again);
-	ck_assert_int_eq(metric(&broker, "cordon_broker_upstream_issued_total"),
+	ck_assert_int_eq(injectkit_metric(&broker,
+			     "cordon_broker_upstream_issued_total"),
 	    1);
 
 	/* The revoke: RFC 7009 at the issuer, and the answer lists it. */
@@ -478,7 +417,7 @@ START_TEST(oauth_token_injected_held_and_revoked_at_stop)
 	ck_assert(json_is_true(json_object_get(e, "client_ok")));
 	ck_assert(json_is_true(json_object_get(e, "was_live")));
 	json_decref(revs);
-	ck_assert_int_eq(metric(&broker,
+	ck_assert_int_eq(injectkit_metric(&broker,
 			     "cordon_broker_upstream_revoked_total"),
 	    1);
 	ck_assert(audited(job, "upstream_issued", issued));
@@ -621,7 +560,7 @@ START_TEST(issuer_down_at_stop_is_reported_and_the_job_still_dies)
 	    "%s", json_string_value(json_object_get(e, "error")));
 	json_decref(j);
 	ck_assert(!harness_token_active(&broker, verifier, t));
-	ck_assert_int_eq(metric(&broker,
+	ck_assert_int_eq(injectkit_metric(&broker,
 			     "cordon_broker_upstream_revoke_failures_total"),
 	    1);
 	ck_assert(audited(job, "upstream_revoke_failed", NULL));
@@ -760,7 +699,7 @@ START_TEST(a_refusing_token_endpoint_is_a_502_with_a_decision_line)
 	}
 	json_decref(lines);
 	ck_assert_msg(seen, "no decision line for the issuer's refusal");
-	ck_assert_int_eq(metric(&broker,
+	ck_assert_int_eq(injectkit_metric(&broker,
 			     "cordon_broker_upstream_issue_failures_total"),
 	    1);
 

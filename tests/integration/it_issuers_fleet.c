@@ -14,6 +14,8 @@
  * Without PostgreSQL it fails and says so, unless CORDON_TEST_NO_PG=1.
  */
 #include "harness.h"
+#include "injectkit.h"
+#include "issuerkit.h"
 #include "pg.h"
 #include "upstream.h"
 
@@ -23,8 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,33 +40,11 @@ static unsigned issuer_port;
 static void
 issuer_start_with(unsigned port, const char *flag)
 {
-	char cert[400], key[400], portf[400], line[32], ports[16];
-	const char *const hosts[] = { "127.0.0.1", NULL };
+	char ports[16];
 
-	snprintf(cert, sizeof(cert), "%s/127.0.0.1.pem", dir);
-	snprintf(key, sizeof(key), "%s/127.0.0.1.key", dir);
-	snprintf(portf, sizeof(portf), "%s/issuer.port", dir);
 	snprintf(ports, sizeof(ports), "%u", port);
-	if (access(ca, R_OK) != 0)
-		ck_assert_int_eq(test_ca_make(dir, hosts), 0);
-	unlink(portf);
-	issuer_pid = fork();
-	ck_assert_int_ge(issuer_pid, 0);
-	if (issuer_pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/usr/bin/python3", "python3", "-B",
-		    CORDON_SOURCE_DIR
-		    "/tests/integration/jobs/issuers/issuer.py",
-		    "--cert", cert, "--key", key, "--port-file", portf,
-		    "--events", events, "--port", ports, flag, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0;
-	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
-		usleep(50000);
-	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
-	issuer_port = (unsigned)strtoul(line, NULL, 10);
-	ck_assert_uint_gt(issuer_port, 0);
+	const char *args[] = { "--port", ports, flag, NULL };
+	issuer_pid = issuerkit_start(dir, events, args, &issuer_port);
 }
 
 static void
@@ -79,9 +57,7 @@ static void
 issuer_kill(void)
 {
 	ck_assert_int_gt(issuer_pid, 1);
-	kill(issuer_pid, SIGKILL);
-	waitpid(issuer_pid, NULL, 0);
-	issuer_pid = -1;
+	issuerkit_kill(&issuer_pid);
 }
 
 /* How many revocations of token the issuer saw; ok_only: answered 200
@@ -89,23 +65,18 @@ issuer_kill(void)
 static int
 issuer_revokes(const char *token, bool ok_only)
 {
-	FILE *f = fopen(events, "re");
-	char line[4096];
+	json_t *revs = issuerkit_events(events, "revoke"), *e;
+	size_t i;
 	int n = 0;
 
-	if (f == NULL)
-		return 0;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		json_t *e = json_loads(line, 0, NULL);
-		const char *ev = json_string_value(json_object_get(e, "event"));
+	json_array_foreach(revs, i, e)
+	{
 		const char *t = json_string_value(json_object_get(e, "token"));
-		if (ev != NULL && strcmp(ev, "revoke") == 0 && t != NULL &&
-		    strcmp(t, token) == 0 &&
+		if (t != NULL && strcmp(t, token) == 0 &&
 		    (!ok_only || json_object_get(e, "was_live") != NULL))
 			n++;
-		json_decref(e);
 	}
-	fclose(f);
+	json_decref(revs);
 	return n;
 }
 
@@ -238,25 +209,6 @@ revoke_at(const struct daemon *d, const char *job)
 	json_decref(j);
 	ck_assert(json_is_array(up));
 	return up;
-}
-
-/* The value of the metric name on d, or -1. */
-static long long
-metric(const struct daemon *d, const char *name)
-{
-	char cmd[256], line[512];
-	long long v = -1;
-	size_t n = strlen(name);
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "curl -s %s/metrics", d->base);
-	f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, name, n) == 0 && line[n] == ' ')
-			v = strtoll(line + n + 1, NULL, 10);
-	pclose(f);
-	return v;
 }
 
 /* How many records of event job's audit has (actor, when not NULL, is
@@ -395,10 +347,10 @@ START_TEST(a_refused_revocation_is_retried_until_the_issuer_answers)
 	ck_assert_msg(json_is_true(json_object_get(e, "pending")),
 	    "a refused revocation is not kept pending");
 	json_decref(up);
-	ck_assert_int_eq(metric(&A,
+	ck_assert_int_eq(injectkit_metric(&A,
 			     "cordon_broker_upstream_revocations_pending"),
 	    1);
-	ck_assert_int_eq(metric(&B,
+	ck_assert_int_eq(injectkit_metric(&B,
 			     "cordon_broker_upstream_revocations_pending"),
 	    1);
 	/* Audited off the request path (store_audit_async): looked for. */
@@ -419,10 +371,11 @@ START_TEST(a_refused_revocation_is_retried_until_the_issuer_answers)
 		usleep(100000);
 	ck_assert_int_eq(audited(job, "upstream_revoked", "broker"), 1);
 	for (i = 0; i < 100 &&
-	     metric(&B, "cordon_broker_upstream_revocations_pending") != 0;
+	     injectkit_metric(&B,
+		 "cordon_broker_upstream_revocations_pending") != 0;
 	     i++)
 		usleep(100000);
-	ck_assert_int_eq(metric(&B,
+	ck_assert_int_eq(injectkit_metric(&B,
 			     "cordon_broker_upstream_revocations_pending"),
 	    0);
 	/* Once: no broker tries it again. */
@@ -487,7 +440,7 @@ START_TEST(a_tripwire_does_not_wait_for_a_hung_issuer)
 	       "introspection took %.1f ms\n",
 	    tripwire_ms);
 	fflush(stdout);
-	ck_assert_int_eq(metric(&A,
+	ck_assert_int_eq(injectkit_metric(&A,
 			     "cordon_broker_upstream_revocations_pending"),
 	    1);
 	ck_assert_int_ge(audited(other, "tripwire", NULL), 1);
