@@ -16,7 +16,8 @@
  * guard_unavailable, the upstream got nothing); a scan-released value
  * never injected (B's request at the upstream carries no key); an
  * issuer's token (per job: no scan release) scanned for from the ones
- * the proxy released to any job. No job is
+ * the proxy released to any job; a list the broker cannot give for three
+ * refreshes refusing every request 503. No job is
  * spawned (no uid range used; base 1310000 reserved).
  */
 #include "harness.h"
@@ -530,6 +531,48 @@ START_TEST(an_issuers_token_stored_by_another_job_is_redacted)
 }
 END_TEST
 
+/*
+ * The broker answers the feed but not the bindings (its table renamed
+ * under it: a store failure of that query alone): once the proxy has not
+ * read a list for three bindings_refresh_seconds, every request is
+ * refused 503 bindings_unavailable, the injected one too.
+ */
+START_TEST(an_unread_bindings_list_refuses_every_request)
+{
+	struct injectkit k = { .up_pid = -1 };
+	char cmd[600], *resp = NULL;
+	bool refused = false;
+
+	injectkit_stack_start(&k, hosts, "proxy-guard",
+	    "\"bindings_refresh_seconds\": 1");
+	injectkit_secret(&k, "up-key", value);
+	k.up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
+	job_a(&k);
+	resp = injectkit_ask(&k, "GET", "/case/x", true);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+	snprintf(cmd, sizeof(cmd),
+	    "sqlite3 %s/var/broker/broker.db "
+	    "'ALTER TABLE bindings RENAME TO bindings_gone'",
+	    k.broker.dir);
+	ck_assert_int_eq(system(cmd), 0);
+	for (int i = 0; i < 200 && !refused; i++) {
+		resp = injectkit_ask(&k, "GET", "/case/x", true);
+		refused = http_status(resp) == 503 &&
+		    strstr(resp, "bindings_unavailable") != NULL;
+		if (!refused) {
+			ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+			free(resp);
+			usleep(100000);
+		}
+	}
+	ck_assert_msg(refused, "never refused bindings_unavailable");
+	free(resp);
+	injectkit_stop(&k);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -543,6 +586,7 @@ suite(void)
 	tcase_add_test(tc, passthrough_and_upgrade_to_a_bound_host_are_refused);
 	tcase_add_test(tc, a_scan_release_is_never_injected_and_fails_closed);
 	tcase_add_test(tc, an_issuers_token_stored_by_another_job_is_redacted);
+	tcase_add_test(tc, an_unread_bindings_list_refuses_every_request);
 	suite_add_tcase(s, tc);
 	return s;
 }
