@@ -252,7 +252,7 @@ injectkit_secret(struct injectkit *k, const char *name, const char *value)
 void
 injectkit_job_start(struct injectkit *k, const char *name, json_t *m)
 {
-	char path[400], req[1024], *resp;
+	char path[400];
 	json_t *j;
 
 	ck_assert_ptr_nonnull(m);
@@ -270,20 +270,27 @@ injectkit_job_start(struct injectkit *k, const char *name, json_t *m)
 	snprintf(k->channel, sizeof(k->channel), "%s",
 	    json_string_value(json_object_get(j, "channel")));
 	json_decref(j);
+	injectkit_mint_on(k->channel, k->tok, sizeof(k->tok));
+}
 
+void
+injectkit_mint_on(const char *channel, char *tok, size_t len)
+{
 	static const char b[] =
 	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
+	char req[1024], *resp;
+
 	snprintf(req, sizeof(req),
 	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
 	    "broker.cordon\r\nContent-Type: application/json\r\n"
 	    "Content-Length: %zu\r\n\r\n%s",
 	    strlen(b), b);
-	resp = injectkit_send(k, req);
+	resp = injectkit_send_on(channel, req);
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	char *t = strstr(resp, "crd_"),
 	     *end = t != NULL ? strchr(t, '"') : NULL;
 	ck_assert_ptr_nonnull(end);
-	snprintf(k->tok, sizeof(k->tok), "%.*s", (int)(end - t), t);
+	snprintf(tok, len, "%.*s", (int)(end - t), t);
 	free(resp);
 }
 

@@ -84,6 +84,12 @@ void injectkit_secret(struct injectkit *k, const char *name, const char *value);
 void injectkit_job_start(struct injectkit *k, const char *name, json_t *m);
 
 /*
+ * Asks, on the job channel at path channel, for a token of capability
+ * x.read with params {"t": "1"} into tok (len bytes). Asserts on failure.
+ */
+void injectkit_mint_on(const char *channel, char *tok, size_t len);
+
+/*
  * The injecting rule 0 of the manifests of injectkit.h: api.test on k's
  * upstream port, GET and HEAD (and POST when post), paths /case/, up-key
  * injected into header (NULL: X-Api-Key) as format (NULL: "Key {secret}")

@@ -299,25 +299,7 @@ teardown(void)
 static void
 mint(void)
 {
-	static const char b[] =
-	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
-	char req[1024];
-	int fd = unix_connect(channel);
-
-	ck_assert_int_ge(fd, 0);
-	snprintf(req, sizeof(req),
-	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
-	    "broker.cordon\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n\r\n%s",
-	    strlen(b), b);
-	char *resp = http_exchange(fd, req, strlen(req), 5000);
-	close(fd);
-	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
-	char *t = strstr(resp, "crd_"),
-	     *end = t != NULL ? strchr(t, '"') : NULL;
-	ck_assert_ptr_nonnull(end);
-	snprintf(tok, sizeof(tok), "%.*s", (int)(end - t), t);
-	free(resp);
+	injectkit_mint_on(channel, tok, sizeof(tok));
 }
 
 /* Writes all of data on fd. */
