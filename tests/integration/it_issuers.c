@@ -263,27 +263,14 @@ send_on(const char *req)
 	return out != NULL ? out : strdup("");
 }
 
+/* The job's x.read token (injectkit_mint_on): free it. */
 static char *
 mint(void)
 {
-	static const char body[] =
-	    "{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}";
-	char req[512], *resp, *tok, *end;
+	char tok[512];
 
-	snprintf(req, sizeof(req),
-	    "POST http://broker.cordon/v1/token HTTP/1.1\r\nHost: "
-	    "broker.cordon\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n\r\n%s",
-	    strlen(body), body);
-	resp = send_on(req);
-	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
-	tok = strstr(resp, "crd_");
-	ck_assert_ptr_nonnull(tok);
-	end = strchr(tok, '"');
-	*end = '\0';
-	tok = strdup(tok);
-	free(resp);
-	return tok;
+	injectkit_mint_on(channel, tok, sizeof(tok));
+	return strdup(tok);
 }
 
 static char *
