@@ -91,7 +91,13 @@
  * root, cannot make another. */
 #define SPAWNER_LOST_EFFECT                                                    \
 	"serve starts no job and serves no patch until it is restarted "       \
-	"(its running jobs are told ended, without a result)"
+	"(its running jobs are told lost)"
+/* What a job running when the spawner was lost says. */
+#define SPAWNER_LOST_ERROR                                                     \
+	"serve lost its spawner while this job ran, and its result is lost; "  \
+	"its own cordon run runs its stop path (or `cordon recover` "          \
+	"finishes it once serve is restarted); the patch, once written, is "   \
+	"at GET /v1/jobs/{job}/patch after a restart of serve"
 #define FOLLOW_WAIT_DEFAULT 25
 #define FOLLOW_WAIT_MAX 30
 
@@ -1029,8 +1035,10 @@ reap(struct serve *s, struct sjob *j)
 	if (j->done)
 		return;
 	drain(j);
-	/* A spawner gone stopped its children as it went: ended, status
-	 * unknown (125, as a child that could not exec). */
+	/* The spawner lost or gone, the child's end cannot be told here:
+	 * status unknown (125, as a child that could not exec), and without
+	 * its result the job is lost (its own cordon run runs its stop path:
+	 * a spawner gone, or back, stops its children as it goes). */
 	int k = spawner_reaped(&s->sp, j->pid, &st, 0);
 	if (k == 0)
 		return;
@@ -1056,6 +1064,10 @@ reap(struct serve *s, struct sjob *j)
 	if (!json_is_object(j->res)) {
 		json_decref(j->res);
 		j->res = NULL;
+	}
+	if (k < 0 && j->res == NULL) {
+		j->lost = true;
+		snprintf(j->error, sizeof(j->error), "%s", SPAWNER_LOST_ERROR);
 	}
 	/* The text is in res now; the buffer would double the memory. */
 	buf_free(&j->result);
@@ -2138,6 +2150,12 @@ output_ref(const struct serve *s, const struct sjob *j, struct output_ref *o)
 	snprintf(o->job, sizeof(o->job), "%s", j->id);
 	if (out != NULL) {
 		o->out = json_incref(out);
+	} else if (j->lost && !j->from_record) {
+		snprintf(o->why, sizeof(o->why),
+		    "serve lost its spawner while this job ran: its output was "
+		    "not kept (its patch is, once written: GET "
+		    "/v1/jobs/%s/patch after a restart of serve)",
+		    j->id);
 	} else if (j->lost) {
 		snprintf(o->why, sizeof(o->why),
 		    "serve stopped while this job ran: its output went to the "

@@ -520,10 +520,15 @@ ask(struct spawner *sp, const char *m, size_t len, const int *fds, int *got_fd)
 				continue;
 			}
 			if (n >= 0 || (errno != EAGAIN && errno != EINTR)) {
-				answer = n < 0 && errno == EMSGSIZE ? -E2BIG
-								    : -EPIPE;
-				if (answer == -EPIPE)
+				/* Its end closed: gone; else this request's
+				 * own failure (too big, no memory). */
+				int e = n < 0 ? errno : EIO;
+				answer = e == EMSGSIZE ? -E2BIG : -e;
+				if (e == EPIPE || e == ECONNRESET ||
+				    e == ENOTCONN) {
 					sp->gone = true;
+					answer = -EPIPE;
+				}
 				break;
 			}
 		}

@@ -8,8 +8,10 @@
  * an unbounded wait), and the patch request ends, with the spawner still
  * stopped, in 503 spawner_lost ("the spawner did not answer ..."), not a
  * hang. The spawner is lost then: /healthz says so with 503, the report,
- * another patch and a new job answer 503 at once, and a SIGTERM stops
- * serve though its spawner stays stopped. The order is asserted,
+ * another patch and a new job answer 503 at once, a job that ran is
+ * lost (its patch served by a restarted serve once its own stop path
+ * wrote it), and a SIGTERM stops serve though its spawner stays
+ * stopped. The order is asserted,
  * never a time: the test knows the patch request is at the spawner when
  * the spawner's socket holds it unread (its receive queue, asked of the
  * kernel by sock_diag).
@@ -424,16 +426,37 @@ END_TEST
 
 START_TEST(a_lost_spawner_does_not_hold_serves_stop)
 {
-	char *id = run_job(), path[200];
-	pid_t sp = spawner_of(serve.pid);
+	char *id = run_job(), path[200], src[400], *running;
 	long status = 0;
 	char state = '?';
 	int stop = -2;
 
+	/* A job that runs while the spawner is lost. */
+	snprintf(src, sizeof(src), "%s/repo", st.inputs);
+	json_t *e =
+	    harness_expect(&serve, 201, "POST", "/v1/jobs", st.launcher, NULL,
+		json_pack("{s:s, s:[{s:s, s:s}], s:[s,s,s]}", "manifest",
+		    "lock-job", "inputs", "src", src, "dst", "repo", "command",
+		    "/bin/sh", "-c", "echo run > repo/RUN.md; sleep 50"));
+	running = strdup(json_string_value(json_object_get(e, "job")));
+	json_decref(e);
+
+	pid_t sp = spawner_of(serve.pid);
 	hold(sp);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/report", id);
-	json_t *e =
-	    harness_call(&serve, "GET", path, st.launcher, NULL, NULL, &status);
+	e = harness_call(&serve, "GET", path, st.launcher, NULL, NULL, &status);
+	/* Lost, the spawner tells no child's end: the running job is lost,
+	 * and says why. */
+	snprintf(path, sizeof(path), "/v1/jobs/%s", running);
+	long run_status = 0;
+	json_t *r = harness_call(&serve, "GET", path, st.launcher, NULL, NULL,
+	    &run_status);
+	char run_state[16], run_error[512];
+	snprintf(run_state, sizeof(run_state), "%s",
+	    json_string_value(json_object_get(r, "state")) ?: "(none)");
+	snprintf(run_error, sizeof(run_error), "%s",
+	    json_string_value(json_object_get(r, "error")) ?: "(none)");
+	json_decref(r);
 	/* SIGTERM with the spawner still stopped: serve does not wait for
 	 * it for ever (the harness kills it after 10 s: -1). */
 	if (status == 503)
@@ -447,6 +470,10 @@ START_TEST(a_lost_spawner_does_not_hold_serves_stop)
 	    "the report, the spawner stopped: %ld %s", status,
 	    json_string_value(json_object_get(e, "error")) ?: "(none)");
 	json_decref(e);
+	ck_assert_msg(strcmp(run_state, "lost") == 0 &&
+		strstr(run_error, "lost its spawner") != NULL,
+	    "the job running when the spawner was lost: %s: %s", run_state,
+	    run_error);
 	ck_assert_msg(stop == 0 && state == 'T',
 	    "serve's stop, its spawner lost and still stopped (%c): %d", state,
 	    stop);
@@ -461,6 +488,20 @@ START_TEST(a_lost_spawner_does_not_hold_serves_stop)
 	    "the spawner (pid %d) let go of a serve that stopped is still "
 	    "there: %c",
 	    (int)sp, state);
+	/* It stopped its child, whose stop path wrote the patch: a serve
+	 * restarted (a new spawner) tells the job lost and serves it. */
+	ck_assert_int_eq(daemon_restart(&serve), 0);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", running);
+	e = harness_expect(&serve, 200, "GET", path, st.launcher, NULL, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "state")),
+	    "lost");
+	json_decref(e);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/patch", running);
+	status = 0;
+	json_decref(harness_call(&serve, "GET", path, st.launcher, NULL, NULL,
+	    &status));
+	ck_assert_int_eq(status, 200);
+	free(running);
 	free(id);
 }
 END_TEST
