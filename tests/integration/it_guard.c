@@ -553,7 +553,7 @@ START_TEST(an_unread_bindings_list_refuses_every_request)
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
 	snprintf(cmd, sizeof(cmd),
-	    "sqlite3 %s/var/broker/broker.db "
+	    "sqlite3 -cmd '.timeout 10000' %s/var/broker/broker.db "
 	    "'ALTER TABLE bindings RENAME TO bindings_gone'",
 	    k.broker.dir);
 	ck_assert_int_eq(system(cmd), 0);
