@@ -269,6 +269,8 @@ injectkit_job_start(struct injectkit *k, const char *name, json_t *m)
 	    NULL);
 	snprintf(k->channel, sizeof(k->channel), "%s",
 	    json_string_value(json_object_get(j, "channel")));
+	snprintf(k->ca_pem, sizeof(k->ca_pem), "%s",
+	    json_string_value(json_object_get(j, "ca_pem")));
 	json_decref(j);
 	injectkit_mint_on(k->channel, k->tok, sizeof(k->tok));
 }

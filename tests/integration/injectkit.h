@@ -37,6 +37,7 @@ struct injectkit {
 	struct daemon broker, proxy;
 	char admin[128], launcher[128], verifier[128];
 	char job[64], channel[300], tok[512];
+	char ca_pem[4096]; /* the job's CA, as the proxy gave it */
 	pid_t up_pid;
 	unsigned up_port;
 };
@@ -77,8 +78,8 @@ void injectkit_secret(struct injectkit *k, const char *name, const char *value);
 
 /*
  * PUTs the manifest m (taken; not NULL, asserted) as name, creates a job
- * of it at k's broker and proxy (k->job, k->channel) and asks, on the
- * channel, for a token of capability x.read with params {"t": "1"}
+ * of it at k's broker and proxy (k->job, k->channel, k->ca_pem) and asks,
+ * on the channel, for a token of capability x.read with params {"t": "1"}
  * (k->tok). Asserts on failure.
  */
 void injectkit_job_start(struct injectkit *k, const char *name, json_t *m);

@@ -21,8 +21,6 @@
 #include "injectkit.h"
 #include "upstream.h"
 
-#include "digest.h"
-
 #include <check.h>
 #include <errno.h>
 #include <openssl/err.h>
@@ -39,10 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct daemon broker, proxy;
+static struct injectkit kit; /* the broker, the proxy, the job, its token */
 static struct upstream *plain, *tls_up, *inj_up;
-static char admin[128], launcher[128], verifier[128];
-static char job[64], channel[300], job_ca[4096], tok[512];
 /* python's http.server (jobs/smuggle/upstream.py), as small services are. */
 static pid_t py_pid = -1;
 static unsigned py_port;
@@ -164,9 +160,9 @@ decisions(void)
 {
 	char path[128];
 
-	snprintf(path, sizeof(path), "/v1/jobs/%s/log", job);
-	json_t *j =
-	    harness_expect(&proxy, 200, "GET", path, launcher, NULL, NULL);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/log", kit.job);
+	json_t *j = harness_expect(&kit.proxy, 200, "GET", path, kit.launcher,
+	    NULL, NULL);
 	json_t *d = json_incref(json_object_get(j, "decisions"));
 	json_decref(j);
 	return d;
@@ -199,17 +195,15 @@ static void
 setup(void)
 {
 	const char *hosts[] = { "tls.test", NULL };
-	char cfg[2048], path[400], cert[400], key[400], hostsf[400], dir[300];
-	char sha[SHA256_HEX_LEN + 1], req[1024];
-	json_t *m, *j;
+	char cert[400], key[400], dir[300], extra[400], req[1024];
 
-	signal(SIGPIPE, SIG_IGN);
-	ck_assert_int_eq(daemon_start(&broker, "broker", NULL), 0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
 	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
 	ck_assert_int_eq(test_ca_make(dir, hosts), 0);
+	snprintf(extra, sizeof(extra), "\"upstream_ca_file\": \"%s/ca.pem\"",
+	    dir);
+	injectkit_stack_start(&kit,
+	    "127.0.0.1 api.test api2.test tls.test inj.test py.test\n", "pipe",
+	    extra);
 	plain = upstream_start(NULL, NULL);
 	snprintf(cert, sizeof(cert), "%s/tls.test.pem", dir);
 	snprintf(key, sizeof(key), "%s/tls.test.key", dir);
@@ -221,67 +215,39 @@ setup(void)
 	py_pid = injectkit_jobs_upstream("smuggle/upstream.py", NULL, &py_port);
 	snprintf(req, sizeof(req), "Key %s", value);
 	ck_assert_int_eq(upstream_require(inj_up, "X-Api-Key", req), 0);
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
-	harness_write_file(hostsf,
-	    "127.0.0.1 api.test api2.test tls.test inj.test py.test\n");
-	snprintf(path, sizeof(path), "%s/verifier.key", dir);
-	harness_write_file(path, verifier);
-	sha256_hex(launcher, strlen(launcher), sha);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": \"%s\", "
-	    "\"upstream_ca_file\": \"%s/ca.pem\", \"follower\": \"pipe\"}",
-	    broker.base, path, sha, hostsf, dir);
-	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/up-key",
-	    admin, NULL, json_pack("{s:s}", "value", value)));
+	injectkit_secret(&kit, "up-key", value);
 	const char *lo = "127.0.0.0/8";
-	m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
-		      " s:[{s:s, s:i, s:[s,s,s,s], s:[s,s,s,s], s:s, s:[s]},"
+	json_t *egress =
+	    json_pack("[{s:s, s:i, s:[s,s,s,s], s:[s,s,s,s], s:s, s:[s]},"
 		      "  {s:s, s:i, s:[s,s], s:[s], s:s, s:[s]},"
 		      "  {s:s, s:i, s:s, s:[s,s,s,s], s:[s,s], s:s, s:[s]},"
 		      "  {s:s, s:i, s:[s,s,s,s], s:[s], s:s, s:[s], s:s,"
 		      "   s:{s:s, s:s, s:s, s:s}},"
-		      "  {s:s, s:i, s:[s,s,s], s:[s], s:s, s:[s]}]}",
-	    "name", "pipe", "command", "/bin/true", "capabilities", "name",
-	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress",
-	    /* plain HTTP */
-	    "host", "api.test", "port", upstream_port(plain), "methods", "GET",
-	    "POST", "PUT", "DELETE", "paths", "/ok/", "/chunked", "/bytes/",
-	    "/close", "reason", "the api", "allow_cidrs", lo,
-	    /* the same upstream by another name: another connection */
-	    "host", "api2.test", "port", upstream_port(plain), "methods", "GET",
-	    "POST", "paths", "/ok/", "reason", "the api again", "allow_cidrs",
-	    lo,
-	    /* terminated TLS */
-	    "host", "tls.test", "port", upstream_port(tls_up), "tls",
-	    "terminate", "methods", "GET", "POST", "PUT", "DELETE", "paths",
-	    "/ok/", "/bytes/", "reason", "tls", "allow_cidrs", lo,
-	    /* a credential injected for the job's token */
-	    "host", "inj.test", "port", upstream_port(inj_up), "methods", "GET",
-	    "POST", "PUT", "DELETE", "paths", "/ok/", "reason", "the keyed api",
-	    "allow_cidrs", lo, "audience", "api", "inject", "secret", "up-key",
-	    "header", "X-Api-Key", "format", "Key {secret}", "capability",
-	    "x.read",
-	    /* python's http.server */
-	    "host", "py.test", "port", py_port, "methods", "GET", "POST",
-	    "DELETE", "paths", "/ok/", "reason", "python", "allow_cidrs", lo);
-	ck_assert_ptr_nonnull(m);
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/manifests/pipe",
-	    admin, NULL, m));
-	j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher, NULL,
-	    json_pack("{s:s}", "manifest", "pipe"));
-	snprintf(job, sizeof(job), "%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
-	snprintf(channel, sizeof(channel), "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	snprintf(job_ca, sizeof(job_ca), "%s",
-	    json_string_value(json_object_get(j, "ca_pem")));
-	json_decref(j);
+		      "  {s:s, s:i, s:[s,s,s], s:[s], s:s, s:[s]}]",
+		/* plain HTTP */
+		"host", "api.test", "port", upstream_port(plain), "methods",
+		"GET", "POST", "PUT", "DELETE", "paths", "/ok/", "/chunked",
+		"/bytes/", "/close", "reason", "the api", "allow_cidrs", lo,
+		/* the same upstream by another name: another connection */
+		"host", "api2.test", "port", upstream_port(plain), "methods",
+		"GET", "POST", "paths", "/ok/", "reason", "the api again",
+		"allow_cidrs", lo,
+		/* terminated TLS */
+		"host", "tls.test", "port", upstream_port(tls_up), "tls",
+		"terminate", "methods", "GET", "POST", "PUT", "DELETE", "paths",
+		"/ok/", "/bytes/", "reason", "tls", "allow_cidrs", lo,
+		/* a credential injected for the job's token */
+		"host", "inj.test", "port", upstream_port(inj_up), "methods",
+		"GET", "POST", "PUT", "DELETE", "paths", "/ok/", "reason",
+		"the keyed api", "allow_cidrs", lo, "audience", "api", "inject",
+		"secret", "up-key", "header", "X-Api-Key", "format",
+		"Key {secret}", "capability", "x.read",
+		/* python's http.server */
+		"host", "py.test", "port", py_port, "methods", "GET", "POST",
+		"DELETE", "paths", "/ok/", "reason", "python", "allow_cidrs",
+		lo);
+	/* Its token as well; the job's CA kept (kit.ca_pem) for the tunnels. */
+	injectkit_job_start(&kit, "pipe", injectkit_manifest("pipe", egress));
 }
 
 static void
@@ -291,15 +257,15 @@ teardown(void)
 	upstream_stop(tls_up);
 	upstream_stop(inj_up);
 	injectkit_upstream_stop(&py_pid);
-	daemon_stop(&proxy);
-	daemon_stop(&broker);
+	daemon_stop(&kit.proxy);
+	daemon_stop(&kit.broker);
 }
 
 /* The job's token for x.read, minted through the proxy. */
 static void
 mint(void)
 {
-	injectkit_mint_on(channel, tok, sizeof(tok));
+	injectkit_mint_on(kit.channel, kit.tok, sizeof(kit.tok));
 }
 
 /* Writes all of data on fd. */
@@ -331,7 +297,7 @@ tunnel(int fd)
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 	ck_assert_ptr_nonnull(ctx);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	BIO *bio = BIO_new_mem_buf(job_ca, -1);
+	BIO *bio = BIO_new_mem_buf(kit.ca_pem, -1);
 	X509 *ca = PEM_read_bio_X509(bio, NULL, NULL, NULL);
 	ck_assert_ptr_nonnull(ca);
 	X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), ca);
@@ -377,7 +343,7 @@ head_for(enum where w, const char *method, const char *path, char *out,
 		snprintf(out, cap,
 		    "%s http://inj.test:%u%s HTTP/1.1\r\nHost: inj.test:%u\r\n"
 		    "Authorization: Bearer %s\r\n",
-		    method, p, path, p, tok);
+		    method, p, path, p, kit.tok);
 }
 
 /* Writes all of req on fd, or inside the tunnel ssl when not NULL. */
@@ -452,7 +418,7 @@ pipelined(const struct pipe_case *c, struct answers *a, SSL **ret_ssl)
 	unsigned before = upstream_requests(u);
 	char req[4096], head[1024];
 	size_t len = 0;
-	int fd = unix_connect(channel), n;
+	int fd = unix_connect(kit.channel), n;
 	SSL *ssl = NULL;
 
 	ck_assert_int_ge(fd, 0);
@@ -552,7 +518,7 @@ START_TEST(plain_pipelined_around_every_kind_of_first_answer)
 
 	for (size_t i = 0; i < 3; i++) {
 		char target[128];
-		int fd = unix_connect(channel);
+		int fd = unix_connect(kit.channel);
 		ck_assert_int_ge(fd, 0);
 		snprintf(target, sizeof(target), "%s:%u%s", host[i], p,
 		    path[i]);
@@ -578,7 +544,7 @@ START_TEST(a_half_closed_client_gets_every_answer)
 	static struct answers a;
 	char req[2048];
 	unsigned p = upstream_port(plain);
-	int fd = unix_connect(channel);
+	int fd = unix_connect(kit.channel);
 
 	ck_assert_int_ge(fd, 0);
 	snprintf(req, sizeof(req),
@@ -622,7 +588,7 @@ START_TEST(a_close_after_the_answer_keeps_what_was_written)
 	static struct answers a;
 	char req[512];
 	unsigned p = upstream_port(plain), t = upstream_port(tls_up);
-	int fd = unix_connect(channel);
+	int fd = unix_connect(kit.channel);
 
 	ck_assert_int_ge(fd, 0);
 	snprintf(req, sizeof(req),
@@ -636,7 +602,7 @@ START_TEST(a_close_after_the_answer_keeps_what_was_written)
 	ck_assert_msg(n == 1, "%zu bytes of the answer after the close", a.len);
 	close(fd);
 
-	fd = unix_connect(channel);
+	fd = unix_connect(kit.channel);
 	ck_assert_int_ge(fd, 0);
 	SSL *ssl = tunnel(fd);
 	snprintf(req, sizeof(req),
@@ -653,7 +619,7 @@ START_TEST(a_close_after_the_answer_keeps_what_was_written)
 
 	/* And pipelined, the close_notify right behind the requests. */
 	for (int round = 0; round < 5; round++) {
-		fd = unix_connect(channel);
+		fd = unix_connect(kit.channel);
 		ck_assert_int_ge(fd, 0);
 		ssl = tunnel(fd);
 		snprintf(req, sizeof(req),
@@ -684,14 +650,14 @@ START_TEST(each_pipelined_request_gets_its_own_swap_and_scan)
 	unsigned before = upstream_requests(inj_up);
 
 	mint();
-	int fd = unix_connect(channel);
+	int fd = unix_connect(kit.channel);
 	ck_assert_int_ge(fd, 0);
 	snprintf(req, sizeof(req),
 	    "GET http://inj.test:%u/ok/k1 HTTP/1.1\r\nHost: inj.test:%u\r\n"
 	    "Authorization: Bearer %s\r\n\r\n"
 	    "GET http://inj.test:%u/ok/k2 HTTP/1.1\r\nHost: inj.test:%u\r\n"
 	    "Authorization: Bearer %s\r\n\r\n",
-	    p, p, tok, p, p, tok);
+	    p, p, kit.tok, p, p, kit.tok);
 	write_all(fd, req);
 	int n = read_answers(fd, NULL, &a, 2);
 	ck_assert_msg(n == 2, "%d answers of 2 on the injected rule: %s", n,
@@ -703,7 +669,7 @@ START_TEST(each_pipelined_request_gets_its_own_swap_and_scan)
 	/* Each echo held the key, and each was redacted. */
 	ck_assert_msg(strstr(a.buf, value) == NULL, "the key came back: %s",
 	    a.buf);
-	ck_assert_msg(strstr(a.buf, tok) == NULL, "the token went up: %s",
+	ck_assert_msg(strstr(a.buf, kit.tok) == NULL, "the token went up: %s",
 	    a.buf);
 	ck_assert_uint_eq(upstream_requests(inj_up) - before, 2);
 	close(fd);
@@ -760,7 +726,7 @@ body_then_get(enum where w)
 	for (size_t k = 0; k < 3; k++) {
 		char first[1024], second[1024], third[1024], path1[64],
 		    path2[64], path3[64], req[4096];
-		int fd = unix_connect(channel);
+		int fd = unix_connect(kit.channel);
 		SSL *ssl = NULL;
 
 		ck_assert_int_ge(fd, 0);
@@ -842,7 +808,7 @@ START_TEST(plain_a_request_behind_a_large_body_is_answered)
 	static char req[(1 << 20) + 4096];
 	size_t big = 1 << 20;
 	unsigned p = upstream_port(plain);
-	int fd = unix_connect(channel);
+	int fd = unix_connect(kit.channel);
 
 	ck_assert_int_ge(fd, 0);
 	int h = snprintf(req, sizeof(req),
@@ -895,7 +861,7 @@ START_TEST(python_a_request_behind_one_with_a_body_is_answered)
 	unsigned p = py_port;
 
 	for (size_t k = 0; k < 2; k++) {
-		int fd = unix_connect(channel);
+		int fd = unix_connect(kit.channel);
 		ck_assert_int_ge(fd, 0);
 		snprintf(req, sizeof(req),
 		    "%s http://py.test:%u/ok/py-%s HTTP/1.1\r\nHost: "
