@@ -3,13 +3,13 @@
  * (https anywhere, http to loopback only), a non-blocking connect, an
  * OpenSSL handshake that verifies the chain and the host (its DNS name,
  * or its IP address for a literal), one request with Connection: close,
- * and the answer read to the close under one deadline, framed by
- * Content-Length, chunked, or the close. The request's bytes (client
- * secrets, tokens, JWTs) are wiped once sent.
+ * and the answer read by common/http_answer.h (strict framing, capped)
+ * under one deadline. The request's bytes (client secrets, tokens, JWTs)
+ * are wiped once sent, the answer's read buffers when it is read.
  */
 #include "issuer_http.h"
 
-#include "http_client.h"
+#include "http_answer.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -25,6 +25,9 @@
 #include <unistd.h>
 
 #define REQ_HEAD_MAX (16 * 1024)
+/* The longest head of an issuer's answer (interim heads and trailers
+ * counted in). */
+#define ANSWER_HEAD_MAX (32 * 1024)
 
 void
 ihttp_answer_free(struct ihttp_answer *a)
@@ -292,6 +295,20 @@ conn_recv(struct conn *c, char *buf, size_t cap, int64_t deadline)
 	}
 }
 
+/* The answer's bytes from the connection, for http_answer_read. */
+struct reading {
+	struct conn *c;
+	int64_t deadline;
+};
+
+static ssize_t
+read_some(void *ctx, char *buf, size_t n)
+{
+	struct reading *rd = ctx;
+
+	return conn_recv(rd->c, buf, n, rd->deadline);
+}
+
 static int
 handshake(struct conn *c, SSL_CTX *ctx, const struct ihttp_url *u,
     int64_t deadline)
@@ -323,43 +340,6 @@ handshake(struct conn *c, SSL_CTX *ctx, const struct ihttp_url *u,
 	return SSL_get_verify_result(c->ssl) == X509_V_OK ? 0 : -EPROTO;
 }
 
-/* Frames what was read in a->body: the body alone, or -EIO. */
-static int
-frame(struct ihttp_answer *a, const char *method)
-{
-	char *d = a->body.data, *head_end;
-	size_t head_len, blen, vlen;
-	const char *v;
-
-	head_end = d != NULL ? memmem(d, a->body.len, "\r\n\r\n", 4) : NULL;
-	if (head_end == NULL || sscanf(d, "HTTP/1.%*d %ld", &a->status) != 1)
-		return -EIO;
-	head_len = (size_t)(head_end - d) + 4;
-	blen = a->body.len - head_len;
-	if (strcmp(method, "HEAD") == 0 || a->status == 204 ||
-	    a->status == 304) {
-		blen = 0;
-	} else if ((v = httpc_field(d, head_len, "Transfer-Encoding", &vlen)) !=
-		NULL &&
-	    vlen == 7 && strncasecmp(v, "chunked", 7) == 0) {
-		ssize_t k = httpc_dechunk(d + head_len, blen);
-		if (k < 0)
-			return -EIO;
-		blen = (size_t)k;
-	} else if ((v = httpc_field(d, head_len, "Content-Length", &vlen)) !=
-	    NULL) {
-		unsigned long cl = strtoul(v, NULL, 10);
-		if (cl > blen)
-			return -EIO;
-		blen = cl;
-	}
-	memmove(d, d + head_len, blen);
-	OPENSSL_cleanse(d + blen, a->body.len - blen);
-	a->body.len = blen;
-	d[blen] = '\0';
-	return 0;
-}
-
 int
 ihttp_request(SSL_CTX *ctx, const char *url, const char *method,
     const char *head_fields, const void *body, size_t blen, long timeout_ms,
@@ -368,17 +348,21 @@ ihttp_request(SSL_CTX *ctx, const char *url, const char *method,
 	struct ihttp_url u;
 	struct conn c = { .fd = -1 };
 	struct buf req = BUF_INIT(REQ_HEAD_MAX + IHTTP_MAX_ANSWER);
-	struct ihttp_answer a = { .body = BUF_INIT(IHTTP_MAX_ANSWER) };
+	struct http_answer a;
 	int64_t deadline = monotonic_ms() + timeout_ms;
-	char rbuf[8192];
+	struct reading rd = { .c = &c, .deadline = deadline };
 	bool v6;
 	int r;
 
 	*ret = (struct ihttp_answer){ .body = BUF_INIT(0) };
+	http_answer_init(&a, strcmp(method, "HEAD") == 0, ANSWER_HEAD_MAX,
+	    IHTTP_MAX_ANSWER);
 	if ((r = ihttp_parse_url(url, &u)) < 0)
-		return r;
-	if (u.tls && ctx == NULL)
-		return -EPROTO;
+		goto out;
+	if (u.tls && ctx == NULL) {
+		r = -EPROTO;
+		goto out;
+	}
 	v6 = strchr(u.host, ':') != NULL;
 	r = buf_printf(&req,
 	    "%s %s HTTP/1.1\r\nHost: %s%s%s%s%s\r\nConnection: close\r\n"
@@ -399,22 +383,7 @@ ihttp_request(SSL_CTX *ctx, const char *url, const char *method,
 		goto out;
 	if ((r = conn_send(&c, req.data, req.len, deadline)) < 0)
 		goto out;
-	for (;;) {
-		ssize_t k = conn_recv(&c, rbuf, sizeof(rbuf), deadline);
-		if (k < 0) {
-			r = (int)k;
-			break;
-		}
-		if (k == 0)
-			break;
-		if (buf_append(&a.body, rbuf, (size_t)k) < 0) {
-			r = -EFBIG;
-			break;
-		}
-	}
-	OPENSSL_cleanse(rbuf, sizeof(rbuf));
-	if (r == 0)
-		r = frame(&a, method);
+	r = http_answer_read(&a, read_some, &rd);
 out:
 	if (req.data != NULL)
 		OPENSSL_cleanse(req.data, req.len);
@@ -425,10 +394,11 @@ out:
 	}
 	if (c.fd >= 0)
 		close(c.fd);
-	if (r < 0) {
-		ihttp_answer_free(&a);
-		return r;
+	if (r == 0) {
+		ret->status = a.status;
+		ret->body = a.body;
+		a.body = (struct buf)BUF_INIT(0);
 	}
-	*ret = a;
-	return 0;
+	http_answer_free(&a);
+	return r;
 }

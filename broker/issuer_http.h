@@ -16,7 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The longest answer read from an issuer, body and head. */
+/* The longest body of an issuer's answer, decoded (its head, read by
+ * common/http_answer.h, at most 32 KiB apart). */
 #define IHTTP_MAX_ANSWER (256 * 1024)
 /* The longest URL an issuer may be given. */
 #define IHTTP_URL_MAX 512

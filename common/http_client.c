@@ -1,8 +1,8 @@
 /*
  * Blocking HTTP/1.1 calls for cordon's own services, over TCP or a unix
  * socket: one request per connection (Connection: close), a deadline for
- * the whole exchange, an answer framed by Content-Length, chunked, or the
- * close. Small on purpose: every cordon program pays at each start for
+ * the whole exchange, the answer read by http_answer.h (strict framing,
+ * capped). Small on purpose: every cordon program pays at each start for
  * what it loads, and libcurl with its dependencies (gnutls through
  * librtmp, Kerberos, LDAP, ssh2) cost `cordon run` 7 to 8 ms of every
  * job before it did anything.
@@ -10,6 +10,7 @@
 #include "http_client.h"
 
 #include "config.h"
+#include "http_answer.h"
 #include "util.h"
 
 #include <errno.h>
@@ -162,55 +163,30 @@ send_all(int fd, const char *p, size_t n, int64_t deadline)
 	return 0;
 }
 
-const char *
-httpc_field(const char *head, size_t len, const char *name, size_t *ret_len)
-{
-	size_t n = strlen(name);
-	const char *end = head + len, *p = memchr(head, '\n', len);
+/* The answer's bytes from the socket, for http_answer_read. */
+struct reading {
+	int fd;
+	int64_t deadline;
+	bool cut; /* the upload met a reset: so may the answer's end */
+};
 
-	while (p != NULL && p + 1 < end) {
-		const char *line = p + 1;
-		const char *eol = memchr(line, '\n', (size_t)(end - line));
-		if (eol == NULL)
-			break;
-		if ((size_t)(eol - line) > n && line[n] == ':' &&
-		    strncasecmp(line, name, n) == 0) {
-			const char *v = line + n + 1, *ve = eol;
-			while (v < ve && (*v == ' ' || *v == '\t'))
-				v++;
-			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' '))
-				ve--;
-			*ret_len = (size_t)(ve - v);
-			return v;
-		}
-		p = eol;
-	}
-	return NULL;
-}
-
-ssize_t
-httpc_dechunk(char *p, size_t n)
+static ssize_t
+recv_some(void *ctx, char *buf, size_t n)
 {
-	size_t in = 0, out = 0;
+	struct reading *rd = ctx;
 
 	for (;;) {
-		char *end, *lf;
-		unsigned long size;
+		ssize_t k = recv(rd->fd, buf, n, 0);
+		int r;
 
-		if (in >= n)
-			return -1;
-		size = strtoul(p + in, &end, 16);
-		lf = memchr(p + in, '\n', n - in);
-		if (lf == NULL || end == p + in)
-			return -1;
-		in = (size_t)(lf - p) + 1;
-		if (size == 0)
-			return (ssize_t)out;
-		if (size > n - in || n - in - size < 2)
-			return -1;
-		memmove(p + out, p + in, size);
-		out += size;
-		in += size + 2;
+		if (k >= 0)
+			return k;
+		if (rd->cut && errno == ECONNRESET)
+			return 0;
+		if (errno != EAGAIN && errno != EINTR)
+			return -EIO;
+		if ((r = wait_fd(rd->fd, POLLIN, rd->deadline)) < 0)
+			return r;
 	}
 }
 
@@ -222,16 +198,17 @@ request_one(const char *base, const char *method, const char *path,
     struct httpc_answer *ret, bool *sent)
 {
 	_cleanup_free_ char *payload = NULL;
-	struct httpc_answer a = { .body =
-				      BUF_INIT(HTTPC_MAX_ANSWER + HEAD_MAX) };
+	struct httpc_answer a = { .body = BUF_INIT(0) };
+	struct http_answer ans;
 	struct buf req = BUF_INIT(HEAD_MAX + HTTPC_MAX_ANSWER);
 	int64_t deadline = monotonic_ms() + timeout_ms;
-	char host[300], *head_end, buf[16384];
+	struct reading reading = { .deadline = deadline };
+	char host[300];
 	bool has_body = strcmp(method, "POST") == 0 ||
 	    strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
-	size_t head_len, blen, vlen;
+	size_t vlen;
 	const char *v;
-	bool json, cut;
+	bool json;
 	int fd, r;
 
 	*ret = (struct httpc_answer){ .body = BUF_INIT(0) };
@@ -241,6 +218,7 @@ request_one(const char *base, const char *method, const char *path,
 	fd = dial(base, host, sizeof(host), deadline);
 	if (fd < 0)
 		return fd;
+	reading.fd = fd;
 	r = buf_printf(&req,
 	    "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, path,
 	    host);
@@ -266,77 +244,34 @@ request_one(const char *base, const char *method, const char *path,
 	/* A server that refuses a body answers before it has read it all,
 	 * then closes, and the rest of the upload meets a reset: its answer
 	 * is already here, as curl finds it. */
-	cut = r == -EPIPE;
-	if (cut)
+	reading.cut = r == -EPIPE;
+	if (reading.cut)
 		r = 0;
-	/* The whole answer, to the close. */
-	while (r == 0) {
-		ssize_t k = recv(fd, buf, sizeof(buf), 0);
-		if (k > 0) {
-			if (buf_append(&a.body, buf, (size_t)k) < 0)
-				r = -EFBIG;
-		} else if (k == 0 || (cut && errno == ECONNRESET)) {
-			break;
-		} else if (errno == EAGAIN || errno == EINTR) {
-			r = wait_fd(fd, POLLIN, deadline);
-		} else {
-			r = -EIO;
-		}
-	}
+	http_answer_init(&ans, strcmp(method, "HEAD") == 0, HEAD_MAX,
+	    HTTPC_MAX_ANSWER);
+	if (r == 0)
+		r = http_answer_read(&ans, recv_some, &reading);
 	close(fd);
 	if (r < 0)
 		goto out;
-	head_end = a.body.data != NULL
-	    ? memmem(a.body.data, a.body.len, "\r\n\r\n", 4)
-	    : NULL;
-	if (head_end == NULL ||
-	    sscanf(a.body.data, "HTTP/1.%*d %ld", &a.status) != 1) {
-		r = -EIO;
-		goto out;
-	}
-	head_len = (size_t)(head_end - a.body.data) + 4;
-	blen = a.body.len - head_len;
-	if (strcmp(method, "HEAD") == 0) {
-		blen = 0;
-	} else if ((v = httpc_field(a.body.data, head_len, "Transfer-Encoding",
-			&vlen)) != NULL &&
-	    vlen == 7 && strncasecmp(v, "chunked", 7) == 0) {
-		ssize_t d = httpc_dechunk(a.body.data + head_len, blen);
-		if (d < 0) {
-			r = -EIO;
-			goto out;
-		}
-		blen = (size_t)d;
-	} else if ((v = httpc_field(a.body.data, head_len, "Content-Length",
-			&vlen)) != NULL) {
-		unsigned long cl = strtoul(v, NULL, 10);
-		if (cl > blen) {
-			r = -EIO; /* cut short */
-			goto out;
-		}
-		blen = cl;
-	}
-	if (blen > HTTPC_MAX_ANSWER) {
-		r = -EFBIG;
-		goto out;
-	}
-	v = httpc_field(a.body.data, head_len, "Content-Type", &vlen);
+	a.status = ans.status;
+	v = http_answer_field(&ans, "Content-Type", &vlen);
 	json = v != NULL && vlen >= 16 &&
 	    strncasecmp(v, "application/json", 16) == 0;
-	/* The body alone stays, NUL-terminated as a buf keeps it. */
-	memmove(a.body.data, a.body.data + head_len, blen);
-	a.body.len = blen;
-	a.body.data[blen] = '\0';
-	if (json && blen > 0) {
+	a.body = ans.body;
+	ans.body = (struct buf)BUF_INIT(0);
+	if (json && a.body.len > 0) {
 		a.json = json_loadb(a.body.data, a.body.len, 0, NULL);
 		if (a.json == NULL) {
 			r = -EBADMSG;
 			goto out;
 		}
 	}
+	http_answer_free(&ans);
 	*ret = a;
 	return 0;
 out:
+	http_answer_free(&ans);
 	httpc_answer_free(&a);
 	return r;
 }

@@ -60,16 +60,6 @@ void httpc_answer_free(struct httpc_answer *a);
  */
 bool httpc_repeatable(const char *method, const char *path);
 
-/* The value of the field name (case-insensitive) in an answer's head
- * head[0..len), the status line skipped, without surrounding blanks; its
- * length in *ret_len. NULL when absent. */
-const char *httpc_field(const char *head, size_t len, const char *name,
-    size_t *ret_len);
-
-/* Decodes a chunked body p[0..n) in place: its length, or -1 if it is
- * malformed or cut short. */
-ssize_t httpc_dechunk(char *p, size_t n);
-
 /*
  * Splits list (one base, or several joined by commas) into out: how many
  * (1..max), or -EINVAL when an entry is empty, longer than HTTPC_BASE_MAX
