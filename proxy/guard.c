@@ -7,6 +7,7 @@
  */
 #include "guard.h"
 
+#include "cidr.h"
 #include "egress.h"
 
 #include <arpa/inet.h>
@@ -41,8 +42,9 @@ addr_ip(const char *addr, char ip[INET6_ADDRSTRLEN + 1])
 	return 0;
 }
 
-/* ip (a literal, no port) as inet_ntop writes it, an IPv4-mapped IPv6
- * as its IPv4; *ret_v6 says which: 0 or -EINVAL. */
+/* ip (a literal, no port) as inet_ntop writes it, an IPv6 address whose
+ * packets reach an IPv4 one (mapped, compatible, NAT64, 6to4, Teredo:
+ * cidr_embedded_v4) as that IPv4; *ret_v6 says which: 0 or -EINVAL. */
 static int
 ip_normalise(const char *ip, char out[INET6_ADDRSTRLEN], bool *ret_v6)
 {
@@ -57,8 +59,10 @@ ip_normalise(const char *ip, char out[INET6_ADDRSTRLEN], bool *ret_v6)
 	}
 	if (inet_pton(AF_INET6, ip, &a6) != 1)
 		return -EINVAL;
-	if (IN6_IS_ADDR_V4MAPPED(&a6)) {
-		memcpy(&a4, &a6.s6_addr[12], 4);
+	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_addr = a6 };
+	struct sockaddr_in sa4;
+	if (cidr_embedded_v4((const struct sockaddr *)&sa6, &sa4)) {
+		a4 = sa4.sin_addr;
 		*ret_v6 = false;
 		return inet_ntop(AF_INET, &a4, out, INET6_ADDRSTRLEN) != NULL
 		    ? 0
@@ -448,6 +452,7 @@ guard_match(const struct guard *g, const char *host, const char *addr,
     const struct guard_binding *ret[GUARD_MATCH_MAX])
 {
 	char folded[EGRESS_HOST_MAX + 1], ip[INET6_ADDRSTRLEN + 1];
+	char v6[GUARD_ADDR_MAX];
 	size_t n = 0;
 
 	if (host != NULL && host[0] != '\0' && g->nhosts > 0 &&
@@ -455,6 +460,12 @@ guard_match(const struct guard *g, const char *host, const char *addr,
 		match_keys(g, g->hosts, g->nhosts, folded, ret, &n);
 	if (addr == NULL || addr[0] == '\0')
 		return n;
+	/* An IPv6 address that reaches an IPv4 one is matched as that. */
+	if (addr[0] == '[') {
+		if (guard_addr_normalise(addr, v6) < 0)
+			return n;
+		addr = v6;
+	}
 	if (g->naddrs > 0)
 		match_keys(g, g->addrs, g->naddrs, addr, ret, &n);
 	if (g->nips > 0 && addr_ip(addr, ip) == 0)

@@ -86,8 +86,8 @@ struct guard {
  * "version", "hosts": [..], "addrs": ["ip:port", ..]}]), read at now_ms
  * (monotonic ms): hosts lowercased, one trailing dot dropped, an IP
  * literal among them matching that IP on every port; addrs in the
- * proxy's own text ("a.b.c.d:port", "[v6]:port", an IPv4-mapped IPv6 as
- * IPv4). Local addresses the list holds now are forgotten. 0; -EINVAL
+ * proxy's own text ("a.b.c.d:port", "[v6]:port", a v6 address whose
+ * packets reach an IPv4 one, as cidr_embedded_v4 reads it, as IPv4). Local addresses the list holds now are forgotten. 0; -EINVAL
  * (not such an array, a field out of bounds: err says which) or -E2BIG
  * (past the caps) or -ENOMEM, the old list kept then.
  */
@@ -101,7 +101,8 @@ bool guard_fresh(const struct guard *g, int64_t now_ms, int64_t max_age_ms);
  * The bindings a request to host (a name as the job asked it; NULL or ""
  * for none) sent to addr (the upstream address as the proxy writes it;
  * NULL or "" before one is known) reaches: by host, by the IP of addr,
- * or by addr itself (IP and port). Writes at most GUARD_MATCH_MAX
+ * or by addr itself (IP and port; a v6 addr that reaches an IPv4 one as
+ * that). Writes at most GUARD_MATCH_MAX
  * pointers into ret (each binding once, valid until the next load) and
  * returns how many. Allocates nothing.
  */

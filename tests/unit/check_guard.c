@@ -2,9 +2,9 @@
  * The guard's list and matcher (proxy/guard.c): a request reaches a
  * secret's binding by its host (case and one trailing dot aside), by the
  * IP of its upstream address when the binding names that IP as a host
- * (every port), or by the address itself (IP and port, v4 or v6, an
- * IPv4-mapped v6 read as v4); nothing else matches; a bad list is
- * refused whole with the old one kept; an address seen locally matches
+ * (every port), or by the address itself (IP and port, v4 or v6, a v6
+ * address that reaches a v4 one read as that v4); nothing else matches;
+ * a bad list is refused whole with the old one kept; an address seen locally matches
  * until the broker's list holds it; issuer credentials are kept until
  * their expiry and wiped then.
  */
@@ -119,6 +119,13 @@ START_TEST(addresses_match_with_their_port_ips_on_every_port)
 	ck_assert_str_eq(names(&g, "www.api.test", "140.82.112.6:443"), "gh");
 	ck_assert_str_eq(names(&g, "api.github.com", "140.82.112.6:443"),
 	    "gh,oa");
+	/* An IPv6 address whose packets reach an IPv4 one is that IPv4
+	 * (mapped, NAT64's prefix, 6to4: cidr_embedded_v4), with its port. */
+	ck_assert_str_eq(names(&g, NULL, "[::ffff:140.82.112.6]:443"), "gh");
+	ck_assert_str_eq(names(&g, NULL, "[64:ff9b::8c52:7006]:443"), "gh");
+	ck_assert_str_eq(names(&g, NULL, "[2002:8c52:7006::1]:443"), "gh");
+	ck_assert_str_eq(names(&g, NULL, "[64:ff9b::8c52:7006]:444"), "");
+	ck_assert_str_eq(names(&g, NULL, "[::ffff:10.0.0.7]:8080"), "gh");
 	/* Not an address: nothing, no crash. */
 	ck_assert_str_eq(names(&g, NULL, "140.82.112.6"), "");
 	ck_assert_str_eq(names(&g, NULL, "[2001:db8::2"), "");
@@ -137,6 +144,8 @@ START_TEST(addresses_are_normalised)
 	ck_assert_str_eq(out, "127.0.0.1:80");
 	ck_assert_int_eq(guard_addr_normalise("[2001:0db8::0001]:443", out), 0);
 	ck_assert_str_eq(out, "[2001:db8::1]:443");
+	ck_assert_int_eq(guard_addr_normalise("[64:ff9b::7f00:1]:80", out), 0);
+	ck_assert_str_eq(out, "127.0.0.1:80");
 	ck_assert_int_eq(guard_addr_normalise("127.0.0.1", out), -EINVAL);
 	ck_assert_int_eq(guard_addr_normalise("127.0.0.1:0", out), -EINVAL);
 	ck_assert_int_eq(guard_addr_normalise("127.0.0.1:65536", out), -EINVAL);
