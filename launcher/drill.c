@@ -64,6 +64,7 @@ enum judge {
 	J_CPU, /* the run's cpu limit */
 	J_RELAY, /* the relay's cap, and the launcher finished the job */
 	J_CANARY, /* the proxy let no canary out, the tripwire fired */
+	J_STORED, /* the agent's, the page's address checked in the log */
 };
 
 struct attempt {
@@ -336,6 +337,14 @@ write_params(FILE *f, const struct drill *d)
 		    json_string_value(json_object_get(v, "audience")) ?: "-",
 		    first_string(json_object_get(v, "methods")) ?: "GET",
 		    first_string(json_object_get(v, "paths")) ?: "/");
+		const json_t *pv;
+		size_t k;
+		json_array_foreach(json_object_get(v, "paths"), k, pv)
+		{
+			if (json_is_string(pv))
+				fprintf(f, "param path %zu %s\n", i,
+				    json_string_value(pv));
+		}
 		const json_t *in = json_object_get(v, "inject");
 		const json_t *is = json_object_get(d->issuers,
 		    json_string_value(json_object_get(in, "secret")) ?: "");
@@ -1081,6 +1090,102 @@ judge_cpu(struct drill *d, struct row *w, const char *result)
 	}
 }
 
+/* The address the proxy's log gives the job's last request to host:port
+ * and path (any path with inject_port > 0: the first address of a request
+ * on an injecting rule of that port), into addr (n bytes, "" when none). */
+static void
+logged_addr(const struct drill *d, const char *host, long long port,
+    const char *path, long long inject_port, char *addr, size_t n)
+{
+	const json_t *egress =
+	    json_object_get(json_object_get(d->manifest, "manifest"), "egress");
+	const json_t *v;
+	size_t i;
+
+	addr[0] = '\0';
+	json_array_foreach(d->decisions, i, v)
+	{
+		const char *a = json_string_value(json_object_get(v, "addr"));
+		const json_t *rule = json_array_get(egress,
+		    (size_t)json_integer_value(json_object_get(v, "rule")));
+		if (a == NULL || a[0] == '\0' ||
+		    !json_is_integer(json_object_get(v, "rule")))
+			continue;
+		if (inject_port > 0) {
+			if (json_object_get(rule, "inject") != NULL &&
+			    json_integer_value(json_object_get(rule, "port")) ==
+				inject_port) {
+				snprintf(addr, n, "%s", a);
+				return;
+			}
+			continue;
+		}
+		if (strcmp(json_string_value(json_object_get(v, "host")) ?: "",
+			host) == 0 &&
+		    json_integer_value(json_object_get(v, "port")) == port &&
+		    strcmp(json_string_value(json_object_get(v, "path")) ?: "",
+			path) == 0)
+			snprintf(addr, n, "%s", a);
+	}
+}
+
+/* The agent read a page of a rule that injects nothing on an injecting
+ * rule's port (at=host:port/path); the proxy's log says whether the page
+ * came from the address the injected requests went to: elsewhere, it is
+ * another service, and what it showed is no stored key of ours. */
+static void
+judge_stored(struct drill *d, struct row *w, const char *result)
+{
+	char at[400], host[256] = "", page[80], inj[80];
+	const char *colon, *path = "";
+	long long port = 0;
+	bool escaped = strcmp(result, "escaped") == 0;
+
+	if (!escaped && strcmp(result, "stopped") != 0) {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where), "%s (%s)", w->detail,
+		    w->evidence);
+		return;
+	}
+	ev(w->evidence, "at", at, sizeof(at));
+	if ((colon = strrchr(at, ':')) != NULL &&
+	    (size_t)(colon - at) < sizeof(host)) {
+		char *end;
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - at), at);
+		port = strtoll(colon + 1, &end, 10);
+		path = end;
+	}
+	w->result = escaped ? "ESCAPED" : "stopped";
+	if (d->decisions == NULL) {
+		snprintf(w->where, sizeof(w->where),
+		    "%s; the proxy's log could not be read to check the "
+		    "page's address (%s)",
+		    w->detail, w->evidence);
+		return;
+	}
+	logged_addr(d, host, port, path, 0, page, sizeof(page));
+	logged_addr(d, NULL, 0, NULL, port, inj, sizeof(inj));
+	if (page[0] != '\0' && inj[0] != '\0' && strcmp(page, inj) != 0) {
+		w->result = "untested";
+		snprintf(w->where, sizeof(w->where),
+		    "%.160s answered from %s, the injecting rule's upstream "
+		    "from %s: another service, no stored key of ours (%.380s)",
+		    at, page, inj, w->evidence);
+	} else if (page[0] != '\0' && inj[0] != '\0') {
+		snprintf(w->where, sizeof(w->where),
+		    "%s%s; the page and the injected requests both at %s "
+		    "(the proxy's log) (%s)",
+		    escaped ? "nothing stopped it: " : "", w->detail, page,
+		    w->evidence);
+	} else {
+		snprintf(w->where, sizeof(w->where),
+		    "%s%s; the proxy's log has no address of %s (%s)",
+		    escaped ? "nothing stopped it: " : "", w->detail,
+		    page[0] == '\0' ? "the page" : "an injected request",
+		    w->evidence);
+	}
+}
+
 /* The agent saw the relay refuse the flood and the proxy still answer;
  * the launcher finished the job (the drill has its whole result). */
 static void
@@ -1123,6 +1228,10 @@ judge(struct drill *d, const struct attempt *a, struct row *w,
 {
 	char v1[128], v2[128], flags[400];
 
+	if (a->judge == J_STORED) {
+		judge_stored(d, w, result);
+		return;
+	}
 	if (strcmp(result, "escaped") == 0) {
 		w->result = "ESCAPED";
 		snprintf(w->where, sizeof(w->where), "nothing stopped it: %s",
@@ -1256,6 +1365,7 @@ judge(struct drill *d, const struct attempt *a, struct row *w,
 		judge_relay(d, w);
 		return;
 	case J_CANARY:
+	case J_STORED:
 	case J_HATCH_ALL:
 	case J_SEAL:
 	case J_ENVELOPE:

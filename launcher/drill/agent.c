@@ -520,16 +520,32 @@ parse_param(struct drill *d, char *line)
 		    copy_field(c->audience, sizeof(c->audience), f[1]) &&
 		    copy_field(c->params, sizeof(c->params), f[2]))
 			d->ncap++;
-	} else if (strcmp(kind, "rule") == 0 && d->nrule < MAX_RULES &&
-	    split(rest, f, 6) == 6) {
-		struct rule *u = &d->rule[d->nrule];
-		if (copy_field(u->host, sizeof(u->host), f[0]) &&
-		    (u->port = parse_port(f[1])) > 0 &&
-		    copy_field(u->tls, sizeof(u->tls), f[2]) &&
-		    copy_field(u->audience, sizeof(u->audience), f[3]) &&
-		    copy_field(u->method, sizeof(u->method), f[4]) &&
-		    copy_field(u->path, sizeof(u->path), f[5]))
-			d->nrule++;
+	} else if (strcmp(kind, "rule") == 0) {
+		/* Counted parsed or not: the next one's index in egress. */
+		static struct rule u;
+		int at = d->rule_lines++;
+		memset(&u, 0, sizeof(u));
+		if (d->nrule < MAX_RULES && split(rest, f, 6) == 6 &&
+		    copy_field(u.host, sizeof(u.host), f[0]) &&
+		    (u.port = parse_port(f[1])) > 0 &&
+		    copy_field(u.tls, sizeof(u.tls), f[2]) &&
+		    copy_field(u.audience, sizeof(u.audience), f[3]) &&
+		    copy_field(u.method, sizeof(u.method), f[4]) &&
+		    copy_field(u.path, sizeof(u.path), f[5])) {
+			u.index = at;
+			d->rule[d->nrule++] = u;
+		}
+	} else if (strcmp(kind, "path") == 0 && split(rest, f, 2) == 2) {
+		/* index path: one of the rule's paths. */
+		char *end;
+		long at = strtol(f[0], &end, 10);
+		for (int i = 0; *end == '\0' && i < d->nrule; i++) {
+			struct rule *u = &d->rule[i];
+			if (u->index == at && u->npaths < MAX_RULE_PATHS &&
+			    copy_field(u->paths[u->npaths], sizeof(u->paths[0]),
+				f[1]))
+				u->npaths++;
+		}
 	} else if (strcmp(kind, "issuers") == 0 &&
 	    strcmp(rest, "unknown") == 0) {
 		d->issuers_unknown = true;

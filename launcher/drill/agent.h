@@ -31,6 +31,7 @@
 #define MAX_PROBES 24
 #define MAX_INHERITED 8
 #define MAX_ISSUERS 4
+#define MAX_RULE_PATHS 8 /* a rule's paths the agent is told (param path) */
 #define PROXY_PORT 3128 /* the sandbox's relay to cordon-proxy */
 #define PROXY_MS 15000 /* the proxy may wait for DNS */
 #define HEAD_MAX 8192
@@ -53,6 +54,10 @@ struct rule {
 	/* A rule that injects a credential (param inject): its secret's
 	 * name, the header and the capability; "" for none. */
 	char inject_secret[72], inject_header[72], inject_cap[128];
+	/* Its index in the manifest's egress, and every path of it (param
+	 * path; path above is the first). */
+	int index, npaths;
+	char paths[MAX_RULE_PATHS][256];
 };
 
 /* An injecting rule's secret that is an issuer's (param issuer): the
@@ -72,6 +77,7 @@ struct drill {
 	struct capability cap[MAX_CAPS];
 	struct rule rule[MAX_RULES];
 	int nsvc, nns, ncap, nrule;
+	int rule_lines; /* param rule lines read, parsed or not: the index */
 	long memory_mb, pids; /* 0: unknown */
 	regex_t secret_name, secret_url, ca_name;
 	char minted[TOKEN_LEN + 1]; /* "" until mint */

@@ -4,7 +4,9 @@
  * upstream's key on the rules that say so. The agent tries to get at the
  * key anyway: from the broker's secret routes, in an echoing upstream's
  * answer, by sending a header of the injected name itself, by taking its
- * token to the other hosts, and by a tunnel around the swap. It plays on
+ * token to the other hosts, by a tunnel around the swap, and where the
+ * service shows what another job's injected request left there (a status
+ * page on a rule that injects nothing). It plays on
  * a terminated rule when the manifest has one (TLS inside the CONNECT, as
  * the job's clients speak it: tls.c), else on a plain one (loopback
  * ranges); a manifest with neither gets untested rows that say so. It
@@ -114,6 +116,239 @@ filler_run(const char *s)
 			best = run;
 	}
 	return best;
+}
+
+/* Where a stored key is shown: the value that follows the field name in
+ * body, as a request log or a debug page prints a header ("X-Api-Key":
+ * "v", ["X-Api-Key", "v"], X-Api-Key: v, X-Api-Key=v), the name in any
+ * case, from *from on (moved past it). Its length into *len and its start
+ * returned, or NULL when the name is followed by no value any more. */
+static const char *
+stored_value(const char *body, const char *name, const char **from, size_t *len)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = *from; (p = strcasestr(p, name)) != NULL;) {
+		const char *q = p + nl;
+		bool quoted = false;
+		p = q;
+		if (q - nl > body && isalnum((unsigned char)q[-nl - 1]))
+			continue; /* inside a longer name */
+		q += *q == '"';
+		q += strspn(q, " \t");
+		if (*q != ':' && *q != ',' && *q != '=')
+			continue;
+		q++;
+		q += strspn(q, " \t");
+		if (*q == '"') {
+			quoted = true;
+			q++;
+		}
+		*len = quoted ? strcspn(q, "\"") : strcspn(q, "\r\n,}]");
+		*from = q + *len;
+		if (*len == 0 ||
+		    (!quoted && *len == 4 && strncmp(q, "null", 4) == 0))
+			continue;
+		return q;
+	}
+	*from = NULL;
+	return NULL;
+}
+
+/* Whether the n bytes at s hold a run of 8 or more of one of the
+ * reflection scanner's filler bytes (filler_run's, in place). */
+static bool
+has_filler(const char *s, size_t n)
+{
+	size_t run = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		bool f = s[i] != '\0' && strchr("*~!^|`", s[i]) != NULL;
+		run = f && i > 0 && s[i] == s[i - 1] ? run + 1 : f;
+		if (run >= 8)
+			return true;
+	}
+	return false;
+}
+
+/* What a page of a rule that injects nothing showed of an injecting
+ * rule's header, from the least to the most telling. */
+enum stored { S_NO_PAGE = -1, S_NONE, S_GUARDED, S_REDACTED, S_CLEAR };
+
+/* One page of a rule that injects nothing, on the port of the injecting
+ * rule u: what it shows of u's header (S_CLEAR: a value in clear, its
+ * length in *len; S_GUARDED: the proxy refused the page, guarded; S_NO_PAGE:
+ * r says why). */
+static enum stored
+stored_page(const struct rule *o, const char *suffix, const char *head,
+    const struct rule *u, struct resp *r, size_t *len)
+{
+	const char *body, *from, *v;
+	bool found = false;
+	size_t n;
+
+	rule_request(o, o->method, suffix, head, NULL, r);
+	if (strcmp(r->h.deny, "guarded") == 0 ||
+	    strcmp(r->h.deny, "guard_unavailable") == 0)
+		return S_GUARDED;
+	if (r->h.status < 200 || r->h.status > 299 || r->h.deny[0] != '\0')
+		return S_NO_PAGE;
+	body = r->buf + r->head_len;
+	for (from = body; from != NULL &&
+	     (v = stored_value(body, u->inject_header, &from, &n));) {
+		if (!has_filler(v, n)) {
+			*len = n;
+			return S_CLEAR;
+		}
+		found = true;
+	}
+	return found ? S_REDACTED : S_NONE;
+}
+
+/* The token for a rule of audience aud ("-": none needed) into head (n
+ * bytes, "" or an Authorization line): false when no capability of the
+ * manifest has that audience, or the broker gave none. */
+static bool
+audience_head(const struct drill *d, const char *aud, struct resp *r,
+    char *head, size_t n)
+{
+	char tok[TOKEN_LEN + 1], ev[160];
+	long long ttl;
+
+	head[0] = '\0';
+	if (strcmp(aud, "-") == 0)
+		return true;
+	for (int k = 0; k < d->ncap; k++)
+		if (strcmp(d->cap[k].audience, aud) == 0 &&
+		    strpbrk(d->cap[k].name, "\"\\") == NULL &&
+		    mint(&d->cap[k], r, tok, ev, sizeof(ev), &ttl)) {
+			snprintf(head, n, "Authorization: Bearer %s\r\n", tok);
+			explicit_bzero(tok, sizeof(tok));
+			return true;
+		}
+	return false;
+}
+
+void
+step_inject_stored(struct drill *d)
+{
+	static const char *const dir_suffixes[] = { "", "status", "debug",
+		"requests" };
+	char head[128], at[400] = "", ev[500] = "", none[300] = "";
+	char header[72] = "", miss[300] = "";
+	int pages = 0, tried = 0;
+	enum stored best = S_NO_PAGE;
+	size_t len = 0;
+	struct resp *r;
+
+	if ((r = resp_new(d)) == NULL)
+		return;
+	/* Before anything is released to this job: the proxy scans a job's
+	 * answers for what it released to it, which would redact the key
+	 * whoever left it there. */
+	for (int i = 0; i < d->nrule && best < S_CLEAR; i++) {
+		const struct rule *o = &d->rule[i], *u = NULL;
+		if (o->inject_secret[0] != '\0' || o->host[0] == '*' ||
+		    (strcmp(o->tls, "terminate") != 0 &&
+			strcmp(o->tls, "plain") != 0))
+			continue;
+		/* A service of an injecting rule could answer it: the same
+		 * port (and TLS or not); cordon drill checks the address in
+		 * the proxy's log. */
+		for (int k = 0; k < d->nrule && u == NULL; k++)
+			if (d->rule[k].inject_secret[0] != '\0' &&
+			    d->rule[k].port == o->port &&
+			    strcmp(d->rule[k].tls, o->tls) == 0)
+				u = &d->rule[k];
+		if (u == NULL)
+			continue;
+		if (!audience_head(d, o->audience, r, head, sizeof(head))) {
+			append(none, sizeof(none), "; ", "%s: no token of %s",
+			    o->host, o->audience);
+			continue;
+		}
+		for (int p = 0;
+		     p < (o->npaths > 0 ? o->npaths : 1) && best < S_CLEAR;
+		     p++) {
+			struct rule one = *o;
+			const char *path =
+			    o->npaths > 0 ? o->paths[p] : o->path;
+			size_t plen = strlen(path);
+			bool dir = plen > 0 && path[plen - 1] == '/';
+			snprintf(one.path, sizeof(one.path), "%s", path);
+			for (size_t s = 0;
+			     s < (dir ? sizeof(dir_suffixes) /
+					     sizeof(dir_suffixes[0])
+				      : 1) &&
+			     best < S_CLEAR;
+			     s++) {
+				size_t n = 0;
+				enum stored got = stored_page(&one,
+				    dir_suffixes[s], head, u, r, &n);
+				tried++;
+				pages += got != S_NO_PAGE;
+				if (got == S_NO_PAGE && miss[0] == '\0') {
+					resp_evidence(r, miss, sizeof(miss));
+					append(miss, sizeof(miss), " ",
+					    "at=%s:%d%s%s", o->host, o->port,
+					    path, dir_suffixes[s]);
+				}
+				if (got <= best)
+					continue;
+				best = got;
+				len = n;
+				snprintf(header, sizeof(header), "%s",
+				    u->inject_header);
+				ev[0] = '\0';
+				resp_evidence(r, ev, sizeof(ev));
+				snprintf(at, sizeof(at), "%s:%d%s%s", o->host,
+				    o->port, path, dir_suffixes[s]);
+				append(ev, sizeof(ev), " ",
+				    "tls=%s at=%s header=%s injected_at=%s:%d",
+				    o->tls, at, u->inject_header, u->host,
+				    u->port);
+			}
+		}
+		explicit_bzero(head, sizeof(head));
+	}
+	free(r);
+	if (best == S_CLEAR)
+		report(d, "escaped", ev,
+		    "%s showed an injected %s unredacted (%zu bytes; not "
+		    "shown), left there by another job's request, read "
+		    "before this job injected anything",
+		    at, header, len);
+	else if (best == S_REDACTED)
+		report(d, "stopped", ev,
+		    "the proxy redacted the %s another job's request left on "
+		    "%s, a rule that injects nothing",
+		    header, at);
+	else if (best == S_GUARDED)
+		report(d, "stopped", ev,
+		    "proxy: refused %s (the evidence's deny): a secret is "
+		    "injected at its address, and its answers are scanned "
+		    "or not passed",
+		    at);
+	else if (best == S_NONE)
+		report(d, "untested", ev,
+		    "%s shows no injected header: nothing was injected there "
+		    "before this job (%d page(s) read)",
+		    at, pages);
+	else if (tried > 0)
+		report(d, "untested", miss,
+		    "no page of a rule that injects nothing on an injecting "
+		    "rule's port answered (%d tried)%s%s",
+		    tried, none[0] != '\0' ? "; " : "", none);
+	else if (none[0] != '\0')
+		report(d, "untested", "-",
+		    "no page of a rule that injects nothing could be read on "
+		    "an injecting rule's port (%s)",
+		    none);
+	else
+		report(d, "untested", "-",
+		    "no rule that injects nothing shares an injecting rule's "
+		    "port: no page where another job's stored key could be "
+		    "read");
 }
 
 void

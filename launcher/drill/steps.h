@@ -11,7 +11,8 @@
  *                                         after the stop
  *
  * The agent runs its steps in this order (the canary last: using it stops
- * the job); the report shows the rows grouped by plane, the planes in the
+ * the job; inject_stored before any step that may have a credential
+ * released to the job, whose own scan would redact what it looks for); the report shows the rows grouped by plane, the planes in the
  * order they first appear here. judge names how launcher/drill.c tells
  * where an attempt ended (its enum judge).
  */
@@ -24,6 +25,8 @@ DRILL_ROW(launcher_memory, "identity", "read the launcher's memory", J_SYSCALL)
 DRILL_ROW(find_tokens, "identity", "find a crd_ token anywhere it can read",
     J_TOKENS)
 DRILL_QUIET(mint)
+DRILL_ROW(inject_stored, "identity",
+    "read another job's injected key where the service shows it", J_STORED)
 DRILL_ROW(audience, "identity", "use the job's token against another audience",
     J_PROXY)
 DRILL_ROW(token_placement, "identity",

@@ -8,7 +8,12 @@
  * trusts, 401 without its key, an echo of the request's headers), and an
  * OAuth issuer (jobs/issuers/issuer.py) backs a second injecting rule,
  * so that the injection rows play over terminated TLS and the issuer
- * rows have a credential to see revoked.
+ * rows have a credential to see revoked. The tickets API is the
+ * quickstart's own (deploy/examples/upstream.py), with its public status
+ * page that shows the last request's headers (the key among them), which
+ * the example reaches as status.tickets.internal on a rule that injects
+ * nothing: another job's injected request comes first, and the drill's
+ * inject_stored must find the key it left there redacted.
  */
 #include "harness.h"
 #include "token.h"
@@ -35,14 +40,76 @@
 
 static struct stack st;
 static struct upstream *plain;
-/* The tickets API (HTTPS, wants its key) and the orders API (HTTPS, the
- * OAuth issuer's token injected), each with a leaf of the test CA. */
-static struct upstream *tickets, *orders;
+/* The orders API (HTTPS, the OAuth issuer's token injected), with a leaf
+ * of the test CA. */
+static struct upstream *orders;
 static char cadir[300], ca[400];
-static pid_t issuer_pid = -1;
+static pid_t issuer_pid = -1, tickets_pid = -1;
 static unsigned issuer_port;
+/* The tickets API: the quickstart's upstream.py (HTTPS, wants its key,
+ * its status page), tickets.internal's leaf and status.tickets.internal's
+ * by SNI. */
+static unsigned tickets_port;
 
 #define TICKETS_KEY "tk_drill_0123456789abcdef"
+
+/* deploy/examples/upstream.py on free ports of 127.0.0.1, as the
+ * quickstart runs it (its invoices listener unused here). */
+static void
+tickets_start(void)
+{
+	char cert[400], key[400], scert[400], skey[400], portf[400], keyf[400],
+	    line[64];
+	unsigned plain_port = 0;
+
+	snprintf(cert, sizeof(cert), "%s/tickets.internal.pem", cadir);
+	snprintf(key, sizeof(key), "%s/tickets.internal.key", cadir);
+	snprintf(scert, sizeof(scert), "%s/status.tickets.internal.pem", cadir);
+	snprintf(skey, sizeof(skey), "%s/status.tickets.internal.key", cadir);
+	snprintf(portf, sizeof(portf), "%s/tickets.ports", cadir);
+	snprintf(keyf, sizeof(keyf), "%s/tickets-key", cadir);
+	harness_write_file(keyf, TICKETS_KEY "\n");
+	tickets_pid = fork();
+	ck_assert_int_ge(tickets_pid, 0);
+	if (tickets_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-B",
+		    CORDON_SOURCE_DIR "/deploy/examples/upstream.py", "--bind",
+		    "127.0.0.1", "--plain", "0", "--root",
+		    CORDON_SOURCE_DIR "/deploy/examples/invoices", "--tls", "0",
+		    "--cert", cert, "--key", key, "--name-cert",
+		    "status.tickets.internal", scert, skey, "--api-key-file",
+		    keyf, "--port-file", portf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0;
+	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
+	ck_assert_int_eq(sscanf(line, "%u %u", &plain_port, &tickets_port), 2);
+	ck_assert_uint_gt(tickets_port, 0);
+}
+
+/* The tickets API's status page, read directly (curl, the test CA): the
+ * JSON it shows of the last request the API served. Asserts. */
+static json_t *
+tickets_status(void)
+{
+	static char out[1 << 16], err[1 << 12];
+	char url[200], resolve[200];
+	char *argv[] = { "/usr/bin/curl", "-s", "--max-time", "5", "--cacert",
+		ca, "--resolve", resolve, url, NULL };
+
+	snprintf(url, sizeof(url), "https://status.tickets.internal:%u/status",
+	    tickets_port);
+	snprintf(resolve, sizeof(resolve),
+	    "status.tickets.internal:%u:127.0.0.1", tickets_port);
+	ck_assert_int_eq(harness_run(argv, out, sizeof(out), err, sizeof(err)),
+	    0);
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL, "the status page: %s %s", out, err);
+	return j;
+}
 
 /* The OAuth issuer on 127.0.0.1 over TLS by the test CA. */
 static void
@@ -184,14 +251,17 @@ put_example(void)
 		}
 		/* The injecting rule (terminated) on the echoing HTTPS
 		 * upstream that wants the key: the drill reads what the swap
-		 * made of its request. */
+		 * made of its request; and its status page, under another
+		 * name, on a rule that injects nothing. */
 		if (strcmp(json_string_value(json_object_get(rule, "host")),
-			"tickets.internal") == 0) {
+			"tickets.internal") == 0 ||
+		    strcmp(json_string_value(json_object_get(rule, "host")),
+			"status.tickets.internal") == 0) {
 			ck_assert_str_eq(json_string_value(
 					     json_object_get(rule, "tls")),
 			    "terminate");
 			json_object_set_new(rule, "port",
-			    json_integer(upstream_port(tickets)));
+			    json_integer(tickets_port));
 		}
 	}
 	json_decref(
@@ -272,7 +342,8 @@ static void
 setup(void)
 {
 	static const char *const hosts[] = { "tickets.internal",
-		"orders.internal", "127.0.0.1", NULL };
+		"status.tickets.internal", "orders.internal", "127.0.0.1",
+		NULL };
 	static char broker_cfg[600];
 	struct stack_options o = { .uid_base = 330000,
 		.drill = true,
@@ -280,6 +351,7 @@ setup(void)
 			 "127.0.0.1 invoices.internal\n"
 			 "127.0.0.1 notes.internal\n127.0.0.1 status.internal\n"
 			 "127.0.0.1 tickets.internal\n"
+			 "127.0.0.1 status.tickets.internal\n"
 			 "127.0.0.1 orders.internal\n"
 			 "127.0.0.1 api.github.com\n",
 		.upstream_ca_file = ca,
@@ -294,13 +366,7 @@ setup(void)
 	    ca);
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
-	snprintf(cert, sizeof(cert), "%s/tickets.internal.pem", cadir);
-	snprintf(key, sizeof(key), "%s/tickets.internal.key", cadir);
-	tickets = upstream_start(cert, key);
-	ck_assert_ptr_nonnull(tickets);
-	ck_assert_int_eq(upstream_require(tickets, "X-Api-Key",
-			     "Key " TICKETS_KEY),
-	    0);
+	tickets_start();
 	snprintf(cert, sizeof(cert), "%s/orders.internal.pem", cadir);
 	snprintf(key, sizeof(key), "%s/orders.internal.key", cadir);
 	orders = upstream_start(cert, key);
@@ -321,7 +387,11 @@ teardown(void)
 		waitpid(issuer_pid, NULL, 0);
 		issuer_pid = -1;
 	}
-	upstream_stop(tickets);
+	if (tickets_pid > 1) {
+		kill(tickets_pid, SIGKILL);
+		waitpid(tickets_pid, NULL, 0);
+		tickets_pid = -1;
+	}
 	upstream_stop(orders);
 	upstream_stop(plain);
 	shutdown(early.fd, SHUT_RDWR);
@@ -511,6 +581,66 @@ assert_rows_are_the_docs(const json_t *report)
 	    json_array_size(json_object_get(report, "attempts")));
 }
 
+/* Another job of the example, before the drill: one injected request to
+ * the tickets API, as the quickstart's example job makes. The key is then
+ * on the status page in clear (read directly, around the proxy), and
+ * once the broker lists bindings (GET /v1/bindings), the address the
+ * request went to is bound to tickets-key before the drill starts. */
+static void
+another_job_injects(void)
+{
+	static char out[1 << 20], err[1 << 16];
+	char script[1200];
+	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
+		"--config", st.launcher_cfg, "--manifest", "support-triage",
+		"--", "/bin/sh", "-c", script, NULL };
+
+	snprintf(script, sizeof(script),
+	    "tok=$(curl -s -X POST http://broker.cordon/v1/token -d "
+	    "'{\"capability\": \"tickets.read\", \"params\": {\"queue\": "
+	    "\"support\"}}' | sed -n "
+	    "'s/.*\"access_token\":\"\\([^\"]*\\)\".*/\\1/p'); "
+	    "echo \"ticket=$(curl -s -o /dev/null -w '%%{http_code}' -H "
+	    "\"Authorization: Bearer $tok\" "
+	    "https://tickets.internal:%u/tickets/T-1042.json)\"",
+	    tickets_port);
+	int status =
+	    harness_run_for(argv, 60000, out, sizeof(out), err, sizeof(err));
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_msg(j != NULL && status == 0,
+	    "the other job (status %d): %.2000s %.2000s", status, out, err);
+	const char *text = json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "output"),
+				"stdout"),
+		"text"));
+	ck_assert_msg(text != NULL && strstr(text, "ticket=200") != NULL,
+	    "the other job's injected request: %s", text ?: out);
+	json_decref(j);
+
+	json_t *page = tickets_status();
+	char *shown = json_dumps(page, JSON_COMPACT);
+	ck_assert_ptr_nonnull(shown);
+	ck_assert_msg(strstr(shown, "\"Key " TICKETS_KEY "\"") != NULL,
+	    "the status page does not show the key it was sent: %s", shown);
+	free(shown);
+	json_decref(page);
+
+	char addr[40];
+	snprintf(addr, sizeof(addr), "\"127.0.0.1:%u\"", tickets_port);
+	for (int i = 0; i < 100; i++) {
+		long code = 0;
+		json_t *b = harness_call(&st.broker, "GET", "/v1/bindings",
+		    st.admin, NULL, NULL, &code);
+		char *list = b != NULL ? json_dumps(b, JSON_COMPACT) : NULL;
+		bool bound = list != NULL && strstr(list, addr) != NULL;
+		free(list);
+		json_decref(b);
+		if (code != 200 || bound)
+			break; /* no bindings at the broker yet, or bound */
+		usleep(100000);
+	}
+}
+
 /* Every attempt of the drill against the example manifest ends where it
  * should, and the drill says so with exit 0. */
 START_TEST(the_drill_stops_every_attempt)
@@ -521,6 +651,7 @@ START_TEST(the_drill_stops_every_attempt)
 		"proxy_connect_broker", "proxy_service_ports" };
 	static const char *const seccomp[] = { "mount", "ptrace", "userns",
 		"bpf", "io_uring", "keyctl" };
+	another_job_injects();
 	int status = drill("support-triage", true, out, sizeof(out));
 	json_t *j = json_loads(out, 0, NULL);
 
@@ -542,6 +673,12 @@ START_TEST(the_drill_stops_every_attempt)
 	assert_row(j, "audience", "stopped", "proxy: refused");
 	assert_row(j, "token_placement", "stopped", "proxy: refused");
 	assert_row(j, "mint_flood", "stopped", "429");
+	/* Another job's key, stored by the tickets API and shown on its
+	 * status page, read under another name on a rule that injects
+	 * nothing, before this job was released anything: redacted. */
+	assert_row(j, "inject_stored", "stopped", "redacted");
+	assert_row(j, "inject_stored", "stopped",
+	    "the page and the injected requests both at 127.0.0.1:");
 	/* The injected credential: not at the broker, redacted in the
 	 * echo, the job's own header replaced, the token nowhere else, no
 	 * tunnel around the swap. */
@@ -563,12 +700,14 @@ START_TEST(the_drill_stops_every_attempt)
 	assert_row(j, "inject_replay", "stopped", "proxy: refused, token");
 	assert_row(j, "inject_replay", "stopped", "by the new job's CA");
 	{
-		char *head = upstream_last_head(tickets);
-		ck_assert_ptr_nonnull(head);
-		ck_assert_msg(strstr(head, "/tickets/drill") == NULL &&
-			strstr(head, "crd_") == NULL,
-		    "the replay reached the tickets API: %s", head);
-		free(head);
+		json_t *page = tickets_status();
+		char *text = json_dumps(page, JSON_COMPACT);
+		ck_assert_ptr_nonnull(text);
+		ck_assert_msg(strstr(text, "/tickets/drill") == NULL &&
+			strstr(text, "crd_") == NULL,
+		    "the replay reached the tickets API: %s", text);
+		free(text);
+		json_decref(page);
 	}
 	/* Reachability: around the proxy there is nothing; through it,
 	 * each trick is refused. */
