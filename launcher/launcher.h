@@ -52,6 +52,9 @@ struct launcher_config {
 	 * serve_keep_seconds */
 	long long serve_keep_jobs;
 	long long serve_keep_seconds;
+	/* cordon serve: how long a request waits for the spawner's answer
+	 * before the spawner is lost (spawner.h) */
+	long long serve_spawner_seconds;
 };
 
 /* The options both `cordon run` and `cordon serve` read. */

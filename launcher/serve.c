@@ -2383,7 +2383,7 @@ spawner_unavailable(struct serve *s, struct http_response *res, int r)
 	if (why == -ETIMEDOUT)
 		http_reply_error(res, 503, "spawner_lost",
 		    "the spawner did not answer within %d s: %s",
-		    SPAWNER_ANSWER_MS / 1000, SPAWNER_LOST_EFFECT);
+		    s->sp.answer_ms / 1000, SPAWNER_LOST_EFFECT);
 	else
 		http_reply_error(res, 503, "spawner_lost",
 		    "the spawner is gone: %s", SPAWNER_LOST_EFFECT);
@@ -2728,6 +2728,7 @@ launcher_serve(int argc, char **argv)
 	}
 	/* The root part, forked before the keys are read and the socket
 	 * opened: it holds neither (spawner.h). */
+	s.sp.answer_ms = (int)(l->cfg.serve_spawner_seconds * 1000);
 	if ((r = spawner_start(&s.sp, l->cordon, l->config_path,
 		 l->cfg.common.state_dir)) < 0) {
 		log_error("no_spawner", "{s:s}", "error", strerror(-r));

@@ -45,6 +45,8 @@ const struct config_option launcher_options[] = {
 	{ "serve_keep_jobs", CONFIG_INT, CFG(serve_keep_jobs), 1, 1000000 },
 	{ "serve_keep_seconds", CONFIG_INT, CFG(serve_keep_seconds), 0,
 	    31536000 },
+	{ "serve_spawner_seconds", CONFIG_INT, CFG(serve_spawner_seconds), 1,
+	    3600 },
 };
 const size_t launcher_noptions = ARRAY_SIZE(launcher_options);
 
@@ -118,6 +120,7 @@ launcher_config_defaults(struct launcher_config *cfg)
 	cfg->uid_count = 10000;
 	cfg->serve_keep_jobs = 1000;
 	cfg->serve_keep_seconds = 60;
+	cfg->serve_spawner_seconds = 30; /* spawner.h's SPAWNER_ANSWER_MS */
 	/* The layout's paths, never the current directory's. */
 	if (launcher_source_tree(top, sizeof(top)) == 0)
 		snprintf(keys, sizeof(keys), "%s/var/broker/keys", top);

@@ -478,7 +478,8 @@ ask(struct spawner *sp, const char *m, size_t len, const int *fds, int *got_fd)
 	} c;
 	struct iovec iov = { (void *)m, len };
 	struct msghdr h = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int64_t deadline = monotonic_ms() + SPAWNER_ANSWER_MS;
+	int64_t deadline = monotonic_ms() +
+	    (sp->answer_ms > 0 ? sp->answer_ms : SPAWNER_ANSWER_MS);
 	int32_t answer;
 	bool sent = false;
 
@@ -710,9 +711,10 @@ spawner_close(struct spawner *sp)
 	close(sp->fd);
 	sp->fd = -1;
 	/* A lost one may never end (stopped, hung): not waited for long. */
+	int limit = sp->answer_ms > 0 ? sp->answer_ms : SPAWNER_ANSWER_MS;
 	for (int waited = 0; sp->lost && p == 0; waited += 10) {
 		if ((p = waitpid(sp->pid, &st, WNOHANG)) == 0) {
-			if (waited >= SPAWNER_ANSWER_MS)
+			if (waited >= limit)
 				return -1;
 			usleep(10 * 1000);
 		}

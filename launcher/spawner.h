@@ -27,7 +27,7 @@
  * come makes the spawner lost: asked nothing more (a late answer would be
  * taken for the next request's), its end shut down (a spawner that comes
  * back stops its children and exits), every later request -ETIMEDOUT. */
-#define SPAWNER_ANSWER_MS 5000
+#define SPAWNER_ANSWER_MS 30000 /* the default: serve_spawner_seconds */
 
 /* The HTTP part's end: the statuses told and not yet asked for. mu guards
  * the rest and is never held across a wait; ask_mu keeps one request at
@@ -36,6 +36,7 @@
 struct spawner {
 	int fd; /* -1: none */
 	pid_t pid;
+	int answer_ms; /* a request's wait (0: SPAWNER_ANSWER_MS) */
 	pthread_mutex_t mu, ask_mu;
 	struct {
 		pid_t pid;

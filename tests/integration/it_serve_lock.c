@@ -60,6 +60,8 @@ setup(void)
 	    "/v1/manifests/lock-job", st.admin, NULL, m));
 	json_t *cfg = json_load_file(st.launcher_cfg, 0, NULL);
 	ck_assert_ptr_nonnull(cfg);
+	/* 5 s, not the 30 s default: the test waits 30 s for each step. */
+	json_object_set_new(cfg, "serve_spawner_seconds", json_integer(5));
 	char *text = json_dumps(cfg, JSON_COMPACT);
 	ck_assert_int_eq(daemon_start(&serve, "launcher", text), 0);
 	free(text);
