@@ -1375,7 +1375,9 @@ guard_report(struct pconn *c, const char *secret)
 	int r = guard_local_add(&c->p->guard, secret, c->job->id, c->addr, &l);
 
 	if (r == 1) {
-		bind_tell(c->p, secret, c->job->id, c->addr, l);
+		/* As the list writes it: the answer finds its entry. */
+		bind_tell(c->p, secret, c->job->id,
+		    l != NULL ? l->addr : c->addr, l);
 		return;
 	}
 	if ((l = guard_local_due(&c->p->guard)) != NULL)
