@@ -5,8 +5,8 @@
  * that it judges exactly the '+' lines a reviewer is shown, numbered as
  * the new file numbers them, and costs in proportion to what the job
  * changed. Printable ASCII, tab and form feed are passed over a byte at a
- * time; anything else is decoded as UTF-8 and classed. Nothing here
- * allocates or logs.
+ * time (a letter noted for the word it is in); anything else is decoded
+ * as UTF-8 and classed. Nothing here allocates or logs.
  */
 #include "hidden.h"
 
@@ -58,6 +58,96 @@ classify(uint32_t cp)
 	return HIDDEN_CLASSES;
 }
 
+/*
+ * What a character is to a word (letters, digits and underscore: an
+ * identifier, a value in a config), for the mixed-script look: TR39's
+ * mixed-script confusables, narrowed to the scripts whose letters pass
+ * for Latin ones and to Latin's own look-alike forms. A small table of
+ * ranges, not the Unicode Script property: what it leaves out ends a
+ * word, so a letter it does not know cannot join two words into one.
+ */
+enum word_kind {
+	W_NONE, /* ends a word: punctuation, symbols, other scripts */
+	W_NEUTRAL, /* a digit, underscore, combining mark: no script */
+	W_LATIN, /* a Latin letter */
+	W_LOOKALIKE, /* Cyrillic, Greek, Armenian: flagged beside Latin */
+	W_FULL_DIGIT, /* a fullwidth digit: flagged beside Latin */
+	W_LATIN_FORM, /* a fullwidth Latin letter or underscore, a
+		       * mathematical alphanumeric: flagged in any word */
+};
+
+struct word_range {
+	uint32_t lo, hi;
+	enum word_kind kind;
+};
+
+/* In order, not overlapping; past ASCII. */
+static const struct word_range word_ranges[] = {
+	{ 0x00b5, 0x00b5, W_NEUTRAL }, /* the micro sign */
+	{ 0x00c0, 0x00d6, W_LATIN }, { 0x00d8, 0x00f6, W_LATIN },
+	{ 0x00f8, 0x02af, W_LATIN }, /* Latin Extended-A, -B, IPA */
+	{ 0x0300, 0x036f, W_NEUTRAL }, /* combining diacritics */
+	{ 0x0370, 0x0373, W_LOOKALIKE }, /* Greek */
+	{ 0x0376, 0x0377, W_LOOKALIKE }, { 0x037b, 0x037d, W_LOOKALIKE },
+	{ 0x037f, 0x037f, W_LOOKALIKE }, { 0x0386, 0x0386, W_LOOKALIKE },
+	{ 0x0388, 0x03ff, W_LOOKALIKE },
+	{ 0x0400, 0x0481, W_LOOKALIKE }, /* Cyrillic */
+	{ 0x0483, 0x0489, W_NEUTRAL }, { 0x048a, 0x052f, W_LOOKALIKE },
+	{ 0x0531, 0x0556, W_LOOKALIKE }, /* Armenian */
+	{ 0x0560, 0x0588, W_LOOKALIKE }, { 0x1ab0, 0x1aff, W_NEUTRAL },
+	{ 0x1c80, 0x1c8f, W_LOOKALIKE }, /* Cyrillic Extended-C */
+	{ 0x1d00, 0x1d25, W_LATIN }, /* small capitals */
+	{ 0x1dc0, 0x1dff, W_NEUTRAL },
+	{ 0x1e00, 0x1eff, W_LATIN }, /* Latin Extended Additional */
+	{ 0x1f00, 0x1fbc, W_LOOKALIKE }, /* Greek Extended */
+	{ 0x1fc2, 0x1fcc, W_LOOKALIKE }, { 0x1fd0, 0x1fdb, W_LOOKALIKE },
+	{ 0x1fe0, 0x1fec, W_LOOKALIKE }, { 0x1ff2, 0x1ffc, W_LOOKALIKE },
+	{ 0x20d0, 0x20ff, W_NEUTRAL },
+	{ 0x2c60, 0x2c7f, W_LATIN }, /* Latin Extended-C */
+	{ 0x2de0, 0x2dff, W_NEUTRAL },
+	{ 0xa640, 0xa66d, W_LOOKALIKE }, /* Cyrillic Extended-B */
+	{ 0xa66f, 0xa67d, W_NEUTRAL }, { 0xa67f, 0xa69d, W_LOOKALIKE },
+	{ 0xa69e, 0xa69f, W_NEUTRAL },
+	{ 0xa720, 0xa7ff, W_LATIN }, /* Latin Extended-D */
+	{ 0xab30, 0xab6f, W_LATIN }, /* Latin Extended-E */
+	{ 0xfb00, 0xfb06, W_LATIN }, /* ff, fi, fl ligatures */
+	{ 0xfb13, 0xfb17, W_LOOKALIKE }, /* Armenian ligatures */
+	{ 0xfe20, 0xfe2f, W_NEUTRAL }, { 0xff10, 0xff19, W_FULL_DIGIT },
+	{ 0xff21, 0xff3a, W_LATIN_FORM }, /* fullwidth A-Z */
+	{ 0xff3f, 0xff3f, W_LATIN_FORM }, /* fullwidth _ */
+	{ 0xff41, 0xff5a, W_LATIN_FORM }, /* fullwidth a-z */
+	{ 0x1d400, 0x1d7ff, W_LATIN_FORM }, /* mathematical alphanumerics */
+};
+
+/* The word kind of a visible code point past ASCII. */
+static enum word_kind
+word_kind(uint32_t cp)
+{
+	size_t lo = 0, hi = sizeof(word_ranges) / sizeof(word_ranges[0]);
+
+	if (cp < 0xb5 || cp > 0x1d7ff)
+		return W_NONE;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cp < word_ranges[mid].lo)
+			hi = mid;
+		else if (cp > word_ranges[mid].hi)
+			lo = mid + 1;
+		else
+			return word_ranges[mid].kind;
+	}
+	return W_NONE;
+}
+
+/* The word being read: whether it holds a Latin letter, and the first
+ * letter that is flagged once it does (at its byte). */
+struct word {
+	bool latin, pending;
+	uint32_t cp;
+	size_t col;
+};
+
 /* envelope_utf8_decode, with the two- and three-byte forms of most text
  * past ASCII decoded here. */
 static inline size_t
@@ -87,6 +177,56 @@ visible_beyond_ascii(const unsigned char *p, size_t n)
 	return classify(cp) == HIDDEN_CLASSES;
 }
 
+/* Records a hit of cls: the first of the line in *ret. */
+static void
+hit(unsigned *classes, struct hidden_hit *ret, enum hidden_class cls,
+    uint32_t cp, size_t col)
+{
+	if (*classes == 0 && ret != NULL)
+		*ret = (struct hidden_hit){ .cls = cls, .cp = cp, .col = col };
+	*classes |= 1u << cls;
+}
+
+/* A Latin letter joins the word: a look-alike waiting in it is a hit. */
+static void
+word_latin(struct word *w, unsigned *classes, struct hidden_hit *ret)
+{
+	w->latin = true;
+	if (w->pending) {
+		hit(classes, ret, HIDDEN_MIXED_SCRIPT, w->cp, w->col);
+		w->pending = false;
+	}
+}
+
+/* A visible code point past ASCII (at byte col) in the word. */
+static void
+word_add(struct word *w, uint32_t cp, size_t col, unsigned *classes,
+    struct hidden_hit *ret)
+{
+	switch (word_kind(cp)) {
+	case W_NONE:
+		*w = (struct word){ 0 };
+		break;
+	case W_NEUTRAL:
+		break;
+	case W_LATIN:
+		word_latin(w, classes, ret);
+		break;
+	case W_LOOKALIKE:
+	case W_FULL_DIGIT:
+		if (w->latin)
+			hit(classes, ret, HIDDEN_MIXED_SCRIPT, cp, col);
+		else if (!w->pending)
+			*w = (struct word){ .pending = true,
+				.cp = cp,
+				.col = col };
+		break;
+	case W_LATIN_FORM:
+		hit(classes, ret, HIDDEN_MIXED_SCRIPT, cp, col);
+		break;
+	}
+}
+
 unsigned
 hidden_line(const unsigned char *line, size_t n, bool first_line,
     struct hidden_hit *ret)
@@ -95,6 +235,7 @@ hidden_line(const unsigned char *line, size_t n, bool first_line,
 	 * that follow it): an emoji, a letter of another script. */
 	bool after_wide = false;
 	unsigned classes = 0;
+	struct word w = { 0 };
 	size_t i = 0;
 
 	while (i < n) {
@@ -105,6 +246,12 @@ hidden_line(const unsigned char *line, size_t n, bool first_line,
 
 		if (c >= 0x20 && c < 0x7f) {
 			after_wide = false;
+			if (((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) {
+				if (!w.latin)
+					word_latin(&w, &classes, ret);
+			} else if ((c < '0' || c > '9') && c != '_' &&
+			    (w.latin || w.pending))
+				w = (struct word){ 0 };
 			i++;
 			continue;
 		}
@@ -113,15 +260,19 @@ hidden_line(const unsigned char *line, size_t n, bool first_line,
 				cls =
 				    HIDDEN_CONTROL; /* C0, DEL, a CR mid-line */
 			after_wide = false;
+			w = (struct word){ 0 };
 		} else if ((len = decode(line + i, n - i, &cp)) == 0) {
 			cls = HIDDEN_INVALID;
 			len = 1;
 			after_wide = false;
 		} else {
+			/* What is left alone below is nothing to a word
+			 * either: a selector or joiner does not end it. */
 			cls = classify(cp);
-			if (cls == HIDDEN_CLASSES)
+			if (cls == HIDDEN_CLASSES) {
 				after_wide = true;
-			else if (cp == 0xfeff && first_line && i == 0)
+				word_add(&w, cp, i, &classes, ret);
+			} else if (cp == 0xfeff && first_line && i == 0)
 				cls =
 				    HIDDEN_CLASSES; /* the BOM, where it goes */
 			else if (selector(cp) && after_wide)
@@ -133,11 +284,8 @@ hidden_line(const unsigned char *line, size_t n, bool first_line,
 				after_wide = false;
 		}
 		if (cls != HIDDEN_CLASSES) {
-			if (classes == 0 && ret != NULL)
-				*ret = (struct hidden_hit){ .cls = cls,
-					.cp = cp,
-					.col = i };
-			classes |= 1u << cls;
+			w = (struct word){ 0 };
+			hit(&classes, ret, cls, cp, i);
 		}
 		i += len;
 	}
@@ -275,6 +423,7 @@ hidden_class_name(enum hidden_class c)
 		[HIDDEN_CONTROL] = "control",
 		[HIDDEN_SEPARATOR] = "line_separator",
 		[HIDDEN_INVALID] = "invalid_utf8",
+		[HIDDEN_MIXED_SCRIPT] = "mixed_script",
 	};
 
 	return (unsigned)c < HIDDEN_CLASSES ? names[c] : "unknown";

@@ -5,8 +5,10 @@
  * characters split an identifier or spell out text no one sees, control
  * characters rewrite the terminal under cat, line separators end a line
  * for one reader and not for another, and bytes that are not UTF-8 are
- * shown as each viewer guesses. The patch must carry them as they are;
- * the report names where they are (policy_check_text).
+ * shown as each viewer guesses, and a letter of another script in a Latin
+ * word (a Cyrillic a in "admin") reads as the Latin one. The patch must
+ * carry them as they are; the report names where they are
+ * (policy_check_text).
  */
 #ifndef CORDON_HATCH_HIDDEN_H
 #define CORDON_HATCH_HIDDEN_H
@@ -23,6 +25,9 @@ enum hidden_class {
 			 * C1 */
 	HIDDEN_SEPARATOR, /* U+2028, U+2029 */
 	HIDDEN_INVALID, /* not UTF-8: stray, overlong, surrogate, cut */
+	HIDDEN_MIXED_SCRIPT, /* a word mixing Latin with Cyrillic, Greek or
+			      * Armenian; a fullwidth or mathematical
+			      * look-alike of a Latin letter */
 	HIDDEN_CLASSES,
 };
 
@@ -49,7 +54,11 @@ struct hidden_text {
  * is no hit. Exempt, as text in other scripts and emoji use them: a
  * variation selector after a visible character that is not ASCII, and a
  * zero-width joiner or non-joiner between two such characters; a CR is a
- * control unless it ends the line (CRLF).
+ * control unless it ends the line (CRLF). A word (a run of letters,
+ * digits, underscores and combining marks) is mixed-script when it holds
+ * a Latin letter and a Cyrillic, Greek or Armenian letter or a fullwidth
+ * digit (the hit: the first of these), or a fullwidth Latin letter or a
+ * mathematical alphanumeric at all; a word wholly in one script is not.
  */
 unsigned hidden_line(const unsigned char *line, size_t n, bool first_line,
     struct hidden_hit *ret);
@@ -65,7 +74,7 @@ unsigned hidden_line(const unsigned char *line, size_t n, bool first_line,
 int hidden_scan_patch(const char *section, size_t len, struct hidden_text *ret);
 
 /* The class's name in a report: bidi_control, invisible, control,
- * line_separator, invalid_utf8. */
+ * line_separator, invalid_utf8, mixed_script. */
 const char *hidden_class_name(enum hidden_class c);
 
 #endif

@@ -476,6 +476,10 @@ hidden_what(enum hidden_class c)
 		return "a byte that is not UTF-8, which each viewer shows as "
 		       "it "
 		       "guesses";
+	case HIDDEN_MIXED_SCRIPT:
+		return "a look-alike of a Latin letter in a word (another "
+		       "script's, fullwidth or mathematical), which reads as "
+		       "the Latin one";
 	default:
 		return "a character";
 	}

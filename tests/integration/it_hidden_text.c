@@ -4,11 +4,11 @@
  * whose content holds Trojan Source's bidi controls (CVE-2021-42574: an
  * "early return" that reads as a comment), a zero-width space in an
  * identifier, and terminal escapes that erase the line before them when
- * the patch is shown with cat. The patch carries them byte for byte, as
- * it must; the report must flag each file (hidden_text, naming the line
- * and the class, the character escaped) and the verdict be at least
- * needs-review. A file the job wrote with plain text and emoji sequences
- * is not flagged.
+ * the patch is shown with cat, and a Cyrillic a in "admin". The patch
+ * carries them byte for byte, as it must; the report must flag each file
+ * (hidden_text, naming the line and the class, the character escaped) and
+ * the verdict be at least needs-review. A file the job wrote with plain
+ * text and emoji sequences is not flagged, nor one with a Russian comment.
  */
 #include "harness.h"
 #include "path.h"
@@ -117,6 +117,10 @@ START_TEST(text_that_reads_otherwise_than_it_applies_is_flagged)
 	    "zw.py && "
 	    "printf 'see\\342\\200\\250here\\n' >> README.md && "
 	    "printf 'a\\nb\\nc\\300\\257\\n' > overlong.txt && "
+	    "printf 'role = \"\\320\\260dmin\"\\n' > config.py && "
+	    "printf '# \\320\\237\\321\\200\\320\\276\\320\\262"
+	    "\\320\\265\\321\\200\\320\\272\\320\\260\\nrole = "
+	    "\"admin\"\\n' > ru.py && "
 	    "printf '\\357\\273\\277# "
 	    "Notes\\r\\n\\342\\232\\240\\357\\270\\217 "
 	    "careful "
@@ -137,6 +141,7 @@ START_TEST(text_that_reads_otherwise_than_it_applies_is_flagged)
 		{ "repo/zw.py", "invisible", 1 },
 		{ "repo/README.md", "line_separator", 2 },
 		{ "repo/overlong.txt", "invalid_utf8", 3 },
+		{ "repo/config.py", "mixed_script", 1 },
 	};
 	_cleanup_free_ char *patch = NULL;
 	size_t patch_len = 0;
@@ -177,6 +182,8 @@ START_TEST(text_that_reads_otherwise_than_it_applies_is_flagged)
 	}
 	ck_assert_msg(flag_of(flags, "repo/ok.md") == NULL,
 	    "plain text with emoji, a BOM, CRLF and a tab flagged: %s", all);
+	ck_assert_msg(flag_of(flags, "repo/ru.py") == NULL,
+	    "a Russian comment over a Latin line flagged: %s", all);
 	free(all);
 	free(changes);
 	ck_assert_msg(verdict != NULL && strcmp(verdict, "clean") != 0,

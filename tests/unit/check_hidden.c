@@ -156,6 +156,113 @@ START_TEST(test_what_text_needs_is_left_alone)
 }
 END_TEST
 
+/* A word (letters, digits, underscore) mixing Latin with a script whose
+ * letters look Latin, or holding a fullwidth or mathematical look-alike:
+ * the first such code point of the word and its byte. */
+START_TEST(test_mixed_script_flagged)
+{
+	static const struct {
+		const char *text;
+		uint32_t cp;
+		size_t col;
+	} cases[] = {
+		{ "\xd0\xb0"
+		  "dmin",
+		    0x430, 0 }, /* CYRILLIC SMALL LETTER A */
+		{ "adm\xd1\x96n", 0x456, 3 }, /* Cyrillic i */
+		{ "if user == \"p\xd0\xb0ypal\":", 0x430, 13 },
+		{ "\xd0\x90PI_KEY = 1", 0x410, 0 }, /* Cyrillic A */
+		{ "r\xce\xbfot", 0x3bf, 1 }, /* GREEK SMALL LETTER OMICRON */
+		{ "ope\xd5\xb8", 0x578, 3 }, /* ARMENIAN SMALL LETTER VO */
+		{ "user_\xd0\xb0"
+		  "dmin",
+		    0x430, 5 },
+		{ "v1\xd0\xb0", 0x430, 2 },
+		{ "10\xce\xbcs", 0x3bc,
+		    2 }, /* a Greek mu, not the micro sign */
+		{ "caf\xc3\xa9\xd0\xb0", 0x430, 5 }, /* Latin past ASCII */
+		{ "e\xcc\x81\xd0\xb0", 0x430, 3 }, /* a combining acute */
+		/* Cyrillic first, Latin a and o in it: the first letter that
+		 * is not Latin is named. */
+		{ "\xd0\xbf"
+		  "a\xd1\x80"
+		  "ol",
+		    0x43f, 0 },
+		{ "\xd0\xbf\xd1\x80\xd0\xb8 \xd0\xb0"
+		  "dmin",
+		    0x430, 7 }, /* a Russian word before it is its own */
+		/* Fullwidth letters, alone or in a word; a fullwidth digit in
+		 * a Latin word. */
+		{ "\xef\xbd\x81\xef\xbd\x84\xef\xbd\x8d\xef\xbd\x89\xef\xbd"
+		  "\x8e",
+		    0xff41, 0 },
+		{ "role=\xef\xbc\xa1"
+		  "dmin",
+		    0xff21, 5 },
+		{ "v\xef\xbc\x91", 0xff11, 1 },
+		{ "\xef\xbc\x91x", 0xff11, 0 },
+		/* Mathematical alphanumerics (bold a, U+1D41A). */
+		{ "p\xf0\x9d\x90\x9ass", 0x1d41a, 1 },
+		{ "\xf0\x9d\x90\x9a", 0x1d41a, 0 },
+		/* In a path's name too. */
+		{ "repo/\xd0\xb0"
+		  "dmin.py",
+		    0x430, 5 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hidden_hit hit = { 0 };
+		unsigned found = line_of(cases[i].text, false, &hit);
+
+		ck_assert_msg(found == 1u << HIDDEN_MIXED_SCRIPT,
+		    "case %zu: classes %#x, want mixed_script", i, found);
+		ck_assert_msg(hit.cls == HIDDEN_MIXED_SCRIPT &&
+			hit.cp == cases[i].cp && hit.col == cases[i].col,
+		    "case %zu: hit %s U+%04X at %zu, want U+%04X at %zu", i,
+		    hidden_class_name(hit.cls), (unsigned)hit.cp, hit.col,
+		    (unsigned)cases[i].cp, cases[i].col);
+	}
+}
+END_TEST
+
+/* A word wholly in one script, whatever the script, and words of
+ * different scripts side by side, are text. */
+START_TEST(test_mixed_script_not_flagged)
+{
+	static const char *const ok[] = {
+		/* # Проверка доступа */
+		"# \xd0\x9f\xd1\x80\xd0\xbe\xd0\xb2\xd0\xb5\xd1\x80\xd0\xba"
+		"\xd0\xb0 \xd0\xb4\xd0\xbe\xd1\x81\xd1\x82\xd1\x83\xd0\xbf"
+		"\xd0\xb0",
+		"\xce\xbb\xcf\x8c\xce\xb3\xce\xbf\xcf\x82", /* Greek */
+		"\xd4\xb2\xd5\xa1\xd6\x80\xd5\xa5\xd6\x82", /* Armenian */
+		/* admin админ, user=пользователь, msg("Ошибка") */
+		"admin \xd0\xb0\xd0\xb4\xd0\xbc\xd0\xb8\xd0\xbd",
+		"user=\xd0\xbf\xd0\xbe\xd0\xbb\xd1\x8c\xd0\xb7\xd0\xbe\xd0\xb2"
+		"\xd0\xb0\xd1\x82\xd0\xb5\xd0\xbb\xd1\x8c",
+		"msg(\"\xd0\x9e\xd1\x88\xd0\xb8\xd0\xb1\xd0\xba\xd0\xb0\")",
+		"a.\xd0\xb0 a-\xd0\xb0 a/\xd0\xb0", /* punctuation between */
+		"_\xd0\xbf"
+		"1 \xd0\xbf_2", /* digits and underscore have no script */
+		"na\xc3\xafve \xc3\x85ngstr\xc3\xb6m", /* Latin past ASCII */
+		"\xce\xb1 = alpha",
+		"10\xc2\xb5s", /* the micro sign is Latin-1's */
+		/* CJK punctuation and digits in their fullwidth forms. */
+		"\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xef\xbc\x88\xe3\x83\x86"
+		"\xe3\x82\xb9\xe3\x83\x88\xef\xbc\x89\xe3\x80\x81\xef\xbc\x9a",
+		"\xe7\xac\xac\xef\xbc\x91\xe7\xab\xa0", /* 第１章 */
+		"\xef\xbc\x91\xef\xbc\x92\xef\xbc\x93",
+		"x \xef\xbc\x9d y", /* a fullwidth '=' is no letter */
+	};
+	struct hidden_hit hit;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		ck_assert_msg(line_of(ok[i], false, &hit) == 0,
+		    "case %zu flagged: %s U+%04X at %zu", i,
+		    hidden_class_name(hit.cls), (unsigned)hit.cp, hit.col);
+}
+END_TEST
+
 START_TEST(test_every_class_of_a_line)
 {
 	struct hidden_hit hit;
@@ -171,6 +278,8 @@ START_TEST(test_every_class_of_a_line)
 	ck_assert_str_eq(hidden_class_name(HIDDEN_BIDI), "bidi_control");
 	ck_assert_str_eq(hidden_class_name(HIDDEN_SEPARATOR), "line_separator");
 	ck_assert_str_eq(hidden_class_name(HIDDEN_INVALID), "invalid_utf8");
+	ck_assert_str_eq(hidden_class_name(HIDDEN_MIXED_SCRIPT),
+	    "mixed_script");
 }
 END_TEST
 
@@ -448,6 +557,34 @@ START_TEST(test_policy_flag)
 	    "repo/d.txt");
 	ck_assert_str_eq(json_string_value(json_object_get(f, "flag")),
 	    "hidden_text");
+
+	/* A look-alike letter, in a line and in a name. */
+	section(&b, NULL,
+	    "role = \"\xd0\xb0"
+	    "dmin\"\n",
+	    PATCH_MODE_FILE);
+	policy_check_text(&p, "repo/e.py", buf_str(&b), b.len);
+	buf_free(&b);
+	f = json_array_get(p.flags, 3);
+	ck_assert_str_eq(json_string_value(json_object_get(f, "path")),
+	    "repo/e.py");
+	ck_assert_str_eq(json_string_value(json_object_get(f, "char")),
+	    "U+0430");
+	classes = json_dumps(json_object_get(f, "classes"), JSON_COMPACT);
+	ck_assert_str_eq(classes, "[\"mixed_script\"]");
+	free(classes);
+	reason = json_string_value(json_object_get(f, "reason"));
+	ck_assert_msg(printable(reason) &&
+		strstr(reason, "look-alike") != NULL &&
+		strstr(reason, "at byte 8") != NULL,
+	    "%s", reason);
+	policy_check_name(&p,
+	    "repo/\xd0\xb0"
+	    "dmin.py");
+	f = json_array_get(p.flags, 4);
+	ck_assert_str_eq(json_string_value(json_object_get(f, "in")), "name");
+	ck_assert_str_eq(json_string_value(json_object_get(f, "char")),
+	    "U+0430");
 	policy_free(&p);
 	json_decref(roots);
 }
@@ -461,6 +598,8 @@ hidden_suite(void)
 
 	tcase_add_test(tc, test_each_class);
 	tcase_add_test(tc, test_what_text_needs_is_left_alone);
+	tcase_add_test(tc, test_mixed_script_flagged);
+	tcase_add_test(tc, test_mixed_script_not_flagged);
 	tcase_add_test(tc, test_every_class_of_a_line);
 	tcase_add_test(tc, test_patch_added_lines_only);
 	tcase_add_test(tc, test_patch_binary_not_read);
