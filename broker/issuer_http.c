@@ -10,6 +10,7 @@
 #include "issuer_http.h"
 
 #include "http_answer.h"
+#include "http_client.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -145,24 +146,6 @@ ihttp_parse_url(const char *url, struct ihttp_url *ret)
 }
 
 static int
-wait_fd(int fd, short events, int64_t deadline)
-{
-	for (;;) {
-		int64_t left = deadline - monotonic_ms();
-		struct pollfd p = { .fd = fd, .events = events };
-		int r;
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		r = poll(&p, 1, (int)left);
-		if (r > 0)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return -EIO;
-	}
-}
-
-static int
 dial(const struct ihttp_url *u, int64_t deadline)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *p;
@@ -184,7 +167,7 @@ dial(const struct ihttp_url *u, int64_t deadline)
 		if (connect(fd, p->ai_addr, p->ai_addrlen) < 0) {
 			if (errno != EINPROGRESS && errno != EAGAIN) {
 				err = errno;
-			} else if (wait_fd(fd, POLLOUT, deadline) < 0) {
+			} else if (httpc_wait_fd(fd, POLLOUT, deadline) < 0) {
 				err = ETIMEDOUT;
 			} else {
 				socklen_t el = sizeof(err);
@@ -211,9 +194,9 @@ ssl_step(SSL *ssl, int fd, int rc, int64_t deadline)
 	int e = SSL_get_error(ssl, rc);
 
 	if (e == SSL_ERROR_WANT_READ)
-		return wait_fd(fd, POLLIN, deadline);
+		return httpc_wait_fd(fd, POLLIN, deadline);
 	if (e == SSL_ERROR_WANT_WRITE)
-		return wait_fd(fd, POLLOUT, deadline);
+		return httpc_wait_fd(fd, POLLOUT, deadline);
 	if (e == SSL_ERROR_ZERO_RETURN)
 		return 1;
 	return -EIO;
@@ -246,7 +229,7 @@ conn_send(struct conn *c, const char *p, size_t n, int64_t deadline)
 			p += k;
 			n -= (size_t)k;
 		} else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-			int r = wait_fd(c->fd, POLLOUT, deadline);
+			int r = httpc_wait_fd(c->fd, POLLOUT, deadline);
 			if (r < 0)
 				return r;
 		} else {
@@ -286,7 +269,7 @@ conn_recv(struct conn *c, char *buf, size_t cap, int64_t deadline)
 		if (k >= 0)
 			return k;
 		if (errno == EAGAIN || errno == EINTR) {
-			int r = wait_fd(c->fd, POLLIN, deadline);
+			int r = httpc_wait_fd(c->fd, POLLIN, deadline);
 			if (r < 0)
 				return r;
 			continue;
@@ -332,7 +315,7 @@ handshake(struct conn *c, SSL_CTX *ctx, const struct ihttp_url *u,
 		int e = SSL_get_error(c->ssl, rc);
 		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
 			return -EPROTO;
-		int r = wait_fd(c->fd,
+		int r = httpc_wait_fd(c->fd,
 		    e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
 		if (r < 0)
 			return r;

@@ -41,9 +41,8 @@ httpc_answer_free(struct httpc_answer *a)
 	buf_free(&a->body);
 }
 
-/* Waits for events on fd until the deadline: 0, or -ETIMEDOUT. */
-static int
-wait_fd(int fd, short events, int64_t deadline)
+int
+httpc_wait_fd(int fd, short events, int64_t deadline)
 {
 	for (;;) {
 		int64_t left = deadline - monotonic_ms();
@@ -122,7 +121,7 @@ dial(const char *base, char *ret_host, size_t hostlen, int64_t deadline)
 	if (connect(fd, (struct sockaddr *)&ss, len) < 0) {
 		if (errno != EINPROGRESS && errno != EAGAIN) {
 			err = errno;
-		} else if ((r = wait_fd(fd, POLLOUT, deadline)) < 0) {
+		} else if ((r = httpc_wait_fd(fd, POLLOUT, deadline)) < 0) {
 			close(fd);
 			return r;
 		} else {
@@ -149,7 +148,7 @@ send_all(int fd, const char *p, size_t n, int64_t deadline)
 			p += k;
 			n -= (size_t)k;
 		} else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-			int r = wait_fd(fd, POLLOUT, deadline);
+			int r = httpc_wait_fd(fd, POLLOUT, deadline);
 			if (r < 0)
 				return r;
 		} else {
@@ -185,7 +184,7 @@ recv_some(void *ctx, char *buf, size_t n)
 			return 0;
 		if (errno != EAGAIN && errno != EINTR)
 			return -EIO;
-		if ((r = wait_fd(rd->fd, POLLIN, rd->deadline)) < 0)
+		if ((r = httpc_wait_fd(rd->fd, POLLIN, rd->deadline)) < 0)
 			return r;
 	}
 }

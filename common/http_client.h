@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define HTTPC_MAX_ANSWER (8 * 1024 * 1024)
@@ -59,6 +60,10 @@ void httpc_answer_free(struct httpc_answer *a);
  * secret's release) or PATCH is not: it may have been carried out.
  */
 bool httpc_repeatable(const char *method, const char *path);
+
+/* Waits for events (poll's) on fd until deadline (monotonic_ms): 0, or
+ * -ETIMEDOUT, or -EIO. */
+int httpc_wait_fd(int fd, short events, int64_t deadline);
 
 /*
  * Splits list (one base, or several joined by commas) into out: how many
