@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define BINARY_SCAN 8000 /* bytes git looks at for a NUL */
 #define TYPE_MASK 0170000u
 
 static const char zero_id[] = "0000000000000000000000000000000000000000";
@@ -37,8 +36,8 @@ patch_is_binary(const unsigned char *data, size_t len)
 {
 	if (data == NULL)
 		return false;
-	return memchr(data, '\0', len < BINARY_SCAN ? len : BINARY_SCAN) !=
-	    NULL;
+	return memchr(data, '\0',
+		   len < PATCH_BINARY_SCAN ? len : PATCH_BINARY_SCAN) != NULL;
 }
 
 /*

@@ -44,7 +44,12 @@ struct patch_file {
  */
 int patch_write_file(struct buf *out, const struct patch_file *f);
 
-/* True when data looks binary as git decides: a NUL in the first 8000 bytes. */
+/* The bytes git looks at for a NUL (xdiff-interface.c's FIRST_FEW_BYTES):
+ * the patch writer's and the binary-text flag's one rule. */
+#define PATCH_BINARY_SCAN 8000
+
+/* True when data looks binary as git decides: a NUL in its first
+ * PATCH_BINARY_SCAN bytes. */
 bool patch_is_binary(const unsigned char *data, size_t len);
 
 /*

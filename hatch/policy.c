@@ -13,6 +13,7 @@
 #include "copyin.h"
 #include "envelope.h"
 #include "hidden.h"
+#include "patch.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -556,8 +557,8 @@ void
 policy_check_binary_text(struct policy *p, const char *path,
     const unsigned char *data, size_t len)
 {
-	if (data == NULL || memchr(data, '\0', len < 8000 ? len : 8000) == NULL)
-		return;
+	if (!patch_is_binary(data, len))
+		return; /* text to git: its patch's lines are scanned */
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = data[i];
 		if ((c < 0x20 && c != 0 && c != '\t' && c != '\n' &&

@@ -134,11 +134,11 @@ void policy_check_name(struct policy *p, const char *path);
 
 /*
  * Judges a regular file's new content data[0..len): one that git, and
- * the patch, carry as binary for a NUL in its first 8000 bytes, and that
- * is text otherwise (no control byte but NUL, tab, LF, CR and FF, no
- * DEL), shows as "Binary files differ" while it runs as source (node
- * takes a NUL in a comment): flags path hidden_text, needs-review, with
- * "in": "binary".
+ * the patch, carry as binary (patch_is_binary: a NUL in its first
+ * PATCH_BINARY_SCAN bytes), and that is text otherwise (no control byte
+ * but NUL, tab, LF, CR and FF, no DEL), shows as "Binary files differ"
+ * while it runs as source (node takes a NUL in a comment): flags path
+ * hidden_text, needs-review, with "in": "binary".
  */
 void policy_check_binary_text(struct policy *p, const char *path,
     const unsigned char *data, size_t len);

@@ -590,6 +590,51 @@ START_TEST(test_policy_flag)
 }
 END_TEST
 
+/* The patch writer and the binary-text flag draw the line git draws at
+ * one place: a NUL at byte PATCH_BINARY_SCAN - 1 makes a file binary for
+ * both, one at PATCH_BINARY_SCAN for neither. */
+START_TEST(test_binary_scan_one_rule)
+{
+	static unsigned char data[PATCH_BINARY_SCAN + 1000];
+	static const size_t at[] = { 0, 7999, 8000, PATCH_BINARY_SCAN - 1,
+		PATCH_BINARY_SCAN, sizeof(data) - 1 };
+	json_t *roots = json_pack("[s]", "repo");
+
+	ck_assert_int_eq(PATCH_BINARY_SCAN, 8000); /* git's FIRST_FEW_BYTES */
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		struct patch_file f = {
+			.new_path = "f",
+			.new_mode = PATCH_MODE_FILE,
+			.new_data = data,
+			.new_len = sizeof(data),
+		};
+		struct policy p;
+		struct buf b;
+
+		memset(data, 'x', sizeof(data));
+		data[at[i]] = '\0';
+		ck_assert_int_eq(policy_init(&p, NULL, roots, 1 << 20), 0);
+		buf_init(&b, 1 << 20);
+		ck_assert_int_eq(patch_write_file(&b, &f), 0);
+		bool binary = at[i] < PATCH_BINARY_SCAN;
+		bool written_binary =
+		    strstr(buf_str(&b), "GIT binary patch") != NULL;
+		policy_check_binary_text(&p, "repo/f", data, sizeof(data));
+		bool flagged = json_array_size(p.flags) == 1;
+
+		ck_assert_msg(patch_is_binary(data, sizeof(data)) == binary &&
+			written_binary == binary && flagged == binary,
+		    "NUL at %zu: is_binary %d, written binary %d, flagged %d, "
+		    "want %d",
+		    at[i], patch_is_binary(data, sizeof(data)), written_binary,
+		    flagged, binary);
+		buf_free(&b);
+		policy_free(&p);
+	}
+	json_decref(roots);
+}
+END_TEST
+
 static Suite *
 hidden_suite(void)
 {
@@ -606,6 +651,7 @@ hidden_suite(void)
 	tcase_add_test(tc, test_patch_malformed);
 	tcase_add_test(tc, test_patch_every_section_read);
 	tcase_add_test(tc, test_policy_flag);
+	tcase_add_test(tc, test_binary_scan_one_rule);
 	suite_add_tcase(s, tc);
 	return s;
 }
