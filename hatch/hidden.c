@@ -125,8 +125,13 @@ word_kind(uint32_t cp)
 {
 	size_t lo = 0, hi = sizeof(word_ranges) / sizeof(word_ranges[0]);
 
-	if (cp < 0xb5 || cp > 0x1d7ff)
-		return W_NONE;
+	if (cp < 0xb5 || cp > 0x1d7ff || (cp >= 0x3000 && cp < 0xa640))
+		return W_NONE; /* CJK, emoji: at once */
+	if (cp < 0x2b0)
+		return cp == 0xd7 || cp == 0xf7 ? W_NONE
+		    : cp >= 0xc0                ? W_LATIN
+		    : cp == 0xb5                ? W_NEUTRAL
+						: W_NONE;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -227,6 +232,49 @@ word_add(struct word *w, uint32_t cp, size_t col, unsigned *classes,
 	}
 }
 
+static inline bool
+ascii_letter(unsigned char c)
+{
+	return (unsigned)((c | 0x20) - 'a') < 26u;
+}
+
+static inline bool
+ascii_word(unsigned char c)
+{
+	return ascii_letter(c) || (unsigned)(c - '0') < 10u || c == '_';
+}
+
+/*
+ * Passes over the printable ASCII from line[i] (one at least) and returns
+ * where it ends. Only its ends matter to the word: the word before it
+ * goes on into its first characters (a Latin letter there meets a
+ * look-alike waiting), and its last word goes on into what follows.
+ */
+static size_t
+ascii_run(const unsigned char *line, size_t i, size_t n, struct word *w,
+    unsigned *classes, struct hidden_hit *ret)
+{
+	size_t j = i + 1, k;
+
+	while (j < n && line[j] >= 0x20 && line[j] < 0x7f)
+		j++;
+	if (w->latin || w->pending) {
+		for (k = i; k < j && ascii_word(line[k]); k++)
+			if (!w->latin && ascii_letter(line[k]))
+				word_latin(w, classes, ret);
+		if (k == j)
+			return j; /* the word goes on past the run */
+		*w = (struct word){ 0 };
+	}
+	if (j < n)
+		for (k = j; k > i && ascii_word(line[k - 1]); k--)
+			if (ascii_letter(line[k - 1])) {
+				w->latin = true;
+				break;
+			}
+	return j;
+}
+
 unsigned
 hidden_line(const unsigned char *line, size_t n, bool first_line,
     struct hidden_hit *ret)
@@ -246,13 +294,7 @@ hidden_line(const unsigned char *line, size_t n, bool first_line,
 
 		if (c >= 0x20 && c < 0x7f) {
 			after_wide = false;
-			if (((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) {
-				if (!w.latin)
-					word_latin(&w, &classes, ret);
-			} else if ((c < '0' || c > '9') && c != '_' &&
-			    (w.latin || w.pending))
-				w = (struct word){ 0 };
-			i++;
+			i = ascii_run(line, i, n, &w, &classes, ret);
 			continue;
 		}
 		if (c < 0x80) {
