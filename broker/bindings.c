@@ -265,8 +265,6 @@ bindings_bound(struct broker *b, const char *name)
 	return found;
 }
 
-/* --- a manifest's rules the proxy cannot read ------------------------------ */
-
 /* Whether a rule's host pattern reaches host: the same name, or "*.s"
  * and host a name under s (not s itself, as the proxy matches). */
 static bool
@@ -279,6 +277,87 @@ pattern_reaches(const char *pattern, const char *host)
 	sn = strlen(pattern + 1); /* ".s" */
 	return hn > sn && strcmp(host + hn - sn, pattern + 1) == 0;
 }
+
+/* Whether a, sorted strings, holds s. */
+static bool
+holds(const json_t *a, const char *s)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(a, i, v)
+	{
+		if (strcmp(json_string_value(v), s) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The port of a canonical "a.b.c.d:port" or "[v6]:port". */
+static long
+addr_port(const char *addr)
+{
+	const char *colon = strrchr(addr, ':');
+
+	return colon != NULL ? strtol(colon + 1, NULL, 10) : -1;
+}
+
+int
+bindings_scan_reach(struct broker *b, const char *name, const json_t *m,
+    const char *host, const char *addr, bool injected_lately, char *why,
+    size_t cap)
+{
+	json_t *hosts, *declared, *addrs, *r;
+	bool covered = false, at_port = false;
+	long port = addr != NULL ? addr_port(addr) : -1;
+	size_t i;
+	int ret;
+
+	json_array_foreach(json_object_get(m, "egress"), i, r)
+	{
+		const char *h = json_string_value(json_object_get(r, "host"));
+		json_t *p = json_object_get(r, "port");
+		long rp =
+		    json_is_integer(p) ? (long)json_integer_value(p) : 443;
+
+		if (h == NULL || !pattern_reaches(h, host))
+			continue;
+		covered = true;
+		if (rp == port)
+			at_port = true;
+	}
+	if (!covered) {
+		snprintf(why, cap,
+		    "no egress rule of the job's manifest reaches "
+		    "host %s",
+		    host);
+		return 0;
+	}
+	ret = bindings_of(b, name, &hosts, &declared, &addrs);
+	if (ret < 0)
+		return ret;
+	if (holds(hosts, host))
+		ret = 1;
+	else if (addr != NULL && at_port &&
+	    (injected_lately || holds(addrs, addr)))
+		ret = 1;
+	else if (addr != NULL && (injected_lately || holds(addrs, addr)))
+		snprintf(why, cap,
+		    "no egress rule of the job's manifest for host %s is for "
+		    "port %ld",
+		    host, port);
+	else
+		snprintf(why, cap,
+		    "secret %s is bound neither to host %s nor "
+		    "to address %s",
+		    name, host, addr != NULL ? addr : "(none asked)");
+	json_decref(hosts);
+	json_decref(declared);
+	json_decref(addrs);
+	return ret;
+}
+
+/* --- a manifest's rules the proxy cannot read ------------------------------ */
 
 /* The (secret, host) pairs bound: the store's and m's own injecting
  * rules', a new array of [secret, host]; NULL with *ret_err on failure. */

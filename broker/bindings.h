@@ -20,6 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* How long after an injection release a scan release at an address not
+ * yet bound is taken for one its proxy is telling (bindings_scan_reach). */
+#define BINDINGS_TELL_WINDOW_S 10
+
 /* The longest "[v6]:port", with its NUL. */
 #define BINDINGS_ADDR_MAX 56
 
@@ -61,6 +65,21 @@ int bindings_of(struct broker *b, const char *name, json_t **ret_hosts,
  * Whether name has at least one binding: 1, 0, or -errno.
  */
 int bindings_bound(struct broker *b, const char *name);
+
+/*
+ * Whether a scan release of name for a job of manifest m (its body) at
+ * host (canonical, as bindings_host_ok writes it) and addr (canonical,
+ * or NULL) is within reach: m has a rule whose host pattern covers host
+ * (the same name, or a "*." covering it, as the proxy matches), and
+ * either host is one of name's bindings, or a rule covering host is for
+ * addr's port and addr is one of them, or not yet: injected_lately (an
+ * injection release of name within BINDINGS_TELL_WINDOW_S, whose proxy
+ * guards the address it went to before its POST /v1/bindings lands).
+ * 1, 0 (why in why, cap bytes), or -errno (the store's).
+ */
+int bindings_scan_reach(struct broker *b, const char *name, const json_t *m,
+    const char *host, const char *addr, bool injected_lately, char *why,
+    size_t cap);
 
 /*
  * Adds a problem to problems at egress[i].tls or egress[i].upgrade for

@@ -23,6 +23,7 @@
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* A PUT that keeps losing the race for the next version gives up. */
 #define PUT_TRIES 4
@@ -831,6 +832,8 @@ release_scan(struct broker *b, struct http_request *req,
 	const char *qhost = http_request_query(req, "host");
 	const char *qaddr = http_request_query(req, "addr");
 	char host[256], addr[BINDINGS_ADDR_MAX], value[SECRETS_VALUE_MAX + 1];
+	struct manifest_version mv = { .body = NULL };
+	char why[512];
 	unsigned char *sealed = NULL;
 	size_t slen = 0, vlen = 0;
 	struct secret_meta m;
@@ -884,6 +887,27 @@ release_scan(struct broker *b, struct http_request *req,
 	if (r < 0) {
 		free(sealed);
 		reply_store_error(b, res, r);
+		return;
+	}
+	/* Fail closed: the job's manifest must reach the place, and the
+	 * place must be the secret's (redteam3 #7: the verifier key alone
+	 * released every bound secret for any running job). */
+	r = store_manifest_get(b->store, j.manifest, j.manifest_version, &mv);
+	if (r == 0)
+		r = bindings_scan_reach(b, name, mv.body, host,
+		    qaddr != NULL ? addr : NULL,
+		    m.last_used != 0 &&
+			(int64_t)time(NULL) - m.last_used <=
+			    BINDINGS_TELL_WINDOW_S,
+		    why, sizeof(why));
+	manifest_version_free(&mv);
+	if (r <= 0) {
+		free(sealed);
+		if (r == 0)
+			http_reply_error(res, 403, "not_bound_here",
+			    "nothing released to scan for: %s", why);
+		else
+			reply_store_error(b, res, r);
 		return;
 	}
 	r = secrets_unseal(b->secrets_key, name, m.version, sealed, slen, value,

@@ -359,7 +359,10 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 	json_t *j, *e;
 	const char *value = "sk_bind_0123456789abcdef";
 
-	secret_put(200, "up-key", json_pack("{s:s}", "value", value));
+	/* www.api.test declared: a scan release is for a bound place. */
+	secret_put(200, "up-key",
+	    json_pack("{s:s, s:[s]}", "value", value, "guard_hosts",
+		"www.api.test"));
 	secret_put(200, "lone", json_pack("{s:s}", "value", "sk_lone_0123456"));
 	secret_put(200, "things-api",
 	    json_pack("{s:s, s:s, s:s, s:s, s:[s]}", "kind",
