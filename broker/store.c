@@ -170,7 +170,10 @@ static const char *const stmt_sql[ST_MAX] = {
 			"origin, created) VALUES (?, ?, ?, ?, ?)",
 	[ST_BIND_DEL_DECLARED] = "DELETE FROM bindings WHERE secret = ? AND "
 				 "origin = 'declared'",
-	[ST_BIND_DEL_SECRET] = "DELETE FROM bindings WHERE secret = ?",
+	/* A deleted secret keeps its seen and declared places (redteam3
+	 * #8); its rule hosts come back from the manifests at a new PUT. */
+	[ST_BIND_DEL_SECRET] = "DELETE FROM bindings WHERE secret = ? AND "
+			       "origin = 'rule'",
 	[ST_BIND_LIST] = "SELECT b.secret, b.kind, b.value, b.origin FROM "
 			 "bindings b WHERE EXISTS (SELECT 1 FROM secrets s "
 			 "WHERE s.name = b.secret) ORDER BY b.secret, b.kind, "

@@ -317,9 +317,11 @@ int store_secret_scanned(struct store *s, const char *name, int64_t version,
  * any manifest version ever stored: added in the manifest put's own
  * transaction, never removed by a later version), "declared" (a PUT's
  * guard_hosts: the service's other names) or "seen" (an ip:port a proxy
- * sent an injected request to). A secret's deletion removes its
- * bindings; its creation again brings back those of the stored
- * manifests' rules. A counter, the epoch, changes with every change to
+ * sent an injected request to). A secret's deletion removes its rule
+ * bindings and keeps its declared and seen ones (places, not the value:
+ * a service there may still hold the old key), which the list leaves
+ * out while the secret does not exist; its creation again brings back
+ * those of the stored manifests' rules. A counter, the epoch, changes with every change to
  * the list (and with every put or deletion of a secret).
  */
 #define STORE_BINDINGS_DECLARED_MAX 16

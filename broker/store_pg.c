@@ -2362,7 +2362,10 @@ op_secret_delete(struct wctx *w, void *arg)
 	r = audit_append(w, "secret_deleted", NULL, a->actor, d);
 	json_decref(d);
 	if (r == 0)
-		r = q(w->c, "DELETE FROM bindings WHERE secret = $1", &p, NULL);
+		r = q(w->c,
+		    "DELETE FROM bindings WHERE secret = $1 AND origin = "
+		    "'rule'",
+		    &p, NULL); /* seen and declared places kept (store.c) */
 	if (r == 0)
 		r = epoch_bump(w);
 	return r;

@@ -273,11 +273,13 @@ START_TEST(test_deleted_with_the_secret)
 	ck_assert(found);
 	ck_assert_str_eq(listed(&e2), "up host up.test rule");
 	ck_assert_int_gt(e2, e1);
-	/* Put again: the stored manifests' rules bind it again, what was
-	 * declared and seen of the old one does not come back. */
+	/* Put again: the stored manifests' rules bind it again, and what
+	 * was declared and seen of the old one was kept (places, not the
+	 * value: redteam3 #8). */
 	secret_put("gh", 1, NULL);
 	ck_assert_str_eq(listed(NULL),
-	    "gh host api.test rule; up host up.test rule");
+	    "gh addr 127.0.0.1:8443 seen; gh host api.test rule; gh host "
+	    "www.api.test declared; up host up.test rule");
 }
 END_TEST
 
