@@ -132,6 +132,8 @@ word_kind(uint32_t cp)
 		    : cp >= 0xc0                ? W_LATIN
 		    : cp == 0xb5                ? W_NEUTRAL
 						: W_NONE;
+	if (cp >= 0x400 && cp <= 0x52f && (cp < 0x482 || cp > 0x489))
+		return W_LOOKALIKE; /* Cyrillic: at once */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
