@@ -474,11 +474,19 @@ proxy_setup(struct proxy *p)
 		log_error("resolver_failed", NULL);
 		return EXIT_OSERR;
 	}
-	if (p->cfg.hosts_file != NULL &&
-	    evdns_base_load_hosts(p->dns, p->cfg.hosts_file) != 0) {
-		log_error("hosts_file_failed", "{s:s}", "path",
-		    p->cfg.hosts_file);
-		return EXIT_CONFIG;
+	/* The order matters: libevent gives a name's entries in the order
+	 * they were loaded and the proxy dials the first one a rule may
+	 * reach, and the nameservers' set-up above loaded /etc/hosts. With a
+	 * hosts_file, it is loaded first and /etc/hosts after (its absence
+	 * ignored), so a name the operator pins there is not /etc/hosts'. */
+	if (p->cfg.hosts_file != NULL) {
+		evdns_base_clear_host_addresses(p->dns);
+		if (evdns_base_load_hosts(p->dns, p->cfg.hosts_file) != 0) {
+			log_error("hosts_file_failed", "{s:s}", "path",
+			    p->cfg.hosts_file);
+			return EXIT_CONFIG;
+		}
+		(void)evdns_base_load_hosts(p->dns, "/etc/hosts");
 	}
 	if (tls_init(p) < 0)
 		return EXIT_CONFIG;
