@@ -386,8 +386,16 @@ daemon_spawn(struct daemon *d)
 		}
 		if (d->addr[0] != '\0' || find_listening(d)) {
 			json_t *h = harness_get_json(d, "/healthz", &status);
+			const char *feed =
+			    json_string_value(json_object_get(h, "feed"));
+			/* A proxy refuses every channel until its first poll
+			 * of the feed is answered: started is when it is (a
+			 * test whose broker is down on purpose waits 3 s). */
+			bool waiting = feed != NULL &&
+			    strcmp(feed, "unavailable") == 0 &&
+			    (double)monotonic_ms() - t0 < 3000;
 			json_decref(h);
-			if (status == 200)
+			if (status == 200 && !waiting)
 				return 0;
 		}
 		usleep(10 * 1000);
