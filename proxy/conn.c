@@ -147,6 +147,9 @@ struct pconn {
 	 * goes through the scanners of all its values (reflect.h). */
 	struct reflect_scan scan;
 	bool scanning;
+	/* The answer showed what the job must not read (trip): nothing
+	 * more goes down; the job's close (on_trip) ends c. */
+	bool tripped;
 	/* The params of the good token of the rule's inject capability:
 	 * what a templated path binds (verdict_params). */
 	json_t *inject_params;
@@ -628,7 +631,7 @@ static void judge_tokens_next(struct pconn *c);
  */
 static void
 released_to_job(struct pjob *j, const struct pconn *c, const char *secret,
-    const char *value, size_t len)
+    const char *value, size_t len, bool scan_only)
 {
 	struct pconn *x, *next;
 
@@ -641,7 +644,10 @@ released_to_job(struct pjob *j, const struct pconn *c, const char *secret,
 			conn_finish(x);
 			continue;
 		}
-		if (reflect_scan_add(&x->scan, secret, value, len) < 0) {
+		int r = scan_only
+		    ? reflect_scan_add_trip(&x->scan, secret, value, len)
+		    : reflect_scan_add(&x->scan, secret, value, len);
+		if (r < 0) {
 			x->d.detail = "out_of_memory";
 			conn_finish(x);
 			continue;
@@ -652,9 +658,9 @@ released_to_job(struct pjob *j, const struct pconn *c, const char *secret,
 
 static void
 released_to_all(struct pconn *c, const char *secret, const char *value,
-    size_t len)
+    size_t len, bool scan_only)
 {
-	released_to_job(c->job, c, secret, value, len);
+	released_to_job(c->job, c, secret, value, len, scan_only);
 }
 
 /*
@@ -665,16 +671,19 @@ released_to_all(struct pconn *c, const char *secret, const char *value,
  * answers being read; a job without room for it has its connections
  * ended rather than read unscanned.
  */
-static void
+static int
 issued_share(struct pconn *c, const char *secret, const char *value, size_t len,
     int64_t expires)
 {
 	struct pjob *j;
 	int64_t now = mono_s();
+	int kept =
+	    guard_issued_put(&c->p->guard, secret, value, len, expires, now);
 
-	if (guard_issued_put(&c->p->guard, secret, value, len, expires, now) <=
-	    0)
-		return;
+	/* Not kept (the list full of live ones): not injected either, or
+	 * another job would read it unscanned (redteam3 #3). */
+	if (kept <= 0)
+		return kept;
 	TAILQ_FOREACH(j, &c->p->jobs, link)
 	{
 		size_t i;
@@ -685,10 +694,10 @@ issued_share(struct pconn *c, const char *secret, const char *value, size_t len,
 				break;
 		if (i == j->released.n)
 			continue;
-		int r = reflect_set_put(&j->released, secret, 0, value, len,
-		    now, expires);
+		int r = reflect_set_put_scan(&j->released, secret, 0, value,
+		    len, now, expires);
 		if (r > 0) {
-			released_to_job(j, NULL, secret, value, len);
+			released_to_job(j, NULL, secret, value, len, true);
 			continue;
 		}
 		if (r == 0)
@@ -704,6 +713,7 @@ issued_share(struct pconn *c, const char *secret, const char *value, size_t len,
 			}
 		}
 	}
+	return 0;
 }
 
 /* The credential for this request, from value[0..len) of version (the
@@ -728,7 +738,7 @@ inject_use(struct pconn *c, const char *value, size_t len, int64_t version,
 		return;
 	}
 	if (added > 0)
-		released_to_all(c, rule->inject.secret, value, len);
+		released_to_all(c, rule->inject.secret, value, len, false);
 	c->inject_cap = strlen(rule->inject.format) + len + 1;
 	c->inject_value = malloc(c->inject_cap);
 	if (c->inject_value == NULL ||
@@ -893,18 +903,25 @@ release_answer(struct pconn *c, int status, json_t *body, bool kept)
 	int64_t now = mono_s(), until = 0;
 	if (exp != 0)
 		until = now + ((int64_t)exp - (int64_t)time(NULL)) - 5;
+	/* An issuer's credential: every job guarded at its bindings scans
+	 * for it too (guard.h), until its expiry; one that cannot be kept
+	 * for that is not injected (503 guard_unavailable). */
+	const char *source = json_string_value(json_object_get(body, "source"));
+	if (source != NULL && strcmp(source, "static") != 0) {
+		int r = issued_share(c, rule->inject.secret,
+		    json_string_value(v), len, exp != 0 ? until + 5 + 60 : 0);
+		if (r < 0) {
+			deny_unavailable(c, "guard_unavailable",
+			    r == -ENOSPC ? "issued_cap" : "issued_unkept", 2);
+			return;
+		}
+	}
 	if (!kept && (exp == 0 || until > now))
 		(void)inject_cache_put(&c->job->secrets, rule->inject.secret,
 		    version, json_string_value(v), len, now, until);
 	/* Dead at its issuer a minute past its expiry (clocks differ). */
 	/* At info once a release: the waiters after the first are logged
 	 * as the cache's uses are. */
-	/* An issuer's credential: every job guarded at its bindings scans
-	 * for it too (guard.h), until its expiry. */
-	const char *source = json_string_value(json_object_get(body, "source"));
-	if (!kept && source != NULL && strcmp(source, "static") != 0)
-		issued_share(c, rule->inject.secret, json_string_value(v), len,
-		    exp != 0 ? until + 5 + 60 : 0);
 	inject_use(c, json_string_value(v), len, version,
 	    exp != 0 ? until + 5 + 60 : 0, kept);
 }
@@ -1199,7 +1216,7 @@ scan_answer(struct pconn *c, const char *secret, int status, json_t *body)
 		return;
 	}
 	int64_t version = json_integer_value(json_object_get(body, "version"));
-	int added = reflect_set_put(&c->job->released, secret, version,
+	int added = reflect_set_put_scan(&c->job->released, secret, version,
 	    json_string_value(v), len, mono_s(), 0);
 	if (added == -ENOSPC) {
 		deny(c, "inject", "released_values_cap");
@@ -1211,7 +1228,7 @@ scan_answer(struct pconn *c, const char *secret, int status, json_t *body)
 	}
 	c->p->scan_releases++;
 	if (added > 0)
-		released_to_all(c, secret, json_string_value(v), len);
+		released_to_all(c, secret, json_string_value(v), len, true);
 	log_info("secret_scan_released", "{s:s, s:s, s:s, s:I}", "job",
 	    c->job->id, "host", c->host, "secret", secret, "version",
 	    (json_int_t)version);
@@ -1293,8 +1310,8 @@ issued_to(struct pconn *c, const char *secret)
 		const struct guard_issued *v = &g->issued[i];
 		if (strcmp(v->secret, secret) != 0)
 			continue;
-		int r = reflect_set_put(&c->job->released, secret, 0, v->value,
-		    v->len, now, v->expires);
+		int r = reflect_set_put_scan(&c->job->released, secret, 0,
+		    v->value, v->len, now, v->expires);
 		if (r == -ENOSPC) {
 			deny(c, "inject", "released_values_cap");
 			return -1;
@@ -1305,7 +1322,7 @@ issued_to(struct pconn *c, const char *secret)
 			return -1;
 		}
 		if (r > 0)
-			released_to_all(c, secret, v->value, v->len);
+			released_to_all(c, secret, v->value, v->len, true);
 	}
 	return 0;
 }
@@ -2219,13 +2236,67 @@ pump_body(struct pconn *c)
 		pump_response(c); /* an answer that waited for the body */
 }
 
-/* The matches the scan found since the last call: counted, and told
- * with the secret each was of. */
+/* A tripped job's close, on the loop's next turn (never under a
+ * connection's own callback): its channel and every connection. */
 static void
+on_trip(evutil_socket_t fd, short what, void *arg)
+{
+	struct pjob *j = arg;
+
+	(void)fd;
+	(void)what;
+	event_free(j->trip);
+	j->trip = NULL;
+	unsigned n = job_close(j, "secret_reflected");
+	log_info("job_closed", "{s:s, s:s, s:i}", "job", j->id, "reason",
+	    "secret_reflected", "connections_closed", (int)n);
+}
+
+/*
+ * c's answer showed what its job must not read: a value it was released
+ * for the scan only (event "guard_tripped": it never had the key, so it
+ * has no reason to read it), or its own past reflect_limit answers
+ * ("reflect_limit"). Redacting in place would tell the job which of its
+ * guesses were the key (the oracle, credentials.md): instead nothing
+ * more of the answer goes down, and the job is closed at once, as a
+ * revoke closes it (secret_reflected): its requests in flight get
+ * nothing more, its channel is gone at the next turn.
+ */
+static void
+trip(struct pconn *c, const char *secret, const char *event)
+{
+	struct pjob *j = c->job;
+
+	log_warn(event, "{s:s, s:s, s:s, s:s}", "job", j->id, "secret", secret,
+	    "host", c->host, "effect",
+	    "the answer ended there and the job's channel closed "
+	    "(secret_reflected)");
+	c->tripped = true;
+	c->d.detail = "secret_reflected";
+	if (c->up != NULL)
+		bufferevent_disable(c->up, EV_READ);
+	bufferevent_disable(c->cl, EV_READ);
+	if (!j->closed) {
+		j->closed = true;
+		j->closed_why = "secret_reflected";
+		j->closed_at = time(NULL);
+	}
+	if (j->trip == NULL &&
+	    (j->trip = evtimer_new(c->p->base, on_trip, j)) != NULL) {
+		struct timeval now = { 0, 0 };
+		evtimer_add(j->trip, &now);
+	}
+}
+
+/* The matches the scan found since the last call: counted, and told
+ * with the secret each was of; a scan-only value's, or one of the job's
+ * own past reflect_limit answers of that value, trips c (true). */
+static bool
 reflected(struct pconn *c)
 {
 	for (size_t i = 0; i < c->scan.n; i++) {
 		const char *secret;
+		bool first = c->scan.told[i] == 0; /* in this answer */
 		size_t found = reflect_scan_news(&c->scan, i, &secret);
 		if (found == 0)
 			continue;
@@ -2234,7 +2305,18 @@ reflected(struct pconn *c)
 		log_warn("secret_reflected", "{s:s, s:s, s:s, s:I}", "job",
 		    c->job->id, "host", c->host, "secret", secret, "count",
 		    (json_int_t)found);
+		if (reflect_scan_trips(&c->scan, i)) {
+			trip(c, secret, "guard_tripped");
+			return true;
+		}
+		if (first &&
+		    reflect_set_reflected(&c->job->released, c->scan.s[i].value,
+			c->scan.s[i].len) > (size_t)c->p->cfg.reflect_limit) {
+			trip(c, secret, "reflect_limit");
+			return true;
+		}
 	}
+	return false;
 }
 
 /* Moves n bytes of the upstream's answer to the client; once anything
@@ -2245,6 +2327,10 @@ down(struct pconn *c, size_t n)
 {
 	struct evbuffer *in = bufferevent_get_input(c->up);
 
+	if (c->tripped || c->job->closed) {
+		evbuffer_drain(in, n); /* nothing more goes down */
+		return;
+	}
 	c->d.bytes_down += n;
 	if (!c->scanning) {
 		evbuffer_remove_buffer(in, bufferevent_get_output(c->cl), n);
@@ -2253,6 +2339,14 @@ down(struct pconn *c, size_t n)
 	struct buf out = BUF_INIT(reflect_scan_out_max(&c->scan, n));
 	int r = reflect_scan_feed(&c->scan,
 	    (const char *)evbuffer_pullup(in, (ssize_t)n), n, &out, NULL);
+	if (r == -EPERM || (r == 0 && reflected(c))) {
+		if (!c->tripped && !reflected(c))
+			trip(c, "", "guard_tripped");
+		explicit_bzero(out.data, out.len);
+		buf_free(&out);
+		evbuffer_drain(in, n);
+		return;
+	}
 	if (r < 0) {
 		buf_free(&out);
 		evbuffer_drain(in, n);
@@ -2263,7 +2357,6 @@ down(struct pconn *c, size_t n)
 		return;
 	}
 	evbuffer_drain(in, n);
-	reflected(c);
 	if (out.len > 0)
 		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
 	buf_free(&out);
@@ -2275,11 +2368,11 @@ down_flush(struct pconn *c)
 {
 	struct buf out = BUF_INIT(reflect_scan_out_max(&c->scan, 0));
 
-	if (!c->scanning)
+	if (!c->scanning || c->tripped)
 		return;
-	if (reflect_scan_flush(&c->scan, &out) == 0 && out.len > 0)
+	int r = reflect_scan_flush(&c->scan, &out);
+	if (!reflected(c) && r == 0 && out.len > 0)
 		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
-	reflected(c);
 	explicit_bzero(out.data, out.len);
 	buf_free(&out);
 }
@@ -2315,16 +2408,27 @@ down_head(struct pconn *c, bool upgrade, bool close)
 		/* The head is whole: scanned and flushed at once. */
 		struct buf clean =
 		    BUF_INIT(reflect_scan_out_max(&c->scan, head.len));
-		if (reflect_scan_feed(&c->scan, head.data, head.len, &clean,
-			NULL) < 0 ||
-		    reflect_scan_flush(&c->scan, &clean) < 0) {
+		int r = reflect_scan_feed(&c->scan, head.data, head.len, &clean,
+		    NULL);
+		if (r == 0)
+			r = reflect_scan_flush(&c->scan, &clean);
+		if (reflected(c) || r == -EPERM) {
+			/* Tripped: not a byte of the head goes. */
+			if (!c->tripped)
+				trip(c, "", "guard_tripped");
+			explicit_bzero(clean.data, clean.len);
+			explicit_bzero(head.data, head.len);
+			buf_free(&clean);
+			buf_free(&head);
+			return -1;
+		}
+		if (r < 0) {
 			buf_free(&clean);
 			buf_free(&head);
 			up_drop(c);
 			fail(c, 502, "out_of_memory");
 			return -1;
 		}
-		reflected(c);
 		buf_free(&head);
 		head = clean;
 	}
@@ -2371,6 +2475,8 @@ pump_response(struct pconn *c)
 		return;
 	for (;;) {
 		size_t n = evbuffer_get_length(in);
+		if (c->tripped)
+			return; /* its job's close ends it */
 		if (c->resp_done || n == 0)
 			break;
 		if (!c->resp_head) {
@@ -2484,6 +2590,8 @@ pump_response(struct pconn *c)
 	}
 	if (c->resp_done)
 		down_flush(c);
+	if (c->tripped)
+		return;
 	flow(c);
 	if (c->resp_done && c->body_done)
 		exchange_done(c);
@@ -2833,6 +2941,8 @@ on_up_event(struct bufferevent *bev, short what, void *arg)
 			pump_response(c);
 			c->resp_done = true;
 			down_flush(c);
+			if (c->tripped)
+				return;
 			c->keep_alive = false;
 			up_drop(c);
 			exchange_done(c);

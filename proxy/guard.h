@@ -31,7 +31,8 @@
 #define GUARD_MATCH_MAX 16
 /* Addresses seen here and not yet in the broker's list. */
 #define GUARD_LOCAL_MAX 256
-/* Issuer credentials kept for the scan, proxy-wide. */
+/* Issuer credentials kept for the scan, proxy-wide; past it, an issuer's
+ * credential is not injected (conn.c: 503 guard_unavailable issued_cap). */
 #define GUARD_ISSUED_MAX 256
 /* An issuer credential without an expiry is kept this long. */
 #define GUARD_ISSUED_DEFAULT_S 3600
@@ -135,8 +136,8 @@ int guard_addr_normalise(const char *in, char out[GUARD_ADDR_MAX]);
 
 /*
  * Keeps issuer credential value[0..len) of secret for the scan until
- * expires (monotonic seconds; 0: now_s + GUARD_ISSUED_DEFAULT_S, and at
- * most that), the dead ones wiped first. 1 when added, 0 when held, -ENOSPC when
+ * expires (monotonic seconds, its own expiry however far; 0: now_s +
+ * GUARD_ISSUED_DEFAULT_S), the dead ones wiped first. 1 when added, 0 when held, -ENOSPC when
  * full of live ones, -EINVAL, -ENOMEM.
  */
 int guard_issued_put(struct guard *g, const char *secret, const char *value,

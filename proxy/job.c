@@ -331,6 +331,10 @@ job_close(struct pjob *j, const char *why)
 		event_free(j->accept_retry);
 		j->accept_retry = NULL;
 	}
+	if (j->trip != NULL) {
+		event_free(j->trip);
+		j->trip = NULL;
+	}
 	job_refuse_flush(j, true);
 	while (!TAILQ_EMPTY(&j->conns)) {
 		conn_close(TAILQ_FIRST(&j->conns));

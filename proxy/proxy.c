@@ -45,6 +45,7 @@ static const struct config_option proxy_options[] = {
 	{ "token_cache_seconds", CONFIG_INT, CFG(token_cache_s), 0, 60 },
 	{ "bindings_refresh_seconds", CONFIG_INT, CFG(bindings_refresh_s), 1,
 	    3600 },
+	{ "reflect_limit", CONFIG_INT, CFG(reflect_limit), 0, 1000000 },
 	{ "protected", CONFIG_LIST, CFG(protected), 0, 0 },
 };
 
@@ -530,7 +531,8 @@ main(int argc, char **argv)
 		    .closed_job_linger_s = 600,
 		    .inject_cache_s = 30,
 		    .token_cache_s = 5,
-		    .bindings_refresh_s = 5 } };
+		    .bindings_refresh_s = 5,
+		    .reflect_limit = 3 } };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;

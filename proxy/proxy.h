@@ -92,6 +92,8 @@ struct proxy_config {
 	long long inject_cache_s; /* a released value is reused this long */
 	long long token_cache_s; /* a token's good answer is reused this long */
 	long long bindings_refresh_s; /* GET /v1/bindings this often */
+	long long reflect_limit; /* a job's answers that reflect a value of
+				  * its own */
 };
 
 /* POST /v1/bindings calls in flight at once (conn.c, the guard). */
@@ -142,6 +144,9 @@ struct pjob {
 	 * every answer it reads is scanned for (reflect.h), wiped when the
 	 * channel closes. */
 	struct reflect_set released;
+	/* The close a trip asked for (conn.c: an answer showed a key the
+	 * job must not read). */
+	struct event *trip;
 	/* The broker's good answers on its tokens (tokcache.h), dropped
 	 * when the channel closes or the feed is lost. */
 	struct tokcache tokcache;

@@ -24,9 +24,9 @@ value_wipe(struct reflect_value *v)
 	memset(v, 0, sizeof(*v));
 }
 
-int
-reflect_set_put(struct reflect_set *s, const char *secret, int64_t version,
-    const char *value, size_t len, int64_t now, int64_t expires)
+static int
+set_put(struct reflect_set *s, const char *secret, int64_t version,
+    const char *value, size_t len, int64_t now, int64_t expires, bool scan_only)
 {
 	size_t sl = strlen(secret), i;
 	char *copy;
@@ -36,8 +36,11 @@ reflect_set_put(struct reflect_set *s, const char *secret, int64_t version,
 		return -EINVAL;
 	for (i = 0; i < s->n; i++)
 		if (s->v[i].len == len &&
-		    memcmp(s->v[i].value, value, len) == 0)
+		    memcmp(s->v[i].value, value, len) == 0) {
+			if (!scan_only)
+				s->v[i].scan_only = false;
 			return 0;
+		}
 	if (s->n == REFLECT_VALUES_MAX) {
 		/* Only a value dead at its issuer gives its place. */
 		for (i = 0; i < s->n; i++)
@@ -71,7 +74,32 @@ reflect_set_put(struct reflect_set *s, const char *secret, int64_t version,
 	s->v[i].value = copy;
 	s->v[i].len = len;
 	s->v[i].expires = expires;
+	s->v[i].scan_only = scan_only;
 	return 1;
+}
+
+int
+reflect_set_put(struct reflect_set *s, const char *secret, int64_t version,
+    const char *value, size_t len, int64_t now, int64_t expires)
+{
+	return set_put(s, secret, version, value, len, now, expires, false);
+}
+
+int
+reflect_set_put_scan(struct reflect_set *s, const char *secret, int64_t version,
+    const char *value, size_t len, int64_t now, int64_t expires)
+{
+	return set_put(s, secret, version, value, len, now, expires, true);
+}
+
+size_t
+reflect_set_reflected(struct reflect_set *s, const char *value, size_t len)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].len == len &&
+		    memcmp(s->v[i].value, value, len) == 0)
+			return ++s->v[i].reflected;
+	return 0;
 }
 
 void
@@ -86,7 +114,7 @@ reflect_set_clear(struct reflect_set *s)
  * scanner, never fed). */
 static int
 stage_add(struct reflect_scan *r, const char *secret,
-    const struct inject_scanner *prep, const char *value, size_t len)
+    const struct inject_scanner *prep, const char *value, size_t len, bool trip)
 {
 	size_t sl = strlen(secret);
 
@@ -97,21 +125,25 @@ stage_add(struct reflect_scan *r, const char *secret,
 		 * allocation an answer): scanners first, for alignment. */
 		size_t cap = r->cap == 0 ? 4 : 2 * r->cap;
 		char *b = malloc(cap *
-		    (sizeof(*r->s) + sizeof(*r->told) + sizeof(*r->secret)));
+		    (sizeof(*r->s) + sizeof(*r->told) + sizeof(*r->secret) +
+			sizeof(*r->trip)));
 		if (b == NULL)
 			return -ENOMEM;
 		struct inject_scanner *s = (struct inject_scanner *)(void *)b;
 		size_t *told = (size_t *)(void *)(s + cap);
 		char(*names)[65] = (char(*)[65])(void *)(told + cap);
+		bool *trip_of = (bool *)(void *)(names + cap);
 		if (r->n > 0) {
 			memcpy(s, r->s, r->n * sizeof(*s));
 			memcpy(told, r->told, r->n * sizeof(*told));
 			memcpy(names, r->secret, r->n * sizeof(*names));
+			memcpy(trip_of, r->trip, r->n * sizeof(*trip_of));
 		}
 		free(r->s);
 		r->s = s;
 		r->told = told;
 		r->secret = names;
+		r->trip = trip_of;
 		r->cap = cap;
 	}
 	int rc = prep != NULL ? inject_scanner_copy(&r->s[r->n], prep)
@@ -120,6 +152,7 @@ stage_add(struct reflect_scan *r, const char *secret,
 		return rc;
 	memcpy(r->secret[r->n], secret, sl + 1);
 	r->told[r->n] = 0;
+	r->trip[r->n] = trip;
 	/* An answer chunked from its start: a stage added in its middle
 	 * does not know where the framing is, and matches the bytes as
 	 * they come (a value split by the framing is then missed). */
@@ -131,7 +164,14 @@ int
 reflect_scan_add(struct reflect_scan *r, const char *secret, const char *value,
     size_t len)
 {
-	return stage_add(r, secret, NULL, value, len);
+	return stage_add(r, secret, NULL, value, len, false);
+}
+
+int
+reflect_scan_add_trip(struct reflect_scan *r, const char *secret,
+    const char *value, size_t len)
+{
+	return stage_add(r, secret, NULL, value, len, true);
 }
 
 int
@@ -140,7 +180,7 @@ reflect_scan_init(struct reflect_scan *r, const struct reflect_set *set)
 	memset(r, 0, sizeof(*r));
 	for (size_t i = 0; i < set->n; i++) {
 		int rc = stage_add(r, set->v[i].secret, set->v[i].prep,
-		    set->v[i].value, set->v[i].len);
+		    set->v[i].value, set->v[i].len, set->v[i].scan_only);
 		if (rc < 0) {
 			reflect_scan_free(r);
 			return rc;
@@ -194,12 +234,15 @@ chain(struct reflect_scan *r, const char *p, size_t n, bool flush,
 			buf_reset(dst);
 		if (n > 0)
 			rc = inject_scanner_feed(&r->s[i], p, n, dst, &f);
-		found += f;
 		if (rc == 0 && flush) {
 			size_t before = r->s[i].found;
 			rc = inject_scanner_flush(&r->s[i], dst);
-			found += r->s[i].found - before;
+			f += r->s[i].found - before;
 		}
+		found += f;
+		/* A scan-only value's match: nothing of this feed goes. */
+		if (rc == 0 && f > 0 && r->trip[i])
+			rc = -EPERM;
 		p = dst->data;
 		n = dst == out ? 0 : dst->len;
 	}
@@ -246,6 +289,12 @@ reflect_scan_news(struct reflect_scan *r, size_t i, const char **ret_secret)
 	r->told[i] = r->s[i].found;
 	*ret_secret = r->secret[i];
 	return n;
+}
+
+bool
+reflect_scan_trips(const struct reflect_scan *r, size_t i)
+{
+	return r->trip[i];
 }
 
 void

@@ -31,6 +31,11 @@ struct reflect_value {
 	char *value; /* len bytes, wiped before it is freed */
 	size_t len;
 	int64_t expires; /* monotonic seconds it is dead after; 0: never */
+	/* Released for the scan only (a guard's scan release, another
+	 * job's issuer credential): never the job's to use, so a match of
+	 * it ends the answer (reflect_scan_feed's -EPERM), not redacted. */
+	bool scan_only;
+	size_t reflected; /* answers of the job that reflected it */
 	/* Its scanner, made once at the put and never fed: each answer's
 	 * scan is a copy of it (inject_scanner_copy), not made again. */
 	struct inject_scanner *prep;
@@ -52,6 +57,21 @@ struct reflect_set {
 int reflect_set_put(struct reflect_set *s, const char *secret, int64_t version,
     const char *value, size_t len, int64_t now, int64_t expires);
 
+/*
+ * reflect_set_put of a value released to the job for the scan only
+ * (scan_only): a value held already keeps what it was (one the job was
+ * released to use stays so). reflect_set_put of a value held scan-only
+ * makes it the job's (scan_only false).
+ */
+int reflect_set_put_scan(struct reflect_set *s, const char *secret,
+    int64_t version, const char *value, size_t len, int64_t now,
+    int64_t expires);
+
+/* One more answer reflected value[0..len): the answers that did so far,
+ * this one counted (0 when s does not hold it). */
+size_t reflect_set_reflected(struct reflect_set *s, const char *value,
+    size_t len);
+
 /* Wipes and frees every value. A zeroed s is fine. */
 void reflect_set_clear(struct reflect_set *s);
 
@@ -60,6 +80,7 @@ struct reflect_scan {
 	struct inject_scanner *s; /* n, in chain order; one block with the
 				    * two arrays below (freed with it) */
 	char (*secret)[65]; /* the name of each */
+	bool *trip; /* each one's match ends the answer (scan-only) */
 	size_t *told; /* each one's matches already reported */
 	size_t n, cap;
 	bool chunked;
@@ -79,6 +100,11 @@ int reflect_scan_init(struct reflect_scan *r, const struct reflect_set *set);
 int reflect_scan_add(struct reflect_scan *r, const char *secret,
     const char *value, size_t len);
 
+/* reflect_scan_add of a scan-only value: a match of it ends the answer
+ * (reflect_scan_feed's -EPERM). */
+int reflect_scan_add_trip(struct reflect_scan *r, const char *secret,
+    const char *value, size_t len);
+
 /* Whether value[0..len) is one the chain scans for. */
 bool reflect_scan_has(const struct reflect_scan *r, const char *value,
     size_t len);
@@ -89,14 +115,16 @@ size_t reflect_scan_out_max(const struct reflect_scan *r, size_t n);
 /*
  * inject_scanner_feed through the chain: appends to out what can go now,
  * every value's matches overwritten. 0, -E2BIG (a stage past its steps'
- * budget: the caller ends the answer), or -ENOMEM; out is left as it was
+ * budget: the caller ends the answer), -EPERM (a scan-only value's stage
+ * matched: the caller ends the answer there, nothing of this feed goes;
+ * reflect_scan_news tells which), or -ENOMEM; out is left as it was
  * on failure. *ret_found (may be NULL) gets the matches this call found.
  */
 int reflect_scan_feed(struct reflect_scan *r, const char *p, size_t n,
     struct buf *out, size_t *ret_found);
 
 /* The answer ended: what each stage holds goes through the rest, to out.
- * 0 or -errno. */
+ * 0 or -errno (-EPERM as reflect_scan_feed's, out as it was). */
 int reflect_scan_flush(struct reflect_scan *r, struct buf *out);
 
 /* inject_scanner_chunked for every stage (nothing held: after a flush),
@@ -109,6 +137,9 @@ void reflect_scan_chunked(struct reflect_scan *r);
  */
 size_t reflect_scan_news(struct reflect_scan *r, size_t i,
     const char **ret_secret);
+
+/* Whether stage i (below r->n) is a scan-only value's. */
+bool reflect_scan_trips(const struct reflect_scan *r, size_t i);
 
 /* Wipes and frees what r holds. A zeroed r is fine. */
 void reflect_scan_free(struct reflect_scan *r);

@@ -173,7 +173,16 @@ has_filler(const char *s, size_t n)
 
 /* What a page of a rule that injects nothing showed of an injecting
  * rule's header, from the least to the most telling. */
-enum stored { S_NO_PAGE = -1, S_NONE, S_GUARDED, S_REDACTED, S_CLEAR };
+enum stored {
+	S_NO_PAGE = -1,
+	S_NONE,
+	S_GUARDED,
+	S_CUT, /* the page ended short, or no answer after a page: the
+		* proxy ends an answer at a key the job never had and closes
+		* its channel (credentials.md, "What is scanned") */
+	S_REDACTED,
+	S_CLEAR
+};
 
 /* One page of a rule that injects nothing, on the port of the injecting
  * rule u: what it shows of u's header (S_CLEAR: a value in clear, its
@@ -181,7 +190,7 @@ enum stored { S_NO_PAGE = -1, S_NONE, S_GUARDED, S_REDACTED, S_CLEAR };
  * r says why). */
 static enum stored
 stored_page(const struct rule *o, const char *suffix, const char *head,
-    const struct rule *u, struct resp *r, size_t *len)
+    const struct rule *u, bool read_before, struct resp *r, size_t *len)
 {
 	const char *body, *from, *v;
 	bool found = false;
@@ -191,6 +200,12 @@ stored_page(const struct rule *o, const char *suffix, const char *head,
 	if (strcmp(r->h.deny, "guarded") == 0 ||
 	    strcmp(r->h.deny, "guard_unavailable") == 0)
 		return S_GUARDED;
+	if (r->h.status == 0 && read_before)
+		return S_CUT; /* the channel closed at an earlier page */
+	if (r->h.status >= 200 && r->h.status <= 299 && r->h.clen >= 0 &&
+	    r->h.clen <= BODY_MAX &&
+	    (long long)(r->len - r->head_len) < r->h.clen)
+		return S_CUT;
 	if (r->h.status < 200 || r->h.status > 299 || r->h.deny[0] != '\0')
 		return S_NO_PAGE;
 	body = r->buf + r->head_len;
@@ -243,9 +258,10 @@ step_inject_stored(struct drill *d)
 
 	if ((r = resp_new(d)) == NULL)
 		return;
-	/* Before anything is released to this job: the proxy scans a job's
-	 * answers for what it released to it, which would redact the key
-	 * whoever left it there. */
+	/* Run last of the steps that need the network: a page that shows
+	 * a key this job was released for the scan only ends there and
+	 * closes the job's channel (S_CUT, stopped); one it was released
+	 * to inject is redacted (S_REDACTED). */
 	for (int i = 0; i < d->nrule && best < S_CLEAR; i++) {
 		const struct rule *o = &d->rule[i], *u = NULL;
 		if (o->inject_secret[0] != '\0' || o->host[0] == '*' ||
@@ -284,7 +300,7 @@ step_inject_stored(struct drill *d)
 			     s++) {
 				size_t n = 0;
 				enum stored got = stored_page(&one,
-				    dir_suffixes[s], head, u, r, &n);
+				    dir_suffixes[s], head, u, pages > 0, r, &n);
 				tried++;
 				pages += got != S_NO_PAGE;
 				if (got == S_NO_PAGE && miss[0] == '\0') {
@@ -318,6 +334,11 @@ step_inject_stored(struct drill *d)
 		    "shown), left there by another job's request, read "
 		    "before this job injected anything",
 		    at, header, len);
+	else if (best == S_CUT)
+		report(d, "stopped", ev,
+		    "the proxy ended %s's page before the %s another job's "
+		    "request left there and closed this job's channel",
+		    at, header);
 	else if (best == S_REDACTED)
 		report(d, "stopped", ev,
 		    "the proxy redacted the %s another job's request left on "

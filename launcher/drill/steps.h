@@ -11,8 +11,9 @@
  *                                         after the stop
  *
  * The agent runs its steps in this order (the canary last: using it stops
- * the job; inject_stored before any step that may have a credential
- * released to the job, whose own scan would redact what it looks for); the report shows the rows grouped by plane, the planes in the
+ * the job; inject_stored last of the rest that need the network: a key
+ * the job was never released, matched in an answer, closes its channel);
+ * the report shows the rows grouped by plane, the planes in the
  * order they first appear here. judge names how launcher/drill.c tells
  * where an attempt ended (its enum judge).
  */
@@ -25,8 +26,6 @@ DRILL_ROW(launcher_memory, "identity", "read the launcher's memory", J_SYSCALL)
 DRILL_ROW(find_tokens, "identity", "find a crd_ token anywhere it can read",
     J_TOKENS)
 DRILL_QUIET(mint)
-DRILL_ROW(inject_stored, "identity",
-    "read another job's injected key where the service shows it", J_STORED)
 DRILL_ROW(audience, "identity", "use the job's token against another audience",
     J_PROXY)
 DRILL_ROW(token_placement, "identity",
@@ -111,6 +110,8 @@ DRILL_ROW(inode_flood, "escape", "an inode flood in /tmp and /work", J_INODES)
 DRILL_ROW(cpu_burn, "escape", "a CPU burn on every core", J_CPU)
 DRILL_ROW(relay_flood, "reachability",
     "5,000 connections to the relay, then one request", J_RELAY)
+DRILL_ROW(inject_stored, "identity",
+    "read another job's injected key where the service shows it", J_STORED)
 DRILL_QUIET(print_token)
 DRILL_ROW(exfil_canary, "reachability",
     "canaries: body, headers, query, glued, split, no audience", J_CANARY)

@@ -684,7 +684,7 @@ START_TEST(released_values_are_cached_per_job_and_forgotten)
 	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
 	    "\"launcher_key_sha256\": \"%s\", "
 	    "\"hosts_file\": \"%s\", \"follower\": \"proxy-cache\", "
-	    "\"inject_cache_seconds\": 2}",
+	    "\"inject_cache_seconds\": 2, \"reflect_limit\": 1000000}",
 	    broker.base, path, harness_launcher_sha256(&broker), hostsf);
 	ck_assert_int_eq(daemon_start(&proxy, "proxy", cfg), 0);
 	json_decref(put_secret("/v1/secrets/up-key", value1, 200));

@@ -50,7 +50,7 @@ setup(void)
 {
 	kit.up_pid = -1;
 	injectkit_stack_start(&kit, "127.0.0.1 api.test\n", "proxy-holes",
-	    NULL);
+	    "\"reflect_limit\": 1000000");
 	kit.up_pid =
 	    injectkit_jobs_upstream("inject/holes.py", NULL, &kit.up_port);
 	injectkit_secret(&kit, "up-key", value);

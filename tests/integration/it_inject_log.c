@@ -43,7 +43,8 @@ START_TEST(one_info_line_a_release_one_decision_line_a_use)
 	char *resp;
 
 	injectkit_stack_start(&k, "127.0.0.1 api.test\n", "proxy-inject-log",
-	    "\"log_level\": \"info\", \"inject_cache_seconds\": 600");
+	    "\"log_level\": \"info\", \"inject_cache_seconds\": 600, "
+	    "\"reflect_limit\": 1000000");
 	plain = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(plain);
 	k.up_port = upstream_port(plain);

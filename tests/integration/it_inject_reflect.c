@@ -181,7 +181,7 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 	json_t *m;
 
 	injectkit_stack_start(&kit, "127.0.0.1 api.test costly.test\n",
-	    "proxy-reflect", NULL);
+	    "proxy-reflect", "\"reflect_limit\": 1000000");
 	kit.up_pid = injectkit_upstream_start(CORDON_SOURCE_DIR
 	    "/tests/integration/jobs/inject/reflect.py",
 	    "reflect.port", NULL, &kit.up_port);

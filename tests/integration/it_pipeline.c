@@ -199,7 +199,9 @@ setup(void)
 
 	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
 	ck_assert_int_eq(test_ca_make(dir, hosts), 0);
-	snprintf(extra, sizeof(extra), "\"upstream_ca_file\": \"%s/ca.pem\"",
+	snprintf(extra, sizeof(extra),
+	    "\"upstream_ca_file\": \"%s/ca.pem\", "
+	    "\"reflect_limit\": 1000000",
 	    dir);
 	injectkit_stack_start(&kit,
 	    "127.0.0.1 api.test api2.test tls.test inj.test py.test\n", "pipe",

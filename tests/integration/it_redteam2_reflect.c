@@ -25,6 +25,8 @@ static const struct injectkit_opts opts = {
 	    CORDON_SOURCE_DIR "/tests/integration/jobs/redteam2/stored.py",
 	.port_file = "stored.port",
 	.follower = "proxy-redteam2",
+	/* It reflects its own key on purpose. */
+	.proxy_extra = "\"reflect_limit\": 1000000",
 	.value = value,
 };
 

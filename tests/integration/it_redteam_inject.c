@@ -35,6 +35,8 @@ static const struct injectkit_opts opts = {
 	    CORDON_SOURCE_DIR "/tests/integration/jobs/redteam/reflect.py",
 	.port_file = "reflect.port",
 	.follower = "proxy-redteam",
+	/* It reflects its own key on purpose. */
+	.proxy_extra = "\"reflect_limit\": 1000000",
 	.value = value,
 };
 

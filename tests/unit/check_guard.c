@@ -250,13 +250,19 @@ START_TEST(issuer_credentials_are_kept_until_their_expiry)
 
 	ck_assert_int_eq(guard_issued_put(&g, "oa", "tok_one", 7, 200, 100), 1);
 	ck_assert_int_eq(guard_issued_put(&g, "oa", "tok_one", 7, 200, 100), 0);
-	/* No expiry: an hour at most. */
+	/* No expiry: an hour. */
 	ck_assert_int_eq(guard_issued_put(&g, "oa", "tok_two", 7, 0, 100), 1);
 	ck_assert_int_eq(g.issued[1].expires, 100 + GUARD_ISSUED_DEFAULT_S);
+	/* One good for a day or more: kept that long, its own expiry (it
+	 * may be stored at a service all that time; redteam3 #10). */
 	ck_assert_int_eq(guard_issued_put(&g, "oa", "tok_thr", 7, 100 + 99999,
 			     100),
 	    1);
-	ck_assert_int_eq(g.issued[2].expires, 100 + GUARD_ISSUED_DEFAULT_S);
+	ck_assert_int_eq(g.issued[2].expires, 100 + 99999);
+	guard_issued_expire(&g, 100 + 2 * 3600);
+	ck_assert_uint_eq(g.nissued, 1);
+	ck_assert_int_eq(guard_issued_put(&g, "oa", "tok_one", 7, 200, 100), 1);
+	ck_assert_int_eq(guard_issued_put(&g, "oa", "tok_two", 7, 0, 100), 1);
 	ck_assert_uint_eq(g.nissued, 3);
 	guard_issued_expire(&g, 201);
 	ck_assert_uint_eq(g.nissued, 2);

@@ -1,0 +1,253 @@
+/*
+ * The issuer credentials kept for the scan, full (redteam3's #3, issue
+ * 18): the proxy keeps every issuer credential it released, proxy-wide,
+ * for the guard's scan (GUARD_ISSUED_MAX, 256, each until its own
+ * expiry), and one released past that was injected all the same but kept
+ * for no one's scan: after 256 tokens of 16 other issuer secrets, job A's
+ * injected request stored A's token at the storing service and job B,
+ * under another name at that address, read it in clear. Now a credential
+ * that cannot be kept is not injected: 503 guard_unavailable issued_cap,
+ * and B reads nothing of it. No job is spawned (uid base 1391000
+ * reserved).
+ */
+#include "harness.h"
+#include "injectkit.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char hosts[] = "127.0.0.1 api.test\n127.0.0.1 www.api.test\n"
+			    "127.0.0.1 fill0.test\n127.0.0.1 fill1.test\n"
+			    "127.0.0.1 fill2.test\n127.0.0.1 fill3.test\n"
+			    "127.0.0.1 fill4.test\n127.0.0.1 fill5.test\n"
+			    "127.0.0.1 fill6.test\n127.0.0.1 fill7.test\n"
+			    "127.0.0.1 fill8.test\n127.0.0.1 fill9.test\n"
+			    "127.0.0.1 fill10.test\n127.0.0.1 fill11.test\n"
+			    "127.0.0.1 fill12.test\n127.0.0.1 fill13.test\n"
+			    "127.0.0.1 fill14.test\n127.0.0.1 fill15.test\n";
+
+/* The issuer (jobs/issuers/issuer.py, TLS on 127.0.0.1 with a test CA
+ * made in dir): its pid (> 1), its port in *port. */
+static pid_t
+issuer_start(const char *dir, unsigned *port)
+{
+	char cert[400], key[400], portf[400], events[400], line[32];
+	const char *const leaf[] = { "127.0.0.1", NULL };
+	pid_t pid;
+
+	snprintf(cert, sizeof(cert), "%s/127.0.0.1.pem", dir);
+	snprintf(key, sizeof(key), "%s/127.0.0.1.key", dir);
+	snprintf(portf, sizeof(portf), "%s/issuer.port", dir);
+	snprintf(events, sizeof(events), "%s/events.jsonl", dir);
+	ck_assert_int_eq(test_ca_make(dir, leaf), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-B",
+		    CORDON_SOURCE_DIR
+		    "/tests/integration/jobs/issuers/issuer.py",
+		    "--cert", cert, "--key", key, "--port-file", portf,
+		    "--events", events, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0;
+	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
+	*port = (unsigned)strtoul(line, NULL, 10);
+	ck_assert_uint_gt(*port, 0);
+	return pid;
+}
+
+/* Job B of manifest "reader": www.api.test on port, /open/, no inject;
+ * its channel into chan. */
+static void
+job_b(struct injectkit *k, unsigned port, char chan[300])
+{
+	char path[400];
+	json_t *j,
+	    *r = json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host",
+		"www.api.test", "port", port, "methods", "GET", "paths",
+		"/open/", "reason", "the public part", "allow_cidrs",
+		"127.0.0.0/8");
+
+	json_decref(harness_expect(&k->broker, 200, "PUT",
+	    "/v1/manifests/reader", k->admin, NULL,
+	    injectkit_manifest("reader", json_pack("[o]", r))));
+	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
+	    NULL, json_pack("{s:s}", "manifest", "reader"));
+	snprintf(path, sizeof(path), "/v1/jobs/%s",
+	    json_string_value(json_object_get(j, "job")));
+	json_decref(j);
+	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
+	    NULL);
+	snprintf(chan, 300, "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+}
+
+/* An oauth secret name at the issuer on iport. */
+static void
+oauth_secret(struct injectkit *k, const char *name, unsigned iport)
+{
+	char path[128], url[128], rev[128];
+
+	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/oauth/token", iport);
+	snprintf(rev, sizeof(rev), "https://127.0.0.1:%u/oauth/revoke", iport);
+	json_decref(harness_expect(&k->broker, 200, "PUT", path, k->admin, NULL,
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind",
+		"oauth_client_credentials", "token_url", url, "client_id",
+		"cordon-test", "client_secret", "s3cret-client", "scope",
+		"things:read", "revocation_url", rev)));
+}
+
+/* The issuer's port, once stack() started it. */
+static unsigned issuer_port;
+
+/* The stack: the issuer (pid into *ipid), broker, proxy, the oauth
+ * secret up-key and the storing service (k->up_port). */
+static void
+stack(struct injectkit *k, pid_t *ipid)
+{
+	char dir[300], cfg[2048], path[400], hostsf[400];
+	unsigned iport;
+
+	k->up_pid = -1;
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
+	*ipid = issuer_start(dir, &iport);
+	ck_assert_int_gt(*ipid, 1);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"log_level\": \"info\", \"issuer_ca_file\": \"%s/ca.pem\"}",
+	    dir);
+	ck_assert_int_eq(daemon_start(&k->broker, "broker", cfg), 0);
+	harness_broker_key(&k->broker, "admin", k->admin, sizeof(k->admin));
+	harness_broker_key(&k->broker, "launcher", k->launcher,
+	    sizeof(k->launcher));
+	harness_broker_key(&k->broker, "verifier", k->verifier,
+	    sizeof(k->verifier));
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
+	harness_write_file(hostsf, hosts);
+	snprintf(path, sizeof(path), "%s/verifier.key", dir);
+	harness_write_file(path, k->verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": \"%s\", "
+	    "\"follower\": \"proxy-issued\"}",
+	    k->broker.base, path, harness_launcher_sha256(&k->broker), hostsf);
+	ck_assert_int_eq(daemon_start(&k->proxy, "proxy", cfg), 0);
+	issuer_port = iport;
+	oauth_secret(k, "up-key", iport);
+	k->up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k->up_port);
+}
+
+/*
+ * n jobs of manifest "filler<i>", each injected its own token of the
+ * oauth secret "mine<i>" at fill<i>.test on port (an echo): how many were
+ * answered 200 (the first refusal printed into why).
+ */
+static int
+fill(struct injectkit *k, int i, unsigned port, int n, char *why, size_t cap)
+{
+	struct injectkit f = *k;
+	char secret[32], host[32], name[32];
+	int ok = 0;
+
+	snprintf(secret, sizeof(secret), "mine%d", i);
+	snprintf(host, sizeof(host), "fill%d.test", i);
+	snprintf(name, sizeof(name), "filler%d", i);
+	oauth_secret(k, secret, issuer_port);
+	f.up_port = port;
+	json_t *rule = injectkit_inject_rule(&f, false, NULL, NULL);
+	ck_assert_int_eq(json_object_set_new(rule, "host", json_string(host)),
+	    0);
+	ck_assert_int_eq(json_object_set_new(json_object_get(rule, "inject"),
+			     "secret", json_string(secret)),
+	    0);
+	json_t *m = injectkit_manifest(name, json_pack("[o]", rule));
+	for (int j = 0; j < n; j++) {
+		char req[1024];
+		injectkit_job_start(&f, name, json_incref(m));
+		injectkit_request_to(&f, req, sizeof(req), host, "GET",
+		    "/case/x", true, "close");
+		char *resp = injectkit_send_on(f.channel, req);
+		if (http_status(resp) == 200)
+			ok++;
+		else if (why[0] == '\0')
+			snprintf(why, cap, "job %d of %s: %.300s", j, secret,
+			    resp);
+		free(resp);
+	}
+	json_decref(m);
+	return ok;
+}
+
+/* 16 issuer secrets of 16 jobs each (256 tokens kept), then A's. */
+START_TEST(a_token_past_the_kept_ones_is_not_injected)
+{
+	struct injectkit k = { .up_pid = -1 };
+	struct upstream *echo[16];
+	char chan[300], req[1024], why[512] = "", *resp;
+	pid_t ipid;
+
+	stack(&k, &ipid);
+	for (int i = 0; i < 16; i++) {
+		echo[i] = upstream_start(NULL, NULL);
+		ck_assert_ptr_nonnull(echo[i]);
+		int ok =
+		    fill(&k, i, upstream_port(echo[i]), 16, why, sizeof(why));
+		ck_assert_msg(ok == 16, "%d of 16; %s", ok, why);
+	}
+	/* Job A stores its own token of up-key; B reads it. */
+	injectkit_job_start(&k, "writer",
+	    injectkit_manifest("writer",
+		json_pack("[o]",
+		    injectkit_inject_rule(&k, false, NULL, NULL))));
+	resp = injectkit_ask(&k, "GET", "/case/x", true);
+	ck_assert_msg(http_status(resp) == 503 &&
+		strstr(resp, "issued_cap") != NULL,
+	    "job A's token past the 256 kept was injected: %.400s", resp);
+	free(resp);
+	job_b(&k, k.up_port, chan);
+	injectkit_request_to(&k, req, sizeof(req), "www.api.test", "GET",
+	    "/open/fields", false, "close");
+	resp = injectkit_send_on(chan, req);
+	ck_assert_msg(strstr(resp, "oat_") == NULL,
+	    "job B read job A's token after 256 others were kept: %.300s",
+	    resp);
+	free(resp);
+	injectkit_stop(&k);
+	for (int i = 0; i < 16; i++)
+		upstream_stop(echo[i]);
+	kill(ipid, SIGKILL);
+	waitpid(ipid, NULL, 0);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("guardfix_issued");
+	TCase *tc = tcase_create("issued");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, a_token_past_the_kept_ones_is_not_injected);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return harness_main(suite());
+}
