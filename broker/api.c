@@ -172,6 +172,18 @@ put_manifest(void *ctx, struct http_request *req, struct http_response *res)
 		return;
 	}
 	json_decref(problems);
+	/* Its injecting rules keep the bindings within what every proxy
+	 * reads (redteam3 #9). */
+	char room[400];
+	r = bindings_room_manifest(b, body, room, sizeof(room));
+	if (r <= 0) {
+		json_decref(warnings);
+		if (r == 0)
+			http_reply_error(res, 409, "bindings_cap", "%s", room);
+		else
+			reply_store_error(b, res, r);
+		return;
+	}
 	char *text = manifest_canonical(body, sha);
 	if (text == NULL) {
 		json_decref(warnings);

@@ -357,6 +357,155 @@ bindings_scan_reach(struct broker *b, const char *name, const json_t *m,
 	return ret;
 }
 
+/* The places of secret in places (an object: secret -> {hosts, addrs}),
+ * made empty when new. */
+static json_t *
+places_of(json_t *places, const char *secret)
+{
+	json_t *e = json_object_get(places, secret);
+
+	if (e == NULL) {
+		e = json_pack("{s:{}, s:{}}", "hosts", "addrs");
+		json_object_set_new(places, secret, e);
+	}
+	return e;
+}
+
+int
+bindings_room(struct broker *b, const json_t *adds, char *why, size_t cap)
+{
+	json_t *rows, *row, *places = json_object(), *add;
+	int64_t epoch;
+	size_t i, nsecrets = 0, nkeys = 0;
+	const char *last_secret = "", *last_kind = "", *last_value = "";
+	int r = store_bindings_list(b->store, &rows, &epoch);
+
+	if (r < 0) {
+		json_decref(places);
+		return r;
+	}
+	/* The rows come by secret, kind, value (the list's order): counted
+	 * as the list counts them; the places of the secrets added to
+	 * kept. */
+	json_array_foreach(adds, i, add)
+	{
+		(void)places_of(places,
+		    json_string_value(json_array_get(add, 0)));
+	}
+	json_array_foreach(rows, i, row)
+	{
+		const char *secret =
+		    json_string_value(json_object_get(row, "secret"));
+		const char *kind =
+		    json_string_value(json_object_get(row, "kind"));
+		const char *value =
+		    json_string_value(json_object_get(row, "value"));
+		json_t *e;
+
+		if (strcmp(secret, last_secret) != 0)
+			nsecrets++;
+		else if (strcmp(kind, last_kind) == 0 &&
+		    strcmp(value, last_value) == 0)
+			continue;
+		nkeys++;
+		last_secret = secret;
+		last_kind = kind;
+		last_value = value;
+		if ((e = json_object_get(places, secret)) != NULL)
+			json_object_set_new(json_object_get(e,
+						strcmp(kind, "addr") == 0
+						    ? "addrs"
+						    : "hosts"),
+			    value, json_true());
+	}
+	r = 1;
+	json_array_foreach(adds, i, add)
+	{
+		const char *secret = json_string_value(json_array_get(add, 0));
+		const char *kind = json_string_value(json_array_get(add, 1));
+		const char *v = json_string_value(json_array_get(add, 2));
+		json_t *e = json_object_get(places, secret);
+		bool is_addr = strcmp(kind, "addr") == 0;
+		json_t *a = json_object_get(e, is_addr ? "addrs" : "hosts");
+
+		if (json_object_get(a, v) != NULL)
+			continue;
+		if (json_object_size(json_object_get(e, "hosts")) == 0 &&
+		    json_object_size(json_object_get(e, "addrs")) == 0)
+			nsecrets++;
+		if (is_addr && json_object_size(a) >= BINDINGS_SEEN_MAX) {
+			snprintf(why, cap,
+			    "secret %s is bound to %d addresses already (the "
+			    "most one secret keeps): name the service's hosts "
+			    "in its guard_hosts, or split it into secrets a "
+			    "service each",
+			    secret, BINDINGS_SEEN_MAX);
+			r = 0;
+			break;
+		}
+		json_object_set_new(a, v, json_true());
+		nkeys++;
+	}
+	if (r == 1 && nsecrets > BINDINGS_SECRETS_MAX) {
+		snprintf(why, cap,
+		    "the bindings would list %zu secrets, past the %d every "
+		    "proxy reads: delete the secrets no manifest injects, or "
+		    "their guard_hosts",
+		    nsecrets, BINDINGS_SECRETS_MAX);
+		r = 0;
+	} else if (r == 1 && nkeys > BINDINGS_KEYS_MAX) {
+		snprintf(why, cap,
+		    "the bindings would hold %zu hosts and addresses, past the "
+		    "%d every proxy reads: shorten secrets' guard_hosts, or "
+		    "delete the secrets no manifest injects",
+		    nkeys, BINDINGS_KEYS_MAX);
+		r = 0;
+	}
+	json_decref(rows);
+	json_decref(places);
+	return r;
+}
+
+int
+bindings_room_manifest(struct broker *b, const json_t *m, char *why, size_t cap)
+{
+	json_t *adds = json_array(), *r;
+	size_t i;
+	int ret;
+
+	json_array_foreach(json_object_get(m, "egress"), i, r)
+	{
+		json_t *s =
+		    json_object_get(json_object_get(r, "inject"), "secret");
+		json_t *h = json_object_get(r, "host");
+
+		if (json_is_string(s) && json_is_string(h))
+			json_array_append_new(adds,
+			    json_pack("[O, s, O]", s, "host", h));
+	}
+	ret = json_array_size(adds) > 0 ? bindings_room(b, adds, why, cap) : 1;
+	json_decref(adds);
+	return ret;
+}
+
+int
+bindings_room_declared(struct broker *b, const char *secret,
+    const json_t *hosts, char *why, size_t cap)
+{
+	json_t *adds = json_array(), *h;
+	size_t i;
+	int ret;
+
+	json_array_foreach(hosts, i, h)
+	{
+		json_array_append_new(adds,
+		    json_pack("[s, s, O]", secret, "host", h));
+	}
+	ret = json_array_size(adds) > 0 ? bindings_room(b, adds, why, cap) : 1;
+	json_decref(adds);
+	return ret;
+}
+
 /* --- a manifest's rules the proxy cannot read ------------------------------ */
 
 /* The (secret, host) pairs bound: the store's and m's own injecting
@@ -549,6 +698,22 @@ bindings_post(void *ctx, struct http_request *req, struct http_response *res)
 		return;
 	}
 	manifest_version_free(&mv);
+	/* Capped: a job whose name resolves anew each time would grow the
+	 * list past what every proxy reads (redteam3 #9). */
+	char why[400];
+	json_t *adds = json_pack("[[s, s, s]]", secret, "addr", addr);
+	r = bindings_room(b, adds, why, sizeof(why));
+	json_decref(adds);
+	if (r == 0) {
+		log_warn("bindings_cap", "{s:s, s:s, s:s, s:s}", "secret",
+		    secret, "addr", addr, "job", j.id, "error", why);
+		http_reply_error(res, 409, "bindings_cap", "%s", why);
+		return;
+	}
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return;
+	}
 	r = store_binding_seen(b->store, secret, addr, j.id, "verifier",
 	    &added);
 	if (r == -ENOENT) {

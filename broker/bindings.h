@@ -24,6 +24,15 @@
  * yet bound is taken for one its proxy is telling (bindings_scan_reach). */
 #define BINDINGS_TELL_WINDOW_S 10
 
+/* The list's caps, below the proxy's (proxy/guard.h: GUARD_BINDINGS_MAX
+ * 1024 secrets, GUARD_KEYS_MAX 16384 hosts and addresses, a list past
+ * them refused whole), with room for a few PUTs at once: the secrets
+ * listed, their hosts and addresses in all, and the addresses seen of one
+ * secret. */
+#define BINDINGS_SECRETS_MAX 1000
+#define BINDINGS_KEYS_MAX 16000
+#define BINDINGS_SEEN_MAX 64
+
 /* The longest "[v6]:port", with its NUL. */
 #define BINDINGS_ADDR_MAX 56
 
@@ -80,6 +89,25 @@ int bindings_bound(struct broker *b, const char *name);
 int bindings_scan_reach(struct broker *b, const char *name, const json_t *m,
     const char *host, const char *addr, bool injected_lately, char *why,
     size_t cap);
+
+/*
+ * Whether the list has room for adds, an array of [secret, "host" or
+ * "addr", value]: each new to its secret counted (a place its secret
+ * has already is not), a secret not yet listed counted as one more, and
+ * an addr past BINDINGS_SEEN_MAX of its secret refused. 1; 0 with what
+ * to do in why (cap bytes); or -errno (the store's).
+ */
+int bindings_room(struct broker *b, const json_t *adds, char *why, size_t cap);
+
+/*
+ * bindings_room for what manifest m's injecting rules bind (each
+ * [secret, "host", host]), or for secret's guard_hosts (hosts, an array
+ * of strings; NULL adds nothing): 1, 0 with why, or -errno.
+ */
+int bindings_room_manifest(struct broker *b, const json_t *m, char *why,
+    size_t cap);
+int bindings_room_declared(struct broker *b, const char *secret,
+    const json_t *hosts, char *why, size_t cap);
 
 /*
  * Adds a problem to problems at egress[i].tls or egress[i].upgrade for
