@@ -11,6 +11,7 @@
  * moved aside as <name>.bad, its output kept.
  */
 #include "harness.h"
+#include "servekit.h"
 
 #include "http_client.h"
 
@@ -31,69 +32,49 @@
 
 static struct stack st;
 static struct daemon serve;
-static char inputs[300];
 static char serve_cfg[8192];
 
-static void
-put_manifest(const char *name, int output_kb)
-{
-	json_t *m = json_pack("{s:s, s:[s], s:{s:s}, s:{s:i, s:i, s:i, s:i}}",
-	    "name", name, "command", "/bin/true", "env", "LANG", "C.UTF-8",
-	    "limits", "wall_seconds", 60, "memory_mb", 512, "pids", 64,
-	    "output_kb", output_kb);
-	char path[128];
-
-	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
-	json_decref(
-	    harness_expect(&st.broker, 200, "PUT", path, st.admin, NULL, m));
-}
-
 /* serve's configuration: the stack's launcher's, a callback key, and
- * callback_allow as allow (a JSON array), then more (", \"key\": v" or
- * ""). */
+ * callback_allow as allow (a JSON array), then more's keys (NULL: none;
+ * taken). */
 static const char *
-config_more(const char *allow, const char *more)
+config_more(const char *allow, json_t *more)
 {
-	char path[400];
-	FILE *f;
-	size_t n;
+	char path[400], *text;
+	json_t *a = json_loads(allow, 0, NULL), *extra;
 
 	snprintf(path, sizeof(path), "%s/callback.key", st.launcher_dir);
 	harness_write_file(path, CALLBACK_KEY "\n");
-	f = fopen(st.launcher_cfg, "re");
-	ck_assert_ptr_nonnull(f);
-	n = fread(serve_cfg, 1, sizeof(serve_cfg) - 1, f);
-	fclose(f);
-	while (n > 0 && serve_cfg[n - 1] != '}')
-		n--;
-	ck_assert_int_gt(n, 0);
-	snprintf(serve_cfg + n - 1, sizeof(serve_cfg) - n + 1,
-	    ", \"callback_key_file\": \"%s\", \"callback_allow\": %s%s}", path,
-	    allow, more);
+	ck_assert_ptr_nonnull(a);
+	extra = json_pack("{s:s, s:o}", "callback_key_file", path,
+	    "callback_allow", a);
+	if (more != NULL) {
+		json_object_update(extra, more);
+		json_decref(more);
+	}
+	text = servekit_config(&st, extra);
+	ck_assert_uint_lt(strlen(text), sizeof(serve_cfg));
+	snprintf(serve_cfg, sizeof(serve_cfg), "%s", text);
+	free(text);
 	return serve_cfg;
 }
 
 static const char *
 config_with(const char *allow)
 {
-	return config_more(allow, "");
+	return config_more(allow, NULL);
 }
 
 static void
 setup(void)
 {
 	static const struct stack_options o = { .uid_base = 860000 };
-	char path[400];
 
 	signal(SIGPIPE, SIG_IGN);
 	stack_start(&st, &o);
-	snprintf(inputs, sizeof(inputs), "%s", st.inputs);
-	snprintf(path, sizeof(path), "%s/repo", inputs);
-	ck_assert_int_eq(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/repo/README.md", inputs);
-	harness_write_file(path, "hello\n");
-	put_manifest("keep-job", 256);
-	put_manifest("tiny-job", 1);
+	servekit_repo(&st);
+	servekit_manifest(&st, "keep-job", 256);
+	servekit_manifest(&st, "tiny-job", 1);
 	ck_assert_int_eq(daemon_start(&serve, "launcher",
 			     config_with("[\"127.0.0.1\"]")),
 	    0);
@@ -117,50 +98,10 @@ restart_with(const char *allow)
 	ck_assert_int_eq(daemon_restart(&serve), 0);
 }
 
-static json_t *
-post_job(const char *manifest, const char *script, const char *callback)
-{
-	char src[400];
-
-	snprintf(src, sizeof(src), "%s/repo", inputs);
-	return harness_expect(&serve, 201, "POST", "/v1/jobs", st.launcher,
-	    NULL,
-	    json_pack("{s:s, s:[{s:s, s:s}], s:[s,s,s], s:s*}", "manifest",
-		manifest, "inputs", "src", src, "dst", "repo", "command",
-		"/bin/sh", "-c", script, "callback", callback));
-}
-
-static char *
-job_id(const json_t *j)
-{
-	const char *id = json_string_value(json_object_get(j, "job"));
-
-	ck_assert_ptr_nonnull(id);
-	return strdup(id);
-}
-
 static const char *
 state(const json_t *j)
 {
 	return json_string_value(json_object_get(j, "state")) ?: "(none)";
-}
-
-static json_t *
-wait_state(const char *id, const char *want)
-{
-	char path[160];
-
-	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-	for (int i = 0; i < 600; i++) {
-		json_t *j = harness_expect(&serve, 200, "GET", path,
-		    st.launcher, NULL, NULL);
-		if (strcmp(state(j), want) == 0)
-			return j;
-		json_decref(j);
-		usleep(50000);
-	}
-	ck_abort_msg("job %s never %s", id, want);
-	return NULL;
 }
 
 /* GET path: the body as text (free it) and the status. */
@@ -179,27 +120,16 @@ get_raw(const char *path, long *ret_status)
 	return body;
 }
 
-/* serve's file name under <state_dir>/serve-jobs. */
-static void
-kept_path(char *out, size_t len, const char *name)
-{
-	snprintf(out, len, "%s/state/serve-jobs/%s", st.launcher_dir, name);
-}
-
-/* Waits until serve wrote job id's output file (its records are written
- * off the request path), and asserts it is 0600. */
+/* Waits until serve wrote job id's output file, and asserts it is
+ * 0600. */
 static void
 wait_output_file(const char *id)
 {
-	char name[100], path[600];
+	char path[600];
 	struct stat sb;
-	int i;
 
-	snprintf(name, sizeof(name), "%s.output.json", id);
-	kept_path(path, sizeof(path), name);
-	for (i = 0; i < 100 && stat(path, &sb) != 0; i++)
-		usleep(50000);
-	ck_assert_msg(stat(path, &sb) == 0, "no %s", path);
+	servekit_wait_output(&st, id, path, sizeof(path));
+	ck_assert_int_eq(stat(path, &sb), 0);
 	ck_assert_msg((sb.st_mode & 0777) == 0600, "%s is %o", path,
 	    sb.st_mode & 0777);
 }
@@ -210,20 +140,22 @@ START_TEST(outputs_survive_sigterm_and_sigkill)
 	long status;
 	json_t *j;
 
-	j = post_job("keep-job", "echo kept-out; echo kept-err >&2", NULL);
-	id = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job",
+	    "echo kept-out; echo kept-err >&2", NULL);
+	id = servekit_job_id(j);
 	json_decref(j);
-	json_decref(wait_state(id, "done"));
+	json_decref(servekit_wait_state(&serve, &st, id, "done"));
 	snprintf(path, sizeof(path), "/v1/jobs/%s/output", id);
 	before = get_raw(path, &status);
 	ck_assert_int_eq(status, 200);
 	ck_assert_ptr_nonnull(strstr(before, "kept-out"));
 	ck_assert_ptr_nonnull(strstr(before, "kept-err"));
 	/* One running when serve dies: its output went with that serve. */
-	j = post_job("keep-job", "echo running; sleep 60", NULL);
-	run = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "echo running; sleep 60",
+	    NULL);
+	run = servekit_job_id(j);
 	json_decref(j);
-	json_decref(wait_state(run, "running"));
+	json_decref(servekit_wait_state(&serve, &st, run, "running"));
 
 	ck_assert_int_eq(daemon_stop(&serve), 0);
 	ck_assert_int_eq(daemon_restart(&serve), 0);
@@ -244,10 +176,11 @@ START_TEST(outputs_survive_sigterm_and_sigkill)
 
 	/* On disk before the kill (written off the request path). */
 	wait_output_file(id);
-	j = post_job("keep-job", "echo dying; sleep 60", NULL);
-	lost = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "echo dying; sleep 60",
+	    NULL);
+	lost = servekit_job_id(j);
 	json_decref(j);
-	json_decref(wait_state(lost, "running"));
+	json_decref(servekit_wait_state(&serve, &st, lost, "running"));
 	daemon_kill(&serve);
 	ck_assert_int_eq(daemon_restart(&serve), 0);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/output", id);
@@ -256,7 +189,7 @@ START_TEST(outputs_survive_sigterm_and_sigkill)
 	ck_assert_str_eq(after, before);
 	free(after);
 	/* What cannot be kept says what, and why. */
-	json_decref(wait_state(lost, "lost"));
+	json_decref(servekit_wait_state(&serve, &st, lost, "lost"));
 	snprintf(path, sizeof(path), "/v1/jobs/%s/output", lost);
 	j = harness_expect(&serve, 410, "GET", path, st.launcher, NULL, NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "error")),
@@ -279,7 +212,7 @@ END_TEST
 START_TEST(a_followed_output_is_held_to_output_kb)
 {
 	char path[300], *id;
-	json_t *j = post_job("tiny-job",
+	json_t *j = servekit_post(&serve, &st, "tiny-job",
 	    "echo err-line >&2; head -c 3000 /dev/zero | tr '\\0' a; "
 	    "sleep 5",
 	    NULL);
@@ -288,7 +221,7 @@ START_TEST(a_followed_output_is_held_to_output_kb)
 	bool cut = false;
 	json_t *envelope = NULL;
 
-	id = job_id(j);
+	id = servekit_job_id(j);
 	json_decref(j);
 	for (int i = 0; i < 60 && envelope == NULL; i++) {
 		snprintf(path, sizeof(path),
@@ -484,13 +417,13 @@ START_TEST(a_callback_survives_a_sigkill)
 
 	receiver_start(&r);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/hook", r.port);
-	j = post_job("keep-job", "exit 4", url);
-	done = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "exit 4", url);
+	done = servekit_job_id(j);
 	json_decref(j);
-	j = post_job("keep-job", "echo up; sleep 60", url);
-	run = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "echo up; sleep 60", url);
+	run = servekit_job_id(j);
 	json_decref(j);
-	json_decref(wait_state(run, "running"));
+	json_decref(servekit_wait_state(&serve, &st, run, "running"));
 	/* Its first try answered 503; the next is a second away. */
 	ck_assert_msg(wait_received(&r, 0), "no first try");
 	ck_assert_str_eq(check_callback(&r, 0, done), "done");
@@ -534,12 +467,12 @@ START_TEST(a_callback_survives_a_sigterm_and_is_judged_again)
 
 	receiver_start(&r);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/hook", r.port);
-	j = post_job("keep-job", "true", url);
-	a = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "true", url);
+	a = servekit_job_id(j);
 	json_decref(j);
 	ck_assert_msg(wait_received(&r, 0), "no first try");
-	j = post_job("keep-job", "true", url);
-	b = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "true", url);
+	b = servekit_job_id(j);
 	json_decref(j);
 	ck_assert_msg(wait_received(&r, 1), "no first try for %s", b);
 	ck_assert_int_eq(daemon_stop(&serve), 0);
@@ -574,8 +507,8 @@ START_TEST(a_callback_survives_a_sigterm_and_is_judged_again)
 	pthread_mutex_unlock(&r.mu);
 	ck_assert_int_eq(daemon_stop(&serve), 0);
 	restart_with("[\"127.0.0.1\"]");
-	j = post_job("keep-job", "true", url);
-	char *c = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "true", url);
+	char *c = servekit_job_id(j);
 	json_decref(j);
 	ck_assert_msg(wait_received(&r, seen), "no callback for %s", c);
 	/* The first sent: a or b sent again would come before it. */
@@ -595,8 +528,8 @@ START_TEST(a_callback_refused_at_a_sigterm_is_sent_after_the_restart)
 
 	receiver_start(&r);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/hook", r.port);
-	j = post_job("keep-job", "true", url);
-	a = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "true", url);
+	a = servekit_job_id(j);
 	json_decref(j);
 	ck_assert_msg(wait_received(&r, 0), "no first try");
 	ck_assert_int_eq(daemon_stop(&serve), 0);
@@ -627,19 +560,20 @@ START_TEST(a_record_stays_until_its_patch_is_removed)
 	snprintf(path, sizeof(path), "%s/config.json", serve.dir);
 	harness_write_file(path,
 	    config_more("[]",
-		", \"serve_keep_jobs\": 1, \"serve_keep_seconds\": 0"));
+		json_pack("{s:i, s:i}", "serve_keep_jobs", 1,
+		    "serve_keep_seconds", 0)));
 	ck_assert_int_eq(daemon_restart(&serve), 0);
-	j = post_job("keep-job", "echo a > repo/A.md", NULL);
-	a = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "echo a > repo/A.md", NULL);
+	a = servekit_job_id(j);
 	json_decref(j);
-	json_decref(wait_state(a, "done"));
+	json_decref(servekit_wait_state(&serve, &st, a, "done"));
 	snprintf(pa, sizeof(pa), "%s/state/%s.patch", st.launcher_dir, a);
 	ck_assert_int_eq(unlink(pa), 0);
 	ck_assert_int_eq(mkdir(pa, 0700), 0);
-	j = post_job("keep-job", "true", NULL);
-	b = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "true", NULL);
+	b = servekit_job_id(j);
 	json_decref(j);
-	json_decref(wait_state(b, "done"));
+	json_decref(servekit_wait_state(&serve, &st, b, "done"));
 	snprintf(path, sizeof(path), "/v1/jobs/%s", a);
 	for (int i = 0; i < 100; i++) {
 		free(get_raw(path, &status));
@@ -651,7 +585,7 @@ START_TEST(a_record_stays_until_its_patch_is_removed)
 	/* A stop writes every record asked for first. */
 	ck_assert_int_eq(daemon_stop(&serve), 0);
 	snprintf(name, sizeof(name), "%s.json", a);
-	kept_path(rec, sizeof(rec), name);
+	servekit_kept_path(&st, rec, sizeof(rec), name);
 	ck_assert_msg(stat(rec, &sb) == 0,
 	    "%s removed while its patch %s is still there", rec, pa);
 	json_t *lines = daemon_log_lines(&serve), *l;
@@ -689,13 +623,13 @@ START_TEST(orphaned_outputs_are_swept_and_only_serves)
 	struct stat sb;
 	json_t *j;
 
-	j = post_job("keep-job", "echo mine", NULL);
-	id = job_id(j);
+	j = servekit_post(&serve, &st, "keep-job", "echo mine", NULL);
+	id = servekit_job_id(j);
 	json_decref(j);
-	json_decref(wait_state(id, "done"));
+	json_decref(servekit_wait_state(&serve, &st, id, "done"));
 	wait_output_file(id);
 	ck_assert_int_eq(daemon_stop(&serve), 0);
-	kept_path(dir, sizeof(dir), "");
+	servekit_kept_path(&st, dir, sizeof(dir), "");
 	ck_assert_int_eq(stat(dir, &sb), 0);
 	uid_t serve_uid = sb.st_uid;
 	gid_t serve_gid = sb.st_gid;
@@ -760,24 +694,24 @@ START_TEST(a_record_that_does_not_parse_is_moved_aside)
 
 	ck_assert_int_eq(daemon_stop(&serve), 0);
 	/* Written as serve writes its own: by the user it runs as. */
-	kept_path(path, sizeof(path), "");
+	servekit_kept_path(&st, path, sizeof(path), "");
 	ck_assert_int_eq(stat(path, &sb), 0);
 	uid_t uid = sb.st_uid;
 	gid_t gid = sb.st_gid;
 	for (size_t i = 0; i < 2; i++) {
 		snprintf(name, sizeof(name), "%s.json", ids[i]);
-		kept_path(path, sizeof(path), name);
+		servekit_kept_path(&st, path, sizeof(path), name);
 		harness_write_file(path, texts[i]);
 		ck_assert_int_eq(chown(path, uid, gid), 0);
 		snprintf(name, sizeof(name), "%s.output.json", ids[i]);
-		kept_path(path, sizeof(path), name);
+		servekit_kept_path(&st, path, sizeof(path), name);
 		harness_write_file(path, "{}");
 		ck_assert_int_eq(chown(path, uid, gid), 0);
 	}
 	ck_assert_int_eq(daemon_restart(&serve), 0);
 	for (size_t i = 0; i < 2; i++) {
 		snprintf(name, sizeof(name), "%s.json", ids[i]);
-		kept_path(path, sizeof(path), name);
+		servekit_kept_path(&st, path, sizeof(path), name);
 		snprintf(bad, sizeof(bad), "%s.bad", path);
 		ck_assert_msg(stat(path, &sb) < 0,
 		    "%s is still there after the start: not removed, not moved "
@@ -787,7 +721,7 @@ START_TEST(a_record_that_does_not_parse_is_moved_aside)
 			strcmp(text, texts[i]) == 0,
 		    "%s does not hold the record as it was", bad);
 		snprintf(name, sizeof(name), "%s.output.json", ids[i]);
-		kept_path(path, sizeof(path), name);
+		servekit_kept_path(&st, path, sizeof(path), name);
 		ck_assert_msg(stat(path, &sb) == 0,
 		    "%s, the output of a record moved aside, removed", path);
 		snprintf(path, sizeof(path), "/v1/jobs/%s", ids[i]);
@@ -810,7 +744,7 @@ START_TEST(a_record_that_does_not_parse_is_moved_aside)
 	ck_assert_int_eq(daemon_stop(&serve), 0);
 	ck_assert_int_eq(daemon_restart(&serve), 0);
 	snprintf(name, sizeof(name), "%s.json.bad", ids[0]);
-	kept_path(path, sizeof(path), name);
+	servekit_kept_path(&st, path, sizeof(path), name);
 	ck_assert_msg(stat(path, &sb) == 0, "%s gone after a restart", path);
 }
 END_TEST

@@ -17,6 +17,7 @@
  * kernel by sock_diag).
  */
 #include "harness.h"
+#include "servekit.h"
 
 #include "http_client.h"
 
@@ -44,28 +45,14 @@ static void
 setup(void)
 {
 	static const struct stack_options o = { .uid_base = 1362000 };
-	char path[400];
-	json_t *m;
 
 	signal(SIGPIPE, SIG_IGN);
 	stack_start(&st, &o);
-	snprintf(path, sizeof(path), "%s/repo", st.inputs);
-	ck_assert_int_eq(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/repo/README.md", st.inputs);
-	harness_write_file(path, "hello\n");
-	m = json_pack("{s:s, s:[s], s:{s:s}, s:{s:i, s:i, s:i}}", "name",
-	    "lock-job", "command", "/bin/true", "env", "LANG", "C.UTF-8",
-	    "limits", "wall_seconds", 60, "memory_mb", 512, "pids", 64);
-	json_decref(harness_expect(&st.broker, 200, "PUT",
-	    "/v1/manifests/lock-job", st.admin, NULL, m));
-	json_t *cfg = json_load_file(st.launcher_cfg, 0, NULL);
-	ck_assert_ptr_nonnull(cfg);
+	servekit_repo(&st);
+	servekit_manifest(&st, "lock-job", 0);
 	/* 5 s, not the 30 s default: the test waits 30 s for each step. */
-	json_object_set_new(cfg, "serve_spawner_seconds", json_integer(5));
-	char *text = json_dumps(cfg, JSON_COMPACT);
-	ck_assert_int_eq(daemon_start(&serve, "launcher", text), 0);
-	free(text);
-	json_decref(cfg);
+	servekit_start(&serve, &st,
+	    json_pack("{s:i}", "serve_spawner_seconds", 5));
 }
 
 static void
@@ -83,54 +70,7 @@ teardown(void)
 static char *
 run_job(void)
 {
-	char src[400], path[160];
-	json_t *j;
-
-	snprintf(src, sizeof(src), "%s/repo", st.inputs);
-	j = harness_expect(&serve, 201, "POST", "/v1/jobs", st.launcher, NULL,
-	    json_pack("{s:s, s:[{s:s, s:s}], s:[s,s,s]}", "manifest",
-		"lock-job", "inputs", "src", src, "dst", "repo", "command",
-		"/bin/sh", "-c", "echo new > repo/NEW.md"));
-	char *id = strdup(json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-	for (int i = 0; i < 600; i++) {
-		j = harness_expect(&serve, 200, "GET", path, st.launcher, NULL,
-		    NULL);
-		bool done =
-		    strcmp(json_string_value(json_object_get(j, "state")) ?: "",
-			"done") == 0;
-		json_decref(j);
-		if (done)
-			break;
-		usleep(50000);
-	}
-	return id;
-}
-
-/* The parent pid of pid, and its state letter into *state: -1 when it
- * cannot be read. */
-static pid_t
-parent_of(pid_t pid, char *state)
-{
-	char path[64], buf[512];
-	FILE *f;
-	int ppid = -1;
-	char c = '?';
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return -1;
-	if (fgets(buf, sizeof(buf), f) != NULL) {
-		char *close_paren = strrchr(buf, ')');
-		if (close_paren == NULL ||
-		    sscanf(close_paren + 1, " %c %d", &c, &ppid) != 2)
-			ppid = -1;
-	}
-	fclose(f);
-	if (state != NULL)
-		*state = c;
-	return ppid;
+	return servekit_run(&serve, &st, "lock-job", "echo new > repo/NEW.md");
 }
 
 /* serve's one child, its spawner: asserted to be one, and > 1. */
@@ -148,7 +88,7 @@ spawner_of(pid_t serve_pid)
 		long pid = strtol(e->d_name, &end, 10);
 		if (*end != '\0' || pid <= 1)
 			continue;
-		if (parent_of((pid_t)pid, NULL) == serve_pid) {
+		if (servekit_parent_of((pid_t)pid, NULL) == serve_pid) {
 			found = (pid_t)pid;
 			n++;
 		}
@@ -224,7 +164,7 @@ hold(pid_t sp)
 	ck_assert_int_eq(kill(sp, SIGSTOP), 0);
 	stopped = sp;
 	for (int i = 0; i < 400 && state != 'T'; i++) {
-		(void)parent_of(sp, &state);
+		(void)servekit_parent_of(sp, &state);
 		if (state != 'T')
 			usleep(10000);
 	}
@@ -428,19 +368,15 @@ END_TEST
 
 START_TEST(a_lost_spawner_does_not_hold_serves_stop)
 {
-	char *id = run_job(), path[200], src[400], *running;
+	char *id = run_job(), path[200], *running;
 	long status = 0;
 	char state = '?';
 	int stop = -2;
 
 	/* A job that runs while the spawner is lost. */
-	snprintf(src, sizeof(src), "%s/repo", st.inputs);
-	json_t *e =
-	    harness_expect(&serve, 201, "POST", "/v1/jobs", st.launcher, NULL,
-		json_pack("{s:s, s:[{s:s, s:s}], s:[s,s,s]}", "manifest",
-		    "lock-job", "inputs", "src", src, "dst", "repo", "command",
-		    "/bin/sh", "-c", "echo run > repo/RUN.md; sleep 50"));
-	running = strdup(json_string_value(json_object_get(e, "job")));
+	json_t *e = servekit_post(&serve, &st, "lock-job",
+	    "echo run > repo/RUN.md; sleep 50", NULL);
+	running = servekit_job_id(e);
 	json_decref(e);
 
 	pid_t sp = spawner_of(serve.pid);
@@ -463,7 +399,7 @@ START_TEST(a_lost_spawner_does_not_hold_serves_stop)
 	 * it for ever (the harness kills it after 10 s: -1). */
 	if (status == 503)
 		stop = daemon_stop(&serve);
-	(void)parent_of(sp, &state);
+	(void)servekit_parent_of(sp, &state);
 	ck_assert_int_eq(kill(sp, SIGCONT), 0);
 	stopped = -1;
 	ck_assert_msg(status == 503 &&
@@ -482,7 +418,7 @@ START_TEST(a_lost_spawner_does_not_hold_serves_stop)
 	/* Let go, the spawner finds its end shut, and exits. */
 	for (int i = 0; i < 600; i++) {
 		state = '?';
-		if (parent_of(sp, &state) < 0 || state == 'Z')
+		if (servekit_parent_of(sp, &state) < 0 || state == 'Z')
 			break;
 		usleep(50000);
 	}

@@ -9,6 +9,7 @@
  * is answered, and before that read ends.
  */
 #include "harness.h"
+#include "servekit.h"
 
 #include "http_client.h"
 
@@ -30,29 +31,14 @@ static void
 setup(void)
 {
 	static const struct stack_options o = { .uid_base = 1361000 };
-	char path[400];
-	json_t *m;
 
 	signal(SIGPIPE, SIG_IGN);
 	stack_start(&st, &o);
-	snprintf(path, sizeof(path), "%s/repo", st.inputs);
-	ck_assert_int_eq(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/repo/README.md", st.inputs);
-	harness_write_file(path, "hello\n");
+	servekit_repo(&st);
 	/* output_kb 1: the output is cut at 1 KiB a stream. */
-	m = json_pack("{s:s, s:[s], s:{s:s}, s:{s:i, s:i, s:i, s:i}}", "name",
-	    "out-job", "command", "/bin/true", "env", "LANG", "C.UTF-8",
-	    "limits", "wall_seconds", 60, "memory_mb", 512, "pids", 64,
-	    "output_kb", 1);
-	json_decref(harness_expect(&st.broker, 200, "PUT",
-	    "/v1/manifests/out-job", st.admin, NULL, m));
+	servekit_manifest(&st, "out-job", 1);
 	/* serve with the stack's launcher configuration. */
-	json_t *cfg = json_load_file(st.launcher_cfg, 0, NULL);
-	ck_assert_ptr_nonnull(cfg);
-	char *text = json_dumps(cfg, JSON_COMPACT);
-	ck_assert_int_eq(daemon_start(&serve, "launcher", text), 0);
-	free(text);
-	json_decref(cfg);
+	servekit_start(&serve, &st, NULL);
 }
 
 static void
@@ -67,36 +53,12 @@ teardown(void)
 static char *
 run_job(void)
 {
-	char src[400], path[160];
-	json_t *j;
-
-	snprintf(src, sizeof(src), "%s/repo", st.inputs);
-	j = harness_expect(&serve, 201, "POST", "/v1/jobs", st.launcher, NULL,
-	    json_pack("{s:s, s:[{s:s, s:s}], s:[s,s,s]}", "manifest", "out-job",
-		"inputs", "src", src, "dst", "repo", "command", "/bin/sh", "-c",
-		"echo err-line >&2; head -c 3000 /dev/zero | tr '\\0' a"));
-	char *id = strdup(json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-	for (int i = 0; i < 600; i++) {
-		j = harness_expect(&serve, 200, "GET", path, st.launcher, NULL,
-		    NULL);
-		bool done =
-		    strcmp(json_string_value(json_object_get(j, "state")) ?: "",
-			"done") == 0;
-		json_decref(j);
-		if (done)
-			break;
-		usleep(50000);
-	}
-	/* Its output on disk (records are written off the request path). */
+	char *id = servekit_run(&serve, &st, "out-job",
+	    "echo err-line >&2; head -c 3000 /dev/zero | tr '\\0' a");
 	char file[600];
-	struct stat sb;
-	snprintf(file, sizeof(file), "%s/state/serve-jobs/%s.output.json",
-	    st.launcher_dir, id);
-	for (int i = 0; i < 200 && stat(file, &sb) != 0; i++)
-		usleep(50000);
-	ck_assert_msg(stat(file, &sb) == 0, "no %s", file);
+
+	/* Its output on disk (records are written off the request path). */
+	servekit_wait_output(&st, id, file, sizeof(file));
 	return id;
 }
 
@@ -200,8 +162,7 @@ START_TEST(a_kept_output_is_read_outside_the_lock)
 	 * the lease is let go (the kernel gives it lease-break-time, 45 s).
 	 * Its holder is told by SIGIO, which would end this process. */
 	signal(SIGIO, SIG_IGN);
-	snprintf(file, sizeof(file), "%s/state/serve-jobs/%s.output.json",
-	    st.launcher_dir, id);
+	servekit_wait_output(&st, id, file, sizeof(file));
 	fd = open(file, O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_msg(fcntl(fd, F_SETLEASE, F_WRLCK) == 0, "F_SETLEASE: %s",

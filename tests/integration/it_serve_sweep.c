@@ -12,6 +12,7 @@
  * (the first start had no effect).
  */
 #include "harness.h"
+#include "servekit.h"
 
 #include "http_client.h"
 
@@ -29,32 +30,17 @@
 
 static struct stack st;
 static struct daemon serve;
-static char body_src[400];
 
 static void
 setup(void)
 {
 	static const struct stack_options o = { .uid_base = 1360000 };
-	char path[400];
-	json_t *m, *cfg;
 
 	signal(SIGPIPE, SIG_IGN);
 	stack_start(&st, &o);
-	snprintf(body_src, sizeof(body_src), "%s/repo", st.inputs);
-	ck_assert_int_eq(mkdir(body_src, 0755), 0);
-	snprintf(path, sizeof(path), "%s/repo/README.md", st.inputs);
-	harness_write_file(path, "hello\n");
-	m = json_pack("{s:s, s:[s], s:{s:s}, s:{s:i, s:i, s:i}}", "name",
-	    "sweep-job", "command", "/bin/true", "env", "LANG", "C.UTF-8",
-	    "limits", "wall_seconds", 60, "memory_mb", 512, "pids", 64);
-	json_decref(harness_expect(&st.broker, 200, "PUT",
-	    "/v1/manifests/sweep-job", st.admin, NULL, m));
-	cfg = json_load_file(st.launcher_cfg, 0, NULL);
-	ck_assert_ptr_nonnull(cfg);
-	char *text = json_dumps(cfg, JSON_COMPACT);
-	ck_assert_int_eq(daemon_start(&serve, "launcher", text), 0);
-	free(text);
-	json_decref(cfg);
+	servekit_repo(&st);
+	servekit_manifest(&st, "sweep-job", 0);
+	servekit_start(&serve, &st, NULL);
 }
 
 static void
@@ -72,9 +58,7 @@ teardown(void)
 static json_t *
 job_body(void)
 {
-	return json_pack("{s:s, s:[{s:s, s:s}], s:[s,s,s]}", "manifest",
-	    "sweep-job", "inputs", "src", body_src, "dst", "repo", "command",
-	    "/bin/sh", "-c", "echo made > repo/MADE.md");
+	return servekit_job(&st, "sweep-job", "echo made > repo/MADE.md", NULL);
 }
 
 /* The POST of the job, on a thread: its status (0: no answer). */
@@ -100,27 +84,6 @@ post_run(void *arg)
 	return NULL;
 }
 
-/* The parent pid of pid, or -1. */
-static pid_t
-parent_of(pid_t pid)
-{
-	char path[64], buf[512];
-	FILE *f;
-	int ppid = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return -1;
-	if (fgets(buf, sizeof(buf), f) != NULL) {
-		char *close_paren = strrchr(buf, ')');
-		if (close_paren == NULL ||
-		    sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
-			ppid = -1;
-	}
-	fclose(f);
-	return ppid;
-}
-
 /* The `cordon run` whose spawner is serve's child, or -1. */
 static pid_t
 find_run(pid_t serve_pid)
@@ -135,8 +98,8 @@ find_run(pid_t serve_pid)
 		long pid = strtol(e->d_name, &end, 10);
 		if (*end != '\0' || pid <= 1)
 			continue;
-		pid_t pp = parent_of((pid_t)pid);
-		if (pp <= 1 || parent_of(pp) != serve_pid)
+		pid_t pp = servekit_parent_of((pid_t)pid, NULL);
+		if (pp <= 1 || servekit_parent_of(pp, NULL) != serve_pid)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
 		FILE *f = fopen(path, "re");
@@ -268,23 +231,12 @@ START_TEST(a_kill_before_the_first_record_leaves_nothing)
 	/* The client asks again with its key: a job that runs. */
 	json_t *j = harness_expect(&serve, 201, "POST", "/v1/jobs", st.launcher,
 	    "Idempotency-Key: sweep-1", job_body());
-	const char *again = json_string_value(json_object_get(j, "job"));
-	ck_assert_ptr_nonnull(again);
+	char *again = servekit_job_id(j);
 	ck_assert_str_ne(again, id);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", again);
 	json_decref(j);
-	bool done = false;
-	for (int i = 0; i < 600 && !done; i++) {
-		j = harness_expect(&serve, 200, "GET", path, st.launcher, NULL,
-		    NULL);
-		done =
-		    strcmp(json_string_value(json_object_get(j, "state")) ?: "",
-			"done") == 0;
-		json_decref(j);
-		if (!done)
-			usleep(50000);
-	}
-	ck_assert_msg(done, "the job asked again never ended");
+	/* It ends (asserted by the wait). */
+	json_decref(servekit_wait_state(&serve, &st, again, "done"));
+	free(again);
 }
 END_TEST
 
