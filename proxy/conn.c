@@ -1382,9 +1382,72 @@ bind_tell(struct proxy *p, const char *secret, const char *job,
 	json_decref(q);
 }
 
+/* Whether j's set misses b's secret: a static one at b's version, or a
+ * credential of an issuer's kept here for the scan. */
+static bool
+guard_misses(const struct proxy *p, const struct pjob *j,
+    const struct guard_binding *b)
+{
+	if (b->is_static)
+		return !scans_for(j, b->secret, b->version);
+	for (size_t i = 0; i < p->guard.nissued; i++) {
+		const struct guard_issued *v = &p->guard.issued[i];
+		size_t k;
+		if (strcmp(v->secret, b->secret) != 0)
+			continue;
+		for (k = 0; k < j->released.n; k++)
+			if (j->released.v[k].len == v->len &&
+			    memcmp(j->released.v[k].value, v->value, v->len) ==
+				0)
+				break;
+		if (k == j->released.n)
+			return true;
+	}
+	return false;
+}
+
+void
+conn_guard_sweep(struct proxy *p)
+{
+	const struct guard_binding *m[GUARD_MATCH_MAX];
+	struct pjob *j;
+	struct pconn *x, *next;
+
+	TAILQ_FOREACH(j, &p->jobs, link)
+	{
+		for (x = TAILQ_FIRST(&j->conns); x != NULL; x = next) {
+			next = TAILQ_NEXT(x, link);
+			if (x->broker_route || x->addr[0] == '\0' ||
+			    (x->state != CS_EXCHANGE && x->state != CS_TUNNEL))
+				continue;
+			const char *host =
+			    x->state == CS_TUNNEL && x->thost[0] != '\0'
+			    ? x->thost
+			    : x->host;
+			size_t n = guard_match(&p->guard, host, x->addr, m), i;
+			for (i = 0; i < n; i++)
+				if (x->state == CS_TUNNEL ||
+				    guard_misses(p, j, m[i]))
+					break;
+			if (i == n)
+				continue;
+			/* Bytes there went unscanned or unread so far: ended
+			 * (a passthrough or an upgrade, or an exchange that
+			 * went up before the binding). */
+			snprintf(x->guard, sizeof(x->guard), "%s",
+			    m[i]->secret);
+			x->d.guard = x->guard;
+			x->d.detail = "bound_midway";
+			up_drop(x);
+			conn_finish(x);
+		}
+	}
+}
+
 /* c's injected request of secret goes to c->addr: an address its
  * binding does not hold is added here before a byte goes, and told to
- * the broker; one whose telling failed before is told again. */
+ * the broker; one whose telling failed before is told again. Every open
+ * connection there that does not scan for it ends. */
 static void
 guard_report(struct pconn *c, const char *secret)
 {
@@ -1392,6 +1455,7 @@ guard_report(struct pconn *c, const char *secret)
 	int r = guard_local_add(&c->p->guard, secret, c->job->id, c->addr, &l);
 
 	if (r == 1) {
+		conn_guard_sweep(c->p);
 		/* As the list writes it: the answer finds its entry. */
 		bind_tell(c->p, secret, c->job->id,
 		    l != NULL ? l->addr : c->addr, l);

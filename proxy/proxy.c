@@ -117,6 +117,8 @@ proxy_bindings(struct proxy *p, const json_t *bindings)
 	int r =
 	    guard_load(&p->guard, bindings, monotonic_ms(), err, sizeof(err));
 
+	if (r == 0)
+		conn_guard_sweep(p);
 	if (r < 0)
 		log_burst(LEVEL_WARN, "bindings_refused", "{s:s, s:s}", "error",
 		    err[0] != '\0' ? err : strerror(-r), "effect",

@@ -278,5 +278,9 @@ void conn_close(struct pconn *c);
 void conn_feed_lost(struct pconn *c);
 /* The next connection of the same job, or NULL. */
 struct pconn *conn_next(struct pconn *c);
+/* After a binding was added (a list load, an address seen here): ends
+ * every open exchange of any job at a bound place whose secret it does
+ * not scan for, and every tunnel there (bound_midway, guard.h). */
+void conn_guard_sweep(struct proxy *p);
 
 #endif
