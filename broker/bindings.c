@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* --- hosts and addresses --------------------------------------------------- */
 
@@ -683,11 +684,17 @@ bindings_post(void *ctx, struct http_request *req, struct http_response *res)
 		return;
 	}
 	/* Fail closed: a verifier's key plants bindings only for what a
-	 * running job's manifest injects. */
-	if (strcmp(j.state, "running") != 0) {
+	 * job's manifest injects, the job running or ended lately (a
+	 * proxy's tell may land after a short job's end: the address is
+	 * a fact either way). */
+	if (strcmp(j.state, "running") != 0 &&
+	    (j.revoked_at == 0 ||
+		(int64_t)time(NULL) - j.revoked_at > BINDINGS_ENDED_WINDOW_S)) {
 		manifest_version_free(&mv);
 		http_reply_error(res, 409, "job_not_running",
-		    "job %s is %s: it sends no secret", j.id, j.state);
+		    "job %s is %s, and ended more than %d s ago: it sends no "
+		    "secret",
+		    j.id, j.state, BINDINGS_ENDED_WINDOW_S);
 		return;
 	}
 	if (secrets_rule_injecting(mv.body, secret) == NULL) {

@@ -33,6 +33,10 @@
 #define BINDINGS_KEYS_MAX 16000
 #define BINDINGS_SEEN_MAX 64
 
+/* How long after a job's end a proxy's POST /v1/bindings for it is still
+ * taken. */
+#define BINDINGS_ENDED_WINDOW_S 900
+
 /* The longest "[v6]:port", with its NUL. */
 #define BINDINGS_ADDR_MAX 56
 

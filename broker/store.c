@@ -93,7 +93,7 @@ static const char *const stmt_sql[ST_MAX] = {
 			    "body, created) VALUES (?, ?, ?, ?, ?)",
 	[ST_JOB_GET] = "SELECT id, manifest, manifest_version, state, created, "
 		       "deadline, lease_expires, stop_reason, tokens_revoked, "
-		       "tokens_minted FROM jobs WHERE id = ?",
+		       "tokens_minted, revoked_at FROM jobs WHERE id = ?",
 	[ST_JOB_INS] = "INSERT INTO jobs (id, manifest, manifest_version, "
 		       "state, created, deadline, lease_expires) VALUES (?, ?, "
 		       "?, 'running', ?, ?, ?)",
@@ -1130,6 +1130,7 @@ read_job(sqlite3_stmt *st, struct job *j)
 	copy_col(j->stop_reason, sizeof(j->stop_reason), st, 7);
 	j->tokens_revoked = sqlite3_column_int64(st, 8);
 	j->tokens_minted = sqlite3_column_int64(st, 9);
+	j->revoked_at = sqlite3_column_int64(st, 10); /* NULL: 0 */
 }
 
 /* Reads job id on connection c: 0, -ENOENT or -errno. */

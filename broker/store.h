@@ -92,6 +92,7 @@ struct job {
 	int64_t tokens_revoked;
 	int64_t
 	    tokens_minted; /* ever, canaries left out: the ceiling's count */
+	int64_t revoked_at; /* when it ended (unix seconds); 0 while running */
 };
 
 /* A token row, as stored: never its value, only its HMAC. */

@@ -1223,7 +1223,8 @@ store_pg_manifest_get(struct store_pg *s, const char *name, int64_t version,
 
 static const char job_cols[] =
     "id, manifest, manifest_version, state, created, deadline, "
-    "lease_expires, stop_reason, tokens_revoked, tokens_minted";
+    "lease_expires, stop_reason, tokens_revoked, tokens_minted, "
+    "coalesce(revoked_at, 0)";
 
 /* Reads job id (locked FOR UPDATE when lock): 0, -ENOENT or -errno. */
 static int
@@ -1254,6 +1255,7 @@ job_read(PGconn *c, const char *id, bool lock, struct job *j)
 	col_copy(j->stop_reason, sizeof(j->stop_reason), res, 0, 7);
 	j->tokens_revoked = col_int(res, 0, 8);
 	j->tokens_minted = col_int(res, 0, 9);
+	j->revoked_at = col_int(res, 0, 10);
 	PQclear(res);
 	return 0;
 }

@@ -6,7 +6,9 @@
  * were forgotten while a storing service there still held the old key.
  * Now a DELETE keeps the seen and declared bindings (places, not the
  * value): the list leaves the secret out while it does not exist, and
- * has them all again once it does. On sqlite and on PostgreSQL (a
+ * has them all again once it does. And an address a proxy tells after
+ * the job ended (within 15 minutes) is bound: the address is a fact
+ * either way. On sqlite and on PostgreSQL (a
  * private server; skipped with CORDON_TEST_NO_PG=1). No job is spawned
  * (uid base 1396000 reserved).
  */
@@ -202,6 +204,56 @@ START_TEST(a_deleted_secret_put_again_keeps_its_places)
 }
 END_TEST
 
+/* README "Noticed" (redteam3): a proxy's tell that lands after a short
+ * job ended used to be 409 job_not_running, and the address was never
+ * bound at the broker. */
+START_TEST(an_address_told_after_the_job_ended_is_bound)
+{
+	char a[64], b[64], path[200];
+	json_t *j;
+
+	secret_put(200, "up-key",
+	    json_pack("{s:s}", "value", "sk_place_0123456789abcdef"));
+	json_decref(manifest_put(200, "a",
+	    json_pack("[o]", rule("api.test", "up-key"))));
+	json_decref(
+	    manifest_put(200, "b", json_pack("[o]", rule("other.test", NULL))));
+	job_of("a", a, sizeof(a));
+	job_of("b", b, sizeof(b));
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", a);
+	json_decref(
+	    harness_expect(&broker, 200, "POST", path, launcher, NULL, NULL));
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", b);
+	json_decref(
+	    harness_expect(&broker, 200, "POST", path, launcher, NULL, NULL));
+
+	j = harness_expect(&broker, 200, "POST", "/v1/bindings", verifier, NULL,
+	    json_pack("{s:s, s:s, s:s}", "secret", "up-key", "job", a, "addr",
+		"127.0.0.4:8443"));
+	ck_assert(json_is_true(json_object_get(j, "added")));
+	json_decref(j);
+	/* Still only for what its manifest injects, and for a real job. */
+	j = harness_expect(&broker, 409, "POST", "/v1/bindings", verifier, NULL,
+	    json_pack("{s:s, s:s, s:s}", "secret", "up-key", "job", b, "addr",
+		"127.0.0.5:8443"));
+	ck_assert_str_eq(json_string_value(json_object_get(j, "error")),
+	    "not_injected");
+	json_decref(j);
+	json_decref(
+	    harness_expect(&broker, 404, "POST", "/v1/bindings", verifier, NULL,
+		json_pack("{s:s, s:s, s:s}", "secret", "up-key", "job",
+		    "job_nope", "addr", "127.0.0.5:8443")));
+	j = harness_expect(&broker, 200, "GET", "/v1/bindings", verifier, NULL,
+	    NULL);
+	ck_assert_str_eq(joined(json_object_get(binding_in(json_object_get(j,
+							       "bindings"),
+						    "up-key"),
+			     "addrs")),
+	    "127.0.0.4:8443");
+	json_decref(j);
+}
+END_TEST
+
 static TCase *
 tests(const char *name, void (*up)(void))
 {
@@ -210,6 +262,7 @@ tests(const char *name, void (*up)(void))
 	tcase_add_checked_fixture(tc, up, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_deleted_secret_put_again_keeps_its_places);
+	tcase_add_test(tc, an_address_told_after_the_job_ended_is_bound);
 	return tc;
 }
 

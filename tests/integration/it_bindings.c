@@ -329,11 +329,12 @@ START_TEST(bindings_listed_reported_and_shown)
 	ck_assert_uint_eq(seen, 2);
 	json_decref(j);
 
-	/* A stopped job sends nothing more. */
+	/* A job that ended lately: a proxy's tell may land after its end
+	 * (the address is a fact either way; it_bindfix_places). */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", a);
 	json_decref(
 	    harness_expect(&broker, 200, "POST", path, launcher, NULL, NULL));
-	json_decref(post_seen(409, "up-key", a, "127.0.0.4:8443"));
+	json_decref(post_seen(200, "up-key", a, "127.0.0.4:8443"));
 
 	/* A PUT without guard_hosts keeps them; the deletion takes all. */
 	secret_put(200, "up-key",
