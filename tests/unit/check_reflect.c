@@ -136,6 +136,51 @@ START_TEST(a_value_added_midway_is_redacted_in_the_rest)
 }
 END_TEST
 
+/* A value released for the scan only: its match ends the scan (-EPERM,
+ * nothing of that feed out), not redacted in place; the same value put
+ * for use after is the job's own, redacted as before (guardfix). */
+START_TEST(a_scan_only_value_trips_and_an_own_one_is_redacted)
+{
+	struct reflect_set s = { 0 };
+	struct reflect_scan r;
+	struct buf out = BUF_INIT(1 << 20);
+	const char *secret;
+
+	ck_assert_int_eq(reflect_set_put_scan(&s, "a", 1, v1, strlen(v1), 0, 0),
+	    1);
+	ck_assert(s.v[0].scan_only);
+	ck_assert_int_eq(reflect_scan_init(&r, &s), 0);
+	ck_assert(reflect_scan_trips(&r, 0));
+	ck_assert_int_eq(reflect_scan_feed(&r, "ok ", 3, &out, NULL), 0);
+	ck_assert_int_eq(reflect_scan_feed(&r, v1, strlen(v1), &out, NULL),
+	    -EPERM);
+	ck_assert_uint_ge(reflect_scan_news(&r, 0, &secret), 1);
+	ck_assert_str_eq(secret, "a");
+	ck_assert_ptr_null(strstr(buf_str(&out), "first"));
+	ck_assert_uint_le(out.len, 3);
+	reflect_scan_free(&r);
+	buf_reset(&out);
+	/* Put again for use: the job's own now. */
+	ck_assert_int_eq(reflect_set_put(&s, "a", 1, v1, strlen(v1), 0, 0), 0);
+	ck_assert(!s.v[0].scan_only);
+	ck_assert_int_eq(reflect_set_put_scan(&s, "a", 1, v1, strlen(v1), 0, 0),
+	    0);
+	ck_assert(!s.v[0].scan_only);
+	ck_assert_int_eq(reflect_scan_init(&r, &s), 0);
+	ck_assert(!reflect_scan_trips(&r, 0));
+	ck_assert_int_eq(reflect_scan_feed(&r, v1, strlen(v1), &out, NULL), 0);
+	ck_assert_int_eq(reflect_scan_flush(&r, &out), 0);
+	ck_assert_uint_eq(out.len, strlen(v1));
+	ck_assert_ptr_null(strstr(buf_str(&out), "first"));
+	ck_assert_uint_eq(reflect_set_reflected(&s, v1, strlen(v1)), 1);
+	ck_assert_uint_eq(reflect_set_reflected(&s, v1, strlen(v1)), 2);
+	ck_assert_uint_eq(reflect_set_reflected(&s, "nope", 4), 0);
+	reflect_scan_free(&r);
+	reflect_set_clear(&s);
+	buf_free(&out);
+}
+END_TEST
+
 START_TEST(a_form_override_is_found_in_its_spellings)
 {
 	static const char *const yes[] = { "_method=DELETE", "a=1&_method=PUT",
@@ -281,6 +326,7 @@ suite(void)
 	tcase_add_test(tc, a_set_keeps_each_value_once_up_to_its_cap);
 	tcase_add_test(tc, a_chain_redacts_every_value_however_cut);
 	tcase_add_test(tc, a_value_added_midway_is_redacted_in_the_rest);
+	tcase_add_test(tc, a_scan_only_value_trips_and_an_own_one_is_redacted);
 	tcase_add_test(tc, a_form_override_is_found_in_its_spellings);
 	tcase_add_test(tc, a_multipart_or_json_override_is_found);
 	tcase_add_test(tc, a_body_kind_follows_its_type);
