@@ -2385,20 +2385,21 @@ reflected(struct pconn *c)
 
 /* Moves n bytes of the upstream's answer to the client; once anything
  * was released to the job, through the scan (the last bytes held until
- * the answer ends). */
-static void
+ * the answer ends). 0, or -1 when the scan gave up and c was finished
+ * (it may be freed: the caller returns at once). */
+static int
 down(struct pconn *c, size_t n)
 {
 	struct evbuffer *in = bufferevent_get_input(c->up);
 
 	if (c->tripped || c->job->closed) {
 		evbuffer_drain(in, n); /* nothing more goes down */
-		return;
+		return 0;
 	}
 	c->d.bytes_down += n;
 	if (!c->scanning) {
 		evbuffer_remove_buffer(in, bufferevent_get_output(c->cl), n);
-		return;
+		return 0;
 	}
 	struct buf out = BUF_INIT(reflect_scan_out_max(&c->scan, n));
 	int r = reflect_scan_feed(&c->scan,
@@ -2409,7 +2410,7 @@ down(struct pconn *c, size_t n)
 		explicit_bzero(out.data, out.len);
 		buf_free(&out);
 		evbuffer_drain(in, n);
-		return;
+		return 0;
 	}
 	if (r < 0) {
 		buf_free(&out);
@@ -2418,12 +2419,13 @@ down(struct pconn *c, size_t n)
 		/* -E2BIG: past the scan's budget of steps (inject.h). */
 		c->d.detail = r == -E2BIG ? "scan_too_costly" : "out_of_memory";
 		conn_finish(c);
-		return;
+		return -1;
 	}
 	evbuffer_drain(in, n);
 	if (out.len > 0)
 		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
 	buf_free(&out);
+	return 0;
 }
 
 /* The answer ended: what the scanner held goes down. */
@@ -2573,7 +2575,8 @@ pump_response(struct pconn *c)
 			}
 			if (c->resp.status < 200) {
 				/* 100 Continue: the real one follows. */
-				down(c, c->resp.head_len);
+				if (down(c, c->resp.head_len) < 0)
+					return;
 				continue;
 			}
 			/* An injected request's body in a coding the scanner
@@ -2622,13 +2625,15 @@ pump_response(struct pconn *c)
 			continue;
 		}
 		if (c->resp.body == HTTP1_RESP_CLOSE) {
-			down(c, n);
+			if (down(c, n) < 0)
+				return;
 			continue;
 		}
 		if (c->resp.body == HTTP1_RESP_LENGTH) {
 			if (n > c->resp_left)
 				n = (size_t)c->resp_left;
-			down(c, n);
+			if (down(c, n) < 0)
+				return;
 			c->resp_left -= n;
 			c->resp_done = c->resp_left == 0;
 			continue;
@@ -2648,8 +2653,8 @@ pump_response(struct pconn *c)
 		 * reads them as framing, not as fields. */
 		if (c->rchunk.trailer_part && c->scanning)
 			evbuffer_drain(in, used);
-		else
-			down(c, used);
+		else if (down(c, used) < 0)
+			return;
 		c->resp_done = r == 0;
 	}
 	if (c->resp_done)

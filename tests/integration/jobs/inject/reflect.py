@@ -115,6 +115,13 @@ def answer(case, header):
         return [b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
                 b"Content-Length: %d\r\nConnection: close\r\n\r\n"
                 % len(body) + body]
+    if case == "costly_late":
+        # The same, its head first and alone: the client has it all when
+        # the scan gives up, so the connection ends at once.
+        body = b"61" * (128 * 1024)
+        return [b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n"
+                % len(body), body]
     base = case[:-len("_chunked")] if case.endswith("_chunked") else case
     base = base[:-len("_split")] if base.endswith("_split") else base
     body, at, n, ctype = body_of(base, header)
