@@ -35,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 /* The broker's HTTP threads (broker/broker.h's BROKER_THREADS). */
@@ -43,7 +42,6 @@
 /* The caps of broker/issuers.h: a job's waiting releases, and all. */
 #define JOB_WAITERS 16
 #define ALL_WAITERS 128
-#define MAX_FDS 512
 
 /* --- an issuer that accepts and never answers (hungissuer.c) ----------- */
 
@@ -54,58 +52,19 @@ static struct hung_issuer hung = { .lfd = -1 };
 static struct daemon broker;
 static char admin[128], launcher[128], verifier[128];
 
-/* A manifest name whose rule injects secret. */
-static void
-put_manifest(const char *name, const char *secret)
-{
-	char path[200];
-
-	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
-	json_decref(harness_expect(&broker, 200, "PUT", path, admin, NULL,
-	    json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
-		      " s:[{s:s, s:i, s:[s], s:s, s:[s], s:s,"
-		      "  s:{s:s, s:s, s:s, s:s}}]}",
-		"name", name, "command", "/bin/true", "capabilities", "name",
-		"x.read", "audience", "api", "params", "t", "1", "ttl_seconds",
-		600, "reason", "read x", "egress", "host", "api.test", "port",
-		443, "methods", "GET", "reason", "the api", "allow_cidrs",
-		"127.0.0.0/8", "audience", "api", "inject", "secret", secret,
-		"header", "Authorization", "format", "Bearer {secret}",
-		"capability", "x.read")));
-}
-
 static void
 setup(void)
 {
-	char url[128], rev[128];
-
 	signal(SIGPIPE, SIG_IGN);
 	hung_issuer_start(&hung);
-	ck_assert_int_eq(daemon_start(&broker, "broker",
-			     "{\"log_level\": \"info\"}"),
-	    0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/oauth/token",
-	    hung.port);
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/slow-api",
-	    admin, NULL,
-	    json_pack("{s:s, s:s, s:s, s:s}", "kind",
-		"oauth_client_credentials", "token_url", url, "client_id",
-		"cordon-test", "client_secret", "s3cret-client")));
-	put_manifest("slow", "slow-api");
+	hung_broker_start(&broker, admin, launcher, verifier, sizeof(admin));
+	hung_issuer_secret(&hung, &broker, admin, "slow-api", "oauth/token",
+	    false);
+	hung_manifest(&broker, admin, "slow", "slow-api", 443);
 	/* Tokens at once, revocations never answered. */
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/fast/token", hung.port);
-	snprintf(rev, sizeof(rev), "http://127.0.0.1:%u/oauth/revoke",
-	    hung.port);
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/slow-rev",
-	    admin, NULL,
-	    json_pack("{s:s, s:s, s:s, s:s, s:s}", "kind",
-		"oauth_client_credentials", "token_url", url, "client_id",
-		"cordon-test", "client_secret", "s3cret-client",
-		"revocation_url", rev)));
-	put_manifest("slowrev", "slow-rev");
+	hung_issuer_secret(&hung, &broker, admin, "slow-rev", "fast/token",
+	    true);
+	hung_manifest(&broker, admin, "slowrev", "slow-rev", 443);
 }
 
 /* The broker stops cleanly whatever waited (ASan's leak check is in
@@ -118,67 +77,10 @@ teardown(void)
 	hung_issuer_stop(&hung);
 }
 
-/* A new job of manifest m: its id in job. */
-static void
-new_job_of(const char *m, char *job, size_t len)
-{
-	json_t *j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher,
-	    NULL, json_pack("{s:s}", "manifest", m));
-
-	snprintf(job, len, "%s", json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-}
-
 static void
 new_job(char *job, size_t len)
 {
-	new_job_of("slow", job, len);
-}
-
-/* A token of job's x.read, minted as its proxy would: malloc'd. */
-static char *
-mint_for(const char *job)
-{
-	char hdr[128];
-	json_t *j;
-	char *tok;
-
-	snprintf(hdr, sizeof(hdr), "X-Cordon-Job: %s", job);
-	j = harness_expect(&broker, 200, "POST", "/v1/token", verifier, hdr,
-	    json_pack("{s:s, s:{s:s}}", "capability", "x.read", "params", "t",
-		"1"));
-	tok = strdup(json_string_value(json_object_get(j, "access_token")));
-	json_decref(j);
-	return tok;
-}
-
-/* Sends one request to the broker on a new connection, not waiting for
- * its answer: the connected socket. */
-static int
-send_req(const char *method, const char *path, const char *key,
-    const char *header, const char *body)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	const char *colon = strrchr(broker.addr, ':');
-	char req[2048];
-	int fd, n;
-
-	ck_assert_ptr_nonnull(colon);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = htons((uint16_t)strtoul(colon + 1, NULL, 10));
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	n = snprintf(req, sizeof(req),
-	    "%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"
-	    "%s%sConnection: close\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n\r\n%s",
-	    method, path, broker.addr, key, header != NULL ? header : "",
-	    header != NULL ? "\r\n" : "", body != NULL ? strlen(body) : 0,
-	    body != NULL ? body : "");
-	ck_assert_int_lt(n, (int)sizeof(req));
-	ck_assert_int_eq(write(fd, req, (size_t)n), n);
-	return fd;
+	hung_new_job(&broker, launcher, "slow", job, len);
 }
 
 static int
@@ -188,61 +90,7 @@ send_release(const char *job)
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s/secrets/slow-api/release",
 	    job);
-	return send_req("POST", path, verifier, NULL, NULL);
-}
-
-static double
-now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1e6;
-}
-
-/* One request sent and, once read, its answer and when it came. */
-struct pending {
-	int fd;
-	double sent, answered_ms; /* answered_ms: since sent */
-	int order; /* the how-manieth answer; -1 until it came */
-	char *resp;
-};
-
-/* Reads the answers of p[0..n) in the order they come, for at most
- * limit_ms in all: how many came. */
-static size_t
-collect(struct pending *p, size_t n, int limit_ms)
-{
-	double t0 = now_ms();
-	size_t got = 0;
-	struct pollfd pf[MAX_FDS];
-
-	ck_assert_uint_le(n, MAX_FDS);
-	while (got < n && now_ms() - t0 < limit_ms) {
-		for (size_t i = 0; i < n; i++)
-			pf[i] = (struct pollfd){ .fd = p[i].order < 0 ? p[i].fd
-								      : -1,
-				.events = POLLIN };
-		if (poll(pf, n, 200) <= 0)
-			continue;
-		for (size_t i = 0; i < n; i++) {
-			if (pf[i].fd < 0 || pf[i].revents == 0)
-				continue;
-			p[i].answered_ms = now_ms() - p[i].sent;
-			p[i].resp = http_exchange(p[i].fd, "", 0, 5000);
-			ck_assert_ptr_nonnull(p[i].resp);
-			p[i].order = (int)got++;
-			close(p[i].fd);
-			p[i].fd = -1;
-		}
-	}
-	return got;
-}
-
-static void
-pending_init(struct pending *p, int fd)
-{
-	*p = (struct pending){ .fd = fd, .sent = now_ms(), .order = -1 };
+	return hung_send(&broker, "POST", path, verifier, NULL, NULL);
 }
 
 /*
@@ -252,46 +100,23 @@ pending_init(struct pending *p, int fd)
  * once it is free), then waits until the issuer holds HTTP_THREADS calls.
  */
 static void
-send_stuck(struct pending *p, char (*jobs)[64], size_t n)
+send_stuck(struct hung_pending *p, char (*jobs)[64], size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned before = atomic_load(&hung.accepted);
 
-		pending_init(&p[i], send_release(jobs[i]));
+		hung_pending_init(&p[i], send_release(jobs[i]), 0);
 		if (before < HTTP_THREADS)
 			hung_issuer_wait_accepted(&hung, before, 500);
 	}
 	hung_issuer_wait_open(&hung, HTTP_THREADS);
 }
 
-static void
-pending_free(struct pending *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (p[i].fd >= 0)
-			close(p[i].fd);
-		free(p[i].resp);
-	}
-}
-
-/* The answer's JSON body: a new reference, asserted to parse. */
-static json_t *
-body_of(const char *resp)
-{
-	const char *b = strstr(resp, "\r\n\r\n");
-	json_t *j;
-
-	ck_assert_msg(b != NULL, "no answer: '%.300s'", resp);
-	j = json_loads(b + 4, 0, NULL);
-	ck_assert_msg(j != NULL, "not JSON: '%.300s'", resp);
-	return j;
-}
-
 /* Asserts resp is 503 with error code and a Retry-After. */
 static void
 assert_503(const char *resp, const char *code)
 {
-	json_t *j = body_of(resp);
+	json_t *j = hung_body_of(resp);
 
 	ck_assert_msg(http_status(resp) == 503, "%.400s", resp);
 	ck_assert_msg(strcasestr(resp, "\r\nRetry-After: ") != NULL,
@@ -326,7 +151,7 @@ START_TEST(stuck_releases_hold_no_thread_mint_introspect_revoke_answer)
 	enum { NREL = STUCK_JOBS + EXTRA, NALL = NREL + 3 };
 	char stuck[STUCK_JOBS][64], rel[NREL][64], ja[64], jb[64], jc[64],
 	    body[512];
-	struct pending p[NALL];
+	struct hung_pending p[NALL];
 	char *tok_a, *tok_c, hdr[128];
 	size_t i, first_release = NALL;
 	json_t *j;
@@ -334,8 +159,8 @@ START_TEST(stuck_releases_hold_no_thread_mint_introspect_revoke_answer)
 	new_job(ja, sizeof(ja));
 	new_job(jb, sizeof(jb));
 	new_job(jc, sizeof(jc));
-	tok_a = mint_for(ja);
-	tok_c = mint_for(jc);
+	tok_a = hung_mint(&broker, verifier, ja);
+	tok_c = hung_mint(&broker, verifier, jc);
 	for (i = 0; i < STUCK_JOBS; i++)
 		new_job(stuck[i], sizeof(stuck[i]));
 
@@ -347,17 +172,21 @@ START_TEST(stuck_releases_hold_no_thread_mint_introspect_revoke_answer)
 
 	/* Now a mint, an introspection and a revoke, at once. */
 	snprintf(hdr, sizeof(hdr), "X-Cordon-Job: %s", jb);
-	pending_init(&p[NREL],
-	    send_req("POST", "/v1/token", verifier, hdr,
-		"{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}"));
+	hung_pending_init(&p[NREL],
+	    hung_send(&broker, "POST", "/v1/token", verifier, hdr,
+		"{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}"),
+	    0);
 	snprintf(body, sizeof(body), "{\"token\":\"%s\"}", tok_a);
-	pending_init(&p[NREL + 1],
-	    send_req("POST", "/v1/introspect", verifier, NULL, body));
+	hung_pending_init(&p[NREL + 1],
+	    hung_send(&broker, "POST", "/v1/introspect", verifier, NULL, body),
+	    0);
 	snprintf(body, sizeof(body), "/v1/jobs/%s/revoke", jc);
-	pending_init(&p[NREL + 2],
-	    send_req("POST", body, launcher, NULL, "{\"reason\":\"done\"}"));
+	hung_pending_init(&p[NREL + 2],
+	    hung_send(&broker, "POST", body, launcher, NULL,
+		"{\"reason\":\"done\"}"),
+	    0);
 
-	ck_assert_uint_eq(collect(p, NALL, 30000), NALL);
+	ck_assert_uint_eq(hung_collect(p, NALL, 30000, NULL), NALL);
 	for (i = 0; i < NREL; i++)
 		if (first_release == NALL ||
 		    p[i].order < p[first_release].order)
@@ -375,19 +204,19 @@ START_TEST(stuck_releases_hold_no_thread_mint_introspect_revoke_answer)
 		    i - NREL, p[i].answered_ms, p[i].resp);
 
 	ck_assert_msg(http_status(p[NREL].resp) == 200, "%.400s", p[NREL].resp);
-	j = body_of(p[NREL].resp);
+	j = hung_body_of(p[NREL].resp);
 	ck_assert_ptr_nonnull(
 	    strstr(json_string_value(json_object_get(j, "access_token")),
 		"crd_"));
 	json_decref(j);
 	ck_assert_msg(http_status(p[NREL + 1].resp) == 200, "%.400s",
 	    p[NREL + 1].resp);
-	j = body_of(p[NREL + 1].resp);
+	j = hung_body_of(p[NREL + 1].resp);
 	ck_assert(json_is_true(json_object_get(j, "active")));
 	json_decref(j);
 	ck_assert_msg(http_status(p[NREL + 2].resp) == 200, "%.400s",
 	    p[NREL + 2].resp);
-	j = body_of(p[NREL + 2].resp);
+	j = hung_body_of(p[NREL + 2].resp);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "job")), jc);
 	json_decref(j);
 	ck_assert(!harness_token_active(&broker, verifier, tok_c));
@@ -397,7 +226,7 @@ START_TEST(stuck_releases_hold_no_thread_mint_introspect_revoke_answer)
 	for (i = 0; i < NREL; i++)
 		assert_503(p[i].resp, "issuer_unavailable");
 	ck_assert_uint_le(atomic_load(&hung.accepted), STUCK_JOBS);
-	pending_free(p, NALL);
+	hung_pending_free(p, NALL);
 	free(tok_a);
 	free(tok_c);
 }
@@ -405,7 +234,7 @@ END_TEST
 
 /* Whether p's answer is there to be read now. */
 static bool
-answered_now(const struct pending *p, int wait_ms)
+answered_now(const struct hung_pending *p, int wait_ms)
 {
 	struct pollfd pf = { .fd = p->fd, .events = POLLIN };
 
@@ -416,7 +245,7 @@ START_TEST(revokes_at_a_hung_revocation_endpoint_leave_threads)
 {
 	enum { NREV = HTTP_THREADS + 2, NALL = NREV + 2 };
 	char rj[NREV][64], ja[64], jb[64], path[200], hdr[128], body[512];
-	struct pending p[NALL];
+	struct hung_pending p[NALL];
 	bool early[NREV];
 	size_t i, nearly = 0, first_late = NALL;
 	char *tok_a;
@@ -424,10 +253,11 @@ START_TEST(revokes_at_a_hung_revocation_endpoint_leave_threads)
 
 	new_job(ja, sizeof(ja));
 	new_job(jb, sizeof(jb));
-	tok_a = mint_for(ja);
+	tok_a = hung_mint(&broker, verifier, ja);
 	/* Jobs that each hold a credential whose revocation hangs. */
 	for (i = 0; i < NREV; i++) {
-		new_job_of("slowrev", rj[i], sizeof(rj[i]));
+		hung_new_job(&broker, launcher, "slowrev", rj[i],
+		    sizeof(rj[i]));
 		snprintf(path, sizeof(path),
 		    "/v1/jobs/%s/secrets/slow-rev/release", rj[i]);
 		j = harness_expect(&broker, 200, "POST", path, verifier, NULL,
@@ -443,9 +273,10 @@ START_TEST(revokes_at_a_hung_revocation_endpoint_leave_threads)
 		unsigned before = atomic_load(&hung.revokes);
 
 		snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", rj[i]);
-		pending_init(&p[i],
-		    send_req("POST", path, launcher, NULL,
-			"{\"reason\":\"done\"}"));
+		hung_pending_init(&p[i],
+		    hung_send(&broker, "POST", path, launcher, NULL,
+			"{\"reason\":\"done\"}"),
+		    0);
 		for (int k = 0;
 		     k < 30 && atomic_load(&hung.revokes) == before &&
 		     !answered_now(&p[i], 10);
@@ -457,13 +288,15 @@ START_TEST(revokes_at_a_hung_revocation_endpoint_leave_threads)
 
 	/* A mint and an introspection, at once. */
 	snprintf(hdr, sizeof(hdr), "X-Cordon-Job: %s", jb);
-	pending_init(&p[NREV],
-	    send_req("POST", "/v1/token", verifier, hdr,
-		"{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}"));
+	hung_pending_init(&p[NREV],
+	    hung_send(&broker, "POST", "/v1/token", verifier, hdr,
+		"{\"capability\":\"x.read\",\"params\":{\"t\":\"1\"}}"),
+	    0);
 	snprintf(body, sizeof(body), "{\"token\":\"%s\"}", tok_a);
-	pending_init(&p[NREV + 1],
-	    send_req("POST", "/v1/introspect", verifier, NULL, body));
-	ck_assert_uint_eq(collect(p, NALL, 30000), NALL);
+	hung_pending_init(&p[NREV + 1],
+	    hung_send(&broker, "POST", "/v1/introspect", verifier, NULL, body),
+	    0);
+	ck_assert_uint_eq(hung_collect(p, NALL, 30000, NULL), NALL);
 	for (i = 0; i < NREV; i++)
 		if (!early[i] &&
 		    (first_late == NALL || p[i].order < p[first_late].order))
@@ -482,7 +315,7 @@ START_TEST(revokes_at_a_hung_revocation_endpoint_leave_threads)
 	ck_assert_msg(http_status(p[NREV].resp) == 200, "%.400s", p[NREV].resp);
 	ck_assert_msg(http_status(p[NREV + 1].resp) == 200, "%.400s",
 	    p[NREV + 1].resp);
-	j = body_of(p[NREV + 1].resp);
+	j = hung_body_of(p[NREV + 1].resp);
 	ck_assert(json_is_true(json_object_get(j, "active")));
 	json_decref(j);
 
@@ -493,7 +326,7 @@ START_TEST(revokes_at_a_hung_revocation_endpoint_leave_threads)
 
 		ck_assert_msg(http_status(p[i].resp) == 200, "%.400s",
 		    p[i].resp);
-		j = body_of(p[i].resp);
+		j = hung_body_of(p[i].resp);
 		up = json_object_get(j, "upstream");
 		ck_assert_uint_eq(json_array_size(up), 1);
 		e = json_array_get(up, 0);
@@ -502,7 +335,7 @@ START_TEST(revokes_at_a_hung_revocation_endpoint_leave_threads)
 		    "%.400s", p[i].resp);
 		json_decref(j);
 	}
-	pending_free(p, NALL);
+	hung_pending_free(p, NALL);
 	free(tok_a);
 }
 END_TEST
@@ -513,22 +346,22 @@ START_TEST(past_the_caps_issuer_busy_at_once)
 	enum { OVER = 4, FILLERS = ALL_WAITERS / JOB_WAITERS };
 	enum { NJOB = JOB_WAITERS + OVER, N = NJOB + FILLERS * JOB_WAITERS };
 	char j0[64], fill[FILLERS][64];
-	struct pending p[N];
+	struct hung_pending p[N];
 	size_t i, busy = 0, busy_j0 = 0;
 
 	new_job(j0, sizeof(j0));
 	for (i = 0; i < FILLERS; i++)
 		new_job(fill[i], sizeof(fill[i]));
 	for (i = 0; i < NJOB; i++)
-		pending_init(&p[i], send_release(j0));
+		hung_pending_init(&p[i], send_release(j0), 0);
 	/* The job's own refusals first: the fillers then meet the broker's
 	 * cap, which the first job's waiting releases count toward. */
 	for (i = NJOB; i < N; i++)
-		pending_init(&p[i],
-		    send_release(fill[(i - NJOB) / JOB_WAITERS]));
-	ck_assert_uint_eq(collect(p, N, 30000), N);
+		hung_pending_init(&p[i],
+		    send_release(fill[(i - NJOB) / JOB_WAITERS]), 0);
+	ck_assert_uint_eq(hung_collect(p, N, 30000, NULL), N);
 	for (i = 0; i < N; i++) {
-		json_t *j = body_of(p[i].resp);
+		json_t *j = hung_body_of(p[i].resp);
 		const char *e = json_string_value(json_object_get(j, "error"));
 
 		ck_assert_msg(e != NULL, "%.300s", p[i].resp);
@@ -549,14 +382,14 @@ START_TEST(past_the_caps_issuer_busy_at_once)
 	ck_assert_int_eq(metric("cordon_broker_issuer_releases_refused_total"),
 	    (long long)busy);
 	ck_assert_int_eq(metric("cordon_broker_issuer_releases_waiting"), 0);
-	pending_free(p, N);
+	hung_pending_free(p, N);
 }
 END_TEST
 
 START_TEST(stopped_with_releases_waiting_answers_each)
 {
 	enum { N = HTTP_THREADS + 2 };
-	struct pending p[N];
+	struct hung_pending p[N];
 	char job[N][64];
 	size_t i;
 
@@ -572,10 +405,10 @@ START_TEST(stopped_with_releases_waiting_answers_each)
 		usleep(50 * 1000);
 	ck_assert_int_eq(metric("cordon_broker_issuer_releases_waiting"), N);
 	ck_assert_int_eq(daemon_stop(&broker), 0);
-	ck_assert_uint_eq(collect(p, N, 10000), N);
+	ck_assert_uint_eq(hung_collect(p, N, 10000, NULL), N);
 	for (i = 0; i < N; i++)
 		assert_503(p[i].resp, "broker_stopping");
-	pending_free(p, N);
+	hung_pending_free(p, N);
 }
 END_TEST
 

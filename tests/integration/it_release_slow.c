@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -37,14 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 /* The proxy's caps on one job's releases in flight and waiting their
  * turn (brokerclient.h's BROKERCLIENT_JOB_RELEASES, _JOB_WAITING). */
 #define JOB_RELEASES 4
 #define JOB_WAITING 16
-#define MAX_FDS 256
 
 /* --- an issuer that accepts and never answers (hungissuer.c) ----------- */
 
@@ -57,41 +54,14 @@ static struct upstream *up;
 static char admin[128], launcher[128], verifier[128];
 static char job_a[64], job_b[64], chan_a[300], chan_b[300];
 
-/* A manifest name whose rule to the upstream needs an x.read token; with
- * secret, the rule injects it. */
-static void
-put_manifest(const char *name, const char *secret)
-{
-	char path[200];
-	json_t *rule = json_pack("{s:s, s:i, s:[s], s:s, s:[s], s:s}", "host",
-	    "api.test", "port", upstream_port(up), "methods", "GET", "reason",
-	    "the api", "allow_cidrs", "127.0.0.0/8", "audience", "api");
-
-	ck_assert_ptr_nonnull(rule);
-	if (secret != NULL)
-		json_object_set_new(rule, "inject",
-		    json_pack("{s:s, s:s, s:s, s:s}", "secret", secret,
-			"header", "Authorization", "format", "Bearer {secret}",
-			"capability", "x.read"));
-	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
-	json_decref(harness_expect(&broker, 200, "PUT", path, admin, NULL,
-	    json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, s:s}],"
-		      " s:[o]}",
-		"name", name, "command", "/bin/true", "capabilities", "name",
-		"x.read", "audience", "api", "params", "t", "1", "ttl_seconds",
-		600, "reason", "read x", "egress", rule)));
-}
-
 /* A job of manifest m, its id in job, and its channel at the proxy. */
 static void
 job_and_channel(const char *m, char *job, size_t len, char *chan, size_t clen)
 {
 	char path[200];
-	json_t *j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher,
-	    NULL, json_pack("{s:s}", "manifest", m));
+	json_t *j;
 
-	snprintf(job, len, "%s", json_string_value(json_object_get(j, "job")));
-	json_decref(j);
+	hung_new_job(&broker, launcher, m, job, len);
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
 	j = harness_expect(&proxy, 201, "POST", path, launcher, NULL, NULL);
 	snprintf(chan, clen, "%s",
@@ -102,27 +72,17 @@ job_and_channel(const char *m, char *job, size_t len, char *chan, size_t clen)
 static void
 setup(void)
 {
-	char cfg[2048], url[128], dir[300], path[400], hostsf[400];
+	char cfg[2048], dir[300], path[400], hostsf[400];
 
 	signal(SIGPIPE, SIG_IGN);
 	hung_issuer_start(&hung);
 	up = upstream_start(NULL, NULL);
 	ck_assert_ptr_nonnull(up);
-	ck_assert_int_eq(daemon_start(&broker, "broker",
-			     "{\"log_level\": \"info\"}"),
-	    0);
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/oauth/token",
-	    hung.port);
-	json_decref(harness_expect(&broker, 200, "PUT", "/v1/secrets/slow-api",
-	    admin, NULL,
-	    json_pack("{s:s, s:s, s:s, s:s}", "kind",
-		"oauth_client_credentials", "token_url", url, "client_id",
-		"cordon-test", "client_secret", "s3cret-client")));
-	put_manifest("slow", "slow-api");
-	put_manifest("plain", NULL);
+	hung_broker_start(&broker, admin, launcher, verifier, sizeof(admin));
+	hung_issuer_secret(&hung, &broker, admin, "slow-api", "oauth/token",
+	    false);
+	hung_manifest(&broker, admin, "slow", "slow-api", upstream_port(up));
+	hung_manifest(&broker, admin, "plain", NULL, upstream_port(up));
 
 	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
 	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
@@ -239,74 +199,13 @@ wait_waiting(long long n)
 	    "%lld releases wait at the broker, want %lld", waiting(), n);
 }
 
-static double
-now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1e6;
-}
-
-/* One request sent and, once read, its answer and when it came. */
-struct pending {
-	int fd;
-	double sent, answered_ms; /* answered_ms: since sent */
-	int order; /* the how-manieth answer; -1 until it came */
-	long long waiting; /* the broker's waiting releases then; B's only */
-	bool b;
-	char *resp;
-};
-
+/* As each of B's answers comes (tagged 1), the broker's gauge of waiting
+ * releases is read. */
 static void
-pending_init(struct pending *p, int fd, bool b)
+note_waiting(struct hung_pending *p)
 {
-	*p =
-	    (struct pending){ .fd = fd, .sent = now_ms(), .order = -1, .b = b };
-}
-
-/* Reads the answers of p[0..n) in the order they come, for at most
- * limit_ms in all: how many came. As each of B's comes, the broker's
- * gauge of waiting releases is read. */
-static size_t
-collect(struct pending *p, size_t n, int limit_ms)
-{
-	double t0 = now_ms();
-	size_t got = 0;
-	struct pollfd pf[MAX_FDS];
-
-	ck_assert_uint_le(n, MAX_FDS);
-	while (got < n && now_ms() - t0 < limit_ms) {
-		for (size_t i = 0; i < n; i++)
-			pf[i] = (struct pollfd){ .fd = p[i].order < 0 ? p[i].fd
-								      : -1,
-				.events = POLLIN };
-		if (poll(pf, n, 200) <= 0)
-			continue;
-		for (size_t i = 0; i < n; i++) {
-			if (pf[i].fd < 0 || pf[i].revents == 0)
-				continue;
-			p[i].answered_ms = now_ms() - p[i].sent;
-			p[i].resp = http_exchange(p[i].fd, "", 0, 5000);
-			ck_assert_ptr_nonnull(p[i].resp);
-			if (p[i].b)
-				p[i].waiting = waiting();
-			p[i].order = (int)got++;
-			close(p[i].fd);
-			p[i].fd = -1;
-		}
-	}
-	return got;
-}
-
-static void
-pending_free(struct pending *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (p[i].fd >= 0)
-			close(p[i].fd);
-		free(p[i].resp);
-	}
+	if (p->tag)
+		p->seen = waiting();
 }
 
 /* Whether resp carries this error code (its body's "error" or the
@@ -320,20 +219,20 @@ says(const char *resp, const char *code)
 START_TEST(a_job_whose_issuer_hangs_holds_no_other_jobs_introspection)
 {
 	enum { NA = JOB_RELEASES + JOB_WAITING + 4, NB = 3, N = NA + NB };
-	struct pending p[N];
+	struct hung_pending p[N];
 	char *tok_a = mint(chan_a), *tok_b = mint(chan_b);
 	size_t i, first_timed_out = N, busy = 0, timed_out = 0;
 
 	/* A asks for its injected host many times at once: its release
 	 * waits at the broker for the issuer, which never answers. */
 	for (i = 0; i < NA; i++)
-		pending_init(&p[i], send_get(chan_a, tok_a, "a"), false);
+		hung_pending_init(&p[i], send_get(chan_a, tok_a, "a"), 0);
 	wait_waiting(1);
 
 	/* Now B's requests, each introspected. */
 	for (i = NA; i < N; i++)
-		pending_init(&p[i], send_get(chan_b, tok_b, "b"), true);
-	ck_assert_uint_eq(collect(p, N, 30000), N);
+		hung_pending_init(&p[i], send_get(chan_b, tok_b, "b"), 1);
+	ck_assert_uint_eq(hung_collect(p, N, 30000, note_waiting), N);
 
 	for (i = 0; i < NA; i++) {
 		ck_assert_msg(http_status(p[i].resp) == 503,
@@ -352,7 +251,7 @@ START_TEST(a_job_whose_issuer_hangs_holds_no_other_jobs_introspection)
 	printf("B's requests answered after");
 	for (i = NA; i < N; i++)
 		printf(" %.1f ms (%lld releases waiting)", p[i].answered_ms,
-		    p[i].waiting);
+		    p[i].seen);
 	printf("; A's first release timed out after %.1f ms; %zu of A's %d "
 	       "refused at the proxy at once, %zu timed out; %u issuer "
 	       "calls\n",
@@ -370,7 +269,7 @@ START_TEST(a_job_whose_issuer_hangs_holds_no_other_jobs_introspection)
 		    "B's request %zu answered after A's release timed out "
 		    "(%.1f ms)",
 		    i - NA, p[i].answered_ms);
-		ck_assert_msg(p[i].waiting > 0,
+		ck_assert_msg(p[i].seen > 0,
 		    "B's request %zu answered with no release waiting at the "
 		    "broker (%.1f ms)",
 		    i - NA, p[i].answered_ms);
@@ -380,7 +279,7 @@ START_TEST(a_job_whose_issuer_hangs_holds_no_other_jobs_introspection)
 	ck_assert_uint_eq(busy, 0);
 	ck_assert_int_eq(metric(&proxy, "cordon_proxy_releases_refused_total"),
 	    (long long)busy);
-	pending_free(p, N);
+	hung_pending_free(p, N);
 	free(tok_a);
 	free(tok_b);
 }
@@ -388,18 +287,18 @@ END_TEST
 
 START_TEST(a_broker_stopping_reaches_the_job_as_503)
 {
-	struct pending p[1];
+	struct hung_pending p[1];
 	char *tok = mint(chan_a);
 
-	pending_init(&p[0], send_get(chan_a, tok, "a"), false);
+	hung_pending_init(&p[0], send_get(chan_a, tok, "a"), 0);
 	wait_waiting(1);
 	ck_assert_int_eq(daemon_stop(&broker), 0);
-	ck_assert_uint_eq(collect(p, 1, 10000), 1);
+	ck_assert_uint_eq(hung_collect(p, 1, 10000, note_waiting), 1);
 	printf("a release waiting at a stopping broker: %.300s\n", p[0].resp);
 	fflush(stdout);
 	ck_assert_msg(http_status(p[0].resp) == 503, "%.400s", p[0].resp);
 	ck_assert_msg(says(p[0].resp, "broker_stopping"), "%.400s", p[0].resp);
-	pending_free(p, 1);
+	hung_pending_free(p, 1);
 	free(tok);
 }
 END_TEST
