@@ -173,73 +173,18 @@ hold(pid_t sp)
 	ck_assert_msg(state == 'T', "the spawner is not stopped: %c", state);
 }
 
-/* A call on its own connection, on a thread: what came back and when it
- * ended, in the order of the test's steps and of the calls' ends. */
-struct call {
-	pthread_t thread;
-	const char *method;
-	char path[200];
-	long status;
-	char error[64], message[512];
-	pthread_mutex_t *mu;
-	int *step; /* the test's steps so far */
-	int *ends; /* the calls ended so far */
-	int ended_at; /* *step when the answer came; -1: none yet */
-	int end_index; /* its place among the calls' ends */
-};
-
-static void *
-call_run(void *arg)
-{
-	struct call *c = arg;
-	struct httpc_answer a;
-	int r = httpc_request(serve.base, c->method, c->path, st.launcher, NULL,
-	    NULL, 90000, &a);
-
-	pthread_mutex_lock(c->mu);
-	c->status = r == 0 ? a.status : 0;
-	if (r == 0 && a.json != NULL) {
-		snprintf(c->error, sizeof(c->error), "%s",
-		    json_string_value(json_object_get(a.json, "error")) ?: "");
-		snprintf(c->message, sizeof(c->message), "%s",
-		    json_string_value(json_object_get(a.json, "message"))
-			?: "");
-	}
-	c->ended_at = *c->step;
-	c->end_index = (*c->ends)++;
-	pthread_mutex_unlock(c->mu);
-	if (r == 0)
-		httpc_answer_free(&a);
-	return NULL;
-}
-
-static int
-call_ended(struct call *c)
-{
-	pthread_mutex_lock(c->mu);
-	int e = c->ended_at;
-	pthread_mutex_unlock(c->mu);
-	return e;
-}
-
-static void
-set_step(pthread_mutex_t *mu, int *step, int to)
-{
-	pthread_mutex_lock(mu);
-	*step = to;
-	pthread_mutex_unlock(mu);
-}
-
 START_TEST(a_held_spawner_holds_no_other_request)
 {
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	int step = 0, ends = 0;
-	struct call patch = { .method = "GET",
+	struct servekit_call patch = { .serve = &serve,
+		.key = st.launcher,
+		.method = "GET",
 		.mu = &mu,
 		.step = &step,
 		.ends = &ends,
 		.ended_at = -1 };
-	struct call list = patch, health = patch;
+	struct servekit_call list = patch, health = patch;
 	char *id = run_job(), path[200], fdpath[64];
 	struct stat sb;
 	long queued = -1;
@@ -263,11 +208,12 @@ START_TEST(a_held_spawner_holds_no_other_request)
 
 	/* step 0: the patch asked for. */
 	snprintf(patch.path, sizeof(patch.path), "%s", path);
-	ck_assert_int_eq(pthread_create(&patch.thread, NULL, call_run, &patch),
+	ck_assert_int_eq(pthread_create(&patch.thread, NULL, servekit_call_run,
+			     &patch),
 	    0);
 	/* Its 'O' request (the job's id after one byte) waits, unread, in
 	 * the stopped spawner's socket. */
-	for (int i = 0; i < 600 && call_ended(&patch) < 0; i++) {
+	for (int i = 0; i < 600 && servekit_call_ended(&patch) < 0; i++) {
 		queued = unix_rqueue(sb.st_ino);
 		if (queued >= (long)strlen(id) + 1)
 			break;
@@ -280,25 +226,28 @@ START_TEST(a_held_spawner_holds_no_other_request)
 	ck_assert_msg(queued >= (long)strlen(id) + 1,
 	    "the patch request never reached the spawner (%ld bytes queued, "
 	    "patch ended at step %d, %ld)",
-	    queued, call_ended(&patch), patch.status);
-	set_step(&mu, &step, 1); /* serve waits for the spawner */
+	    queued, servekit_call_ended(&patch), patch.status);
+	servekit_step(&mu, &step, 1); /* serve waits for the spawner */
 
 	snprintf(list.path, sizeof(list.path), "/v1/jobs");
 	snprintf(health.path, sizeof(health.path), "/healthz");
-	ck_assert_int_eq(pthread_create(&list.thread, NULL, call_run, &list),
+	ck_assert_int_eq(pthread_create(&list.thread, NULL, servekit_call_run,
+			     &list),
 	    0);
-	ck_assert_int_eq(pthread_create(&health.thread, NULL, call_run,
+	ck_assert_int_eq(pthread_create(&health.thread, NULL, servekit_call_run,
 			     &health),
 	    0);
 	/* At most 30 s each for the list and the health, then for the
 	 * patch: then the spawner is let go whatever came. */
-	for (int i = 0;
-	     i < 600 && (call_ended(&list) < 0 || call_ended(&health) < 0); i++)
+	for (int i = 0; i < 600 &&
+	     (servekit_call_ended(&list) < 0 ||
+		 servekit_call_ended(&health) < 0);
+	     i++)
 		usleep(50000);
-	set_step(&mu, &step, 2); /* the list and the health came, or not */
-	for (int i = 0; i < 600 && call_ended(&patch) < 0; i++)
+	servekit_step(&mu, &step, 2); /* the list and the health came, or not */
+	for (int i = 0; i < 600 && servekit_call_ended(&patch) < 0; i++)
 		usleep(50000);
-	set_step(&mu, &step, 3); /* the spawner let go */
+	servekit_step(&mu, &step, 3); /* the spawner let go */
 	ck_assert_int_eq(kill(sp, SIGCONT), 0);
 	stopped = -1;
 	pthread_join(list.thread, NULL);

@@ -110,49 +110,16 @@ START_TEST(a_jobs_output_is_in_its_get_after_a_restart)
 }
 END_TEST
 
-/* A GET on its own connection, on a thread: what came back and when it
- * ended, in the order of the test's steps. */
-struct call {
-	pthread_t thread;
-	char path[200];
-	long status;
-	pthread_mutex_t *mu;
-	int *step; /* the test's steps so far */
-	int ended_at; /* *step when the answer came; -1: none yet */
-};
-
-static void *
-call_run(void *arg)
-{
-	struct call *c = arg;
-	struct httpc_answer a;
-	int r = httpc_request(serve.base, "GET", c->path, st.launcher, NULL,
-	    NULL, 90000, &a);
-
-	pthread_mutex_lock(c->mu);
-	c->status = r == 0 ? a.status : 0;
-	c->ended_at = *c->step;
-	pthread_mutex_unlock(c->mu);
-	if (r == 0)
-		httpc_answer_free(&a);
-	return NULL;
-}
-
-static int
-call_ended(struct call *c)
-{
-	pthread_mutex_lock(c->mu);
-	int e = c->ended_at;
-	pthread_mutex_unlock(c->mu);
-	return e;
-}
-
 START_TEST(a_kept_output_is_read_outside_the_lock)
 {
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	int step = 0;
-	struct call read_out = { .mu = &mu, .step = &step, .ended_at = -1 };
-	struct call list = { .mu = &mu, .step = &step, .ended_at = -1 };
+	struct servekit_call read_out = { .serve = &serve,
+		.key = st.launcher,
+		.mu = &mu,
+		.step = &step,
+		.ended_at = -1 };
+	struct servekit_call list = read_out;
 	char *id = run_job(), file[600];
 	int fd, lease = F_WRLCK;
 
@@ -170,8 +137,8 @@ START_TEST(a_kept_output_is_read_outside_the_lock)
 
 	snprintf(read_out.path, sizeof(read_out.path), "/v1/jobs/%s/output",
 	    id);
-	ck_assert_int_eq(pthread_create(&read_out.thread, NULL, call_run,
-			     &read_out),
+	ck_assert_int_eq(pthread_create(&read_out.thread, NULL,
+			     servekit_call_run, &read_out),
 	    0);
 	/* The lease is being broken: serve's open of the output waits. */
 	for (int i = 0; i < 400 && lease == F_WRLCK; i++) {
@@ -180,20 +147,17 @@ START_TEST(a_kept_output_is_read_outside_the_lock)
 			usleep(50000);
 	}
 	ck_assert_msg(lease != F_WRLCK, "serve never opened %s", file);
-	pthread_mutex_lock(&mu);
-	step = 1; /* serve is reading the output */
-	pthread_mutex_unlock(&mu);
+	servekit_step(&mu, &step, 1); /* serve is reading the output */
 
 	snprintf(list.path, sizeof(list.path), "/v1/jobs");
-	ck_assert_int_eq(pthread_create(&list.thread, NULL, call_run, &list),
+	ck_assert_int_eq(pthread_create(&list.thread, NULL, servekit_call_run,
+			     &list),
 	    0);
 	/* At most 30 s for the list (under the kernel's 45 s): then the
 	 * read is let go whatever came. */
-	for (int i = 0; i < 600 && call_ended(&list) < 0; i++)
+	for (int i = 0; i < 600 && servekit_call_ended(&list) < 0; i++)
 		usleep(50000);
-	pthread_mutex_lock(&mu);
-	step = 2; /* the read let go */
-	pthread_mutex_unlock(&mu);
+	servekit_step(&mu, &step, 2); /* the read let go */
 	ck_assert_int_eq(fcntl(fd, F_SETLEASE, F_UNLCK), 0);
 	close(fd);
 	pthread_join(list.thread, NULL);

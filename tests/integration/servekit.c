@@ -7,6 +7,8 @@
  */
 #include "servekit.h"
 
+#include "http_client.h"
+
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,4 +173,48 @@ servekit_parent_of(pid_t pid, char *state)
 	if (state != NULL)
 		*state = c;
 	return ppid;
+}
+
+void *
+servekit_call_run(void *arg)
+{
+	struct servekit_call *c = arg;
+	struct httpc_answer a;
+	int r =
+	    httpc_request(c->serve->base, c->method != NULL ? c->method : "GET",
+		c->path, c->key, NULL, NULL, 90000, &a);
+
+	pthread_mutex_lock(c->mu);
+	c->status = r == 0 ? a.status : 0;
+	if (r == 0 && a.json != NULL) {
+		snprintf(c->error, sizeof(c->error), "%s",
+		    json_string_value(json_object_get(a.json, "error")) ?: "");
+		snprintf(c->message, sizeof(c->message), "%s",
+		    json_string_value(json_object_get(a.json, "message"))
+			?: "");
+	}
+	c->ended_at = *c->step;
+	if (c->ends != NULL)
+		c->end_index = (*c->ends)++;
+	pthread_mutex_unlock(c->mu);
+	if (r == 0)
+		httpc_answer_free(&a);
+	return NULL;
+}
+
+void
+servekit_step(pthread_mutex_t *mu, int *step, int to)
+{
+	pthread_mutex_lock(mu);
+	*step = to;
+	pthread_mutex_unlock(mu);
+}
+
+int
+servekit_call_ended(struct servekit_call *c)
+{
+	pthread_mutex_lock(c->mu);
+	int e = c->ended_at;
+	pthread_mutex_unlock(c->mu);
+	return e;
 }

@@ -9,6 +9,7 @@
 
 #include "harness.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -65,5 +66,33 @@ void servekit_wait_output(const struct stack *st, const char *id, char *out,
 /* The parent pid of pid, and its state letter into *state when state is
  * not NULL: -1 when /proc cannot tell. */
 pid_t servekit_parent_of(pid_t pid, char *state);
+
+/* A call to serve on its own connection, on a thread of its own
+ * (servekit_call_run): what came back and when it ended, in the order of
+ * the test's steps and of the calls' ends. The test sets serve, key,
+ * method (NULL: GET), path, mu, step, ends (NULL: not counted) and
+ * ended_at -1. */
+struct servekit_call {
+	pthread_t thread;
+	const struct daemon *serve;
+	const char *key;
+	const char *method;
+	char path[200];
+	long status; /* 0: no answer */
+	char error[64], message[512]; /* a JSON answer's */
+	pthread_mutex_t *mu;
+	int *step; /* the test's steps so far */
+	int *ends; /* the calls ended so far */
+	int ended_at; /* *step when the answer came; -1: none yet */
+	int end_index; /* its place among the calls' ends */
+};
+
+/* The thread of a struct servekit_call (arg): makes the call (90 s at
+ * most) and notes its end under c->mu. */
+void *servekit_call_run(void *arg);
+/* Sets the test's *step to to under mu. */
+void servekit_step(pthread_mutex_t *mu, int *step, int to);
+/* c's ended_at, read under its lock. */
+int servekit_call_ended(struct servekit_call *c);
 
 #endif
