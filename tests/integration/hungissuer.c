@@ -273,6 +273,17 @@ hung_send(const struct daemon *broker, const char *method, const char *path,
 	return fd;
 }
 
+int
+hung_send_revoke(const struct daemon *broker, const char *launcher,
+    const char *job)
+{
+	char path[200];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", job);
+	return hung_send(broker, "POST", path, launcher, NULL,
+	    "{\"reason\":\"done\"}");
+}
+
 void
 hung_pending_init(struct hung_pending *p, int fd, int tag)
 {

@@ -66,6 +66,10 @@ double hung_now_ms(void);
  * without its CRLF) and body may be NULL. Asserts. */
 int hung_send(const struct daemon *broker, const char *method, const char *path,
     const char *key, const char *header, const char *body);
+/* Sends POST /v1/jobs/<job>/revoke (reason done) as the launcher with
+ * hung_send: the socket. */
+int hung_send_revoke(const struct daemon *broker, const char *launcher,
+    const char *job);
 
 /* One request sent and, once read, its answer and when it came. */
 struct hung_pending {

@@ -180,10 +180,7 @@ START_TEST(stuck_releases_hold_no_thread_mint_introspect_revoke_answer)
 	hung_pending_init(&p[NREL + 1],
 	    hung_send(&broker, "POST", "/v1/introspect", verifier, NULL, body),
 	    0);
-	snprintf(body, sizeof(body), "/v1/jobs/%s/revoke", jc);
-	hung_pending_init(&p[NREL + 2],
-	    hung_send(&broker, "POST", body, launcher, NULL,
-		"{\"reason\":\"done\"}"),
+	hung_pending_init(&p[NREL + 2], hung_send_revoke(&broker, launcher, jc),
 	    0);
 
 	ck_assert_uint_eq(hung_collect(p, NALL, 30000, NULL), NALL);
@@ -272,11 +269,8 @@ START_TEST(revokes_at_a_hung_revocation_endpoint_leave_threads)
 	for (i = 0; i < NREV; i++) {
 		unsigned before = atomic_load(&hung.revokes);
 
-		snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", rj[i]);
 		hung_pending_init(&p[i],
-		    hung_send(&broker, "POST", path, launcher, NULL,
-			"{\"reason\":\"done\"}"),
-		    0);
+		    hung_send_revoke(&broker, launcher, rj[i]), 0);
 		for (int k = 0;
 		     k < 30 && atomic_load(&hung.revokes) == before &&
 		     !answered_now(&p[i], 10);

@@ -105,7 +105,7 @@ assert_tried_pending(const char *resp)
 
 START_TEST(revokes_wait_for_issuers_on_no_http_thread)
 {
-	char rj[NREV][64], live[64], path[200], body[600];
+	char rj[NREV][64], live[64], body[600];
 	struct hung_pending p[NALL];
 	json_t *j;
 	char *tok;
@@ -119,11 +119,8 @@ START_TEST(revokes_wait_for_issuers_on_no_http_thread)
 
 	/* Every revoke at once. */
 	for (i = 0; i < NREV; i++) {
-		snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", rj[i]);
 		hung_pending_init(&p[i],
-		    hung_send(&broker, "POST", path, launcher, NULL,
-			"{\"reason\":\"done\"}"),
-		    0);
+		    hung_send_revoke(&broker, launcher, rj[i]), 0);
 	}
 	/* The issuer holds the revocations the broker makes at once (at
 	 * least 2: as many as the tree before this made on its threads). */
@@ -168,18 +165,15 @@ END_TEST
 
 START_TEST(stopped_with_revokes_waiting_answers_each)
 {
-	char rj[NREV][64], path[200];
+	char rj[NREV][64];
 	struct hung_pending p[NREV];
 	size_t i;
 
 	for (i = 0; i < NREV; i++)
 		job_holding(rj[i], sizeof(rj[i]));
 	for (i = 0; i < NREV; i++) {
-		snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", rj[i]);
 		hung_pending_init(&p[i],
-		    hung_send(&broker, "POST", path, launcher, NULL,
-			"{\"reason\":\"done\"}"),
-		    0);
+		    hung_send_revoke(&broker, launcher, rj[i]), 0);
 	}
 	for (int t = 0; t < 400 && atomic_load(&hung.revokes) < 2; t++)
 		usleep(10 * 1000);
@@ -233,11 +227,7 @@ START_TEST(a_revoke_waits_for_issuers_and_followers_at_once)
 			break;
 		usleep(50 * 1000);
 	}
-	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", rj);
-	hung_pending_init(&p[1],
-	    hung_send(&broker, "POST", path, launcher, NULL,
-		"{\"reason\":\"done\"}"),
-	    0);
+	hung_pending_init(&p[1], hung_send_revoke(&broker, launcher, rj), 0);
 	ck_assert_uint_eq(hung_collect(p, 2, 20000, NULL), 2);
 	printf("a revoke at a hung revocation endpoint, a follower never "
 	       "acknowledging: answered after %.0f ms\n",
