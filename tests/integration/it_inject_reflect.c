@@ -307,8 +307,7 @@ START_TEST(a_reflected_escaped_credential_never_reaches_the_job)
 	 * after freeing it: ASan's heap-use-after-free). */
 	resp = ask_at("costly.test", "costly_late", tok, &len);
 	ck_assert_msg(http_status(resp) == 200, "costly_late: %.400s", resp);
-	ck_assert_msg(len < 256 * 1024, "costly_late: all %zu bytes came",
-	    len);
+	ck_assert_msg(len < 256 * 1024, "costly_late: all %zu bytes came", len);
 	free(resp);
 	resp = ask("json_slash", tok, &len);
 	ck_assert_msg(http_status(resp) == 200, "after: %.400s", resp);
