@@ -694,7 +694,7 @@ issued_share(struct pconn *c, const char *secret, const char *value, size_t len,
 				break;
 		if (i == j->released.n)
 			continue;
-		int r = reflect_set_put_scan(&j->released, secret, 0, value,
+		int r = reflect_set_put_borrowed(&j->released, secret, 0, value,
 		    len, now, expires);
 		if (r > 0) {
 			released_to_job(j, NULL, secret, value, len, true);
@@ -1297,8 +1297,14 @@ scan_release(struct pconn *c, const struct guard_binding *b)
 	return 1;
 }
 
+/* A job's set borrows every credential kept here (redteam3 #4: in the
+ * job's own 32 places, the 33rd job of one issuer secret was refused). */
+_Static_assert(REFLECT_BORROWED_MAX >= GUARD_ISSUED_MAX,
+    "a job's set holds every issuer credential kept for the scan");
+
 /* Every issuer credential of secret the proxy released, for any job,
- * into c's job's set: 0, or -1 when refused at the cap (c answered). */
+ * into c's job's set, borrowed (not counted among its own values): 0,
+ * or -1 when refused (c answered). */
 static int
 issued_to(struct pconn *c, const char *secret)
 {
@@ -1310,7 +1316,7 @@ issued_to(struct pconn *c, const char *secret)
 		const struct guard_issued *v = &g->issued[i];
 		if (strcmp(v->secret, secret) != 0)
 			continue;
-		int r = reflect_set_put_scan(&c->job->released, secret, 0,
+		int r = reflect_set_put_borrowed(&c->job->released, secret, 0,
 		    v->value, v->len, now, v->expires);
 		if (r == -ENOSPC) {
 			deny(c, "inject", "released_values_cap");

@@ -24,9 +24,45 @@ value_wipe(struct reflect_value *v)
 	memset(v, 0, sizeof(*v));
 }
 
+/* Where a new value of the class borrowed goes in s: a free place, or
+ * one dead at its issuer (at now) of that class when the class is full;
+ * s->n when s must grow; -ENOSPC, -ENOMEM. */
+static long
+set_place(struct reflect_set *s, bool borrowed, int64_t now)
+{
+	size_t max = borrowed ? REFLECT_BORROWED_MAX : REFLECT_VALUES_MAX;
+	size_t in_class = 0, dead = s->n;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i].borrowed != borrowed)
+			continue;
+		in_class++;
+		if (dead == s->n && s->v[i].expires != 0 &&
+		    s->v[i].expires < now)
+			dead = i;
+	}
+	/* Only a value dead at its issuer gives its place. */
+	if (in_class >= max ||
+	    s->n >= REFLECT_VALUES_MAX + REFLECT_BORROWED_MAX)
+		return dead < s->n ? (long)dead : -ENOSPC;
+	if (s->n == s->cap) {
+		size_t cap = s->cap == 0 ? 8 : 2 * s->cap;
+		if (cap > REFLECT_VALUES_MAX + REFLECT_BORROWED_MAX)
+			cap = REFLECT_VALUES_MAX + REFLECT_BORROWED_MAX;
+		struct reflect_value *v = realloc(s->v, cap * sizeof(*v));
+		if (v == NULL)
+			return -ENOMEM;
+		memset(v + s->n, 0, (cap - s->n) * sizeof(*v));
+		s->v = v;
+		s->cap = cap;
+	}
+	return (long)s->n;
+}
+
 static int
 set_put(struct reflect_set *s, const char *secret, int64_t version,
-    const char *value, size_t len, int64_t now, int64_t expires, bool scan_only)
+    const char *value, size_t len, int64_t now, int64_t expires, bool scan_only,
+    bool borrowed)
 {
 	size_t sl = strlen(secret), i;
 	char *copy;
@@ -38,19 +74,13 @@ set_put(struct reflect_set *s, const char *secret, int64_t version,
 		if (s->v[i].len == len &&
 		    memcmp(s->v[i].value, value, len) == 0) {
 			if (!scan_only)
-				s->v[i].scan_only = false;
+				s->v[i].scan_only = s->v[i].borrowed = false;
 			return 0;
 		}
-	if (s->n == REFLECT_VALUES_MAX) {
-		/* Only a value dead at its issuer gives its place. */
-		for (i = 0; i < s->n; i++)
-			if (s->v[i].expires != 0 && s->v[i].expires < now)
-				break;
-		if (i == s->n)
-			return -ENOSPC;
-	} else {
-		i = s->n;
-	}
+	long at = set_place(s, borrowed, now);
+	if (at < 0)
+		return (int)at;
+	i = (size_t)at;
 	struct inject_scanner *prep = malloc(sizeof(*prep));
 	if (prep == NULL)
 		return -ENOMEM;
@@ -75,6 +105,7 @@ set_put(struct reflect_set *s, const char *secret, int64_t version,
 	s->v[i].len = len;
 	s->v[i].expires = expires;
 	s->v[i].scan_only = scan_only;
+	s->v[i].borrowed = borrowed;
 	return 1;
 }
 
@@ -82,14 +113,25 @@ int
 reflect_set_put(struct reflect_set *s, const char *secret, int64_t version,
     const char *value, size_t len, int64_t now, int64_t expires)
 {
-	return set_put(s, secret, version, value, len, now, expires, false);
+	return set_put(s, secret, version, value, len, now, expires, false,
+	    false);
 }
 
 int
 reflect_set_put_scan(struct reflect_set *s, const char *secret, int64_t version,
     const char *value, size_t len, int64_t now, int64_t expires)
 {
-	return set_put(s, secret, version, value, len, now, expires, true);
+	return set_put(s, secret, version, value, len, now, expires, true,
+	    false);
+}
+
+int
+reflect_set_put_borrowed(struct reflect_set *s, const char *secret,
+    int64_t version, const char *value, size_t len, int64_t now,
+    int64_t expires)
+{
+	return set_put(s, secret, version, value, len, now, expires, true,
+	    true);
 }
 
 size_t
@@ -107,7 +149,9 @@ reflect_set_clear(struct reflect_set *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		value_wipe(&s->v[i]);
-	s->n = 0;
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
 }
 
 /* reflect_scan_add, with prep's copy when it is not NULL (value's

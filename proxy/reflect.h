@@ -7,9 +7,12 @@
  * rule, goes through one reflection scanner (inject.h) per value, in a
  * chain: the first's output is the second's input, and so on, each match
  * overwritten by the scanner that found it. The values are kept for the
- * job's life (wiped when its channel closes), at most REFLECT_VALUES_MAX;
- * past that a release is refused rather than scanned for less. Pure: no
- * I/O; every buffer capped.
+ * job's life (wiped when its channel closes), at most REFLECT_VALUES_MAX
+ * of its own (released to it, to use or for a scan release) and
+ * REFLECT_BORROWED_MAX borrowed (other jobs' issuer credentials the proxy
+ * keeps for the guard's scan: counted apart, so that they never take the
+ * job's own places); past either a release is refused rather than
+ * scanned for less. Pure: no I/O; every buffer capped.
  */
 #ifndef CORDON_PROXY_REFLECT_H
 #define CORDON_PROXY_REFLECT_H
@@ -24,6 +27,9 @@
 /* The most values a job may have been released: its rules' secrets
  * (EGRESS_MAX_RULES), rotated, or an issuer's tokens renewed. */
 #define REFLECT_VALUES_MAX 32
+/* The most borrowed values a job may hold: every issuer credential the
+ * proxy keeps for the scan (at least guard.h's GUARD_ISSUED_MAX). */
+#define REFLECT_BORROWED_MAX 256
 
 struct reflect_value {
 	char secret[65];
@@ -35,6 +41,10 @@ struct reflect_value {
 	 * job's issuer credential): never the job's to use, so a match of
 	 * it ends the answer (reflect_scan_feed's -EPERM), not redacted. */
 	bool scan_only;
+	/* Another job's issuer credential (reflect_set_put_borrowed):
+	 * scan-only, counted against REFLECT_BORROWED_MAX, not the job's
+	 * REFLECT_VALUES_MAX. */
+	bool borrowed;
 	size_t reflected; /* answers of the job that reflected it */
 	/* Its scanner, made once at the put and never fed: each answer's
 	 * scan is a copy of it (inject_scanner_copy), not made again. */
@@ -42,8 +52,8 @@ struct reflect_value {
 };
 
 struct reflect_set {
-	struct reflect_value v[REFLECT_VALUES_MAX];
-	size_t n;
+	struct reflect_value *v; /* n of cap, grown as values come */
+	size_t n, cap;
 };
 
 /*
@@ -67,12 +77,22 @@ int reflect_set_put_scan(struct reflect_set *s, const char *secret,
     int64_t version, const char *value, size_t len, int64_t now,
     int64_t expires);
 
+/*
+ * reflect_set_put_scan of another job's issuer credential, borrowed for
+ * the guard's scan: counted against REFLECT_BORROWED_MAX only (-ENOSPC
+ * past it, of values still alive); a value held already keeps what it
+ * was.
+ */
+int reflect_set_put_borrowed(struct reflect_set *s, const char *secret,
+    int64_t version, const char *value, size_t len, int64_t now,
+    int64_t expires);
+
 /* One more answer reflected value[0..len): the answers that did so far,
  * this one counted (0 when s does not hold it). */
 size_t reflect_set_reflected(struct reflect_set *s, const char *value,
     size_t len);
 
-/* Wipes and frees every value. A zeroed s is fine. */
+/* Wipes and frees every value (and the array). A zeroed s is fine. */
 void reflect_set_clear(struct reflect_set *s);
 
 /* One answer's scan for a set's values. */

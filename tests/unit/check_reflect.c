@@ -181,6 +181,64 @@ START_TEST(a_scan_only_value_trips_and_an_own_one_is_redacted)
 }
 END_TEST
 
+/* Other jobs' issuer credentials borrowed for the scan (redteam3 #4):
+ * counted apart from the job's own values, both caps held at once; a
+ * dead borrowed value gives its place to a borrowed one only; a
+ * borrowed value's match trips; the last value of a set that borrowed
+ * every kept credential is still scanned for. */
+START_TEST(borrowed_values_do_not_take_the_jobs_own_places)
+{
+	struct reflect_set s = { 0 };
+	struct reflect_scan r;
+	struct buf out = BUF_INIT(1 << 20);
+	char v[40];
+
+	for (size_t i = 0; i < REFLECT_VALUES_MAX; i++) {
+		snprintf(v, sizeof(v), "own-value-%zu", i);
+		ck_assert_int_eq(reflect_set_put(&s, "a", 1, v, strlen(v), 0,
+				     0),
+		    1);
+	}
+	for (size_t i = 0; i < REFLECT_BORROWED_MAX; i++) {
+		snprintf(v, sizeof(v), "oat_borrowed_%zu", i);
+		ck_assert_msg(reflect_set_put_borrowed(&s, "iss", 0, v,
+				  strlen(v), 0, i == 7 ? 100 : 3600) == 1,
+		    "borrowed value %zu not kept", i);
+	}
+	ck_assert_uint_eq(s.n, REFLECT_VALUES_MAX + REFLECT_BORROWED_MAX);
+	ck_assert(s.v[REFLECT_VALUES_MAX].borrowed);
+	ck_assert(s.v[REFLECT_VALUES_MAX].scan_only);
+	ck_assert(!s.v[0].borrowed);
+	/* Both full; at 101 the dead borrowed one is a borrowed place. */
+	ck_assert_int_eq(reflect_set_put(&s, "a", 1, "own-late", 8, 101, 0),
+	    -ENOSPC);
+	ck_assert_int_eq(reflect_set_put_borrowed(&s, "iss", 0, "oat_late", 8,
+			     50, 3600),
+	    -ENOSPC);
+	ck_assert_int_eq(reflect_set_put_borrowed(&s, "iss", 0, "oat_late", 8,
+			     101, 3600),
+	    1);
+	ck_assert_uint_eq(s.n, REFLECT_VALUES_MAX + REFLECT_BORROWED_MAX);
+	/* Held already: a borrowed put changes nothing. */
+	ck_assert_int_eq(reflect_set_put_borrowed(&s, "a", 1, "own-value-0", 11,
+			     0, 0),
+	    0);
+	ck_assert(!s.v[0].borrowed && !s.v[0].scan_only);
+	snprintf(v, sizeof(v), "oat_borrowed_%d", REFLECT_BORROWED_MAX - 1);
+	ck_assert_int_eq(reflect_scan_init(&r, &s), 0);
+	ck_assert_uint_eq(r.n, REFLECT_VALUES_MAX + REFLECT_BORROWED_MAX);
+	ck_assert_int_eq(reflect_scan_feed(&r, "ok ", 3, &out, NULL), 0);
+	ck_assert_int_eq(reflect_scan_feed(&r, v, strlen(v), &out, NULL),
+	    -EPERM);
+	ck_assert_ptr_null(strstr(buf_str(&out), "borrowed"));
+	reflect_scan_free(&r);
+	reflect_set_clear(&s);
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_ptr_null(s.v);
+	buf_free(&out);
+}
+END_TEST
+
 START_TEST(a_form_override_is_found_in_its_spellings)
 {
 	static const char *const yes[] = { "_method=DELETE", "a=1&_method=PUT",
@@ -327,6 +385,7 @@ suite(void)
 	tcase_add_test(tc, a_chain_redacts_every_value_however_cut);
 	tcase_add_test(tc, a_value_added_midway_is_redacted_in_the_rest);
 	tcase_add_test(tc, a_scan_only_value_trips_and_an_own_one_is_redacted);
+	tcase_add_test(tc, borrowed_values_do_not_take_the_jobs_own_places);
 	tcase_add_test(tc, a_form_override_is_found_in_its_spellings);
 	tcase_add_test(tc, a_multipart_or_json_override_is_found);
 	tcase_add_test(tc, a_body_kind_follows_its_type);
