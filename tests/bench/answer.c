@@ -7,9 +7,12 @@
  * flushed, the chain freed. The value is 40 hex digits, as the bench's
  * secret. Prints the nanoseconds an answer (the best of ROUNDS rounds of
  * at least 0.3 s each), with memmem of the raw value over the same
- * bytes for scale, and a RESULT line for tests/bench/run.
+ * bytes for scale, and a RESULT line for tests/bench/run. BORROWED
+ * adds that many other jobs' issuer credentials (40-byte tokens) the set
+ * borrows for the guard's scan (reflect_set_put_borrowed), BODY the
+ * body's bytes (default 100).
  *
- *   bench_answer [ROUNDS]   (default 5)
+ *   bench_answer [ROUNDS [BORROWED [BODY]]]   (default 5 0 100)
  */
 #include "reflect.h"
 
@@ -71,25 +74,42 @@ int
 main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 5;
+	long borrowed = argc > 2 ? strtol(argv[2], NULL, 10) : 0;
+	long blen = argc > 3 ? strtol(argv[3], NULL, 10) : 100;
 	struct reflect_set set = { .n = 0 };
-	char body[101];
 	double best = 1e30, bestm = 1e30;
 	volatile size_t sink = 0;
 
-	memset(body, 'x', 99);
-	body[99] = '\n';
-	body[100] = '\0';
+	if (borrowed < 0 || borrowed > REFLECT_BORROWED_MAX || blen < 1 ||
+	    blen > (1L << 24)) {
+		fprintf(stderr, "bench_answer: ROUNDS [BORROWED [BODY]]\n");
+		return 2;
+	}
+	char *body = malloc((size_t)blen);
+	if (body == NULL)
+		return 1;
+	memset(body, 'x', (size_t)blen - 1);
+	body[blen - 1] = '\n';
 	if (reflect_set_put(&set, "bench-key", 1, value, sizeof(value) - 1, 0,
 		0) != 1) {
 		fprintf(stderr, "bench_answer: no scanner\n");
 		return 1;
+	}
+	for (long i = 0; i < borrowed; i++) {
+		char tok[41];
+		snprintf(tok, sizeof(tok), "oat_%036ld", i * 7919 + 13);
+		if (reflect_set_put_borrowed(&set, "issuer-key", 0, tok, 40, 0,
+			3600) != 1) {
+			fprintf(stderr, "bench_answer: no borrowed scanner\n");
+			return 1;
+		}
 	}
 	for (int k = 0; k < rounds; k++) {
 		size_t n = 0;
 		double t0 = now(), t;
 		do {
 			for (int j = 0; j < 1000; j++)
-				if (one(&set, body, 100) < 0) {
+				if (one(&set, body, (size_t)blen) < 0) {
 					fprintf(stderr,
 					    "bench_answer: failed\n");
 					return 1;
@@ -104,7 +124,7 @@ main(int argc, char **argv)
 			for (int j = 0; j < 1000; j++) {
 				sink += memmem(head, sizeof(head) - 1, value,
 					    sizeof(value) - 1) != NULL;
-				sink += memmem(body, 100, value,
+				sink += memmem(body, (size_t)blen, value,
 					    sizeof(value) - 1) != NULL;
 			}
 			n += 1000;
@@ -113,8 +133,11 @@ main(int argc, char **argv)
 			bestm = t / (double)n;
 	}
 	reflect_set_clear(&set);
-	fprintf(stderr, "bench_answer: %.0f ns an answer (memmem %.0f ns)\n",
-	    best * 1e9, bestm * 1e9);
+	free(body);
+	fprintf(stderr,
+	    "bench_answer: %.0f ns an answer of %ld bytes, %ld borrowed "
+	    "(memmem %.0f ns)\n",
+	    best * 1e9, blen, borrowed, bestm * 1e9);
 	printf("RESULT\treflection scan of a small answer\tns\tlower\t%.0f\t"
 	       "memmem\t%.0f\n",
 	    best * 1e9, bestm * 1e9);
