@@ -215,8 +215,11 @@ service_notify(const char *state)
 
 	if (path == NULL || path[0] == '\0')
 		return 0;
+	/* Never waits: a full socket (its reader too busy) is -EAGAIN, the
+	 * message lost, rather than the daemon's loop stopped in a send. */
 	if (notify_fd >= 0)
-		return send(notify_fd, state, strlen(state), MSG_NOSIGNAL) < 0
+		return send(notify_fd, state, strlen(state),
+			   MSG_NOSIGNAL | MSG_DONTWAIT) < 0
 		    ? -errno
 		    : 0;
 	n = strlen(path);
@@ -229,7 +232,7 @@ service_notify(const char *state)
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL | MSG_DONTWAIT,
 		(struct sockaddr *)&sun, len) < 0)
 		r = -errno;
 	close(fd);

@@ -49,7 +49,8 @@ int service_open(struct config_common *common, int *ret_fd, char *ret_addr,
 
 /*
  * Tells systemd the state ("READY=1", "WATCHDOG=1", "STOPPING=1") over
- * $NOTIFY_SOCKET; nothing when it is unset. 0 or -errno.
+ * $NOTIFY_SOCKET; nothing when it is unset. 0 or -errno; never waits: a
+ * socket its reader left full is -EAGAIN and the message is lost.
  */
 int service_notify(const char *state);
 

@@ -16,10 +16,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 /* --- service_parse_addr ---------------------------------------------- */
@@ -422,6 +424,49 @@ START_TEST(test_args_stray_argument)
 }
 END_TEST
 
+/* A notify socket nobody reads (a systemd too busy, a test that reads
+ * later) fills up: service_notify must say so, never wait, for the
+ * daemon's loop sends its watchdog pings from there. Both ways: the
+ * connected socket and one sendto a message. */
+static void
+notify_never_waits(bool connected)
+{
+	char dir[] = "/tmp/check_service_XXXXXX", path[64];
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, r = 0, i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/notify", dir);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	setenv("NOTIFY_SOCKET", path, 1);
+	if (connected)
+		ck_assert_int_eq(service_notify_connect(), 0);
+	/* A datagram socket's queue holds a few hundred: past them a
+	 * blocking send would wait for ever (the test's timeout). */
+	for (i = 0; i < 100000 && r == 0; i++)
+		r = service_notify("WATCHDOG=1");
+	ck_assert_msg(r == -EAGAIN, "after %d sends: %d", i, r);
+	unsetenv("NOTIFY_SOCKET");
+	close(fd);
+	unlink(path);
+	rmdir(dir);
+}
+
+START_TEST(test_notify_full_socket_waits_not)
+{
+	notify_never_waits(false);
+}
+END_TEST
+
+START_TEST(test_notify_full_connected_socket_waits_not)
+{
+	notify_never_waits(true);
+}
+END_TEST
+
 static Suite *
 service_suite(void)
 {
@@ -453,6 +498,12 @@ service_suite(void)
 	tcase_add_test(tc, test_args_missing_argument);
 	tcase_add_test(tc, test_args_names_the_flag);
 	tcase_add_test(tc, test_args_stray_argument);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("notify");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, test_notify_full_socket_waits_not);
+	tcase_add_test(tc, test_notify_full_connected_socket_waits_not);
 	suite_add_tcase(s, tc);
 	return s;
 }
