@@ -11,8 +11,7 @@
  * sqlite, and the per-secret cap on PostgreSQL too (a private server;
  * skipped with CORDON_TEST_NO_PG=1). No job is spawned (uid base 1397000 reserved).
  */
-#include "harness.h"
-#include "pg.h"
+#include "bindkit.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -20,110 +19,14 @@
 #include <string.h>
 #include <unistd.h>
 
-static struct daemon broker;
-static char admin[128], launcher[128], verifier[128];
-
-static struct pg_server pg;
-
-static void
-keys(void)
-{
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
-}
-
-static void
-setup(void)
-{
-	ck_assert_int_eq(daemon_start(&broker, "broker",
-			     "{\"log_level\": \"info\"}"),
-	    0);
-	keys();
-}
-
-/* The same broker on a fresh PostgreSQL database. */
-static void
-setup_pg(void)
-{
-	char name[64], url[400], cfg[600];
-	static int n;
-
-	snprintf(name, sizeof(name), "bind%d_%d", (int)getpid(), n++);
-	ck_assert_int_eq(pg_create_db(&pg, name, url, sizeof(url)), 0);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"store\": \"%s\", \"log_level\": \"info\"}", url);
-	ck_assert_int_eq(daemon_start(&broker, "broker", cfg), 0);
-	keys();
-}
-
-static void
-teardown(void)
-{
-	ck_assert_int_eq(daemon_stop(&broker), 0);
-}
-
-/* A rule to host (port 8443, GET) that injects secret, or nothing when
- * secret is NULL. */
-static json_t *
-rule(const char *host, const char *secret)
-{
-	json_t *r =
-	    json_pack("{s:s, s:i, s:[s], s:s, s:s}", "host", host, "port", 8443,
-		"methods", "GET", "reason", "the api", "audience", "api");
-
-	if (secret != NULL)
-		json_object_set_new(r, "tls", json_string("terminate"));
-	if (secret != NULL)
-		json_object_set_new(r, "inject",
-		    json_pack("{s:s, s:s, s:s, s:s}", "secret", secret,
-			"header", "Authorization", "format", "Bearer {secret}",
-			"capability", "x.read"));
-	return r;
-}
-
-/* PUTs manifest name with egress (stolen): the answer, asserted want. */
-static json_t *
-manifest_put(long want, const char *name, json_t *egress)
-{
-	char path[200];
-	json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, "
-			      "s:s}], s:o}",
-	    "name", name, "command", "/bin/true", "capabilities", "name",
-	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress", egress);
-
-	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
-	return harness_expect(&broker, want, "PUT", path, admin, NULL, m);
-}
-
-static void
-job_of(const char *manifest, char *job, size_t len)
-{
-	json_t *j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher,
-	    NULL, json_pack("{s:s}", "manifest", manifest));
-
-	snprintf(job, len, "%s", json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-}
-
-static void
-secret_put(long want, const char *name, json_t *body)
-{
-	char path[200];
-
-	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
-	json_decref(
-	    harness_expect(&broker, want, "PUT", path, admin, NULL, body));
-}
-
 /* A status, the answer's error code into err (cap bytes); body taken. */
 static long
 call(const char *method, const char *path, const char *key, json_t *body,
     char *err, size_t cap)
 {
 	long st;
-	json_t *r = harness_call(&broker, method, path, key, NULL, body, &st);
+	json_t *r =
+	    harness_call(&bk.broker, method, path, key, NULL, body, &st);
 	const char *e = json_string_value(json_object_get(r, "error"));
 
 	snprintf(err, cap, "%s", e != NULL ? e : "(none)");
@@ -144,7 +47,7 @@ put_declared(const char *name, int n, char *err, size_t cap)
 		json_array_append_new(hosts, json_string(h));
 	}
 	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
-	return call("PUT", path, admin,
+	return call("PUT", path, bk.admin,
 	    json_pack("{s:s, s:o}", "value", "sk_cap_0123456789abcdef",
 		"guard_hosts", hosts),
 	    err, cap);
@@ -155,14 +58,14 @@ START_TEST(a_secret_is_seen_at_64_addresses_at_most)
 	char a[64], addr[64], err[64];
 	long st;
 
-	secret_put(200, "up-key",
+	bindkit_secret_put(200, "up-key",
 	    json_pack("{s:s}", "value", "sk_cap_0123456789abcdef"));
-	json_decref(manifest_put(200, "a",
-	    json_pack("[o]", rule("api.test", "up-key"))));
-	job_of("a", a, sizeof(a));
+	json_decref(bindkit_manifest_put(200, "a",
+	    json_pack("[o]", bindkit_rule("api.test", "up-key"))));
+	bindkit_job_of("a", a, sizeof(a));
 	for (int i = 1; i <= 65; i++) {
 		snprintf(addr, sizeof(addr), "127.0.0.1:%d", i);
-		st = call("POST", "/v1/bindings", verifier,
+		st = call("POST", "/v1/bindings", bk.verifier,
 		    json_pack("{s:s, s:s, s:s}", "secret", "up-key", "job", a,
 			"addr", addr),
 		    err, sizeof(err));
@@ -175,7 +78,7 @@ START_TEST(a_secret_is_seen_at_64_addresses_at_most)
 			    "the 65th address of up-key: %ld %s", st, err);
 	}
 	/* One it has already: known, not refused. */
-	st = call("POST", "/v1/bindings", verifier,
+	st = call("POST", "/v1/bindings", bk.verifier,
 	    json_pack("{s:s, s:s, s:s}", "secret", "up-key", "job", a, "addr",
 		"127.0.0.1:7"),
 	    err, sizeof(err));
@@ -189,10 +92,10 @@ START_TEST(the_list_stays_within_the_proxys_caps)
 	long st;
 	json_t *j;
 
-	secret_put(200, "s0",
+	bindkit_secret_put(200, "s0",
 	    json_pack("{s:s}", "value", "sk_cap_0123456789abcdef"));
-	json_decref(
-	    manifest_put(200, "a", json_pack("[o]", rule("api.test", "s0"))));
+	json_decref(bindkit_manifest_put(200, "a",
+	    json_pack("[o]", bindkit_rule("api.test", "s0"))));
 	/* 1,000 secrets, 1 + 999 x 16 + 15 = 16,000 hosts. */
 	for (int i = 1; i <= 999; i++) {
 		snprintf(name, sizeof(name), "s%d", i);
@@ -204,8 +107,8 @@ START_TEST(the_list_stays_within_the_proxys_caps)
 
 	/* One more host or address, or one more secret listed: refused (the
 	 * job made now: one that never opened is ended within seconds). */
-	job_of("a", a, sizeof(a));
-	st = call("POST", "/v1/bindings", verifier,
+	bindkit_job_of("a", a, sizeof(a));
+	st = call("POST", "/v1/bindings", bk.verifier,
 	    json_pack("{s:s, s:s, s:s}", "secret", "s0", "job", a, "addr",
 		"127.0.0.1:8443"),
 	    err, sizeof(err));
@@ -218,18 +121,19 @@ START_TEST(the_list_stays_within_the_proxys_caps)
 	ck_assert_msg(st == 409 && strcmp(err, "bindings_cap") == 0,
 	    "a 1,001st secret bound: %ld %s", st, err);
 	/* Unbound, a secret is not listed; injecting it would list it. */
-	secret_put(200, "extra",
+	bindkit_secret_put(200, "extra",
 	    json_pack("{s:s}", "value", "sk_cap_0123456789abcdef"));
-	j = manifest_put(409, "b", json_pack("[o]", rule("x.test", "extra")));
+	j = bindkit_manifest_put(409, "b",
+	    json_pack("[o]", bindkit_rule("x.test", "extra")));
 	ck_assert_str_eq(json_string_value(json_object_get(j, "error")),
 	    "bindings_cap");
 	json_decref(j);
 	/* A place already bound costs nothing. */
-	json_decref(
-	    manifest_put(200, "c", json_pack("[o]", rule("api.test", "s0"))));
+	json_decref(bindkit_manifest_put(200, "c",
+	    json_pack("[o]", bindkit_rule("api.test", "s0"))));
 
-	j = harness_expect(&broker, 200, "GET", "/v1/bindings", verifier, NULL,
-	    NULL);
+	j = harness_expect(&bk.broker, 200, "GET", "/v1/bindings", bk.verifier,
+	    NULL, NULL);
 	ck_assert_uint_eq(json_array_size(json_object_get(j, "bindings")),
 	    1000);
 	json_decref(j);
@@ -243,7 +147,7 @@ tests(const char *name, void (*up)(void), bool long_one)
 {
 	TCase *tc = tcase_create(name);
 
-	tcase_add_checked_fixture(tc, up, teardown);
+	tcase_add_checked_fixture(tc, up, bindkit_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, a_secret_is_seen_at_64_addresses_at_most);
 	if (long_one)
@@ -254,23 +158,5 @@ tests(const char *name, void (*up)(void), bool long_one)
 int
 main(void)
 {
-	Suite *s = suite_create("bindfix_listcap");
-	char err[512];
-	bool with_pg = pg_wanted();
-	int rc;
-
-	suite_add_tcase(s, tests("sqlite", setup, true));
-	if (with_pg) {
-		if (pg_start(&pg, err, sizeof(err)) < 0) {
-			fprintf(stderr, "it_bindfix_listcap: %s\n", err);
-			return 1;
-		}
-		suite_add_tcase(s, tests("pg", setup_pg, false));
-	} else
-		printf("it_bindfix_listcap: CORDON_TEST_NO_PG=1: PostgreSQL "
-		       "skipped\n");
-	rc = harness_main(s);
-	if (with_pg)
-		pg_destroy(&pg);
-	return rc;
+	return bindkit_main("it_bindfix_listcap", "bindfix_listcap", tests);
 }

@@ -13,111 +13,13 @@
  * PostgreSQL (a private server; skipped with CORDON_TEST_NO_PG=1). No
  * job is spawned.
  */
-#include "harness.h"
-#include "pg.h"
+#include "bindkit.h"
 
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static struct daemon broker;
-static char admin[128], launcher[128], verifier[128];
-
-static struct pg_server pg;
-
-static void
-keys(void)
-{
-	harness_broker_key(&broker, "admin", admin, sizeof(admin));
-	harness_broker_key(&broker, "launcher", launcher, sizeof(launcher));
-	harness_broker_key(&broker, "verifier", verifier, sizeof(verifier));
-}
-
-static void
-setup(void)
-{
-	ck_assert_int_eq(daemon_start(&broker, "broker",
-			     "{\"log_level\": \"info\"}"),
-	    0);
-	keys();
-}
-
-/* The same broker on a fresh PostgreSQL database. */
-static void
-setup_pg(void)
-{
-	char name[64], url[400], cfg[600];
-	static int n;
-
-	snprintf(name, sizeof(name), "bind%d_%d", (int)getpid(), n++);
-	ck_assert_int_eq(pg_create_db(&pg, name, url, sizeof(url)), 0);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"store\": \"%s\", \"log_level\": \"info\"}", url);
-	ck_assert_int_eq(daemon_start(&broker, "broker", cfg), 0);
-	keys();
-}
-
-static void
-teardown(void)
-{
-	ck_assert_int_eq(daemon_stop(&broker), 0);
-}
-
-/* A rule to host (port 8443, GET) that injects secret, or nothing when
- * secret is NULL. */
-static json_t *
-rule(const char *host, const char *secret)
-{
-	json_t *r =
-	    json_pack("{s:s, s:i, s:[s], s:s, s:s}", "host", host, "port", 8443,
-		"methods", "GET", "reason", "the api", "audience", "api");
-
-	if (secret != NULL)
-		json_object_set_new(r, "tls", json_string("terminate"));
-	if (secret != NULL)
-		json_object_set_new(r, "inject",
-		    json_pack("{s:s, s:s, s:s, s:s}", "secret", secret,
-			"header", "Authorization", "format", "Bearer {secret}",
-			"capability", "x.read"));
-	return r;
-}
-
-/* PUTs manifest name with egress (stolen): the answer, asserted want. */
-static json_t *
-manifest_put(long want, const char *name, json_t *egress)
-{
-	char path[200];
-	json_t *m = json_pack("{s:s, s:[s], s:[{s:s, s:s, s:{s:[s]}, s:i, "
-			      "s:s}], s:o}",
-	    "name", name, "command", "/bin/true", "capabilities", "name",
-	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress", egress);
-
-	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
-	return harness_expect(&broker, want, "PUT", path, admin, NULL, m);
-}
-
-static void
-job_of(const char *manifest, char *job, size_t len)
-{
-	json_t *j = harness_expect(&broker, 201, "POST", "/v1/jobs", launcher,
-	    NULL, json_pack("{s:s}", "manifest", manifest));
-
-	snprintf(job, len, "%s", json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-}
-
-static void
-secret_put(long want, const char *name, json_t *body)
-{
-	char path[200];
-
-	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
-	json_decref(
-	    harness_expect(&broker, want, "PUT", path, admin, NULL, body));
-}
 
 /* The first problem's field of a 422 answer (static). */
 static const char *
@@ -168,8 +70,8 @@ joined(json_t *a)
 static json_t *
 post_seen(long want, const char *secret, const char *job, const char *addr)
 {
-	return harness_expect(&broker, want, "POST", "/v1/bindings", verifier,
-	    NULL,
+	return harness_expect(&bk.broker, want, "POST", "/v1/bindings",
+	    bk.verifier, NULL,
 	    json_pack("{s:s, s:s, s:s}", "secret", secret, "job", job, "addr",
 		addr));
 }
@@ -181,7 +83,7 @@ metric(const char *name)
 	char *argv[] = { "/usr/bin/curl", "-s", cmd, NULL };
 	size_t n = strlen(name);
 
-	snprintf(cmd, sizeof(cmd), "%s/metrics", broker.base);
+	snprintf(cmd, sizeof(cmd), "%s/metrics", bk.broker.base);
 	char err[256];
 
 	ck_assert_int_eq(harness_run(argv, out, sizeof(out), err, sizeof(err)),
@@ -201,41 +103,41 @@ START_TEST(bindings_listed_reported_and_shown)
 
 	/* guard_hosts: names or IP literals, lowercase, no port, no
 	 * wildcard; each refusal at its index. */
-	j = harness_expect(&broker, 422, "PUT", "/v1/secrets/up-key", admin,
-	    NULL,
+	j = harness_expect(&bk.broker, 422, "PUT", "/v1/secrets/up-key",
+	    bk.admin, NULL,
 	    json_pack("{s:s, s:[s, s]}", "value", "sk_bind_0123456789abcdef",
 		"guard_hosts", "www.api.test", "API.test"));
 	ck_assert_str_eq(field_of(j), "guard_hosts[1]");
 	json_decref(j);
-	j = harness_expect(&broker, 422, "PUT", "/v1/secrets/up-key", admin,
-	    NULL,
+	j = harness_expect(&bk.broker, 422, "PUT", "/v1/secrets/up-key",
+	    bk.admin, NULL,
 	    json_pack("{s:s, s:[s]}", "value", "sk_bind_0123456789abcdef",
 		"guard_hosts", "*.api.test"));
 	ck_assert_str_eq(field_of(j), "guard_hosts[0]");
 	json_decref(j);
-	j = harness_expect(&broker, 422, "PUT", "/v1/secrets/up-key", admin,
-	    NULL,
+	j = harness_expect(&bk.broker, 422, "PUT", "/v1/secrets/up-key",
+	    bk.admin, NULL,
 	    json_pack("{s:s, s:[s]}", "value", "sk_bind_0123456789abcdef",
 		"guard_hosts", "api.test:443"));
 	ck_assert_str_eq(field_of(j), "guard_hosts[0]");
 	json_decref(j);
-	j = harness_expect(&broker, 422, "PUT", "/v1/secrets/up-key", admin,
-	    NULL,
+	j = harness_expect(&bk.broker, 422, "PUT", "/v1/secrets/up-key",
+	    bk.admin, NULL,
 	    json_pack("{s:s, s:[s]}", "value", "sk_bind_0123456789abcdef",
 		"guard_hosts", "::FFFF:10.0.0.1"));
 	json_decref(j);
 	/* An IPv6 literal is kept in its canonical form, a v4-mapped one
 	 * as its IPv4. */
-	secret_put(200, "up-key",
+	bindkit_secret_put(200, "up-key",
 	    json_pack("{s:s, s:[s, s]}", "value", "sk_bind_0123456789abcdef",
 		"guard_hosts", "www.api.test", "::ffff:10.0.0.1"));
-	json_decref(manifest_put(200, "a",
-	    json_pack("[o]", rule("api.test", "up-key"))));
-	json_decref(
-	    manifest_put(200, "b", json_pack("[o]", rule("api.test", NULL))));
+	json_decref(bindkit_manifest_put(200, "a",
+	    json_pack("[o]", bindkit_rule("api.test", "up-key"))));
+	json_decref(bindkit_manifest_put(200, "b",
+	    json_pack("[o]", bindkit_rule("api.test", NULL))));
 
-	j = harness_expect(&broker, 200, "GET", "/v1/bindings", verifier, NULL,
-	    NULL);
+	j = harness_expect(&bk.broker, 200, "GET", "/v1/bindings", bk.verifier,
+	    NULL, NULL);
 	ck_assert(json_is_integer(json_object_get(j, "epoch")));
 	json_int_t epoch = json_integer_value(json_object_get(j, "epoch"));
 	e = binding_in(json_object_get(j, "bindings"), "up-key");
@@ -249,15 +151,15 @@ START_TEST(bindings_listed_reported_and_shown)
 	ck_assert_ptr_null(json_object_get(e, "value"));
 	json_decref(j);
 	/* An admin reads it too; a launcher does not. */
-	json_decref(harness_expect(&broker, 200, "GET", "/v1/bindings", admin,
-	    NULL, NULL));
-	json_decref(harness_call(&broker, "GET", "/v1/bindings", launcher, NULL,
-	    NULL, &st));
+	json_decref(harness_expect(&bk.broker, 200, "GET", "/v1/bindings",
+	    bk.admin, NULL, NULL));
+	json_decref(harness_call(&bk.broker, "GET", "/v1/bindings", bk.launcher,
+	    NULL, NULL, &st));
 	ck_assert_int_eq(st, 403);
 
 	/* A running job injecting it: its upstream address is added once. */
-	job_of("a", a, sizeof(a));
-	job_of("b", b, sizeof(b));
+	bindkit_job_of("a", a, sizeof(a));
+	bindkit_job_of("b", b, sizeof(b));
 	j = post_seen(200, "up-key", a, "127.0.0.1:8443");
 	ck_assert(json_is_true(json_object_get(j, "added")));
 	json_decref(j);
@@ -279,13 +181,13 @@ START_TEST(bindings_listed_reported_and_shown)
 	json_decref(post_seen(422, "up-key", a, "127.0.0.2:0"));
 	json_t *body = json_pack("{s:s, s:s, s:s}", "secret", "up-key", "job",
 	    a, "addr", "127.0.0.3:1");
-	json_decref(harness_call(&broker, "POST", "/v1/bindings", admin, NULL,
-	    body, &st));
+	json_decref(harness_call(&bk.broker, "POST", "/v1/bindings", bk.admin,
+	    NULL, body, &st));
 	json_decref(body);
 	ck_assert_int_eq(st, 403);
 
-	j = harness_expect(&broker, 200, "GET", "/v1/bindings", verifier, NULL,
-	    NULL);
+	j = harness_expect(&bk.broker, 200, "GET", "/v1/bindings", bk.verifier,
+	    NULL, NULL);
 	ck_assert_int_gt(json_integer_value(json_object_get(j, "epoch")),
 	    epoch);
 	e = binding_in(json_object_get(j, "bindings"), "up-key");
@@ -297,14 +199,15 @@ START_TEST(bindings_listed_reported_and_shown)
 	/* The egress answer a proxy reads at a channel's open carries the
 	 * same list. */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/egress", b);
-	j = harness_expect(&broker, 200, "GET", path, verifier, NULL, NULL);
+	j = harness_expect(&bk.broker, 200, "GET", path, bk.verifier, NULL,
+	    NULL);
 	ck_assert(json_equal(json_object_get(j, "bindings"), list));
 	json_decref(j);
 	json_decref(list);
 
 	/* The secret's metadata shows them. */
-	j = harness_expect(&broker, 200, "GET", "/v1/secrets/up-key", admin,
-	    NULL, NULL);
+	j = harness_expect(&bk.broker, 200, "GET", "/v1/secrets/up-key",
+	    bk.admin, NULL, NULL);
 	ck_assert_str_eq(joined(json_object_get(j, "hosts")),
 	    "10.0.0.1,api.test,www.api.test");
 	ck_assert_str_eq(joined(json_object_get(j, "guard_hosts")),
@@ -314,7 +217,8 @@ START_TEST(bindings_listed_reported_and_shown)
 	json_decref(j);
 
 	/* Audited, once an address. */
-	j = harness_expect(&broker, 200, "GET", "/v1/audit", admin, NULL, NULL);
+	j = harness_expect(&bk.broker, 200, "GET", "/v1/audit", bk.admin, NULL,
+	    NULL);
 	size_t i, seen = 0;
 	json_array_foreach(json_object_get(j, "records"), i, e)
 	{
@@ -332,22 +236,22 @@ START_TEST(bindings_listed_reported_and_shown)
 	/* A job that ended lately: a proxy's tell may land after its end
 	 * (the address is a fact either way; it_bindfix_places). */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", a);
-	json_decref(
-	    harness_expect(&broker, 200, "POST", path, launcher, NULL, NULL));
+	json_decref(harness_expect(&bk.broker, 200, "POST", path, bk.launcher,
+	    NULL, NULL));
 	json_decref(post_seen(200, "up-key", a, "127.0.0.4:8443"));
 
 	/* A PUT without guard_hosts keeps them; the deletion takes all. */
-	secret_put(200, "up-key",
+	bindkit_secret_put(200, "up-key",
 	    json_pack("{s:s}", "value", "sk_bind_fedcba9876543210"));
-	j = harness_expect(&broker, 200, "GET", "/v1/secrets/up-key", admin,
-	    NULL, NULL);
+	j = harness_expect(&bk.broker, 200, "GET", "/v1/secrets/up-key",
+	    bk.admin, NULL, NULL);
 	ck_assert_str_eq(joined(json_object_get(j, "guard_hosts")),
 	    "10.0.0.1,www.api.test");
 	json_decref(j);
-	json_decref(harness_expect(&broker, 200, "DELETE", "/v1/secrets/up-key",
-	    admin, NULL, NULL));
-	j = harness_expect(&broker, 200, "GET", "/v1/bindings", verifier, NULL,
-	    NULL);
+	json_decref(harness_expect(&bk.broker, 200, "DELETE",
+	    "/v1/secrets/up-key", bk.admin, NULL, NULL));
+	j = harness_expect(&bk.broker, 200, "GET", "/v1/bindings", bk.verifier,
+	    NULL, NULL);
 	ck_assert_ptr_null(
 	    binding_in(json_object_get(j, "bindings"), "up-key"));
 	json_decref(j);
@@ -361,25 +265,26 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 	const char *value = "sk_bind_0123456789abcdef";
 
 	/* www.api.test declared: a scan release is for a bound place. */
-	secret_put(200, "up-key",
+	bindkit_secret_put(200, "up-key",
 	    json_pack("{s:s, s:[s]}", "value", value, "guard_hosts",
 		"www.api.test"));
-	secret_put(200, "lone", json_pack("{s:s}", "value", "sk_lone_0123456"));
-	secret_put(200, "things-api",
+	bindkit_secret_put(200, "lone",
+	    json_pack("{s:s}", "value", "sk_lone_0123456"));
+	bindkit_secret_put(200, "things-api",
 	    json_pack("{s:s, s:s, s:s, s:s, s:[s]}", "kind",
 		"oauth_client_credentials", "token_url",
 		"https://127.0.0.1:9/oauth/token", "client_id", "cordon-test",
 		"client_secret", "cs_0123456789", "guard_hosts",
 		"things.test"));
-	json_decref(manifest_put(200, "a",
-	    json_pack("[o]", rule("api.test", "up-key"))));
-	json_decref(manifest_put(200, "b",
-	    json_pack("[o, o]", rule("www.api.test", NULL),
-		rule("things.test", NULL))));
-	job_of("b", b, sizeof(b));
+	json_decref(bindkit_manifest_put(200, "a",
+	    json_pack("[o]", bindkit_rule("api.test", "up-key"))));
+	json_decref(bindkit_manifest_put(200, "b",
+	    json_pack("[o, o]", bindkit_rule("www.api.test", NULL),
+		bindkit_rule("things.test", NULL))));
+	bindkit_job_of("b", b, sizeof(b));
 
-	j = harness_expect(&broker, 200, "GET", "/v1/bindings", verifier, NULL,
-	    NULL);
+	j = harness_expect(&bk.broker, 200, "GET", "/v1/bindings", bk.verifier,
+	    NULL, NULL);
 	e = binding_in(json_object_get(j, "bindings"), "things-api");
 	ck_assert_ptr_nonnull(e);
 	ck_assert_str_eq(json_string_value(json_object_get(e, "kind")),
@@ -389,13 +294,14 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 
 	/* Not an injection: b's manifest injects nothing. */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/secrets/up-key/release", b);
-	json_decref(
-	    harness_expect(&broker, 403, "POST", path, verifier, NULL, NULL));
+	json_decref(harness_expect(&bk.broker, 403, "POST", path, bk.verifier,
+	    NULL, NULL));
 	snprintf(path, sizeof(path),
 	    "/v1/jobs/%s/secrets/up-key/release?purpose=scan&host=www.api.test"
 	    "&addr=127.0.0.1:8443",
 	    b);
-	j = harness_expect(&broker, 200, "POST", path, verifier, NULL, NULL);
+	j = harness_expect(&bk.broker, 200, "POST", path, bk.verifier, NULL,
+	    NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "value")), value);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "purpose")),
 	    "scan");
@@ -408,7 +314,8 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 	/* Unbound, an issuer's, bad arguments, unknowns. */
 	snprintf(path, sizeof(path),
 	    "/v1/jobs/%s/secrets/lone/release?purpose=scan&host=api.test", b);
-	j = harness_expect(&broker, 403, "POST", path, verifier, NULL, NULL);
+	j = harness_expect(&bk.broker, 403, "POST", path, bk.verifier, NULL,
+	    NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "error")),
 	    "not_bound");
 	json_decref(j);
@@ -416,7 +323,8 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 	    "/v1/jobs/%s/secrets/things-api/release?purpose=scan&host=things."
 	    "test",
 	    b);
-	j = harness_expect(&broker, 409, "POST", path, verifier, NULL, NULL);
+	j = harness_expect(&bk.broker, 409, "POST", path, bk.verifier, NULL,
+	    NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "error")),
 	    "issuer_scan");
 	json_decref(j);
@@ -426,20 +334,20 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 	for (size_t i = 0; i < 4; i++) {
 		snprintf(path, sizeof(path),
 		    "/v1/jobs/%s/secrets/up-key/release?%s", b, bad[i]);
-		json_decref(harness_expect(&broker, 422, "POST", path, verifier,
-		    NULL, NULL));
+		json_decref(harness_expect(&bk.broker, 422, "POST", path,
+		    bk.verifier, NULL, NULL));
 	}
-	json_decref(harness_expect(&broker, 404, "POST",
+	json_decref(harness_expect(&bk.broker, 404, "POST",
 	    "/v1/jobs/job_nope/secrets/up-key/release?purpose=scan&host=a.test",
-	    verifier, NULL, NULL));
+	    bk.verifier, NULL, NULL));
 	snprintf(path, sizeof(path),
 	    "/v1/jobs/%s/secrets/nope/release?purpose=scan&host=a.test", b);
-	json_decref(
-	    harness_expect(&broker, 404, "POST", path, verifier, NULL, NULL));
+	json_decref(harness_expect(&bk.broker, 404, "POST", path, bk.verifier,
+	    NULL, NULL));
 
 	/* Never the secret's last use by an injection; counted apart. */
-	j = harness_expect(&broker, 200, "GET", "/v1/secrets/up-key", admin,
-	    NULL, NULL);
+	j = harness_expect(&bk.broker, 200, "GET", "/v1/secrets/up-key",
+	    bk.admin, NULL, NULL);
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "last_used")),
 	    0);
 	json_decref(j);
@@ -448,7 +356,7 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 
 	/* Audited with its purpose, host and addr, never the value. */
 	snprintf(path, sizeof(path), "/v1/audit?job=%s", b);
-	j = harness_expect(&broker, 200, "GET", path, admin, NULL, NULL);
+	j = harness_expect(&bk.broker, 200, "GET", path, bk.admin, NULL, NULL);
 	char *text = json_dumps(j, 0);
 	ck_assert_msg(strstr(text, value) == NULL, "%s", text);
 	free(text);
@@ -473,13 +381,13 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 
 	/* A stopped job gets nothing. */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/revoke", b);
-	json_decref(
-	    harness_expect(&broker, 200, "POST", path, launcher, NULL, NULL));
+	json_decref(harness_expect(&bk.broker, 200, "POST", path, bk.launcher,
+	    NULL, NULL));
 	snprintf(path, sizeof(path),
 	    "/v1/jobs/%s/secrets/up-key/release?purpose=scan&host=www.api.test",
 	    b);
-	json_decref(
-	    harness_expect(&broker, 409, "POST", path, verifier, NULL, NULL));
+	json_decref(harness_expect(&bk.broker, 409, "POST", path, bk.verifier,
+	    NULL, NULL));
 }
 END_TEST
 
@@ -487,18 +395,19 @@ START_TEST(unreadable_rule_to_a_bound_host_refused)
 {
 	json_t *j, *r;
 
-	secret_put(200, "up-key",
+	bindkit_secret_put(200, "up-key",
 	    json_pack("{s:s, s:[s]}", "value", "sk_bind_0123456789abcdef",
 		"guard_hosts", "www.api.test"));
-	secret_put(200, "fresh", json_pack("{s:s}", "value", "sk_fresh_01234"));
-	json_decref(manifest_put(200, "a",
-	    json_pack("[o]", rule("api.test", "up-key"))));
+	bindkit_secret_put(200, "fresh",
+	    json_pack("{s:s}", "value", "sk_fresh_01234"));
+	json_decref(bindkit_manifest_put(200, "a",
+	    json_pack("[o]", bindkit_rule("api.test", "up-key"))));
 
 	/* Passthrough to the rule's host, to a wildcard over the declared
 	 * name, an upgrade to the declared name: refused where it is. */
-	r = rule("api.test", NULL);
+	r = bindkit_rule("api.test", NULL);
 	json_object_set_new(r, "tls", json_string("passthrough"));
-	j = manifest_put(422, "c", json_pack("[o]", r));
+	j = bindkit_manifest_put(422, "c", json_pack("[o]", r));
 	ck_assert_str_eq(field_of(j), "egress[0].tls");
 	ck_assert_ptr_nonnull(
 	    strstr(json_string_value(
@@ -508,21 +417,21 @@ START_TEST(unreadable_rule_to_a_bound_host_refused)
 			   "problem")),
 		"secret up-key"));
 	json_decref(j);
-	r = rule("*.api.test", NULL);
+	r = bindkit_rule("*.api.test", NULL);
 	json_object_set_new(r, "tls", json_string("passthrough"));
-	j = manifest_put(422, "c", json_pack("[o]", r));
+	j = bindkit_manifest_put(422, "c", json_pack("[o]", r));
 	ck_assert_str_eq(field_of(j), "egress[0].tls");
 	json_decref(j);
-	r = rule("www.api.test", NULL);
+	r = bindkit_rule("www.api.test", NULL);
 	json_object_set_new(r, "upgrade", json_true());
-	j = manifest_put(422, "c", json_pack("[o]", r));
+	j = bindkit_manifest_put(422, "c", json_pack("[o]", r));
 	ck_assert_str_eq(field_of(j), "egress[0].upgrade");
 	json_decref(j);
 	/* The manifest's own injecting rule counts, before it is stored. */
-	r = rule("*.fresh.test", NULL);
+	r = bindkit_rule("*.fresh.test", NULL);
 	json_object_set_new(r, "tls", json_string("passthrough"));
-	j = manifest_put(422, "d",
-	    json_pack("[o, o]", rule("x.fresh.test", "fresh"), r));
+	j = bindkit_manifest_put(422, "d",
+	    json_pack("[o, o]", bindkit_rule("x.fresh.test", "fresh"), r));
 	ck_assert_str_eq(field_of(j), "egress[1].tls");
 	json_decref(j);
 	/* cordon lint refuses what it can see: the manifest's own. */
@@ -534,7 +443,8 @@ START_TEST(unreadable_rule_to_a_bound_host_refused)
 		      "s:[o, o]}",
 	    "name", "d", "command", "/bin/true", "capabilities", "name",
 	    "x.read", "audience", "api", "params", "t", "1", "ttl_seconds", 600,
-	    "reason", "read x", "egress", rule("x.fresh.test", "fresh"), r);
+	    "reason", "read x", "egress", bindkit_rule("x.fresh.test", "fresh"),
+	    r);
 	char *whole = json_dumps(j, 0);
 	snprintf(file, sizeof(file), "%s/d.json", harness_tmpdir());
 	harness_write_file(file, whole);
@@ -548,21 +458,22 @@ START_TEST(unreadable_rule_to_a_bound_host_refused)
 			  "secret fresh is injected") != NULL,
 	    "%s", out);
 	/* Elsewhere it passes; terminated, it passes. */
-	r = rule("other.test", NULL);
+	r = bindkit_rule("other.test", NULL);
 	json_object_set_new(r, "tls", json_string("passthrough"));
-	json_decref(manifest_put(200, "c", json_pack("[o]", r)));
-	r = rule("*.api.test", NULL);
+	json_decref(bindkit_manifest_put(200, "c", json_pack("[o]", r)));
+	r = bindkit_rule("*.api.test", NULL);
 	json_object_set_new(r, "tls", json_string("terminate"));
-	json_decref(manifest_put(200, "e", json_pack("[o]", r)));
+	json_decref(bindkit_manifest_put(200, "e", json_pack("[o]", r)));
 }
 END_TEST
 
 static TCase *
-tests(const char *name, void (*up)(void))
+tests(const char *name, void (*up)(void), bool sqlite)
 {
+	(void)sqlite;
 	TCase *tc = tcase_create(name);
 
-	tcase_add_checked_fixture(tc, up, teardown);
+	tcase_add_checked_fixture(tc, up, bindkit_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, bindings_listed_reported_and_shown);
 	tcase_add_test(tc, scan_release_for_a_job_that_does_not_inject);
@@ -573,23 +484,5 @@ tests(const char *name, void (*up)(void))
 int
 main(void)
 {
-	Suite *s = suite_create("bindings");
-	char err[512];
-	bool with_pg = pg_wanted();
-	int rc;
-
-	suite_add_tcase(s, tests("sqlite", setup));
-	if (with_pg) {
-		if (pg_start(&pg, err, sizeof(err)) < 0) {
-			fprintf(stderr, "it_bindings: %s\n", err);
-			return 1;
-		}
-		suite_add_tcase(s, tests("pg", setup_pg));
-	} else
-		printf(
-		    "it_bindings: CORDON_TEST_NO_PG=1: PostgreSQL skipped\n");
-	rc = harness_main(s);
-	if (with_pg)
-		pg_destroy(&pg);
-	return rc;
+	return bindkit_main("it_bindings", "bindings", tests);
 }
