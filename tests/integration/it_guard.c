@@ -22,6 +22,7 @@
  */
 #include "harness.h"
 #include "injectkit.h"
+#include "issuerkit.h"
 #include "upstream.h"
 
 #include <check.h>
@@ -31,10 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static const char value[] = "sk_live_guard_0123456789abcdef";
@@ -451,40 +450,6 @@ START_TEST(a_scan_release_is_never_injected_and_fails_closed)
 }
 END_TEST
 
-/* The issuer (jobs/issuers/issuer.py, TLS on 127.0.0.1 with a test CA
- * made in dir): its pid (> 1), its port in *port. */
-static pid_t
-issuer_start(const char *dir, unsigned *port)
-{
-	char cert[400], key[400], portf[400], events[400], line[32];
-	const char *const leaf[] = { "127.0.0.1", NULL };
-	pid_t pid;
-
-	snprintf(cert, sizeof(cert), "%s/127.0.0.1.pem", dir);
-	snprintf(key, sizeof(key), "%s/127.0.0.1.key", dir);
-	snprintf(portf, sizeof(portf), "%s/issuer.port", dir);
-	snprintf(events, sizeof(events), "%s/events.jsonl", dir);
-	ck_assert_int_eq(test_ca_make(dir, leaf), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/usr/bin/python3", "python3", "-B",
-		    CORDON_SOURCE_DIR
-		    "/tests/integration/jobs/issuers/issuer.py",
-		    "--cert", cert, "--key", key, "--port-file", portf,
-		    "--events", events, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0;
-	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
-		usleep(50000);
-	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
-	*port = (unsigned)strtoul(line, NULL, 10);
-	ck_assert_uint_gt(*port, 0);
-	return pid;
-}
-
 /*
  * An issuer's secret: job A's injected request stores A's own token
  * (oat_...) at the service; the broker gives no scan release of an
@@ -503,7 +468,8 @@ START_TEST(an_issuers_token_stored_by_another_job_is_redacted)
 
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
-	ipid = issuer_start(dir, &iport);
+	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
+	ipid = issuerkit_start(dir, path, NULL, &iport);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"log_level\": \"info\", \"issuer_ca_file\": \"%s/ca.pem\"}",
 	    dir);
@@ -546,8 +512,7 @@ START_TEST(an_issuers_token_stored_by_another_job_is_redacted)
 	ck_assert(logged(&k, "guard_tripped"));
 	ck_assert(injectkit_decisions_hold(&k.proxy, "\"guard\":[\"up-key\"]"));
 	injectkit_stop(&k);
-	kill(ipid, SIGKILL);
-	waitpid(ipid, NULL, 0);
+	issuerkit_kill(&ipid);
 }
 END_TEST
 

@@ -7,11 +7,16 @@
  * injected request stored A's token at the storing service and job B,
  * under another name at that address, read it in clear. Now a credential
  * that cannot be kept is not injected: 503 guard_unavailable issued_cap,
- * and B reads nothing of it. No job is spawned (uid base 1391000
- * reserved).
+ * and B reads nothing of it. And those kept credentials do not fill a
+ * job's own values (redteam3 #4): they are borrowed into a guarded job's
+ * set apart from its REFLECT_VALUES_MAX (32), where the 33rd job of one
+ * issuer secret within the hour (one manifest run 33 times) was refused
+ * 403 inject released_values_cap. No job is spawned (uid bases 1391000
+ * and 1397000 reserved).
  */
 #include "harness.h"
 #include "injectkit.h"
+#include "issuerkit.h"
 #include "upstream.h"
 
 #include <check.h>
@@ -19,8 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static const char hosts[] = "127.0.0.1 api.test\n127.0.0.1 www.api.test\n"
@@ -32,40 +35,6 @@ static const char hosts[] = "127.0.0.1 api.test\n127.0.0.1 www.api.test\n"
 			    "127.0.0.1 fill10.test\n127.0.0.1 fill11.test\n"
 			    "127.0.0.1 fill12.test\n127.0.0.1 fill13.test\n"
 			    "127.0.0.1 fill14.test\n127.0.0.1 fill15.test\n";
-
-/* The issuer (jobs/issuers/issuer.py, TLS on 127.0.0.1 with a test CA
- * made in dir): its pid (> 1), its port in *port. */
-static pid_t
-issuer_start(const char *dir, unsigned *port)
-{
-	char cert[400], key[400], portf[400], events[400], line[32];
-	const char *const leaf[] = { "127.0.0.1", NULL };
-	pid_t pid;
-
-	snprintf(cert, sizeof(cert), "%s/127.0.0.1.pem", dir);
-	snprintf(key, sizeof(key), "%s/127.0.0.1.key", dir);
-	snprintf(portf, sizeof(portf), "%s/issuer.port", dir);
-	snprintf(events, sizeof(events), "%s/events.jsonl", dir);
-	ck_assert_int_eq(test_ca_make(dir, leaf), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/usr/bin/python3", "python3", "-B",
-		    CORDON_SOURCE_DIR
-		    "/tests/integration/jobs/issuers/issuer.py",
-		    "--cert", cert, "--key", key, "--port-file", portf,
-		    "--events", events, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0;
-	     i < 200 && harness_read_line(portf, line, sizeof(line)) != 0; i++)
-		usleep(50000);
-	ck_assert_int_eq(harness_read_line(portf, line, sizeof(line)), 0);
-	*port = (unsigned)strtoul(line, NULL, 10);
-	ck_assert_uint_gt(*port, 0);
-	return pid;
-}
 
 /* Job B of manifest "reader": www.api.test on port, /open/, no inject;
  * its channel into chan. */
@@ -124,7 +93,8 @@ stack(struct injectkit *k, pid_t *ipid)
 	k->up_pid = -1;
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
-	*ipid = issuer_start(dir, &iport);
+	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
+	*ipid = issuerkit_start(dir, path, NULL, &iport);
 	ck_assert_int_gt(*ipid, 1);
 	snprintf(cfg, sizeof(cfg),
 	    "{\"log_level\": \"info\", \"issuer_ca_file\": \"%s/ca.pem\"}",
@@ -229,8 +199,25 @@ START_TEST(a_token_past_the_kept_ones_is_not_injected)
 	injectkit_stop(&k);
 	for (int i = 0; i < 16; i++)
 		upstream_stop(echo[i]);
-	kill(ipid, SIGKILL);
-	waitpid(ipid, NULL, 0);
+	issuerkit_kill(&ipid);
+}
+END_TEST
+
+/* One issuer secret for 40 jobs within the hour: every one injected. */
+START_TEST(the_33rd_job_of_an_issuer_secret_is_not_refused)
+{
+	struct injectkit k = { .up_pid = -1 };
+	struct upstream *echo = upstream_start(NULL, NULL);
+	char why[512] = "";
+	pid_t ipid;
+
+	ck_assert_ptr_nonnull(echo);
+	stack(&k, &ipid);
+	int ok = fill(&k, 0, upstream_port(echo), 40, why, sizeof(why));
+	ck_assert_msg(ok == 40, "%d of 40 jobs injected; %s", ok, why);
+	injectkit_stop(&k);
+	upstream_stop(echo);
+	issuerkit_kill(&ipid);
 }
 END_TEST
 
@@ -242,6 +229,7 @@ suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, a_token_past_the_kept_ones_is_not_injected);
+	tcase_add_test(tc, the_33rd_job_of_an_issuer_secret_is_not_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
