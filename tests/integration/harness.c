@@ -8,6 +8,7 @@
 #include "digest.h"
 #include "http_client.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -757,4 +758,38 @@ stack_stop(struct stack *s)
 	daemon_stop(&s->hatch);
 	daemon_stop(&s->proxy);
 	daemon_stop(&s->broker);
+}
+
+bool
+harness_all_stopped(pid_t pid)
+{
+	char dir[64], path[64 + 256 + 8], st[512];
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	for (int t = 0; t < 250; t++) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		bool stopped = d != NULL;
+
+		while (stopped && (e = readdir(d)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/stat", dir,
+			    e->d_name);
+			FILE *f = fopen(path, "re");
+			size_t n =
+			    f != NULL ? fread(st, 1, sizeof(st) - 1, f) : 0;
+			if (f != NULL)
+				fclose(f);
+			st[n] = '\0';
+			const char *rp = strrchr(st, ')');
+			stopped = rp != NULL && rp[1] == ' ' && rp[2] == 'T';
+		}
+		if (d != NULL)
+			closedir(d);
+		if (stopped)
+			return true;
+		usleep(20000);
+	}
+	return false;
 }

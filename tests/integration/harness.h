@@ -123,6 +123,11 @@ size_t harness_mounts_under(const char *root, char **out, size_t max);
 /* Reads a file's first line into buf (newline dropped): 0 or -1. */
 int harness_read_line(const char *path, char *buf, size_t len);
 
+/* Whether every thread of pid is stopped (state T in its
+ * /proc/PID/task/TID/stat), waiting up to 5 s for a SIGSTOP's group stop
+ * to complete. */
+bool harness_all_stopped(pid_t pid);
+
 /* Whether broker's introspection, asked with the verifier key, says tok
  * is active (asserting it answered 200). */
 bool harness_token_active(const struct daemon *broker, const char *verifier,

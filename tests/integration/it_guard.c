@@ -26,7 +26,6 @@
 #include "upstream.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -355,41 +354,6 @@ START_TEST(passthrough_and_upgrade_to_a_bound_host_are_refused)
 }
 END_TEST
 
-/* Whether every thread of pid is stopped (state T), within 5 s. */
-static bool
-all_stopped(pid_t pid)
-{
-	char dir[64], path[320], st[512];
-
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	for (int t = 0; t < 250; t++) {
-		DIR *d = opendir(dir);
-		struct dirent *e;
-		bool stopped = d != NULL;
-
-		while (stopped && (e = readdir(d)) != NULL) {
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s/stat", dir,
-			    e->d_name);
-			FILE *f = fopen(path, "re");
-			size_t n =
-			    f != NULL ? fread(st, 1, sizeof(st) - 1, f) : 0;
-			if (f != NULL)
-				fclose(f);
-			st[n] = '\0';
-			const char *rp = strrchr(st, ')');
-			stopped = rp != NULL && rp[1] == ' ' && rp[2] == 'T';
-		}
-		if (d != NULL)
-			closedir(d);
-		if (stopped)
-			return true;
-		usleep(20000);
-	}
-	return false;
-}
-
 /*
  * On the echoing upstream (upstream.c): A's injected request, then B's
  * scan-released request carries no key (the value scanned for is never
@@ -428,7 +392,7 @@ START_TEST(a_scan_release_is_never_injected_and_fails_closed)
 	unsigned before = upstream_requests(u);
 	ck_assert_int_gt(k.broker.pid, 1);
 	ck_assert_int_eq(kill(k.broker.pid, SIGSTOP), 0);
-	ck_assert_msg(all_stopped(k.broker.pid),
+	ck_assert_msg(harness_all_stopped(k.broker.pid),
 	    "the broker (pid %d) did not stop", (int)k.broker.pid);
 	/* Past the release's 5 s timeout: not injectkit_send's 5 s. */
 	char req[1024];

@@ -27,7 +27,6 @@
 #include "upstream.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,48 +183,13 @@ wait_release_at_broker(void)
 	ck_abort_msg("no release waits at the broker");
 }
 
-/* Whether every thread of pid is in state T (stopped), waiting up to
- * 5 s for the group stop to complete (as it_release_coalesce). */
-static bool
-all_stopped(pid_t pid)
-{
-	char dir[64], path[320], st[512];
-
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	for (int t = 0; t < 250; t++) {
-		DIR *d = opendir(dir);
-		struct dirent *e;
-		bool stopped = d != NULL;
-
-		while (stopped && (e = readdir(d)) != NULL) {
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s/stat", dir,
-			    e->d_name);
-			FILE *f = fopen(path, "re");
-			size_t n =
-			    f != NULL ? fread(st, 1, sizeof(st) - 1, f) : 0;
-			if (f != NULL)
-				fclose(f);
-			st[n] = '\0';
-			const char *rp = strrchr(st, ')');
-			stopped = rp != NULL && rp[1] == ' ' && rp[2] == 'T';
-		}
-		if (d != NULL)
-			closedir(d);
-		if (stopped)
-			return true;
-		usleep(20000);
-	}
-	return false;
-}
-
 static void
 broker_stop_signal(void)
 {
 	ck_assert_int_gt(k.broker.pid, 1);
 	ck_assert_int_eq(kill(k.broker.pid, SIGSTOP), 0);
-	ck_assert_msg(all_stopped(k.broker.pid), "the broker did not stop");
+	ck_assert_msg(harness_all_stopped(k.broker.pid),
+	    "the broker did not stop");
 }
 
 static void

@@ -16,7 +16,6 @@
 #include "upstream.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -110,42 +109,6 @@ static const struct injectkit_opts opts_nocache = {
 
 #define W 10
 
-/* Whether every thread of pid is in state T (stopped), waiting up to
- * 5 s for the group stop to complete. */
-static bool
-all_stopped(pid_t pid)
-{
-	char dir[64], path[320], st[512];
-
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	for (int t = 0; t < 250; t++) {
-		DIR *d = opendir(dir);
-		struct dirent *e;
-		bool stopped = d != NULL;
-
-		while (stopped && (e = readdir(d)) != NULL) {
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s/stat", dir,
-			    e->d_name);
-			FILE *f = fopen(path, "re");
-			size_t n =
-			    f != NULL ? fread(st, 1, sizeof(st) - 1, f) : 0;
-			if (f != NULL)
-				fclose(f);
-			st[n] = '\0';
-			const char *rp = strrchr(st, ')');
-			stopped = rp != NULL && rp[1] == ' ' && rp[2] == 'T';
-		}
-		if (d != NULL)
-			closedir(d);
-		if (stopped)
-			return true;
-		usleep(20000);
-	}
-	return false;
-}
-
 /*
  * With the broker stopped (SIGSTOP) the job's release stays in flight:
  * 10 requests wait on one release, 3 of them close, then the job is
@@ -171,7 +134,7 @@ START_TEST(waiters_that_leave_or_whose_job_closes_get_nothing)
 	ck_assert_int_eq(kill(k.broker.pid, SIGSTOP), 0);
 	/* kill() only queues the stop: every thread of the broker seen
 	 * stopped before a request is written. */
-	ck_assert_msg(all_stopped(k.broker.pid),
+	ck_assert_msg(harness_all_stopped(k.broker.pid),
 	    "the broker (pid %d) did not stop", (int)k.broker.pid);
 	for (int i = 0; i < W; i++) {
 		fd[i] = unix_connect(k.channel);
