@@ -4,20 +4,12 @@
  * another path, then a walk over the segments as sent.
  */
 #include "egress_path.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)tolower((unsigned char)c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
 
 /* Code points that NFKC (IIS, .NET, some Java and Python stacks) reads as
  * '.', '..', '...', '/', '\', ';' or '%'. */
@@ -88,8 +80,12 @@ egress_path_problem(const char *path, size_t len)
 		bool encoded = c == '%';
 
 		if (encoded) {
-			int hi = i + 2 < len ? hexval(path[i + 1]) : -1;
-			int lo = i + 2 < len ? hexval(path[i + 2]) : -1;
+			int hi = i + 2 < len
+			    ? hex_digit((unsigned char)path[i + 1])
+			    : -1;
+			int lo = i + 2 < len
+			    ? hex_digit((unsigned char)path[i + 2])
+			    : -1;
 			if (hi < 0 || lo < 0)
 				return "bad_escape";
 			c = (unsigned char)(hi * 16 + lo);

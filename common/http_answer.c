@@ -8,6 +8,7 @@
  * cut.
  */
 #include "http_answer.h"
+#include "util.h"
 
 #include <errno.h>
 #include <string.h>
@@ -93,18 +94,6 @@ static bool
 is_ctl(unsigned char c)
 {
 	return (c < 0x20 && c != '\t') || c == 0x7f;
-}
-
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* "HTTP/1.x SP 3DIGIT [SP reason-phrase]" in s[0..n): 0, or the fault. */
@@ -312,7 +301,7 @@ chunk_byte(struct http_answer *a, unsigned char c)
 		return fail(a, -EIO, "bare_lf");
 	switch (a->state) {
 	case S_CHUNK_SIZE:
-		if ((h = hexval(c)) >= 0) {
+		if ((h = hex_digit((unsigned char)c)) >= 0) {
 			if (++a->chunk_digits > 16)
 				return fail(a, -EIO, "bad_chunk");
 			a->left = a->left * 16 + (uint64_t)h;

@@ -629,18 +629,6 @@ handle_metrics(void *ctx, struct http_request *req, struct http_response *res)
 
 /* --- lifecycle --------------------------------------------------------- */
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * Decodes %XX in the path and in query arguments, in place, except %00
  * and %2F: a decoded NUL would cut "/v1/jobs/a%00/x" short, and a decoded
@@ -658,9 +646,9 @@ unescape(void *cls, struct MHD_Connection *conn, char *s)
 	while (*r != '\0') {
 		int hi, lo;
 
-		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 &&
-		    (lo = hexval(r[2])) >= 0 && (hi | lo) != 0 &&
-		    hi * 16 + lo != '/') {
+		if (r[0] == '%' && (hi = hex_digit((unsigned char)r[1])) >= 0 &&
+		    (lo = hex_digit((unsigned char)r[2])) >= 0 &&
+		    (hi | lo) != 0 && hi * 16 + lo != '/') {
 			*w++ = (char)(hi * 16 + lo);
 			r += 3;
 		} else

@@ -60,6 +60,19 @@ steal_fd(int *fd)
 	return r;
 }
 
+/* The value of hex digit c, either case; -1 for any other byte. */
+static inline int
+hex_digit(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* The monotonic clock, in milliseconds. */
 static inline int64_t
 monotonic_ms(void)

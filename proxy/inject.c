@@ -18,6 +18,7 @@
  * depends on how the answer was cut.
  */
 #include "inject.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -100,15 +101,6 @@ fold(unsigned char c)
 	return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
 }
 
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = fold(c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* k hex digits (either case) at x->t[o]: their value in *v. */
 static int
 hex_digits(const struct text *x, size_t o, size_t k, unsigned *v)
@@ -118,7 +110,7 @@ hex_digits(const struct text *x, size_t o, size_t k, unsigned *v)
 		int d;
 		if (o + i >= x->n)
 			return past_end(x);
-		if ((d = hexval(x->t[o + i])) < 0)
+		if ((d = hex_digit((unsigned char)x->t[o + i])) < 0)
 			return READ_NO;
 		*v = *v << 4 | (unsigned)d;
 	}
@@ -195,7 +187,7 @@ entity(const uint8_t *inkey, const struct text *x, size_t o, struct unit *u,
 			if (p >= x->n)
 				return past_end(x);
 			d = base == 16
-			    ? hexval(t[p])
+			    ? hex_digit((unsigned char)t[p])
 			    : (t[p] >= '0' && t[p] <= '9' ? t[p] - '0' : -1);
 			if (d < 0)
 				break;
@@ -254,7 +246,8 @@ units_at(const uint8_t *inkey, const struct text *x, size_t o, struct unit *u)
 		return x->final ? nu : READ_MORE;
 	if (t[o + 1] == '\0')
 		u[nu++] = (struct unit){ o + 2, fold(t[o]) };
-	if ((h = hexval(t[o])) >= 0 && (l = hexval(t[o + 1])) >= 0)
+	if ((h = hex_digit((unsigned char)t[o])) >= 0 &&
+	    (l = hex_digit((unsigned char)t[o + 1])) >= 0)
 		u[nu++] =
 		    (struct unit){ o + 2, fold((unsigned char)(h << 4 | l)) };
 	switch (t[o]) {
@@ -896,7 +889,7 @@ keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
 		 * that stands for a key's first byte. */
 		if (first && c > 0x20 && c < 0x7f && !isalnum((int)c))
 			ks->after[0][c] = 1;
-		int h = hexval((unsigned char)c);
+		int h = hex_digit((unsigned char)c);
 		bool hex = h >= 0 && (nibbles >> h & 1);
 		ks->plain[c] = !(c == '\0' || c == '%' || c == '=' ||
 		    c == '\\' || c == '&' || c == '\r' || c == '\n' || hex);
