@@ -67,9 +67,10 @@ put_field(struct buf *b, const char *s, size_t max, const char *cut)
 		run = i + 1;
 		if (r != 0 || i == len)
 			break;
-		if (c == '"' || c == '\\')
-			r = buf_printf(b, "\\%c", c);
-		else if (c >= 0x80)
+		if (c == '"' || c == '\\') {
+			char esc[2] = { '\\', (char)c };
+			r = buf_append(b, esc, 2);
+		} else if (c >= 0x80)
 			r = buf_append(b, "?", 1);
 		else
 			r = buf_printf(b, "\\u%04x", c);
@@ -77,6 +78,48 @@ put_field(struct buf *b, const char *s, size_t max, const char *cut)
 	if (r == 0)
 		r = buf_append(b, "\"", 1);
 	return r;
+}
+
+/* A string literal appended: no printf for what is fixed. */
+#define PUT_LIT(b, s) buf_append((b), (s), sizeof(s) - 1)
+
+/* Appends v in decimal, as %llu does. */
+static int
+put_u64(struct buf *b, uint64_t v)
+{
+	char d[20];
+	size_t n = sizeof(d);
+
+	do {
+		d[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	return buf_append(b, d + n, sizeof(d) - n);
+}
+
+/* Appends v in decimal, as %lld does. */
+static int
+put_i64(struct buf *b, int64_t v)
+{
+	if (v >= 0)
+		return put_u64(b, (uint64_t)v);
+	int r = buf_append(b, "-", 1);
+	return r ?: put_u64(b, (uint64_t)0 - (uint64_t)v);
+}
+
+/* Appends ms with three decimals, rounded to the microsecond (%.3f but
+ * for a value exactly halfway, which a double of elapsed time never is);
+ * printf's own for what is negative, huge or not a number. */
+static int
+put_ms(struct buf *b, double ms)
+{
+	if (!(ms >= 0 && ms < 1e12))
+		return buf_printf(b, "%.3f", ms);
+	uint64_t us = (uint64_t)(ms * 1000.0 + 0.5);
+	char frac[4] = { '.', (char)('0' + us / 100 % 10),
+		(char)('0' + us / 10 % 10), (char)('0' + us % 10) };
+	int r = put_u64(b, us / 1000);
+	return r ?: buf_append(b, frac, sizeof(frac));
 }
 
 char *
@@ -90,31 +133,39 @@ decision_format(const struct decision *d)
 	 * hottest path after the relay itself. */
 	buf_init(&b, 16384);
 	log_timestamp(ts, sizeof(ts));
-	r = buf_printf(&b, "{\"ts\":\"%s\",\"job\":", ts);
+	r = PUT_LIT(&b, "{\"ts\":\"");
+	r = r ?: buf_append(&b, ts, strlen(ts));
+	r = r ?: PUT_LIT(&b, "\",\"job\":");
 	r = r ?: put_field(&b, d->job, 128, NULL);
-	r = r
-	    ?: buf_printf(&b, ",\"conn\":%llu,\"req\":%llu,\"kind\":",
-		   (unsigned long long)d->conn, (unsigned long long)d->req);
+	r = r ?: PUT_LIT(&b, ",\"conn\":");
+	r = r ?: put_u64(&b, d->conn);
+	r = r ?: PUT_LIT(&b, ",\"req\":");
+	r = r ?: put_u64(&b, d->req);
+	r = r ?: PUT_LIT(&b, ",\"kind\":");
 	r = r ?: put_field(&b, d->kind, 16, NULL);
 	r = r ?: buf_append(&b, ",\"method\":", 10);
 	r = r ?: put_field(&b, d->method, 32, NULL);
 	r = r ?: buf_append(&b, ",\"host\":", 8);
 	r = r ?: put_field(&b, d->host, 253, NULL);
-	r = r ?: buf_printf(&b, ",\"port\":%u,\"path\":", (unsigned)d->port);
+	r = r ?: PUT_LIT(&b, ",\"port\":");
+	r = r ?: put_u64(&b, d->port);
+	r = r ?: PUT_LIT(&b, ",\"path\":");
 	r = r ?: put_field(&b, d->path, 2048, "?#");
 	r = r ?: buf_append(&b, ",\"sni\":", 7);
 	r = r ?: put_field(&b, d->sni, 253, NULL);
 	r = r ?: buf_append(&b, ",\"addr\":", 8);
 	r = r ?: put_field(&b, d->addr, 64, NULL);
+	r = r ?: PUT_LIT(&b, ",\"rule\":");
 	if (r == 0 && d->rule >= 0)
-		r = buf_printf(&b, ",\"rule\":%d", d->rule);
+		r = put_i64(&b, d->rule);
 	else if (r == 0)
-		r = buf_append(&b, ",\"rule\":null", 12);
-	r = r
-	    ?: buf_printf(&b, ",\"decision\":\"%s\",\"reason\":",
-		   d->error       ? "error"
-		       : d->allow ? "allow"
-				  : "deny");
+		r = PUT_LIT(&b, "null");
+	if (r == 0 && d->error)
+		r = PUT_LIT(&b, ",\"decision\":\"error\",\"reason\":");
+	else if (r == 0 && d->allow)
+		r = PUT_LIT(&b, ",\"decision\":\"allow\",\"reason\":");
+	else if (r == 0)
+		r = PUT_LIT(&b, ",\"decision\":\"deny\",\"reason\":");
 	r = r
 	    ?: put_field(&b,
 		   d->error       ? "upstream_error"
@@ -123,22 +174,23 @@ decision_format(const struct decision *d)
 		   64, NULL);
 	r = r ?: buf_append(&b, ",\"detail\":", 10);
 	r = r ?: put_field(&b, d->detail, 64, NULL);
-	r = r
-	    ?: buf_printf(&b,
-		   ",\"status\":%d,\"bytes_up\":%llu,\"bytes_down\":%llu,"
-		   "\"ms\":%.3f",
-		   d->status, (unsigned long long)d->bytes_up,
-		   (unsigned long long)d->bytes_down, d->ms);
+	r = r ?: PUT_LIT(&b, ",\"status\":");
+	r = r ?: put_i64(&b, d->status);
+	r = r ?: PUT_LIT(&b, ",\"bytes_up\":");
+	r = r ?: put_u64(&b, d->bytes_up);
+	r = r ?: PUT_LIT(&b, ",\"bytes_down\":");
+	r = r ?: put_u64(&b, d->bytes_down);
+	r = r ?: PUT_LIT(&b, ",\"ms\":");
+	r = r ?: put_ms(&b, d->ms);
 	if (r == 0 && d->secret != NULL) {
-		r = buf_append(&b, ",\"secret\":", 10);
+		r = PUT_LIT(&b, ",\"secret\":");
 		r = r ?: put_field(&b, d->secret, 64, NULL);
-		r = r
-		    ?: buf_printf(&b,
-			   ",\"secret_version\":%lld,\"reflected\":%llu"
-			   ",\"cookies_dropped\":%llu",
-			   (long long)d->secret_version,
-			   (unsigned long long)d->reflected,
-			   (unsigned long long)d->cookies_dropped);
+		r = r ?: PUT_LIT(&b, ",\"secret_version\":");
+		r = r ?: put_i64(&b, d->secret_version);
+		r = r ?: PUT_LIT(&b, ",\"reflected\":");
+		r = r ?: put_u64(&b, d->reflected);
+		r = r ?: PUT_LIT(&b, ",\"cookies_dropped\":");
+		r = r ?: put_u64(&b, d->cookies_dropped);
 	}
 	/* The guard's secrets, by name: a JSON array. */
 	if (r == 0 && d->guard != NULL && d->guard[0] != '\0') {
@@ -160,9 +212,10 @@ decision_format(const struct decision *d)
 		}
 		r = r ?: buf_append(&b, "]", 1);
 	}
-	if (r == 0 && d->count > 0)
-		r = buf_printf(&b, ",\"count\":%llu",
-		    (unsigned long long)d->count);
+	if (r == 0 && d->count > 0) {
+		r = PUT_LIT(&b, ",\"count\":");
+		r = r ?: put_u64(&b, d->count);
+	}
 	r = r ?: buf_append(&b, "}\n", 2);
 	if (r != 0) {
 		buf_free(&b);

@@ -8,6 +8,8 @@
 
 #include <check.h>
 #include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,6 +205,66 @@ START_TEST(never_a_token_nor_a_second_line)
 }
 END_TEST
 
+/* The numbers, written without printf, read as printf writes them: the
+ * extremes of each field's type, and ms to three decimals. */
+START_TEST(numbers_as_printf_writes_them)
+{
+	static const double ms[] = { 0, 0.0004, 0.0006, 0.001, 1.2345678, 12.5,
+		999.9996, 1000, 123456.789, 86400000.25 };
+	struct decision d = { .job = "job_abc",
+		.conn = UINT64_MAX,
+		.req = 0,
+		.kind = "http",
+		.port = 65535,
+		.rule = -1,
+		.allow = true,
+		.status = -1,
+		.bytes_up = UINT64_MAX,
+		.bytes_down = 10,
+		.secret = "k",
+		.secret_version = INT64_MIN,
+		.reflected = 1234567890123ull,
+		.cookies_dropped = 0,
+		.count = 18446744073709551ull };
+	char want[256];
+
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+		d.ms = ms[i];
+		if (i == 1) {
+			/* From here within jansson's integers. */
+			d.conn = d.bytes_up = INT64_MAX;
+			d.rule = 7;
+			d.status = 200;
+			d.secret_version = INT64_MAX;
+		}
+		char *line = decision_format(&d);
+		snprintf(want, sizeof(want),
+		    "\"conn\":%llu,\"req\":0,\"kind\":\"http\",",
+		    (unsigned long long)d.conn);
+		ck_assert_ptr_nonnull(strstr(line, want));
+		snprintf(want, sizeof(want), "\"port\":65535,\"path\":null,");
+		ck_assert_ptr_nonnull(strstr(line, want));
+		if (d.rule < 0)
+			snprintf(want, sizeof(want), "\"rule\":null,");
+		else
+			snprintf(want, sizeof(want), "\"rule\":%d,", d.rule);
+		ck_assert_ptr_nonnull(strstr(line, want));
+		snprintf(want, sizeof(want),
+		    ",\"status\":%d,\"bytes_up\":%llu,\"bytes_down\":10,"
+		    "\"ms\":%.3f,\"secret\":\"k\",\"secret_version\":%lld,"
+		    "\"reflected\":1234567890123,\"cookies_dropped\":0,"
+		    "\"count\":18446744073709551}\n",
+		    d.status, (unsigned long long)d.bytes_up, d.ms,
+		    (long long)d.secret_version);
+		ck_assert_msg(strstr(line, want) != NULL, "%s\nwants %s", line,
+		    want);
+		if (i > 0)
+			json_decref(parse_line(line));
+		free(line);
+	}
+}
+END_TEST
+
 static Suite *
 decision_suite(void)
 {
@@ -215,6 +277,7 @@ decision_suite(void)
 	tcase_add_test(tc, a_burst_line_has_its_count);
 	tcase_add_test(tc, an_injection_names_its_secret_and_version);
 	tcase_add_test(tc, never_a_token_nor_a_second_line);
+	tcase_add_test(tc, numbers_as_printf_writes_them);
 	suite_add_tcase(s, tc);
 	return s;
 }
