@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,12 +142,48 @@ drop_query_tokens(struct http1_request *kept, const char *head, char **ret_head)
 	return 0;
 }
 
+/* Host's value into out (cap bytes): host, ":port" unless dflt; copied,
+ * not printed (snprintf's cost, every request), cut as snprintf cuts. */
+static void
+host_field(char *out, size_t cap, const char *host, uint16_t port, bool dflt)
+{
+	char digits[6];
+	size_t hl = strlen(host), nd, at = sizeof(digits);
+
+	for (unsigned v = port; at == sizeof(digits) || v > 0; v /= 10)
+		digits[--at] = (char)('0' + v % 10);
+	nd = dflt ? 0 : sizeof(digits) - at;
+	if (hl + (nd > 0 ? 1 + nd : 0) >= cap) {
+		/* Never, by EGRESS_HOST_MAX; cut as before. */
+		snprintf(out, cap, dflt ? "%s" : "%s:%u", host, port);
+		return;
+	}
+	memcpy(out, host, hl);
+	if (nd > 0) {
+		out[hl++] = ':';
+		memcpy(out + hl, digits + at, nd);
+		hl += nd;
+	}
+	out[hl] = '\0';
+}
+
+/* Starts *kept as r without its fields: only the head's spans and
+ * framing are copied, not the HTTP1_FIELDS_MAX slots (3.2 KiB) that the
+ * kept fields then fill. */
+static void
+kept_start(struct http1_request *kept, const struct http1_request *r)
+{
+	memcpy(kept, r, offsetof(struct http1_request, headers));
+	kept->nheaders = 0;
+}
+
 int
 forward_head(const struct http1_request *r, const char *head,
     const struct forward_target *t, struct buf *out)
 {
 	struct http1_field extra[4];
-	struct http1_request *kept = NULL;
+	/* On the stack, its fields' slots written only as far as kept. */
+	struct http1_request kept;
 	char *rewritten = NULL;
 	size_t nextra = 0;
 	char host[EGRESS_HOST_MAX + 8], auth[300];
@@ -167,20 +204,15 @@ forward_head(const struct http1_request *r, const char *head,
 		    (struct http1_field){ "X-Cordon-Job", t->job };
 		flags |= HTTP1_DROP_CREDENTIALS;
 	} else {
-		bool dflt = t->port == (t->tunnel ? 443 : 80);
-		snprintf(host, sizeof(host), dflt ? "%s" : "%s:%u", t->host,
-		    t->port);
+		host_field(host, sizeof(host), t->host, t->port,
+		    t->port == (t->tunnel ? 443 : 80));
 		extra[nextra++] = (struct http1_field){ "Host", host };
 		if (t->inject_header != NULL && t->inject_value != NULL) {
-			kept = malloc(sizeof(*kept));
-			if (kept == NULL)
-				return -ENOMEM;
-			*kept = *r;
-			kept->nheaders = 0;
+			kept_start(&kept, r);
 			for (size_t i = 0; i < r->nheaders; i++)
 				if (!dropped_for_inject(&r->headers[i], head,
 					t->inject_header))
-					kept->headers[kept->nheaders++] =
+					kept.headers[kept.nheaders++] =
 					    r->headers[i];
 			extra[nextra++] =
 			    (struct http1_field){ t->inject_header,
@@ -188,32 +220,25 @@ forward_head(const struct http1_request *r, const char *head,
 			extra[nextra++] =
 			    (struct http1_field){ "Accept-Encoding",
 				    "identity" };
-			if (drop_query_tokens(kept, head, &rewritten) < 0) {
-				free(kept);
+			if (drop_query_tokens(&kept, head, &rewritten) < 0)
 				return -ENOMEM;
-			}
 			if (rewritten != NULL)
 				head = rewritten;
-			r = kept;
+			r = &kept;
 		} else if (t->scanned) {
-			kept = malloc(sizeof(*kept));
-			if (kept == NULL)
-				return -ENOMEM;
-			*kept = *r;
-			kept->nheaders = 0;
+			kept_start(&kept, r);
 			for (size_t i = 0; i < r->nheaders; i++)
 				if (!dropped_for_scan(&r->headers[i], head))
-					kept->headers[kept->nheaders++] =
+					kept.headers[kept.nheaders++] =
 					    r->headers[i];
 			extra[nextra++] =
 			    (struct http1_field){ "Accept-Encoding",
 				    "identity" };
-			r = kept;
+			r = &kept;
 		}
 	}
 	rc = http1_serialize(r, head, extra, nextra, flags, out);
 	explicit_bzero(auth, sizeof(auth));
 	free(rewritten);
-	free(kept);
 	return rc;
 }
