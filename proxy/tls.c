@@ -63,8 +63,13 @@ tls_mitm(struct proxy *p, struct bufferevent *under, struct job_ca *ca,
 		return NULL;
 	}
 	SSL_set_ex_data(ssl, sni_index, sni);
+	/* Deferred: a filter runs its read and event callbacks from inside
+	 * the caller's own calls (an enable, a drain of its input below the
+	 * high watermark), so conn.c's pump would run again inside itself,
+	 * or free the connection under itself (it_uafaudit). */
 	f = bufferevent_openssl_filter_new(p->base, under, ssl,
-	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	    BUFFEREVENT_SSL_ACCEPTING,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (f == NULL) {
 		SSL_free(ssl);
 		*ret_why = "ssl_failed";
