@@ -2364,9 +2364,11 @@ trip(struct pconn *c, const char *secret, const char *event)
 static bool
 reflected(struct pconn *c)
 {
-	for (size_t i = 0; i < c->scan.n; i++) {
+	for (size_t i = 0; c->scan.unread > 0 && i < c->scan.n; i++) {
 		const char *secret;
 		bool first = c->scan.told[i] == 0; /* in this answer */
+		size_t vlen;
+		const char *v = reflect_scan_value(&c->scan, i, &vlen);
 		size_t found = reflect_scan_news(&c->scan, i, &secret);
 		if (found == 0)
 			continue;
@@ -2380,8 +2382,8 @@ reflected(struct pconn *c)
 			return true;
 		}
 		if (first &&
-		    reflect_set_reflected(&c->job->released, c->scan.s[i].value,
-			c->scan.s[i].len) > (size_t)c->p->cfg.reflect_limit) {
+		    reflect_set_reflected(&c->job->released, v, vlen) >
+			(size_t)c->p->cfg.reflect_limit) {
 			trip(c, secret, "reflect_limit");
 			return true;
 		}

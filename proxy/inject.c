@@ -398,22 +398,57 @@ narrow(const struct inject_keys *ks, uint32_t lo, uint32_t hi, unsigned k,
 	return true;
 }
 
+/* The most values whose matches at one place are told apart; more
+ * share the last one's (the lowest value's filler, the furthest end). */
+#define HITS_MAX 8
+
+/* The matches that start at one place: for each value (owner) whose
+ * key a reading there is, the furthest end such a reading reaches. */
+struct hits {
+	struct {
+		size_t end;
+		uint16_t owner;
+	} h[HITS_MAX];
+	int n;
+};
+
+static void
+hit_add(struct hits *hs, uint16_t owner, size_t end)
+{
+	int k;
+
+	for (k = 0; k < hs->n && hs->h[k].owner != owner; k++)
+		;
+	if (k == hs->n && hs->n < HITS_MAX)
+		hs->h[hs->n++].end = 0;
+	else if (k == hs->n) {
+		/* Full: the last stands for both, covering no less. */
+		k = HITS_MAX - 1;
+		if (owner > hs->h[k].owner)
+			owner = hs->h[k].owner;
+	}
+	hs->h[k].owner = owner;
+	if (end > hs->h[k].end)
+		hs->h[k].end = end;
+}
+
 /*
  * Whether a run of units from x->t[i] reads as a key (INJECT_WINDOW
  * bytes in a row of a target, or a shorter target whole): every way of
  * reading the text is followed at once (a set of readings, each its
  * offset and the keys its bytes so far are the start of, none dropped),
- * and the furthest end any reading of a key reaches goes to *ret_end.
- * rd is the room for the readings (the caller's: nothing of one place
- * is kept for the next).
+ * and the furthest end a reading of a key of each value reaches goes to
+ * hits (the lowest value of equal keys). rd is the room for the
+ * readings (the caller's: nothing of one place is kept for the next).
  */
 static int
 window_at(struct inject_scanner *s, const struct inject_keys *ks,
     const struct text *x, size_t i,
-    struct inject_reading (*rd)[INJECT_READINGS], size_t *ret_end)
+    struct inject_reading (*rd)[INJECT_READINGS], struct hits *hits)
 {
 	struct inject_reading *cur = rd[0], *nxt = rd[1], *tmp;
-	size_t ncur = 1, best = 0;
+	size_t ncur = 1;
+	bool best = false;
 
 	cur[0] = (struct inject_reading){ i, 0, (uint32_t)ks->nkeys };
 	for (unsigned k = 0; k < INJECT_WINDOW && ncur > 0; k++) {
@@ -431,9 +466,11 @@ window_at(struct inject_scanner *s, const struct inject_keys *ks,
 				if (!narrow(ks, cur[a].lo, cur[a].hi, k, u[j].c,
 					&lo, &hi))
 					continue;
-				if (ks->keys[lo].width <= k + 1 &&
-				    u[j].end > best)
-					best = u[j].end;
+				if (ks->keys[lo].width <= k + 1) {
+					hit_add(hits, ks->keys[lo].owner,
+					    u[j].end);
+					best = true;
+				}
 				if (k + 1 == INJECT_WINDOW)
 					continue;
 				for (b = 0; b < nn; b++)
@@ -453,10 +490,7 @@ window_at(struct inject_scanner *s, const struct inject_keys *ks,
 		nxt = tmp;
 		ncur = nn;
 	}
-	if (best == 0)
-		return READ_NO;
-	*ret_end = best;
-	return READ_YES;
+	return best ? READ_YES : READ_NO;
 }
 
 /* Whether the keys' first two bytes can be a, b. */
@@ -538,13 +572,13 @@ might_start(const struct inject_keys *ks, const unsigned char *w, size_t n,
  */
 static size_t
 scan(struct inject_scanner *s, const unsigned char *w, size_t n, size_t from,
-    bool final, bool lines, uint8_t *mark, uint8_t bit, bool *costly,
-    bool *marked)
+    bool final, bool lines, uint16_t *mark, bool *costly, bool *marked)
 {
 	struct text x = { w, n, final, lines };
 	struct inject_reading rd[2][INJECT_READINGS];
 	const uint64_t *pass2 = s->pass2;
-	size_t i = from, end;
+	struct hits hits;
+	size_t i = from;
 
 	while (i < n) {
 		int r = READ_NO;
@@ -557,16 +591,13 @@ scan(struct inject_scanner *s, const unsigned char *w, size_t n, size_t from,
 			i++;
 			continue;
 		}
-		end = 0;
+		hits.n = 0;
 		for (size_t q = 0; q < 2 && r != READ_MORE && r != READ_COSTLY;
 		     q++) {
-			size_t e;
 			int rq;
 			if (!might_start(&s->ks[q], w, n, i))
 				continue;
-			rq = window_at(s, &s->ks[q], &x, i, rd, &e);
-			if (rq == READ_YES && e > end)
-				end = e;
+			rq = window_at(s, &s->ks[q], &x, i, rd, &hits);
 			if (rq != READ_NO)
 				r = rq;
 		}
@@ -576,14 +607,16 @@ scan(struct inject_scanner *s, const unsigned char *w, size_t n, size_t from,
 			*costly = true;
 			return i;
 		}
-		if (r == READ_YES) {
+		for (int h = 0; r == READ_YES && h < hits.n; h++) {
 			/* A line break inside is kept: the head's lines
 			 * and the chunks' framing stay where they were
 			 * (unless a target holds one: a value's byte). */
-			for (size_t k = i; k < end; k++)
-				if (!s->keep_lines ||
-				    (w[k] != '\r' && w[k] != '\n'))
-					mark[k] |= bit;
+			uint16_t o = hits.h[h].owner;
+			bool keep = s->t->v[o].keep_lines;
+			for (size_t k = i; k < hits.h[h].end; k++)
+				if ((!keep || (w[k] != '\r' && w[k] != '\n')) &&
+				    (mark[k] == 0 || mark[k] > o + 1))
+					mark[k] = (uint16_t)(o + 1);
 			*marked = true;
 		}
 		i++;
@@ -783,7 +816,9 @@ key_cmp(const void *a, const void *b)
 
 	if (x->bytes != y->bytes)
 		return x->bytes < y->bytes ? -1 : 1;
-	return (int)x->width - (int)y->width;
+	if (x->width != y->width)
+		return (int)x->width - (int)y->width;
+	return (int)x->owner - (int)y->owner;
 }
 
 /* Whether c can be the filler: in no unit of a key (not a letter or
@@ -805,12 +840,11 @@ filler_ok(const struct targets *ts, unsigned char c)
 }
 
 /* The keys of the targets that are base64 forms (raw) or not, sorted,
- * and the tables of the bytes that can start one. */
+ * each once, of value 0. */
 static int
-keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
+keys_collect(struct inject_keys *ks, const struct targets *ts, bool raw)
 {
 	size_t n = 0, m = 0;
-	unsigned nibbles = 0;
 
 	ks->raw = raw;
 	for (size_t k = 0; k < ts->n; k++)
@@ -818,8 +852,7 @@ keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
 		    : ts->t[k].len <= INJECT_WINDOW
 		    ? 1
 		    : ts->t[k].len - INJECT_WINDOW + 1;
-	if ((ks->keys = calloc(n + 1, sizeof(*ks->keys))) == NULL ||
-	    (ks->pairs = calloc(2 * 65536 / 64, sizeof(uint64_t))) == NULL)
+	if ((ks->keys = calloc(n + 1, sizeof(*ks->keys))) == NULL)
 		return -ENOMEM;
 	for (size_t k = 0; k < ts->n; k++) {
 		const unsigned char *p = (const unsigned char *)ts->t[k].p;
@@ -831,7 +864,8 @@ keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
 			uint64_t key = 0;
 			for (size_t b = 0; b < INJECT_WINDOW; b++)
 				key = key << 8 | (b < w ? fold(p[j + b]) : 0);
-			ks->keys[m++] = (struct inject_key){ key, (uint8_t)w };
+			ks->keys[m++] =
+			    (struct inject_key){ key, 0, (uint8_t)w };
 		}
 	}
 	qsort(ks->keys, m, sizeof(*ks->keys), key_cmp);
@@ -841,6 +875,21 @@ keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
 			ks->keys[n++] = ks->keys[j];
 	explicit_bzero(ks->keys + n, (m - n) * sizeof(*ks->keys));
 	ks->nkeys = n;
+	return 0;
+}
+
+/* The tables of ks's keys (sorted; the tables zeroed before): the bytes
+ * that can start one, its first two and three bytes. 0 or -ENOMEM. */
+static int
+keys_tables(struct inject_keys *ks)
+{
+	size_t n = ks->nkeys;
+	bool raw = ks->raw;
+	unsigned nibbles = 0;
+
+	if (ks->pairs == NULL &&
+	    (ks->pairs = calloc(2 * 65536 / 64, sizeof(uint64_t))) == NULL)
+		return -ENOMEM;
 	for (unsigned c = 0, j = 0; c <= 256; c++) {
 		while (j < n && key_byte(ks->keys[j].bytes, 0) < c)
 			j++;
@@ -919,32 +968,107 @@ keys_make(struct inject_keys *ks, const struct targets *ts, bool raw)
 	return 0;
 }
 
-/* s->pass2 from s->all: the bit of a, b set where might_start(&s->all)
+/* t->pass2 from t->all: the bit of a, b set where might_start(&t->all)
  * can say yes at a place of those two bytes (with one after them or
- * none). 0 or -ENOMEM. */
-static int
-pass2_make(struct inject_scanner *s)
+ * none). */
+static void
+pass2_make(struct inject_table *t)
 {
-	const struct inject_keys *a = s->all;
-	uint64_t *t = calloc(65536 / 64, sizeof(uint64_t));
+	const struct inject_keys *a = &t->all;
+	uint64_t *p = t->pass2;
 
-	if (t == NULL)
-		return -ENOMEM;
+	memset(p, 0, sizeof(t->pass2));
 	for (unsigned x = 0; x < 256; x++) {
 		if (!a->lead[x])
 			continue;
 		if (!a->pairs_ok || !a->plain[x]) {
-			memset(t + x * 4, 0xff, 4 * sizeof(*t));
+			memset(p + x * 4, 0xff, 4 * sizeof(*p));
 			continue;
 		}
 		for (unsigned y = 0; y < 256; y++)
 			if (!a->plain[y] ||
 			    pair_has(a, fold((unsigned char)x),
 				fold((unsigned char)y)))
-				t[x * 4 + y / 64] |= (uint64_t)1 << (y % 64);
+				p[x * 4 + y / 64] |= (uint64_t)1 << (y % 64);
 	}
-	s->pass2 = t;
+}
+
+/* t's tables from its two sets' keys: theirs, both sets' first look at
+ * once (all: a place neither can start at is passed over by one), and
+ * pass2. 0 or -ENOMEM. */
+static int
+table_tables(struct inject_table *t)
+{
+	struct inject_keys *a = &t->all;
+	int r = keys_tables(&t->ks[0]);
+
+	if (r == 0)
+		r = keys_tables(&t->ks[1]);
+	if (r == 0 && (a->pairs = calloc(2 * 65536 / 64, 8)) == NULL)
+		r = -ENOMEM;
+	if (r < 0)
+		return r;
+	a->pairs_ok = t->ks[0].pairs_ok && t->ks[1].pairs_ok;
+	a->trios_ok = t->ks[0].trios_ok && t->ks[1].trios_ok;
+	for (unsigned c = 0; c < 256; c++) {
+		a->lead[c] = t->ks[0].lead[c] | t->ks[1].lead[c];
+		a->plain[c] = t->ks[0].plain[c] & t->ks[1].plain[c];
+		a->after[0][c] = a->after[1][c] = 1;
+	}
+	for (size_t k = 0; k < 2 * 65536 / 64; k++)
+		a->pairs[k] = t->ks[0].pairs[k] | t->ks[1].pairs[k];
+	a->raw = true; /* after[] not used */
+	pass2_make(t);
 	return 0;
+}
+
+static void
+table_free(struct inject_table *t)
+{
+	if (t == NULL)
+		return;
+	for (size_t i = 0; t->v != NULL && i < t->nv; i++) {
+		if (t->v[i].value != NULL) {
+			explicit_bzero(t->v[i].value, t->v[i].len);
+			free(t->v[i].value);
+		}
+		free(t->v[i].label);
+	}
+	free(t->v);
+	for (size_t q = 0; q < 3; q++) {
+		struct inject_keys *ks = q < 2 ? &t->ks[q] : &t->all;
+		if (ks->keys != NULL) {
+			explicit_bzero(ks->keys, ks->nkeys * sizeof(*ks->keys));
+			free(ks->keys);
+		}
+		if (ks->pairs != NULL) {
+			explicit_bzero(ks->pairs, 2 * 65536 / 8);
+			free(ks->pairs);
+		}
+	}
+	/* The tables tell which bytes the values hold. */
+	explicit_bzero(t, sizeof(*t));
+	free(t);
+}
+
+/* A scanner never fed for table t (its one reference): the views of its
+ * value 0. */
+static void
+scanner_on(struct inject_scanner *s, struct inject_table *t)
+{
+	memset(s, 0, sizeof(*s));
+	s->t = t;
+	s->value = t->v[0].value;
+	s->len = t->v[0].len;
+	s->ndecoded = t->v[0].ndecoded;
+	s->filler = t->v[0].filler;
+	s->ks = t->ks;
+	s->all = &t->all;
+	s->pass2 = t->pass2;
+	/* The longest reading of a key: every unit its longest, a line
+	 * break before all but the first. */
+	s->maxspan = INJECT_WINDOW * INJECT_UNIT_MAX;
+	s->allow = INJECT_STEPS_BYTE * s->maxspan;
 }
 
 int
@@ -952,96 +1076,270 @@ inject_scanner_init(struct inject_scanner *s, const char *value, size_t len)
 {
 	static const char fillers[] = "*~!^|`";
 	struct targets ts = { .n = 0 };
+	struct inject_table *t;
+	struct inject_value *v;
 	int r;
 
 	memset(s, 0, sizeof(*s));
 	if (len == 0 || len > INJECT_VALUE_MAX)
 		return -EINVAL;
-	if ((s->refs = malloc(sizeof(*s->refs))) == NULL)
+	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return -ENOMEM;
-	*s->refs = 1;
-	if ((s->ks = calloc(3, sizeof(*s->ks))) == NULL) {
-		inject_scanner_free(s);
-		return -ENOMEM;
-	}
-	s->all = s->ks + 2;
-	if ((s->value = malloc(len)) == NULL) {
-		inject_scanner_free(s);
+	t->refs = 1;
+	if ((t->v = v = calloc(1, sizeof(*t->v))) == NULL ||
+	    (v->value = malloc(len)) == NULL) {
+		table_free(t);
 		return -ENOMEM;
 	}
-	memcpy(s->value, value, len);
-	s->len = len;
+	t->nv = 1;
+	memcpy(v->value, value, len);
+	v->len = len;
 	r = target_add_forms(&ts, value, len);
 	if (r == 0)
-		r = targets_decoded(&ts, &s->ndecoded, value, len);
+		r = targets_decoded(&ts, &v->ndecoded, value, len);
 	if (r == 0)
-		r = keys_make(&s->ks[0], &ts, false);
+		r = keys_collect(&t->ks[0], &ts, false);
 	if (r == 0)
-		r = keys_make(&s->ks[1], &ts, true);
-	if (r == 0 && (s->all->pairs = calloc(2 * 65536 / 64, 8)) == NULL)
-		r = -ENOMEM;
-	if (r == 0) {
-		/* Both sets' first look at once: a place neither can start
-		 * at is passed over by one. */
-		struct inject_keys *a = s->all;
-		a->pairs_ok = s->ks[0].pairs_ok && s->ks[1].pairs_ok;
-		a->trios_ok = s->ks[0].trios_ok && s->ks[1].trios_ok;
-		for (unsigned c = 0; c < 256; c++) {
-			a->lead[c] = s->ks[0].lead[c] | s->ks[1].lead[c];
-			a->plain[c] = s->ks[0].plain[c] & s->ks[1].plain[c];
-			a->after[0][c] = a->after[1][c] = 1;
-		}
-		for (size_t k = 0; k < 2 * 65536 / 64; k++)
-			a->pairs[k] = s->ks[0].pairs[k] | s->ks[1].pairs[k];
-		a->raw = true; /* after[] not used */
-		s->keep_lines = !(s->ks[0].inkey['\r'] || s->ks[0].inkey['\n']);
-	}
-	/* The longest reading of a key: every unit its longest, a line
-	 * break before all but the first. */
-	s->maxspan = INJECT_WINDOW * INJECT_UNIT_MAX;
-	s->allow = INJECT_STEPS_BYTE * s->maxspan;
+		r = keys_collect(&t->ks[1], &ts, true);
 	if (r == 0)
-		r = pass2_make(s);
+		r = table_tables(t);
 	if (r < 0) {
 		targets_free(&ts);
-		inject_scanner_free(s);
+		table_free(t);
 		return r;
 	}
-	s->filler = '*';
+	v->keep_lines = !(t->ks[0].inkey['\r'] || t->ks[0].inkey['\n']);
+	v->filler = '*';
 	for (const char *f = fillers; *f != '\0'; f++)
 		if (filler_ok(&ts, (unsigned char)*f)) {
-			s->filler = *f;
-			targets_free(&ts);
-			return 0;
+			v->filler = *f;
+			goto made;
 		}
 	for (unsigned c = 0x21; c <= 0xff; c++)
 		if (filler_ok(&ts, (unsigned char)c)) {
-			s->filler = (char)c;
+			v->filler = (char)c;
 			break;
 		}
+made:
 	targets_free(&ts);
+	scanner_on(s, t);
 	return 0;
+}
+
+/* Merges the sorted runs of a (n keys; run k is [at[k], at[k + 1]),
+ * nruns of them) into one, two at a time, b the room for as many: the
+ * array that holds the result ends in *ret (a or b). */
+static void
+runs_merge(struct inject_key *a, struct inject_key *b, size_t *at, size_t nruns,
+    struct inject_key **ret)
+{
+	while (nruns > 1) {
+		size_t out = 0, k;
+		for (k = 0; k + 1 < nruns; k += 2) {
+			size_t i = at[k], j = at[k + 1], e = at[k + 2];
+			size_t o = at[k];
+			while (i < at[k + 1] && j < e)
+				b[o++] = key_cmp(&a[i], &a[j]) <= 0 ? a[i++]
+								    : a[j++];
+			while (i < at[k + 1])
+				b[o++] = a[i++];
+			while (j < e)
+				b[o++] = a[j++];
+			at[out++] = at[k];
+		}
+		if (k < nruns) {
+			memcpy(b + at[k], a + at[k],
+			    (at[k + 1] - at[k]) * sizeof(*a));
+			at[out++] = at[k];
+		}
+		at[out] = at[nruns];
+		nruns = out;
+		struct inject_key *swap = a;
+		a = b;
+		b = swap;
+	}
+	*ret = a;
+}
+
+/* The keys of set q of the parts' values, merged into t->ks[q]: each
+ * source scanner's keys of the values taken (its run, sorted), renamed
+ * to their place in t. 0 or -ENOMEM. */
+static int
+join_keys(struct inject_table *t, const struct inject_table **src,
+    const long *const *map, size_t nsrc, unsigned q)
+{
+	struct inject_keys *ks = &t->ks[q];
+	size_t total = 0, *at = malloc((nsrc + 2) * sizeof(*at)), nruns = 0;
+	struct inject_key *a, *b, *res;
+
+	if (at == NULL)
+		return -ENOMEM;
+	for (size_t k = 0; k < nsrc; k++)
+		for (size_t j = 0; j < src[k]->ks[q].nkeys; j++)
+			total += map[k][src[k]->ks[q].keys[j].owner] >= 0;
+	a = calloc(total + 1, sizeof(*a));
+	b = calloc(total + 1, sizeof(*b));
+	if (a == NULL || b == NULL) {
+		free(a);
+		free(b);
+		free(at);
+		return -ENOMEM;
+	}
+	total = 0;
+	for (size_t k = 0; k < nsrc; k++) {
+		const struct inject_keys *from = &src[k]->ks[q];
+		size_t begin = total;
+		for (size_t j = 0; j < from->nkeys; j++) {
+			long to = map[k][from->keys[j].owner];
+			if (to < 0)
+				continue;
+			a[total] = from->keys[j];
+			a[total++].owner = (uint16_t)to;
+		}
+		/* Renamed, equal keys may be out of their owners' order:
+		 * put back (a few at most share one). */
+		for (size_t j = begin + 1; j < total; j++)
+			for (size_t i = j;
+			     i > begin && key_cmp(&a[i - 1], &a[i]) > 0; i--) {
+				struct inject_key x = a[i];
+				a[i] = a[i - 1];
+				a[i - 1] = x;
+			}
+		if (total > begin)
+			at[nruns++] = begin;
+	}
+	at[nruns] = total;
+	runs_merge(a, b, at, nruns, &res);
+	explicit_bzero(res == a ? b : a, (total + 1) * sizeof(*a));
+	free(res == a ? b : a);
+	free(at);
+	ks->keys = res;
+	ks->nkeys = total;
+	ks->raw = q == 1;
+	return 0;
+}
+
+int
+inject_scanner_join(struct inject_scanner *dst, const struct inject_part *parts,
+    size_t n)
+{
+	const struct inject_table **src = NULL;
+	long **map = NULL;
+	size_t nsrc = 0;
+	struct inject_table *t = NULL;
+	int r = -ENOMEM;
+
+	memset(dst, 0, sizeof(*dst));
+	if (n == 0 || n > INJECT_VALUES_MAX)
+		return -EINVAL;
+	for (size_t k = 0; k < n; k++)
+		if (parts[k].s == NULL || parts[k].s->t == NULL ||
+		    parts[k].i >= parts[k].s->t->nv)
+			return -EINVAL;
+	if ((src = calloc(n, sizeof(*src))) == NULL ||
+	    (map = calloc(n, sizeof(*map))) == NULL ||
+	    (t = calloc(1, sizeof(*t))) == NULL ||
+	    (t->v = calloc(n, sizeof(*t->v))) == NULL)
+		goto out;
+	t->refs = 1;
+	/* Each source scanner once, and which of its values go where. */
+	for (size_t k = 0; k < n; k++) {
+		const struct inject_table *from = parts[k].s->t;
+		size_t j;
+		for (j = 0; j < nsrc && src[j] != from; j++)
+			;
+		if (j == nsrc) {
+			if ((map[j] = malloc(from->nv * sizeof(**map))) == NULL)
+				goto out;
+			for (size_t i = 0; i < from->nv; i++)
+				map[j][i] = -1;
+			src[nsrc++] = from;
+		}
+		if (map[j][parts[k].i] >= 0) {
+			r = -EINVAL; /* a value twice */
+			goto out;
+		}
+		map[j][parts[k].i] = (long)k;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const struct inject_value *from = &parts[k].s->t->v[parts[k].i];
+		struct inject_value *v = &t->v[k];
+		*v = *from;
+		v->value = NULL;
+		v->label = NULL;
+		t->nv = k + 1;
+		if ((v->value = malloc(from->len)) == NULL)
+			goto out;
+		memcpy(v->value, from->value, from->len);
+		if (parts[k].label != NULL &&
+		    (v->label = strdup(parts[k].label)) == NULL)
+			goto out;
+	}
+	for (unsigned q = 0; q < 2; q++)
+		if ((r = join_keys(t, src, (const long *const *)map, nsrc, q)) <
+		    0)
+			goto out;
+	if ((r = table_tables(t)) < 0)
+		goto out;
+	scanner_on(dst, t);
+	t = NULL;
+	r = 0;
+out:
+	for (size_t j = 0; map != NULL && j < n; j++)
+		free(map[j]);
+	free(map);
+	free(src);
+	table_free(t);
+	return r;
+}
+
+size_t
+inject_scanner_values(const struct inject_scanner *s)
+{
+	return s->t != NULL ? s->t->nv : 0;
+}
+
+const char *
+inject_scanner_value(const struct inject_scanner *s, size_t i, size_t *ret_len,
+    const char **ret_label)
+{
+	*ret_len = s->t->v[i].len;
+	if (ret_label != NULL)
+		*ret_label = s->t->v[i].label;
+	return s->t->v[i].value;
+}
+
+size_t
+inject_scanner_found(const struct inject_scanner *s, size_t i)
+{
+	if (s->t == NULL || s->t->nv <= 1)
+		return i == 0 ? s->found : 0;
+	return s->vfound != NULL ? s->vfound[i] : 0;
 }
 
 int
 inject_scanner_copy(struct inject_scanner *dst,
     const struct inject_scanner *src)
 {
+	if (src->t == NULL) {
+		memset(dst, 0, sizeof(*dst));
+		return -ENOMEM;
+	}
+	/* The answer's own state, as inject_scanner_init leaves it (the
+	 * views copied: a test's pass2 stays). */
 	*dst = *src;
-	/* The answer's own state, as inject_scanner_init leaves it. */
 	dst->hold = NULL;
 	dst->hmark = NULL;
 	dst->nhold = dst->holdcap = dst->resume = dst->dresume = 0;
 	dst->in_run = false;
-	dst->found = dst->steps = 0;
+	dst->run_owner = 0;
+	dst->found = dst->steps = dst->flagged = 0;
+	dst->vfound = NULL;
+	dst->flags = NULL;
 	dst->allow = INJECT_STEPS_BYTE * dst->maxspan;
 	dst->chunked = false;
 	dst->chunk = (struct inject_chunking){ 0, 0 };
-	if (src->refs == NULL) {
-		memset(dst, 0, sizeof(*dst));
-		return -ENOMEM;
-	}
-	(*dst->refs)++;
+	dst->t->refs++;
 	return 0;
 }
 
@@ -1094,18 +1392,19 @@ hold_room(struct inject_scanner *s, size_t cap)
 
 	if (cap <= s->holdcap)
 		return 0;
-	/* The bytes and their marks in one block (hmark its second half,
-	 * freed with hold). */
-	if ((h = calloc(2, cap)) == NULL)
+	cap = (cap + 7) & ~(size_t)7; /* hmark aligned */
+	/* The bytes and their marks in one block (hmark after them, freed
+	 * with hold). */
+	if ((h = calloc(3, cap)) == NULL)
 		return -ENOMEM;
 	if (s->hold != NULL) {
 		memcpy(h, s->hold, s->nhold);
-		memcpy(h + cap, s->hmark, s->nhold);
-		explicit_bzero(s->hold, s->holdcap);
+		memcpy(h + cap, s->hmark, s->nhold * sizeof(*s->hmark));
+		explicit_bzero(s->hold, 3 * s->holdcap);
 		free(s->hold);
 	}
 	s->hold = h;
-	s->hmark = (uint8_t *)h + cap;
+	s->hmark = (uint16_t *)(void *)(h + cap);
 	s->holdcap = cap;
 	return 0;
 }
@@ -1126,7 +1425,7 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 	bool costly = false, marked = false;
 	unsigned char *w = NULL, *d = NULL;
 	const unsigned char *wr;
-	uint8_t *m, *dm = NULL, mstack[SCAN_STACK];
+	uint16_t *m, *dm = NULL, mstack[SCAN_STACK];
 	int r = 0;
 
 	s->allow = n > (SIZE_MAX - s->allow) / INJECT_STEPS_BYTE
@@ -1134,7 +1433,7 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 	    : s->allow + INJECT_STEPS_BYTE * n;
 	/* Nothing held: the scan reads the caller's bytes where they are;
 	 * a small step's marks are on the stack. */
-	m = total < sizeof(mstack) ? mstack : malloc(total + 1);
+	m = total < SCAN_STACK ? mstack : malloc((total + 1) * sizeof(*m));
 	if (s->nhold == 0)
 		wr = n > 0 ? (const unsigned char *)p
 			   : (const unsigned char *)"";
@@ -1144,10 +1443,10 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 		r = -ENOMEM;
 		goto out;
 	}
-	memset(m, 0, total + 1);
+	memset(m, 0, (total + 1) * sizeof(*m));
 	if (s->nhold > 0) {
 		memcpy(w, s->hold, s->nhold);
-		memcpy(m, s->hmark, s->nhold);
+		memcpy(m, s->hmark, s->nhold * sizeof(*m));
 		for (size_t i = 0; i < s->nhold && !marked; i++)
 			marked = s->hmark[i] != 0;
 		if (n > 0)
@@ -1156,7 +1455,7 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 	/* A chunked body's raw bytes are not read across a plain line
 	 * break: it would take the framing in (a size line, "\r\n5\r\n"),
 	 * which the data's scan reads apart. */
-	cut = scan(s, wr, total, s->resume, final, !s->chunked, m, 1, &costly,
+	cut = scan(s, wr, total, s->resume, final, !s->chunked, m, &costly,
 	    &marked);
 	hold_at = cut;
 	if (s->chunked && !costly) {
@@ -1165,7 +1464,7 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 		struct inject_chunking ch = s->chunk;
 		at = malloc((cut + 1) * sizeof(*at));
 		d = calloc(cut + 1, 1); /* (gcc 12 sees d read unset) */
-		dm = calloc(cut + 1, 1);
+		dm = calloc(cut + 1, sizeof(*dm));
 		if (at == NULL || d == NULL || dm == NULL) {
 			r = -ENOMEM;
 			goto out;
@@ -1176,9 +1475,10 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 				d[nd++] = wr[i];
 			}
 		dcut = scan(s, d, nd, s->dresume < nd ? s->dresume : nd, final,
-		    true, dm, 2, &costly, &marked);
+		    true, dm, &costly, &marked);
 		for (size_t k = 0; k < nd; k++)
-			m[at[k]] |= dm[k] & 2;
+			if (dm[k] != 0 && (m[at[k]] == 0 || dm[k] < m[at[k]]))
+				m[at[k]] = dm[k];
 		if (dcut < nd && at[dcut] < hold_at)
 			hold_at = at[dcut];
 		/* Absurd framing: past INJECT_HOLD_MAX the older data goes
@@ -1194,6 +1494,12 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 	}
 	if ((r = hold_room(s, total - hold_at)) < 0)
 		goto out;
+	/* The runs of each value counted apart (made at the first). */
+	if (marked && s->vfound == NULL && s->t->nv > 1 &&
+	    (s->vfound = calloc(s->t->nv, sizeof(*s->vfound))) == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
 	if ((r = buf_append(out, (const char *)wr, hold_at)) < 0)
 		goto out;
 	/* A run of redacted bytes is one match: line breaks inside it
@@ -1206,15 +1512,23 @@ scan_step(struct inject_scanner *s, const char *p, size_t n, bool final,
 	for (size_t i = 0; (marked || s->chunked) && i < hold_at; i++) {
 		bool data = !s->chunked || chunk_step(&s->chunk, wr[i]);
 		if (m[i] != 0) {
-			out->data[start + i] = s->filler;
-			found += !s->in_run;
+			uint16_t o = (uint16_t)(m[i] - 1);
+			out->data[start + i] = s->t->v[o].filler;
+			if (!s->in_run || s->run_owner != o) {
+				found++;
+				if (s->vfound != NULL)
+					s->vfound[o]++;
+				if (s->flags != NULL && s->flags[o])
+					s->flagged++;
+			}
 			s->in_run = true;
+			s->run_owner = o;
 		} else if (data && wr[i] != '\r' && wr[i] != '\n')
 			s->in_run = false;
 	}
 	if (total > hold_at) {
 		memcpy(s->hold, wr + hold_at, total - hold_at);
-		memcpy(s->hmark, m + hold_at, total - hold_at);
+		memcpy(s->hmark, m + hold_at, (total - hold_at) * sizeof(*m));
 	}
 	if (s->nhold > total - hold_at)
 		explicit_bzero(s->hold + total - hold_at,
@@ -1269,39 +1583,14 @@ inject_scanner_chunked(struct inject_scanner *s)
 void
 inject_scanner_free(struct inject_scanner *s)
 {
-	/* Another copy still reads the tables: only this one's own. */
-	if (s->refs != NULL && --*s->refs > 0)
-		goto own;
-	free(s->refs);
-	if (s->value != NULL) {
-		explicit_bzero(s->value, s->len);
-		free(s->value);
-	}
-	for (size_t q = 0; s->ks != NULL && q < 3; q++) {
-		struct inject_keys *ks = &s->ks[q];
-		if (ks->keys != NULL) {
-			explicit_bzero(ks->keys, ks->nkeys * sizeof(*ks->keys));
-			free(ks->keys);
-		}
-		if (ks->pairs != NULL) {
-			explicit_bzero(ks->pairs, 2 * 65536 / 8);
-			free(ks->pairs);
-		}
-	}
-	if (s->ks != NULL) {
-		/* The tables tell which bytes the value holds. */
-		explicit_bzero(s->ks, 3 * sizeof(*s->ks));
-		free(s->ks);
-	}
-	if (s->pass2 != NULL) {
-		explicit_bzero(s->pass2, 65536 / 8);
-		free(s->pass2);
-	}
-own:
+	/* Another copy may still read the tables: only this one's own. */
+	if (s->t != NULL && --s->t->refs == 0)
+		table_free(s->t);
 	if (s->hold != NULL) {
-		explicit_bzero(s->hold, s->holdcap);
+		explicit_bzero(s->hold, 3 * s->holdcap);
 		free(s->hold); /* and hmark */
 	}
+	free(s->vfound);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -73,9 +73,11 @@ struct inject_chunking {
 };
 
 /* A key: INJECT_WINDOW bytes of a target in lower case, the first in
- * the top byte, zeros after width bytes. */
+ * the top byte, zeros after width bytes; owner: the value (of the
+ * scanner's) whose target it is. */
 struct inject_key {
 	uint64_t bytes;
+	uint16_t owner;
 	uint8_t width;
 };
 
@@ -86,8 +88,8 @@ struct inject_reading {
 	uint32_t lo, hi;
 };
 
-/* The keys of some targets, sorted, and what the scan's first look at a
- * place reads of them. */
+/* The keys of some targets, sorted (equal ones: the lowest owner
+ * first), and what the scan's first look at a place reads of them. */
 struct inject_keys {
 	struct inject_key *keys; /* nkeys, wiped at free */
 	size_t nkeys;
@@ -103,35 +105,68 @@ struct inject_keys {
 	bool pairs_ok, trios_ok; /* every key has two (three) bytes */
 };
 
-struct inject_scanner {
-	/* The scanners that share value, ks, all and their tables (made
-	 * once by inject_scanner_init, read only after it; a copy of
-	 * inject_scanner_copy shares them): the last one frees them. */
-	size_t *refs;
+/* The most values one scanner looks for at once (a job's own and
+ * borrowed ones, reflect.h). */
+#define INJECT_VALUES_MAX 1024
+
+/* One value a scanner looks for. */
+struct inject_value {
 	char *value; /* len bytes, wiped at free */
 	size_t len;
+	char *label; /* the caller's name for it (inject_scanner_join), or
+		      * NULL */
 	size_t ndecoded; /* secrets decoded from a base64 word of it */
-	/* The value and the decoded secrets, read unit by unit; their
-	 * base64 forms, read as bytes. */
-	struct inject_keys *ks; /* [2], then all: one block, shared */
-	struct inject_keys *all; /* their tables' union (no keys): ks + 2 */
+	char filler; /* a byte that is in no unit of its keys */
+	bool keep_lines; /* a line break is never overwritten: no target
+			  * of it holds one */
+};
+
+/* What the scanners of one or more values share, read only once made:
+ * the values, their keys (every value's in one sorted array a set, so
+ * that each answer byte is looked at once for all of them) and tables;
+ * the last scanner that holds it frees it. */
+struct inject_table {
+	size_t refs;
+	struct inject_value *v; /* nv */
+	size_t nv;
+	/* The values and the decoded secrets, read unit by unit; their
+	 * base64 forms, read as bytes; their tables' union (no keys). */
+	struct inject_keys ks[2], all;
 	/* 65536 bits: whether a place whose first two bytes are a, b (as
 	 * they came, either case) may start a reading of a key of either
 	 * set (all's first look, its last byte aside): the places it rules
 	 * out are passed over two bytes' look at a time. */
-	uint64_t *pass2;
+	uint64_t pass2[65536 / 64];
+};
+
+struct inject_scanner {
+	/* The tables (made by inject_scanner_init or _join, shared by
+	 * inject_scanner_copy's copies), and views into them: value 0's
+	 * bytes, decoded secrets and filler. */
+	struct inject_table *t;
+	const char *value;
+	size_t len;
+	size_t ndecoded;
+	char filler;
+	struct inject_keys *ks; /* t->ks */
+	struct inject_keys *all; /* &t->all */
+	const uint64_t *pass2; /* t->pass2 */
 	size_t maxspan; /* the most answer bytes one key's reading takes */
 	char *hold; /* holdcap bytes, nhold held, as they came */
-	uint8_t *hmark; /* for each held byte: redacted by the raw scan (1),
-			 * by the chunked data's (2); in hold's block */
+	uint16_t *hmark; /* for each held byte: 0, or 1 + the lowest value
+			  * a reading of whose keys covers it; in hold's
+			  * block */
 	size_t nhold, holdcap;
 	size_t resume; /* hold[0..resume): already judged by the raw scan */
 	size_t dresume; /* the same of the data scan, in data bytes */
 	bool in_run; /* the last byte given out was redacted */
-	char filler; /* a byte that is in no unit of a key */
-	bool keep_lines; /* a line break is never overwritten: no target
-			  * holds one */
-	size_t found; /* runs redacted so far */
+	uint16_t run_owner; /* whose run it was */
+	size_t found; /* runs redacted so far, of every value */
+	size_t *vfound; /* of each value (t->nv > 1; made at the first) */
+	/* The caller's flags of the values (t->nv), or NULL: the runs of
+	 * a flagged one are counted in flagged too. */
+	const bool *flags;
+	size_t flagged;
 	size_t steps; /* units read by the matcher so far (its cost) */
 	size_t allow; /* the steps allowed so far (INJECT_STEPS_BYTE) */
 	/* A chunked body: also matched in its data alone, the framing
@@ -148,7 +183,7 @@ int inject_scanner_init(struct inject_scanner *s, const char *value,
     size_t len);
 
 /*
- * Prepares dst for src's value without making its tables again: dst
+ * Prepares dst for src's values without making their tables again: dst
  * shares them (they are read only), with its own state for an answer.
  * src must not have been fed (a scanner kept for copies only). 0, or
  * -ENOMEM (dst is then zeroed). Free each with inject_scanner_free: the
@@ -156,6 +191,39 @@ int inject_scanner_init(struct inject_scanner *s, const char *value,
  */
 int inject_scanner_copy(struct inject_scanner *dst,
     const struct inject_scanner *src);
+
+/* One value of a scanner joined: value i of s (never fed), named
+ * label (copied; may be NULL). */
+struct inject_part {
+	const struct inject_scanner *s;
+	size_t i;
+	const char *label;
+};
+
+/*
+ * Makes dst a scanner (never fed: kept for copies) for the n values of
+ * parts (1 to INJECT_VALUES_MAX) at once: its value k is parts[k]'s,
+ * its keys taken from that scanner, not made again (they are merged:
+ * the cost is the keys', not the values' remaking). One scan then looks
+ * at each answer byte once for all the values; a byte that readings of
+ * several values' keys cover is overwritten with the filler of the
+ * lowest of them and counted in its runs (as a chain of one scanner a
+ * value in that order would, where their matches do not overlap; where
+ * they do, every covered byte is overwritten). 0, -EINVAL, -ENOMEM.
+ */
+int inject_scanner_join(struct inject_scanner *dst,
+    const struct inject_part *parts, size_t n);
+
+/* The values s looks for. */
+size_t inject_scanner_values(const struct inject_scanner *s);
+
+/* Value i (below inject_scanner_values) of s: its bytes (len in *ret_len)
+ * and its label in *ret_label (NULL when none; ret_label may be NULL). */
+const char *inject_scanner_value(const struct inject_scanner *s, size_t i,
+    size_t *ret_len, const char **ret_label);
+
+/* The runs of value i that s redacted so far. */
+size_t inject_scanner_found(const struct inject_scanner *s, size_t i);
 
 /*
  * Scans the next n bytes of an answer: appends to out every byte that

@@ -4,9 +4,12 @@
  * behind an injecting rule may keep what it was sent (a request log) and
  * show it on another rule, or after a rotation; so once anything was
  * released to a job, each answer the proxy reads for it, whatever its
- * rule, goes through one reflection scanner (inject.h) per value, in a
- * chain: the first's output is the second's input, and so on, each match
- * overwritten by the scanner that found it. The values are kept for the
+ * rule, goes through one reflection scanner (inject.h) for all of them
+ * at once (inject_scanner_join: every answer byte looked at once,
+ * whatever the number of values), each match overwritten and counted as
+ * the value's it is; a value released while an answer is being read is
+ * one more scanner after it, in a chain (the first's output the
+ * second's input) for the rest of that answer. The values are kept for the
  * job's life (wiped when its channel closes), at most REFLECT_VALUES_MAX
  * of its own (released to it, to use or for a scan release) and
  * REFLECT_BORROWED_MAX borrowed (other jobs' issuer credentials the proxy
@@ -46,14 +49,20 @@ struct reflect_value {
 	 * REFLECT_VALUES_MAX. */
 	bool borrowed;
 	size_t reflected; /* answers of the job that reflected it */
-	/* Its scanner, made once at the put and never fed: each answer's
-	 * scan is a copy of it (inject_scanner_copy), not made again. */
-	struct inject_scanner *prep;
+	uint64_t stamp; /* which put of the set it was (the joined
+			 * scanner's values are known by it) */
 };
 
 struct reflect_set {
 	struct reflect_value *v; /* n of cap, grown as values come */
 	size_t n, cap;
+	/* Every value's scanner at once (inject_scanner_join), never fed:
+	 * each answer's first stage is a copy of it. Made at the first scan
+	 * after a put, from itself (the values it has) and a scanner made
+	 * for each new value (joined stamps: tstamp, its values). */
+	struct inject_scanner *joined;
+	uint64_t *tstamp;
+	uint64_t stamps; /* the last given */
 };
 
 /*
@@ -95,22 +104,27 @@ size_t reflect_set_reflected(struct reflect_set *s, const char *value,
 /* Wipes and frees every value (and the array). A zeroed s is fine. */
 void reflect_set_clear(struct reflect_set *s);
 
-/* One answer's scan for a set's values. */
+/* One answer's scan for a set's values: its stages, in chain order (the
+ * set's joined values, then one a value added midway), and its values,
+ * the first stage's in their order, then one a stage after. */
 struct reflect_scan {
-	struct inject_scanner *s; /* n, in chain order; one block with the
-				    * two arrays below (freed with it) */
-	char (*secret)[65]; /* the name of each */
+	struct inject_scanner *s; /* nstages of scap */
+	size_t *base; /* each stage's first value */
+	size_t nstages, scap;
+	char (*secret)[65]; /* the name of each value added midway */
 	bool *trip; /* each one's match ends the answer (scan-only) */
 	size_t *told; /* each one's matches already reported */
-	size_t n, cap;
+	size_t n, cap; /* values */
+	size_t unread; /* matches found and not yet reported (news) */
 	bool chunked;
 };
 
 /*
  * Prepares r for every value of set (none: a scan that changes
- * nothing). 0, -ENOMEM (r is then empty). Free with reflect_scan_free.
+ * nothing), making set's joined scanner again first when a value was put
+ * since. 0, -ENOMEM (r is then empty). Free with reflect_scan_free.
  */
-int reflect_scan_init(struct reflect_scan *r, const struct reflect_set *set);
+int reflect_scan_init(struct reflect_scan *r, struct reflect_set *set);
 
 /*
  * Adds value[0..len) (secret's) at the end of the chain, for the rest of
@@ -128,6 +142,14 @@ int reflect_scan_add_trip(struct reflect_scan *r, const char *secret,
 /* Whether value[0..len) is one the chain scans for. */
 bool reflect_scan_has(const struct reflect_scan *r, const char *value,
     size_t len);
+
+/* Value i (below r->n) of the scan: its bytes, len in *ret_len. */
+const char *reflect_scan_value(const struct reflect_scan *r, size_t i,
+    size_t *ret_len);
+
+/* The stages an answer's bytes go through (1 for a set's values, one
+ * more a value added midway; 0 for none). */
+size_t reflect_scan_stages(const struct reflect_scan *r);
 
 /* The most bytes one feed of n bytes (or a flush, n 0) may append. */
 size_t reflect_scan_out_max(const struct reflect_scan *r, size_t n);
@@ -152,13 +174,14 @@ int reflect_scan_flush(struct reflect_scan *r, struct buf *out);
 void reflect_scan_chunked(struct reflect_scan *r);
 
 /*
- * The matches stage i found since the last call for it, and its secret's
- * name in *ret_secret; i below r->n.
+ * The matches of value i found since the last call for it, and its
+ * secret's name in *ret_secret; i below r->n. r->unread is 0 once every
+ * value's were taken.
  */
 size_t reflect_scan_news(struct reflect_scan *r, size_t i,
     const char **ret_secret);
 
-/* Whether stage i (below r->n) is a scan-only value's. */
+/* Whether value i (below r->n) is a scan-only one. */
 bool reflect_scan_trips(const struct reflect_scan *r, size_t i);
 
 /* Wipes and frees what r holds. A zeroed r is fine. */

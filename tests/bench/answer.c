@@ -44,7 +44,7 @@ now(void)
 /* One answer as conn.c scans it (send_request, down_head, down,
  * down_flush): 0, or -1 when the scan failed or changed a byte. */
 static int
-one(const struct reflect_set *set, const char *body, size_t blen)
+one(struct reflect_set *set, const char *body, size_t blen)
 {
 	struct reflect_scan r;
 	struct buf a, b;

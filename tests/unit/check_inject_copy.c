@@ -9,7 +9,8 @@
  * independent of each other and outlive their source (the last one
  * frees the tables: under ASan a use after free or a leak fails); a
  * job's set keeps one per value and its scans are copies of it, still
- * good after the set is cleared in the middle of an answer.
+ * good after the set is cleared in the middle of an answer: the set
+ * keeps one scanner joined from all its values, its scans copies of it.
  */
 #include "inject.h"
 #include "reflect.h"
@@ -128,12 +129,12 @@ START_TEST(a_sets_scans_are_copies_of_its_values_scanner)
 	ck_assert_int_eq(reflect_set_put(&set, "k", 1, value, strlen(value), 0,
 			     0),
 	    1);
-	ck_assert_ptr_nonnull(set.v[0].prep);
 	ck_assert_int_eq(reflect_scan_init(&r1, &set), 0);
+	ck_assert_ptr_nonnull(set.joined);
 	ck_assert_int_eq(reflect_scan_init(&r2, &set), 0);
 	ck_assert_uint_eq(r1.n, 1);
-	ck_assert_ptr_eq(r1.s[0].ks[0].keys, set.v[0].prep->ks[0].keys);
-	ck_assert_ptr_eq(r2.s[0].ks[1].keys, set.v[0].prep->ks[1].keys);
+	ck_assert_ptr_eq(r1.s[0].ks[0].keys, set.joined->ks[0].keys);
+	ck_assert_ptr_eq(r2.s[0].ks[1].keys, set.joined->ks[1].keys);
 	buf_init(&out, 256);
 	ck_assert_int_eq(reflect_scan_feed(&r1, answer, 14, &out, NULL), 0);
 	/* The job's channel closes in the middle of the answer. */
