@@ -85,6 +85,9 @@ struct brokerclient_call {
 	bool repeatable; /* httpc_repeatable: may be sent twice */
 	bool went_out; /* it may have reached the broker that failed it */
 	bool release; /* on the release connections, counted for job */
+	/* Inside call_send's evhttp_make_request, and whether call_done
+	 * ran there (a connect that failed at once): then it was not sent. */
+	bool sending, failed_at_once;
 	size_t conn; /* its connection at broker at, while in flight */
 	char job[BROKERCLIENT_JOB_MAX + 1];
 };
@@ -330,6 +333,12 @@ call_done(struct evhttp_request *req, void *arg)
 	c->req = NULL;
 	TAILQ_REMOVE(&b->pending, c, link);
 	b->brokers[c->at].load[c->conn]--;
+	/* Told inside call_send: it says so to its caller, which answers or
+	 * frees c. */
+	if (c->sending) {
+		c->failed_at_once = true;
+		return;
+	}
 	/* A broker without its database, stopping, or no answer: the next
 	 * one (an issuer's 503 is the job's). A mint or a release that went
 	 * out and got no answer may have been carried out: not twice. */
@@ -431,13 +440,23 @@ call_send(struct brokerclient_call *c)
 	conn = l->calls[c->conn];
 	c->at = b->cur;
 	c->tries++;
-	if (evhttp_make_request(conn, c->req, c->cmd, c->path) < 0) {
-		/* evhttp_make_request freed the request. */
-		c->req = NULL;
-		return -1;
-	}
+	/* In flight before it is made: a connect that fails at once runs
+	 * call_done inside evhttp_make_request (libevent's cleanup). */
 	l->load[c->conn]++;
 	TAILQ_INSERT_TAIL(&b->pending, c, link);
+	c->sending = true;
+	c->failed_at_once = false;
+	int r = evhttp_make_request(conn, c->req, c->cmd, c->path);
+	c->sending = false;
+	if (c->failed_at_once)
+		return -1; /* call_done took it out of flight */
+	if (r < 0) {
+		/* evhttp_make_request freed the request. */
+		c->req = NULL;
+		TAILQ_REMOVE(&b->pending, c, link);
+		l->load[c->conn]--;
+		return -1;
+	}
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -327,6 +328,52 @@ START_TEST(each_call_has_a_connection_and_releases_are_capped)
 }
 END_TEST
 
+/* A call whose connection cannot even be made (no descriptor left: the
+ * connect fails inside evhttp_make_request, which runs the request's
+ * callback there and then): not sent, no answer, nothing of it left in
+ * flight; the next call, with descriptors again, goes out. Before, the
+ * answer ran inside the send, on a call not yet in flight (UBSan: store
+ * to null pointer in call_done), and the send then linked the freed
+ * call. */
+START_TEST(a_call_whose_connect_fails_at_once_is_not_sent)
+{
+	struct event_base *base = event_base_new();
+	struct brokerclient *b;
+	struct rlimit old, none;
+	char url[64];
+
+	peer_listen(url, sizeof(url));
+	struct brokerclient_options o = { .base = url,
+		.verifier_key = "k",
+		.follower = "unit" };
+	ck_assert_int_eq(brokerclient_new(base, &o, &b), 0);
+	/* No descriptor past the lowest free one: the socket fails. */
+	int fd = dup(0);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	none = old;
+	none.rlim_cur = (rlim_t)fd;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &none), 0);
+	answered = 0;
+	struct brokerclient_call *c = brokerclient_call(b, "POST",
+	    "/v1/introspect", NULL, on_answer, NULL);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(answered, 0);
+	counts_are(b, 0, 0, 0);
+	/* With descriptors again: the next one reaches the broker. */
+	ck_assert_ptr_nonnull(brokerclient_call(b, "POST", "/v1/introspect",
+	    NULL, on_answer, NULL));
+	ck_assert_uint_ge(peer_pump(base, 2), 2);
+	(void)peer_find("POST /v1/introspect");
+	ck_assert_int_eq(answered, 0);
+	brokerclient_free(b);
+	peer_close();
+	event_base_free(base);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -335,6 +382,7 @@ suite(void)
 
 	tcase_add_test(tc, every_chain_is_zeroed_in_place);
 	tcase_add_test(tc, each_call_has_a_connection_and_releases_are_capped);
+	tcase_add_test(tc, a_call_whose_connect_fails_at_once_is_not_sent);
 	suite_add_tcase(s, tc);
 	return s;
 }
