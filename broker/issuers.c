@@ -861,6 +861,37 @@ file_pending(void *arg, int64_t *ret)
 	return 0;
 }
 
+static int
+file_live(void *arg, const char *secret, int64_t now, size_t max,
+    struct issued_row **ret, size_t *n)
+{
+	struct issuers *is = arg;
+	struct issued_row *out = calloc(max > 0 ? max : 1, sizeof(*out));
+	int r = 0;
+
+	*n = 0;
+	if (out == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&is->flock);
+	for (const struct frow *f = is->rows; f != NULL && *n < max;
+	     f = f->next) {
+		if (strcmp(f->r.secret, secret) != 0 ||
+		    (f->r.expires != 0 && f->r.expires <= now))
+			continue;
+		if ((r = row_copy(&f->r, &out[*n])) < 0)
+			break;
+		(*n)++;
+	}
+	pthread_mutex_unlock(&is->flock);
+	if (r < 0) {
+		issued_rows_free(out, *n);
+		*n = 0;
+		return r;
+	}
+	*ret = out;
+	return 0;
+}
+
 static void
 file_store(struct issuers *is)
 {
@@ -870,7 +901,8 @@ file_store(struct issuers *is)
 		.claim = file_claim,
 		.done = file_done,
 		.retry = file_retry,
-		.pending = file_pending };
+		.pending = file_pending,
+		.live = file_live };
 }
 
 /* --- encodings ------------------------------------------------------------ */
@@ -1734,6 +1766,66 @@ give_held(struct issuers *is, const char *job, const char *secret,
 		return -ENOENT;
 	give(h, ret, false);
 	held_free(h);
+	return 0;
+}
+
+void
+issued_live_free(struct issued_live *v, size_t n)
+{
+	for (size_t i = 0; v != NULL && i < n; i++)
+		if (v[i].value != NULL) {
+			OPENSSL_cleanse(v[i].value, v[i].len);
+			free(v[i].value);
+		}
+	free(v);
+}
+
+int
+issuers_scan_set(struct issuers *is, const char *secret, int64_t now,
+    size_t max, struct issued_live **ret, size_t *n)
+{
+	struct issued_row *rows = NULL;
+	struct issued_live *out;
+	size_t nrows = 0, k = 0;
+	int r;
+
+	*n = 0;
+	if (is->st.live == NULL)
+		return -EOPNOTSUPP;
+	/* One more than max: more live than that is refused whole. */
+	r = is->st.live(is->st.arg, secret, now, max + 1, &rows, &nrows);
+	if (r < 0)
+		return r;
+	if (nrows > max) {
+		issued_rows_free(rows, nrows);
+		return -E2BIG;
+	}
+	out = calloc(nrows > 0 ? nrows : 1, sizeof(*out));
+	if (out == NULL) {
+		issued_rows_free(rows, nrows);
+		return -ENOMEM;
+	}
+	for (; k < nrows; k++) {
+		struct held *h = row_open(is, &rows[k]);
+		if (h == NULL) {
+			r = -EBADMSG;
+			break;
+		}
+		snprintf(out[k].job, sizeof(out[k].job), "%s", h->job);
+		out[k].version = h->version;
+		out[k].expires = h->expires;
+		out[k].value = h->value; /* taken */
+		out[k].len = h->len;
+		h->value = NULL;
+		held_free(h);
+	}
+	issued_rows_free(rows, nrows);
+	if (r < 0) {
+		issued_live_free(out, k);
+		return r;
+	}
+	*ret = out;
+	*n = nrows;
 	return 0;
 }
 

@@ -102,6 +102,11 @@ struct issuers_store {
 	int (*done)(void *arg, int64_t id);
 	int (*retry)(void *arg, int64_t id, int64_t delay_s, int attempts);
 	int (*pending)(void *arg, int64_t *ret);
+	/* live: every row of secret not revoked at its issuer (held, or
+	 * revoking still) and not expired at now, oldest first, at most
+	 * max (a new array in *ret, *n rows). NULL: none are listed. */
+	int (*live)(void *arg, const char *secret, int64_t now, size_t max,
+	    struct issued_row **ret, size_t *n);
 };
 
 /* Called by the background revocations with the outcome of each attempt
@@ -295,6 +300,30 @@ json_t *issuers_revoke_job(struct issuers *is, const char *job, bool later);
  * background thread does once a second: how many were tried. For tests
  * and the thread itself. */
 int issuers_retry_due(struct issuers *is);
+
+/* A live credential of a secret, for a scan release: whose, of what
+ * version of the secret, until when, and its value (wiped by
+ * issued_live_free). */
+struct issued_live {
+	char job[80];
+	int64_t version, expires; /* expires: unix seconds, 0 for none */
+	char *value;
+	size_t len;
+};
+
+/* Wipes and frees n credentials and the array. NULL is fine. */
+void issued_live_free(struct issued_live *v, size_t n);
+
+/*
+ * Every credential of secret held for any job (on a shared store,
+ * obtained by any broker of the fleet) not yet revoked at its issuer nor
+ * expired at now (unix seconds), oldest first: 0 with a new array in
+ * *ret of *n (none: *n 0), or -E2BIG when more than max are live (none
+ * given: the set is whole or refused), -EBADMSG when one does not open
+ * with the key (fail closed), -ENOMEM, -errno.
+ */
+int issuers_scan_set(struct issuers *is, const char *secret, int64_t now,
+    size_t max, struct issued_live **ret, size_t *n);
 
 /* Revocations pending (failed, to be retried), or -errno. */
 int64_t issuers_pending(struct issuers *is);

@@ -830,11 +830,107 @@ release_issued(struct broker *b, struct http_request *req,
 }
 
 /*
- * A scan release (?purpose=scan&host=H[&addr=A]): the value of a bound
- * static secret, for the proxy to scan job's answers from H (and A) for
- * it, never to inject; audited as secret_released with the purpose, the
- * host and the addr, counted apart, last_used left as it is. An issuer's
- * credentials are per job: the proxy scans for those it released itself.
+ * A static secret's scan set into values ({version, value}, newest
+ * first) and audit ({version}): the current version and the earlier ones
+ * kept, SECRETS_SCAN_VERSIONS at most (an issuer's configuration stored
+ * as an earlier version is none). 0 or -errno.
+ */
+static int
+scan_set_static(struct broker *b, const char *name, json_t *values,
+    json_t *audit)
+{
+	struct secret_sealed *v = NULL;
+	char value[SECRETS_VALUE_MAX + 1];
+	size_t n = 0, vlen;
+	int r = store_secret_versions(b->store, name, SECRETS_SCAN_VERSIONS, &v,
+	    &n);
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		r = secrets_unseal(b->secrets_key, name, v[i].version,
+		    v[i].sealed, v[i].len, value, sizeof(value), &vlen);
+		if (r < 0) {
+			log_error("secret_unseal_failed", "{s:s, s:I}",
+			    "secret", name, "version",
+			    (json_int_t)v[i].version);
+			r = -EBADMSG;
+			break;
+		}
+		if (!is_issuer(value, vlen) &&
+		    (json_array_append_new(values,
+			 json_pack("{s:I, s:s%}", "version",
+			     (json_int_t)v[i].version, "value", value, vlen)) <
+			    0 ||
+			json_array_append_new(audit,
+			    json_pack("{s:I}", "version",
+				(json_int_t)v[i].version)) < 0))
+			r = -ENOMEM;
+		OPENSSL_cleanse(value, sizeof(value));
+	}
+	secret_sealed_free(v, n);
+	return r;
+}
+
+/*
+ * An issuer secret's scan set into values ({version, value, expires})
+ * and audit ({version, job, expires}): every credential held for it,
+ * for any job, not revoked at its issuer nor expired, from the issuers'
+ * store (every broker's on PostgreSQL); past SECRETS_SCAN_ISSUED_MAX
+ * -E2BIG, none given. 0 or -errno.
+ */
+static int
+scan_set_issued(struct broker *b, const char *name, json_t *values,
+    json_t *audit)
+{
+	struct issued_live *v = NULL;
+	size_t n = 0;
+	int r = issuers_scan_set(b->issuers, name, (int64_t)time(NULL),
+	    SECRETS_SCAN_ISSUED_MAX, &v, &n);
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		json_t *e = json_pack("{s:I, s:s%}", "version",
+		    (json_int_t)v[i].version, "value", v[i].value, v[i].len);
+		if (e != NULL && v[i].expires != 0)
+			json_object_set_new(e, "expires",
+			    json_integer(v[i].expires));
+		if (json_array_append_new(values, e) < 0 ||
+		    json_array_append_new(audit,
+			json_pack("{s:I, s:s, s:I}", "version",
+			    (json_int_t)v[i].version, "job", v[i].job,
+			    "expires", (json_int_t)v[i].expires)) < 0)
+			r = -ENOMEM;
+	}
+	issued_live_free(v, n);
+	return r;
+}
+
+/* A scan set that could not be made (r): refused whole, with why. */
+static void
+scan_set_refused(struct broker *b, struct http_response *res, const char *name,
+    int r)
+{
+	if (r == -E2BIG)
+		http_reply_error(res, 409, "scan_set_cap",
+		    "secret %s has more than %d live credentials: nothing "
+		    "released to scan for (a part would let a job read the "
+		    "rest in clear); revoke jobs or shorten the issuer's TTL",
+		    name, SECRETS_SCAN_ISSUED_MAX);
+	else if (r == -EBADMSG)
+		http_reply_error(res, 500, "secret_unsealable",
+		    "a value of secret %s does not open with this broker's "
+		    "key (%s): nothing released",
+		    name, SECRETS_KEY_FILE);
+	else
+		reply_store_error(b, res, r);
+}
+
+/*
+ * A scan release (?purpose=scan&host=H[&addr=A]): a bound secret's scan
+ * set, for the proxy to scan job's answers from H (and A) for, never to
+ * inject: every value a service there may hold (a static secret's
+ * current and earlier versions kept, an issuer's every live credential,
+ * any job's); audited as one secret_released with the purpose, the host,
+ * the addr and each value's version (and job), counted apart, last_used
+ * left as it is. A set that cannot be whole is refused.
  */
 static void
 release_scan(struct broker *b, struct http_request *req,
@@ -935,29 +1031,65 @@ release_scan(struct broker *b, struct http_request *req,
 		    name, SECRETS_KEY_FILE);
 		return;
 	}
-	if (is_issuer(value, vlen)) {
-		OPENSSL_cleanse(value, sizeof(value));
-		http_reply_error(res, 409, "issuer_scan",
-		    "an issuer's credentials are per job: the proxy scans for "
-		    "the ones it released");
-		return;
-	}
-	r = store_secret_scanned(b->store, name, m.version, j.id, host,
-	    qaddr != NULL ? addr : NULL, actor_of(req));
+	json_t *cfg =
+	    is_issuer(value, vlen) ? issuer_config(value, vlen) : NULL;
+	const char *source = "static";
+	json_t *values = json_array(), *audit = json_array();
+
+	if (cfg != NULL)
+		source = strcmp(json_string_value(json_object_get(cfg, "kind"))
+				 ?: "",
+			     ISSUER_OAUTH) == 0
+		    ? ISSUER_OAUTH
+		    : ISSUER_GITHUB;
+	if (values == NULL || audit == NULL)
+		r = -ENOMEM;
+	else if (is_issuer(value, vlen))
+		r = cfg == NULL ? -EBADMSG
+				: scan_set_issued(b, name, values, audit);
+	else
+		r = scan_set_static(b, name, values, audit);
+	wipe_json(cfg);
+	json_decref(cfg);
 	if (r < 0) {
 		OPENSSL_cleanse(value, sizeof(value));
+		wipe_json(values);
+		json_decref(values);
+		json_decref(audit);
+		scan_set_refused(b, res, name, r);
+		return;
+	}
+	r = store_secret_scanned_set(b->store, name, m.version, j.id, host,
+	    qaddr != NULL ? addr : NULL, audit, actor_of(req));
+	if (r < 0) {
+		OPENSSL_cleanse(value, sizeof(value));
+		wipe_json(values);
+		json_decref(values);
+		json_decref(audit);
 		reply_store_error(b, res, r);
 		return;
 	}
 	atomic_fetch_add(&b->scan_releases, 1);
-	log_info("secret_released", "{s:s, s:s, s:I, s:s, s:s, s:s?}", "job",
-	    j.id, "secret", name, "version", (json_int_t)m.version, "purpose",
-	    "scan", "host", host, "addr", qaddr != NULL ? addr : NULL);
-	http_reply_json(res, 200,
-	    json_pack("{s:s, s:s, s:I, s:s%, s:s, s:s}", "job", j.id, "secret",
-		name, "version", (json_int_t)m.version, "value", value, vlen,
-		"source", "static", "purpose", "scan"));
+	json_t *e;
+	size_t i;
+	json_array_foreach(audit, i, e)
+	{
+		log_info("secret_released",
+		    "{s:s, s:s, s:O, s:s, s:s, s:s?, s:O?}", "job", j.id,
+		    "secret", name, "version", json_object_get(e, "version"),
+		    "purpose", "scan", "host", host, "addr",
+		    qaddr != NULL ? addr : NULL, "of_job",
+		    json_object_get(e, "job"));
+	}
+	json_decref(audit);
+	json_t *out = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o}", "job", j.id,
+	    "secret", name, "version", (json_int_t)m.version, "source", source,
+	    "purpose", "scan", "values", values);
+	/* The current version's value where the old proxies read it. */
+	if (out != NULL && !is_issuer(value, vlen))
+		json_object_set_new(out, "value", json_stringn(value, vlen));
 	OPENSSL_cleanse(value, sizeof(value));
+	http_reply_json(res, 200, out);
 }
 
 void
@@ -1168,6 +1300,13 @@ db_pending(void *arg, int64_t *ret)
 	return store_upstream_pending(arg, ret);
 }
 
+static int
+db_live(void *arg, const char *secret, int64_t now, size_t max,
+    struct issued_row **ret, size_t *n)
+{
+	return store_upstream_live(arg, secret, now, max, ret, n);
+}
+
 int
 secrets_issuers_open(struct broker *b, const char *ca_file,
     const char *state_path, bool on_database)
@@ -1178,7 +1317,8 @@ secrets_issuers_open(struct broker *b, const char *ca_file,
 		.claim = db_claim,
 		.done = db_done,
 		.retry = db_retry,
-		.pending = db_pending };
+		.pending = db_pending,
+		.live = db_live };
 
 	return issuers_open(ca_file, on_database ? NULL : state_path,
 	    b->secrets_key, on_database ? &db : NULL, issuers_audited, b,

@@ -28,6 +28,12 @@
 #define SECRETS_TAG_LEN 16
 /* The longest value a secret may have, in bytes. */
 #define SECRETS_VALUE_MAX 4096
+/* A scan release's set (api.md, "Scan releases"): a static secret's
+ * newest versions kept, the current one among them; an issuer secret's
+ * live credentials at most (a proxy keeps 256 for the scan, guard.h's
+ * GUARD_ISSUED_MAX: past this the release is refused whole). */
+#define SECRETS_SCAN_VERSIONS 8
+#define SECRETS_SCAN_ISSUED_MAX 256
 /* A sealed value: nonce, ciphertext, tag. */
 #define SECRETS_SEALED_MAX                                                     \
 	(SECRETS_NONCE_LEN + SECRETS_VALUE_MAX + SECRETS_TAG_LEN)

@@ -72,6 +72,7 @@ enum stmt_id {
 	ST_SECRET_DEL,
 	ST_SECRET_USED,
 	ST_SECRET_HAS,
+	ST_SECRET_VERSIONS,
 	ST_SECRET_MANIFESTS,
 	ST_MANIFEST_LIST,
 	ST_BIND_RULES,
@@ -153,6 +154,8 @@ static const char *const stmt_sql[ST_MAX] = {
 			   "AND version = ?",
 	[ST_SECRET_HAS] = "SELECT 1 FROM secrets WHERE name = ? AND version = "
 			  "?",
+	[ST_SECRET_VERSIONS] = "SELECT version, sealed FROM secrets WHERE "
+			       "name = ? ORDER BY version DESC LIMIT ?",
 	/* Candidates: the canonical text is compact, so a rule naming the
 	 * secret holds this exact string; the caller parses to be sure. */
 	[ST_SECRET_MANIFESTS] = "SELECT m.name, m.body FROM manifests m WHERE "
@@ -1826,6 +1829,7 @@ struct secret_used {
 	int64_t version;
 	const char *host, *addr; /* a scan release's; NULL for an injection */
 	bool scan;
+	const json_t *values; /* a scan set's (store_secret_scanned_set) */
 };
 
 static int
@@ -1867,6 +1871,8 @@ op_secret_released(struct store *s, struct op *op)
 			json_object_set_new(d, "host", json_string(a->host));
 		if (a->addr != NULL)
 			json_object_set_new(d, "addr", json_string(a->addr));
+		if (a->values != NULL)
+			json_object_set(d, "values", (json_t *)a->values);
 	}
 	rc = audit_append(s, "secret_released", a->job, a->actor, d);
 	json_decref(d);
@@ -1880,7 +1886,8 @@ store_secret_released(struct store *s, const char *name, int64_t version,
 	if (s->pg != NULL)
 		return store_pg_secret_released(s->pg, name, version, job,
 		    actor);
-	struct secret_used a = { name, job, actor, version, NULL, NULL, false };
+	struct secret_used a = { name, job, actor, version, NULL, NULL, false,
+		NULL };
 
 	return store_write(s, op_secret_released, &a);
 }
@@ -1892,9 +1899,80 @@ store_secret_scanned(struct store *s, const char *name, int64_t version,
 	if (s->pg != NULL)
 		return store_pg_secret_scanned(s->pg, name, version, job, host,
 		    addr, actor);
-	struct secret_used a = { name, job, actor, version, host, addr, true };
+	struct secret_used a = { name, job, actor, version, host, addr, true,
+		NULL };
 
 	return store_write(s, op_secret_released, &a);
+}
+
+int
+store_secret_scanned_set(struct store *s, const char *name, int64_t version,
+    const char *job, const char *host, const char *addr, const json_t *values,
+    const char *actor)
+{
+	if (s->pg != NULL)
+		return store_pg_secret_scanned_set(s->pg, name, version, job,
+		    host, addr, values, actor);
+	struct secret_used a = { name, job, actor, version, host, addr, true,
+		values };
+
+	return store_write(s, op_secret_released, &a);
+}
+
+void
+secret_sealed_free(struct secret_sealed *v, size_t n)
+{
+	for (size_t i = 0; v != NULL && i < n; i++)
+		free(v[i].sealed);
+	free(v);
+}
+
+int
+store_secret_versions(struct store *s, const char *name, size_t max,
+    struct secret_sealed **ret, size_t *n)
+{
+	if (max == 0 || max > INT32_MAX)
+		return -EINVAL;
+	if (s->pg != NULL)
+		return store_pg_secret_versions(s->pg, name, max, ret, n);
+	struct secret_sealed *out = calloc(max, sizeof(*out));
+	struct conn *c;
+	sqlite3_stmt *st;
+	size_t k = 0;
+	int rc = SQLITE_DONE, r = 0;
+
+	if (out == NULL)
+		return -ENOMEM;
+	if ((st = reader_stmt(s, ST_SECRET_VERSIONS, &c)) == NULL) {
+		free(out);
+		return -EIO;
+	}
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)max);
+	while (k < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int len = sqlite3_column_bytes(st, 1);
+		const void *b = sqlite3_column_blob(st, 1);
+		if (len <= 0 || (out[k].sealed = malloc((size_t)len)) == NULL) {
+			r = len <= 0 ? -EIO : -ENOMEM;
+			break;
+		}
+		memcpy(out[k].sealed, b, (size_t)len);
+		out[k].len = (size_t)len;
+		out[k].version = sqlite3_column_int64(st, 0);
+		k++;
+	}
+	if (r == 0 && k < max && rc != SQLITE_DONE)
+		r = sqlite_errno(rc);
+	reader_put(s, c);
+	if (r == 0 && k == 0)
+		r = -ENOENT;
+	if (r < 0) {
+		secret_sealed_free(out, k);
+		return r;
+	}
+	*ret = out;
+	*n = k;
+	return 0;
 }
 
 /* --- secret bindings ------------------------------------------------------ */
@@ -2206,4 +2284,13 @@ store_upstream_pending(struct store *s, int64_t *ret)
 {
 	return s->pg != NULL ? store_pg_upstream_pending(s->pg, ret)
 			     : -EOPNOTSUPP;
+}
+
+int
+store_upstream_live(struct store *s, const char *secret, int64_t now,
+    size_t max, struct issued_row **ret, size_t *n)
+{
+	return s->pg != NULL
+	    ? store_pg_upstream_live(s->pg, secret, now, max, ret, n)
+	    : -EOPNOTSUPP;
 }

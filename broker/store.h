@@ -255,6 +255,8 @@ int store_upstream_done(struct store *s, int64_t id);
 int store_upstream_retry(struct store *s, int64_t id, int64_t delay_s,
     int attempts);
 int store_upstream_pending(struct store *s, int64_t *ret);
+int store_upstream_live(struct store *s, const char *secret, int64_t now,
+    size_t max, struct issued_row **ret, size_t *n);
 
 /* --- secrets ------------------------------------------------------------ */
 
@@ -309,6 +311,32 @@ int store_secret_released(struct store *s, const char *name, int64_t version,
  * -ENOENT when that version is gone. */
 int store_secret_scanned(struct store *s, const char *name, int64_t version,
     const char *job, const char *host, const char *addr, const char *actor);
+
+/* One stored version of a secret, sealed (secrets_seal's bytes). */
+struct secret_sealed {
+	int64_t version;
+	unsigned char *sealed; /* free() it (secret_sealed_free) */
+	size_t len;
+};
+
+/* Frees n versions' sealed bytes and the array. NULL is fine. */
+void secret_sealed_free(struct secret_sealed *v, size_t n);
+
+/*
+ * The newest max versions of name, newest first (the current one
+ * first): a new array in *ret of *n (free it with secret_sealed_free).
+ * -ENOENT when there is none, -EINVAL for max 0.
+ */
+int store_secret_versions(struct store *s, const char *name, size_t max,
+    struct secret_sealed **ret, size_t *n);
+
+/* store_secret_scanned with values (borrowed: an array of {version[,
+ * job][, expires]}, one a value released, never a value) in the audit
+ * record's "values": a scan release of a secret's whole scan set, one
+ * record. */
+int store_secret_scanned_set(struct store *s, const char *name, int64_t version,
+    const char *job, const char *host, const char *addr, const json_t *values,
+    const char *actor);
 
 /* --- secret bindings (bindings.h) --------------------------------------- */
 

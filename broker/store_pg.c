@@ -2390,6 +2390,7 @@ struct secret_used {
 	int64_t version;
 	const char *host, *addr; /* a scan release's; NULL for an injection */
 	bool scan;
+	const json_t *values; /* a scan set's (store_secret_scanned_set) */
 };
 
 static int
@@ -2426,6 +2427,8 @@ op_secret_released(struct wctx *w, void *arg)
 			json_object_set_new(d, "host", json_string(a->host));
 		if (a->addr != NULL)
 			json_object_set_new(d, "addr", json_string(a->addr));
+		if (a->values != NULL)
+			json_object_set(d, "values", (json_t *)a->values);
 	}
 	r = audit_append(w, "secret_released", a->job, a->actor, d);
 	json_decref(d);
@@ -2436,7 +2439,8 @@ int
 store_pg_secret_released(struct store_pg *s, const char *name, int64_t version,
     const char *job, const char *actor)
 {
-	struct secret_used a = { name, job, actor, version, NULL, NULL, false };
+	struct secret_used a = { name, job, actor, version, NULL, NULL, false,
+		NULL };
 
 	return pg_write(s, op_secret_released, &a);
 }
@@ -2445,9 +2449,92 @@ int
 store_pg_secret_scanned(struct store_pg *s, const char *name, int64_t version,
     const char *job, const char *host, const char *addr, const char *actor)
 {
-	struct secret_used a = { name, job, actor, version, host, addr, true };
+	struct secret_used a = { name, job, actor, version, host, addr, true,
+		NULL };
 
 	return pg_write(s, op_secret_released, &a);
+}
+
+int
+store_pg_secret_scanned_set(struct store_pg *s, const char *name,
+    int64_t version, const char *job, const char *host, const char *addr,
+    const json_t *values, const char *actor)
+{
+	struct secret_used a = { name, job, actor, version, host, addr, true,
+		values };
+
+	return pg_write(s, op_secret_released, &a);
+}
+
+struct secret_versions {
+	const char *name;
+	size_t max;
+	struct secret_sealed **out;
+	size_t *n;
+};
+
+static int
+read_secret_versions(PGconn *c, void *arg)
+{
+	struct secret_versions *a = arg;
+	struct params p = { 0 };
+	struct secret_sealed *out;
+	PGresult *res;
+	int r, rows;
+
+	p_text(&p, a->name);
+	p_int(&p, (int64_t)a->max);
+	r = q(c,
+	    "SELECT version, sealed FROM secrets WHERE name = $1 ORDER BY "
+	    "version DESC LIMIT $2",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	rows = PQntuples(res);
+	if (rows <= 0) {
+		PQclear(res);
+		return -ENOENT;
+	}
+	if ((out = calloc((size_t)rows, sizeof(*out))) == NULL) {
+		PQclear(res);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < rows && r == 0; i++) {
+		size_t n = 0;
+		unsigned char *raw =
+		    PQunescapeBytea((const unsigned char *)PQgetvalue(res, i,
+					1),
+			&n);
+		if (raw == NULL || n == 0 ||
+		    (out[i].sealed = malloc(n)) == NULL)
+			r = raw != NULL && n == 0 ? -EIO : -ENOMEM;
+		else {
+			memcpy(out[i].sealed, raw, n);
+			out[i].len = n;
+			out[i].version = col_int(res, i, 0);
+		}
+		if (raw != NULL) {
+			explicit_bzero(raw, n);
+			PQfreemem(raw);
+		}
+	}
+	PQclear(res);
+	if (r < 0) {
+		secret_sealed_free(out, (size_t)rows);
+		return r;
+	}
+	*a->out = out;
+	*a->n = (size_t)rows;
+	return 0;
+}
+
+int
+store_pg_secret_versions(struct store_pg *s, const char *name, size_t max,
+    struct secret_sealed **ret, size_t *n)
+{
+	struct secret_versions a = { name, max, ret, n };
+
+	return pg_read(s, read_secret_versions, &a);
 }
 
 /* --- secret bindings ------------------------------------------------------ */
@@ -2862,4 +2949,60 @@ store_pg_upstream_pending(struct store_pg *s, int64_t *ret)
 		0, 0, 0, 0, ret };
 
 	return pg_read(s, upstream_set_q, &a);
+}
+
+struct upstream_live {
+	const char *secret;
+	int64_t now, max;
+	struct issued_row **out;
+	size_t *n;
+};
+
+/* Every row of secret not yet revoked at its issuer nor expired, held
+ * or revoking (a failed revocation leaves it live), oldest first: at
+ * most max. */
+static int
+upstream_live_q(PGconn *c, void *arg)
+{
+	struct upstream_live *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r, n;
+
+	p_text(&p, a->secret);
+	p_int(&p, a->now);
+	p_int(&p, a->max);
+	r = q(c,
+	    "SELECT " UPSTREAM_COLS " FROM upstream_held WHERE secret = $1 "
+	    "AND (expires = 0 OR expires > $2) ORDER BY id LIMIT $3",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	n = PQntuples(res);
+	*a->out = calloc(n > 0 ? (size_t)n : 1, sizeof(**a->out));
+	if (*a->out == NULL)
+		r = -ENOMEM;
+	for (int i = 0; r == 0 && i < n; i++) {
+		if ((r = upstream_row(res, i, &(*a->out)[i])) < 0)
+			break;
+		(*a->n)++;
+	}
+	PQclear(res);
+	if (r < 0) {
+		issued_rows_free(*a->out, *a->n);
+		*a->out = NULL;
+		*a->n = 0;
+	}
+	return r;
+}
+
+int
+store_pg_upstream_live(struct store_pg *s, const char *secret, int64_t now,
+    size_t max, struct issued_row **ret, size_t *n)
+{
+	struct upstream_live a = { secret, now, (int64_t)max, ret, n };
+
+	*n = 0;
+	*ret = NULL;
+	return pg_read(s, upstream_live_q, &a);
 }

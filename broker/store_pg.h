@@ -98,5 +98,13 @@ int store_pg_upstream_done(struct store_pg *s, int64_t id);
 int store_pg_upstream_retry(struct store_pg *s, int64_t id, int64_t delay_s,
     int attempts);
 int store_pg_upstream_pending(struct store_pg *s, int64_t *ret);
+int store_pg_upstream_live(struct store_pg *s, const char *secret, int64_t now,
+    size_t max, struct issued_row **ret, size_t *n);
+struct secret_sealed;
+int store_pg_secret_versions(struct store_pg *s, const char *name, size_t max,
+    struct secret_sealed **ret, size_t *n);
+int store_pg_secret_scanned_set(struct store_pg *s, const char *name,
+    int64_t version, const char *job, const char *host, const char *addr,
+    const json_t *values, const char *actor);
 
 #endif

@@ -955,10 +955,17 @@ on_release(void *arg, int status, json_t *body)
 		kept = true;
 	}
 	/* The json's copy is freed by the broker client: wiped first. */
-	const json_t *v = json_object_get(body, "value");
+	const json_t *v = json_object_get(body, "value"), *e;
 	if (json_is_string(v))
 		explicit_bzero((char *)json_string_value(v),
 		    json_string_length(v));
+	size_t i;
+	json_array_foreach(json_object_get(body, "values"), i, e)
+	{
+		if (json_is_string(v = json_object_get(e, "value")))
+			explicit_bzero((char *)json_string_value(v),
+			    json_string_length(v));
+	}
 	release_flight_free(f);
 }
 
@@ -1185,7 +1192,8 @@ scan_refusal(int status, const char *err)
 {
 	static const char *const known[] = { "job_not_running", "not_bound",
 		"unknown_secret", "issuer_scan", "broker_stopping",
-		"secret_unavailable", "unknown_job" };
+		"secret_unavailable", "unknown_job", "scan_set_cap",
+		"secret_unsealable" };
 
 	for (size_t i = 0; err != NULL && i < sizeof(known) / sizeof(known[0]);
 	     i++)
@@ -1197,18 +1205,93 @@ scan_refusal(int status, const char *err)
 			    : "broker_refused";
 }
 
-/* The broker's answer to a scan release of secret for c's request: the
- * value joins the job's set (never the injection cache, never a header),
- * every answer of the job being read scans for it, and the request goes
- * on to the guard again; anything else refuses it, nothing sent. */
+static int issued_to(struct pconn *c, const char *secret);
+
+/* Whether e is a value of a scan set: {"value": 1 to INJECT_VALUE_MAX
+ * bytes, "version": an integer[, "expires": unix seconds]}. */
+static bool
+scan_value_ok(const json_t *e)
+{
+	const json_t *v = json_object_get(e, "value");
+	const json_t *x = json_object_get(e, "expires");
+
+	return json_is_string(v) && json_string_length(v) > 0 &&
+	    json_string_length(v) <= INJECT_VALUE_MAX &&
+	    json_is_integer(json_object_get(e, "version")) &&
+	    (x == NULL || json_is_integer(x));
+}
+
+/* One value of secret's scan set into c's job's set, scan-only: the
+ * current version of a static secret among its own values (as before
+ * the sets), an earlier one borrowed; an issuer's credential kept
+ * proxy-wide for the scan (issued_share: every job guarded there scans
+ * for it) and borrowed by c's job at the end (issued_to). 0, or -1 when
+ * refused (c answered). */
+static int
+scan_value_put(struct pconn *c, const char *secret, int64_t current,
+    bool issued, const json_t *e)
+{
+	const char *v = json_string_value(json_object_get(e, "value"));
+	size_t len = json_string_length(json_object_get(e, "value"));
+	int64_t version = json_integer_value(json_object_get(e, "version"));
+	int64_t now = mono_s(), added;
+
+	if (issued) {
+		int64_t exp = json_integer_value(json_object_get(e, "expires"));
+		int64_t left = exp - (int64_t)time(NULL);
+		if (exp != 0 && left <= 0)
+			return 0; /* dead at its issuer already */
+		if (issued_share(c, secret, v, len, exp != 0 ? now + left : 0) <
+		    0) {
+			deny_unavailable(c, "guard_unavailable", "issued_cap",
+			    2);
+			return -1;
+		}
+		return 0;
+	}
+	if (version == current)
+		added = reflect_set_put_scan(&c->job->released, secret, version,
+		    v, len, now, 0);
+	else
+		added = reflect_set_put_borrowed(&c->job->released, secret,
+		    version, v, len, now, 0);
+	if (added == -ENOSPC) {
+		deny(c, "inject", "released_values_cap");
+		return -1;
+	}
+	if (added < 0) {
+		deny_unavailable(c, "guard_unavailable", "out_of_memory", 2);
+		return -1;
+	}
+	if (added > 0)
+		released_to_all(c, secret, v, len, true);
+	return 0;
+}
+
+/* The broker's answer to a scan release of secret for c's request: its
+ * scan set ("values": a static secret's current and earlier versions,
+ * an issuer's every live credential; an older broker's "value" alone)
+ * joins the job's set, scan-only (never the injection cache, never a
+ * header), every answer of the job being read scans for it, and the
+ * request goes on to the guard again; anything else, or a set not whole,
+ * refuses it, nothing sent. */
 static void
 scan_answer(struct pconn *c, const char *secret, int status, json_t *body)
 {
-	const json_t *v = json_object_get(body, "value");
-	size_t len = json_string_length(v);
+	const json_t *values = json_object_get(body, "values");
+	const json_t *v = json_object_get(body, "value"), *e;
+	const char *source = json_string_value(json_object_get(body, "source"));
+	bool issued = source != NULL && strcmp(source, "static") != 0;
+	json_t *one = NULL;
+	size_t i;
 
-	if (status != 200 || !json_is_string(v) || len == 0 ||
-	    len > INJECT_VALUE_MAX) {
+	if (status == 200 && !json_is_array(values) && !issued)
+		values = one = json_pack("[{s:O, s:O}]", "value", v, "version",
+		    json_object_get(body, "version"));
+	bool whole = status == 200 && json_is_array(values);
+	json_array_foreach(values, i, e) whole = whole && scan_value_ok(e);
+	if (!whole) {
+		json_decref(one);
 		deny_unavailable(c, "guard_unavailable",
 		    scan_refusal(status,
 			json_string_value(json_object_get(body, "error"))),
@@ -1216,22 +1299,24 @@ scan_answer(struct pconn *c, const char *secret, int status, json_t *body)
 		return;
 	}
 	int64_t version = json_integer_value(json_object_get(body, "version"));
-	int added = reflect_set_put_scan(&c->job->released, secret, version,
-	    json_string_value(v), len, mono_s(), 0);
-	if (added == -ENOSPC) {
-		deny(c, "inject", "released_values_cap");
+	json_array_foreach(values, i, e)
+	{
+		if (scan_value_put(c, secret, version, issued, e) < 0) {
+			json_decref(one);
+			return;
+		}
+	}
+	if (issued && issued_to(c, secret) < 0) {
+		json_decref(one);
 		return;
 	}
-	if (added < 0) {
-		deny_unavailable(c, "guard_unavailable", "out_of_memory", 2);
-		return;
-	}
+	if (issued)
+		guard_asked_set(&c->job->asked, secret, c->p->guard.read_ms);
 	c->p->scan_releases++;
-	if (added > 0)
-		released_to_all(c, secret, json_string_value(v), len, true);
-	log_info("secret_scan_released", "{s:s, s:s, s:s, s:I}", "job",
+	log_info("secret_scan_released", "{s:s, s:s, s:s, s:I, s:I}", "job",
 	    c->job->id, "host", c->host, "secret", secret, "version",
-	    (json_int_t)version);
+	    (json_int_t)version, "values", (json_int_t)json_array_size(values));
+	json_decref(one);
 	if (c->up == NULL) {
 		fail(c, 502, "upstream_closed"); /* gone while it waited */
 		return;
@@ -1537,6 +1622,11 @@ guard_gate(struct pconn *c)
 	c->guard[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
 		if (!m[i]->is_static) {
+			/* Every live credential at the broker, asked again
+			 * once a newer list was read (guard.h). */
+			if (guard_asked_due(&c->job->asked, m[i]->secret,
+				c->p->guard.read_ms))
+				return scan_release(c, m[i]);
 			if (issued_to(c, m[i]->secret) < 0)
 				return -1;
 		} else if (!scans_for(c->job, m[i]->secret, m[i]->version))

@@ -590,6 +590,37 @@ guard_issued_put(struct guard *g, const char *secret, const char *value,
 	return 1;
 }
 
+bool
+guard_asked_due(const struct guard_asked *a, const char *secret,
+    int64_t read_ms)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i].secret, secret) == 0)
+			return a->v[i].read_ms < read_ms;
+	return true;
+}
+
+void
+guard_asked_set(struct guard_asked *a, const char *secret, int64_t read_ms)
+{
+	size_t i, sl = strlen(secret);
+
+	if (sl == 0 || sl > GUARD_NAME_MAX)
+		return;
+	for (i = 0; i < a->n; i++)
+		if (strcmp(a->v[i].secret, secret) == 0)
+			break;
+	if (i == a->n && a->n == GUARD_ASKED_MAX) {
+		memmove(&a->v[0], &a->v[1], (a->n - 1) * sizeof(a->v[0]));
+		i = --a->n;
+	}
+	if (i == a->n) {
+		memcpy(a->v[i].secret, secret, sl + 1);
+		a->n++;
+	}
+	a->v[i].read_ms = read_ms;
+}
+
 void
 guard_free(struct guard *g)
 {

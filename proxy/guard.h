@@ -9,10 +9,10 @@
  * the broker's (GET /v1/bindings, and the egress answer at each channel
  * open), replaced whole at each read; an address this proxy saw an
  * injected request go to is added here at once, and told to the broker.
- * Also kept here: every issuer credential the proxy released for any job,
- * scan-only, until its expiry (an issuer's credentials are per job, so
- * the broker cannot scan-release them). Pure: no I/O; lookups allocate
- * nothing (sorted arrays, bsearch).
+ * Also kept here: every issuer credential the proxy released for any job
+ * or a scan release gave (the broker's every live one, any proxy's),
+ * scan-only, until its expiry. Pure: no I/O; lookups allocate nothing
+ * (sorted arrays, bsearch).
  */
 #ifndef CORDON_PROXY_GUARD_H
 #define CORDON_PROXY_GUARD_H
@@ -145,6 +145,33 @@ int guard_issued_put(struct guard *g, const char *secret, const char *value,
 
 /* Wipes the issuer credentials dead at now_s. */
 void guard_issued_expire(struct guard *g, int64_t now_s);
+
+/*
+ * The issuer secrets a job was given the broker's scan set of (every
+ * live credential of the secret, any job's, any proxy's), each with the
+ * list read it was asked after (struct guard's read_ms): asked again
+ * once a newer list was read (conn.c), so a credential another proxy
+ * released reaches the job's scan within a bindings refresh. The oldest
+ * gives its place past GUARD_ASKED_MAX (asked again: never less
+ * scanned).
+ */
+#define GUARD_ASKED_MAX 16
+struct guard_asked {
+	struct {
+		char secret[GUARD_NAME_MAX + 1];
+		int64_t read_ms;
+	} v[GUARD_ASKED_MAX];
+	size_t n;
+};
+
+/* Whether secret's scan set is to be asked for a's job: never asked,
+ * or asked before the list read at read_ms. */
+bool guard_asked_due(const struct guard_asked *a, const char *secret,
+    int64_t read_ms);
+
+/* secret's scan set was given with the list read at read_ms the newest. */
+void guard_asked_set(struct guard_asked *a, const char *secret,
+    int64_t read_ms);
 
 /* Wipes and frees everything g holds. A zeroed g is fine. */
 void guard_free(struct guard *g);

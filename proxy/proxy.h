@@ -150,6 +150,8 @@ struct pjob {
 	/* The broker's good answers on its tokens (tokcache.h), dropped
 	 * when the channel closes or the feed is lost. */
 	struct tokcache tokcache;
+	/* The issuer secrets whose scan set it was given (guard.h). */
+	struct guard_asked asked;
 	/* Its releases at the broker in flight, one a secret, each with
 	 * the requests waiting for its answer (conn.c); NULL: none. */
 	struct release_flight *flights;

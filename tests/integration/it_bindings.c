@@ -323,10 +323,12 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 	    "/v1/jobs/%s/secrets/things-api/release?purpose=scan&host=things."
 	    "test",
 	    b);
-	j = harness_expect(&bk.broker, 409, "POST", path, bk.verifier, NULL,
+	/* An issuer's: every live credential of it (none yet), no value. */
+	j = harness_expect(&bk.broker, 200, "POST", path, bk.verifier, NULL,
 	    NULL);
-	ck_assert_str_eq(json_string_value(json_object_get(j, "error")),
-	    "issuer_scan");
+	ck_assert_int_eq(json_array_size(json_object_get(j, "values")), 0);
+	ck_assert(json_is_array(json_object_get(j, "values")));
+	ck_assert_ptr_null(json_object_get(j, "value"));
 	json_decref(j);
 	const char *bad[] = { "purpose=scan", "purpose=scan&host=API.test",
 		"purpose=scan&host=api.test&addr=api.test:1",
@@ -351,7 +353,8 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "last_used")),
 	    0);
 	json_decref(j);
-	ck_assert(metric("cordon_broker_secrets_scan_released_total") == 1);
+	/* up-key's and things-api's (its set of no credential). */
+	ck_assert(metric("cordon_broker_secrets_scan_released_total") == 2);
 	ck_assert(metric("cordon_broker_secrets_released_total") == 0);
 
 	/* Audited with its purpose, host and addr, never the value. */
@@ -365,9 +368,18 @@ START_TEST(scan_release_for_a_job_that_does_not_inject)
 	{
 		json_t *d = json_object_get(e, "detail");
 		if (strcmp(json_string_value(json_object_get(e, "event")),
-			"secret_released") != 0)
+			"secret_released") != 0 ||
+		    strcmp(json_string_value(json_object_get(d, "secret")),
+			"up-key") != 0)
 			continue;
 		found++;
+		/* Every value of the set, by version, never a value. */
+		ck_assert_int_eq(json_integer_value(json_object_get(
+				     json_array_get(json_object_get(d,
+							"values"),
+					 0),
+				     "version")),
+		    1);
 		ck_assert_str_eq(json_string_value(
 				     json_object_get(d, "purpose")),
 		    "scan");

@@ -1,0 +1,362 @@
+/*
+ * The scan release answers every value a service may hold (issue 18,
+ * redteam3 #5): a guarded job's answers are scanned for the secret's
+ * whole scan set, not only what this proxy released or the current
+ * version. Cases: an issuer's secret, job A's token stored by a hostile
+ * service, the proxy restarted (it forgot the tokens it released), job B
+ * reading the stored page under another name: B must not get A's token
+ * (before: the scan release was 409 issuer_scan and B read it in clear);
+ * a static secret rotated while the service stores v1: B reading it
+ * does not get v1 (before: the scan release gave v2 alone); past the
+ * broker's cap of live credentials (256) the scan release fails closed
+ * and B's guarded request is 503 with nothing sent upstream. The first
+ * two on sqlite and on PostgreSQL (a fresh server the test starts), the
+ * cap on sqlite. No job is spawned (uid base 1400000 reserved).
+ */
+#include "harness.h"
+#include "injectkit.h"
+#include "issuerkit.h"
+#include "pg.h"
+#include "upstream.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char hosts[] = "127.0.0.1 api.test\n127.0.0.1 www.api.test\n";
+/* Two versions with no 6 bytes in a row alike. */
+static const char v1[] = "AAbb11CCdd22EEff33GGhh44";
+static const char v2[] = "zq9Xw3Lm7Rt5Yp1Nk0Hv8Jc6";
+
+/* The store of the broker: NULL for sqlite, else a fresh database's URL
+ * on pg (the PostgreSQL fixture's). */
+static struct pg_server pg;
+static char store_url[400];
+static bool on_pg;
+
+static void
+setup_sqlite(void)
+{
+	on_pg = false;
+}
+
+static void
+setup_pg(void)
+{
+	char name[64];
+	static int n;
+
+	snprintf(name, sizeof(name), "scanset%d_%d", (int)getpid(), n++);
+	ck_assert_int_eq(pg_create_db(&pg, name, store_url, sizeof(store_url)),
+	    0);
+	on_pg = true;
+}
+
+/* The broker (with the issuer's CA when dir is not NULL), its keys, and
+ * the proxy (follower) with hosts. */
+static void
+stack(struct injectkit *k, const char *dir, const char *follower)
+{
+	char cfg[2048], path[400], hostsf[400], store[500] = "", ca[400] = "";
+
+	k->up_pid = -1;
+	signal(SIGPIPE, SIG_IGN);
+	if (on_pg)
+		snprintf(store, sizeof(store), ", \"store\": \"%s\"",
+		    store_url);
+	if (dir != NULL)
+		snprintf(ca, sizeof(ca), ", \"issuer_ca_file\": \"%s/ca.pem\"",
+		    dir);
+	snprintf(cfg, sizeof(cfg), "{\"log_level\": \"info\"%s%s}", store, ca);
+	ck_assert_int_eq(daemon_start(&k->broker, "broker", cfg), 0);
+	harness_broker_key(&k->broker, "admin", k->admin, sizeof(k->admin));
+	harness_broker_key(&k->broker, "launcher", k->launcher,
+	    sizeof(k->launcher));
+	harness_broker_key(&k->broker, "verifier", k->verifier,
+	    sizeof(k->verifier));
+	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
+	harness_write_file(hostsf, hosts);
+	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
+	harness_write_file(path, k->verifier);
+	snprintf(cfg, sizeof(cfg),
+	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
+	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": \"%s\", "
+	    "\"follower\": \"%s\"}",
+	    k->broker.base, path, harness_launcher_sha256(&k->broker), hostsf,
+	    follower);
+	ck_assert_int_eq(daemon_start(&k->proxy, "proxy", cfg), 0);
+}
+
+/* The oauth secret up-key at the issuer on iport. */
+static void
+oauth_secret(struct injectkit *k, unsigned iport)
+{
+	char url[128], rev[128];
+
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/oauth/token", iport);
+	snprintf(rev, sizeof(rev), "https://127.0.0.1:%u/oauth/revoke", iport);
+	json_decref(harness_expect(&k->broker, 200, "PUT", "/v1/secrets/up-key",
+	    k->admin, NULL,
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind",
+		"oauth_client_credentials", "token_url", url, "client_id",
+		"cordon-test", "client_secret", "s3cret-client", "scope",
+		"things:read", "revocation_url", rev)));
+}
+
+/* Job A: the kit's injecting rule 0 on k->up_port (api.test /case/),
+ * its injected request sent (200 asserted), the address it went to
+ * waited for in the broker's list (5 s at most). */
+static void
+job_a_stores(struct injectkit *k)
+{
+	char *resp;
+	bool bound = false;
+
+	injectkit_job_start(k, "writer",
+	    injectkit_manifest("writer",
+		json_pack("[o]", injectkit_inject_rule(k, false, NULL, NULL))));
+	resp = injectkit_ask(k, "GET", "/case/x", true);
+	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
+	free(resp);
+	for (int i = 0; i < 100 && !bound; i++) {
+		json_t *l = harness_expect(&k->broker, 200, "GET",
+			   "/v1/bindings", k->verifier, NULL, NULL),
+		       *b;
+		size_t n;
+		json_array_foreach(json_object_get(l, "bindings"), n, b)
+		{
+			if (json_array_size(json_object_get(b, "addrs")) > 0)
+				bound = true;
+		}
+		json_decref(l);
+		if (!bound)
+			usleep(50 * 1000);
+	}
+	ck_assert_msg(bound, "the address job A's request went to is unbound");
+}
+
+/* Job B of manifest "reader": host on port, GET /open/, no inject; its
+ * channel into chan, its id into id. */
+static void
+job_b(struct injectkit *k, const char *host, unsigned port, char chan[300],
+    char id[64])
+{
+	char path[400];
+	json_t *j,
+	    *r = json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host", host,
+		"port", port, "methods", "GET", "paths", "/open/", "reason",
+		"the public part", "allow_cidrs", "127.0.0.0/8");
+
+	json_decref(harness_expect(&k->broker, 200, "PUT",
+	    "/v1/manifests/reader", k->admin, NULL,
+	    injectkit_manifest("reader", json_pack("[o]", r))));
+	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
+	    NULL, json_pack("{s:s}", "manifest", "reader"));
+	snprintf(id, 64, "%s", json_string_value(json_object_get(j, "job")));
+	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+	json_decref(j);
+	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
+	    NULL);
+	snprintf(chan, 300, "%s",
+	    json_string_value(json_object_get(j, "channel")));
+	json_decref(j);
+}
+
+/* B's GET http://host:<port>/open/<what> on chan. */
+static char *
+ask_b(const struct injectkit *k, const char *chan, const char *host,
+    const char *what)
+{
+	char req[1024], path[128];
+
+	snprintf(path, sizeof(path), "/open/%s", what);
+	injectkit_request_to(k, req, sizeof(req), host, "GET", path, false,
+	    "close");
+	return injectkit_send_on(chan, req);
+}
+
+/* Whether the broker's log has secret_released of version for job with
+ * purpose scan. */
+static bool
+scan_released(const struct injectkit *k, const char *job, long long version)
+{
+	json_t *lines = daemon_log_lines(&k->broker), *v;
+	bool found = false;
+	size_t i;
+
+	json_array_foreach(lines, i, v)
+	{
+		const char *ev = json_string_value(json_object_get(v, "event"));
+		const char *j = json_string_value(json_object_get(v, "job"));
+		const char *p =
+		    json_string_value(json_object_get(v, "purpose"));
+		if (ev != NULL && strcmp(ev, "secret_released") == 0 &&
+		    j != NULL && strcmp(j, job) == 0 && p != NULL &&
+		    strcmp(p, "scan") == 0 &&
+		    json_integer_value(json_object_get(v, "version")) ==
+			version)
+			found = true;
+	}
+	json_decref(lines);
+	return found;
+}
+
+/*
+ * An issuer's token stored at a service by job A, then the proxy
+ * restarted: it no longer holds the tokens it released, so only the
+ * broker's scan set can tell B's scan about A's.
+ */
+START_TEST(an_issuers_token_at_a_restarted_proxy_is_not_read)
+{
+	struct injectkit k = { .up_pid = -1 };
+	char dir[300], events[400], chan[300], id[64], *resp;
+	unsigned iport;
+	pid_t ipid;
+
+	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
+	snprintf(events, sizeof(events), "%s/events.jsonl", dir);
+	ipid = issuerkit_start(dir, events, NULL, &iport);
+	ck_assert_int_gt(ipid, 1);
+	stack(&k, dir, "proxy-scanset");
+	oauth_secret(&k, iport);
+	k.up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
+	job_a_stores(&k);
+	ck_assert_int_eq(daemon_stop(&k.proxy), 0);
+	ck_assert_int_eq(daemon_restart(&k.proxy), 0);
+	job_b(&k, "www.api.test", k.up_port, chan, id);
+	resp = ask_b(&k, chan, "www.api.test", "fields");
+	ck_assert_msg(strstr(resp, "oat_") == NULL,
+	    "job B read job A's live token at the restarted proxy: %.300s",
+	    resp);
+	free(resp);
+	ck_assert_msg(scan_released(&k, id, 1),
+	    "no scan release of the issuer's token audited for job B");
+	injectkit_stop(&k);
+	issuerkit_kill(&ipid);
+}
+END_TEST
+
+/* A static secret rotated while the service keeps v1. */
+START_TEST(a_rotated_out_version_stored_is_not_read)
+{
+	struct injectkit k = { .up_pid = -1 };
+	char chan[300], id[64], *resp;
+
+	stack(&k, NULL, "proxy-scanset");
+	injectkit_secret(&k, "up-key", v1);
+	k.up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
+	job_a_stores(&k);
+	injectkit_secret(&k, "up-key", v2);
+	job_b(&k, "www.api.test", k.up_port, chan, id);
+	resp = ask_b(&k, chan, "www.api.test", "fields");
+	ck_assert_msg(!injectkit_holds_piece(v1, resp),
+	    "job B read version 1, rotated out, stored at the service: %.300s",
+	    resp);
+	free(resp);
+	ck_assert_msg(scan_released(&k, id, 1) && scan_released(&k, id, 2),
+	    "versions 1 and 2 not both audited as scan releases for job B");
+	injectkit_stop(&k);
+}
+END_TEST
+
+/*
+ * 257 live tokens of one issuer secret (the broker's cap is 256): the
+ * scan release is refused whole, and B's request at the bound host is
+ * 503 with nothing sent upstream.
+ */
+START_TEST(past_the_cap_the_scan_release_fails_closed)
+{
+	struct injectkit k = { .up_pid = -1 };
+	struct upstream *echo = upstream_start(NULL, NULL);
+	char dir[300], events[400], chan[300], id[64], path[300], *resp;
+	unsigned iport;
+	pid_t ipid;
+	long st;
+
+	ck_assert_ptr_nonnull(echo);
+	snprintf(dir, sizeof(dir), "%s", harness_tmpdir());
+	snprintf(events, sizeof(events), "%s/events.jsonl", dir);
+	ipid = issuerkit_start(dir, events, NULL, &iport);
+	ck_assert_int_gt(ipid, 1);
+	stack(&k, dir, "proxy-scanset");
+	oauth_secret(&k, iport);
+	k.up_port = upstream_port(echo);
+	json_decref(harness_expect(&k.broker, 200, "PUT",
+	    "/v1/manifests/writer", k.admin, NULL,
+	    injectkit_manifest("writer",
+		json_pack("[o]",
+		    injectkit_inject_rule(&k, false, NULL, NULL)))));
+	for (int i = 0; i < 257; i++) {
+		json_t *j = harness_expect(&k.broker, 201, "POST", "/v1/jobs",
+		    k.launcher, NULL, json_pack("{s:s}", "manifest", "writer"));
+		snprintf(path, sizeof(path),
+		    "/v1/jobs/%s/secrets/up-key/release",
+		    json_string_value(json_object_get(j, "job")));
+		json_decref(j);
+		j = harness_call(&k.broker, "POST", path, k.verifier, NULL,
+		    NULL, &st);
+		ck_assert_msg(st == 200, "release %d: %ld", i, st);
+		json_decref(j);
+	}
+	/* B's rule reaches api.test, a rule's binding of up-key. */
+	job_b(&k, "api.test", k.up_port, chan, id);
+	resp = ask_b(&k, chan, "api.test", "x");
+	ck_assert_msg(http_status(resp) == 503 &&
+		strstr(resp, "guard_unavailable") != NULL,
+	    "past the cap, job B's guarded request: %.400s", resp);
+	free(resp);
+	ck_assert_uint_eq(upstream_requests(echo), 0);
+	injectkit_stop(&k);
+	upstream_stop(echo);
+	issuerkit_kill(&ipid);
+}
+END_TEST
+
+static Suite *
+suite(bool with_pg)
+{
+	Suite *s = suite_create("scanset");
+	TCase *tc = tcase_create("sqlite");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, setup_sqlite, NULL);
+	tcase_add_test(tc, an_issuers_token_at_a_restarted_proxy_is_not_read);
+	tcase_add_test(tc, a_rotated_out_version_stored_is_not_read);
+	tcase_add_test(tc, past_the_cap_the_scan_release_fails_closed);
+	suite_add_tcase(s, tc);
+	if (with_pg) {
+		tc = tcase_create("pg");
+		tcase_set_timeout(tc, 120);
+		tcase_add_checked_fixture(tc, setup_pg, NULL);
+		tcase_add_test(tc,
+		    an_issuers_token_at_a_restarted_proxy_is_not_read);
+		tcase_add_test(tc, a_rotated_out_version_stored_is_not_read);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int
+main(void)
+{
+	char err[512];
+	bool with_pg = pg_wanted();
+	int rc;
+
+	if (with_pg && pg_start(&pg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "it_scanset: %s\n", err);
+		return 1;
+	}
+	if (!with_pg)
+		printf("it_scanset: CORDON_TEST_NO_PG=1: PostgreSQL skipped\n");
+	rc = harness_main(suite(with_pg));
+	if (with_pg)
+		pg_destroy(&pg);
+	return rc;
+}
