@@ -60,6 +60,7 @@ struct slow_up {
 	atomic_bool stop;
 	atomic_int accepted; /* connections accepted */
 	atomic_bool first_closed;
+	atomic_bool served; /* the held connection answered and closed */
 	pthread_mutex_t lock;
 	char *got; /* the held connection's bytes, decrypted */
 	size_t got_len;
@@ -145,6 +146,8 @@ slow_main(void *arg)
 				first_serve(ssl);
 			else
 				slow_serve(ssl, fd);
+			if (n > 1)
+				atomic_store(&up.served, true);
 		}
 		SSL_free(ssl);
 		close(fd);
@@ -363,20 +366,23 @@ START_TEST(a_client_closing_inside_the_body_drain_is_not_used_after_free)
 	    up.port);
 	burst(ssl, fd, head, body, len, true);
 	free(body);
-	/* The held handshake (1.5 s), the body, the client's close. */
-	sleep(3);
+	/* Its line, once the held handshake (1.5 s) let it go: the whole
+	 * body sent taken, then the client's close. */
+	char line[160];
+	snprintf(line, sizeof(line),
+	    "\"detail\":\"client_closed\",\"status\":0,\"bytes_up\":%zu,", len);
+	bool logged = false;
+	for (int i = 0; i < 300 && !logged && proxy_alive(); i++) {
+		logged = injectkit_decisions_hold(&kit.proxy, line);
+		if (!logged)
+			usleep(100 * 1000);
+	}
 	ck_assert_msg(proxy_alive(),
 	    "the proxy died after a TLS client closed inside its body's "
 	    "drain (its log has ASan's report)");
-	/* Its line: the whole body sent taken, then the client's close. */
-	char line[160];
-	snprintf(line, sizeof(line),
-	    "\"path\":\"/up/cut\",\"sni\":\"slow.test\"");
-	ck_assert(injectkit_decisions_hold(&kit.proxy, line));
-	snprintf(line, sizeof(line),
-	    "\"detail\":\"client_closed\",\"status\":0,\"bytes_up\":%zu,", len);
-	ck_assert_msg(injectkit_decisions_hold(&kit.proxy, line),
-	    "no decision line with %s", line);
+	ck_assert_msg(logged, "no decision line with %s", line);
+	ck_assert(injectkit_decisions_hold(&kit.proxy,
+	    "\"path\":\"/up/cut\",\"sni\":\"slow.test\""));
 	SSL_free(ssl);
 	close(fd);
 }
@@ -412,7 +418,11 @@ START_TEST(a_pipelined_request_is_never_sent_as_the_body_before_it)
 	memset(stream + blen + dn, 'y', len - blen - (size_t)dn);
 	burst(ssl, fd, head, stream, len, false);
 	free(stream);
-	sleep(4); /* the held handshake, the body, the upstream's 2 s */
+	/* The held handshake, the body, the upstream's 2 s of quiet. */
+	for (int i = 0; i < 300 && !atomic_load(&up.served); i++)
+		usleep(100 * 1000);
+	ck_assert_msg(atomic_load(&up.served),
+	    "the held connection was never answered");
 	size_t got_len;
 	char *got = upstream_got(&got_len);
 	ck_assert_msg(strstr(got, "POST /up/exact ") != NULL,
