@@ -139,6 +139,10 @@ struct pconn {
 	 * place among that release's waiters. */
 	struct release_flight *flight;
 	LIST_ENTRY(pconn) flight_link;
+	/* The report of its address this injected request waits for before
+	 * a byte goes (NULL: none), and its place among its waiters. */
+	struct guard_tell *tell;
+	LIST_ENTRY(pconn) tell_link;
 	/* A rule's injected credential (credentials.md), for this request
 	 * only: the header value. Wiped at the request's end. */
 	char *inject_value;
@@ -845,6 +849,12 @@ release_leave(struct pconn *c)
 {
 	struct release_flight *f = c->flight;
 
+	/* The address's report too: it goes on for the others (the
+	 * broker's answer is the proxy's either way). */
+	if (c->tell != NULL) {
+		LIST_REMOVE(c, tell_link);
+		c->tell = NULL;
+	}
 	if (f == NULL)
 		return;
 	LIST_REMOVE(c, flight_link);
@@ -1418,34 +1428,113 @@ issued_to(struct pconn *c, const char *secret)
 	return 0;
 }
 
+/* The detail of a report the broker refused otherwise than 409
+ * bindings_cap (constant strings). */
+static const char *
+tell_refusal(const char *err)
+{
+	static const char *const known[] = { "job_not_running", "not_injected",
+		"unknown_secret", "unknown_job", "invalid_request" };
+
+	for (size_t i = 0; err != NULL && i < sizeof(known) / sizeof(known[0]);
+	     i++)
+		if (strcmp(err, known[i]) == 0)
+			return known[i];
+	return "broker_refused";
+}
+
+/* Refuses c's injected request of secret: the broker keeps no more
+ * places of it (detail "refused": its 409 now; "refused_lately": one
+ * remembered). Nothing was sent. */
+static void
+bindings_cap_refuse(struct pconn *c, const char *secret, const char *detail)
+{
+	char msg[320];
+
+	c->d.allow = false;
+	c->d.reason = "bindings_cap";
+	c->d.detail = detail;
+	snprintf(msg, sizeof(msg),
+	    "cordon-proxy refused this request: bindings_cap: the broker "
+	    "binds no more places of secret %s (its caps), so nothing was "
+	    "sent there; an operator must make room (docs/credentials.md, "
+	    "Bindings)",
+	    secret);
+	answer(c, 403, "bindings_cap", "denied", msg);
+}
+
+/* One waiter of a report, c, with the broker's answer (status, err). */
+static void
+tell_answer(struct pconn *c, const char *secret, int status, const char *err)
+{
+	if (status == 200) {
+		if (c->up == NULL) {
+			fail(c, 502, "upstream_closed"); /* gone meanwhile */
+			return;
+		}
+		send_request(c);
+		return;
+	}
+	if (status == 409 && err != NULL && strcmp(err, "bindings_cap") == 0) {
+		bindings_cap_refuse(c, secret, "refused");
+		return;
+	}
+	if (status == 0 || status >= 500) {
+		deny_unavailable(c, "binding_unreported",
+		    status == 0 ? "no_answer" : "broker_unavailable",
+		    RETRY_UNAVAILABLE_S);
+		return;
+	}
+	deny(c, "binding_unreported", tell_refusal(err));
+}
+
+/* The broker's answer to the report t: the address is the guard's at a
+ * 200 (every open connection there not scanning for it ended), a 409
+ * bindings_cap remembered (guard_refused_put), then every waiter goes on
+ * or is refused with it. */
 static void
 on_bind_told(void *arg, int status, json_t *body)
 {
 	struct guard_tell *t = arg;
-	struct guard *g = &t->p->guard;
+	struct proxy *p = t->p;
+	struct guard_local *l;
+	struct pconn *c;
+	const char *err = json_string_value(json_object_get(body, "error"));
+	char secret[sizeof(t->secret)];
 
-	(void)body;
 	t->used = false;
-	for (size_t i = 0; i < g->nlocal; i++) {
-		if (strcmp(g->local[i].secret, t->secret) != 0 ||
-		    strcmp(g->local[i].addr, t->addr) != 0)
-			continue;
-		g->local[i].asking = false;
-		g->local[i].told = status == 200;
+	memcpy(secret, t->secret, sizeof(secret));
+	if (status == 200) {
+		if (guard_local_add(&p->guard, t->secret, t->job, t->addr,
+			&l) == 1)
+			conn_guard_sweep(p);
+	} else if (status == 409 && err != NULL &&
+	    strcmp(err, "bindings_cap") == 0) {
+		(void)guard_refused_put(&p->guard, t->secret, t->addr,
+		    monotonic_ms());
+		log_warn("binding_refused", "{s:s, s:s, s:s, s:s, s:i}",
+		    "secret", t->secret, "addr", t->addr, "job", t->job,
+		    "error", "bindings_cap", "refused_for_s",
+		    GUARD_REFUSED_MS / 1000);
+	} else {
+		log_warn("binding_unreported", "{s:s, s:s, s:i, s:s, s:s}",
+		    "secret", t->secret, "addr", t->addr, "status", status,
+		    "error", err != NULL ? err : "(none)", "effect",
+		    "its injected requests were refused, nothing sent");
 	}
-	if (status != 200)
-		log_warn("binding_unreported", "{s:s, s:s, s:i, s:s}", "secret",
-		    t->secret, "addr", t->addr, "status", status, "effect",
-		    "told again at a later injected request; other proxies "
-		    "guard it once the broker has it");
+	while ((c = LIST_FIRST(&t->waiters)) != NULL) {
+		LIST_REMOVE(c, tell_link);
+		c->tell = NULL;
+		tell_answer(c, secret, status, err);
+	}
 }
 
-/* Tells the broker that job's injected request of secret went to addr
- * (l: its local entry, or NULL), without waiting: on one of the
- * proxy's GUARD_TELLS slots (none free: told at a later request). */
-static void
+/* Tells the broker that job's injected request of secret is to go to
+ * addr (normalised): the report's slot, its call started, or NULL when
+ * none is free or the call could not start. */
+static struct guard_tell *
 bind_tell(struct proxy *p, const char *secret, const char *job,
-    const char *addr, struct guard_local *l)
+    const char *addr)
 {
 	struct guard_tell *t = NULL;
 	json_t *q;
@@ -1454,23 +1543,24 @@ bind_tell(struct proxy *p, const char *secret, const char *job,
 		if (!p->tells[i].used)
 			t = &p->tells[i];
 	if (t == NULL)
-		return;
+		return NULL;
 	q = json_pack("{s:s, s:s, s:s}", "secret", secret, "job", job, "addr",
 	    addr);
 	t->p = p;
 	snprintf(t->secret, sizeof(t->secret), "%s", secret);
+	snprintf(t->job, sizeof(t->job), "%s", job);
 	snprintf(t->addr, sizeof(t->addr), "%s", addr);
-	if (q != NULL &&
+	LIST_INIT(&t->waiters);
+	if (q == NULL ||
 	    brokerclient_call(p->bclient, "POST", "/v1/bindings", q,
-		on_bind_told, t) != NULL) {
-		t->used = true;
-		if (l != NULL)
-			l->asking = true;
-	} else {
-		log_warn("binding_unreported", "{s:s, s:s, s:s}", "secret",
-		    secret, "addr", addr, "error", "could not call the broker");
+		on_bind_told, t) == NULL) {
+		json_decref(q);
+		return NULL;
 	}
 	json_decref(q);
+	t->used = true;
+	p->bindings_told++;
+	return t;
 }
 
 /* Whether j's set misses b's secret: a static one at b's version, or a
@@ -1535,25 +1625,48 @@ conn_guard_sweep(struct proxy *p)
 	}
 }
 
-/* c's injected request of secret goes to c->addr: an address its
- * binding does not hold is added here before a byte goes, and told to
- * the broker; one whose telling failed before is told again. Every open
- * connection there that does not scan for it ends. */
-static void
+/*
+ * c's injected request of secret is to go to c->addr: an address the
+ * list (or the broker's 200 since) holds for it goes at once (0); any
+ * other is told to the broker first and c waits for its answer (1), on
+ * the report in flight for the same secret and address if there is one;
+ * one the broker refused lately is refused again without asking, and a
+ * report that cannot start is 503 (-1, c answered).
+ */
+static int
 guard_report(struct pconn *c, const char *secret)
 {
-	struct guard_local *l = NULL;
-	int r = guard_local_add(&c->p->guard, secret, c->job->id, c->addr, &l);
+	struct guard *g = &c->p->guard;
+	char addr[GUARD_ADDR_MAX];
+	struct guard_tell *t = NULL;
+	int r = guard_addr_known(g, secret, c->addr);
 
-	if (r == 1) {
-		conn_guard_sweep(c->p);
-		/* As the list writes it: the answer finds its entry. */
-		bind_tell(c->p, secret, c->job->id,
-		    l != NULL ? l->addr : c->addr, l);
-		return;
+	if (r == 1)
+		return 0;
+	if (r < 0 || guard_addr_normalise(c->addr, addr) < 0) {
+		deny_unavailable(c, "binding_unreported", "bad_addr",
+		    RETRY_UNAVAILABLE_S);
+		return -1;
 	}
-	if ((l = guard_local_due(&c->p->guard)) != NULL)
-		bind_tell(c->p, l->secret, l->job, l->addr, l);
+	if (guard_refused_has(g, secret, addr, monotonic_ms())) {
+		bindings_cap_refuse(c, secret, "refused_lately");
+		return -1;
+	}
+	for (size_t i = 0; i < GUARD_TELLS && t == NULL; i++)
+		if (c->p->tells[i].used &&
+		    strcmp(c->p->tells[i].secret, secret) == 0 &&
+		    strcmp(c->p->tells[i].addr, addr) == 0)
+			t = &c->p->tells[i];
+	if (t == NULL &&
+	    (t = bind_tell(c->p, secret, c->job->id, addr)) == NULL) {
+		deny_unavailable(c, "binding_unreported", "tells_busy",
+		    RETRY_BUSY_S);
+		return -1;
+	}
+	c->state = CS_TOKEN; /* waits on the broker, as a release does */
+	LIST_INSERT_HEAD(&t->waiters, c, tell_link);
+	c->tell = t;
+	return 1;
 }
 
 /* Refuses c at a bound place it cannot read (detail "passthrough",
@@ -2160,12 +2273,14 @@ send_request(struct pconn *c)
 		.upgrade_ok = c->upgrade_ok };
 	struct buf out;
 
-	/* An injected request's address joins its secret's binding before
-	 * the credential goes; every request is guarded (guard.h). */
+	/* An injected request's address is at the broker before the
+	 * credential goes (waited for once, guard_report); every request is
+	 * guarded (guard.h). */
 	if (!c->broker_route) {
-		if (c->inject_value != NULL)
-			guard_report(c,
-			    c->job->rules.rule[c->rule].inject.secret);
+		if (c->inject_value != NULL &&
+		    guard_report(c,
+			c->job->rules.rule[c->rule].inject.secret) != 0)
+			return;
 		if (guard_gate(c) != 0)
 			return;
 	}

@@ -86,7 +86,8 @@ open_reply(struct proxy *p, struct control_open *o, const char *id,
 	}
 	/* A new channel starts with the broker's latest bindings (guard). */
 	if (json_is_array(json_object_get(o->body, "bindings")))
-		proxy_bindings(p, json_object_get(o->body, "bindings"));
+		proxy_bindings(p, json_object_get(o->body, "bindings"),
+		    json_object_get(o->body, "bindings_epoch"));
 	r = job_open(p, id, o->body, &j, err, sizeof(err));
 	if (r == -EEXIST) {
 		http_reply_error(res, 409, "exists",
@@ -351,6 +352,10 @@ control_metrics(void *ctx, struct buf *out)
 	    "Secrets released to the proxy to scan a job's answers, never "
 	    "injected.",
 	    p->scan_releases);
+	metrics_one(out, "cordon_proxy_bindings_told_total", "counter",
+	    "Upstream addresses told the broker (POST /v1/bindings) before "
+	    "an injected request went there.",
+	    p->bindings_told);
 	metrics_one(out, "cordon_proxy_guard_bindings", "gauge",
 	    "Secrets' bindings in the list the guard matches requests "
 	    "against.",

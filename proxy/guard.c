@@ -481,35 +481,73 @@ guard_match(const struct guard *g, const char *host, const char *addr,
 	return n;
 }
 
+/* Whether the list or the local addresses hold norm (normalised) for
+ * secret. */
+static bool
+known(const struct guard *g, const char *secret, const char *norm)
+{
+	const struct guard_binding *b = guard_binding_of(g, secret);
+
+	if (b != NULL &&
+	    key_has(g->addrs, g->naddrs, norm, (uint32_t)(b - g->b)))
+		return true;
+	for (size_t i = 0; i < g->nlocal; i++)
+		if (strcmp(g->local[i].secret, secret) == 0 &&
+		    strcmp(g->local[i].addr, norm) == 0)
+			return true;
+	return false;
+}
+
+int
+guard_addr_known(const struct guard *g, const char *secret, const char *addr)
+{
+	char norm[GUARD_ADDR_MAX];
+
+	if (strlen(secret) > GUARD_NAME_MAX || secret[0] == '\0' ||
+	    guard_addr_normalise(addr, norm) < 0)
+		return -EINVAL;
+	return known(g, secret, norm) ? 1 : 0;
+}
+
+/* The refusal of norm for secret, or GUARD_REFUSED_MAX. */
+static size_t
+refused_at(const struct guard *g, const char *secret, const char *norm)
+{
+	for (size_t i = 0; i < g->nrefused; i++)
+		if (strcmp(g->refused[i].secret, secret) == 0 &&
+		    strcmp(g->refused[i].addr, norm) == 0)
+			return i;
+	return GUARD_REFUSED_MAX;
+}
+
+static void
+refused_drop(struct guard *g, size_t i)
+{
+	memmove(&g->refused[i], &g->refused[i + 1],
+	    (g->nrefused - i - 1) * sizeof(g->refused[0]));
+	g->nrefused--;
+}
+
 int
 guard_local_add(struct guard *g, const char *secret, const char *job,
     const char *addr, struct guard_local **ret_local)
 {
 	char norm[GUARD_ADDR_MAX];
-	const struct guard_binding *b;
+	size_t i;
 
 	*ret_local = NULL;
 	if (strlen(secret) > GUARD_NAME_MAX || strlen(job) > GUARD_NAME_MAX ||
 	    secret[0] == '\0' || guard_addr_normalise(addr, norm) < 0)
 		return -EINVAL;
-	b = guard_binding_of(g, secret);
-	if (b != NULL &&
-	    key_has(g->addrs, g->naddrs, norm, (uint32_t)(b - g->b)))
+	if ((i = refused_at(g, secret, norm)) < GUARD_REFUSED_MAX)
+		refused_drop(g, i);
+	if (known(g, secret, norm))
 		return 0;
-	for (size_t i = 0; i < g->nlocal; i++)
-		if (strcmp(g->local[i].secret, secret) == 0 &&
-		    strcmp(g->local[i].addr, norm) == 0)
-			return 0;
 	if (g->nlocal == GUARD_LOCAL_MAX) {
-		/* The oldest the broker took gives its place; none: the
-		 * broker is told, its list will hold it. */
-		size_t i;
-		for (i = 0; i < g->nlocal && !g->local[i].told; i++)
-			;
-		if (i == g->nlocal)
-			return 1;
-		memmove(&g->local[i], &g->local[i + 1],
-		    (g->nlocal - i - 1) * sizeof(g->local[0]));
+		/* The oldest gives its place: the broker has it, and its
+		 * list will. */
+		memmove(&g->local[0], &g->local[1],
+		    (g->nlocal - 1) * sizeof(g->local[0]));
 		g->nlocal--;
 	}
 	struct guard_local *l = &g->local[g->nlocal++];
@@ -521,13 +559,56 @@ guard_local_add(struct guard *g, const char *secret, const char *job,
 	return 1;
 }
 
-struct guard_local *
-guard_local_due(struct guard *g)
+int
+guard_refused_put(struct guard *g, const char *secret, const char *addr,
+    int64_t now_ms)
 {
-	for (size_t i = 0; i < g->nlocal; i++)
-		if (!g->local[i].told && !g->local[i].asking)
-			return &g->local[i];
-	return NULL;
+	char norm[GUARD_ADDR_MAX];
+	size_t i;
+
+	if (strlen(secret) > GUARD_NAME_MAX || secret[0] == '\0' ||
+	    guard_addr_normalise(addr, norm) < 0)
+		return -EINVAL;
+	if ((i = refused_at(g, secret, norm)) < GUARD_REFUSED_MAX)
+		refused_drop(g, i);
+	if (g->nrefused == GUARD_REFUSED_MAX)
+		refused_drop(g, 0);
+	struct guard_refused *r = &g->refused[g->nrefused++];
+	memset(r, 0, sizeof(*r));
+	memcpy(r->secret, secret, strlen(secret) + 1);
+	memcpy(r->addr, norm, strlen(norm) + 1);
+	r->until_ms = now_ms + GUARD_REFUSED_MS;
+	return 0;
+}
+
+bool
+guard_refused_has(struct guard *g, const char *secret, const char *addr,
+    int64_t now_ms)
+{
+	char norm[GUARD_ADDR_MAX];
+	size_t k = 0;
+
+	for (size_t i = 0; i < g->nrefused; i++) {
+		if (g->refused[i].until_ms <= now_ms)
+			continue;
+		if (k != i)
+			g->refused[k] = g->refused[i];
+		k++;
+	}
+	g->nrefused = k;
+	if (strlen(secret) > GUARD_NAME_MAX ||
+	    guard_addr_normalise(addr, norm) < 0)
+		return false;
+	return refused_at(g, secret, norm) < GUARD_REFUSED_MAX;
+}
+
+void
+guard_epoch(struct guard *g, int64_t epoch)
+{
+	if (g->has_epoch && g->epoch != epoch)
+		g->nrefused = 0;
+	g->epoch = epoch;
+	g->has_epoch = true;
 }
 
 static void

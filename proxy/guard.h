@@ -7,8 +7,10 @@
  * that secret (conn.c asks the broker for a scan release first), and what
  * cannot be read there (passthrough, an upgrade) is refused. The list is
  * the broker's (GET /v1/bindings, and the egress answer at each channel
- * open), replaced whole at each read; an address this proxy saw an
- * injected request go to is added here at once, and told to the broker.
+ * open), replaced whole at each read; an address an injected request is
+ * to go to and the list does not hold is told to the broker first
+ * (conn.c waits for its 200, then adds it here until a list holds it; a
+ * 409 bindings_cap is remembered here as a refusal).
  * Also kept here: every issuer credential the proxy released for any job
  * or a scan release gave (the broker's every live one, any proxy's),
  * scan-only, until its expiry. Pure: no I/O; lookups allocate nothing
@@ -29,8 +31,11 @@
 #define GUARD_KEYS_MAX 16384
 /* The most bindings one request matches (more are not told). */
 #define GUARD_MATCH_MAX 16
-/* Addresses seen here and not yet in the broker's list. */
+/* Addresses the broker took and its list read here does not hold yet. */
 #define GUARD_LOCAL_MAX 256
+/* Refusals remembered (the oldest forgotten first), and how long. */
+#define GUARD_REFUSED_MAX 64
+#define GUARD_REFUSED_MS 60000
 /* Issuer credentials kept for the scan, proxy-wide; past it, an issuer's
  * credential is not injected (conn.c: 503 guard_unavailable issued_cap). */
 #define GUARD_ISSUED_MAX 256
@@ -54,13 +59,21 @@ struct guard_key {
 	uint32_t b;
 };
 
-/* An address an injected request of job went to, not in the list yet. */
+/* An address the broker took (its 200 to POST /v1/bindings) for job's
+ * injected request, not in the list read yet. */
 struct guard_local {
 	char secret[GUARD_NAME_MAX + 1];
 	char job[GUARD_NAME_MAX + 1];
 	char addr[GUARD_ADDR_MAX];
-	bool told; /* the broker took it */
-	bool asking; /* its POST /v1/bindings in flight */
+};
+
+/* An address the broker refused to bind (409 bindings_cap): its injected
+ * requests are refused here without asking again until the list's epoch
+ * moves or GUARD_REFUSED_MS pass. */
+struct guard_refused {
+	char secret[GUARD_NAME_MAX + 1];
+	char addr[GUARD_ADDR_MAX];
+	int64_t until_ms; /* monotonic */
 };
 
 struct guard_issued {
@@ -78,6 +91,10 @@ struct guard {
 	int64_t read_ms; /* monotonic ms of the last read; 0: none */
 	struct guard_local local[GUARD_LOCAL_MAX];
 	size_t nlocal;
+	struct guard_refused refused[GUARD_REFUSED_MAX];
+	size_t nrefused;
+	int64_t epoch; /* the list's bindings_epoch last given */
+	bool has_epoch;
 	struct guard_issued issued[GUARD_ISSUED_MAX];
 	size_t nissued;
 };
@@ -115,20 +132,47 @@ const struct guard_binding *guard_binding_of(const struct guard *g,
     const char *secret);
 
 /*
- * An injected request of job's secret went to addr: whether the list or
- * the local addresses hold it for that secret already. When not, it is
- * added locally (found by guard_match from now on) and *ret_local is
- * where (NULL when there was no room: the broker is still told, the
- * match then waits for its list). 1 when it was added (the broker is to
- * be told), 0 when held already, -EINVAL (a name or an address out of
+ * Whether secret's binding in the list, or the addresses the broker took
+ * here (guard_local_add), hold addr: 1, 0 (the broker is to be asked
+ * before a byte of an injected request goes there), -EINVAL (a name or
+ * an address out of bounds). Allocates nothing.
+ */
+int guard_addr_known(const struct guard *g, const char *secret,
+    const char *addr);
+
+/*
+ * The broker took addr for job's injected request of secret (its 200 to
+ * POST /v1/bindings): unless the list or the local addresses hold it
+ * already, it is added locally (found by guard_match until a list holds
+ * it; the oldest gives its place past GUARD_LOCAL_MAX) and *ret_local is
+ * where, and its refusal (guard_refused_put) is forgotten. 1 when it was
+ * added, 0 when held already, -EINVAL (a name or an address out of
  * bounds).
  */
 int guard_local_add(struct guard *g, const char *secret, const char *job,
     const char *addr, struct guard_local **ret_local);
 
-/* A local address whose telling failed (told and asking false), or
- * NULL: the next to tell the broker again. */
-struct guard_local *guard_local_due(struct guard *g);
+/*
+ * The broker refused to bind addr for secret (409 bindings_cap) at
+ * now_ms (monotonic): remembered until the list's epoch moves
+ * (guard_epoch) or GUARD_REFUSED_MS pass, the oldest forgotten past
+ * GUARD_REFUSED_MAX. 0 or -EINVAL.
+ */
+int guard_refused_put(struct guard *g, const char *secret, const char *addr,
+    int64_t now_ms);
+
+/* Whether a refusal of addr for secret is remembered at now_ms (the
+ * ones past their time forgotten first). */
+bool guard_refused_has(struct guard *g, const char *secret, const char *addr,
+    int64_t now_ms);
+
+/*
+ * The list's epoch as the broker gave it with a list (GET /v1/bindings'
+ * "epoch", an egress answer's "bindings_epoch"): when it differs from
+ * the last one given, every refusal remembered is forgotten (room may
+ * have been made). An epoch read before any is taken as it is.
+ */
+void guard_epoch(struct guard *g, int64_t epoch);
 
 /* Normalises an address ("ip:port", "[v6]:port") into out as the proxy
  * writes it: 0, or -EINVAL. */

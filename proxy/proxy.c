@@ -107,16 +107,19 @@ on_token_revoked(void *ctx, const char *job, const char *token_id, int64_t seq)
 static void
 on_bindings(void *ctx, const json_t *body)
 {
-	proxy_bindings(ctx, json_object_get(body, "bindings"));
+	proxy_bindings(ctx, json_object_get(body, "bindings"),
+	    json_object_get(body, "epoch"));
 }
 
 void
-proxy_bindings(struct proxy *p, const json_t *bindings)
+proxy_bindings(struct proxy *p, const json_t *bindings, const json_t *epoch)
 {
 	char err[160] = "";
 	int r =
 	    guard_load(&p->guard, bindings, monotonic_ms(), err, sizeof(err));
 
+	if (r == 0 && json_is_integer(epoch))
+		guard_epoch(&p->guard, json_integer_value(epoch));
 	if (r == 0)
 		conn_guard_sweep(p);
 	if (r < 0)

@@ -96,16 +96,21 @@ struct proxy_config {
 				  * its own */
 };
 
-/* POST /v1/bindings calls in flight at once (conn.c, the guard). */
+struct pconn;
+
+/* POST /v1/bindings calls in flight at once (conn.c, the guard): one a
+ * secret and address, the injected requests that wait for its answer
+ * before a byte goes there on its list. */
 #define GUARD_TELLS 16
 struct guard_tell {
 	struct proxy *p;
 	char secret[GUARD_NAME_MAX + 1];
-	char addr[GUARD_ADDR_MAX];
+	char job[GUARD_NAME_MAX + 1];
+	char addr[GUARD_ADDR_MAX]; /* normalised (guard_addr_normalise) */
 	bool used;
+	LIST_HEAD(, pconn) waiters;
 };
 
-struct pconn;
 struct release_flight;
 struct pjob;
 struct control_open;
@@ -197,6 +202,7 @@ struct proxy {
 	 * the broker being told addresses. */
 	struct guard guard;
 	uint64_t guarded, scan_releases;
+	uint64_t bindings_told; /* POST /v1/bindings sent, for /metrics */
 	struct guard_tell tells[GUARD_TELLS];
 
 	struct event *http_ev; /* the control API's descriptor */
@@ -212,9 +218,10 @@ struct proxy {
 /* Runs the control API's next round soon (after a deferred answer). */
 void proxy_kick(struct proxy *p);
 /* The broker's array of the secrets' bindings (GET /v1/bindings, or the
- * egress answer's), read now: the guard's list (guard.h); a bad one is
- * logged and the last one kept. */
-void proxy_bindings(struct proxy *p, const json_t *bindings);
+ * egress answer's), read now with its epoch (an integer, or NULL): the
+ * guard's list (guard.h); a bad one is logged and the last one kept. */
+void proxy_bindings(struct proxy *p, const json_t *bindings,
+    const json_t *epoch);
 
 /* --- control.c ------------------------------------------------------------ */
 

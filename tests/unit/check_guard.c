@@ -224,13 +224,8 @@ START_TEST(an_address_seen_here_matches_until_the_list_holds_it)
 			     &again),
 	    0);
 	ck_assert_ptr_null(again);
-	/* Not told: due again, once it is not being asked. */
-	loc->asking = true;
-	ck_assert_ptr_null(guard_local_due(&g));
-	loc->asking = false;
-	ck_assert_ptr_eq(guard_local_due(&g), loc);
-	loc->told = true;
-	ck_assert_ptr_null(guard_local_due(&g));
+	ck_assert_int_eq(guard_addr_known(&g, "gh", "127.0.0.1:9000"), 1);
+	ck_assert_int_eq(guard_addr_known(&g, "gh", "127.0.0.1:9001"), 0);
 	/* The broker's next list holds it: forgotten here, still matched. */
 	json_array_append_new(json_object_get(json_array_get(l, 0), "addrs"),
 	    json_string("127.0.0.1:9000"));
@@ -240,6 +235,52 @@ START_TEST(an_address_seen_here_matches_until_the_list_holds_it)
 	ck_assert_int_eq(guard_local_add(&g, "gh", "job1", "bad", &again),
 	    -EINVAL);
 	json_decref(l);
+	guard_free(&g);
+}
+END_TEST
+
+/* A refusal (the broker's 409 bindings_cap) is remembered by secret and
+ * address in any spelling, until its time, the list's epoch moving, or
+ * the broker's 200 for it. */
+START_TEST(a_refused_address_is_remembered_until_the_list_moves)
+{
+	struct guard g = { 0 };
+	struct guard_local *loc = NULL;
+
+	guard_epoch(&g, 7);
+	ck_assert_int_eq(guard_refused_put(&g, "gh", "[::ffff:127.0.0.1]:9000",
+			     1000),
+	    0);
+	ck_assert(guard_refused_has(&g, "gh", "127.0.0.1:9000", 1000));
+	ck_assert(!guard_refused_has(&g, "gh", "127.0.0.1:9001", 1000));
+	ck_assert(!guard_refused_has(&g, "other", "127.0.0.1:9000", 1000));
+	ck_assert(guard_refused_has(&g, "gh", "127.0.0.1:9000",
+	    1000 + GUARD_REFUSED_MS - 1));
+	/* The same epoch again: kept; another: forgotten. */
+	guard_epoch(&g, 7);
+	ck_assert(guard_refused_has(&g, "gh", "127.0.0.1:9000", 2000));
+	guard_epoch(&g, 8);
+	ck_assert(!guard_refused_has(&g, "gh", "127.0.0.1:9000", 2000));
+	/* Past its time; and the broker's 200 since. */
+	ck_assert_int_eq(guard_refused_put(&g, "gh", "127.0.0.1:9000", 3000),
+	    0);
+	ck_assert(!guard_refused_has(&g, "gh", "127.0.0.1:9000",
+	    3000 + GUARD_REFUSED_MS));
+	ck_assert_int_eq(guard_refused_put(&g, "gh", "127.0.0.1:9000", 4000),
+	    0);
+	ck_assert_int_eq(guard_local_add(&g, "gh", "job1", "127.0.0.1:9000",
+			     &loc),
+	    1);
+	ck_assert(!guard_refused_has(&g, "gh", "127.0.0.1:9000", 4000));
+	ck_assert_int_eq(guard_refused_put(&g, "gh", "bad", 4000), -EINVAL);
+	/* Full: the oldest gives its place. */
+	char a[32];
+	for (int i = 0; i <= GUARD_REFUSED_MAX; i++) {
+		snprintf(a, sizeof(a), "127.0.0.2:%d", i + 1);
+		ck_assert_int_eq(guard_refused_put(&g, "gh", a, 5000), 0);
+	}
+	ck_assert(!guard_refused_has(&g, "gh", "127.0.0.2:1", 5000));
+	ck_assert(guard_refused_has(&g, "gh", a, 5000));
 	guard_free(&g);
 }
 END_TEST
@@ -286,6 +327,8 @@ suite(void)
 	tcase_add_test(tc, a_bad_list_is_refused_whole_and_the_old_one_kept);
 	tcase_add_test(tc,
 	    an_address_seen_here_matches_until_the_list_holds_it);
+	tcase_add_test(tc,
+	    a_refused_address_is_remembered_until_the_list_moves);
 	tcase_add_test(tc, issuer_credentials_are_kept_until_their_expiry);
 	suite_add_tcase(s, tc);
 	return s;
