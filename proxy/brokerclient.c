@@ -6,11 +6,14 @@
  * least every second while the broker is alive: an answer missing for
  * FEED_FAIL_CLOSED_MS means the feed is unreachable, whatever state the
  * TCP connection claims, and the proxy refuses everything until a poll
- * answers again. Each answer's revocations are applied (a job's
- * connections closed, by the revoked hook; a token revoked alone dropped
- * from its job's cache, by the token_revoked hook) before the next poll
- * goes out, and the next poll with after >= seq is what tells the broker
- * the revocation took effect.
+ * answers again. That silence is counted on a loop on time: a check the
+ * proxy's own busy loop made late counts FEED_CHECK_MS (feed_silence),
+ * so that the proxy's load never reads as the broker's silence and fails
+ * every job closed (redteam4 hole 1). Each answer's revocations are
+ * applied (a job's connections closed, by the revoked hook; a token
+ * revoked alone dropped from its job's cache, by the token_revoked
+ * hook) before the next poll goes out, and the next poll with after >=
+ * seq is what tells the broker the revocation took effect.
  *
  * A call's answer (a released secret's among them) is copied out of
  * libevent's input buffer, whose chains are then wiped in place and
@@ -65,6 +68,10 @@
 
 #define FEED_WAIT_S 1
 #define FEED_RETRY_MS 250
+/* The feed's silence is checked this often; a check this much past its
+ * due time saw the proxy's loop late, not the broker (feed_silence). */
+#define FEED_CHECK_MS 100
+#define FEED_LATE_MS 250
 #define CALL_TIMEOUT_S 5
 #define CALL_CONNS 4
 #define RELEASE_CONNS 16
@@ -130,6 +137,10 @@ struct brokerclient {
 	bool ok;
 	bool failing; /* the last poll failed */
 	struct timespec last_answer;
+	/* The feed's silence as the checks counted it since the last
+	 * answer (feed_silence), and when the last check ran. */
+	double silent_ms;
+	struct timespec last_check;
 	/* The bindings' list: read every bindings_refresh_s, one at a time. */
 	struct event *bindings_tick;
 	struct brokerclient_call *bindings_call;
@@ -138,10 +149,29 @@ struct brokerclient {
 	unsigned nrecent;
 };
 
+/*
+ * The feed's silence now, in ms: what the checks counted since the last
+ * answer, and the time since the last check. A check that runs more than
+ * FEED_LATE_MS past its due time found the proxy's own loop late (a long
+ * callback: the broker's answer may be waiting in the socket, unread),
+ * which is not the broker's silence: it counts FEED_CHECK_MS only. A
+ * broker truly silent fails the feed closed after FEED_FAIL_CLOSED_MS of
+ * a loop on time, later on a loop that runs late.
+ */
+static double
+feed_silence(const struct brokerclient *b)
+{
+	double since = elapsed_ms(&b->last_check);
+
+	if (since > FEED_CHECK_MS + FEED_LATE_MS)
+		since = FEED_CHECK_MS;
+	return b->silent_ms + since;
+}
+
 bool
 brokerclient_feed_ok(const struct brokerclient *b)
 {
-	return b->ok && elapsed_ms(&b->last_answer) <= FEED_FAIL_CLOSED_MS;
+	return b->ok && feed_silence(b) <= FEED_FAIL_CLOSED_MS;
 }
 
 int64_t
@@ -653,6 +683,8 @@ feed_answer(struct evhttp_request *req, void *arg)
 	}
 	json_decref(body);
 	clock_gettime(CLOCK_MONOTONIC, &b->last_answer);
+	b->last_check = b->last_answer;
+	b->silent_ms = 0;
 	b->failing = false;
 	b->feed_turns = 0;
 	/* A full page means more: resync before traffic flows again. */
@@ -714,9 +746,12 @@ on_feed_check(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	b->silent_ms = feed_silence(b);
+	clock_gettime(CLOCK_MONOTONIC, &b->last_check);
 	if (b->ok && !brokerclient_feed_ok(b)) {
 		b->ok = false;
-		log_warn("feed_silent", "{s:i, s:s}", "ms",
+		log_warn("feed_silent", "{s:i, s:i, s:s}", "ms",
+		    (int)b->silent_ms, "since_answer_ms",
 		    (int)elapsed_ms(&b->last_answer), "effect",
 		    "every request is refused until the feed answers");
 		/* Requests are refused one by one from now on; what cannot
@@ -759,7 +794,7 @@ int
 brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
     struct brokerclient **ret)
 {
-	static const struct timeval check = { 0, 100 * 1000 };
+	static const struct timeval check = { 0, FEED_CHECK_MS * 1000 };
 	/* With another broker to turn to, a poll is given up sooner. */
 	static const struct timeval feed_one = { FEED_WAIT_S + 2, 0 };
 	static const struct timeval feed_many = { FEED_WAIT_S, 500 * 1000 };
@@ -813,6 +848,7 @@ brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
 	}
 	b->feed_retry = evtimer_new(base, on_feed_retry, b);
 	b->feed_check = event_new(base, -1, EV_PERSIST, on_feed_check, b);
+	clock_gettime(CLOCK_MONOTONIC, &b->last_check);
 	if (b->feed_retry == NULL || b->feed_check == NULL ||
 	    event_add(b->feed_check, &check) < 0)
 		goto fail;
