@@ -12,6 +12,7 @@
 #include "problems.h"
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -453,6 +454,18 @@ hostname_ok(const char *h)
 	return h[n - 1] != '-';
 }
 
+/* Whether h reads as an IPv4 address to inet_aton (its legacy forms
+ * too: 2130706433, 0x7f.1, 10.1): the proxy refuses a rule to one
+ * (egress_is_ip_literal), dialling names only. An IPv6 literal is no
+ * host name already (':'). */
+static bool
+ip_literal(const char *h)
+{
+	struct in_addr a4;
+
+	return inet_aton(h, &a4) != 0;
+}
+
 /* True when host is a registry or a wildcard suffix covers one. */
 static bool
 registry_host(const char *host)
@@ -530,6 +543,11 @@ check_rule(const json_t *r, const char *where, json_t *problems)
 			problems_add(problems, field,
 			    "not a lowercase host name (IDNA names in their "
 			    "xn-- form)");
+		else if (ip_literal(bare))
+			problems_add(problems, field,
+			    "an IP address where a host name belongs: the "
+			    "proxy dials names only (give the address a name "
+			    "in the proxy's hosts_file)");
 		else if (bare != host &&
 		    (strchr(bare, '.') == NULL ||
 			in_list(bare, public_suffixes,

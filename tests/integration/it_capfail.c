@@ -9,7 +9,10 @@
  * every request); a broker that does not answer is 503 with Retry-After,
  * nothing sent. Before: the request went up at once, its address told
  * after, and a 409 only logged (binding_unreported) and told again at
- * every later request. No job is spawned (uid base 1420000 reserved).
+ * every later request. Also: a manifest rule whose host is an IP literal
+ * (the proxy refuses such rules at channel open) is refused at the PUT
+ * and by cordon lint (it_capfail_race: the caps under reports at once).
+ * No job is spawned (uid base 1420000 reserved).
  */
 #include "harness.h"
 #include "injectkit.h"
@@ -249,6 +252,77 @@ START_TEST(a_report_without_an_answer_is_503_with_nothing_sent)
 }
 END_TEST
 
+/* Whether problems (an array of {field, message}) has one at field. */
+static bool
+problem_at(const json_t *problems, const char *field)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(problems, i, v)
+	{
+		const char *f = json_string_value(json_object_get(v, "field"));
+		if (f != NULL && strcmp(f, field) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A rule whose host is an IP literal, in any spelling the proxy's
+ * inet_aton reads (the proxy refuses such a rule at channel open: 502
+ * bad_rules, a job that cannot run): refused at the manifest's PUT, 422
+ * at egress[0].host, and by cordon lint (before: 200 and "ok").
+ */
+START_TEST(an_ip_literal_rule_host_is_refused_at_the_put_and_by_lint)
+{
+	static const char *const literals[] = { "127.0.0.1", "2130706433",
+		"0x7f.1", "10.1", "*.0.0.1" };
+	struct injectkit k;
+	char path[400], out[4096], errb[1024];
+
+	injectkit_stack_start(&k, hosts, "proxy-capfail", NULL);
+	k.up_pid = -1;
+	k.up_port = 8443;
+	for (size_t i = 0; i < sizeof(literals) / sizeof(literals[0]); i++) {
+		json_t *r = injectkit_inject_rule(&k, false, NULL, NULL);
+		json_object_del(r, "inject");
+		json_object_set_new(r, "host", json_string(literals[i]));
+		json_t *m = injectkit_manifest("literal", json_pack("[o]", r));
+		long st;
+		json_t *a = harness_call(&k.broker, "PUT",
+		    "/v1/manifests/literal", k.admin, NULL, m, &st);
+		ck_assert_msg(st == 422 &&
+			problem_at(json_object_get(a, "problems"),
+			    "egress[0].host"),
+		    "PUT of a rule to %s: %ld", literals[i], st);
+		json_decref(a);
+
+		snprintf(path, sizeof(path), "%s/literal.json",
+		    harness_tmpdir());
+		char *text = json_dumps(m, 0);
+		ck_assert_ptr_nonnull(text);
+		harness_write_file(path, text);
+		free(text);
+		json_decref(m);
+		char *argv[] = { (char *)harness_bin("cordon"), "lint", path,
+			NULL };
+		int rc =
+		    harness_run(argv, out, sizeof(out), errb, sizeof(errb));
+		ck_assert_msg(rc == 1 && strstr(out, "egress[0].host") != NULL,
+		    "cordon lint of a rule to %s: %d: %s", literals[i], rc,
+		    out);
+	}
+	/* A name made of digits and letters is still a name. */
+	json_t *r = injectkit_inject_rule(&k, false, NULL, NULL);
+	json_object_del(r, "inject");
+	json_object_set_new(r, "host", json_string("1.2.3.example"));
+	json_decref(harness_expect(&k.broker, 200, "PUT", "/v1/manifests/named",
+	    k.admin, NULL, injectkit_manifest("named", json_pack("[o]", r))));
+	injectkit_stop(&k);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -259,6 +333,8 @@ suite(void)
 	tcase_add_test(tc,
 	    an_address_past_the_cap_is_refused_with_nothing_sent);
 	tcase_add_test(tc, a_report_without_an_answer_is_503_with_nothing_sent);
+	tcase_add_test(tc,
+	    an_ip_literal_rule_host_is_refused_at_the_put_and_by_lint);
 	suite_add_tcase(s, tc);
 	return s;
 }
