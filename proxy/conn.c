@@ -25,6 +25,7 @@
 #include "log.h"
 #include "override.h"
 #include "response.h"
+#include "scratch.h"
 #include "sni.h"
 #include "tls.h"
 #include "tokens.h"
@@ -163,6 +164,10 @@ struct pconn {
 	/* The secrets whose bindings the request reaches (guard.h), as its
 	 * decision line names them: "a,b" (names of [A-Za-z0-9._-]). */
 	char guard[256];
+	/* One exchange's bytes on their way (scratch.h): the heads and
+	 * what the scan lets down, kept between exchanges, wiped after
+	 * each use (a request's head holds an injected key). */
+	struct buf scratch[2];
 };
 
 static void on_cl_read(struct bufferevent *bev, void *arg);
@@ -180,6 +185,16 @@ arm(struct pconn *c, long long ms)
 	struct timeval tv = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000 };
 
 	evtimer_add(c->timer, &tv);
+}
+
+/* The scratch buffers of pconn (scratch.h): the head going up or down,
+ * and what the scan lets down (both at once in down_head). */
+enum { SCRATCH_HEAD, SCRATCH_SCAN };
+
+static struct buf *
+scratch(struct pconn *c, int i, size_t max)
+{
+	return scratch_take(&c->scratch[i], max);
 }
 
 /* --- decisions ------------------------------------------------------------ */
@@ -279,6 +294,8 @@ conn_close(struct pconn *c)
 	if (c->gone != NULL)
 		event_free(c->gone);
 	request_reset(c);
+	for (size_t i = 0; i < sizeof(c->scratch) / sizeof(c->scratch[0]); i++)
+		scratch_free(&c->scratch[i]);
 	TAILQ_REMOVE(&c->job->conns, c, link);
 	c->job->nconns--;
 	c->p->conns_open--;
@@ -2271,7 +2288,7 @@ send_request(struct pconn *c)
 		.port = c->tunnel ? c->tport : r->port,
 		.tunnel = c->tunnel && c->tunnel_tls != EGRESS_TLS_NONE,
 		.upgrade_ok = c->upgrade_ok };
-	struct buf out;
+	struct buf *out;
 
 	/* An injected request's address is at the broker before the
 	 * credential goes (waited for once, guard_report); every request is
@@ -2307,16 +2324,15 @@ send_request(struct pconn *c)
 		c->scanning = true;
 		t.scanned = true;
 	}
-	buf_init(&out, HTTP1_HEAD_MAX + 1024);
+	out = scratch(c, SCRATCH_HEAD, HTTP1_HEAD_MAX + 1024);
 	c->up_close = http1_close_after_body(r, c->head);
-	if (forward_head(r, c->head, &t, &out) < 0) {
-		buf_free(&out);
+	if (forward_head(r, c->head, &t, out) < 0) {
+		scratch_done(out);
 		deny(c, "malformed", "serialize");
 		return;
 	}
-	evbuffer_add(bufferevent_get_output(c->up), out.data, out.len);
-	explicit_bzero(out.data, out.len);
-	buf_free(&out);
+	evbuffer_add(bufferevent_get_output(c->up), out->data, out->len);
+	scratch_done(out); /* it held the injected key */
 
 	c->up_idle = false;
 	tokens_body_start(&c->tokens);
@@ -2614,19 +2630,19 @@ down(struct pconn *c, size_t n)
 		evbuffer_remove_buffer(in, bufferevent_get_output(c->cl), n);
 		return 0;
 	}
-	struct buf out = BUF_INIT(reflect_scan_out_max(&c->scan, n));
+	struct buf *out =
+	    scratch(c, SCRATCH_SCAN, reflect_scan_out_max(&c->scan, n));
 	int r = reflect_scan_feed(&c->scan,
-	    (const char *)evbuffer_pullup(in, (ssize_t)n), n, &out, NULL);
+	    (const char *)evbuffer_pullup(in, (ssize_t)n), n, out, NULL);
 	if (r == -EPERM || (r == 0 && reflected(c))) {
+		scratch_done(out);
 		if (!c->tripped && !reflected(c))
 			trip(c, "", "guard_tripped");
-		explicit_bzero(out.data, out.len);
-		buf_free(&out);
 		evbuffer_drain(in, n);
 		return 0;
 	}
 	if (r < 0) {
-		buf_free(&out);
+		scratch_done(out);
 		evbuffer_drain(in, n);
 		c->scanning = false; /* nothing more goes down */
 		/* -E2BIG: past the scan's budget of steps (inject.h). */
@@ -2635,9 +2651,10 @@ down(struct pconn *c, size_t n)
 		return -1;
 	}
 	evbuffer_drain(in, n);
-	if (out.len > 0)
-		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
-	buf_free(&out);
+	if (out->len > 0)
+		evbuffer_add(bufferevent_get_output(c->cl), out->data,
+		    out->len);
+	scratch_done(out);
 	return 0;
 }
 
@@ -2645,15 +2662,15 @@ down(struct pconn *c, size_t n)
 static void
 down_flush(struct pconn *c)
 {
-	struct buf out = BUF_INIT(reflect_scan_out_max(&c->scan, 0));
-
 	if (!c->scanning || c->tripped)
 		return;
-	int r = reflect_scan_flush(&c->scan, &out);
-	if (!reflected(c) && r == 0 && out.len > 0)
-		evbuffer_add(bufferevent_get_output(c->cl), out.data, out.len);
-	explicit_bzero(out.data, out.len);
-	buf_free(&out);
+	struct buf *out =
+	    scratch(c, SCRATCH_SCAN, reflect_scan_out_max(&c->scan, 0));
+	int r = reflect_scan_flush(&c->scan, out);
+	if (!reflected(c) && r == 0 && out->len > 0)
+		evbuffer_add(bufferevent_get_output(c->cl), out->data,
+		    out->len);
+	scratch_done(out);
 }
 
 /* The response head, as the client gets it: without the upstream's
@@ -2664,7 +2681,7 @@ down_head(struct pconn *c, bool upgrade, bool close)
 {
 	struct evbuffer *in = bufferevent_get_input(c->up);
 	size_t n = c->resp.head_len;
-	struct buf head;
+	struct buf *head, *sent;
 	/* An injected answer's cookies are a session the key bought. */
 	unsigned flags = c->inject_value != NULL &&
 		!c->job->rules.rule[c->rule].inject.cookies
@@ -2672,11 +2689,11 @@ down_head(struct pconn *c, bool upgrade, bool close)
 	    : 0;
 	size_t dropped = 0;
 
-	buf_init(&head, HTTP1_HEAD_MAX + 64);
+	head = sent = scratch(c, SCRATCH_HEAD, HTTP1_HEAD_MAX + 64);
 	if (http1_response_rewrite_fields((const char *)evbuffer_pullup(in,
 					      (ssize_t)n),
-		n, upgrade, close, flags, &dropped, &head) < 0) {
-		buf_free(&head);
+		n, upgrade, close, flags, &dropped, head) < 0) {
+		scratch_done(head);
 		up_drop(c);
 		fail(c, 502, "bad_upstream_response");
 		return -1;
@@ -2685,35 +2702,31 @@ down_head(struct pconn *c, bool upgrade, bool close)
 	evbuffer_drain(in, n);
 	if (c->scanning) {
 		/* The head is whole: scanned and flushed at once. */
-		struct buf clean =
-		    BUF_INIT(reflect_scan_out_max(&c->scan, head.len));
-		int r = reflect_scan_feed(&c->scan, head.data, head.len, &clean,
-		    NULL);
+		struct buf *clean = scratch(c, SCRATCH_SCAN,
+		    reflect_scan_out_max(&c->scan, head->len));
+		int r = reflect_scan_feed(&c->scan, head->data, head->len,
+		    clean, NULL);
 		if (r == 0)
-			r = reflect_scan_flush(&c->scan, &clean);
+			r = reflect_scan_flush(&c->scan, clean);
+		scratch_done(head);
 		if (reflected(c) || r == -EPERM) {
 			/* Tripped: not a byte of the head goes. */
+			scratch_done(clean);
 			if (!c->tripped)
 				trip(c, "", "guard_tripped");
-			explicit_bzero(clean.data, clean.len);
-			explicit_bzero(head.data, head.len);
-			buf_free(&clean);
-			buf_free(&head);
 			return -1;
 		}
 		if (r < 0) {
-			buf_free(&clean);
-			buf_free(&head);
+			scratch_done(clean);
 			up_drop(c);
 			fail(c, 502, "out_of_memory");
 			return -1;
 		}
-		buf_free(&head);
-		head = clean;
+		sent = clean;
 	}
-	evbuffer_add(bufferevent_get_output(c->cl), head.data, head.len);
-	c->d.bytes_down += head.len;
-	buf_free(&head);
+	evbuffer_add(bufferevent_get_output(c->cl), sent->data, sent->len);
+	c->d.bytes_down += sent->len;
+	scratch_done(sent);
 	return 0;
 }
 
