@@ -15,13 +15,19 @@ static const char base62[] =
 uint32_t
 token_crc32(const void *p, size_t n)
 {
+	/* Four bits a step (the polynomial's 16 remainders): every token
+	 * a proxy reads is checked, a bit a step took 0.25 us a token. */
+	static const uint32_t rem[16] = { 0x00000000u, 0x1db71064u, 0x3b6e20c8u,
+		0x26d930acu, 0x76dc4190u, 0x6b6b51f4u, 0x4db26158u, 0x5005713cu,
+		0xedb88320u, 0xf00f9344u, 0xd6d6a3e8u, 0xcb61b38cu, 0x9b64c2b0u,
+		0x86d3d2d4u, 0xa00ae278u, 0xbdbdf21cu };
 	const unsigned char *s = p;
 	uint32_t crc = 0xffffffffu;
 
 	for (size_t i = 0; i < n; i++) {
 		crc ^= s[i];
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1u));
+		crc = (crc >> 4) ^ rem[crc & 15u];
+		crc = (crc >> 4) ^ rem[crc & 15u];
 	}
 	return ~crc;
 }

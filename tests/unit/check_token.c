@@ -255,6 +255,33 @@ START_TEST(test_crc32_check_values)
 }
 END_TEST
 
+/* The table's CRC is the bit-at-a-time one: every byte value alone,
+ * and runs of every length up to 64 of mixed bytes. */
+START_TEST(test_crc32_as_bit_at_a_time)
+{
+	unsigned char s[64];
+
+	for (size_t i = 0; i < sizeof(s); i++)
+		s[i] = (unsigned char)(i * 151u + 7u);
+	for (unsigned v = 0; v < 256; v++) {
+		unsigned char b = (unsigned char)v;
+		uint32_t crc = 0xffffffffu ^ b;
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1u));
+		ck_assert_uint_eq(token_crc32(&b, 1), ~crc);
+	}
+	for (size_t n = 0; n <= sizeof(s); n++) {
+		uint32_t crc = 0xffffffffu;
+		for (size_t i = 0; i < n; i++) {
+			crc ^= s[i];
+			for (int k = 0; k < 8; k++)
+				crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1u));
+		}
+		ck_assert_uint_eq(token_crc32(s, n), ~crc);
+	}
+}
+END_TEST
+
 /* Where the proxy looks for tokens in what a job sends. */
 START_TEST(test_find_token_shapes)
 {
@@ -311,6 +338,7 @@ token_suite(void)
 	tc = tcase_create("crc32");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_crc32_check_values);
+	tcase_add_test(tc, test_crc32_as_bit_at_a_time);
 	suite_add_tcase(s, tc);
 	return s;
 }
