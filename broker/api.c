@@ -195,7 +195,10 @@ put_manifest(void *ctx, struct http_request *req, struct http_response *res)
 	free(text);
 	if (r < 0) {
 		json_decref(warnings);
-		reply_store_error(b, res, r);
+		if (r == -EDQUOT) /* its rules' hosts, counted in the write */
+			bindings_reply_cap(res, NULL, NULL);
+		else
+			reply_store_error(b, res, r);
 		return;
 	}
 	json_t *planes = added ? manifest_planes(prev, body) : json_array();

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "problems.h"
 #include "secrets.h"
+#include "store.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -507,6 +508,44 @@ bindings_room_declared(struct broker *b, const char *secret,
 	return ret;
 }
 
+_Static_assert(BINDINGS_SEEN_MAX == STORE_BINDINGS_SEEN_MAX &&
+	BINDINGS_SECRETS_MAX == STORE_BINDINGS_SECRETS_MAX &&
+	BINDINGS_KEYS_MAX == STORE_BINDINGS_KEYS_MAX,
+    "the store enforces the caps bindings.h promises");
+
+void
+bindings_reply_cap(struct http_response *res,
+    const struct store_bind_over *over, const char *secret)
+{
+	const char *cap = over != NULL ? over->cap : "";
+
+	if (strcmp(cap, "seen") == 0)
+		http_reply_error(res, 409, "bindings_cap",
+		    "secret %s is bound to %d addresses already (the most one "
+		    "secret keeps): name the service's hosts in its "
+		    "guard_hosts, or split it into secrets a service each",
+		    secret != NULL ? secret : "?", BINDINGS_SEEN_MAX);
+	else if (strcmp(cap, "secrets") == 0)
+		http_reply_error(res, 409, "bindings_cap",
+		    "the bindings would list %lld secrets, past the %d every "
+		    "proxy reads: delete the secrets no manifest injects, or "
+		    "their guard_hosts",
+		    (long long)over->count, BINDINGS_SECRETS_MAX);
+	else if (strcmp(cap, "keys") == 0)
+		http_reply_error(res, 409, "bindings_cap",
+		    "the bindings would hold %lld hosts and addresses, past "
+		    "the %d every proxy reads: shorten secrets' guard_hosts, "
+		    "or delete the secrets no manifest injects",
+		    (long long)over->count, BINDINGS_KEYS_MAX);
+	else
+		http_reply_error(res, 409, "bindings_cap",
+		    "the bindings would pass what every proxy reads (%d "
+		    "addresses a secret, %d secrets, %d hosts and addresses): "
+		    "delete the secrets no manifest injects, shorten their "
+		    "guard_hosts, or split a secret into one a service",
+		    BINDINGS_SEEN_MAX, BINDINGS_SECRETS_MAX, BINDINGS_KEYS_MAX);
+}
+
 /* --- a manifest's rules the proxy cannot read ------------------------------ */
 
 /* The (secret, host) pairs bound: the store's and m's own injecting
@@ -706,23 +745,20 @@ bindings_post(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	manifest_version_free(&mv);
 	/* Capped: a job whose name resolves anew each time would grow the
-	 * list past what every proxy reads (redteam3 #9). */
-	char why[400];
-	json_t *adds = json_pack("[[s, s, s]]", secret, "addr", addr);
-	r = bindings_room(b, adds, why, sizeof(why));
-	json_decref(adds);
-	if (r == 0) {
-		log_warn("bindings_cap", "{s:s, s:s, s:s, s:s}", "secret",
-		    secret, "addr", addr, "job", j.id, "error", why);
-		http_reply_error(res, 409, "bindings_cap", "%s", why);
+	 * list past what every proxy reads (redteam3 #9); counted in the
+	 * write's own transaction (two at once cannot both take the last
+	 * place). */
+	struct store_bind_over over = { NULL, 0 };
+	r = store_binding_seen(b->store, secret, addr, j.id, "verifier", &added,
+	    &over);
+	if (r == -EDQUOT) {
+		log_warn("bindings_cap", "{s:s, s:s, s:s, s:s, s:I}", "secret",
+		    secret, "addr", addr, "job", j.id, "cap",
+		    over.cap != NULL ? over.cap : "?", "count",
+		    (json_int_t)over.count);
+		bindings_reply_cap(res, &over, secret);
 		return;
 	}
-	if (r < 0) {
-		reply_store_error(b, res, r);
-		return;
-	}
-	r = store_binding_seen(b->store, secret, addr, j.id, "verifier",
-	    &added);
 	if (r == -ENOENT) {
 		http_reply_error(res, 404, "unknown_secret", "no such secret");
 		return;

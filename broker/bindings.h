@@ -124,6 +124,15 @@ int bindings_room_declared(struct broker *b, const char *secret,
 void bindings_check_manifest(struct broker *b, const json_t *m,
     json_t *problems);
 
+/*
+ * Answers 409 bindings_cap, what to do in the message, for a write the
+ * store refused past the list's caps (-EDQUOT): over says which (NULL, or
+ * its cap NULL: not said), secret is the one written (NULL: none).
+ */
+struct store_bind_over;
+void bindings_reply_cap(struct http_response *res,
+    const struct store_bind_over *over, const char *secret);
+
 /* GET /v1/bindings and POST /v1/bindings; ctx is the struct broker. */
 void bindings_get(void *ctx, struct http_request *req,
     struct http_response *res);

@@ -421,7 +421,10 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 		r = store_secret_get(b->store, name, &m, NULL, NULL);
 	if (r < 0) {
 		json_decref(hosts);
-		reply_store_error(b, res, r);
+		if (r == -EDQUOT) /* what it lists, counted in the write */
+			bindings_reply_cap(res, NULL, name);
+		else
+			reply_store_error(b, res, r);
 		return;
 	}
 	log_info("secret_put", "{s:s, s:I, s:s}", "secret", name, "version",

@@ -889,6 +889,63 @@ store_close(struct store *s)
 	free(s);
 }
 
+/* --- the bindings' caps (store.h) ----------------------------------------- */
+
+int
+store_bindings_over(const struct store_bind_counts *before,
+    const struct store_bind_counts *after, struct store_bind_over *ret)
+{
+	struct store_bind_over o = { NULL, 0 };
+
+	if (after->addrs > before->addrs &&
+	    after->addrs > STORE_BINDINGS_SEEN_MAX)
+		o = (struct store_bind_over){ "seen", after->addrs };
+	else if (after->secrets > before->secrets &&
+	    after->secrets > STORE_BINDINGS_SECRETS_MAX)
+		o = (struct store_bind_over){ "secrets", after->secrets };
+	else if (after->keys > before->keys &&
+	    after->keys > STORE_BINDINGS_KEYS_MAX)
+		o = (struct store_bind_over){ "keys", after->keys };
+	if (o.cap == NULL)
+		return 0;
+	if (ret != NULL)
+		*ret = o;
+	return -EDQUOT;
+}
+
+/* The list's counts on c (store_bind_counts): of secret ("" for none),
+ * the rows of unlisted (""; or a secret's name: counted as if it did not
+ * exist, as before its put) left out. The list's own ordering is the
+ * caps' (bindings_room). 0 or -errno. */
+static int
+bind_count(struct conn *c, const char *secret, const char *unlisted,
+    struct store_bind_counts *ret)
+{
+	static const char sql[] =
+	    "SELECT count(DISTINCT secret), count(*), coalesce(sum(CASE "
+	    "WHEN secret = ?1 THEN 1 ELSE 0 END), 0), coalesce(sum(CASE "
+	    "WHEN secret = ?1 AND kind = 'addr' THEN 1 ELSE 0 END), 0) FROM "
+	    "(SELECT DISTINCT b.secret, b.kind, b.value FROM bindings b "
+	    "WHERE EXISTS (SELECT 1 FROM secrets s WHERE s.name = b.secret) "
+	    "AND b.secret <> ?2)";
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return sqlite_errno(rc);
+	sqlite3_bind_text(st, 1, secret, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, unlisted, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		ret->secrets = sqlite3_column_int64(st, 0);
+		ret->keys = sqlite3_column_int64(st, 1);
+		ret->of = sqlite3_column_int64(st, 2);
+		ret->addrs = sqlite3_column_int64(st, 3);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : sqlite_errno(rc);
+}
+
 /* --- manifests ----------------------------------------------------------- */
 
 struct manifest_put {
@@ -941,8 +998,15 @@ op_manifest_put(struct store *s, struct op *op)
 	    (json_int_t)a->version, "sha256", a->sha256);
 	rc = audit_append(s, "manifest_put", NULL, a->actor, d);
 	json_decref(d);
-	/* Its injecting rules' hosts are bound from this version on. */
-	if (rc == 0 && (rc = bind_rules(&s->w, a->name, a->version, NULL)) > 0)
+	/* Its injecting rules' hosts are bound from this version on, within
+	 * the caps. */
+	struct store_bind_counts before, after;
+	if (rc == 0)
+		rc = bind_count(&s->w, "", "", &before);
+	if (rc == 0 &&
+	    (rc = bind_rules(&s->w, a->name, a->version, NULL)) > 0 &&
+	    (rc = bind_count(&s->w, "", "", &after)) == 0 &&
+	    (rc = store_bindings_over(&before, &after, NULL)) == 0)
 		rc = epoch_bump(&s->w);
 	return rc < 0 ? rc : 0;
 }
@@ -1595,11 +1659,14 @@ bind_by_secret(struct store *s, enum stmt_id id, const char *secret)
 static int
 secret_put_bindings(struct store *s, const struct secret_put *a)
 {
+	struct store_bind_counts before, after;
 	size_t i;
 	json_t *h;
-	int r = 0;
+	/* A new name's kept places and rules count from this put on. */
+	int r =
+	    bind_count(&s->w, a->name, a->version == 1 ? a->name : "", &before);
 
-	if (a->hosts != NULL)
+	if (r == 0 && a->hosts != NULL)
 		r = bind_by_secret(s, ST_BIND_DEL_DECLARED, a->name);
 	json_array_foreach(a->hosts, i, h)
 	{
@@ -1612,6 +1679,10 @@ secret_put_bindings(struct store *s, const struct secret_put *a)
 	}
 	if (r >= 0 && a->version == 1)
 		r = bind_rules(&s->w, NULL, 0, a->name);
+	if (r >= 0)
+		r = bind_count(&s->w, a->name, "", &after);
+	if (r >= 0)
+		r = store_bindings_over(&before, &after, NULL);
 	if (r >= 0)
 		r = epoch_bump(&s->w);
 	return r < 0 ? r : 0;
@@ -2022,6 +2093,7 @@ store_bindings_list(struct store *s, json_t **ret, int64_t *ret_epoch)
 struct binding_seen {
 	const char *secret, *addr, *job, *actor;
 	bool added;
+	struct store_bind_over over;
 };
 
 static int
@@ -2040,7 +2112,15 @@ op_binding_seen(struct store *s, struct op *op)
 		return -ENOENT;
 	if (rc != SQLITE_ROW)
 		return sqlite_errno(rc);
+	/* Counted and written in the writer's one transaction. */
+	struct store_bind_counts before, after;
+	if ((rc = bind_count(&s->w, a->secret, "", &before)) < 0)
+		return rc;
 	if ((rc = bind_insert(s, a->secret, "addr", a->addr, "seen")) <= 0)
+		return rc;
+	after = (struct store_bind_counts){ before.secrets + (before.of == 0),
+		before.keys + 1, before.of + 1, before.addrs + 1 };
+	if ((rc = store_bindings_over(&before, &after, &a->over)) < 0)
 		return rc;
 	a->added = true;
 	json_t *d =
@@ -2054,16 +2134,20 @@ op_binding_seen(struct store *s, struct op *op)
 
 int
 store_binding_seen(struct store *s, const char *secret, const char *addr,
-    const char *job, const char *actor, bool *ret_added)
+    const char *job, const char *actor, bool *ret_added,
+    struct store_bind_over *ret_over)
 {
 	if (s->pg != NULL)
 		return store_pg_binding_seen(s->pg, secret, addr, job, actor,
-		    ret_added);
-	struct binding_seen a = { secret, addr, job, actor, false };
+		    ret_added, ret_over);
+	struct binding_seen a = { secret, addr, job, actor, false,
+		{ NULL, 0 } };
 	int r = store_write(s, op_binding_seen, &a);
 
 	if (r == 0)
 		*ret_added = a.added;
+	if (r == -EDQUOT && ret_over != NULL)
+		*ret_over = a.over;
 	return r;
 }
 

@@ -366,6 +366,42 @@ int store_secret_put_bound(struct store *s, const char *name, int64_t version,
     const char *actor);
 
 /*
+ * The list's caps (bindings.h's BINDINGS_*, below the proxies'): the
+ * addresses seen of one secret, the secrets listed, and their distinct
+ * hosts and addresses in all. A write that would take the list past one
+ * it does not pass already is refused whole, -EDQUOT, the count and the
+ * write in one transaction (two reports at once cannot both take the
+ * last place): store_binding_seen, a secret's put (its declared hosts,
+ * and what a put of a deleted name lists again: its kept declared and
+ * seen places, its rules' hosts), a manifest's put (its rules' hosts).
+ */
+#define STORE_BINDINGS_SEEN_MAX 64
+#define STORE_BINDINGS_SECRETS_MAX 1000
+#define STORE_BINDINGS_KEYS_MAX 16000
+
+/* What the list holds, as the caps count it: the secrets listed and
+ * their distinct (secret, kind, value) places; of one secret, its
+ * places listed and its addresses. */
+struct store_bind_counts {
+	int64_t secrets, keys, of, addrs;
+};
+
+/* The cap a write would pass: "seen", "secrets" or "keys", and what the
+ * list would then hold of it. */
+struct store_bind_over {
+	const char *cap;
+	int64_t count;
+};
+
+/*
+ * Whether after, the counts after a write, passes a cap that before did
+ * not pass or that it grows past: -EDQUOT with which into *ret (NULL:
+ * not said), else 0. For the store's back ends.
+ */
+int store_bindings_over(const struct store_bind_counts *before,
+    const struct store_bind_counts *after, struct store_bind_over *ret);
+
+/*
  * Every binding of every secret that exists: a new array of {secret,
  * kind ("host" or "addr"), value, origin}, by secret, kind, value and
  * origin (bytewise), and the epoch the list is at least as new as.
@@ -375,10 +411,12 @@ int store_bindings_list(struct store *s, json_t **ret, int64_t *ret_epoch);
 /*
  * Adds (secret, addr) of origin "seen", told by a proxy for job: audited
  * binding_seen (secret, addr, job) when it is new; *ret_added says.
- * -ENOENT when the secret does not exist.
+ * -ENOENT when the secret does not exist; -EDQUOT, nothing added, past
+ * the caps (which into *ret_over, NULL: not said).
  */
 int store_binding_seen(struct store *s, const char *secret, const char *addr,
-    const char *job, const char *actor, bool *ret_added);
+    const char *job, const char *actor, bool *ret_added,
+    struct store_bind_over *ret_over);
 
 /* --- audit -------------------------------------------------------------- */
 

@@ -1092,6 +1092,40 @@ bind_rules(struct wctx *w, const char *name, int64_t version,
 	return added ? epoch_bump(w) : 0;
 }
 
+/* The list's counts in w's transaction, as bind_count of store.c (the
+ * audit head's lock held: no other write counts or writes meanwhile). */
+static int
+bind_count(struct wctx *w, const char *secret, const char *unlisted,
+    struct store_bind_counts *ret)
+{
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_text(&p, secret);
+	p_text(&p, unlisted);
+	r = q(w->c,
+	    "SELECT count(DISTINCT secret), count(*), coalesce(sum(CASE "
+	    "WHEN secret = $1 THEN 1 ELSE 0 END), 0), coalesce(sum(CASE "
+	    "WHEN secret = $1 AND kind = 'addr' THEN 1 ELSE 0 END), 0) FROM "
+	    "(SELECT DISTINCT b.secret, b.kind, b.value FROM bindings b "
+	    "WHERE EXISTS (SELECT 1 FROM secrets s WHERE s.name = b.secret) "
+	    "AND b.secret <> $2) t",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return -EIO;
+	}
+	ret->secrets = col_int(res, 0, 0);
+	ret->keys = col_int(res, 0, 1);
+	ret->of = col_int(res, 0, 2);
+	ret->addrs = col_int(res, 0, 3);
+	PQclear(res);
+	return 0;
+}
+
 /* --- manifests ----------------------------------------------------------- */
 
 struct manifest_put {
@@ -1148,9 +1182,17 @@ op_manifest_put(struct wctx *w, void *arg)
 	    (json_int_t)a->version, "sha256", a->sha256);
 	r = audit_append(w, "manifest_put", NULL, a->actor, d);
 	json_decref(d);
-	/* Its injecting rules' hosts are bound from this version on. */
+	/* Its injecting rules' hosts are bound from this version on, within
+	 * the caps. */
+	struct store_bind_counts before, after;
+	if (r == 0)
+		r = bind_count(w, "", "", &before);
 	if (r == 0)
 		r = bind_rules(w, a->name, a->version, NULL);
+	if (r == 0)
+		r = bind_count(w, "", "", &after);
+	if (r == 0)
+		r = store_bindings_over(&before, &after, NULL);
 	return r;
 }
 
@@ -2134,13 +2176,15 @@ struct secret_put {
 static int
 secret_put_bindings(struct wctx *w, const struct secret_put *a)
 {
+	struct store_bind_counts before, after;
 	struct params p = { 0 };
 	size_t i;
 	json_t *h;
-	int r = 0;
+	/* A new name's kept places and rules count from this put on. */
+	int r = bind_count(w, a->name, a->version == 1 ? a->name : "", &before);
 
 	p_text(&p, a->name);
-	if (a->hosts != NULL)
+	if (r == 0 && a->hosts != NULL)
 		r = q(w->c,
 		    "DELETE FROM bindings WHERE secret = $1 AND origin = "
 		    "'declared'",
@@ -2163,6 +2207,10 @@ secret_put_bindings(struct wctx *w, const struct secret_put *a)
 	}
 	if (r == 0 && a->version == 1)
 		r = bind_rules(w, NULL, 0, a->name);
+	if (r == 0)
+		r = bind_count(w, a->name, "", &after);
+	if (r == 0)
+		r = store_bindings_over(&before, &after, NULL);
 	if (r == 0)
 		r = epoch_bump(w);
 	return r;
@@ -2602,6 +2650,7 @@ store_pg_bindings_list(struct store_pg *s, json_t **ret, int64_t *ret_epoch)
 struct binding_seen {
 	const char *secret, *addr, *job, *actor;
 	bool added;
+	struct store_bind_over over;
 };
 
 static int
@@ -2621,6 +2670,10 @@ op_binding_seen(struct wctx *w, void *arg)
 	PQclear(res);
 	if (!exists)
 		return -ENOENT;
+	/* Counted and written under the audit head's lock. */
+	struct store_bind_counts before, after;
+	if ((r = bind_count(w, a->secret, "", &before)) < 0)
+		return r;
 	p_text(&p, a->addr);
 	p_int(&p, (int64_t)time(NULL));
 	r = q(w->c,
@@ -2633,6 +2686,12 @@ op_binding_seen(struct wctx *w, void *arg)
 	PQclear(res);
 	if (!a->added)
 		return 0;
+	after = (struct store_bind_counts){ before.secrets + (before.of == 0),
+		before.keys + 1, before.of + 1, before.addrs + 1 };
+	if ((r = store_bindings_over(&before, &after, &a->over)) < 0) {
+		a->added = false; /* the transaction is rolled back */
+		return r;
+	}
 	json_t *d =
 	    json_pack("{s:s, s:s}", "secret", a->secret, "addr", a->addr);
 	r = audit_append(w, "binding_seen", a->job, a->actor, d);
@@ -2644,13 +2703,17 @@ op_binding_seen(struct wctx *w, void *arg)
 
 int
 store_pg_binding_seen(struct store_pg *s, const char *secret, const char *addr,
-    const char *job, const char *actor, bool *ret_added)
+    const char *job, const char *actor, bool *ret_added,
+    struct store_bind_over *ret_over)
 {
-	struct binding_seen a = { secret, addr, job, actor, false };
+	struct binding_seen a = { secret, addr, job, actor, false,
+		{ NULL, 0 } };
 	int r = pg_write(s, op_binding_seen, &a);
 
 	if (r == 0)
 		*ret_added = a.added;
+	if (r == -EDQUOT && ret_over != NULL)
+		*ret_over = a.over;
 	return r;
 }
 

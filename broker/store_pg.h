@@ -85,8 +85,10 @@ int store_pg_secret_scanned(struct store_pg *s, const char *name,
     const char *actor);
 int store_pg_bindings_list(struct store_pg *s, json_t **ret,
     int64_t *ret_epoch);
+struct store_bind_over;
 int store_pg_binding_seen(struct store_pg *s, const char *secret,
-    const char *addr, const char *job, const char *actor, bool *ret_added);
+    const char *addr, const char *job, const char *actor, bool *ret_added,
+    struct store_bind_over *ret_over);
 struct issued_row;
 int store_pg_upstream_put(struct store_pg *s, const struct issued_row *row,
     int64_t *ret_id);

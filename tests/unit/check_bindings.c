@@ -230,28 +230,57 @@ START_TEST(test_seen_added_once)
 	secret_put("gh", 1, NULL);
 	listed(&e1);
 	ck_assert_int_eq(store_binding_seen(st, "gh", "127.0.0.1:8443", "job_a",
-			     "verifier", &added),
+			     "verifier", &added, NULL),
 	    0);
 	ck_assert(added);
 	ck_assert_str_eq(listed(&e2), "gh addr 127.0.0.1:8443 seen");
 	ck_assert_int_gt(e2, e1);
 	ck_assert_int_eq(store_binding_seen(st, "gh", "127.0.0.1:8443", "job_b",
-			     "verifier", &added),
+			     "verifier", &added, NULL),
 	    0);
 	ck_assert(!added);
 	ck_assert_int_eq(store_binding_seen(st, "gh", "[::1]:443", "job_b",
-			     "verifier", &added),
+			     "verifier", &added, NULL),
 	    0);
 	ck_assert(added);
 	ck_assert_str_eq(listed(&e1),
 	    "gh addr 127.0.0.1:8443 seen; gh addr [::1]:443 seen");
 	ck_assert_int_eq(audit_events("binding_seen"), 2);
 	ck_assert_int_eq(store_binding_seen(st, "nope", "127.0.0.1:1", "job_a",
-			     "verifier", &added),
+			     "verifier", &added, NULL),
 	    -ENOENT);
 	ck_assert_str_eq(listed(&e2),
 	    "gh addr 127.0.0.1:8443 seen; gh addr [::1]:443 seen");
 	ck_assert_int_eq(e2, e1);
+}
+END_TEST
+
+/* The 65th address of a secret: -EDQUOT, nothing added, the cap said;
+ * one it has already costs nothing. */
+START_TEST(test_seen_capped_in_the_write)
+{
+	struct store_bind_over over = { NULL, 0 };
+	char where[32];
+	bool added;
+
+	secret_put("gh", 1, NULL);
+	for (int i = 1; i <= STORE_BINDINGS_SEEN_MAX; i++) {
+		snprintf(where, sizeof(where), "127.0.0.1:%d", i);
+		ck_assert_int_eq(store_binding_seen(st, "gh", where, "job_a",
+				     "verifier", &added, &over),
+		    0);
+		ck_assert(added);
+	}
+	ck_assert_int_eq(store_binding_seen(st, "gh", "127.0.0.2:1", "job_a",
+			     "verifier", &added, &over),
+	    -EDQUOT);
+	ck_assert_str_eq(over.cap, "seen");
+	ck_assert_int_eq(over.count, STORE_BINDINGS_SEEN_MAX + 1);
+	ck_assert_int_eq(audit_events("binding_seen"), STORE_BINDINGS_SEEN_MAX);
+	ck_assert_int_eq(store_binding_seen(st, "gh", "127.0.0.1:7", "job_a",
+			     "verifier", &added, &over),
+	    0);
+	ck_assert(!added);
 }
 END_TEST
 
@@ -264,7 +293,7 @@ START_TEST(test_deleted_with_the_secret)
 	secret_put("up", 1, NULL);
 	ck_assert(manifest_put("m", m1, "s1"));
 	ck_assert_int_eq(store_binding_seen(st, "gh", "127.0.0.1:8443", "job_a",
-			     "verifier", &added),
+			     "verifier", &added, NULL),
 	    0);
 	ck_assert_str_eq(listed(&e1),
 	    "gh addr 127.0.0.1:8443 seen; gh host api.test rule; gh host "
@@ -364,6 +393,7 @@ add_tests(TCase *tc)
 	tcase_add_test(tc, test_rules_bound_by_the_manifest_put);
 	tcase_add_test(tc, test_declared_hosts_replaced);
 	tcase_add_test(tc, test_seen_added_once);
+	tcase_add_test(tc, test_seen_capped_in_the_write);
 	tcase_add_test(tc, test_deleted_with_the_secret);
 	tcase_add_test(tc, test_scan_release_leaves_last_used);
 	tcase_add_test(tc, test_old_schema_backfilled);
