@@ -1,7 +1,9 @@
 # As many captured plain-HTTP connections as the launcher takes, each with
-# one request answered and then held open until the job's time is up (run
+# one request answered and then held open until the job is stopped (run
 # by it_capture); meanwhile refused names and a direct connect, which the
-# launcher must still have the descriptors to tell the proxy.
+# launcher must still have the descriptors to tell the proxy. Then 8 KiB
+# of output, past the manifest's output_kb: the launcher stops the job
+# with everything held, whenever its work ends (no wall clock to race).
 import socket
 import struct
 import sys
@@ -36,4 +38,5 @@ try:
     socket.create_connection(("10.0.0.1", 5432), timeout=5)
 except OSError as e:
     print("direct", type(e).__name__, flush=True)
+print("." * 8192, flush=True)
 time.sleep(60)
