@@ -1077,7 +1077,7 @@ release_scan(struct broker *b, struct http_request *req,
 	size_t i;
 	json_array_foreach(audit, i, e)
 	{
-		log_info("secret_released",
+		log_info("secret_scan_released",
 		    "{s:s, s:s, s:O, s:s, s:s, s:s?, s:O?}", "job", j.id,
 		    "secret", name, "version", json_object_get(e, "version"),
 		    "purpose", "scan", "host", host, "addr",

@@ -1339,6 +1339,8 @@ scan_answer(struct pconn *c, const char *secret, int status, json_t *body)
 	}
 	if (issued)
 		guard_asked_set(&c->job->asked, secret, c->p->guard.read_ms);
+	else
+		guard_asked_set(&c->job->asked_versions, secret, version);
 	c->p->scan_releases++;
 	log_info("secret_scan_released", "{s:s, s:s, s:s, s:I, s:I}", "job",
 	    c->job->id, "host", c->host, "secret", secret, "version",
@@ -1759,7 +1761,9 @@ guard_gate(struct pconn *c)
 				return scan_release(c, m[i]);
 			if (issued_to(c, m[i]->secret) < 0)
 				return -1;
-		} else if (!scans_for(c->job, m[i]->secret, m[i]->version))
+		} else if (!scans_for(c->job, m[i]->secret, m[i]->version) ||
+		    guard_asked_due(&c->job->asked_versions, m[i]->secret,
+			m[i]->version))
 			return scan_release(c, m[i]);
 		size_t at = strlen(c->guard);
 		snprintf(c->guard + at, sizeof(c->guard) - at, "%s%s",

@@ -155,8 +155,11 @@ struct pjob {
 	/* The broker's good answers on its tokens (tokcache.h), dropped
 	 * when the channel closes or the feed is lost. */
 	struct tokcache tokcache;
-	/* The issuer secrets whose scan set it was given (guard.h). */
-	struct guard_asked asked;
+	/* The issuer secrets whose scan set it was given (guard.h), with
+	 * the list read each was asked after; the static ones', with the
+	 * version each was asked at (its own release is no scan for the
+	 * versions before). */
+	struct guard_asked asked, asked_versions;
 	/* Its releases at the broker in flight, one a secret, each with
 	 * the requests waiting for its answer (conn.c); NULL: none. */
 	struct release_flight *flights;

@@ -27,7 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char hosts[] = "127.0.0.1 api.test\n127.0.0.1 www.api.test\n";
+static const char hosts[] = "127.0.0.1 api.test\n127.0.0.1 www.api.test\n"
+			    "127.0.0.1 other.test\n";
 /* Two versions with no 6 bytes in a row alike. */
 static const char v1[] = "AAbb11CCdd22EEff33GGhh44";
 static const char v2[] = "zq9Xw3Lm7Rt5Yp1Nk0Hv8Jc6";
@@ -179,8 +180,8 @@ ask_b(const struct injectkit *k, const char *chan, const char *host,
 	return injectkit_send_on(chan, req);
 }
 
-/* Whether the broker's log has secret_released of version for job with
- * purpose scan. */
+/* Whether the broker's log has secret_scan_released of version for job
+ * (purpose scan: the audit's secret_released). */
 static bool
 scan_released(const struct injectkit *k, const char *job, long long version)
 {
@@ -194,7 +195,7 @@ scan_released(const struct injectkit *k, const char *job, long long version)
 		const char *j = json_string_value(json_object_get(v, "job"));
 		const char *p =
 		    json_string_value(json_object_get(v, "purpose"));
-		if (ev != NULL && strcmp(ev, "secret_released") == 0 &&
+		if (ev != NULL && strcmp(ev, "secret_scan_released") == 0 &&
 		    j != NULL && strcmp(j, job) == 0 && p != NULL &&
 		    strcmp(p, "scan") == 0 &&
 		    json_integer_value(json_object_get(v, "version")) ==
@@ -262,6 +263,59 @@ START_TEST(a_rotated_out_version_stored_is_not_read)
 	ck_assert_msg(scan_released(&k, id, 1) && scan_released(&k, id, 2),
 	    "versions 1 and 2 not both audited as scan releases for job B");
 	injectkit_stop(&k);
+}
+END_TEST
+
+/*
+ * A job that injects the rotated secret itself (v2, at another service)
+ * and reads the service that keeps v1 under a rule that injects nothing:
+ * its own v2 is no scan for v1 (before: its own release stood for the
+ * scan, no scan release was asked and v1 came in clear).
+ */
+START_TEST(an_injecting_job_reads_no_rotated_out_version)
+{
+	struct injectkit k = { .up_pid = -1 };
+	struct upstream *echo = upstream_start(NULL, NULL);
+	char req[1024], *resp;
+
+	ck_assert_ptr_nonnull(echo);
+	stack(&k, NULL, "proxy-scanset");
+	injectkit_secret(&k, "up-key", v1);
+	k.up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
+	job_a_stores(&k);
+	injectkit_secret(&k, "up-key", v2);
+	/* C: up-key injected at other.test (the echo), the storing
+	 * service read at www.api.test. */
+	struct injectkit c = k;
+	c.up_port = upstream_port(echo);
+	json_t *inj = injectkit_inject_rule(&c, false, NULL, NULL);
+	ck_assert_int_eq(json_object_set_new(inj, "host",
+			     json_string("other.test")),
+	    0);
+	json_t *open = json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host",
+	    "www.api.test", "port", k.up_port, "methods", "GET", "paths",
+	    "/open/", "reason", "the public part", "allow_cidrs",
+	    "127.0.0.0/8");
+	injectkit_job_start(&c, "both",
+	    injectkit_manifest("both", json_pack("[o, o]", inj, open)));
+	injectkit_request_to(&c, req, sizeof(req), "other.test", "GET",
+	    "/case/x", true, "close");
+	resp = injectkit_send_on(c.channel, req);
+	ck_assert_msg(http_status(resp) == 200, "C's injection: %.300s", resp);
+	free(resp);
+	injectkit_request_to(&k, req, sizeof(req), "www.api.test", "GET",
+	    "/open/fields", false, "close");
+	resp = injectkit_send_on(c.channel, req);
+	ck_assert_msg(!injectkit_holds_piece(v1, resp),
+	    "job C, injecting version 2, read version 1 stored at the "
+	    "service: %.300s",
+	    resp);
+	free(resp);
+	ck_assert_msg(scan_released(&k, c.job, 1),
+	    "no scan release of version 1 audited for job C");
+	injectkit_stop(&k);
+	upstream_stop(echo);
 }
 END_TEST
 
@@ -349,6 +403,7 @@ suite(bool with_pg)
 	tcase_add_checked_fixture(tc, setup_sqlite, NULL);
 	tcase_add_test(tc, an_issuers_token_at_a_restarted_proxy_is_not_read);
 	tcase_add_test(tc, a_rotated_out_version_stored_is_not_read);
+	tcase_add_test(tc, an_injecting_job_reads_no_rotated_out_version);
 	tcase_add_test(tc, past_the_cap_the_scan_release_fails_closed);
 	suite_add_tcase(s, tc);
 	if (with_pg) {
