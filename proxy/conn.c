@@ -152,6 +152,12 @@ struct pconn {
 	 * goes through the scanners of all its values (reflect.h). */
 	struct reflect_scan scan;
 	bool scanning;
+	/* Its job's scan budget is spent: c reads nothing more from its
+	 * upstream until the job's refill (scan_held); the steps of request
+	 * charged_req's scan already charged to the job. */
+	bool throttled;
+	uint64_t charged_req;
+	size_t charged;
 	/* The answer showed what the job must not read (trip): nothing
 	 * more goes down; the job's close (on_trip) ends c. */
 	bool tripped;
@@ -458,7 +464,7 @@ flow(struct pconn *c)
 	cl_read = !c->client_eof &&
 	    (c->up == NULL ||
 		evbuffer_get_length(bufferevent_get_output(c->up)) < FLOW_HIGH);
-	up_read =
+	up_read = !c->throttled &&
 	    evbuffer_get_length(bufferevent_get_output(c->cl)) < FLOW_HIGH;
 	if (cl_read)
 		bufferevent_enable(c->cl, EV_READ);
@@ -2760,6 +2766,128 @@ head_names_byteranges(const char *head, size_t len)
 	return false;
 }
 
+/* --- the scan's budget ---------------------------------------------------- */
+
+/* Answer bytes scanned at once: the job's budget is looked at between. */
+#define SCAN_SLICE 4096
+
+static int64_t
+monotonic_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* Charges c's job the steps (inject.h) its answer's scan took since the
+ * last charge, every stage's. */
+static void
+scan_charge(struct pconn *c)
+{
+	size_t s = 0;
+
+	if (!c->scanning)
+		return;
+	if (c->charged_req != c->nreq) {
+		c->charged_req = c->nreq;
+		c->charged = 0;
+	}
+	for (size_t i = 0; i < c->scan.nstages; i++)
+		s += c->scan.s[i].steps;
+	if (s > c->charged)
+		scanbudget_spend(&c->job->scan_budget, s - c->charged);
+	c->charged = s;
+}
+
+static void on_scan_refill(evutil_socket_t fd, short what, void *arg);
+
+/*
+ * Charges c's scan, and when its job's budget (scanbudget.h) is spent
+ * holds c: it reads nothing more from its upstream, and what it has read
+ * waits, unscanned and unsent, until the job's refill lets it go on
+ * (on_scan_refill). A job whose answers are costly to scan slows only
+ * itself. true when held (the caller returns).
+ */
+static bool
+scan_held(struct pconn *c)
+{
+	struct pjob *j = c->job;
+	struct proxy *p = c->p;
+	int64_t wait_us = 0, now = monotonic_us();
+	uint64_t steps, held;
+
+	if (!c->scanning)
+		return false;
+	scan_charge(c);
+	if (scanbudget_ok(&j->scan_budget, p->cfg.scan_steps_per_s,
+		p->cfg.scan_steps_burst, now, &wait_us))
+		return false;
+	c->throttled = true;
+	p->scan_throttled++;
+	if (c->up != NULL)
+		bufferevent_disable(c->up, EV_READ);
+	if (scanbudget_log_due(&j->scan_budget, now, &steps, &held))
+		log_warn("scan_throttled", "{s:s, s:I, s:I, s:I, s:s}", "job",
+		    j->id, "steps", (json_int_t)steps, "held", (json_int_t)held,
+		    "steps_per_second", (json_int_t)p->cfg.scan_steps_per_s,
+		    "effect",
+		    "the job's answers wait for its scan budget "
+		    "(scan_steps_per_second)");
+	if (j->scan_refill == NULL)
+		j->scan_refill = evtimer_new(p->base, on_scan_refill, j);
+	if (j->scan_refill != NULL && !evtimer_pending(j->scan_refill, NULL)) {
+		struct timeval tv = { (time_t)(wait_us / 1000000),
+			(suseconds_t)(wait_us % 1000000) };
+		evtimer_add(j->scan_refill, &tv);
+	}
+	return true;
+}
+
+/* The job's budget has steps again: its held connections read on, the
+ * one after the last served first, so that each gets its turn; those
+ * the steps do not reach wait for the next refill, not idle. */
+static void
+on_scan_refill(evutil_socket_t fd, short what, void *arg)
+{
+	struct pjob *j = arg;
+	struct proxy *p = j->p;
+	struct pconn *c, *next;
+	uint64_t first = j->scan_first;
+	bool waiting = false;
+
+	(void)fd;
+	(void)what;
+	for (int pass = 0; pass < 2; pass++)
+		for (c = TAILQ_FIRST(&j->conns); c != NULL; c = next) {
+			next = TAILQ_NEXT(c, link);
+			if (!c->throttled || (pass == 0) != (c->id > first))
+				continue;
+			scanbudget_fill(&j->scan_budget,
+			    p->cfg.scan_steps_per_s, p->cfg.scan_steps_burst,
+			    monotonic_us());
+			if (j->scan_budget.tokens <= 0) {
+				arm(c, p->cfg.idle_timeout_ms);
+				waiting = true;
+				continue;
+			}
+			j->scan_first = c->id;
+			c->throttled = false;
+			arm(c, p->cfg.idle_timeout_ms);
+			if (c->state != CS_EXCHANGE || c->up == NULL)
+				continue;
+			flow(c);
+			pump_response(c); /* may end c */
+		}
+	if (waiting && !evtimer_pending(j->scan_refill, NULL)) {
+		int64_t us = scanbudget_wait_us(&j->scan_budget,
+		    p->cfg.scan_steps_per_s);
+		struct timeval tv = { (time_t)(us / 1000000),
+			(suseconds_t)(us % 1000000) };
+		evtimer_add(j->scan_refill, &tv);
+	}
+}
+
 static void
 pump_response(struct pconn *c)
 {
@@ -2775,6 +2903,10 @@ pump_response(struct pconn *c)
 			return; /* its job's close ends it */
 		if (c->resp_done || n == 0)
 			break;
+		if (scan_held(c))
+			return; /* on_scan_refill goes on */
+		if (c->scanning && c->resp_head && n > SCAN_SLICE)
+			n = SCAN_SLICE;
 		if (!c->resp_head) {
 			const char *reason;
 			if (n > HTTP1_HEAD_MAX)
@@ -2887,6 +3019,7 @@ pump_response(struct pconn *c)
 			return;
 		c->resp_done = r == 0;
 	}
+	scan_charge(c);
 	if (c->resp_done)
 		down_flush(c);
 	if (c->tripped)

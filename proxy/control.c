@@ -324,6 +324,10 @@ control_metrics(void *ctx, struct buf *out)
 	metrics_one(out, "cordon_proxy_reflections_total", "counter",
 	    "Injected values found in an upstream's answer and redacted.",
 	    p->reflected);
+	metrics_one(out, "cordon_proxy_scan_throttled_total", "counter",
+	    "Times a job's connection stopped reading its upstream, its "
+	    "scan budget spent (scan_throttled).",
+	    p->scan_throttled);
 	metrics_one(out, "cordon_proxy_encoded_refused_total", "counter",
 	    "Answers to injected requests in a coding the scanner cannot "
 	    "read, refused (502 encoded_answer).",

@@ -335,6 +335,10 @@ job_close(struct pjob *j, const char *why)
 		event_free(j->trip);
 		j->trip = NULL;
 	}
+	if (j->scan_refill != NULL) {
+		event_free(j->scan_refill);
+		j->scan_refill = NULL;
+	}
 	job_refuse_flush(j, true);
 	while (!TAILQ_EMPTY(&j->conns)) {
 		conn_close(TAILQ_FIRST(&j->conns));

@@ -46,6 +46,10 @@ static const struct config_option proxy_options[] = {
 	{ "bindings_refresh_seconds", CONFIG_INT, CFG(bindings_refresh_s), 1,
 	    3600 },
 	{ "reflect_limit", CONFIG_INT, CFG(reflect_limit), 0, 1000000 },
+	{ "scan_steps_per_second", CONFIG_INT, CFG(scan_steps_per_s), 0,
+	    1000000000 },
+	{ "scan_steps_burst", CONFIG_INT, CFG(scan_steps_burst), 1000,
+	    1000000000 },
 	{ "protected", CONFIG_LIST, CFG(protected), 0, 0 },
 };
 
@@ -537,7 +541,9 @@ main(int argc, char **argv)
 		    .inject_cache_s = 30,
 		    .token_cache_s = 5,
 		    .bindings_refresh_s = 5,
-		    .reflect_limit = 3 } };
+		    .reflect_limit = 3,
+		    .scan_steps_per_s = SCANBUDGET_RATE,
+		    .scan_steps_burst = SCANBUDGET_BURST } };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;

@@ -38,6 +38,7 @@
 #include "keys.h"
 #include "pool.h"
 #include "reflect.h"
+#include "scanbudget.h"
 #include "tokcache.h"
 
 #include <event2/bufferevent.h>
@@ -92,6 +93,9 @@ struct proxy_config {
 	long long inject_cache_s; /* a released value is reused this long */
 	long long token_cache_s; /* a token's good answer is reused this long */
 	long long bindings_refresh_s; /* GET /v1/bindings this often */
+	/* A job's budget of scan steps (scanbudget.h): a second's, and
+	 * the most held at once; 0 steps a second: none. */
+	long long scan_steps_per_s, scan_steps_burst;
 	long long reflect_limit; /* a job's answers that reflect a value of
 				  * its own */
 };
@@ -152,6 +156,12 @@ struct pjob {
 	/* The close a trip asked for (conn.c: an answer showed a key the
 	 * job must not read). */
 	struct event *trip;
+	/* Its budget of scan steps (conn.c, scanbudget.h), and the timer
+	 * that lets its held connections read again once it has steps;
+	 * the connection served first at the last refill (its id). */
+	struct scanbudget scan_budget;
+	struct event *scan_refill;
+	uint64_t scan_first;
 	/* The broker's good answers on its tokens (tokcache.h), dropped
 	 * when the channel closes or the feed is lost. */
 	struct tokcache tokcache;
@@ -199,6 +209,7 @@ struct proxy {
 	uint64_t injected, reflected; /* credentials.md, for /metrics */
 	uint64_t token_cache_hits; /* tokens judged from tokcache, ditto */
 	uint64_t encoded_refused; /* injected answers in a coding: 502 */
+	uint64_t scan_throttled; /* holds of a job past its scan budget */
 	uint64_t partial_refused; /* injected answers in part (206): 502 */
 	/* The secrets' bindings and the issuer credentials kept for the
 	 * scan (guard.h); requests guarded and scan releases, for /metrics;
