@@ -376,6 +376,12 @@ narrow(const struct inject_keys *ks, uint32_t lo, uint32_t hi, unsigned k,
 		*rhi = ks->r0[c + 1];
 		return *rlo < *rhi;
 	}
+	if (k == 1 && ks->r1 != NULL) {
+		unsigned p = (unsigned)key_byte(ks->keys[lo].bytes, 0) << 8 | c;
+		*rlo = ks->r1[p];
+		*rhi = ks->r1[p + 1];
+		return *rlo < *rhi;
+	}
 	while (a < b) {
 		uint32_t m = a + (b - a) / 2;
 		if (key_byte(ks->keys[m].bytes, k) < c)
@@ -396,6 +402,23 @@ narrow(const struct inject_keys *ks, uint32_t lo, uint32_t hi, unsigned k,
 	}
 	*rhi = a;
 	return true;
+}
+
+/* The lowest value of the keys from lo of the same bytes as keys[lo]
+ * that a reading of width bytes completes (a shorter key's zeros are a
+ * value's NULs too). */
+static uint16_t
+key_owner(const struct inject_keys *ks, uint32_t lo, unsigned width)
+{
+	uint16_t o = ks->keys[lo].owner;
+
+	for (size_t j = lo + 1; o > 0 && j < ks->nkeys &&
+	     ks->keys[j].bytes == ks->keys[lo].bytes &&
+	     ks->keys[j].width <= width;
+	     j++)
+		if (ks->keys[j].owner < o)
+			o = ks->keys[j].owner;
+	return o;
 }
 
 /* The most values whose matches at one place are told apart; more
@@ -467,7 +490,7 @@ window_at(struct inject_scanner *s, const struct inject_keys *ks,
 					&lo, &hi))
 					continue;
 				if (ks->keys[lo].width <= k + 1) {
-					hit_add(hits, ks->keys[lo].owner,
+					hit_add(hits, key_owner(ks, lo, k + 1),
 					    u[j].end);
 					best = true;
 				}
@@ -878,6 +901,9 @@ keys_collect(struct inject_keys *ks, const struct targets *ts, bool raw)
 	return 0;
 }
 
+/* Past this many keys a set of them has r1. */
+#define KEYS_R1_MIN 4096
+
 /* The tables of ks's keys (sorted; the tables zeroed before): the bytes
  * that can start one, its first two and three bytes. 0 or -ENOMEM. */
 static int
@@ -894,6 +920,17 @@ keys_tables(struct inject_keys *ks)
 		while (j < n && key_byte(ks->keys[j].bytes, 0) < c)
 			j++;
 		ks->r0[c] = j;
+	}
+	/* Many keys: their first two bytes' ranges at once, not searched
+	 * (the scan's cost then little more than one value's). */
+	if (n > KEYS_R1_MIN && ks->r1 == NULL) {
+		if ((ks->r1 = malloc((65536 + 1) * sizeof(*ks->r1))) == NULL)
+			return -ENOMEM;
+		for (unsigned p = 0, j = 0; p <= 65536; p++) {
+			while (j < n && (ks->keys[j].bytes >> 48) < p)
+				j++;
+			ks->r1[p] = (uint32_t)j;
+		}
 	}
 	ks->pairs_ok = ks->trios_ok = true;
 	for (size_t j = 0; j < n; j++) {
@@ -1044,6 +1081,10 @@ table_free(struct inject_table *t)
 		if (ks->pairs != NULL) {
 			explicit_bzero(ks->pairs, 2 * 65536 / 8);
 			free(ks->pairs);
+		}
+		if (ks->r1 != NULL) {
+			explicit_bzero(ks->r1, (65536 + 1) * sizeof(*ks->r1));
+			free(ks->r1);
 		}
 	}
 	/* The tables tell which bytes the values hold. */

@@ -22,7 +22,10 @@
  * yet decide, so the answer comes out the same however it was cut. In a
  * chunked body a match may also span the framing between chunks: the
  * data is matched apart from it (at most INJECT_HOLD_MAX bytes held for
- * that). No I/O; every buffer capped.
+ * that). A scanner may look for many values at once (inject_scanner_join,
+ * a job's set: reflect.h): their keys in one table, each answer byte read
+ * once, a match counted as the value's whose key it reads. No I/O; every
+ * buffer capped.
  */
 #ifndef CORDON_PROXY_INJECT_H
 #define CORDON_PROXY_INJECT_H
@@ -95,6 +98,9 @@ struct inject_keys {
 	size_t nkeys;
 	bool raw; /* base64 forms: read as bytes (and JSON's "\\/") only */
 	uint32_t r0[257]; /* the keys whose first byte is c: [r0[c], r0[c+1]) */
+	/* Many keys (a joined scanner's): those whose first two bytes are
+	 * a, b, [r1[a << 8 | b], r1[(a << 8 | b) + 1]); else NULL. */
+	uint32_t *r1;
 	uint8_t lead[256]; /* the bytes that can start a reading of a key */
 	uint8_t plain[256]; /* the bytes that start no unit but themselves */
 	uint8_t inkey[256]; /* the bytes of the keys */

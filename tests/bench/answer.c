@@ -2,8 +2,8 @@
  * bench_answer: what the proxy's reflection scan costs on the answer
  * bench_proxy's injected rows get (a 230-byte head and a 100-byte body
  * of nginx's), done as proxy/conn.c does it for every answer of a job
- * that was released a value: the chain made from the job's set
- * (reflect_scan_init), the head fed and flushed, the body fed and
+ * that was released a value: the scan made from the job's set
+ * (reflect_scan_init: one stage, a copy of the set's joined scanner), the head fed and flushed, the body fed and
  * flushed, the chain freed. The value is 40 hex digits, as the bench's
  * secret. Prints the nanoseconds an answer (the best of ROUNDS rounds of
  * at least 0.3 s each), with memmem of the raw value over the same
@@ -138,8 +138,13 @@ main(int argc, char **argv)
 	    "bench_answer: %.0f ns an answer of %ld bytes, %ld borrowed "
 	    "(memmem %.0f ns)\n",
 	    best * 1e9, blen, borrowed, bestm * 1e9);
-	printf("RESULT\treflection scan of a small answer\tns\tlower\t%.0f\t"
-	       "memmem\t%.0f\n",
-	    best * 1e9, bestm * 1e9);
+	if (borrowed == 0 && blen == 100)
+		printf("RESULT\treflection scan of a small answer\tns\tlower\t"
+		       "%.0f\tmemmem\t%.0f\n",
+		    best * 1e9, bestm * 1e9);
+	else
+		printf("RESULT\treflection scan of an answer of %ld bytes, %ld "
+		       "borrowed\tns\tlower\t%.0f\tmemmem\t%.0f\n",
+		    blen, borrowed, best * 1e9, bestm * 1e9);
 	return (int)(sink & 0);
 }

@@ -11,7 +11,12 @@
  * escapings the scanner reads (credentials.md), put into the answer, is
  * always found. A scan past its budget of steps (-E2BIG: a value that
  * can be read many ways at once) is a fine outcome, the comparison then
- * skipped.
+ * skipped. The joined scanner (inject_scanner_join, a job's set at
+ * once) of the value and a second one, a slice of the answer that bytes
+ * 1 and 2 pick: the same however cut, redacting exactly the union of
+ * what each value's own scanner redacts, each byte with the filler of
+ * the lowest value covering it, and (plain bodies) each value's runs as
+ * those bytes' owners give them.
  *
  * Input: byte 0 is the value's length less one (its low 6 bits), its
  * 0x40 bit makes the answer a chunked body and its 0x80 bit picks the
@@ -182,6 +187,91 @@ scan(const char *value, size_t vlen, bool chunked, const char *text,
 	return r;
 }
 
+/* The answer through a copy of prep, cut where seed says (0: one feed):
+ * into out, each value's runs into found (2). 0 or -E2BIG. */
+static int
+scan_copy(const struct inject_scanner *prep, bool chunked, const char *text,
+    size_t tlen, unsigned seed, struct buf *out, size_t *found)
+{
+	struct inject_scanner s;
+	size_t off = 0, n;
+	int r = 0;
+
+	FUZZ_ASSERT(inject_scanner_copy(&s, prep) == 0);
+	if (chunked)
+		inject_scanner_chunked(&s);
+	while (off < tlen && r == 0) {
+		n = tlen - off;
+		if (seed != 0) {
+			seed = seed * 1103515245u + 12345u;
+			n = (seed >> 16) % (n < 40 ? n : 40) + 1;
+		}
+		r = inject_scanner_feed(&s, text + off, n, out, NULL);
+		FUZZ_ASSERT(r == 0 || r == -E2BIG);
+		off += n;
+	}
+	if (r == 0)
+		r = inject_scanner_flush(&s, out);
+	FUZZ_ASSERT(r == 0 || r == -E2BIG);
+	for (size_t i = 0; i < inject_scanner_values(&s); i++)
+		found[i] = inject_scanner_found(&s, i);
+	inject_scanner_free(&s);
+	return r;
+}
+
+/* The joined scanner of value and other (text[at..at + olen)) against
+ * each one's own (mine: the value's, its output whole). */
+static void
+joined(const char *value, size_t vlen, bool chunked, const char *text,
+    size_t tlen, size_t at, size_t olen, unsigned seed, const struct buf *mine)
+{
+	struct inject_scanner one[2], join;
+	struct buf theirs = BUF_INIT(1 << 20), jw = BUF_INIT(1 << 20),
+		   jc = BUF_INIT(1 << 20);
+	size_t fw[2] = { 0, 0 }, fc[2] = { 0, 0 }, runs[2] = { 0, 0 }, f[2];
+	const char *other = text + at;
+
+	if (olen == vlen && memcmp(other, value, vlen) == 0)
+		return;
+	FUZZ_ASSERT(inject_scanner_init(&one[0], value, vlen) == 0);
+	FUZZ_ASSERT(inject_scanner_init(&one[1], other, olen) == 0);
+	struct inject_part parts[2] = { { &one[0], 0, "a" },
+		{ &one[1], 0, NULL } };
+	FUZZ_ASSERT(inject_scanner_join(&join, parts, 2) == 0);
+	if (scan_copy(&one[1], chunked, text, tlen, 0, &theirs, f) != 0 ||
+	    scan_copy(&join, chunked, text, tlen, 0, &jw, fw) != 0 ||
+	    scan_copy(&join, chunked, text, tlen, seed, &jc, fc) != 0)
+		goto out;
+	FUZZ_ASSERT(jw.len == tlen && jc.len == tlen && theirs.len == tlen);
+	FUZZ_ASSERT(tlen == 0 || memcmp(jw.data, jc.data, tlen) == 0);
+	FUZZ_ASSERT(fw[0] == fc[0] && fw[1] == fc[1]);
+	int run = -1;
+	for (size_t k = 0; k < tlen; k++) {
+		int owner = mine->data[k] != text[k] ? 0
+		    : theirs.data[k] != text[k]      ? 1
+						     : -1;
+		if (owner < 0) {
+			FUZZ_ASSERT(jw.data[k] == text[k]);
+			if (text[k] != '\r' && text[k] != '\n')
+				run = -1;
+			continue;
+		}
+		FUZZ_ASSERT(jw.data[k] == one[owner].filler);
+		if (run != owner)
+			runs[owner]++;
+		run = owner;
+	}
+	if (!chunked)
+		FUZZ_ASSERT(fw[0] == runs[0] && fw[1] == runs[1]);
+out:
+	inject_scanner_free(&join);
+	inject_scanner_free(&one[0]);
+	inject_scanner_free(&one[1]);
+	buf_free(&theirs);
+	buf_free(&jw);
+	buf_free(&jc);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -235,6 +325,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(!holds_nocase(whole.data, whole.len, value + j, w));
 	if (form)
 		FUZZ_ASSERT(fw >= 1);
+	if (tlen > 0) {
+		size_t oat = ((size_t)data[2] * 31 + data[1]) % tlen;
+		size_t olen = 1 + (size_t)data[1] % 40;
+		if (olen > tlen - oat)
+			olen = tlen - oat;
+		joined(value, vlen, chunked, text, tlen, oat, olen,
+		    (unsigned)data[1] + 7, &whole);
+	}
 out:
 	free(text);
 	buf_free(&whole);

@@ -540,6 +540,37 @@ START_TEST(a_put_makes_the_joined_scanner_again)
 }
 END_TEST
 
+/* A shorter value's key is its bytes and zeros: where a value holds
+ * NULs the two are equal keys, and the lower value still owns the match
+ * (fuzz_inject's joined-nul-owner: the shorter one, sorted first, was
+ * given it, so a scan-only value's NULs went as the job's own, redacted,
+ * not tripped). */
+START_TEST(equal_keys_of_a_short_value_and_nuls_go_to_the_lower)
+{
+	static const char scan_only[] = "tok\0\0\0\0\0\0\0\0\0_end";
+	struct reflect_set set = { 0 };
+	struct reflect_scan r;
+	struct buf out = BUF_INIT(4096);
+	char text[32] = "a ";
+
+	ck_assert_int_eq(reflect_set_put_borrowed(&set, "iss", 0, scan_only,
+			     sizeof(scan_only) - 1, 0, 0),
+	    1);
+	ck_assert_int_eq(reflect_set_put(&set, "own", 1, "\0\0\0\0\0", 5, 0, 0),
+	    1);
+	ck_assert_int_eq(reflect_scan_init(&r, &set), 0);
+	/* Eight NULs: a run of the scan-only value (and the own one). */
+	int rc = reflect_scan_feed(&r, text, 12, &out, NULL);
+	if (rc == 0)
+		rc = reflect_scan_flush(&r, &out);
+	ck_assert_int_eq(rc, -EPERM);
+	ck_assert_uint_le(out.len, 2);
+	reflect_scan_free(&r);
+	reflect_set_clear(&set);
+	buf_free(&out);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -550,6 +581,8 @@ suite(void)
 	tcase_add_test(tc, the_joined_scan_redacts_what_each_values_own_would);
 	tcase_add_test(tc, a_full_set_is_one_stage_and_redacts_the_same);
 	tcase_add_test(tc, a_put_makes_the_joined_scanner_again);
+	tcase_add_test(tc,
+	    equal_keys_of_a_short_value_and_nuls_go_to_the_lower);
 	suite_add_tcase(s, tc);
 	return s;
 }
