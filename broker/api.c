@@ -14,6 +14,7 @@
 #include "manifest.h"
 #include "metrics.h"
 #include "problems.h"
+#include "reflections.h"
 #include "secrets.h"
 #include "token.h"
 #include "util.h"
@@ -1274,6 +1275,21 @@ broker_metrics(void *ctx, struct buf *out)
 	metrics_one(out, "cordon_broker_secrets_scan_released_total", "counter",
 	    "static secrets released to a proxy only to scan answers for",
 	    atomic_load(&b->scan_releases));
+	metrics_one(out, "cordon_broker_reflections_total", "counter",
+	    "answers that reflected a job's own static secret, and trips of "
+	    "a scan-only one, the proxies told (reflections.h)",
+	    atomic_load(&b->reflections_reported));
+	metrics_one(out, "cordon_broker_reflections_unrecorded_total",
+	    "counter",
+	    "reflection reports the database failed to count (answered 503)",
+	    atomic_load(&b->reflections_unrecorded));
+	metrics_one(out, "cordon_broker_secrets_burned_total", "counter",
+	    "secret versions this broker burned past their reflect_budget or "
+	    "at a trip: rotate them",
+	    atomic_load(&b->secrets_burned));
+	metrics_one(out, "cordon_broker_releases_burned_total", "counter",
+	    "releases to inject refused 403 secret_burned",
+	    atomic_load(&b->releases_burned));
 	metrics_one(out, "cordon_broker_store_errors_total", "counter",
 	    "Database failures (each answered with a refusal).",
 	    atomic_load(&b->store_errors));
@@ -1396,5 +1412,7 @@ const struct http_route broker_routes[] = {
 	{ "GET", "/v1/bindings", ROLE_VERIFIER | ROLE_ADMIN, BODY_NONE,
 	    bindings_get },
 	{ "POST", "/v1/bindings", ROLE_VERIFIER, BODY_JSON, bindings_post },
+	{ "POST", "/v1/jobs/*/secrets/*/reflections", ROLE_VERIFIER, BODY_JSON,
+	    reflections_post },
 };
 const size_t broker_nroutes = ARRAY_SIZE(broker_routes);

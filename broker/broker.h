@@ -52,6 +52,9 @@ struct broker {
 	atomic_uint_fast64_t minted, introspected, active, revoked_jobs, lapsed,
 	    refused_mints, store_errors, rate_limited_mints, ceiling_mints,
 	    secrets_released, scan_releases;
+	/* The fleet's reflection budget (reflections.h). */
+	atomic_uint_fast64_t reflections_reported, reflections_unrecorded,
+	    secrets_burned, releases_burned;
 };
 
 /* The broker's routes, for the HTTP glue; ctx is the struct broker. */

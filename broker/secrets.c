@@ -354,6 +354,39 @@ guard_hosts_of(json_t *body, json_t **ret_rest, json_t **ret_hosts,
 	return true;
 }
 
+/*
+ * A PUT body's "reflect_budget" (store.h: the reflected answers the new
+ * version may have fleet-wide before it is burned) into *ret (0 when
+ * none: the version before's), taken out of *rest (replaced by a copy
+ * without it). false after answering 422.
+ */
+static bool
+reflect_budget_of(json_t **rest, int64_t *ret, struct http_response *res)
+{
+	json_t *v = json_object_get(*rest, "reflect_budget"), *copy;
+
+	*ret = 0;
+	if (v == NULL)
+		return true;
+	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > STORE_REFLECT_BUDGET_MAX) {
+		http_reply_problems(res, "invalid_request", NULL,
+		    json_pack("[{s:s, s:s}]", "field", "reflect_budget",
+			"problem",
+			"the answers reflecting the value a version may have "
+			"fleet-wide before it is burned: an integer from 1 to "
+			"1000000"));
+		return false;
+	}
+	*ret = json_integer_value(v);
+	if ((copy = json_copy(*rest)) == NULL)
+		return false;
+	json_object_del(copy, "reflect_budget");
+	json_decref(*rest);
+	*rest = copy;
+	return true;
+}
+
 void
 secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 {
@@ -373,6 +406,12 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	if (!guard_hosts_of(body, &rest, &hosts, res))
 		return;
+	int64_t budget = 0;
+	if (!reflect_budget_of(&rest, &budget, res)) {
+		json_decref(rest);
+		json_decref(hosts);
+		return;
+	}
 	r = plaintext_of(rest, &plain, &plen, &kind, why, sizeof(why));
 	/* The copy shares the values (an issuer's secret strings): freed,
 	 * not wiped; the body itself is wiped by its owner. */
@@ -411,8 +450,8 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 		r = secrets_seal(b->secrets_key, name, next, plain, plen,
 		    sealed, sizeof(sealed), &len);
 		if (r == 0)
-			r = store_secret_put_bound(b->store, name, next, sealed,
-			    len, hosts, actor_of(req));
+			r = store_secret_put_budget(b->store, name, next,
+			    sealed, len, hosts, budget, actor_of(req));
 	}
 	OPENSSL_cleanse(sealed, sizeof(sealed));
 	OPENSSL_cleanse(plain, plen);
@@ -433,6 +472,10 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 	json_object_set_new(out, "kind", json_string(kind));
 	if (hosts != NULL)
 		json_object_set_new(out, "guard_hosts", hosts);
+	struct secret_reflections rf;
+	if (store_secret_reflections(b->store, name, m.version, &rf) == 0)
+		json_object_set_new(out, "reflect_budget",
+		    json_integer(rf.budget));
 	http_reply_json(res, 200, out);
 }
 
@@ -499,6 +542,25 @@ secrets_get(void *ctx, struct http_request *req, struct http_response *res)
 	json_object_set_new(out, "hosts", hosts);
 	json_object_set_new(out, "addrs", addrs);
 	json_object_set_new(out, "guard_hosts", declared);
+	/* The current version's reflections (reflections.h). */
+	struct secret_reflections rf;
+	r = store_secret_reflections(b->store, m.name, m.version, &rf);
+	if (r < 0) {
+		json_decref(out);
+		reply_store_error(b, res, r);
+		return;
+	}
+	json_object_set_new(out, "reflect_budget", json_integer(rf.budget));
+	json_object_set_new(out, "reflections", json_integer(rf.reflections));
+	json_object_set_new(out, "burned", json_boolean(rf.burned_at != 0));
+	if (rf.burned_at != 0) {
+		json_object_set_new(out, "burned_at",
+		    json_integer(rf.burned_at));
+		json_object_set_new(out, "burned_reason",
+		    json_string(rf.burned_reason));
+		json_object_set_new(out, "burned_job",
+		    json_string(rf.burned_job));
+	}
 	http_reply_json(res, 200, out);
 }
 
@@ -630,6 +692,21 @@ reply_value(struct broker *b, struct http_request *req,
 	int r =
 	    store_secret_released(b->store, name, version, job, actor_of(req));
 
+	/* Burned past its reflection budget (reflections.h): refused in
+	 * the release's own write, so no report comes between. */
+	if (r == -EKEYREVOKED) {
+		atomic_fetch_add(&b->releases_burned, 1);
+		log_warn("release_refused", "{s:s, s:s, s:I, s:s}", "job", job,
+		    "secret", name, "version", (json_int_t)version, "reason",
+		    "secret_burned");
+		http_reply_error(res, 403, "secret_burned",
+		    "version %lld of secret %s is burned: its answers "
+		    "reflected it past its reflect_budget across the fleet "
+		    "(GET /v1/secrets/%s says when and why); rotate it at "
+		    "its service and PUT the new value",
+		    (long long)version, name, name);
+		return;
+	}
 	if (r < 0) {
 		reply_store_error(b, res, r);
 		return;

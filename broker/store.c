@@ -235,7 +235,15 @@ static const char schema[] =
     " value TEXT NOT NULL,"
     " origin TEXT NOT NULL CHECK (origin IN ('rule', 'declared', 'seen')),"
     " created INTEGER NOT NULL,"
-    " PRIMARY KEY (secret, kind, value, origin)) WITHOUT ROWID;";
+    " PRIMARY KEY (secret, kind, value, origin)) WITHOUT ROWID;"
+    /* Each secret version's reflections, fleet-wide (store.h): made
+     * anew at the version's PUT; burned_at set once. */
+    "CREATE TABLE IF NOT EXISTS secret_reflections ("
+    " secret TEXT NOT NULL, version INTEGER NOT NULL,"
+    " budget INTEGER NOT NULL, reflections INTEGER NOT NULL DEFAULT 0,"
+    " tripped INTEGER NOT NULL DEFAULT 0, burned_at INTEGER,"
+    " burned_reason TEXT, burned_job TEXT,"
+    " PRIMARY KEY (secret, version)) WITHOUT ROWID;";
 
 struct conn {
 	sqlite3 *db;
@@ -1613,7 +1621,11 @@ struct secret_put {
 	const unsigned char *sealed;
 	size_t len;
 	const json_t *hosts; /* NULL: the declared hosts kept */
+	int64_t budget; /* 0: the version before's */
 };
+
+static int reflect_row_put(struct store *s, const struct secret_put *a);
+static int op_release_unburned(struct store *s, struct op *op);
 
 /* Inserts binding (secret, kind, value, origin) on the writer's
  * connection: 1 added, 0 there already, or -errno. */
@@ -1725,7 +1737,31 @@ op_secret_put(struct store *s, struct op *op)
 	json_decref(d);
 	if (rc == 0)
 		rc = secret_put_bindings(s, a);
+	if (rc == 0)
+		rc = reflect_row_put(s, a);
 	return rc;
+}
+
+int
+store_secret_put_budget(struct store *s, const char *name, int64_t version,
+    const unsigned char *sealed, size_t len, const json_t *guard_hosts,
+    int64_t budget, const char *actor)
+{
+	if ((guard_hosts != NULL &&
+		(!json_is_array(guard_hosts) ||
+		    json_array_size(guard_hosts) >
+			STORE_BINDINGS_DECLARED_MAX)) ||
+	    budget < 0 || budget > STORE_REFLECT_BUDGET_MAX)
+		return -EINVAL;
+	if (s->pg != NULL)
+		return store_pg_secret_put(s->pg, name, version, sealed, len,
+		    guard_hosts, budget, actor);
+	struct secret_put a = { name, actor, version, sealed, len, guard_hosts,
+		budget };
+
+	if (len == 0 || len > INT32_MAX)
+		return -EINVAL;
+	return store_write(s, op_secret_put, &a);
 }
 
 int
@@ -1733,19 +1769,8 @@ store_secret_put_bound(struct store *s, const char *name, int64_t version,
     const unsigned char *sealed, size_t len, const json_t *guard_hosts,
     const char *actor)
 {
-	if (guard_hosts != NULL &&
-	    (!json_is_array(guard_hosts) ||
-		json_array_size(guard_hosts) > STORE_BINDINGS_DECLARED_MAX))
-		return -EINVAL;
-	if (s->pg != NULL)
-		return store_pg_secret_put(s->pg, name, version, sealed, len,
-		    guard_hosts, actor);
-	struct secret_put a = { name, actor, version, sealed, len,
-		guard_hosts };
-
-	if (len == 0 || len > INT32_MAX)
-		return -EINVAL;
-	return store_write(s, op_secret_put, &a);
+	return store_secret_put_budget(s, name, version, sealed, len,
+	    guard_hosts, 0, actor);
 }
 
 int
@@ -1960,7 +1985,7 @@ store_secret_released(struct store *s, const char *name, int64_t version,
 	struct secret_used a = { name, job, actor, version, NULL, NULL, false,
 		NULL };
 
-	return store_write(s, op_secret_released, &a);
+	return store_write(s, op_release_unburned, &a);
 }
 
 int
@@ -2148,6 +2173,236 @@ store_binding_seen(struct store *s, const char *secret, const char *addr,
 		*ret_added = a.added;
 	if (r == -EDQUOT && ret_over != NULL)
 		*ret_over = a.over;
+	return r;
+}
+
+/* --- reflections ---------------------------------------------------------- */
+
+/* Prepares sql on c (once a call: these run a few times a job at most).
+ * NULL when it cannot be. */
+static sqlite3_stmt *
+prepare(struct conn *c, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	return st;
+}
+
+/* A version's row made anew at its put (a name deleted and put again
+ * starts at version 1: an old row of that number is replaced), its
+ * budget a's or the version before's. On the writer's connection. */
+static int
+reflect_row_put(struct store *s, const struct secret_put *a)
+{
+	sqlite3_stmt *st = prepare(&s->w,
+	    "INSERT OR REPLACE INTO secret_reflections (secret, version, "
+	    "budget) VALUES (?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE "
+	    "coalesce((SELECT budget FROM secret_reflections WHERE secret = "
+	    "?1 AND version = ?2 - 1), ?4) END)");
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, a->version);
+	sqlite3_bind_int64(st, 3, a->budget);
+	sqlite3_bind_int64(st, 4, STORE_REFLECT_BUDGET_DEFAULT);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : sqlite_errno(rc);
+}
+
+/* The columns budget, reflections, tripped, burned_at, burned_reason,
+ * burned_job of st from col into *ret. */
+static void
+reflect_row_read(sqlite3_stmt *st, int col, struct secret_reflections *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->budget = sqlite3_column_int64(st, col);
+	ret->reflections = sqlite3_column_int64(st, col + 1);
+	ret->tripped = sqlite3_column_int64(st, col + 2);
+	ret->burned_at = sqlite3_column_int64(st, col + 3);
+	copy_col(ret->burned_reason, sizeof(ret->burned_reason), st, col + 4);
+	copy_col(ret->burned_job, sizeof(ret->burned_job), st, col + 5);
+}
+
+/* An injection's release: refused (-EKEYREVOKED) when the version is
+ * burned, in the writer's transaction, so that no report burning it
+ * can come between the check and the release's record. */
+static int
+op_release_unburned(struct store *s, struct op *op)
+{
+	struct secret_used *a = op->arg;
+	sqlite3_stmt *st = prepare(&s->w,
+	    "SELECT 1 FROM secret_reflections WHERE secret = ? AND version = "
+	    "? AND burned_at IS NOT NULL");
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, a->version);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return -EKEYREVOKED;
+	if (rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	return op_secret_released(s, op);
+}
+
+int
+store_secret_reflections(struct store *s, const char *name, int64_t version,
+    struct secret_reflections *ret)
+{
+	if (s->pg != NULL)
+		return store_pg_secret_reflections(s->pg, name, version, ret);
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	if (c == NULL)
+		return -EIO;
+	st = prepare(c,
+	    "SELECT budget, reflections, tripped, burned_at, burned_reason, "
+	    "burned_job FROM secret_reflections WHERE secret = ? AND version "
+	    "= ?");
+	if (st == NULL) {
+		reader_put(s, c);
+		return -EIO;
+	}
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, version);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		reflect_row_read(st, 0, ret);
+	else if (rc == SQLITE_DONE) {
+		memset(ret, 0, sizeof(*ret));
+		ret->budget = STORE_REFLECT_BUDGET_DEFAULT;
+	}
+	sqlite3_finalize(st);
+	reader_put(s, c);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sqlite_errno(rc);
+}
+
+struct reflected {
+	const char *name, *job, *event, *actor;
+	int64_t version, count;
+	bool trip;
+	struct secret_reflections row;
+	bool burned_now;
+};
+
+static int
+op_secret_reflected(struct store *s, struct op *op)
+{
+	struct reflected *a = op->arg;
+	int64_t now = (int64_t)time(NULL);
+	sqlite3_stmt *st = stmt(&s->w, ST_SECRET_HAS);
+	json_t *d;
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, a->version);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return sqlite_errno(rc);
+	/* The writer alone writes: what was is what the update sees. */
+	if ((st = prepare(&s->w,
+		 "SELECT 1 FROM secret_reflections WHERE secret = ? AND "
+		 "version = ? AND burned_at IS NOT NULL")) == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, a->version);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sqlite_errno(rc);
+	bool was_burned = rc == SQLITE_ROW;
+	/* One statement: the count, and the burn when it reaches the
+	 * budget (or at a trip), set once. */
+	st = prepare(&s->w,
+	    "INSERT INTO secret_reflections (secret, version, budget, "
+	    "reflections, tripped, burned_at, burned_reason, burned_job) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?5 > 0 OR ?4 >= ?3 THEN ?6 "
+	    "END, CASE WHEN ?5 > 0 THEN 'guard_tripped' WHEN ?4 >= ?3 THEN "
+	    "'reflect_budget' END, CASE WHEN ?5 > 0 OR ?4 >= ?3 THEN ?7 END) "
+	    "ON CONFLICT (secret, version) DO UPDATE SET reflections = "
+	    "reflections + ?4, tripped = tripped + ?5, burned_reason = CASE "
+	    "WHEN burned_at IS NOT NULL THEN burned_reason WHEN ?5 > 0 THEN "
+	    "'guard_tripped' WHEN reflections + ?4 >= budget THEN "
+	    "'reflect_budget' END, burned_job = CASE WHEN burned_at IS NOT "
+	    "NULL THEN burned_job WHEN ?5 > 0 OR reflections + ?4 >= budget "
+	    "THEN ?7 END, burned_at = CASE WHEN burned_at IS NOT NULL THEN "
+	    "burned_at WHEN ?5 > 0 OR reflections + ?4 >= budget THEN ?6 END "
+	    "RETURNING budget, reflections, tripped, burned_at, "
+	    "burned_reason, burned_job");
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, a->version);
+	sqlite3_bind_int64(st, 3, STORE_REFLECT_BUDGET_DEFAULT);
+	sqlite3_bind_int64(st, 4, a->count);
+	sqlite3_bind_int64(st, 5, a->trip ? 1 : 0);
+	sqlite3_bind_int64(st, 6, now);
+	sqlite3_bind_text(st, 7, a->job, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		reflect_row_read(st, 0, &a->row);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -EIO : sqlite_errno(rc);
+	a->burned_now = !was_burned && a->row.burned_at != 0;
+	d = json_pack("{s:s, s:I, s:s, s:I, s:I, s:I}", "secret", a->name,
+	    "version", (json_int_t)a->version, "event", a->event, "count",
+	    (json_int_t)a->count, "reflections", (json_int_t)a->row.reflections,
+	    "budget", (json_int_t)a->row.budget);
+	rc = audit_append(s, "secret_reflected", a->job, a->actor, d);
+	json_decref(d);
+	if (rc == 0 && a->burned_now) {
+		d = json_pack("{s:s, s:I, s:s, s:I, s:I}", "secret", a->name,
+		    "version", (json_int_t)a->version, "reason",
+		    a->row.burned_reason, "reflections",
+		    (json_int_t)a->row.reflections, "budget",
+		    (json_int_t)a->row.budget);
+		rc = audit_append(s, "secret_burned", a->job, a->actor, d);
+		json_decref(d);
+	}
+	return rc;
+}
+
+int
+store_secret_reflected(struct store *s, const char *name, int64_t version,
+    const char *job, const char *event, int64_t count, bool trip,
+    const char *actor, struct secret_reflections *ret, bool *ret_burned_now)
+{
+	if (count < 1 || count > 1000)
+		return -EINVAL;
+	if (s->pg != NULL)
+		return store_pg_secret_reflected(s->pg, name, version, job,
+		    event, count, trip, actor, ret, ret_burned_now);
+	struct reflected a = { .name = name,
+		.job = job,
+		.event = event,
+		.actor = actor,
+		.version = version,
+		.count = count,
+		.trip = trip };
+	int r = store_write(s, op_secret_reflected, &a);
+
+	if (r == 0) {
+		*ret = a.row;
+		*ret_burned_now = a.burned_now;
+	}
 	return r;
 }
 

@@ -300,7 +300,8 @@ int store_secret_delete(struct store *s, const char *name, const char *actor,
 
 /* Records that version of name was released to a proxy for job: its
  * last_used and the audit record secret_released (name, version, job;
- * never the value), committed before it returns. */
+ * never the value), committed before it returns. -EKEYREVOKED, nothing
+ * recorded, when that version is burned (store_secret_reflected). */
 int store_secret_released(struct store *s, const char *name, int64_t version,
     const char *job, const char *actor);
 
@@ -417,6 +418,56 @@ int store_bindings_list(struct store *s, json_t **ret, int64_t *ret_epoch);
 int store_binding_seen(struct store *s, const char *secret, const char *addr,
     const char *job, const char *actor, bool *ret_added,
     struct store_bind_over *ret_over);
+
+/* --- reflections: the fleet's budget per secret version ------------------ */
+
+/*
+ * A proxy tells each answer that reflected a job's own value of a secret
+ * and each trip of a scan-only one (credentials.md); the store counts
+ * them per (secret, version), one row each, for every broker of a fleet.
+ * Past the version's budget the version is burned: its releases to
+ * inject are refused until a PUT makes the next version (a fresh row).
+ */
+#define STORE_REFLECT_BUDGET_DEFAULT 8
+#define STORE_REFLECT_BUDGET_MAX 1000000
+
+struct secret_reflections {
+	int64_t budget; /* reflected answers the version may have */
+	int64_t reflections; /* counted so far, fleet-wide */
+	int64_t tripped; /* of them, trips of a scan-only value */
+	int64_t burned_at; /* 0: not burned */
+	char burned_reason[32]; /* "reflect_budget" or "guard_tripped" */
+	char burned_job[72]; /* the job whose report burned it */
+};
+
+/*
+ * As store_secret_put_bound, and in the same transaction the version's
+ * reflection row is made anew (none counted, not burned) with budget:
+ * 0 for the version before's (STORE_REFLECT_BUDGET_DEFAULT when none).
+ */
+int store_secret_put_budget(struct store *s, const char *name, int64_t version,
+    const unsigned char *sealed, size_t len, const json_t *guard_hosts,
+    int64_t budget, const char *actor);
+
+/*
+ * The reflections of version of name into *ret: a version without a row
+ * (put before the budget existed) has STORE_REFLECT_BUDGET_DEFAULT and
+ * nothing counted. 0 or -errno.
+ */
+int store_secret_reflections(struct store *s, const char *name, int64_t version,
+    struct secret_reflections *ret);
+
+/*
+ * Counts count reflections (1..1000) of version of name told for job
+ * (event: "reflected", "reflect_limit" or "guard_tripped"), audited
+ * secret_reflected, in one statement: every broker's count adds up. The
+ * version burns (audited secret_burned, once) when the count reaches its
+ * budget, or at once when trip. *ret: the row after; *ret_burned_now:
+ * whether this call burned it. -ENOENT when that version is gone.
+ */
+int store_secret_reflected(struct store *s, const char *name, int64_t version,
+    const char *job, const char *event, int64_t count, bool trip,
+    const char *actor, struct secret_reflections *ret, bool *ret_burned_now);
 
 /* --- audit -------------------------------------------------------------- */
 

@@ -941,6 +941,17 @@ schema_upgrade(PGconn *c)
 		r = cmd(c,
 		    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY "
 		    "KEY, value TEXT NOT NULL)");
+	/* Each secret version's reflections (store.h): a table without a
+	 * backfill, so no version of its own. */
+	if (r == 0)
+		r = cmd(c,
+		    "CREATE TABLE IF NOT EXISTS secret_reflections ("
+		    " secret TEXT NOT NULL, version BIGINT NOT NULL,"
+		    " budget BIGINT NOT NULL,"
+		    " reflections BIGINT NOT NULL DEFAULT 0,"
+		    " tripped BIGINT NOT NULL DEFAULT 0, burned_at BIGINT,"
+		    " burned_reason TEXT, burned_job TEXT,"
+		    " PRIMARY KEY (secret, version))");
 	if (r == 0 &&
 	    (r = q(c, "SELECT value FROM meta WHERE key = 'schema_version'",
 		 NULL, &res)) == 0) {
@@ -2169,7 +2180,11 @@ struct secret_put {
 	const unsigned char *sealed;
 	size_t len;
 	const json_t *hosts; /* NULL: the declared hosts kept */
+	int64_t budget; /* 0: the version before's */
 };
+
+static int reflect_row_put(struct wctx *w, const struct secret_put *a);
+static int op_release_unburned(struct wctx *w, void *arg);
 
 /* A secret's put, after its row: its declared hosts replaced when
  * given, the rules' bindings of a name (re)created, the epoch moved. */
@@ -2255,16 +2270,18 @@ op_secret_put(struct wctx *w, void *arg)
 	json_decref(d);
 	if (r == 0)
 		r = secret_put_bindings(w, a);
+	if (r == 0)
+		r = reflect_row_put(w, a);
 	return r;
 }
 
 int
 store_pg_secret_put(struct store_pg *s, const char *name, int64_t version,
     const unsigned char *sealed, size_t len, const json_t *guard_hosts,
-    const char *actor)
+    int64_t budget, const char *actor)
 {
-	struct secret_put a = { name, actor, version, sealed, len,
-		guard_hosts };
+	struct secret_put a = { name, actor, version, sealed, len, guard_hosts,
+		budget };
 
 	if (len == 0 || len > INT32_MAX)
 		return -EINVAL;
@@ -2490,7 +2507,7 @@ store_pg_secret_released(struct store_pg *s, const char *name, int64_t version,
 	struct secret_used a = { name, job, actor, version, NULL, NULL, false,
 		NULL };
 
-	return pg_write(s, op_secret_released, &a);
+	return pg_write(s, op_release_unburned, &a);
 }
 
 int
@@ -2714,6 +2731,220 @@ store_pg_binding_seen(struct store_pg *s, const char *secret, const char *addr,
 		*ret_added = a.added;
 	if (r == -EDQUOT && ret_over != NULL)
 		*ret_over = a.over;
+	return r;
+}
+
+/* --- reflections ---------------------------------------------------------- */
+
+#define REFLECT_COLS                                                           \
+	"budget, reflections, tripped, burned_at, burned_reason, burned_job"
+
+/* A version's row made anew at its put (a name deleted and put again
+ * starts at version 1 again), its budget a's or the version before's. */
+static int
+reflect_row_put(struct wctx *w, const struct secret_put *a)
+{
+	struct params p = { 0 };
+
+	p_text(&p, a->name);
+	p_int(&p, a->version);
+	p_int(&p, a->budget);
+	p_int(&p, STORE_REFLECT_BUDGET_DEFAULT);
+	return q(w->c,
+	    "INSERT INTO secret_reflections (secret, version, budget) VALUES "
+	    "($1, $2, CASE WHEN $3::bigint > 0 THEN $3::bigint ELSE "
+	    "coalesce((SELECT budget FROM secret_reflections WHERE secret = $1 "
+	    "AND version = $2::bigint - 1), $4::bigint) END) ON CONFLICT "
+	    "(secret, version) DO UPDATE SET budget = excluded.budget, "
+	    "reflections = 0, tripped = 0, burned_at = NULL, burned_reason = "
+	    "NULL, burned_job = NULL",
+	    &p, NULL);
+}
+
+static void
+reflect_row_read(const PGresult *res, struct secret_reflections *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->budget = col_int(res, 0, 0);
+	ret->reflections = col_int(res, 0, 1);
+	ret->tripped = col_int(res, 0, 2);
+	ret->burned_at = col_int(res, 0, 3);
+	col_copy(ret->burned_reason, sizeof(ret->burned_reason), res, 0, 4);
+	col_copy(ret->burned_job, sizeof(ret->burned_job), res, 0, 5);
+}
+
+/* An injection's release: refused (-EKEYREVOKED) when the version is
+ * burned. Every write holds the audit head's lock: no broker's report
+ * burns it between the check and the release's record. */
+static int
+op_release_unburned(struct wctx *w, void *arg)
+{
+	struct secret_used *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_text(&p, a->name);
+	p_int(&p, a->version);
+	r = q(w->c,
+	    "SELECT 1 FROM secret_reflections WHERE secret = $1 AND version = "
+	    "$2 AND burned_at IS NOT NULL",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	bool burned = PQntuples(res) > 0;
+	PQclear(res);
+	return burned ? -EKEYREVOKED : op_secret_released(w, arg);
+}
+
+struct reflections_get {
+	const char *name;
+	int64_t version;
+	struct secret_reflections *out;
+};
+
+static int
+read_reflections(PGconn *c, void *arg)
+{
+	struct reflections_get *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_text(&p, a->name);
+	p_int(&p, a->version);
+	r = q(c,
+	    "SELECT " REFLECT_COLS " FROM secret_reflections WHERE secret = "
+	    "$1 AND version = $2",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) == 1)
+		reflect_row_read(res, a->out);
+	else {
+		memset(a->out, 0, sizeof(*a->out));
+		a->out->budget = STORE_REFLECT_BUDGET_DEFAULT;
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+store_pg_secret_reflections(struct store_pg *s, const char *name,
+    int64_t version, struct secret_reflections *ret)
+{
+	struct reflections_get a = { name, version, ret };
+
+	return pg_read(s, read_reflections, &a);
+}
+
+struct reflected {
+	const char *name, *job, *event, *actor;
+	int64_t version, count;
+	bool trip;
+	struct secret_reflections row;
+	bool burned_now;
+};
+
+static int
+op_secret_reflected(struct wctx *w, void *arg)
+{
+	struct reflected *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	json_t *d;
+	int r;
+
+	p_text(&p, a->name);
+	p_int(&p, a->version);
+	r = q(w->c,
+	    "SELECT (SELECT burned_at IS NOT NULL FROM secret_reflections "
+	    "WHERE secret = $1 AND version = $2) FROM secrets WHERE name = $1 "
+	    "AND version = $2",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return -ENOENT; /* deleted meanwhile */
+	}
+	/* Under the audit head's lock, as every write: what was is what
+	 * the update sees, whichever broker asks. */
+	bool was_burned = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	p.n = 0;
+	p_text(&p, a->name);
+	p_int(&p, a->version);
+	p_int(&p, STORE_REFLECT_BUDGET_DEFAULT);
+	p_int(&p, a->count);
+	p_int(&p, a->trip ? 1 : 0);
+	p_int(&p, (int64_t)time(NULL));
+	p_text(&p, a->job);
+	r = q(w->c,
+	    "INSERT INTO secret_reflections AS r (secret, version, budget, "
+	    "reflections, tripped, burned_at, burned_reason, burned_job) "
+	    "VALUES ($1, $2, $3, $4, $5, CASE WHEN $5::bigint > 0 OR "
+	    "$4::bigint >= $3::bigint THEN $6::bigint END, CASE WHEN "
+	    "$5::bigint > 0 THEN 'guard_tripped' WHEN $4::bigint >= $3::bigint "
+	    "THEN 'reflect_budget' END, CASE WHEN $5::bigint > 0 OR $4::bigint "
+	    ">= $3::bigint THEN $7 END) ON CONFLICT (secret, version) DO "
+	    "UPDATE "
+	    "SET reflections = r.reflections + $4::bigint, tripped = r.tripped "
+	    "+ $5::bigint, burned_reason = CASE WHEN r.burned_at IS NOT NULL "
+	    "THEN r.burned_reason WHEN $5::bigint > 0 THEN 'guard_tripped' "
+	    "WHEN r.reflections + $4::bigint >= r.budget THEN 'reflect_budget' "
+	    "END, burned_job = CASE WHEN r.burned_at IS NOT NULL THEN "
+	    "r.burned_job WHEN $5::bigint > 0 OR r.reflections + $4::bigint >= "
+	    "r.budget THEN $7 END, burned_at = CASE WHEN r.burned_at IS NOT "
+	    "NULL THEN r.burned_at WHEN $5::bigint > 0 OR r.reflections + "
+	    "$4::bigint >= r.budget THEN $6::bigint END "
+	    "RETURNING " REFLECT_COLS,
+	    &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return -EIO;
+	}
+	reflect_row_read(res, &a->row);
+	PQclear(res);
+	a->burned_now = !was_burned && a->row.burned_at != 0;
+	d = json_pack("{s:s, s:I, s:s, s:I, s:I, s:I}", "secret", a->name,
+	    "version", (json_int_t)a->version, "event", a->event, "count",
+	    (json_int_t)a->count, "reflections", (json_int_t)a->row.reflections,
+	    "budget", (json_int_t)a->row.budget);
+	r = audit_append(w, "secret_reflected", a->job, a->actor, d);
+	json_decref(d);
+	if (r == 0 && a->burned_now) {
+		d = json_pack("{s:s, s:I, s:s, s:I, s:I}", "secret", a->name,
+		    "version", (json_int_t)a->version, "reason",
+		    a->row.burned_reason, "reflections",
+		    (json_int_t)a->row.reflections, "budget",
+		    (json_int_t)a->row.budget);
+		r = audit_append(w, "secret_burned", a->job, a->actor, d);
+		json_decref(d);
+	}
+	return r;
+}
+
+int
+store_pg_secret_reflected(struct store_pg *s, const char *name, int64_t version,
+    const char *job, const char *event, int64_t count, bool trip,
+    const char *actor, struct secret_reflections *ret, bool *ret_burned_now)
+{
+	struct reflected a = { .name = name,
+		.job = job,
+		.event = event,
+		.actor = actor,
+		.version = version,
+		.count = count,
+		.trip = trip };
+	int r = pg_write(s, op_secret_reflected, &a);
+
+	if (r == 0) {
+		*ret = a.row;
+		*ret_burned_now = a.burned_now;
+	}
 	return r;
 }
 

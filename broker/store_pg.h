@@ -70,7 +70,13 @@ int store_pg_audit_verify(struct store_pg *s, bool *ret_ok,
     int64_t *ret_first_bad, int64_t *ret_records);
 int store_pg_secret_put(struct store_pg *s, const char *name, int64_t version,
     const unsigned char *sealed, size_t len, const json_t *guard_hosts,
-    const char *actor);
+    int64_t budget, const char *actor);
+int store_pg_secret_reflections(struct store_pg *s, const char *name,
+    int64_t version, struct secret_reflections *ret);
+int store_pg_secret_reflected(struct store_pg *s, const char *name,
+    int64_t version, const char *job, const char *event, int64_t count,
+    bool trip, const char *actor, struct secret_reflections *ret,
+    bool *ret_burned_now);
 int store_pg_secret_get(struct store_pg *s, const char *name,
     struct secret_meta *ret, unsigned char **ret_sealed, size_t *ret_len);
 int store_pg_secret_list(struct store_pg *s, json_t **ret);

@@ -77,6 +77,10 @@
 #define RELEASE_CONNS 16
 #define NCONNS (CALL_CONNS + RELEASE_CONNS)
 #define RECENT_MAX 1024
+/* A reflection report not counted is told again this often, this many
+ * times at most. */
+#define REFLECTION_RETRY_S 1
+#define REFLECTION_TRIES 60
 
 struct brokerclient_call {
 	TAILQ_ENTRY(brokerclient_call) link;
@@ -147,6 +151,18 @@ struct brokerclient {
 	struct timeval bindings_every;
 	char recent[RECENT_MAX][BROKERCLIENT_JOB_MAX + 1]; /* revoked, a ring */
 	unsigned nrecent;
+	/* Reflection reports being told (brokerclient_reflection). */
+	struct reflection_tell {
+		struct brokerclient *b;
+		bool used;
+		char job[BROKERCLIENT_JOB_MAX + 1], secret[65];
+		int64_t version;
+		const char *event; /* a static string */
+		int count, tries;
+		struct brokerclient_call *call; /* NULL: to tell again */
+	} tells[BROKERCLIENT_REFLECTIONS_KEPT];
+	struct event *tells_tick;
+	uint64_t reflections_told, reflections_lost;
 };
 
 /*
@@ -790,6 +806,147 @@ on_bindings_tick(evutil_socket_t fd, short what, void *arg)
 		    NULL, on_bindings, b);
 }
 
+/* --- reflection reports --------------------------------------------------- */
+
+static void reflection_send(struct reflection_tell *t);
+
+/* Lets t go: its reflections told (counted at the broker) or lost. */
+static void
+reflection_done(struct reflection_tell *t, bool told)
+{
+	if (told)
+		t->b->reflections_told += (uint64_t)t->count;
+	else
+		t->b->reflections_lost += (uint64_t)t->count;
+	t->used = false;
+	t->call = NULL;
+}
+
+static void
+on_reflection_told(void *arg, int status, json_t *body)
+{
+	struct reflection_tell *t = arg;
+	static const struct timeval again = { REFLECTION_RETRY_S, 0 };
+
+	t->call = NULL;
+	if (status == 200) {
+		if (json_is_true(json_object_get(body, "burned")))
+			log_warn("secret_burned", "{s:s, s:s, s:I, s:s}", "job",
+			    t->job, "secret", t->secret, "version",
+			    (json_int_t)t->version, "effect",
+			    "the broker refuses its releases to inject "
+			    "from now on: rotate it");
+		reflection_done(t, true);
+		return;
+	}
+	/* Refused for good (no such job, secret or version; a bad body):
+	 * telling it again would not change it. */
+	if ((status >= 400 && status < 500 && status != 408 && status != 429) ||
+	    ++t->tries >= REFLECTION_TRIES) {
+		log_error("reflection_unreported",
+		    "{s:s, s:s, s:I, s:s, s:i, "
+		    "s:i, s:s}",
+		    "job", t->job, "secret", t->secret, "version",
+		    (json_int_t)t->version, "event", t->event, "count",
+		    t->count, "status", status, "effect",
+		    "the fleet's reflection budget of this version misses it");
+		reflection_done(t, false);
+		return;
+	}
+	log_burst(LEVEL_WARN, "reflection_retried", "{s:s, s:s, s:i}", "job",
+	    t->job, "secret", t->secret, "status", status);
+	if (!evtimer_pending(t->b->tells_tick, NULL))
+		evtimer_add(t->b->tells_tick, &again);
+}
+
+static void
+reflection_send(struct reflection_tell *t)
+{
+	char path[300];
+	json_t *q = json_pack("{s:I, s:s, s:i}", "version",
+	    (json_int_t)t->version, "event", t->event, "count", t->count);
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/secrets/%s/reflections",
+	    t->job, t->secret);
+	t->call = q != NULL
+	    ? brokerclient_call(t->b, "POST", path, q, on_reflection_told, t)
+	    : NULL;
+	json_decref(q);
+	if (t->call == NULL)
+		on_reflection_told(t, 0, NULL);
+}
+
+/* The reports waiting to be told again: sent. */
+static void
+on_tells_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct brokerclient *b = arg;
+
+	(void)fd;
+	(void)what;
+	for (size_t i = 0; i < BROKERCLIENT_REFLECTIONS_KEPT; i++)
+		if (b->tells[i].used && b->tells[i].call == NULL)
+			reflection_send(&b->tells[i]);
+}
+
+void
+brokerclient_reflection(struct brokerclient *b, const char *job,
+    const char *secret, int64_t version, const char *event)
+{
+	struct reflection_tell *t = NULL;
+
+	if (b->verifier_key == NULL || strlen(job) > BROKERCLIENT_JOB_MAX ||
+	    strlen(secret) >= sizeof(t->secret)) {
+		b->reflections_lost++;
+		log_error("reflection_unreported", "{s:s, s:s, s:s}", "job",
+		    job, "secret", secret, "error",
+		    "no verifier key, or a name too long");
+		return;
+	}
+	/* One waiting to be told again of the same: added up. */
+	for (size_t i = 0; i < BROKERCLIENT_REFLECTIONS_KEPT; i++) {
+		struct reflection_tell *x = &b->tells[i];
+		if (x->used && x->call == NULL && x->version == version &&
+		    strcmp(x->event, event) == 0 && strcmp(x->job, job) == 0 &&
+		    strcmp(x->secret, secret) == 0 && x->count < 1000) {
+			x->count++;
+			return;
+		}
+		if (!x->used && t == NULL)
+			t = x;
+	}
+	if (t == NULL) {
+		b->reflections_lost++;
+		log_error("reflection_unreported", "{s:s, s:s, s:I, s:s, s:s}",
+		    "job", job, "secret", secret, "version",
+		    (json_int_t)version, "event", event, "error",
+		    "every place to keep a report is taken");
+		return;
+	}
+	*t = (struct reflection_tell){ .b = b,
+		.used = true,
+		.version = version,
+		.event = event,
+		.count = 1 };
+	snprintf(t->job, sizeof(t->job), "%s", job);
+	snprintf(t->secret, sizeof(t->secret), "%s", secret);
+	reflection_send(t);
+}
+
+void
+brokerclient_reflection_counts(const struct brokerclient *b, uint64_t *ret_told,
+    uint64_t *ret_kept, uint64_t *ret_lost)
+{
+	uint64_t kept = 0;
+
+	for (size_t i = 0; i < BROKERCLIENT_REFLECTIONS_KEPT; i++)
+		if (b->tells[i].used)
+			kept += (uint64_t)b->tells[i].count;
+	*ret_told = b->reflections_told;
+	*ret_kept = kept;
+	*ret_lost = b->reflections_lost;
+}
+
 int
 brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
     struct brokerclient **ret)
@@ -849,8 +1006,9 @@ brokerclient_new(struct event_base *base, const struct brokerclient_options *o,
 	b->feed_retry = evtimer_new(base, on_feed_retry, b);
 	b->feed_check = event_new(base, -1, EV_PERSIST, on_feed_check, b);
 	clock_gettime(CLOCK_MONOTONIC, &b->last_check);
+	b->tells_tick = evtimer_new(base, on_tells_tick, b);
 	if (b->feed_retry == NULL || b->feed_check == NULL ||
-	    event_add(b->feed_check, &check) < 0)
+	    b->tells_tick == NULL || event_add(b->feed_check, &check) < 0)
 		goto fail;
 	if (o->bindings_refresh_s > 0 && o->hooks.bindings != NULL &&
 	    b->verifier_key != NULL) {
@@ -902,6 +1060,8 @@ brokerclient_free(struct brokerclient *b)
 		event_free(b->feed_check);
 	if (b->bindings_tick != NULL)
 		event_free(b->bindings_tick);
+	if (b->tells_tick != NULL)
+		event_free(b->tells_tick);
 	if (b->verifier_key != NULL) {
 		explicit_bzero(b->verifier_key, strlen(b->verifier_key));
 		free(b->verifier_key);

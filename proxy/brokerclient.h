@@ -103,6 +103,25 @@ int brokerclient_release(struct brokerclient *b, const char *job,
  * past the caps. */
 void brokerclient_release_counts(const struct brokerclient *b,
     uint64_t *ret_in_flight, uint64_t *ret_waiting, uint64_t *ret_refused);
+/*
+ * Tells the broker, without waiting, that an answer of job reflected its
+ * own value of version of secret (event "reflected", or "reflect_limit"
+ * for the one that closed it) or that one tripped on a value the job had
+ * for the scan only ("guard_tripped"): POST
+ * /v1/jobs/{job}/secrets/{secret}/reflections, the fleet's budget per
+ * version (broker/reflections.h). A report the broker did not count (no
+ * answer, a 5xx) is kept and told again every second, for a minute at
+ * most, added up with the job's later ones of the same kind; one that
+ * finds no room among BROKERCLIENT_REFLECTIONS_KEPT, or is given up, is
+ * counted as unreported and logged (reflection_unreported).
+ */
+#define BROKERCLIENT_REFLECTIONS_KEPT 64
+void brokerclient_reflection(struct brokerclient *b, const char *job,
+    const char *secret, int64_t version, const char *event);
+/* For /metrics: reflections the broker counted, kept to tell again, and
+ * lost (never counted). */
+void brokerclient_reflection_counts(const struct brokerclient *b,
+    uint64_t *ret_told, uint64_t *ret_kept, uint64_t *ret_lost);
 /* cb will not be called; c is freed when its answer comes. NULL: none. */
 void brokerclient_cancel(struct brokerclient_call *c);
 /*

@@ -924,6 +924,12 @@ release_answer(struct pconn *c, int status, json_t *body, bool kept)
 		release_fail(c, "release_timeout", RETRY_UNAVAILABLE_S);
 		return;
 	}
+	/* Burned: its answers reflected it past its budget across the
+	 * fleet (the broker's reflections.h); rotated, it is released. */
+	if (status == 403 && err != NULL && strcmp(err, "secret_burned") == 0) {
+		deny(c, "inject", "secret_burned");
+		return;
+	}
 	if (status != 200 || !json_is_string(v) || len == 0 ||
 	    len > INJECT_VALUE_MAX) {
 		deny(c, "inject", "secret_unavailable");
@@ -2589,6 +2595,26 @@ trip(struct pconn *c, const char *secret, const char *event)
 	}
 }
 
+/* Tells the broker of an answer of c's job that reflected v[0..vlen) of
+ * secret (event as brokerclient_reflection's), at the version the job's
+ * set has it: the fleet's budget of that version. Not another job's
+ * borrowed issuer credential: each job's own, dead at its end. */
+static void
+reflection_tell(struct pconn *c, const char *secret, const char *v, size_t vlen,
+    const char *event)
+{
+	const struct reflect_set *s = &c->job->released;
+
+	for (size_t i = 0; v != NULL && i < s->n; i++)
+		if (s->v[i].len == vlen &&
+		    memcmp(s->v[i].value, v, vlen) == 0) {
+			if (!s->v[i].borrowed)
+				brokerclient_reflection(c->p->bclient,
+				    c->job->id, secret, s->v[i].version, event);
+			return;
+		}
+}
+
 /* The matches the scan found since the last call: counted, and told
  * with the secret each was of; a scan-only value's, or one of the job's
  * own past reflect_limit answers of that value, trips c (true). */
@@ -2609,12 +2635,18 @@ reflected(struct pconn *c)
 		    c->job->id, "host", c->host, "secret", secret, "count",
 		    (json_int_t)found);
 		if (reflect_scan_trips(&c->scan, i)) {
+			reflection_tell(c, secret, v, vlen, "guard_tripped");
 			trip(c, secret, "guard_tripped");
 			return true;
 		}
-		if (first &&
-		    reflect_set_reflected(&c->job->released, v, vlen) >
-			(size_t)c->p->cfg.reflect_limit) {
+		if (!first)
+			continue;
+		/* Each answer that reflected a value, at the broker. */
+		bool past = reflect_set_reflected(&c->job->released, v, vlen) >
+		    (size_t)c->p->cfg.reflect_limit;
+		reflection_tell(c, secret, v, vlen,
+		    past ? "reflect_limit" : "reflected");
+		if (past) {
 			trip(c, secret, "reflect_limit");
 			return true;
 		}

@@ -376,4 +376,14 @@ control_metrics(void *ctx, struct buf *out)
 	    "Releases refused at the proxy past a job's 16 waiting or all "
 	    "jobs' 64 in flight (503 releases_busy).",
 	    rel_refused);
+	uint64_t told, kept, lost;
+	brokerclient_reflection_counts(p->bclient, &told, &kept, &lost);
+	metrics_one(out, "cordon_proxy_reflections_reported_total", "counter",
+	    "Reflected answers and trips the broker counted for its budget.",
+	    told);
+	metrics_one(out, "cordon_proxy_reflections_pending", "gauge",
+	    "Reflections not counted by the broker yet, told again.", kept);
+	metrics_one(out, "cordon_proxy_reflections_unreported_total", "counter",
+	    "Reflections never counted by the broker (no room, or given up).",
+	    lost);
 }

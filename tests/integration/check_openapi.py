@@ -235,6 +235,11 @@ call(BR, B, "POST", "/v1/bindings", V, {"secret": "oa-secret", "job": "job_none"
                                          "addr": "127.0.0.1:9"})
 call(BR, B, "POST", f"/v1/jobs/{jid}/secrets/oa-secret/release?purpose=scan&host=www.api.test", V)
 call(BR, B, "POST", f"/v1/jobs/{jid}/secrets/oa-secret/release?purpose=scan", V)
+call(BR, B, "POST", f"/v1/jobs/{jid}/secrets/oa-secret/reflections", V,
+     {"version": 1, "event": "reflected", "count": 1})
+call(BR, B, "POST", f"/v1/jobs/{jid}/secrets/oa-secret/reflections", V, {"event": "nope"})
+call(BR, B, "POST", "/v1/jobs/job_none/secrets/oa-secret/reflections", V,
+     {"version": 1, "event": "reflected"})
 call(BR, B, "DELETE", "/v1/secrets/oa-secret", A)
 call(BR, B, "DELETE", "/v1/secrets/oa-secret", A)
 call(BR, B, "GET", "/v1/audit?limit=5", A)

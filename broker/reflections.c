@@ -1,0 +1,146 @@
+/*
+ * The proxies' reports of reflections at the broker (reflections.h):
+ * checked, counted in the store for the fleet, and the burn of a version
+ * logged, audited and counted for /metrics. The refusal of a burned
+ * version's release is the store's (store_secret_released) and its
+ * answer secrets.c's.
+ */
+#include "reflections.h"
+
+#include "broker.h"
+#include "log.h"
+#include "problems.h"
+#include "secrets.h"
+#include "store.h"
+
+#include <errno.h>
+#include <string.h>
+
+static const char *const events[] = { "reflected", "reflect_limit",
+	"guard_tripped" };
+
+/* The body's event, one of events (a static string), or NULL. */
+static const char *
+event_of(const json_t *body)
+{
+	const char *e = json_string_value(json_object_get(body, "event"));
+
+	for (size_t i = 0; e != NULL && i < sizeof(events) / sizeof(events[0]);
+	     i++)
+		if (strcmp(e, events[i]) == 0)
+			return events[i];
+	return NULL;
+}
+
+static void
+store_failed(struct broker *b, struct http_response *res, const char *job,
+    const char *name, int r)
+{
+	atomic_fetch_add(&b->store_errors, 1);
+	atomic_fetch_add(&b->reflections_unrecorded, 1);
+	log_error("reflection_unrecorded", "{s:s, s:s, s:s, s:s}", "job", job,
+	    "secret", name, "error", strerror(-r), "effect",
+	    "not counted: the proxy tells it again");
+	http_reply_error(res, 503, "store_unavailable",
+	    "the broker's database failed (%s); the reflection was not "
+	    "counted: tell it again",
+	    strerror(-r));
+	http_reply_header(res, "Retry-After", "1");
+}
+
+void
+reflections_post(void *ctx, struct http_request *req, struct http_response *res)
+{
+	static const char *const keys[] = { "version", "event", "count" };
+	struct broker *b = ctx;
+	const char *job = http_request_param(req, 0);
+	const char *name = http_request_param(req, 1);
+	json_t *body = http_request_body(req), *problems = json_array();
+	json_t *jc = json_object_get(body, "count");
+	json_int_t version =
+	    json_integer_value(json_object_get(body, "version"));
+	json_int_t count = jc != NULL ? json_integer_value(jc) : 1;
+	const char *event = event_of(body), *kind;
+	struct secret_reflections row;
+	struct secret_meta meta;
+	bool burned_now = false;
+	struct job j = { .manifest_version = 0 };
+	int r;
+
+	problems_unknown_keys(body, "", keys, 3, problems);
+	if (!json_is_integer(json_object_get(body, "version")) || version < 1)
+		problems_add(problems, "version",
+		    "required: the secret's version the job was released (an "
+		    "integer, 1 or more)");
+	if (event == NULL)
+		problems_add(problems, "event",
+		    "required: \"reflected\", \"reflect_limit\" or "
+		    "\"guard_tripped\"");
+	if (jc != NULL &&
+	    (!json_is_integer(jc) || count < 1 ||
+		count > REFLECTIONS_REPORT_MAX))
+		problems_add(problems, "count",
+		    "the answers told: an integer from 1 to %d",
+		    REFLECTIONS_REPORT_MAX);
+	if (json_array_size(problems) > 0) {
+		http_reply_problems(res, "invalid_request", NULL, problems);
+		return;
+	}
+	json_decref(problems);
+	/* The job may have ended meanwhile (a trip closes it): it must
+	 * exist, not run. */
+	r = store_job_get(b->store, job, &j, NULL);
+	if (r == 0)
+		r = secrets_kind(b, name, &meta, &kind);
+	if (r == -ENOENT) {
+		http_reply_error(res, 404,
+		    j.id[0] == '\0' ? "unknown_job" : "unknown_secret",
+		    "no such %s", j.id[0] == '\0' ? "job" : "secret");
+		return;
+	}
+	if (r < 0) {
+		store_failed(b, res, job, name, r);
+		return;
+	}
+	/* An issuer's credentials are each job's own, dead at its end:
+	 * what one job learns of its own is nothing another can use. */
+	if (strcmp(kind, "static") != 0) {
+		http_reply_json(res, 200,
+		    json_pack("{s:s, s:I, s:b, s:s}", "secret", name, "version",
+			version, "counted", false, "why",
+			"an issuer's credentials are per job: not counted"));
+		return;
+	}
+	r = store_secret_reflected(b->store, name, version, j.id, event, count,
+	    strcmp(event, "guard_tripped") == 0, "verifier", &row, &burned_now);
+	if (r == -ENOENT) {
+		http_reply_error(res, 404, "unknown_secret",
+		    "secret %s has no version %lld", name, (long long)version);
+		return;
+	}
+	if (r < 0) {
+		store_failed(b, res, job, name, r);
+		return;
+	}
+	atomic_fetch_add(&b->reflections_reported, (uint64_t)count);
+	log_info("secret_reflected", "{s:s, s:s, s:I, s:s, s:I, s:I, s:I}",
+	    "job", j.id, "secret", name, "version", version, "told", event,
+	    "count", count, "reflections", (json_int_t)row.reflections,
+	    "budget", (json_int_t)row.budget);
+	if (burned_now) {
+		atomic_fetch_add(&b->secrets_burned, 1);
+		log_warn("secret_burned", "{s:s, s:I, s:s, s:s, s:I, s:I, s:s}",
+		    "secret", name, "version", version, "reason",
+		    row.burned_reason, "job", j.id, "reflections",
+		    (json_int_t)row.reflections, "budget",
+		    (json_int_t)row.budget, "effect",
+		    "every release to inject this version is refused "
+		    "(secret_burned): rotate it at its service and PUT the "
+		    "new value");
+	}
+	http_reply_json(res, 200,
+	    json_pack("{s:s, s:I, s:b, s:I, s:I, s:b}", "secret", name,
+		"version", version, "counted", true, "reflections",
+		(json_int_t)row.reflections, "budget", (json_int_t)row.budget,
+		"burned", row.burned_at != 0));
+}
