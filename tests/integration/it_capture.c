@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -920,37 +921,110 @@ lowest_free_fd(pid_t pid)
 	return lowest;
 }
 
+/* The pid of the stopped process (state T) whose argv[0] is
+ * /usr/bin/python3 and whose command line holds marker, waiting up to
+ * 60 s: asserted to be there, and above 1. */
+static pid_t
+stopped_python(const char *marker)
+{
+	for (int t = 0; t < 1200; t++) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		pid_t found = 0;
+
+		ck_assert_ptr_nonnull(d);
+		while (found == 0 && (e = readdir(d)) != NULL) {
+			char path[300], cmd[8192], stat[512];
+			char *end;
+			long n = strtol(e->d_name, &end, 10);
+
+			if (*end != '\0' || n <= 1)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%ld/cmdline", n);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			ssize_t k =
+			    fd >= 0 ? read(fd, cmd, sizeof(cmd) - 1) : -1;
+			if (fd >= 0)
+				close(fd);
+			if (k <= 0)
+				continue;
+			cmd[k] = '\0';
+			if (strcmp(cmd, "/usr/bin/python3") != 0 ||
+			    memmem(cmd, (size_t)k, marker, strlen(marker)) ==
+				NULL)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%ld/stat", n);
+			slurp(path, stat, sizeof(stat));
+			const char *rp = strrchr(stat, ')');
+			if (rp != NULL && rp[1] == ' ' && rp[2] == 'T')
+				found = (pid_t)n;
+		}
+		closedir(d);
+		if (found > 1)
+			return found;
+		usleep(50 * 1000);
+	}
+	ck_abort_msg("no stopped python3 with %s", marker);
+	return -1;
+}
+
+/* The broker's feed_watchers: the launchers whose watch is parked. */
+static long
+feed_watchers(void)
+{
+	long status;
+	json_t *h = harness_get_json(&st.broker, "/healthz", &status);
+	long n = json_integer_value(json_object_get(h, "feed_watchers"));
+
+	json_decref(h);
+	return status == 200 ? n : -1;
+}
+
 /* The launcher out of descriptors while a captured connection, and one
- * to the job's resolver over TCP, wait in their listeners' backlogs (the test lowers cordon run's RLIMIT_NOFILE to
- * its lowest free descriptor, as a job holding every one would): accept
- * fails with EMFILE, and the listener rests and is tried again
- * (capture.accept_paused) instead of making the loop spin on a socket
- * that stays readable, which would burn a core. Once descriptors are
- * back, the waiting connection is taken and answered, and the stop path
- * revokes, seals and writes the patch. */
+ * to the job's resolver over TCP, wait in their listeners' backlogs (the
+ * test lowers cordon run's RLIMIT_NOFILE to its lowest free descriptor,
+ * as a job holding every one would): accept fails with EMFILE, and the
+ * listener rests and is tried again (capture.accept_paused) instead of
+ * making the loop spin on a socket that stays readable, which would burn
+ * a core. Once descriptors are back, the waiting connection is taken and
+ * answered, and the stop path revokes, seals and writes the patch.
+ *
+ * The job and the test take turns, by the job stopping itself (SIGSTOP)
+ * and the test continuing it: the job has resolved its name and waits,
+ * the test lowers the limit once the launcher is idle (its watch parked
+ * at the broker), the job connects and waits, the test measures, gives
+ * the descriptors back and lets the job send. Before, the job connected
+ * 2 s after a refused name whose line in the proxy's log the test waited
+ * for: a test process 4 s late (stopped from outside, as a loaded
+ * machine may delay it) lowered the limit after the connect was taken,
+ * and accept_paused was 0.
+ */
 START_TEST(an_accept_out_of_descriptors_rests_instead_of_spinning)
 {
 	unsigned port = upstream_port(plain);
 	static char out[1 << 20], err[1 << 16];
-	char script[1024], input[400], outp[400], errp[400];
+	char script[1024], input[400], outp[400], errp[400], marker[64];
 	char *argv[] = { (char *)harness_bin("cordon"), "run", "--json",
 		"--config", st.launcher_cfg, "--manifest", (char *)manifest,
 		"--input", input, "--", "/bin/sh", "-c", script, NULL };
 
 	snprintf(input, sizeof(input), "%s/repo:repo", st.inputs);
+	snprintf(marker, sizeof(marker), "emfile-%d", (int)getpid());
 	snprintf(script, sizeof(script),
 	    "echo changed > repo/README.md\n"
-	    "getent hosts ready.evil.example\n"
-	    "sleep 2\n"
-	    "/usr/bin/python3 -c \"import socket,time\n"
-	    "s=socket.create_connection(('api.test',%u),timeout=30)\n"
+	    "/usr/bin/python3 -c \"import os,signal,socket\n"
+	    "# %s\n"
+	    "a=socket.getaddrinfo('api.test',%u,socket.AF_INET)[0][4]\n"
+	    "os.kill(os.getpid(),signal.SIGSTOP)\n"
+	    "s=socket.create_connection(a,timeout=30)\n"
 	    "d=socket.create_connection(('127.0.0.53',53),timeout=30)\n"
 	    "print('connected',flush=True)\n"
-	    "time.sleep(7)\n"
+	    "os.kill(os.getpid(),signal.SIGSTOP)\n"
 	    "s.sendall(b'GET /ok/late HTTP/1.1\\r\\nHost: api.test:%u\\r\\n"
 	    "Connection: close\\r\\n\\r\\n')\n"
-	    "print('late',s.recv(12).decode(),flush=True)\"\n",
-	    port, port);
+	    "print('late',s.recv(12).decode(),flush=True)\"\n"
+	    "echo done\n",
+	    marker, port, port);
 	snprintf(outp, sizeof(outp), "%s/emfile.out", harness_tmpdir());
 	snprintf(errp, sizeof(errp), "%s/emfile.err", harness_tmpdir());
 	pid_t pid = fork();
@@ -967,26 +1041,27 @@ START_TEST(an_accept_out_of_descriptors_rests_instead_of_spinning)
 		_exit(127);
 	}
 	ck_assert_int_gt(pid, 1);
-	/* The job's signal: its refused name, in the proxy's log. */
-	bool ready = false;
-	for (int i = 0; i < 600 && !ready; i++) {
-		ready = proxy_logged_n("ready.evil.example", "dns", "deny",
-		    NULL, NULL, 1);
-		if (!ready)
-			usleep(50 * 1000);
-	}
-	ck_assert_msg(ready, "the job never asked for ready.evil.example");
+	/* The job has resolved its name and waits; the launcher's watch
+	 * is parked at the broker, its last call of the start. */
+	pid_t job = stopped_python(marker);
+	for (int i = 0; i < 600 && feed_watchers() < 1; i++)
+		usleep(50 * 1000);
+	ck_assert_int_ge(feed_watchers(), 1);
 	struct rlimit old, low;
 	ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, NULL, &old), 0);
 	low = old;
 	low.rlim_cur = (rlim_t)lowest_free_fd(pid);
 	ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, &low, NULL), 0);
-	/* The job connects 2 s after its signal; then a window of 2 s. */
-	sleep(3);
+	/* The job connects (the kernel completes both handshakes in the
+	 * backlogs) and stops again; then a window of 2 s. */
+	ck_assert_int_eq(kill(job, SIGCONT), 0);
+	ck_assert_int_eq(stopped_python(marker), job);
+	sleep(1);
 	long long t0 = cpu_ticks(pid);
 	sleep(2);
 	long long t1 = cpu_ticks(pid);
 	ck_assert_int_eq(prlimit(pid, RLIMIT_NOFILE, &old, NULL), 0);
+	ck_assert_int_eq(kill(job, SIGCONT), 0);
 	int status = -1;
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status));
