@@ -1671,12 +1671,15 @@ bind_by_secret(struct store *s, enum stmt_id id, const char *secret)
 static int
 secret_put_bindings(struct store *s, const struct secret_put *a)
 {
-	struct store_bind_counts before, after;
+	struct store_bind_counts before = { 0 }, after = { 0 };
 	size_t i;
 	json_t *h;
-	/* A new name's kept places and rules count from this put on. */
-	int r =
-	    bind_count(&s->w, a->name, a->version == 1 ? a->name : "", &before);
+	/* A new name's kept places and rules count from this put on; a
+	 * rotation without guard_hosts moves no place (not counted). */
+	bool moves = a->hosts != NULL || a->version == 1;
+	int r = moves ? bind_count(&s->w, a->name,
+			    a->version == 1 ? a->name : "", &before)
+		      : 0;
 
 	if (r == 0 && a->hosts != NULL)
 		r = bind_by_secret(s, ST_BIND_DEL_DECLARED, a->name);
@@ -1691,9 +1694,9 @@ secret_put_bindings(struct store *s, const struct secret_put *a)
 	}
 	if (r >= 0 && a->version == 1)
 		r = bind_rules(&s->w, NULL, 0, a->name);
-	if (r >= 0)
+	if (r >= 0 && moves)
 		r = bind_count(&s->w, a->name, "", &after);
-	if (r >= 0)
+	if (r >= 0 && moves)
 		r = store_bindings_over(&before, &after, NULL);
 	if (r >= 0)
 		r = epoch_bump(&s->w);

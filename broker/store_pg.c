@@ -2191,12 +2191,16 @@ static int op_release_unburned(struct wctx *w, void *arg);
 static int
 secret_put_bindings(struct wctx *w, const struct secret_put *a)
 {
-	struct store_bind_counts before, after;
+	struct store_bind_counts before = { 0 }, after = { 0 };
 	struct params p = { 0 };
 	size_t i;
 	json_t *h;
-	/* A new name's kept places and rules count from this put on. */
-	int r = bind_count(w, a->name, a->version == 1 ? a->name : "", &before);
+	/* A new name's kept places and rules count from this put on; a
+	 * rotation without guard_hosts moves no place (not counted). */
+	bool moves = a->hosts != NULL || a->version == 1;
+	int r = moves
+	    ? bind_count(w, a->name, a->version == 1 ? a->name : "", &before)
+	    : 0;
 
 	p_text(&p, a->name);
 	if (r == 0 && a->hosts != NULL)
@@ -2222,9 +2226,9 @@ secret_put_bindings(struct wctx *w, const struct secret_put *a)
 	}
 	if (r == 0 && a->version == 1)
 		r = bind_rules(w, NULL, 0, a->name);
-	if (r == 0)
+	if (r == 0 && moves)
 		r = bind_count(w, a->name, "", &after);
-	if (r == 0)
+	if (r == 0 && moves)
 		r = store_bindings_over(&before, &after, NULL);
 	if (r == 0)
 		r = epoch_bump(w);

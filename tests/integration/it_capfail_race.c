@@ -115,7 +115,7 @@ END_TEST
 
 /*
  * A secret deleted keeps its seen addresses; 1,000 other secrets listed
- * since (each with one guard_hosts name), its PUT again would list a
+ * since (each bound by a manifest's rule), its PUT again would list a
  * 1,001st secret (its rule host and two addresses), past the cap: 409
  * bindings_cap (before: 200, 1,001 secrets listed, past what the broker
  * promises the proxies).
@@ -137,12 +137,22 @@ START_TEST(a_put_that_relists_kept_places_counts_them)
 	    200);
 	json_decref(harness_expect(&bk.broker, 200, "DELETE",
 	    "/v1/secrets/up-key", bk.admin, NULL, NULL));
+	/* Each bound by a rule: 100 manifests of 10 (a PUT with guard_hosts
+	 * each read the whole list first: minutes under load). */
 	for (int i = 1; i <= 1000; i++) {
 		snprintf(name, sizeof(name), "s%d", i);
-		snprintf(h, sizeof(h), "s%d.test", i);
 		bindkit_secret_put(200, name,
-		    json_pack("{s:s, s:[s]}", "value",
-			"sk_race_0123456789abcdef", "guard_hosts", h));
+		    json_pack("{s:s}", "value", "sk_race_0123456789abcdef"));
+	}
+	for (int m = 0; m < 100; m++) {
+		json_t *egress = json_array();
+		for (int i = m * 10 + 1; i <= m * 10 + 10; i++) {
+			snprintf(name, sizeof(name), "s%d", i);
+			snprintf(h, sizeof(h), "s%d.test", i);
+			json_array_append_new(egress, bindkit_rule(h, name));
+		}
+		snprintf(name, sizeof(name), "m%d", m);
+		json_decref(bindkit_manifest_put(200, name, egress));
 	}
 	q = json_pack("{s:s}", "value", "sk_race_0123456789abcdef");
 	r = harness_call(&bk.broker, "PUT", "/v1/secrets/up-key", bk.admin,
