@@ -147,6 +147,77 @@ deny_held_flush(struct pjob *j)
 		j->deny_held[i].count = 0;
 		j->deny_held[i].reason = NULL;
 	}
+	for (size_t i = 0; i < ALLOW_HELD_MAX; i++) {
+		if (j->allow_held[i].count == 0)
+			continue;
+		struct decision d = { .job = j->id,
+			.kind = j->allow_held[i].kind,
+			.host = j->allow_held[i].host,
+			.addr = "",
+			.rule = -1,
+			.allow = true,
+			.status = j->allow_held[i].status,
+			.detail = "held_past_budget",
+			.count = j->allow_held[i].count };
+		job_write(j, &d);
+		j->allow_held[i].count = 0;
+		j->allow_held[i].host[0] = '\0';
+	}
+}
+
+/* Whether an allowed decision gets a line of its own now: the budget
+ * refills at allow_lines_per_second, up to allow_lines_burst (a job's
+ * flood of allowed requests, a mint flood's 429s among them, was a line
+ * each: about 1 GB of decisions.log an hour). */
+static bool
+allow_line_ok(struct pjob *j)
+{
+	const struct proxy_config *cfg = &j->p->cfg;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (j->allow_at.tv_sec == 0 && j->allow_at.tv_nsec == 0)
+		j->allow_tokens = (double)cfg->allow_lines_burst;
+	else
+		j->allow_tokens +=
+		    ((double)(now.tv_sec - j->allow_at.tv_sec) +
+			(double)(now.tv_nsec - j->allow_at.tv_nsec) / 1e9) *
+		    (double)cfg->allow_lines_per_s;
+	if (j->allow_tokens > (double)cfg->allow_lines_burst)
+		j->allow_tokens = (double)cfg->allow_lines_burst;
+	j->allow_at = now;
+	if (j->allow_tokens < 1)
+		return false;
+	j->allow_tokens -= 1;
+	return true;
+}
+
+/* An allowed decision past the budget: counted by host and status, told
+ * in one line each (deny_held_flush). */
+static void
+allow_hold(struct pjob *j, const struct decision *d)
+{
+	const char *host = d->host != NULL ? d->host : "";
+	size_t i, free_slot = ALLOW_HELD_MAX;
+
+	for (i = 0; i < ALLOW_HELD_MAX; i++) {
+		if (j->allow_held[i].count > 0 &&
+		    j->allow_held[i].status == d->status &&
+		    strcmp(j->allow_held[i].host, host) == 0)
+			break;
+		if (j->allow_held[i].count == 0 && free_slot == ALLOW_HELD_MAX)
+			free_slot = i;
+	}
+	if (i == ALLOW_HELD_MAX)
+		i = free_slot != ALLOW_HELD_MAX ? free_slot
+						: ALLOW_HELD_MAX - 1;
+	if (j->allow_held[i].count == 0) {
+		snprintf(j->allow_held[i].host, sizeof(j->allow_held[i].host),
+		    "%s", host);
+		j->allow_held[i].status = d->status;
+		j->allow_held[i].kind = d->kind;
+	}
+	j->allow_held[i].count++;
 }
 
 /* Whether a denial gets a line of its own now: the budget refills at
@@ -426,6 +497,10 @@ job_log(struct pjob *j, const struct decision *d)
 	if (d->allow) {
 		j->allowed++;
 		j->p->allowed++;
+		if (d->count == 0 && !allow_line_ok(j)) {
+			allow_hold(j, d);
+			return;
+		}
 	} else {
 		j->denied += d->count > 0 ? d->count : 1;
 		j->p->denied += d->count > 0 ? d->count : 1;

@@ -50,6 +50,9 @@ static const struct config_option proxy_options[] = {
 	    1000000000 },
 	{ "scan_steps_burst", CONFIG_INT, CFG(scan_steps_burst), 1000,
 	    1000000000 },
+	{ "allow_lines_per_second", CONFIG_INT, CFG(allow_lines_per_s), 1,
+	    1000000 },
+	{ "allow_lines_burst", CONFIG_INT, CFG(allow_lines_burst), 1, 1000000 },
 	{ "protected", CONFIG_LIST, CFG(protected), 0, 0 },
 };
 
@@ -543,7 +546,9 @@ main(int argc, char **argv)
 		    .bindings_refresh_s = 5,
 		    .reflect_limit = 3,
 		    .scan_steps_per_s = SCANBUDGET_RATE,
-		    .scan_steps_burst = SCANBUDGET_BURST } };
+		    .scan_steps_burst = SCANBUDGET_BURST,
+		    .allow_lines_per_s = 100,
+		    .allow_lines_burst = 1000 } };
 	struct service_args args;
 	char addr[SERVICE_ADDR_MAX];
 	int fd = -1, r;

@@ -71,6 +71,10 @@
 #define DENY_LINES_BURST 200
 #define DENY_LINES_RATE 20
 #define DENY_HELD_MAX 24 /* more than there are reasons */
+/* The same of allowed decisions (the proxy's allow_lines_burst and
+ * allow_lines_per_second), held past it by host and status, this many
+ * kinds of them at once (the last one takes the rest). */
+#define ALLOW_HELD_MAX 16
 
 struct proxy_config {
 	struct config_common common;
@@ -96,6 +100,9 @@ struct proxy_config {
 	/* A job's budget of scan steps (scanbudget.h): a second's, and
 	 * the most held at once; 0 steps a second: none. */
 	long long scan_steps_per_s, scan_steps_burst;
+	/* Allowed decisions a job may have written as lines of their own:
+	 * a burst, then so many a second; past it counted (job.c). */
+	long long allow_lines_per_s, allow_lines_burst;
 	long long reflect_limit; /* a job's answers that reflect a value of
 				  * its own */
 };
@@ -184,6 +191,14 @@ struct pjob {
 		const char *reason, *kind;
 		uint64_t count;
 	} deny_held[DENY_HELD_MAX];
+	double allow_tokens;
+	struct timespec allow_at;
+	struct {
+		char host[EGRESS_HOST_MAX + 1];
+		const char *kind;
+		int status;
+		uint64_t count;
+	} allow_held[ALLOW_HELD_MAX];
 };
 
 struct proxy {
