@@ -1349,6 +1349,15 @@ scan_answer(struct pconn *c, const char *secret, int status, json_t *body)
 		json_decref(one);
 		return;
 	}
+	/* A broker behind the list (a secret deleted and PUT again starts
+	 * over at 1) would be asked again at once, and again, until the
+	 * next list read: refused once instead. */
+	const struct guard_binding *b = guard_binding_of(&c->p->guard, secret);
+	if (!issued && b != NULL && version < b->version) {
+		json_decref(one);
+		deny_unavailable(c, "guard_unavailable", "version_behind", 1);
+		return;
+	}
 	if (issued)
 		guard_asked_set(&c->job->asked, secret, c->p->guard.read_ms);
 	else

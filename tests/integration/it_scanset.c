@@ -320,6 +320,42 @@ START_TEST(an_injecting_job_reads_no_rotated_out_version)
 END_TEST
 
 /*
+ * The broker's version behind the proxy's list (up-key deleted and PUT
+ * again: its versions start over at 1, the list read at B's channel open
+ * still says 2): B's guarded request is refused 503 once, not asked of
+ * the broker again and again until the next list read (before: a scan
+ * release after a scan release, each answered version 1).
+ */
+START_TEST(a_version_behind_the_list_is_refused_not_asked_again)
+{
+	struct injectkit k = { .up_pid = -1 };
+	char chan[300], id[64], *resp;
+
+	stack(&k, NULL, "proxy-scanset");
+	injectkit_secret(&k, "up-key", v1);
+	k.up_pid =
+	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
+	job_a_stores(&k);
+	injectkit_secret(&k, "up-key", v2);
+	job_b(&k, "www.api.test", k.up_port, chan, id);
+	json_decref(harness_expect(&k.broker, 200, "DELETE",
+	    "/v1/secrets/up-key", k.admin, NULL, NULL));
+	injectkit_secret(&k, "up-key", v1); /* version 1 again */
+	long before = injectkit_metric(&k.proxy,
+	    "cordon_proxy_guard_scan_releases_total");
+	resp = ask_b(&k, chan, "www.api.test", "fields");
+	long after = injectkit_metric(&k.proxy,
+	    "cordon_proxy_guard_scan_releases_total");
+	ck_assert_msg(!injectkit_holds_piece(v1, resp), "%.300s", resp);
+	/* One scan release, or none answered while the list caught up. */
+	ck_assert_msg(after - before <= 1,
+	    "%ld scan releases for one request (%.200s)", after - before, resp);
+	free(resp);
+	injectkit_stop(&k);
+}
+END_TEST
+
+/*
  * 256 live tokens of one issuer secret, the broker's cap: the scan
  * release gives all 256; 257: it is refused whole, and B's request at
  * the bound host is 503 with nothing sent upstream.
@@ -404,6 +440,8 @@ suite(bool with_pg)
 	tcase_add_test(tc, an_issuers_token_at_a_restarted_proxy_is_not_read);
 	tcase_add_test(tc, a_rotated_out_version_stored_is_not_read);
 	tcase_add_test(tc, an_injecting_job_reads_no_rotated_out_version);
+	tcase_add_test(tc,
+	    a_version_behind_the_list_is_refused_not_asked_again);
 	tcase_add_test(tc, past_the_cap_the_scan_release_fails_closed);
 	suite_add_tcase(s, tc);
 	if (with_pg) {
