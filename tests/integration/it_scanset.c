@@ -7,11 +7,15 @@
  * reading the stored page under another name: B must not get A's token
  * (before: the scan release was 409 issuer_scan and B read it in clear);
  * a static secret rotated while the service stores v1: B reading it
- * does not get v1 (before: the scan release gave v2 alone); past the
- * broker's cap of live credentials (256) the scan release fails closed
- * and B's guarded request is 503 with nothing sent upstream. The first
- * two on sqlite and on PostgreSQL (a fresh server the test starts), the
- * cap on sqlite. No job is spawned (uid base 1400000 reserved).
+ * does not get v1 (before: the scan release gave v2 alone); a job that
+ * injects v2 itself reading that service does not get v1 either
+ * (before: its own release stood for the scan); a set behind the list's
+ * version is refused once, not asked again and again; at the broker's
+ * cap of live credentials (256) the set is whole, past it the scan
+ * release fails closed and B's guarded request is 503 with nothing sent
+ * upstream. The first two on sqlite and on PostgreSQL (a fresh server
+ * the test starts), the rest on sqlite. No job is spawned (uid base
+ * 1400000 reserved).
  */
 #include "harness.h"
 #include "injectkit.h"
