@@ -11,6 +11,7 @@
 #include "hidden.h"
 
 #include "envelope.h"
+#include "fold_table.h"
 
 #include <errno.h>
 #include <string.h>
@@ -458,6 +459,56 @@ hidden_scan_patch(const char *section, size_t len, struct hidden_text *ret)
 	return 0;
 }
 
+/* The row of fold_table for cp, or NULL. */
+static const struct fold_row *
+fold_row(uint32_t cp)
+{
+	size_t lo = 0, hi = sizeof(fold_table) / sizeof(fold_table[0]);
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (fold_table[mid].cp == cp)
+			return &fold_table[mid];
+		if (fold_table[mid].cp < cp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+const char *
+hidden_fold_ascii(uint32_t cp)
+{
+	const struct fold_row *r = cp >= 0x80 ? fold_row(cp) : NULL;
+
+	return r != NULL ? r->to : NULL;
+}
+
+unsigned
+hidden_name(const unsigned char *name, size_t n, struct hidden_hit *ret)
+{
+	unsigned classes = hidden_line(name, n, false, ret);
+
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t k = name[i] >= 0x80 ? decode(name + i, n - i, &cp) : 1;
+		const struct fold_row *r;
+
+		if (k == 0) {
+			i++;
+			continue;
+		}
+		if (name[i] >= 0x80 && (r = fold_row(cp)) != NULL && r->flag) {
+			hit(&classes, ret, HIDDEN_CASE_CONFUSABLE, cp, i);
+			break;
+		}
+		i += k;
+	}
+	return classes;
+}
+
 const char *
 hidden_class_name(enum hidden_class c)
 {
@@ -468,6 +519,7 @@ hidden_class_name(enum hidden_class c)
 		[HIDDEN_SEPARATOR] = "line_separator",
 		[HIDDEN_INVALID] = "invalid_utf8",
 		[HIDDEN_MIXED_SCRIPT] = "mixed_script",
+		[HIDDEN_CASE_CONFUSABLE] = "case_confusable",
 	};
 
 	return (unsigned)c < HIDDEN_CLASSES ? names[c] : "unknown";

@@ -28,6 +28,9 @@ enum hidden_class {
 	HIDDEN_MIXED_SCRIPT, /* a word mixing Latin with Cyrillic, Greek or
 			      * Armenian; a fullwidth or mathematical
 			      * look-alike of a Latin letter */
+	HIDDEN_CASE_CONFUSABLE, /* in a path's name only (hidden_name): a
+				 * letter a checkout reads as an ASCII one
+				 * (U+0131 as I, U+212A as k) */
 	HIDDEN_CLASSES,
 };
 
@@ -73,8 +76,25 @@ unsigned hidden_line(const unsigned char *line, size_t n, bool first_line,
  */
 int hidden_scan_patch(const char *section, size_t len, struct hidden_text *ret);
 
+/*
+ * Scans a path's name (n bytes) as hidden_line does a line, and also for
+ * HIDDEN_CASE_CONFUSABLE: a code point past ASCII whose simple case
+ * mapping or canonical decomposition is one ASCII character
+ * (fold_table.h's flagged rows). Returns the classes, the first hit in
+ * *ret when ret is not NULL.
+ */
+unsigned hidden_name(const unsigned char *name, size_t n,
+    struct hidden_hit *ret);
+
+/*
+ * The ASCII (lowercase) a case-insensitive or normalizing checkout may
+ * read the code point cp as (U+0131 "i", U+017F "s", U+212A "k", U+FB01
+ * "fi": fold_table.h), or NULL when it is read as no ASCII.
+ */
+const char *hidden_fold_ascii(uint32_t cp);
+
 /* The class's name in a report: bidi_control, invisible, control,
- * line_separator, invalid_utf8, mixed_script. */
+ * line_separator, invalid_utf8, mixed_script, case_confusable. */
 const char *hidden_class_name(enum hidden_class c);
 
 #endif

@@ -290,7 +290,9 @@ policy_glob_match(const char *pattern, const char *path)
 
 /*
  * path as a checkout on another file system may read it, into out (of
- * size len): backslashes as '/', code points macOS ignores dropped, each
+ * size len): backslashes as '/', code points macOS ignores dropped, a
+ * code point a checkout reads as ASCII (U+0131 as i, U+212A as k:
+ * fold_table.h) as that ASCII, each
  * component cut at ':' (an NTFS stream) and stripped of trailing dots
  * and spaces (Windows drops them). False when it does not fit.
  */
@@ -304,6 +306,7 @@ fold_path(const char *path, char *out, size_t len)
 		unsigned char c = (unsigned char)path[i];
 		uint32_t cp;
 		size_t k;
+		const char *to;
 
 		if (c == '/' || c == '\\' || c == '\0') {
 			while (o > comp &&
@@ -326,6 +329,16 @@ fold_path(const char *path, char *out, size_t len)
 		if (k == 0)
 			k = 1; /* not UTF-8: kept as it is */
 		else if (c >= 0x80 && envelope_invisible(cp)) {
+			i += k;
+			continue;
+		} else if (c >= 0x80 && !cut &&
+		    (to = hidden_fold_ascii(cp)) != NULL) {
+			size_t tn = strlen(to);
+
+			if (o + tn >= len)
+				return false;
+			memcpy(out + o, to, tn);
+			o += tn;
 			i += k;
 			continue;
 		}
@@ -481,6 +494,10 @@ hidden_what(enum hidden_class c)
 		return "a look-alike of a Latin letter in a word (another "
 		       "script's, fullwidth or mathematical), which reads as "
 		       "the Latin one";
+	case HIDDEN_CASE_CONFUSABLE:
+		return "a letter that a case-insensitive checkout (NTFS, "
+		       "APFS) reads as an ASCII one, so the name may be "
+		       "another file's there";
 	default:
 		return "a character";
 	}
@@ -530,7 +547,7 @@ policy_check_name(struct policy *p, const char *path)
 	char reason[400], ch[16];
 	struct hidden_hit h;
 	unsigned classes =
-	    hidden_line((const unsigned char *)path, strlen(path), false, &h);
+	    hidden_name((const unsigned char *)path, strlen(path), &h);
 	json_t *names;
 
 	if (classes == 0)

@@ -159,6 +159,92 @@ START_TEST(test_protected_defaults)
 END_TEST
 
 /* The case: the flag is on the path as the patch carries it. */
+/* A letter past ASCII that a case-insensitive checkout reads as an ASCII
+ * one (redteam4 hole 3: these came back clean): NTFS's $UpCase table has
+ * U+0131 and U+017F as I and S, APFS folds U+212A to k, HFS+ stores
+ * U+037E as ';'; the ligatures fold too (full case folding). Each is
+ * protected, and a name holding one that folds to one letter is flagged
+ * hidden_text, case_confusable, protected or not. */
+static const char *const folded[] = {
+	"repo/.g\xc4\xb1thub/workflows/ci.yml", /* U+0131 */
+	"repo/.G\xc4\xb0THUB/workflows/ci.yml", /* U+0130 */
+	"repo/.v\xc5\xbf"
+	"code/tasks.json", /* U+017F */
+	"repo/AGENT\xc5\xbf.md", /* U+017F */
+	"repo/Jenkin\xc5\xbf"
+	"file", /* U+017F */
+	"repo/.hus\xe2\x84\xaay/pre-commit", /* U+212A */
+	"repo/.con\xef\xac\x81g/git/config", /* U+FB01 */
+	"repo/.g\xc4\xb1thub./workflows/x.yml", /* and a trailing dot */
+	"repo/.g\xc4\xb1t\xe2\x80\x8dhub/x.yml", /* and a ZWJ */
+};
+
+/* Each does not fold to a protected name on any checkout: an accent is
+ * kept by NFC and NFD alike (macOS stores .gi + U+0301 + thub), a
+ * combining dot after i is no i. */
+static const char *const not_folded[] = {
+	"repo/.g\xc3\xadthub/workflows/ci.yml", /* U+00ED, NFC */
+	"repo/.gi\xcc\x81thub/workflows/ci.yml", /* i U+0301, NFD */
+	"repo/.gi\xcc\x87thub/workflows/ci.yml", /* i U+0307 */
+	"repo/stra\xc3\x9f"
+	"e.md", /* U+00DF */
+};
+
+/* Whether p has a hidden_text flag whose classes hold cls. */
+static bool
+has_class(const struct policy *p, const char *cls)
+{
+	size_t i, j;
+	json_t *f, *c;
+
+	json_array_foreach(p->flags, i, f)
+	{
+		if (strcmp(json_string_value(json_object_get(f, "flag")),
+			"hidden_text") != 0)
+			continue;
+		json_array_foreach(json_object_get(f, "classes"), j, c)
+		{
+			if (strcmp(json_string_value(c), cls) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+START_TEST(test_case_pairs_folded)
+{
+	struct policy p;
+
+	for (size_t i = 0; i < sizeof(folded) / sizeof(folded[0]); i++) {
+		init(&p);
+		ck_assert_msg(policy_protected_by(&p, folded[i]) != NULL,
+		    "not protected: %s", folded[i]);
+		policy_check_name(&p, folded[i]);
+		if (strstr(folded[i], "\xef\xac") == NULL)
+			ck_assert_msg(has_class(&p, "case_confusable"),
+			    "no case_confusable: %s", folded[i]);
+		policy_free(&p);
+	}
+	for (size_t i = 0; i < sizeof(not_folded) / sizeof(not_folded[0]);
+	     i++) {
+		init(&p);
+		ck_assert_msg(policy_protected_by(&p, not_folded[i]) == NULL,
+		    "protected: %s", not_folded[i]);
+		policy_check_name(&p, not_folded[i]);
+		ck_assert_msg(!has_class(&p, "case_confusable"),
+		    "case_confusable: %s", not_folded[i]);
+		policy_free(&p);
+	}
+	/* Not protected, still flagged: a reviewer sees the letter. */
+	init(&p);
+	ck_assert_ptr_null(policy_protected_by(&p, "repo/\xc4\xb1ndex.md"));
+	policy_check_name(&p, "repo/\xc4\xb1ndex.md");
+	ck_assert(has_class(&p, "case_confusable"));
+	ck_assert_int_eq(p.verdict, VERDICT_NEEDS_REVIEW);
+	policy_free(&p);
+}
+END_TEST
+
 START_TEST(test_ci_outside_an_input)
 {
 	struct policy p;
@@ -375,6 +461,7 @@ policy_suite(void)
 	TCase *tc = tcase_create("policy");
 
 	tcase_add_test(tc, test_protected_defaults);
+	tcase_add_test(tc, test_case_pairs_folded);
 	tcase_add_test(tc, test_ci_outside_an_input);
 	tcase_add_test(tc, test_extra_globs_any_depth);
 	tcase_add_test(tc, test_glob_match_rules);
