@@ -177,6 +177,7 @@ static const char *const folded[] = {
 	"repo/.con\xef\xac\x81g/git/config", /* U+FB01 */
 	"repo/.g\xc4\xb1thub./workflows/x.yml", /* and a trailing dot */
 	"repo/.g\xc4\xb1t\xe2\x80\x8dhub/x.yml", /* and a ZWJ */
+	"repo/.g\xc4\xb1thub::$DATA", /* and an NTFS stream */
 };
 
 /* Each does not fold to a protected name on any checkout: an accent is
@@ -186,6 +187,7 @@ static const char *const not_folded[] = {
 	"repo/.g\xc3\xadthub/workflows/ci.yml", /* U+00ED, NFC */
 	"repo/.gi\xcc\x81thub/workflows/ci.yml", /* i U+0301, NFD */
 	"repo/.gi\xcc\x87thub/workflows/ci.yml", /* i U+0307 */
+	"repo/.\xef\xbd\x87ithub/x.yml", /* U+FF47: mixed_script only */
 	"repo/stra\xc3\x9f"
 	"e.md", /* U+00DF */
 };
