@@ -22,6 +22,7 @@
 #include "guard.h"
 #include "http1.h"
 #include "inject.h"
+#include "keyshape.h"
 #include "log.h"
 #include "override.h"
 #include "response.h"
@@ -650,6 +651,19 @@ tokens_ask_next(struct pconn *c, brokerclient_cb cb)
 
 static void judge_tokens_next(struct pconn *c);
 
+/* The part of value[0..*len) the scan looks for, its length into *len:
+ * the value but the public part of its format, its last 7 bytes kept
+ * (keyshape.h), so that a key's type prefix or a JWT's header in an
+ * answer is not the key. */
+static const char *
+scan_part(const char *value, size_t *len)
+{
+	size_t off;
+
+	*len = keyshape_scan_part(value, *len, &off);
+	return off == 0 ? value : value + off;
+}
+
 /*
  * A value newly released to c's job: every other answer of the job being
  * read is scanned for it from now on (the service may put what it is
@@ -704,6 +718,8 @@ issued_share(struct pconn *c, const char *secret, const char *value, size_t len,
 {
 	struct pjob *j;
 	int64_t now = mono_s();
+	/* Kept for the scan only: its scan part. */
+	value = scan_part(value, &len);
 	int kept =
 	    guard_issued_put(&c->p->guard, secret, value, len, expires, now);
 
@@ -752,10 +768,13 @@ inject_use(struct pconn *c, const char *value, size_t len, int64_t version,
 {
 	const struct egress_rule *rule = &c->job->rules.rule[c->rule];
 
-	/* Kept for the scan of every answer the job reads from now on,
-	 * for its life; past the cap, not released at all. */
+	/* Kept for the scan of every answer the job reads from now on
+	 * (its scan part), for its life; past the cap, not released at
+	 * all. */
+	size_t slen = len;
+	const char *sv = scan_part(value, &slen);
 	int added = reflect_set_put(&c->job->released, rule->inject.secret,
-	    version, value, len, mono_s(), expires);
+	    version, sv, slen, mono_s(), expires);
 	if (added == -ENOSPC) {
 		deny(c, "inject", "released_values_cap");
 		return;
@@ -765,7 +784,7 @@ inject_use(struct pconn *c, const char *value, size_t len, int64_t version,
 		return;
 	}
 	if (added > 0)
-		released_to_all(c, rule->inject.secret, value, len, false);
+		released_to_all(c, rule->inject.secret, sv, slen, false);
 	c->inject_cap = strlen(rule->inject.format) + len + 1;
 	c->inject_value = malloc(c->inject_cap);
 	if (c->inject_value == NULL ||
@@ -1288,6 +1307,7 @@ scan_value_put(struct pconn *c, const char *secret, int64_t current,
 		}
 		return 0;
 	}
+	v = scan_part(v, &len);
 	if (version == current)
 		added = reflect_set_put_scan(&c->job->released, secret, version,
 		    v, len, now, 0);

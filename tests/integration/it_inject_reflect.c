@@ -38,8 +38,10 @@
 static struct injectkit kit;
 
 /* '/' for JSON's "\/", '+', '=', '?', '~' for the entities, and a base64
- * that holds '/' wherever the value starts. */
-static const char value[] = "sk_live_Re/fl+ect=???~~~_0123456789";
+ * that holds '/' wherever the value starts; no public type prefix
+ * (keyshape.h: "sk_live_" would be kept but for its last 7 bytes), so
+ * that every byte of each form is redacted. */
+static const char value[] = "sk_Live_Re/fl+ect=???~~~_0123456789";
 
 /* The job's request for case at host, with tok, on a connection the
  * answer closes: all of the answer (NULs and all) and its length. */

@@ -75,10 +75,11 @@ START_TEST(a_cut_quotation_never_yields_the_key_a_byte_at_a_time)
 		}
 		free(resp);
 	}
-	/* What the job learnt of the key, '.' for a byte it did not. */
+	/* What the job learnt of the key, '.' for a byte it did not; its
+	 * public part "sk_live_" (keyshape.h) not counted. */
 	int known = 0;
 	for (size_t i = 0; i < strlen(value); i++) {
-		known += got[i] != '\0';
+		known += got[i] != '\0' && i >= 8;
 		if (got[i] == '\0')
 			got[i] = '.';
 	}
