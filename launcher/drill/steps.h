@@ -77,6 +77,8 @@ DRILL_ROW(direct_addrs, "reachability",
 DRILL_ROW(denials_why, "reachability",
     "ask cordon.local/v1/denials why a request was refused", J_AGENT)
 DRILL_ROW(write_workflow, "return", "write .github/workflows/", J_HATCH)
+DRILL_ROW(write_workflow_fold, "return",
+    "write .g\\u0131thub/workflows/ (a dotless i)", J_HATCH)
 DRILL_ROW(write_git_hook, "return", "write .git/hooks/", J_HATCH)
 DRILL_ROW(ci_files, "return",
     "every CI system's file, outside the inputs, in any case", J_HATCH_ALL)

@@ -736,6 +736,7 @@ START_TEST(the_drill_stops_every_attempt)
 	assert_row(j, "hidden_unicode", "stopped", "none of the 8");
 	assert_row(j, "ci_files", "stopped", "20 of 20 flagged");
 	assert_row(j, "write_workflow", "stopped", "protected_path");
+	assert_row(j, "write_workflow_fold", "stopped", "protected_path");
 	assert_row(j, "write_git_hook", "stopped", "protected_path");
 	assert_row(j, "symlink_etc", "stopped", "symlink_absolute");
 	assert_row(j, "symlink_up", "stopped", "symlink_escapes");
