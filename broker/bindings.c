@@ -490,24 +490,6 @@ bindings_room_manifest(struct broker *b, const json_t *m, char *why, size_t cap)
 	return ret;
 }
 
-int
-bindings_room_declared(struct broker *b, const char *secret,
-    const json_t *hosts, char *why, size_t cap)
-{
-	json_t *adds = json_array(), *h;
-	size_t i;
-	int ret;
-
-	json_array_foreach(hosts, i, h)
-	{
-		json_array_append_new(adds,
-		    json_pack("[s, s, O]", secret, "host", h));
-	}
-	ret = json_array_size(adds) > 0 ? bindings_room(b, adds, why, cap) : 1;
-	json_decref(adds);
-	return ret;
-}
-
 _Static_assert(BINDINGS_SEEN_MAX == STORE_BINDINGS_SEEN_MAX &&
 	BINDINGS_SECRETS_MAX == STORE_BINDINGS_SECRETS_MAX &&
 	BINDINGS_KEYS_MAX == STORE_BINDINGS_KEYS_MAX,

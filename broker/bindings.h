@@ -105,13 +105,11 @@ int bindings_room(struct broker *b, const json_t *adds, char *why, size_t cap);
 
 /*
  * bindings_room for what manifest m's injecting rules bind (each
- * [secret, "host", host]), or for secret's guard_hosts (hosts, an array
- * of strings; NULL adds nothing): 1, 0 with why, or -errno.
+ * [secret, "host", host]): 1, 0 with why, or -errno. (A secret's
+ * guard_hosts are counted by the store in the put's own write.)
  */
 int bindings_room_manifest(struct broker *b, const json_t *m, char *why,
     size_t cap);
-int bindings_room_declared(struct broker *b, const char *secret,
-    const json_t *hosts, char *why, size_t cap);
 
 /*
  * Adds a problem to problems at egress[i].tls or egress[i].upgrade for
