@@ -2,8 +2,9 @@
  * A secret value's scan part (keyshape.h): a type prefix or a JWT's
  * header and claims are public by the value's format and left out of the
  * reflection scan but for their last 7 bytes; the rest, the secret
- * bytes, is scanned as the whole value was. Fails closed: a value that would leave too little, or only
- * looks like a shape in part, is scanned whole.
+ * bytes, is scanned as the whole value was. Fails closed: a value that
+ * would leave too little, or only looks like a shape in part, is scanned
+ * whole.
  */
 #include "keyshape.h"
 #include "inject.h"
