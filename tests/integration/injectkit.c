@@ -250,9 +250,10 @@ injectkit_secret(struct injectkit *k, const char *name, const char *value)
 }
 
 void
-injectkit_job_start(struct injectkit *k, const char *name, json_t *m)
+injectkit_job_open(struct injectkit *k, const char *name, json_t *m,
+    char job[64], char channel[300], char ca_pem[4096])
 {
-	char path[400];
+	char path[400], id[64];
 	json_t *j;
 
 	ck_assert_ptr_nonnull(m);
@@ -261,17 +262,26 @@ injectkit_job_start(struct injectkit *k, const char *name, json_t *m)
 	    harness_expect(&k->broker, 200, "PUT", path, k->admin, NULL, m));
 	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
 	    NULL, json_pack("{s:s}", "manifest", name));
-	snprintf(k->job, sizeof(k->job), "%s",
+	snprintf(id, sizeof(id), "%s",
 	    json_string_value(json_object_get(j, "job")));
 	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", k->job);
+	if (job != NULL)
+		snprintf(job, 64, "%s", id);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
 	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
 	    NULL);
-	snprintf(k->channel, sizeof(k->channel), "%s",
+	snprintf(channel, 300, "%s",
 	    json_string_value(json_object_get(j, "channel")));
-	snprintf(k->ca_pem, sizeof(k->ca_pem), "%s",
-	    json_string_value(json_object_get(j, "ca_pem")));
+	if (ca_pem != NULL)
+		snprintf(ca_pem, 4096, "%s",
+		    json_string_value(json_object_get(j, "ca_pem")));
 	json_decref(j);
+}
+
+void
+injectkit_job_start(struct injectkit *k, const char *name, json_t *m)
+{
+	injectkit_job_open(k, name, m, k->job, k->channel, k->ca_pem);
 	injectkit_mint_on(k->channel, k->tok, sizeof(k->tok));
 }
 

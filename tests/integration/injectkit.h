@@ -85,6 +85,15 @@ void injectkit_secret(struct injectkit *k, const char *name, const char *value);
 void injectkit_job_start(struct injectkit *k, const char *name, json_t *m);
 
 /*
+ * PUTs the manifest m (taken; not NULL, asserted) as name and creates a
+ * job of it at k's broker and proxy: its id into job, its channel's path
+ * into channel, the proxy's CA for it into ca_pem (job and ca_pem may be
+ * NULL: not kept). k's own job is left as it was. Asserts on failure.
+ */
+void injectkit_job_open(struct injectkit *k, const char *name, json_t *m,
+    char job[64], char channel[300], char ca_pem[4096]);
+
+/*
  * Asks, on the job channel at path channel, for a token of capability
  * x.read with params {"t": "1"} into tok (len bytes). Asserts on failure.
  */

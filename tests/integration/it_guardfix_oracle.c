@@ -34,28 +34,6 @@ rule_b(const struct injectkit *k, const char *host)
 	    "the public part", "allow_cidrs", "127.0.0.0/8");
 }
 
-/* Job B of manifest "reader" (egress taken), its channel into chan. */
-static void
-job_b(struct injectkit *k, json_t *egress, char chan[300])
-{
-	char path[400];
-	json_t *j;
-
-	json_decref(
-	    harness_expect(&k->broker, 200, "PUT", "/v1/manifests/reader",
-		k->admin, NULL, injectkit_manifest("reader", egress)));
-	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
-	    NULL, json_pack("{s:s}", "manifest", "reader"));
-	snprintf(path, sizeof(path), "/v1/jobs/%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
-	    NULL);
-	snprintf(chan, 300, "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
-}
-
 /*
  * Reads the key back through the echo at host (the C upstream echoes the
  * target) on chan, under path prefix dir ("/open/"), with k's token when
@@ -162,7 +140,10 @@ START_TEST(a_reader_job_tripping_on_a_bound_key_is_closed)
 	    injectkit_manifest("writer",
 		json_pack("[o]",
 		    injectkit_inject_rule(&k, false, NULL, NULL)))));
-	job_b(&k, json_pack("[o]", rule_b(&k, "api.test")), chan);
+	injectkit_job_open(&k, "reader",
+	    injectkit_manifest("reader",
+		json_pack("[o]", rule_b(&k, "api.test"))),
+	    NULL, chan, NULL);
 	injectkit_request_to(&k, req, sizeof(req), "api.test", "GET", "/open/x",
 	    false, "close");
 	resp = injectkit_send_on(chan, req);

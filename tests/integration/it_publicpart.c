@@ -53,28 +53,6 @@ plain_rule(const struct injectkit *k, const char *host)
 	    "the public part", "allow_cidrs", "127.0.0.0/8");
 }
 
-/* Job of manifest "reader" (egress taken), its channel into chan. */
-static void
-reader_job(struct injectkit *k, json_t *egress, char chan[300])
-{
-	char path[400];
-	json_t *j;
-
-	json_decref(
-	    harness_expect(&k->broker, 200, "PUT", "/v1/manifests/reader",
-		k->admin, NULL, injectkit_manifest("reader", egress)));
-	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
-	    NULL, json_pack("{s:s}", "manifest", "reader"));
-	snprintf(path, sizeof(path), "/v1/jobs/%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
-	    NULL);
-	snprintf(chan, 300, "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
-}
-
 /* Whether the proxy's log has event (for job, when not NULL). */
 static bool
 logged(const struct injectkit *k, const char *event, const char *job)
@@ -145,7 +123,10 @@ START_TEST(a_guarded_job_reads_the_public_part)
 	    injectkit_manifest("writer",
 		json_pack("[o]",
 		    injectkit_inject_rule(&k, false, NULL, NULL)))));
-	reader_job(&k, json_pack("[o]", plain_rule(&k, "api.test")), chan);
+	injectkit_job_open(&k, "reader",
+	    injectkit_manifest("reader",
+		json_pack("[o]", plain_rule(&k, "api.test"))),
+	    NULL, chan, NULL);
 	char *resp = get(&k, chan, "api.test", "/open", "/x", false);
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);

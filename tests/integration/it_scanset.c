@@ -150,25 +150,12 @@ static void
 job_b(struct injectkit *k, const char *host, unsigned port, char chan[300],
     char id[64])
 {
-	char path[400];
-	json_t *j,
-	    *r = json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host", host,
-		"port", port, "methods", "GET", "paths", "/open/", "reason",
-		"the public part", "allow_cidrs", "127.0.0.0/8");
+	json_t *r = json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host",
+	    host, "port", port, "methods", "GET", "paths", "/open/", "reason",
+	    "the public part", "allow_cidrs", "127.0.0.0/8");
 
-	json_decref(harness_expect(&k->broker, 200, "PUT",
-	    "/v1/manifests/reader", k->admin, NULL,
-	    injectkit_manifest("reader", json_pack("[o]", r))));
-	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
-	    NULL, json_pack("{s:s}", "manifest", "reader"));
-	snprintf(id, 64, "%s", json_string_value(json_object_get(j, "job")));
-	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-	json_decref(j);
-	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
-	    NULL);
-	snprintf(chan, 300, "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
+	injectkit_job_open(k, "reader",
+	    injectkit_manifest("reader", json_pack("[o]", r)), id, chan, NULL);
 }
 
 /* B's GET http://host:<port>/open/<what> on chan. */
