@@ -74,6 +74,42 @@ ip_normalise(const char *ip, char out[INET6_ADDRSTRLEN], bool *ret_v6)
 	    : -EINVAL;
 }
 
+/* Reads n (1 to 3 digits for an octet, 1 to 5 for a port) at *p, no
+ * leading zero: whether it is one, *p past it. */
+static bool
+decimal_at(const char **p, unsigned max_digits, unsigned long *ret_n)
+{
+	const char *s = *p;
+	unsigned long n = 0;
+	unsigned d = 0;
+
+	while (d < max_digits && s[d] >= '0' && s[d] <= '9')
+		n = n * 10 + (unsigned long)(s[d++] - '0');
+	if (d == 0 || (d > 1 && s[0] == '0') || (s[d] >= '0' && s[d] <= '9'))
+		return false;
+	*p = s + d;
+	*ret_n = n;
+	return true;
+}
+
+/* Whether in is "a.b.c.d:port" as the proxy writes it (inet_ntop's
+ * text, no leading zero, a port 1 to 65535): its own normal form, so an
+ * upstream address is not parsed and printed again on every request. */
+static bool
+v4_normal(const char *in)
+{
+	const char *p = in;
+	unsigned long n;
+
+	for (int part = 0; part < 4; part++) {
+		if (!decimal_at(&p, 3, &n) || n > 255 ||
+		    *p != (part < 3 ? '.' : ':'))
+			return false;
+		p++;
+	}
+	return decimal_at(&p, 5, &n) && n >= 1 && n <= 65535 && *p == '\0';
+}
+
 int
 guard_addr_normalise(const char *in, char out[GUARD_ADDR_MAX])
 {
@@ -82,6 +118,11 @@ guard_addr_normalise(const char *in, char out[GUARD_ADDR_MAX])
 	char *end;
 	bool v6;
 
+	if (v4_normal(in)) {
+		/* At most "255.255.255.255:65535", 22 bytes. */
+		memcpy(out, in, strlen(in) + 1);
+		return 0;
+	}
 	if (addr_ip(in, ip) < 0)
 		return -EINVAL;
 	port = in[0] == '[' ? strchr(in, ']') + 2 : strrchr(in, ':') + 1;

@@ -14,6 +14,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static json_t *
@@ -153,6 +154,79 @@ START_TEST(addresses_are_normalised)
 	ck_assert_int_eq(guard_addr_normalise("2001:db8::1:443", out), -EINVAL);
 	ck_assert_int_eq(guard_addr_normalise("api.test:443", out), -EINVAL);
 	ck_assert_int_eq(guard_addr_normalise("", out), -EINVAL);
+}
+END_TEST
+
+/* The reference of guard_addr_normalise for "a.b.c.d:port": inet_pton,
+ * inet_ntop and the port read by strtoul, as it was before its fast path
+ * for the proxy's own text. */
+static int
+v4_reference(const char *in, char out[GUARD_ADDR_MAX])
+{
+	const char *colon = strrchr(in, ':');
+	char ip[INET6_ADDRSTRLEN + 1], norm[INET_ADDRSTRLEN];
+	struct in_addr a;
+	char *end;
+
+	if (colon == NULL || colon == in ||
+	    (size_t)(colon - in) > INET6_ADDRSTRLEN)
+		return -EINVAL;
+	memcpy(ip, in, (size_t)(colon - in));
+	ip[colon - in] = '\0';
+	if (colon[1] < '0' || colon[1] > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long p = strtoul(colon + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || p == 0 || p > 65535 ||
+	    inet_pton(AF_INET, ip, &a) != 1 ||
+	    inet_ntop(AF_INET, &a, norm, sizeof(norm)) == NULL)
+		return -EINVAL;
+	snprintf(out, GUARD_ADDR_MAX, "%s:%lu", norm, p);
+	return 0;
+}
+
+START_TEST(ipv4_addresses_normalise_as_inet_ntop_writes_them)
+{
+	static const char *const odd[] = { "0.0.0.0:1", "255.255.255.255:65535",
+		"256.0.0.1:80", "01.2.3.4:80", "1.2.3.04:80", "0.0.0.00:80",
+		"1.2.3.4:080", "1.2.3.4:00080", "1.2.3.4:0", "1.2.3.4:65536",
+		"1.2.3.4:99999999999999999999", "1.2.3:80", "1.2.3.4.5:80",
+		"1..3.4:80", "1.2.3.4:", ":80", "1.2.3.4 :80", " 1.2.3.4:80",
+		"1.2.3.4:+80", "1.2.3.4:8 0", "1.2.3.4:80\n", "1.2.3.4:80:80",
+		"1.2.3.4444:80", "1.2.3.-4:80", "1000.2.3.4:80",
+		"1.2.3.4:65535", "9.9.9.9:9", "10.0.0.255:443" };
+	char out[GUARD_ADDR_MAX], want[GUARD_ADDR_MAX], in[64];
+	unsigned seed = 18;
+
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		int w = v4_reference(odd[i], want);
+		ck_assert_msg(guard_addr_normalise(odd[i], out) == w,
+		    "%s: %d, want %d", odd[i],
+		    guard_addr_normalise(odd[i], out), w);
+		if (w == 0)
+			ck_assert_msg(strcmp(out, want) == 0, "%s: %s, want %s",
+			    odd[i], out, want);
+	}
+	/* Octets and ports of every width, leading zeros now and then. */
+	for (int k = 0; k < 20000; k++) {
+		size_t n = 0;
+		for (int part = 0; part < 5; part++) {
+			seed = seed * 1103515245u + 12345u;
+			unsigned v = (seed >> 8) % (part < 4 ? 300 : 70000);
+			const char *zero = (seed >> 24) % 8 == 0 ? "0" : "";
+			n += (size_t)snprintf(in + n, sizeof(in) - n, "%s%s%u",
+			    part == 0      ? ""
+				: part < 4 ? "."
+					   : ":",
+			    zero, v);
+		}
+		int w = v4_reference(in, want);
+		ck_assert_msg(guard_addr_normalise(in, out) == w,
+		    "%s: %d, want %d", in, guard_addr_normalise(in, out), w);
+		if (w == 0)
+			ck_assert_msg(strcmp(out, want) == 0, "%s: %s, want %s",
+			    in, out, want);
+	}
 }
 END_TEST
 
@@ -324,6 +398,7 @@ suite(void)
 	tcase_add_test(tc, hosts_match_whatever_their_case_and_trailing_dot);
 	tcase_add_test(tc, addresses_match_with_their_port_ips_on_every_port);
 	tcase_add_test(tc, addresses_are_normalised);
+	tcase_add_test(tc, ipv4_addresses_normalise_as_inet_ntop_writes_them);
 	tcase_add_test(tc, a_bad_list_is_refused_whole_and_the_old_one_kept);
 	tcase_add_test(tc,
 	    an_address_seen_here_matches_until_the_list_holds_it);
