@@ -359,6 +359,43 @@ bindings_scan_reach(struct broker *b, const char *name, const json_t *m,
 	return ret;
 }
 
+int
+bindings_guarded(struct broker *b, const char *name, const json_t *m)
+{
+	json_t *hosts, *declared, *addrs, *r, *v;
+	size_t i, k;
+	int ret = bindings_of(b, name, &hosts, &declared, &addrs);
+
+	if (ret < 0)
+		return ret;
+	/* As bindings_scan_reach allows, for any host: a rule reaching a
+	 * bound host, or one at the port of a bound address. */
+	json_array_foreach(json_object_get(m, "egress"), i, r)
+	{
+		const char *h = json_string_value(json_object_get(r, "host"));
+		json_t *p = json_object_get(r, "port");
+		long rp =
+		    json_is_integer(p) ? (long)json_integer_value(p) : 443;
+
+		if (h == NULL)
+			continue;
+		json_array_foreach(hosts, k, v)
+		{
+			if (pattern_reaches(h, json_string_value(v)))
+				ret = 1;
+		}
+		json_array_foreach(addrs, k, v)
+		{
+			if (addr_port(json_string_value(v)) == rp)
+				ret = 1;
+		}
+	}
+	json_decref(hosts);
+	json_decref(declared);
+	json_decref(addrs);
+	return ret;
+}
+
 /* The places of secret in places (an object: secret -> {hosts, addrs}),
  * made empty when new. */
 static json_t *

@@ -95,6 +95,15 @@ int bindings_scan_reach(struct broker *b, const char *name, const json_t *m,
     size_t cap);
 
 /*
+ * Whether a job of manifest m (its body) may have been released name to
+ * scan for (a trip's report: reflections.h): m has a rule whose host
+ * pattern reaches one of name's bound hosts, or a rule at the port of
+ * one of its bound addresses (bindings_scan_reach for some host). 1, 0,
+ * or -errno (the store's).
+ */
+int bindings_guarded(struct broker *b, const char *name, const json_t *m);
+
+/*
  * Whether the list has room for adds, an array of [secret, "host" or
  * "addr", value]: each new to its secret counted (a place its secret
  * has already is not), a secret not yet listed counted as one more, and

@@ -7,6 +7,7 @@
  */
 #include "reflections.h"
 
+#include "bindings.h"
 #include "broker.h"
 #include "log.h"
 #include "problems.h"
@@ -15,6 +16,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const events[] = { "reflected", "reflect_limit",
 	"guard_tripped" };
@@ -46,6 +48,57 @@ store_failed(struct broker *b, struct http_response *res, const char *job,
 	    "counted: tell it again",
 	    strerror(-r));
 	http_reply_header(res, "Retry-After", "1");
+}
+
+/*
+ * Fail closed (the verifier's key alone burned any version for the
+ * fleet, a trip at once): a report counts for a job running or ended
+ * within REFLECTIONS_ENDED_WINDOW_S whose manifest version injects name
+ * (any event) or, for a trip, reaches a place name is bound to (a job
+ * released it to scan for). false after answering 409 (or 503).
+ */
+static bool
+held(struct broker *b, struct http_response *res, const struct job *j,
+    const char *name, const char *event)
+{
+	struct manifest_version mv = { .body = NULL };
+	int r;
+
+	if (strcmp(j->state, "running") != 0 &&
+	    (j->revoked_at == 0 ||
+		(int64_t)time(NULL) - j->revoked_at >
+		    REFLECTIONS_ENDED_WINDOW_S)) {
+		http_reply_error(res, 409, "job_not_running",
+		    "job %s is %s, and ended more than %d s ago: nothing of "
+		    "its is counted",
+		    j->id, j->state, REFLECTIONS_ENDED_WINDOW_S);
+		return false;
+	}
+	r = store_manifest_get(b->store, j->manifest, j->manifest_version, &mv);
+	if (r == 0 && secrets_rule_injecting(mv.body, name) != NULL)
+		r = 1;
+	else if (r == 0 && strcmp(event, "guard_tripped") == 0)
+		r = bindings_guarded(b, name, mv.body);
+	manifest_version_free(&mv);
+	if (r < 0) {
+		store_failed(b, res, j->id, name, r);
+		return false;
+	}
+	if (r == 1)
+		return true;
+	if (strcmp(event, "guard_tripped") != 0)
+		http_reply_error(res, 409, "not_injected",
+		    "no egress rule of manifest %s (version %lld) injects "
+		    "secret %s: job %s was never released it to inject; not "
+		    "counted",
+		    j->manifest, (long long)j->manifest_version, name, j->id);
+	else
+		http_reply_error(res, 409, "not_guarded",
+		    "no egress rule of manifest %s (version %lld) injects "
+		    "secret %s or reaches a place it is bound to: job %s was "
+		    "never released it; not counted",
+		    j->manifest, (long long)j->manifest_version, name, j->id);
+	return false;
 }
 
 void
@@ -102,6 +155,8 @@ reflections_post(void *ctx, struct http_request *req, struct http_response *res)
 		store_failed(b, res, job, name, r);
 		return;
 	}
+	if (!held(b, res, &j, name, event))
+		return;
 	/* An issuer's credentials are each job's own, dead at its end:
 	 * what one job learns of its own is nothing another can use. */
 	if (strcmp(kind, "static") != 0) {

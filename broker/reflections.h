@@ -21,6 +21,10 @@
  * job's are added up). */
 #define REFLECTIONS_REPORT_MAX 1000
 
+/* How long after a job's end its reports still count: the proxy tells
+ * one again for a minute; the window POST /v1/bindings takes too. */
+#define REFLECTIONS_ENDED_WINDOW_S 900
+
 /*
  * POST /v1/jobs/{job}/secrets/{name}/reflections (a verifier: the
  * proxy): {"version": N, "event": "reflected" | "reflect_limit" |
@@ -28,9 +32,13 @@
  * Counted and audited (secret_reflected; secret_burned at the burn,
  * with the log line of that name), answered 200 {secret, version,
  * counted, reflections, budget, burned}; an issuer's secret is not
- * counted (its credentials are per job: counted false). 404 for an
- * unknown job, secret or version, 422 for a bad body, 503 when the
- * store failed (nothing counted: the proxy tells it again).
+ * counted (its credentials are per job: counted false). Only for a job
+ * that held the secret: running or ended within
+ * REFLECTIONS_ENDED_WINDOW_S (else 409 job_not_running), its manifest
+ * version injecting it (else 409 not_injected) or, for a trip, reaching
+ * a place it is bound to (else 409 not_guarded); nothing counted. 404
+ * for an unknown job, secret or version, 422 for a bad body, 503 when
+ * the store failed (nothing counted: the proxy tells it again).
  */
 void reflections_post(void *ctx, struct http_request *req,
     struct http_response *res);

@@ -358,7 +358,7 @@ guard_hosts_of(json_t *body, json_t **ret_rest, json_t **ret_hosts,
  * A PUT body's "reflect_budget" (store.h: the reflected answers the new
  * version may have fleet-wide before it is burned) into *ret (0 when
  * none: the version before's), taken out of *rest (replaced by a copy
- * without it). false after answering 422.
+ * without it); a static secret's only. false after answering 422.
  */
 static bool
 reflect_budget_of(json_t **rest, int64_t *ret, struct http_response *res)
@@ -368,6 +368,17 @@ reflect_budget_of(json_t **rest, int64_t *ret, struct http_response *res)
 	*ret = 0;
 	if (v == NULL)
 		return true;
+	/* An issuer's credentials are each job's own and short-lived: not
+	 * counted (reflections.h), so a budget would do nothing. */
+	if (json_object_get(*rest, "kind") != NULL) {
+		http_reply_problems(res, "invalid_request", NULL,
+		    json_pack("[{s:s, s:s}]", "field", "reflect_budget",
+			"problem",
+			"applies to static secrets only: an issuer's "
+			"credentials are each job's own and short-lived, and "
+			"their reflections are not counted"));
+		return false;
+	}
 	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
 	    json_integer_value(v) > STORE_REFLECT_BUDGET_MAX) {
 		http_reply_problems(res, "invalid_request", NULL,
