@@ -46,17 +46,54 @@ log_level_parse(const char *s, enum log_level *ret_level)
 	return -EINVAL;
 }
 
+/* The last second a thread formatted, as text: a line's timestamp is
+ * then the milliseconds appended, gmtime_r and strftime once a second
+ * (every decision line has one). Each thread its own: no lock. */
+static _Thread_local struct {
+	time_t sec;
+	bool valid;
+	size_t len;
+	char text[32];
+} ts_second;
+
+void
+log_timestamp_of(const struct timespec *t, char *buf, size_t len)
+{
+	char out[48];
+	struct tm tm;
+
+	if (len == 0)
+		return;
+	if (!ts_second.valid || ts_second.sec != t->tv_sec) {
+		ts_second.len = gmtime_r(&t->tv_sec, &tm) == NULL
+		    ? 0
+		    : strftime(ts_second.text, sizeof(ts_second.text),
+			  "%Y-%m-%dT%H:%M:%S", &tm);
+		ts_second.sec = t->tv_sec;
+		ts_second.valid = ts_second.len > 0;
+	}
+	long ms = t->tv_nsec / 1000000;
+	size_t n = ts_second.len;
+	memcpy(out, ts_second.text, n);
+	out[n++] = '.';
+	out[n++] = (char)('0' + ms / 100 % 10);
+	out[n++] = (char)('0' + ms / 10 % 10);
+	out[n++] = (char)('0' + ms % 10);
+	out[n++] = 'Z';
+	/* Cut short at len, as snprintf would. */
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, out, n);
+	buf[n] = '\0';
+}
+
 void
 log_timestamp(char *buf, size_t len)
 {
 	struct timespec ts;
-	struct tm tm;
-	char base[32];
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+	log_timestamp_of(&ts, buf, len);
 }
 
 static void

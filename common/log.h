@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <time.h>
 
 enum log_level {
 	LEVEL_DEBUG,
@@ -59,5 +60,10 @@ void log_burst_flush(void);
 
 /* Formats now as RFC 3339 UTC with milliseconds into buf (>= 25 bytes). */
 void log_timestamp(char *buf, size_t len);
+
+/* log_timestamp of the time *t (CLOCK_REALTIME's): the text of its
+ * second kept per thread, made again when the second changes; cut short
+ * at len bytes as snprintf would. */
+void log_timestamp_of(const struct timespec *t, char *buf, size_t len);
 
 #endif

@@ -557,6 +557,66 @@ START_TEST(test_timestamp)
 }
 END_TEST
 
+/* log_timestamp_of against strftime and snprintf, as log_timestamp wrote
+ * it before it kept each second's text: the same second again, the next
+ * one, one back, a minute, a day, a year away, in one thread and in
+ * another (each thread keeps its own second). */
+static void
+assert_timestamp_of(time_t sec, long nsec)
+{
+	struct timespec t = { .tv_sec = sec, .tv_nsec = nsec };
+	char got[64], want[64], base[32];
+	struct tm tm;
+
+	gmtime_r(&sec, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(want, sizeof(want), "%s.%03ldZ", base, nsec / 1000000);
+	memset(got, 'x', sizeof(got));
+	log_timestamp_of(&t, got, sizeof(got));
+	ck_assert_msg(strcmp(got, want) == 0, "%lld.%09ld: \"%s\", want \"%s\"",
+	    (long long)sec, nsec, got, want);
+}
+
+static void *
+timestamps_of(void *arg)
+{
+	static const time_t at[] = { 1796169599, 1796169600, 1796169600,
+		1796169599, 1796169659, 1796256000, 1827705600, 951782400,
+		951868799, 0, 4102444800 };
+	static const long ns[] = { 999999999, 0, 1000000, 999000000, 500000000,
+		123456789, 7000000, 0, 999999, 0, 1 };
+	long shift = *(const long *)arg;
+
+	for (int round = 0; round < 3; round++)
+		for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+			assert_timestamp_of(at[i] + shift, ns[i]);
+	for (long k = 0; k < 5000; k++)
+		assert_timestamp_of(1796169600 + shift + k / 7 * 61 % 4000,
+		    k * 7919 % 1000 * 1000000 + k % 1000);
+	return NULL;
+}
+
+START_TEST(test_timestamp_of_each_second)
+{
+	long mine = 0, other = 3601;
+	pthread_t th;
+	char ts[25];
+
+	timestamps_of(&mine);
+	ck_assert_int_eq(pthread_create(&th, NULL, timestamps_of, &other), 0);
+	timestamps_of(&mine);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	timestamps_of(&mine);
+	/* Cut short as snprintf would. */
+	struct timespec t = { .tv_sec = 1796169600, .tv_nsec = 42000000 };
+	memset(ts, 'x', sizeof(ts));
+	log_timestamp_of(&t, ts, 11);
+	ck_assert_str_eq(ts, "2026-12-02");
+	log_timestamp_of(&t, ts, sizeof(ts));
+	ck_assert_str_eq(ts, "2026-12-02T00:00:00.042Z");
+}
+END_TEST
+
 static Suite *
 log_suite(void)
 {
@@ -583,6 +643,7 @@ log_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_level_parse);
 	tcase_add_test(tc, test_timestamp);
+	tcase_add_test(tc, test_timestamp_of_each_second);
 	suite_add_tcase(s, tc);
 	return s;
 }
