@@ -130,6 +130,23 @@ injectkit_decisions_hold(const struct daemon *proxy, const char *needle)
 }
 
 bool
+injectkit_logged(const struct daemon *d, const char *event)
+{
+	json_t *lines = daemon_log_lines(d), *v;
+	size_t i;
+	bool found = false;
+
+	json_array_foreach(lines, i, v)
+	{
+		const char *ev = json_string_value(json_object_get(v, "event"));
+		if (ev != NULL && strcmp(ev, event) == 0)
+			found = true;
+	}
+	json_decref(lines);
+	return found;
+}
+
+bool
 injectkit_holds_piece(const char *value, const char *resp)
 {
 	for (size_t i = 0; i + 6 <= strlen(value); i++)
@@ -186,6 +203,21 @@ injectkit_inject_rule(const struct injectkit *k, bool post, const char *header,
 }
 
 json_t *
+injectkit_open_rule(const struct injectkit *k, const char *host)
+{
+	return json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host", host,
+	    "port", k->up_port, "methods", "GET", "paths", "/open/", "reason",
+	    "the public part", "allow_cidrs", "127.0.0.0/8");
+}
+
+json_t *
+injectkit_writer_manifest(const struct injectkit *k)
+{
+	return injectkit_manifest("writer",
+	    json_pack("[o]", injectkit_inject_rule(k, false, NULL, NULL)));
+}
+
+json_t *
 injectkit_manifest(const char *name, json_t *egress)
 {
 	ck_assert_ptr_nonnull(egress);
@@ -211,15 +243,14 @@ manifest(const struct injectkit *k, const struct injectkit_opts *o)
 }
 
 void
-injectkit_stack_start(struct injectkit *k, const char *hosts,
-    const char *follower, const char *proxy_extra)
+injectkit_stack_start_cfg(struct injectkit *k, const char *broker_cfg,
+    const char *hosts, const char *follower, const char *proxy_extra)
 {
 	char cfg[2048], path[400], hostsf[400];
 
 	signal(SIGPIPE, SIG_IGN);
-	ck_assert_int_eq(daemon_start(&k->broker, "broker",
-			     "{\"log_level\": \"info\"}"),
-	    0);
+	ck_assert_ptr_nonnull(broker_cfg);
+	ck_assert_int_eq(daemon_start(&k->broker, "broker", broker_cfg), 0);
 	harness_broker_key(&k->broker, "admin", k->admin, sizeof(k->admin));
 	harness_broker_key(&k->broker, "launcher", k->launcher,
 	    sizeof(k->launcher));
@@ -240,6 +271,14 @@ injectkit_stack_start(struct injectkit *k, const char *hosts,
 }
 
 void
+injectkit_stack_start(struct injectkit *k, const char *hosts,
+    const char *follower, const char *proxy_extra)
+{
+	injectkit_stack_start_cfg(k, "{\"log_level\": \"info\"}", hosts,
+	    follower, proxy_extra);
+}
+
+void
 injectkit_secret(struct injectkit *k, const char *name, const char *value)
 {
 	char path[300];
@@ -250,16 +289,41 @@ injectkit_secret(struct injectkit *k, const char *name, const char *value)
 }
 
 void
+injectkit_oauth_secret(struct injectkit *k, const char *name, unsigned iport)
+{
+	char path[300], url[128], rev[128];
+
+	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/oauth/token", iport);
+	snprintf(rev, sizeof(rev), "https://127.0.0.1:%u/oauth/revoke", iport);
+	json_decref(harness_expect(&k->broker, 200, "PUT", path, k->admin, NULL,
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind",
+		"oauth_client_credentials", "token_url", url, "client_id",
+		"cordon-test", "client_secret", "s3cret-client", "scope",
+		"things:read", "revocation_url", rev)));
+}
+
+void
 injectkit_job_open(struct injectkit *k, const char *name, json_t *m,
     char job[64], char channel[300], char ca_pem[4096])
 {
-	char path[400], id[64];
-	json_t *j;
+	char path[400];
 
 	ck_assert_ptr_nonnull(m);
 	snprintf(path, sizeof(path), "/v1/manifests/%s", name);
 	json_decref(
 	    harness_expect(&k->broker, 200, "PUT", path, k->admin, NULL, m));
+	injectkit_job_of(k, name, 0, job, channel, ca_pem);
+}
+
+void
+injectkit_job_of(struct injectkit *k, const char *name, int wait_ms,
+    char job[64], char channel[300], char ca_pem[4096])
+{
+	char path[400], id[64];
+	long status = 0;
+	json_t *j;
+
 	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
 	    NULL, json_pack("{s:s}", "manifest", name));
 	snprintf(id, sizeof(id), "%s",
@@ -268,8 +332,21 @@ injectkit_job_open(struct injectkit *k, const char *name, json_t *m,
 	if (job != NULL)
 		snprintf(job, 64, "%s", id);
 	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
-	    NULL);
+	if (wait_ms <= 0)
+		j = harness_expect(&k->proxy, 201, "POST", path, k->launcher,
+		    NULL, NULL);
+	else {
+		for (int waited = 0;; waited += 50) {
+			j = harness_call(&k->proxy, "POST", path, k->launcher,
+			    NULL, NULL, &status);
+			if (status != 503 || waited >= wait_ms)
+				break;
+			json_decref(j);
+			usleep(50 * 1000);
+		}
+		ck_assert_msg(status == 201, "the proxy's channel: %ld",
+		    status);
+	}
 	snprintf(channel, 300, "%s",
 	    json_string_value(json_object_get(j, "channel")));
 	if (ca_pem != NULL)

@@ -73,8 +73,24 @@ void injectkit_upstream_stop(pid_t *pid);
 void injectkit_stack_start(struct injectkit *k, const char *hosts,
     const char *follower, const char *proxy_extra);
 
+/*
+ * injectkit_stack_start with the broker's configuration broker_cfg (a
+ * JSON object's text, not NULL) in place of {"log_level": "info"}.
+ */
+void injectkit_stack_start_cfg(struct injectkit *k, const char *broker_cfg,
+    const char *hosts, const char *follower, const char *proxy_extra);
+
 /* PUTs the secret name with value at k's broker (asserts 200). */
 void injectkit_secret(struct injectkit *k, const char *name, const char *value);
+
+/*
+ * PUTs the secret name at k's broker (asserts 200) as the test issuer's
+ * (issuerkit.h) OAuth client on 127.0.0.1:iport: kind
+ * oauth_client_credentials, its /oauth/token and /oauth/revoke, client
+ * cordon-test with secret s3cret-client, scope things:read.
+ */
+void injectkit_oauth_secret(struct injectkit *k, const char *name,
+    unsigned iport);
 
 /*
  * PUTs the manifest m (taken; not NULL, asserted) as name, creates a job
@@ -94,6 +110,17 @@ void injectkit_job_open(struct injectkit *k, const char *name, json_t *m,
     char job[64], char channel[300], char ca_pem[4096]);
 
 /*
+ * Creates a job of the manifest name, already PUT, at k's broker and its
+ * channel at k's proxy, into job, channel and ca_pem as
+ * injectkit_job_open (which is its PUT and this). wait_ms > 0: while the
+ * proxy answers 503 (its feed not back yet, as after a broker's restart)
+ * the channel is asked again, for wait_ms at most; 0: once. k's own job
+ * is left as it was. Asserts on failure.
+ */
+void injectkit_job_of(struct injectkit *k, const char *name, int wait_ms,
+    char job[64], char channel[300], char ca_pem[4096]);
+
+/*
  * Asks, on the job channel at path channel, for a token of capability
  * x.read with params {"t": "1"} into tok (len bytes). Asserts on failure.
  */
@@ -107,6 +134,20 @@ void injectkit_mint_on(const char *channel, char *tok, size_t len);
  */
 json_t *injectkit_inject_rule(const struct injectkit *k, bool post,
     const char *header, const char *format);
+
+/*
+ * A reading job's rule that injects nothing: host on k's upstream port,
+ * GET, paths /open/, reason "the public part", 127.0.0.0/8. A new
+ * reference, NULL when out of memory.
+ */
+json_t *injectkit_open_rule(const struct injectkit *k, const char *host);
+
+/*
+ * The manifest "writer" (injectkit_manifest) of the injecting rule 0
+ * alone, GET and HEAD, its header and format the defaults. A new
+ * reference, NULL when out of memory.
+ */
+json_t *injectkit_writer_manifest(const struct injectkit *k);
 
 /*
  * A manifest named name with command /bin/true, capability x.read
@@ -159,6 +200,9 @@ long injectkit_metric(const struct daemon *proxy, const char *name);
  * when it cannot be opened.
  */
 bool injectkit_decisions_hold(const struct daemon *proxy, const char *needle);
+
+/* Whether d's log (daemon_log_lines) has a line of event. */
+bool injectkit_logged(const struct daemon *d, const char *event);
 
 /* Whether resp holds any 6 bytes in a row of value. */
 bool injectkit_holds_piece(const char *value, const char *resp);

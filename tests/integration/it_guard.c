@@ -54,9 +54,7 @@ stack(struct injectkit *k)
 static void
 job_a(struct injectkit *k)
 {
-	injectkit_job_start(k, "writer",
-	    injectkit_manifest("writer",
-		json_pack("[o]", injectkit_inject_rule(k, false, NULL, NULL))));
+	injectkit_job_start(k, "writer", injectkit_writer_manifest(k));
 }
 
 /* One of B's rules: host on k's upstream port, GET, /open/, no inject;
@@ -64,9 +62,7 @@ job_a(struct injectkit *k)
 static json_t *
 rule_b(const struct injectkit *k, const char *host, json_t *extra)
 {
-	json_t *r = json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host",
-	    host, "port", k->up_port, "methods", "GET", "paths", "/open/",
-	    "reason", "the public part", "allow_cidrs", "127.0.0.0/8");
+	json_t *r = injectkit_open_rule(k, host);
 
 	ck_assert_ptr_nonnull(r);
 	if (extra != NULL) {
@@ -81,23 +77,11 @@ rule_b(const struct injectkit *k, const char *host, json_t *extra)
 static void
 job_b(struct injectkit *k, json_t *egress, char chan[300])
 {
-	char path[400];
-	json_t *j;
-
 	if (egress != NULL)
-		json_decref(harness_expect(&k->broker, 200, "PUT",
-		    "/v1/manifests/reader", k->admin, NULL,
-		    injectkit_manifest("reader", egress)));
-	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
-	    NULL, json_pack("{s:s}", "manifest", "reader"));
-	snprintf(path, sizeof(path), "/v1/jobs/%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
-	    NULL);
-	snprintf(chan, 300, "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
+		injectkit_job_open(k, "reader",
+		    injectkit_manifest("reader", egress), NULL, chan, NULL);
+	else
+		injectkit_job_of(k, "reader", 0, NULL, chan, NULL);
 }
 
 /* B's request GET http://host:port/open/<what> on chan. */
@@ -140,18 +124,7 @@ reflected_for_other(const struct injectkit *k, const char *not_job)
 static bool
 logged(const struct injectkit *k, const char *event)
 {
-	json_t *lines = daemon_log_lines(&k->proxy), *v;
-	size_t i;
-	bool found = false;
-
-	json_array_foreach(lines, i, v)
-	{
-		const char *ev = json_string_value(json_object_get(v, "event"));
-		if (ev != NULL && strcmp(ev, event) == 0)
-			found = true;
-	}
-	json_decref(lines);
-	return found;
+	return injectkit_logged(&k->proxy, event);
 }
 
 /* The stored key, read by B under another name on the address A's
@@ -425,8 +398,7 @@ END_TEST
 START_TEST(an_issuers_token_stored_by_another_job_is_redacted)
 {
 	struct injectkit k = { .up_pid = -1 };
-	char dir[300], cfg[2048], path[400], hostsf[400], url[128], rev[128];
-	char chan[300], *resp;
+	char dir[300], cfg[2048], path[400], chan[300], *resp;
 	unsigned iport;
 	pid_t ipid;
 
@@ -437,30 +409,8 @@ START_TEST(an_issuers_token_stored_by_another_job_is_redacted)
 	snprintf(cfg, sizeof(cfg),
 	    "{\"log_level\": \"info\", \"issuer_ca_file\": \"%s/ca.pem\"}",
 	    dir);
-	ck_assert_int_eq(daemon_start(&k.broker, "broker", cfg), 0);
-	harness_broker_key(&k.broker, "admin", k.admin, sizeof(k.admin));
-	harness_broker_key(&k.broker, "launcher", k.launcher,
-	    sizeof(k.launcher));
-	harness_broker_key(&k.broker, "verifier", k.verifier,
-	    sizeof(k.verifier));
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
-	harness_write_file(hostsf, hosts);
-	snprintf(path, sizeof(path), "%s/verifier.key", dir);
-	harness_write_file(path, k.verifier);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": \"%s\", "
-	    "\"follower\": \"proxy-guard\"}",
-	    k.broker.base, path, harness_launcher_sha256(&k.broker), hostsf);
-	ck_assert_int_eq(daemon_start(&k.proxy, "proxy", cfg), 0);
-	snprintf(url, sizeof(url), "https://127.0.0.1:%u/oauth/token", iport);
-	snprintf(rev, sizeof(rev), "https://127.0.0.1:%u/oauth/revoke", iport);
-	json_decref(harness_expect(&k.broker, 200, "PUT", "/v1/secrets/up-key",
-	    k.admin, NULL,
-	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind",
-		"oauth_client_credentials", "token_url", url, "client_id",
-		"cordon-test", "client_secret", "s3cret-client", "scope",
-		"things:read", "revocation_url", rev)));
+	injectkit_stack_start_cfg(&k, cfg, hosts, "proxy-guard", NULL);
+	injectkit_oauth_secret(&k, "up-key", iport);
 	k.up_pid =
 	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
 	job_a(&k);
