@@ -40,35 +40,22 @@ stack(struct injectkit *k)
 static void
 job_b(struct injectkit *k, bool upgrade, char chan[300])
 {
-	char path[400];
-	json_t *j,
-	    *r = json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s], s:b}", "host",
-		"www.api.test", "port", k->up_port, "methods", "GET", "paths",
-		"/open/", "reason", "the public part", "allow_cidrs",
-		"127.0.0.0/8", "upgrade", upgrade);
+	json_t *r = injectkit_open_rule(k, "www.api.test");
 
-	json_decref(harness_expect(&k->broker, 200, "PUT",
-	    "/v1/manifests/reader", k->admin, NULL,
-	    injectkit_manifest("reader", json_pack("[o]", r))));
-	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
-	    NULL, json_pack("{s:s}", "manifest", "reader"));
-	snprintf(path, sizeof(path), "/v1/jobs/%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(json_object_set_new(r, "upgrade",
+			     json_boolean(upgrade)),
+	    0);
+	injectkit_job_open(k, "reader",
+	    injectkit_manifest("reader", json_pack("[o]", r)), NULL, chan,
 	    NULL);
-	snprintf(chan, 300, "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
 }
 
 /* Job A: the kit's injecting rule 0 (api.test /case/). */
 static void
 job_a(struct injectkit *k)
 {
-	injectkit_job_start(k, "writer",
-	    injectkit_manifest("writer",
-		json_pack("[o]", injectkit_inject_rule(k, false, NULL, NULL))));
+	injectkit_job_start(k, "writer", injectkit_writer_manifest(k));
 }
 
 /* B's request (extra: its Connection line and more, CRLF each) to www.api.test/open/what, written
