@@ -36,49 +36,6 @@ static const char hosts[] = "127.0.0.1 api.test\n127.0.0.1 www.api.test\n"
 			    "127.0.0.1 fill12.test\n127.0.0.1 fill13.test\n"
 			    "127.0.0.1 fill14.test\n127.0.0.1 fill15.test\n";
 
-/* Job B of manifest "reader": www.api.test on port, /open/, no inject;
- * its channel into chan. */
-static void
-job_b(struct injectkit *k, unsigned port, char chan[300])
-{
-	char path[400];
-	json_t *j,
-	    *r = json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host",
-		"www.api.test", "port", port, "methods", "GET", "paths",
-		"/open/", "reason", "the public part", "allow_cidrs",
-		"127.0.0.0/8");
-
-	json_decref(harness_expect(&k->broker, 200, "PUT",
-	    "/v1/manifests/reader", k->admin, NULL,
-	    injectkit_manifest("reader", json_pack("[o]", r))));
-	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
-	    NULL, json_pack("{s:s}", "manifest", "reader"));
-	snprintf(path, sizeof(path), "/v1/jobs/%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
-	    NULL);
-	snprintf(chan, 300, "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
-}
-
-/* An oauth secret name at the issuer on iport. */
-static void
-oauth_secret(struct injectkit *k, const char *name, unsigned iport)
-{
-	char path[128], url[128], rev[128];
-
-	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
-	snprintf(url, sizeof(url), "https://127.0.0.1:%u/oauth/token", iport);
-	snprintf(rev, sizeof(rev), "https://127.0.0.1:%u/oauth/revoke", iport);
-	json_decref(harness_expect(&k->broker, 200, "PUT", path, k->admin, NULL,
-	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind",
-		"oauth_client_credentials", "token_url", url, "client_id",
-		"cordon-test", "client_secret", "s3cret-client", "scope",
-		"things:read", "revocation_url", rev)));
-}
-
 /* The issuer's port, once stack() started it. */
 static unsigned issuer_port;
 
@@ -87,7 +44,7 @@ static unsigned issuer_port;
 static void
 stack(struct injectkit *k, pid_t *ipid)
 {
-	char dir[300], cfg[2048], path[400], hostsf[400];
+	char dir[300], cfg[2048], path[400];
 	unsigned iport;
 
 	k->up_pid = -1;
@@ -99,24 +56,9 @@ stack(struct injectkit *k, pid_t *ipid)
 	snprintf(cfg, sizeof(cfg),
 	    "{\"log_level\": \"info\", \"issuer_ca_file\": \"%s/ca.pem\"}",
 	    dir);
-	ck_assert_int_eq(daemon_start(&k->broker, "broker", cfg), 0);
-	harness_broker_key(&k->broker, "admin", k->admin, sizeof(k->admin));
-	harness_broker_key(&k->broker, "launcher", k->launcher,
-	    sizeof(k->launcher));
-	harness_broker_key(&k->broker, "verifier", k->verifier,
-	    sizeof(k->verifier));
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", dir);
-	harness_write_file(hostsf, hosts);
-	snprintf(path, sizeof(path), "%s/verifier.key", dir);
-	harness_write_file(path, k->verifier);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": \"%s\", "
-	    "\"follower\": \"proxy-issued\"}",
-	    k->broker.base, path, harness_launcher_sha256(&k->broker), hostsf);
-	ck_assert_int_eq(daemon_start(&k->proxy, "proxy", cfg), 0);
+	injectkit_stack_start_cfg(k, cfg, hosts, "proxy-issued", NULL);
 	issuer_port = iport;
-	oauth_secret(k, "up-key", iport);
+	injectkit_oauth_secret(k, "up-key", iport);
 	k->up_pid =
 	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k->up_port);
 }
@@ -136,7 +78,7 @@ fill(struct injectkit *k, int i, unsigned port, int n, char *why, size_t cap)
 	snprintf(secret, sizeof(secret), "mine%d", i);
 	snprintf(host, sizeof(host), "fill%d.test", i);
 	snprintf(name, sizeof(name), "filler%d", i);
-	oauth_secret(k, secret, issuer_port);
+	injectkit_oauth_secret(k, secret, issuer_port);
 	f.up_port = port;
 	json_t *rule = injectkit_inject_rule(&f, false, NULL, NULL);
 	ck_assert_int_eq(json_object_set_new(rule, "host", json_string(host)),
@@ -179,16 +121,16 @@ START_TEST(a_token_past_the_kept_ones_is_not_injected)
 		ck_assert_msg(ok == 16, "%d of 16; %s", ok, why);
 	}
 	/* Job A stores its own token of up-key; B reads it. */
-	injectkit_job_start(&k, "writer",
-	    injectkit_manifest("writer",
-		json_pack("[o]",
-		    injectkit_inject_rule(&k, false, NULL, NULL))));
+	injectkit_job_start(&k, "writer", injectkit_writer_manifest(&k));
 	resp = injectkit_ask(&k, "GET", "/case/x", true);
 	ck_assert_msg(http_status(resp) == 503 &&
 		strstr(resp, "issued_cap") != NULL,
 	    "job A's token past the 256 kept was injected: %.400s", resp);
 	free(resp);
-	job_b(&k, k.up_port, chan);
+	injectkit_job_open(&k, "reader",
+	    injectkit_manifest("reader",
+		json_pack("[o]", injectkit_open_rule(&k, "www.api.test"))),
+	    NULL, chan, NULL);
 	injectkit_request_to(&k, req, sizeof(req), "www.api.test", "GET",
 	    "/open/fields", false, "close");
 	resp = injectkit_send_on(chan, req);
