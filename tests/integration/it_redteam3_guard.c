@@ -42,9 +42,7 @@ stack(struct injectkit *k, struct upstream *u)
 static void
 job_a(struct injectkit *k)
 {
-	injectkit_job_start(k, "writer",
-	    injectkit_manifest("writer",
-		json_pack("[o]", injectkit_inject_rule(k, false, NULL, NULL))));
+	injectkit_job_start(k, "writer", injectkit_writer_manifest(k));
 }
 
 /* A's injected request: 200, and its address bound. */
@@ -63,33 +61,18 @@ a_injects(struct injectkit *k)
 static void
 job_b(struct injectkit *k, json_t *egress, char chan[300])
 {
-	char path[400];
-	json_t *j;
-
 	if (egress != NULL)
-		json_decref(harness_expect(&k->broker, 200, "PUT",
-		    "/v1/manifests/reader", k->admin, NULL,
-		    injectkit_manifest("reader", egress)));
-	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
-	    NULL, json_pack("{s:s}", "manifest", "reader"));
-	snprintf(path, sizeof(path), "/v1/jobs/%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	j = harness_expect(&k->proxy, 201, "POST", path, k->launcher, NULL,
-	    NULL);
-	snprintf(chan, 300, "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
+		injectkit_job_open(k, "reader",
+		    injectkit_manifest("reader", egress), NULL, chan, NULL);
+	else
+		injectkit_job_of(k, "reader", 0, NULL, chan, NULL);
 }
 
 /* B's plain rule: www.api.test on k's port, GET, /open/, no inject. */
 static json_t *
 rule_b(const struct injectkit *k)
 {
-	return json_pack("{s:s, s:i, s:[s], s:[s], s:s, s:[s]}", "host",
-	    "www.api.test", "port", k->up_port, "methods", "GET", "paths",
-	    "/open/", "reason", "the public part", "allow_cidrs",
-	    "127.0.0.0/8");
+	return injectkit_open_rule(k, "www.api.test");
 }
 
 /* Whether a line of the proxy's decisions.log holds both a and b. */
