@@ -191,7 +191,7 @@ char *injectkit_send(const struct injectkit *k, const char *req);
 
 /*
  * The value of the metric line "name <value>" of the proxy's /metrics
- * (read with curl), -1 when there is no such line.
+ * (read with curl; a broker's as well), -1 when there is no such line.
  */
 long injectkit_metric(const struct daemon *proxy, const char *name);
 

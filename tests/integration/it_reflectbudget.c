@@ -154,84 +154,19 @@ audit_count(const struct daemon *broker, const char *admin, const char *event)
 	return n;
 }
 
-/* Whether broker's log has a line of event. */
-static bool
-logged(const struct daemon *d, const char *event)
-{
-	json_t *lines = daemon_log_lines(d), *v;
-	size_t i;
-	bool found = false;
-
-	json_array_foreach(lines, i, v)
-	{
-		const char *ev = json_string_value(json_object_get(v, "event"));
-		if (ev != NULL && strcmp(ev, event) == 0)
-			found = true;
-	}
-	json_decref(lines);
-	return found;
-}
-
-/* The value of the metric name at d's /metrics, -1 when none. */
-static long
-broker_metric(const struct daemon *d, const char *name)
-{
-	char url[400], out[65536], err[512];
-	char *const argv[] = { "/usr/bin/curl", "-s", url, NULL };
-
-	snprintf(url, sizeof(url), "%s/metrics", d->base);
-	if (harness_run(argv, out, sizeof(out), err, sizeof(err)) != 0)
-		return -1;
-	for (char *line = out; line != NULL && *line != '\0';) {
-		char *nl = strchr(line, '\n');
-		size_t n = strlen(name);
-		if (strncmp(line, name, n) == 0 && line[n] == ' ')
-			return strtol(line + n + 1, NULL, 10);
-		line = nl != NULL ? nl + 1 : NULL;
-	}
-	return -1;
-}
-
 /*
- * injectkit_job_start of the manifest "writer" (m, taken), its channel
- * asked again while the proxy answers 503 (its feed not back yet after
- * a broker's restart), 10 s at most.
+ * injectkit_job_start of the manifest "writer" (injectkit_writer_manifest),
+ * its channel asked again while the proxy answers 503 (its feed not back
+ * yet after a broker's restart), 10 s at most.
  */
 static void
-job_start(struct injectkit *k, json_t *m)
+job_start(struct injectkit *k)
 {
-	char path[400];
-	long status = 0;
-	json_t *j;
-
-	json_decref(harness_expect(&k->broker, 200, "PUT",
-	    "/v1/manifests/writer", k->admin, NULL, m));
-	j = harness_expect(&k->broker, 201, "POST", "/v1/jobs", k->launcher,
-	    NULL, json_pack("{s:s}", "manifest", "writer"));
-	snprintf(k->job, sizeof(k->job), "%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", k->job);
-	for (int i = 0; i < 200; i++) {
-		j = harness_call(&k->proxy, "POST", path, k->launcher, NULL,
-		    NULL, &status);
-		if (status != 503)
-			break;
-		json_decref(j);
-		usleep(50 * 1000);
-	}
-	ck_assert_msg(status == 201, "the proxy's channel: %ld", status);
-	snprintf(k->channel, sizeof(k->channel), "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
+	json_decref(
+	    harness_expect(&k->broker, 200, "PUT", "/v1/manifests/writer",
+		k->admin, NULL, injectkit_writer_manifest(k)));
+	injectkit_job_of(k, "writer", 10000, k->job, k->channel, NULL);
 	injectkit_mint_on(k->channel, k->tok, sizeof(k->tok));
-}
-
-static json_t *
-writer_manifest(const struct injectkit *k)
-{
-	return injectkit_manifest("writer",
-	    json_pack("[o]", injectkit_inject_rule(k, false, NULL, NULL)));
 }
 
 START_TEST(reflections_past_the_budget_burn_the_version)
@@ -252,7 +187,7 @@ START_TEST(reflections_past_the_budget_burn_the_version)
 	json_decref(s);
 
 	/* Job 1: three answers redacted, the fourth ends it. */
-	job_start(&k, writer_manifest(&k));
+	job_start(&k);
 	reflect_own(&k, &n);
 	ck_assert_int_eq(n, 4);
 	s = wait_reflections(&k.broker, k.admin, 4);
@@ -270,7 +205,7 @@ START_TEST(reflections_past_the_budget_burn_the_version)
 	json_decref(s);
 
 	/* Job 2 takes the version past its budget of 6. */
-	job_start(&k, writer_manifest(&k));
+	job_start(&k);
 	reflect_own(&k, &n);
 	s = wait_reflections(&k.broker, k.admin, 8);
 	ck_assert_int_ge(num(s, "reflections"), 6);
@@ -281,8 +216,8 @@ START_TEST(reflections_past_the_budget_burn_the_version)
 	ck_assert_int_gt(num(s, "burned_at"), 0);
 	json_decref(s);
 	ck_assert_int_eq(audit_count(&k.broker, k.admin, "secret_burned"), 1);
-	ck_assert(logged(&k.broker, "secret_burned"));
-	ck_assert_int_eq(broker_metric(&k.broker,
+	ck_assert(injectkit_logged(&k.broker, "secret_burned"));
+	ck_assert_int_eq(injectkit_metric(&k.broker,
 			     "cordon_broker_secrets_burned_total"),
 	    1);
 	ck_assert_int_eq(injectkit_metric(&k.proxy,
@@ -290,7 +225,7 @@ START_TEST(reflections_past_the_budget_burn_the_version)
 	    0);
 
 	/* Job 3: its injected request is refused, nothing goes up. */
-	job_start(&k, writer_manifest(&k));
+	job_start(&k);
 	unsigned before = upstream_requests(u);
 	char *resp = injectkit_ask(&k, "GET", "/case/after-burn", true);
 	ck_assert_msg(http_status(resp) == 403, "%.400s", resp);
@@ -298,7 +233,7 @@ START_TEST(reflections_past_the_budget_burn_the_version)
 	free(resp);
 	ck_assert_uint_eq(upstream_requests(u), before);
 	ck_assert(injectkit_decisions_hold(&k.proxy, "secret_burned"));
-	ck_assert_int_ge(broker_metric(&k.broker,
+	ck_assert_int_ge(injectkit_metric(&k.broker,
 			     "cordon_broker_releases_burned_total"),
 	    1);
 
@@ -311,7 +246,7 @@ START_TEST(reflections_past_the_budget_burn_the_version)
 	ck_assert_int_eq(num(s, "reflections"), 0);
 	ck_assert_int_eq(num(s, "reflect_budget"), 6);
 	json_decref(s);
-	job_start(&k, writer_manifest(&k));
+	job_start(&k);
 	resp = injectkit_ask(&k, "GET", "/case/after-rotation", true);
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
@@ -330,8 +265,8 @@ START_TEST(a_trip_of_a_scan_only_key_burns_at_once)
 {
 	struct injectkit k = { .up_pid = -1 };
 	struct upstream *u = upstream_start(NULL, NULL);
-	char req[1024], path[400], chan[300];
-	json_t *s, *j;
+	char req[1024], chan[300];
+	json_t *s;
 
 	ck_assert_ptr_nonnull(u);
 	injectkit_stack_start(&k, hosts, "proxy-budget", NULL);
@@ -341,24 +276,13 @@ START_TEST(a_trip_of_a_scan_only_key_burns_at_once)
 	ck_assert_int_eq(num(s, "reflect_budget"), 8); /* the default */
 	json_decref(s);
 	/* A's manifest binds api.test; B reads there, injecting nothing. */
-	json_decref(harness_expect(&k.broker, 200, "PUT",
-	    "/v1/manifests/writer", k.admin, NULL, writer_manifest(&k)));
-	json_decref(harness_expect(&k.broker, 200, "PUT",
-	    "/v1/manifests/reader", k.admin, NULL,
+	json_decref(
+	    harness_expect(&k.broker, 200, "PUT", "/v1/manifests/writer",
+		k.admin, NULL, injectkit_writer_manifest(&k)));
+	injectkit_job_open(&k, "reader",
 	    injectkit_manifest("reader",
-		json_pack("[{s:s, s:i, s:[s], s:[s], s:s, s:[s]}]", "host",
-		    "api.test", "port", k.up_port, "methods", "GET", "paths",
-		    "/open/", "reason", "the public part", "allow_cidrs",
-		    "127.0.0.0/8"))));
-	j = harness_expect(&k.broker, 201, "POST", "/v1/jobs", k.launcher, NULL,
-	    json_pack("{s:s}", "manifest", "reader"));
-	snprintf(path, sizeof(path), "/v1/jobs/%s",
-	    json_string_value(json_object_get(j, "job")));
-	json_decref(j);
-	j = harness_expect(&k.proxy, 201, "POST", path, k.launcher, NULL, NULL);
-	snprintf(chan, sizeof(chan), "%s",
-	    json_string_value(json_object_get(j, "channel")));
-	json_decref(j);
+		json_pack("[o]", injectkit_open_rule(&k, "api.test"))),
+	    NULL, chan, NULL);
 	/* The echo of 8 of the key's bytes: the last 7 of its public prefix
 	 * and its first secret byte (keyshape.h: "sk_live_" alone is none). */
 	injectkit_request_to(&k, req, sizeof(req), "api.test", "GET",
@@ -371,7 +295,7 @@ START_TEST(a_trip_of_a_scan_only_key_burns_at_once)
 	    "guard_tripped");
 	json_decref(s);
 	/* The writer's injection is refused from now on. */
-	job_start(&k, writer_manifest(&k));
+	job_start(&k);
 	unsigned before = upstream_requests(u);
 	char *resp = injectkit_ask(&k, "GET", "/case/x", true);
 	ck_assert_msg(http_status(resp) == 403 &&
@@ -433,7 +357,7 @@ START_TEST(two_brokers_share_one_budget)
 	json_decref(put_key(&a, admin, value1, 4));
 	struct injectkit k = { .up_port = 9 };
 	json_decref(harness_expect(&a, 200, "PUT", "/v1/manifests/writer",
-	    admin, NULL, writer_manifest(&k)));
+	    admin, NULL, injectkit_writer_manifest(&k)));
 	j = harness_expect(&b, 201, "POST", "/v1/jobs", launcher, NULL,
 	    json_pack("{s:s}", "manifest", "writer"));
 	snprintf(rpath, sizeof(rpath), "/v1/jobs/%s/secrets/up-key/reflections",
