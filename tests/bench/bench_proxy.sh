@@ -20,6 +20,13 @@
 #   that was released nothing, and on a rule that swaps that token for a
 #   secret of the broker's (inject.test: the introspection and a release
 #   a request, both cached by the proxy) in another;
+#   instructions a request (part "instr", not run unless asked): the
+#   inject part's three rows, kept-alive, with a second proxy run under
+#   valgrind's callgrind, its counters zeroed after a warm-up and dumped
+#   after a fixed count of answers: the proxy's instructions (Ir, user
+#   space, its libraries included) a request, which the load does not
+#   move, and the functions an injected request runs more than a plain
+#   one (callgrind_diff.py);
 #   transparent capture (issue 19): inside a real `cordon run` job (a
 #   hatch and a launcher beside the broker and the proxy), tlsload through
 #   HTTPS_PROXY (CONNECT to the launcher's 127.0.0.1:3128) and tlsload
@@ -41,8 +48,19 @@
 #   BENCH_BROKER_TMPFS=1  the broker's state (its sqlite database) on a
 #                 tmpfs: its fsyncs cost nothing (to tell what the
 #                 injection's audited release costs)
-#   BENCH_ONLY    the parts to run, of "memory throughput inject capture"
-#                 (default: all of them)
+#   BENCH_ONLY    the parts to run, of "memory throughput inject capture
+#                 instr" (default: all of them but instr)
+#   BENCH_ROUNDS, BENCH_NEW_ROUNDS, BENCH_ROUND_SECONDS  the inject part's
+#                 rounds, kept-alive (6) and a tunnel per request (2), each
+#                 row of a round BENCH_SECONDS / 2 long; its figures are the
+#                 median of the rounds' ratios (injected over plain, and
+#                 over token, each within one round)
+#   BENCH_PIN=1   the inject part with the proxy alone on CPU 1, the rest
+#                 of the bench on CPU 0
+#   BENCH_INSTR_REQUESTS (3000), BENCH_INSTR_WARM (20 on each of the 50
+#                 tunnels), BENCH_INSTR_ROWS ("plain token inject"),
+#                 BENCH_INSTR_TOP (15 functions), BENCH_INSTR_OUT=dir (the
+#                 dumps and the profile kept there)
 #   BENCH_TOKEN_CACHE  the proxy's token_cache_seconds (default: the
 #                 proxy's own, 5; 0: every request's token introspected
 #                 at the broker)
@@ -477,24 +495,29 @@ fi
 
 # --- injection: the terminated path with a token, and with the swap -----------
 
-# One run of tlsload through a proxy port or none (""), the CPU the
-# proxy and the broker used: prints tlsload's line ("requests N errors E
-# seconds S rps R p50_ms P p99_ms Q") and says it with the label.
+# One run of tlsload through a proxy port or none (""), $rsecs seconds
+# long, the CPU the proxy and the broker used: prints tlsload's line
+# ("requests N errors E seconds S rps R p50_ms P p99_ms Q") and says it
+# with the label.
+share() { # ticks since, pid, seconds: the share of a core, in %
+	awk -v d="$(($(cpu_ticks "$2") - $1))" -v hz="$(getconf CLK_TCK)" -v s="$3" \
+		'BEGIN {printf "%.0f", d * 100 / hz / s}'
+}
 tls_fig() { # label, mode, proxy port, host, [header]
 	local out b0 p0
 	b0=$(cpu_ticks "$broker_pid") p0=$(cpu_ticks "$cordon_pid")
 	if [ "${BENCH_SYSCALLS:-0}" = 1 ]; then
 		perf stat -x, -o "$tmp/perf.$$" -p "$cordon_pid" \
-			-e "$perf_events" -- sleep "$secs" 2>/dev/null &
+			-e "$perf_events" -- sleep "$rsecs" 2>/dev/null &
 		perf_pid=$!
 	fi
 	if [ -n "${BENCH_PERF_RECORD:-}" ]; then
 		perf record -g -o "$BENCH_PERF_RECORD/perf.$2.$4.$(date +%s).data" -p "$cordon_pid" \
-			-- sleep "$secs" 2>/dev/null >/dev/null &
+			-- sleep "$rsecs" 2>/dev/null >/dev/null &
 		rec_pid=$!
 	fi
-	out=$("$tmp/tlsload" -m "$2" -c 50 -t 2 -d "$secs" ${3:+-x "$3"} \
-		-h "$4" -p "$ntp" -u /f100 ${5:+-H "$5"})
+	out=$(${pin_load:+taskset -c "$pin_load"} "$tmp/tlsload" -m "$2" -c 50 \
+		-t 2 -d "$rsecs" ${3:+-x "$3"} -h "$4" -p "$ntp" -u /f100 ${5:+-H "$5"})
 	[ -z "${BENCH_PERF_RECORD:-}" ] || wait "$rec_pid" || true
 	if [ "${BENCH_SYSCALLS:-0}" = 1 ]; then
 		wait "$perf_pid" || true
@@ -507,9 +530,8 @@ tls_fig() { # label, mode, proxy port, host, [header]
 		say "$1: the proxy's, a request: $per"
 		out="$out cpu_us $(field cpu_us <<<"$per")"
 	fi
-	say "$1: $out, CPU: cordon-proxy" \
-		"$((($(cpu_ticks "$cordon_pid") - p0) * 100 / $(getconf CLK_TCK) / secs))%," \
-		"cordon-broker $((($(cpu_ticks "$broker_pid") - b0) * 100 / $(getconf CLK_TCK) / secs))% of a core"
+	say "$1: $out, CPU: cordon-proxy $(share "$p0" "$cordon_pid" "$rsecs")%," \
+		"cordon-broker $(share "$b0" "$broker_pid" "$rsecs")% of a core"
 	echo "$out"
 }
 # BENCH_SYSCALLS=1: the proxy's CPU time (cpu_us) and system calls
@@ -528,6 +550,48 @@ injections() {
 mean_of() { # key, file
 	field "$1" <"$2" | awk '{s += $1; n++} END {printf "%.2f", n ? s / n : 0}'
 }
+# Each round's ratio of a figure, line by line of two files of the same
+# rounds (a figure where higher is better: a over b; lower: b over a).
+ratios() { # key, better, file a, file b
+	paste -d' ' <(field "$1" <"$3") <(field "$1" <"$4") |
+		awk -v hi="$([ "$2" = higher ] && echo 1)" '$1 > 0 && $2 > 0 {
+			printf "%.3f\n", hi ? $1 / $2 : $2 / $1 }'
+}
+# The median of the numbers on stdin (the mean of the middle two of an
+# even count).
+median_of() {
+	sort -g | awk '{a[NR] = $1} END {
+		if (!NR) print 0
+		else if (NR % 2) printf "%.3f", a[(NR + 1) / 2]
+		else printf "%.3f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+# The rounds: BENCH_ROUNDS kept-alive (default 6) and BENCH_NEW_ROUNDS
+# with a tunnel per request (default 2), each of the three rows in turn,
+# every other round in the reverse order (plain token inject, inject token
+# plain, ...), each row BENCH_ROUND_SECONDS long (default half of
+# BENCH_SECONDS). The figures are the median of the rounds' ratios, each
+# round's injected row over the same round's plain (or token) row: the
+# machine's drift between rounds falls on both sides of each ratio.
+# BENCH_PIN=1: the proxy alone on CPU 1, tlsload, nginx, the relays and
+# the broker on CPU 0 (taskset; everything else on the machine is left
+# where it is).
+rsecs=${BENCH_ROUND_SECONDS:-$(awk -v s="$secs" 'BEGIN {print s / 2}')}
+pin_load=
+pin() { # cpu, pid: the process, its threads and its children
+	local p
+	for p in "$2" $(cat /proc/"$2"/task/*/children 2>/dev/null); do
+		taskset -a -cp "$1" "$p" >/dev/null 2>&1 || say "taskset $1 $p failed"
+	done
+}
+
+# A job's token of bench.call, minted on its channel as a job does
+# (broker.cordon, through the proxy).
+mint() { # relay port
+	curl -sf --max-time 60 --proxy "http://127.0.0.1:$1" -X POST \
+		-H 'Content-Type: application/json' \
+		-d '{"capability": "bench.call", "params": {"t": "1"}}' http://broker.cordon/v1/token |
+		json_get access_token
+}
 
 if part inject; then
 	# The plain and token rows in a second job of the manifest, to which
@@ -543,14 +607,6 @@ if part inject; then
 	rp2=$(awk '/^ready/ {print $2}' "$tmp/relay.cordon2")
 	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ca_pem"], end="")' \
 		"$tmp/proxy/channel2.json" >"$tmp/proxy/job2-ca.pem"
-	# Each job's token of bench.call, minted on its channel as a job
-	# does (broker.cordon, through the proxy).
-	mint() { # relay port
-		curl -sf --max-time 5 --proxy "http://127.0.0.1:$1" -X POST \
-			-H 'Content-Type: application/json' \
-			-d '{"capability": "bench.call", "params": {"t": "1"}}' http://broker.cordon/v1/token |
-			json_get access_token
-	}
 	tok=$(mint "$rp") || die "no token: $(tail -3 "$tmp/proxy.log")"
 	tok2=$(mint "$rp2") || die "no token: $(tail -3 "$tmp/proxy.log")"
 	auth="Authorization: Bearer $tok" auth2="Authorization: Bearer $tok2"
@@ -566,11 +622,25 @@ if part inject; then
 		"https://tok.test:$ntp/f100") || body=
 	[ ${#body} -eq 99 ] || die "cordon (job 2) failed: $(tail -3 "$tmp/proxy.log")"
 	i0=$(injections)
-	# Two rounds of the three, one after the other, the second in the
-	# reverse order (the machine's drift falls on each alike), with
-	# kept-alive tunnels; one round with a tunnel per request.
-	for round in "keepalive plain token inject" \
-		"keepalive inject token plain" "new plain token inject"; do
+	if [ "${BENCH_PIN:-0}" = 1 ]; then
+		[ "$(nproc)" -ge 2 ] || die "BENCH_PIN=1 needs two CPUs"
+		pin 1 "$cordon_pid"
+		for p in "$nginx_pid" "$broker_pid" "${pids[@]}"; do
+			[ "$p" = "$cordon_pid" ] || pin 0 "$p"
+		done
+		pin_load=0
+		say "pinned: cordon-proxy on CPU 1, the rest of the bench on CPU 0"
+	fi
+	rounds=()
+	for ((k = 0; k < ${BENCH_ROUNDS:-6}; k++)); do
+		if ((k % 2)); then rounds+=("keepalive inject token plain")
+		else rounds+=("keepalive plain token inject"); fi
+	done
+	for ((k = 0; k < ${BENCH_NEW_ROUNDS:-2}; k++)); do
+		if ((k % 2)); then rounds+=("new inject token plain")
+		else rounds+=("new plain token inject"); fi
+	done
+	for round in "${rounds[@]}"; do
 		read -r mode vs <<<"$round"
 		for v in $vs; do
 			case $v in
@@ -599,18 +669,194 @@ if part inject; then
 		[ "$mode" = keepalive ] || what="proxy: injection, tunnel per request"
 		figs="rps p50_ms p99_ms"
 		[ "${BENCH_SYSCALLS:-0}" != 1 ] || figs+=" cpu_us"
+		[ -s "$tmp/inject.$mode.plain" ] || continue
+		n_r=$(wc -l <"$tmp/inject.$mode.plain")
 		for f in $figs; do
-			p=$(mean_of "$f" "$tmp/inject.$mode.plain")
-			t=$(mean_of "$f" "$tmp/inject.$mode.token")
-			i=$(mean_of "$f" "$tmp/inject.$mode.inject")
-			u=req/s better=higher
-			[ "$f" = rps ] || u=${f#*_} better=lower
-			[ "$f" = rps ] || f=${f%_ms}
-			[ "$f" != cpu_us ] || f="proxy CPU a request"
-			result "$what, $f" "$u" "$better" "$i" terminated "$p"
-			result "$what, $f" "$u" "$better" "$i" token-only "$t"
+			better=higher
+			[ "$f" = rps ] || better=lower
+			name=${f%_ms}
+			[ "$name" != cpu_us ] || name="proxy CPU a request"
+			for peer in plain token; do
+				r=$(ratios "$f" "$better" "$tmp/inject.$mode.inject" \
+					"$tmp/inject.$mode.$peer")
+				m=$(median_of <<<"$r")
+				say "$what, $name, injected vs $peer by round" \
+					"(>1: injected better): $(tr '\n' ' ' <<<"$r")median $m"
+				label=terminated
+				[ "$peer" = plain ] || label=token-only
+				# The ratio itself against 1: ./tests/bench/run's
+				# last column is then the median round's ratio.
+				result "$what, $name, median of $n_r rounds' ratios" \
+					ratio higher "$m" "$label" 1
+			done
 		done
 	done
+fi
+
+# --- instructions a request: the proxy under callgrind ------------------------
+
+# A second proxy of the same broker, configuration, upstream and manifest,
+# run under callgrind (valgrind's instruction counter: no PMU is needed,
+# and the count does not move with the machine's load). Its own two jobs,
+# as the inject part's: plain and token rows in one that was released
+# nothing, injected in the other. Each row: tlsload opens 50 kept-alive
+# tunnels and makes BENCH_INSTR_WARM requests on each (handshakes, first
+# requests, the release, the caches filled), all wait, the counters are
+# zeroed, BENCH_INSTR_REQUESTS requests are made, all answers come, the
+# counters are dumped; only then do the tunnels close. Instructions a
+# request: the dump's Ir over the requests answered (tlsload's count,
+# checked against the proxy's own allowed decisions). An idle window of
+# the same proxy says what its timers cost a second with no request.
+vg_wait_line() { # pattern, file, seconds, [pid that must live]
+	local _
+	for _ in $(seq 1 $((10 * $3))); do
+		grep -q "$1" "$2" && return 0
+		[ -z "${4:-}" ] || kill -0 "$4" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+vg_allows() {
+	curl -sf --max-time 60 "$vg_control/metrics" |
+		awk '$1 == "cordon_proxy_decisions_total{decision=\"allow\"}" {print $2}'
+}
+vg_dump() { # name: the counters since the last zero, in $vg/name.cg
+	local f
+	rm -f "$vg"/callgrind.out.*.[0-9]*
+	callgrind_control --dump="$1" "$vg_pid" >/dev/null 2>&1 ||
+		die "callgrind_control --dump failed"
+	f=$(find "$vg" -maxdepth 1 -name 'callgrind.out.*.[0-9]*' | head -1)
+	[ -n "$f" ] || die "no callgrind dump for $1"
+	mv "$f" "$vg/$1.cg"
+}
+vg_ir() { # dump: its total Ir (totals: the sum of its cost lines, every thread)
+	awk '$1 == "totals:" {print $2; exit}' "$1"
+}
+vg_job() { # name: a job with a channel at the callgrind proxy, its relay port in vp
+	local j
+	j=$(curl -sf -X POST -H "Authorization: Bearer $launcher" \
+		"$broker/v1/jobs" -d '{"manifest": "bench"}' | json_get job)
+	curl -sf --max-time 120 -X POST -H "Authorization: Bearer $launcher" \
+		"$vg_control/v1/jobs/$j" >"$vg/$1.json" ||
+		die "no channel for $j at the callgrind proxy: $(tail -5 "$tmp/proxy-vg.log")"
+	relay "vg.$1" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["channel"])' "$vg/$1.json")"
+	vp=$(awk '/^ready/ {print $2}' "$tmp/vg.$1")
+}
+vg_row() { # row, host, relay port, [header]: Ir a request in $vg/row.ir
+	local out=$vg/$1.out gate=$vg/$1.gate a0 a1 n e ir lp
+	rm -f "$gate"
+	mkfifo "$gate"
+	"$tmp/tlsload" -m keepalive -c 50 -t 2 -d 7200 -w "$vg_warm" \
+		-n "$vg_n" -x "$3" -h "$2" -p "$ntp" -u /f100 ${4:+-H "$4"} \
+		<"$gate" >"$out" &
+	lp=$!
+	pids+=("$lp")
+	exec 8>"$gate"
+	vg_wait_line '^warm' "$out" 3600 "$lp" || die "$1: no warm-up: $(cat "$out")"
+	! grep -q '^warm.*timeout' "$out" || die "$1: the warm-up timed out"
+	a0=$(vg_allows)
+	callgrind_control --zero "$vg_pid" >/dev/null 2>&1 ||
+		die "callgrind_control --zero failed"
+	echo go >&8
+	vg_wait_line '^requests' "$out" 7200 "$lp" || die "$1: no figures: $(cat "$out")"
+	vg_dump "$1"
+	a1=$(vg_allows)
+	exec 8>&-
+	wait "$lp" || true
+	n=$(grep '^requests' "$out" | field requests)
+	e=$(grep '^requests' "$out" | field errors)
+	if [ "$e" != 0 ] || [ "$n" != "$vg_n" ]; then
+		die "$1: $(grep '^requests' "$out") (wanted $vg_n requests, 0 errors)"
+	fi
+	[ $((a1 - a0)) = "$n" ] ||
+		die "$1: the proxy allowed $((a1 - a0)) requests in the window, tlsload counted $n"
+	ir=$(vg_ir "$vg/$1.cg")
+	awk -v ir="$ir" -v n="$n" 'BEGIN {printf "%.1f\n", ir / n}' >"$vg/$1.ir"
+	say "instr $1 ($2): $(grep '^requests' "$out"), the proxy's Ir" \
+		"$ir, $(cat "$vg/$1.ir") a request"
+}
+
+if part instr; then
+	need valgrind callgrind_control callgrind_annotate
+	vg=$tmp/vg vg_n=${BENCH_INSTR_REQUESTS:-3000} vg_warm=${BENCH_INSTR_WARM:-20}
+	mkdir -p "$vg"
+	# The caches as long as they go: at the native proxy's 10,000
+	# requests a second a 5 s token cache is one introspection (of each
+	# tunnel's token, ~50) in 50,000 requests; under callgrind's ~100 a
+	# second it would be one in 500, and its broker calls would count
+	# for tenfold their share of a request. The broker calls still in a
+	# window are counted (callgrind_diff -c).
+	python3 -c 'import json,sys
+c = json.load(open(sys.argv[1]))
+c.update(token_cache_seconds=60, inject_cache_seconds=3600)
+json.dump(c, open(sys.argv[2], "w"))' "$tmp/proxy/proxy.json" "$vg/proxy.json"
+	# valgrind 3.19 cannot run a seccomp filter: noseccomp.c says why
+	# the proxy here runs without one.
+	cc -O2 -shared -fPIC -o "$tmp/noseccomp.so" "$here/noseccomp.c"
+	(cd "$vg" && LD_PRELOAD=$tmp/noseccomp.so exec valgrind --tool=callgrind \
+		--callgrind-out-file="$vg/callgrind.out.%p" \
+		"$bin/cordon-proxy" --config "$vg/proxy.json" \
+		--listen 127.0.0.1:0) 2>"$tmp/proxy-vg.log" &
+	vg_pid=$!
+	pids+=("$vg_pid")
+	vg_wait_line '"event":"listening"' "$tmp/proxy-vg.log" 300 "$vg_pid" ||
+		die "the proxy under callgrind did not start: $(tail -5 "$tmp/proxy-vg.log")"
+	vg_control=http://$(listening "$tmp/proxy-vg.log")
+	vg_job inject
+	vg_rp=$vp
+	vg_job plain
+	vg_rp2=$vp
+	vg_tok=$(mint "$vg_rp") || die "no token: $(tail -3 "$tmp/proxy-vg.log")"
+	vg_tok2=$(mint "$vg_rp2") || die "no token: $(tail -3 "$tmp/proxy-vg.log")"
+	# Idle: what the proxy does a second with no request (its timers, the
+	# bindings list and feed), to set against the rows' windows.
+	callgrind_control --zero "$vg_pid" >/dev/null 2>&1
+	idle_t0=$(date +%s.%N)
+	sleep "${BENCH_INSTR_IDLE:-20}"
+	vg_dump idle
+	idle_s=$(awk -v a="$idle_t0" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')
+	idle_rate=$(awk -v ir="$(vg_ir "$vg/idle.cg")" -v s="$idle_s" \
+		'BEGIN {printf "%.0f", ir / s}')
+	say "instr idle: $(vg_ir "$vg/idle.cg") Ir in ${idle_s} s: $idle_rate Ir a second"
+	for row in ${BENCH_INSTR_ROWS:-plain token inject}; do
+		case $row in
+		plain) vg_row plain bench.test "$vg_rp2" ;;
+		token) vg_row token tok.test "$vg_rp2" "Authorization: Bearer $vg_tok2" ;;
+		inject) vg_row inject inject.test "$vg_rp" "Authorization: Bearer $vg_tok" ;;
+		*) die "BENCH_INSTR_ROWS: $row is not plain, token or inject" ;;
+		esac
+		say "instr $row: the idle proxy's Ir over the window's" \
+			"$(grep '^requests' "$vg/$row.out" | field seconds) s:" \
+			"$(grep '^requests' "$vg/$row.out" | awk -v r="$idle_rate" \
+				-v n="$vg_n" '{printf "%.1f", $6 * r / n}') a request"
+	done
+	# The inject.test rows guarded, the others not (as the inject part).
+	if grep -qE '"host":"(bench|tok)\.test".*"guard":' \
+		"$vg/var/proxy/log/decisions.log"; then
+		die "the plain or token rows were guarded (scanned)"
+	fi
+	what="proxy: instructions a request, kept-alive tunnels (callgrind)"
+	if [ -f "$vg/inject.ir" ] && [ -f "$vg/plain.ir" ]; then
+		result "$what" Ir lower "$(cat "$vg/inject.ir")" terminated "$(cat "$vg/plain.ir")"
+	fi
+	if [ -f "$vg/inject.ir" ] && [ -f "$vg/token.ir" ]; then
+		result "$what" Ir lower "$(cat "$vg/inject.ir")" token-only "$(cat "$vg/token.ir")"
+	fi
+	if [ -f "$vg/inject.cg" ] && [ -f "$vg/plain.cg" ]; then
+		rows=(plain="$vg/plain.cg:$vg_n")
+		[ ! -f "$vg/token.cg" ] || rows+=(token="$vg/token.cg:$vg_n")
+		rows+=(inject="$vg/inject.cg:$vg_n")
+		python3 "$here/callgrind_diff.py" -n "${BENCH_INSTR_TOP:-15}" \
+			-c brokerclient_call -c call_done \
+			"${rows[@]}" >"$vg/profile.txt" ||
+			die "callgrind_diff failed"
+		say "instr: the functions an injected request runs more than a plain one, Ir a request:"
+		sed "s/^/$script: /" "$vg/profile.txt" >&2
+		[ -z "${BENCH_INSTR_OUT:-}" ] || {
+			mkdir -p "$BENCH_INSTR_OUT"
+			cp "$vg"/*.cg "$vg"/*.ir "$vg/profile.txt" "$BENCH_INSTR_OUT/"
+		}
+	fi
 fi
 
 # --- transparent capture inside a real job -----------------------------------

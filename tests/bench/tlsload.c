@@ -28,6 +28,16 @@
  * idle: opens the tunnels at most 32 at a time per thread, prints
  * "ready N failed F" once every one is open or has failed 3 times, then
  * holds them until its standard input closes or -d seconds pass.
+ *
+ * A measured window (keepalive, for a profiler of the proxy): -w W has
+ * each connection make W requests first (its tunnel, handshakes and first
+ * requests outside the window), then all wait; tlsload prints "warm N"
+ * and reads a line on standard input, then -n N requests are made in all
+ * (without -w: from the start), and once every answer is in it prints its
+ * figures for those N alone and holds the tunnels open, idle, until its
+ * standard input closes: nothing of the tunnels' closing falls in the
+ * window. -d (seconds, a fraction allowed) is then only a limit: past
+ * it, what was counted is printed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -67,6 +77,7 @@ enum state {
 	S_SEND,
 	S_RECV,
 	S_IDLE,
+	S_PARK, /* a window's request to wait for (-w, -n) */
 	S_OFF,
 };
 
@@ -82,6 +93,9 @@ struct conn {
 	size_t out_off;
 	size_t len, need;
 	int tries;
+	long warm_done; /* -w: the requests it made before the window */
+	bool ticketed; /* its request may go (an SSL_write again: no other) */
+	int park_phase; /* S_PARK: the phase it parked in */
 	struct timespec started; /* this request's */
 	char buf[BUF_SIZE];
 };
@@ -92,7 +106,8 @@ struct worker {
 	struct conn *conns;
 	size_t nconns, next; /* idle mode: the next to open */
 	size_t inflight;
-	uint64_t requests, errors;
+	int phase_seen; /* the phase its parked connections last woke to */
+	atomic_uint_fast64_t requests, errors;
 	uint32_t *hist; /* latencies, HIST_N steps of HIST_STEP_NS */
 	atomic_size_t ready, failed;
 };
@@ -106,6 +121,11 @@ static char connect_req[512], get_req[4096];
 static size_t connect_len, get_len;
 static atomic_bool stopping;
 static struct timespec deadline;
+/* -w, -n: phase 0 the warm-up, 1 the window; the window's tickets. */
+static long warm, window_n;
+static atomic_int phase;
+static atomic_long tickets;
+static atomic_size_t parked[2]; /* the connections parked in each phase */
 
 static bool
 past(const struct timespec *t)
@@ -180,6 +200,7 @@ conn_open(struct conn *c)
 	c->mask = c->armed = EPOLLOUT;
 	c->out_off = 0;
 	c->len = 0;
+	c->ticketed = false;
 	if (epoll_ctl(c->w->ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
 		conn_drop(c);
 		return -1;
@@ -258,6 +279,18 @@ tls_start(struct conn *c)
 		return -1;
 	SSL_set_connect_state(c->ssl);
 	return 0;
+}
+
+/* Whether c may send its next request now (false: it parks until the next
+ * phase). */
+static bool
+ticket(struct conn *c, int ph)
+{
+	if (warm == 0 && window_n == 0)
+		return true;
+	if (ph == 0)
+		return c->warm_done < warm ? (c->warm_done++, true) : false;
+	return atomic_fetch_add(&tickets, 1) < window_n;
 }
 
 /* Runs c's state machine until it must wait: 0 (c->mask set), or -1. */
@@ -348,6 +381,17 @@ advance(struct conn *c)
 			}
 			return -1;
 		case S_SEND:
+			if (mode == M_KEEPALIVE && !c->ticketed) {
+				int ph = atomic_load(&phase);
+				if (!ticket(c, ph)) {
+					c->st = S_PARK;
+					c->mask = 0; /* an error or a hang-up */
+					c->park_phase = ph;
+					atomic_fetch_add(&parked[ph], 1);
+					return 0;
+				}
+				c->ticketed = true; /* until its answer */
+			}
 			/* new: the latency counts from the connect */
 			if (mode == M_KEEPALIVE)
 				clock_gettime(CLOCK_MONOTONIC, &c->started);
@@ -389,6 +433,7 @@ advance(struct conn *c)
 			if (r == 0)
 				break;
 			w->requests++;
+			c->ticketed = false;
 			latency_add(w, c);
 			if (stopping)
 				return 1;
@@ -414,6 +459,8 @@ advance(struct conn *c)
 			conn_drop(c);
 			return 1;
 		}
+		case S_PARK:
+			return -1; /* the tunnel failed while it waited */
 		case S_OFF:
 			return 1;
 		}
@@ -443,6 +490,8 @@ on_event(struct conn *c)
 
 	if (r < 0) {
 		w->errors++;
+		if (c->st == S_PARK)
+			atomic_fetch_sub(&parked[c->park_phase], 1);
 		conn_drop(c);
 		if (mode == M_IDLE) {
 			if (++c->tries < IDLE_TRIES && conn_open(c) == 0)
@@ -488,8 +537,79 @@ worker_run(void *arg)
 			break;
 		for (int i = 0; i < n; i++)
 			on_event(evs[i].data.ptr);
+		int ph = atomic_load(&phase);
+		if (ph != w->phase_seen) {
+			/* The next phase: every parked connection sends. */
+			w->phase_seen = ph;
+			for (size_t i = 0; i < w->nconns; i++) {
+				struct conn *c = &w->conns[i];
+				if (c->st != S_PARK)
+					continue;
+				atomic_fetch_sub(&parked[c->park_phase], 1);
+				c->st = S_SEND;
+				on_event(c);
+			}
+		}
 	}
 	return NULL;
+}
+
+/* Whether every one of the conns connections is parked in phase ph, or the
+ * time is up (then false). */
+static bool
+all_parked(int ph, long conns)
+{
+	while (!past(&deadline)) {
+		if (atomic_load(&parked[ph]) == (size_t)conns)
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
+/* -w, -n: the warm-up, "warm N" and a line read, the window (its start in
+ * *t0, its end in *t1, the counts and latencies only its own), then the
+ * figures are the caller's to print, the tunnels held until standard
+ * input closes. */
+static void
+window(struct worker *ws, long threads, long conns, struct timespec *t0,
+    struct timespec *t1)
+{
+	char b[64];
+
+	if (warm > 0) {
+		bool ok = all_parked(0, conns);
+		uint64_t n = 0;
+		for (long i = 0; i < threads; i++)
+			n += atomic_load(&ws[i].requests);
+		printf("warm %llu%s\n", (unsigned long long)n,
+		    ok ? "" : " timeout");
+		fflush(stdout);
+		/* Every connection parked: no worker counts now. */
+		for (long i = 0; i < threads; i++) {
+			atomic_store(&ws[i].requests, 0);
+			atomic_store(&ws[i].errors, 0);
+			memset(ws[i].hist, 0, HIST_N * sizeof(*ws[i].hist));
+		}
+		if (fgets(b, sizeof(b), stdin) == NULL)
+			return;
+		clock_gettime(CLOCK_MONOTONIC, t0);
+		atomic_store(&phase, 1);
+	} else {
+		clock_gettime(CLOCK_MONOTONIC, t0);
+	}
+	(void)all_parked(1, conns);
+	clock_gettime(CLOCK_MONOTONIC, t1);
+}
+
+/* After a window: holds the tunnels until standard input closes. */
+static void
+hold(void)
+{
+	char b[64];
+
+	while (fgets(b, sizeof(b), stdin) != NULL)
+		;
 }
 
 static void
@@ -498,7 +618,7 @@ usage(void)
 	fprintf(stderr,
 	    "usage: tlsload -x PROXY_PORT -h HOST -p PORT [-u PATH] "
 	    "[-c CONNS] [-t THREADS] [-d SECONDS] [-m keepalive|new|idle] "
-	    "[-H \"Name: value\"]...\n");
+	    "[-w WARM -n REQUESTS] [-H \"Name: value\"]...\n");
 	exit(64);
 }
 
@@ -508,12 +628,13 @@ main(int argc, char **argv)
 	const char *path = "/", *headers[HEADERS_MAX];
 	size_t nheaders = 0;
 	char extra[2048] = "";
-	long conns = 50, threads = 2, secs = 10, pport = 0, port = 0;
+	long conns = 50, threads = 2, pport = 0, port = 0;
+	double secs = 10;
 	struct worker *ws;
 	struct timespec t0, t1;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "x:h:p:u:c:t:d:m:H:")) != -1) {
+	while ((opt = getopt(argc, argv, "x:h:p:u:c:t:d:m:H:w:n:")) != -1) {
 		switch (opt) {
 		case 'x':
 			pport = strtol(optarg, NULL, 10);
@@ -534,7 +655,13 @@ main(int argc, char **argv)
 			threads = strtol(optarg, NULL, 10);
 			break;
 		case 'd':
-			secs = strtol(optarg, NULL, 10);
+			secs = strtod(optarg, NULL);
+			break;
+		case 'w':
+			warm = strtol(optarg, NULL, 10);
+			break;
+		case 'n':
+			window_n = strtol(optarg, NULL, 10);
 			break;
 		case 'H':
 			if (nheaders == HEADERS_MAX || strpbrk(optarg, "\r\n"))
@@ -557,7 +684,10 @@ main(int argc, char **argv)
 	}
 	direct = pport == 0;
 	if (host == NULL || pport < 0 || pport > 65535 || port <= 0 ||
-	    port > 65535 || conns <= 0 || threads <= 0 || secs <= 0)
+	    port > 65535 || conns <= 0 || threads <= 0 || !(secs > 0) ||
+	    secs > 86400 || warm < 0 || window_n < 0 ||
+	    ((warm > 0 || window_n > 0) &&
+		(mode != M_KEEPALIVE || window_n == 0)))
 		usage();
 	if (threads > conns)
 		threads = conns;
@@ -608,7 +738,13 @@ main(int argc, char **argv)
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	deadline = t0;
-	deadline.tv_sec += secs;
+	deadline.tv_sec += (time_t)secs;
+	deadline.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	atomic_store(&phase, warm > 0 ? 0 : 1);
 	for (long i = 0; i < threads; i++) {
 		struct worker *w = &ws[i];
 		w->nconns = (size_t)(conns / threads + (i < conns % threads));
@@ -622,9 +758,12 @@ main(int argc, char **argv)
 			w->conns[k].fd = -1;
 			w->conns[k].st = S_OFF;
 		}
+		w->phase_seen = atomic_load(&phase);
 		if (pthread_create(&w->thread, NULL, worker_run, w) != 0)
 			return 1;
 	}
+	if (window_n > 0)
+		window(ws, threads, conns, &t0, &t1);
 
 	if (mode == M_IDLE) {
 		size_t ready, failed;
@@ -647,19 +786,21 @@ main(int argc, char **argv)
 				break;
 		}
 	}
-	/* Idle mode stops here; the others at the deadline, on their own. */
-	if (mode == M_IDLE)
+	/* Idle mode and a window stop here; the others at the deadline, on
+	 * their own. */
+	if (mode == M_IDLE || window_n > 0)
 		stopping = true;
 	uint64_t requests = 0, errors = 0;
 	static uint64_t hist[HIST_N];
 	for (long i = 0; i < threads; i++) {
 		pthread_join(ws[i].thread, NULL);
-		requests += ws[i].requests;
-		errors += ws[i].errors;
+		requests += atomic_load(&ws[i].requests);
+		errors += atomic_load(&ws[i].errors);
 		for (size_t k = 0; k < HIST_N; k++)
 			hist[k] += ws[i].hist[k];
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (window_n == 0)
+		clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (mode != M_IDLE) {
 		double s = (double)(t1.tv_sec - t0.tv_sec) +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -668,6 +809,10 @@ main(int argc, char **argv)
 		    (unsigned long long)requests, (unsigned long long)errors, s,
 		    (double)requests / s, percentile(hist, requests, 0.50),
 		    percentile(hist, requests, 0.99));
+	}
+	if (window_n > 0) {
+		fflush(stdout);
+		hold();
 	}
 	return 0;
 }
