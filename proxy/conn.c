@@ -35,6 +35,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -2177,17 +2178,26 @@ addr_text(struct pconn *c, const struct sockaddr *sa)
 	}
 }
 
-static void
+/*
+ * Starts c's upstream connection to sa: 0 when it is under way (how it
+ * ends is told to on_up_event) or answered here (no TLS object, no
+ * memory): c may be gone then. -errno when the connect failed at once
+ * (out of descriptors, no route, refused by the kernel): libevent then
+ * started nothing and will call nothing, the upstream is freed here,
+ * once, nothing is answered and c is as it was.
+ */
+static int
 connect_to(struct pconn *c, const struct sockaddr *sa, socklen_t len)
 {
 	struct bufferevent *up;
+	int err;
 
 	addr_text(c, sa);
 	if (c->up_tls) {
 		up = tls_upstream(c->p, c->host);
 		if (up == NULL) {
 			fail(c, 502, "ssl_failed");
-			return;
+			return 0;
 		}
 	} else {
 		up = bufferevent_socket_new(c->p->base, -1,
@@ -2195,15 +2205,98 @@ connect_to(struct pconn *c, const struct sockaddr *sa, socklen_t len)
 	}
 	if (up == NULL) {
 		fail(c, 502, "out_of_memory");
-		return;
+		return 0;
 	}
 	c->up = up;
 	up_callbacks(c);
 	c->state = CS_CONNECT;
 	arm(c, c->p->cfg.connect_timeout_ms);
-	/* A failure is told to on_up_event, at once or later: c may be gone
-	 * when this returns. */
-	(void)bufferevent_socket_connect(up, sa, (int)len);
+	errno = 0;
+	if (bufferevent_socket_connect(up, sa, (int)len) == 0)
+		return 0;
+	err = errno != 0 ? errno : EIO;
+	up_drop(c);
+	return -err;
+}
+
+/* A connect's errno as its name, for the answer and the log. */
+static const char *
+connect_errno_name(int err)
+{
+	static const struct {
+		int err;
+		const char *name;
+	} names[] = { { EMFILE, "EMFILE" }, { ENFILE, "ENFILE" },
+		{ ENOBUFS, "ENOBUFS" }, { ENOMEM, "ENOMEM" },
+		{ ENETUNREACH, "ENETUNREACH" },
+		{ EHOSTUNREACH, "EHOSTUNREACH" },
+		{ EADDRNOTAVAIL, "EADDRNOTAVAIL" },
+		{ EAFNOSUPPORT, "EAFNOSUPPORT" }, { EACCES, "EACCES" },
+		{ EPERM, "EPERM" }, { EINVAL, "EINVAL" },
+		{ ECONNREFUSED, "ECONNREFUSED" } };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].err == err)
+			return names[i].name;
+	return "EIO";
+}
+
+/* The proxy's own want (descriptors, buffers), not the upstream's: no
+ * other address would do better, and a retry soon may pass. */
+static bool
+connect_starved(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	    err == ENOMEM;
+}
+
+/*
+ * A connect that failed at once with err, told now rather than at
+ * connect_timeout_ms (docs/egress.md): the proxy out of descriptors or
+ * buffers is 503 out_of_descriptors with Retry-After (1 s), anything
+ * else 502 connect_failed; the message names the errno, and so does a
+ * warn line (one per burst).
+ */
+static void
+connect_failed(struct pconn *c, int err)
+{
+	bool starved = connect_starved(err);
+	char msg[160];
+
+	log_burst(LEVEL_WARN, "connect_failed", "{s:s, s:s, s:s}", "job",
+	    c->job->id, "addr", c->addr, "error", connect_errno_name(err));
+	c->d.error = true;
+	c->d.detail = starved ? "out_of_descriptors" : "connect_failed";
+	snprintf(msg, sizeof(msg), "the upstream could not be reached: %s (%s)",
+	    c->d.detail, connect_errno_name(err));
+	if (c->state == CS_TUNNEL || c->state == CS_SNI ||
+	    (c->tunnel && c->tunnel_tls == EGRESS_TLS_PASSTHROUGH)) {
+		c->d.status = starved ? 503 : 502;
+		conn_finish(c);
+		return;
+	}
+	answer_retry(c, starved ? 503 : 502, NULL, "upstream", msg,
+	    starved ? RETRY_BUSY_S : 0);
+}
+
+/* The address after a (of the list a was in) the rule may reach and no
+ * protected endpoint is, or NULL. */
+static const struct evutil_addrinfo *
+next_address(struct pconn *c, const struct evutil_addrinfo *a,
+    const struct egress_rule *rule)
+{
+	socklen_t blen;
+	const char *reason, *detail;
+
+	for (a = a->ai_next; a != NULL; a = a->ai_next) {
+		a = verdict_address(a, rule,
+		    (const struct sockaddr *)&c->p->self_addr,
+		    brokerclient_addr(c->p->bclient, &blen), &reason, &detail);
+		if (a == NULL ||
+		    !egress_protected_has(&c->p->protected, a->ai_addr))
+			return a;
+	}
+	return NULL;
 }
 
 static void
@@ -2249,8 +2342,16 @@ dns_done(struct pconn *c)
 		deny(c, "protected_endpoint", NULL);
 		return;
 	}
-	connect_to(c, a->ai_addr, (socklen_t)a->ai_addrlen);
+	/* One that fails at once (no route to it, its family not set up
+	 * here) gives way to the next, as a resolver's client would; out of
+	 * descriptors, none would do better. */
+	int r = connect_to(c, a->ai_addr, (socklen_t)a->ai_addrlen);
+	while (r < 0 && !connect_starved(-r) &&
+	    (a = next_address(c, a, rule)) != NULL)
+		r = connect_to(c, a->ai_addr, (socklen_t)a->ai_addrlen);
 	evutil_freeaddrinfo(ai);
+	if (r < 0)
+		connect_failed(c, -r);
 }
 
 static void send_request(struct pconn *c);
@@ -2305,7 +2406,9 @@ go_upstream(struct pconn *c)
 		socklen_t len;
 		const struct sockaddr *sa =
 		    brokerclient_addr(c->p->bclient, &len);
-		connect_to(c, sa, len);
+		int rc = connect_to(c, sa, len);
+		if (rc < 0)
+			connect_failed(c, -rc);
 		return;
 	}
 	struct evutil_addrinfo hints = { .ai_family = AF_UNSPEC,

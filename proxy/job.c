@@ -317,21 +317,29 @@ job_channel(struct pjob *j)
 	}
 	if (strlen(j->channel) >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
-	strcpy(sun.sun_path, j->channel);
+	memcpy(sun.sun_path, j->channel, strlen(j->channel) + 1);
 	(void)unlink(j->channel);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    chmod(j->channel, 0666) < 0) {
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		r = -errno;
 		close(fd);
+		return r;
+	}
+	/* From here the file is the channel's: every failure removes it
+	 * (job_close does once the listener holds it). */
+	if (chmod(j->channel, 0666) < 0) {
+		r = -errno;
+		close(fd);
+		(void)unlink(j->channel);
 		return r;
 	}
 	j->listener = evconnlistener_new(j->p->base, on_accept, j,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 128, fd);
 	if (j->listener == NULL) {
 		close(fd);
+		(void)unlink(j->channel);
 		return -ENOMEM;
 	}
 	j->accept_retry = evtimer_new(j->p->base, on_accept_retry, j);
