@@ -76,6 +76,8 @@
 #define CALL_CONNS 4
 #define RELEASE_CONNS 16
 #define NCONNS (CALL_CONNS + RELEASE_CONNS)
+/* A broker's connections: the calls', the releases' and the feed's. */
+#define BROKER_CONNS (NCONNS + 1)
 #define RECENT_MAX 1024
 /* A reflection report not counted is told again this often, this many
  * times at most. */
@@ -205,6 +207,12 @@ brokerclient_recently_revoked(const struct brokerclient *b, const char *job)
 		if (strcmp(b->recent[i], job) == 0)
 			return true;
 	return false;
+}
+
+size_t
+brokerclient_descriptors(const struct brokerclient *b)
+{
+	return b->nbrokers * BROKER_CONNS;
 }
 
 const struct sockaddr *

@@ -134,6 +134,11 @@ void brokerclient_cancel(struct brokerclient_call *c);
 struct evbuffer;
 void brokerclient_evbuffer_wipe(struct evbuffer *b);
 
+/* The descriptors b may hold open at once: its connections to each
+ * broker of the list (calls, releases and the feed's), whatever is in
+ * flight. What the proxy keeps from its jobs counts them (proxy.h). */
+size_t brokerclient_descriptors(const struct brokerclient *b);
+
 /* Where to send a job's broker.cordon requests: the current broker. */
 const struct sockaddr *brokerclient_addr(const struct brokerclient *b,
     socklen_t *ret_len);

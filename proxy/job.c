@@ -48,15 +48,14 @@ accept_budget(struct pjob *j)
 {
 	struct proxy *p = j->p;
 	struct rlimit rl;
-	uint64_t limit = 1024, usable, used = PROXY_FD_RESERVE;
+	uint64_t limit = 1024, usable, used = p->fd_reserve;
 	struct pjob *o;
 
 	if (j->nconns >= (unsigned)p->cfg.max_conns_per_job)
 		return "max_conns_per_job";
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		limit = rl.rlim_cur;
-	usable =
-	    limit > 2 * PROXY_FD_RESERVE ? limit - PROXY_FD_RESERVE : limit / 2;
+	usable = limit > 2 * p->fd_reserve ? limit - p->fd_reserve : limit / 2;
 	if (2 * ((uint64_t)j->nconns + 1) + j->pool.n > usable / PROXY_FD_SHARE)
 		return "job_share";
 	TAILQ_FOREACH(o, &p->jobs, link)

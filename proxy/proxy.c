@@ -156,7 +156,8 @@ on_libevent_log(int severity, const char *msg)
 /*
  * Raises the soft descriptor limit to the hard one: every connection of a
  * job costs two, and systemd's default soft limit is 1,024. Logs what the
- * proxy has, and what one job may take of it.
+ * proxy has, what it keeps from the jobs (p->fd_reserve, the broker
+ * client's connections in it) and what one job may take of the rest.
  */
 static void
 raise_nofile(const struct proxy *p)
@@ -172,13 +173,14 @@ raise_nofile(const struct proxy *p)
 	}
 	long long limit =
 	    rl.rlim_cur == RLIM_INFINITY ? -1 : (long long)rl.rlim_cur;
-	long long share = limit > 2 * PROXY_FD_RESERVE
-	    ? (limit - PROXY_FD_RESERVE) / PROXY_FD_SHARE / 2
+	long long reserve = (long long)p->fd_reserve;
+	long long share = limit > 2 * reserve
+	    ? (limit - reserve) / PROXY_FD_SHARE / 2
 	    : limit / 2 / PROXY_FD_SHARE / 2;
 	log_info("descriptors", "{s:I, s:I, s:I}", "nofile", limit,
 	    "conns_per_job",
 	    share < p->cfg.max_conns_per_job ? share : p->cfg.max_conns_per_job,
-	    "reserve", (long long)PROXY_FD_RESERVE);
+	    "reserve", reserve);
 	if (limit >= 0 && limit < 4096)
 		log_warn("few_descriptors", "{s:I, s:s}", "nofile", limit,
 		    "effect",
@@ -520,6 +522,8 @@ proxy_setup(struct proxy *p)
 	}
 	if (r < 0)
 		return EXIT_OSERR;
+	p->fd_reserve =
+	    PROXY_FD_RESERVE + (uint64_t)brokerclient_descriptors(p->bclient);
 	/* No rule reaches a broker of the list, nor a protected endpoint. */
 	if (egress_protected_add(&p->protected, p->cfg.broker) < 0 ||
 	    egress_protected_add(&p->protected, p->cfg.protected) < 0) {
@@ -608,7 +612,6 @@ main(int argc, char **argv)
 
 	log_init("proxy", p.cfg.common.log_level);
 	event_set_log_callback(on_libevent_log);
-	raise_nofile(&p);
 	r = service_open(&p.cfg.common, &fd, addr, sizeof(addr));
 	if (r >= 0)
 		goto out;
@@ -625,6 +628,7 @@ main(int argc, char **argv)
 	r = proxy_setup(&p);
 	if (r >= 0)
 		goto out;
+	raise_nofile(&p);
 	struct http_server_config http = {
 		.svc = "proxy",
 		.listen_fd = steal_fd(&fd),

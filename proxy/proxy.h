@@ -57,8 +57,9 @@
 /* A revoked or deleted job's log stays readable this long. */
 /* Per job, the decision lines kept for GET /v1/jobs/{job}/log. */
 #define JOB_LOG_MAX (4 * 1024 * 1024)
-/* Descriptors kept for everything but the jobs' connections: the control
- * API, the broker's connections, the resolver, the logs. */
+/* Descriptors kept for everything but the jobs' connections and the
+ * broker client's (counted apart: brokerclient_descriptors): the control
+ * API, the resolver, the logs, the listeners. */
 #define PROXY_FD_RESERVE 64
 /* One job may hold at most this share of the rest (1/4): it takes four
  * flooding jobs to fill the proxy, and then only with new connections. */
@@ -209,6 +210,9 @@ struct proxy {
 	struct keyring keys;
 	char *verifier_key; /* for the broker; NULL when not configured */
 	struct brokerclient *bclient; /* brokerclient.c */
+	/* Descriptors kept from the jobs: PROXY_FD_RESERVE and the broker
+	 * client's connections, set once it is made. */
+	uint64_t fd_reserve;
 	SSL_CTX *mitm_ctx; /* server side of terminated tunnels */
 	SSL_CTX *up_ctx; /* client side towards upstreams, verifying */
 	struct pjob_list jobs;

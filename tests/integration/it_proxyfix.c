@@ -12,6 +12,9 @@
  * - a channel whose chmod fails after its bind leaves no socket file
  *   (the proxy run under a seccomp filter, installed by this program
  *   re-executed as its wrapper, that fails chmod to 0666 with EPERM);
+ * - the descriptors kept from the jobs count the broker client's
+ *   connections, 21 a broker: with three brokers and a limit of 1,024 the
+ *   start line says a reserve of 127 and 112 connections a job;
  *
  * No job is spawned (no uid range used).
  */
@@ -344,6 +347,84 @@ START_TEST(a_channel_whose_chmod_failed_leaves_no_socket)
 }
 END_TEST
 
+/* --- the reserve of descriptors ------------------------------------------ */
+
+/* The proxy's first log line of event, parsed (json_decref it), or NULL. */
+static json_t *
+log_event(const char *event)
+{
+	json_t *lines = daemon_log_lines(&proxy), *v, *found = NULL;
+	size_t i;
+
+	json_array_foreach(lines, i, v)
+	{
+		const char *e = json_string_value(json_object_get(v, "event"));
+		if (found == NULL && e != NULL && strcmp(e, event) == 0)
+			found = json_incref(v);
+	}
+	json_decref(lines);
+	return found;
+}
+
+START_TEST(the_reserve_counts_the_broker_clients_connections)
+{
+	enum { TRY = 120 };
+	const char *const wrap[] = { "/usr/bin/prlimit", "--nofile=1024:1024",
+		NULL };
+	char brokers[400], id[64], channel[300];
+	int fds[TRY], closed = 0;
+	json_t *line;
+
+	broker_up();
+	snprintf(brokers, sizeof(brokers), "[\"%s\", \"%s\", \"%s\"]",
+	    broker.base, broker.base, broker.base);
+	ck_assert_int_eq(proxy_up(brokers, "127.0.0.1 up.test\n",
+			     "\"head_timeout_ms\": 120000", wrap),
+	    0);
+	/* 64 for the rest and 21 connections a broker (4 for calls, 16 for
+	 * releases, the feed's): 127; a job may hold a quarter of the other
+	 * 897 descriptors, two a connection: 112. */
+	line = log_event("descriptors");
+	ck_assert_ptr_nonnull(line);
+	ck_assert_msg(json_integer_value(json_object_get(line, "nofile")) ==
+		    1024 &&
+		json_integer_value(json_object_get(line, "reserve")) == 127 &&
+		json_integer_value(json_object_get(line, "conns_per_job")) ==
+		    112,
+	    "want nofile 1024, reserve 127, conns_per_job 112: %s",
+	    json_dumps(line, JSON_COMPACT));
+	json_decref(line);
+
+	/* And a job gets that many: 120 connections, 112 held, 8 closed at
+	 * once. */
+	job_open("share", "up.test", 80, id, channel);
+	for (int i = 0; i < TRY; i++) {
+		fds[i] = unix_connect(channel);
+		ck_assert_int_ge(fds[i], 0);
+	}
+	for (int tries = 0; tries < 400; tries++) {
+		closed = 0;
+		for (int i = 0; i < TRY; i++) {
+			struct pollfd pf = { .fd = fds[i], .events = POLLIN };
+			char c;
+			if (poll(&pf, 1, 0) == 1 &&
+			    recv(fds[i], &c, 1, MSG_PEEK) == 0)
+				closed++;
+		}
+		if (closed + metric("cordon_proxy_connections") == TRY)
+			break;
+		usleep(50000);
+	}
+	long held = metric("cordon_proxy_connections");
+	for (int i = 0; i < TRY; i++)
+		close(fds[i]);
+	ck_assert_msg(held == 112 && closed == TRY - 112,
+	    "want 112 connections held and %d closed at once, got %ld and %d",
+	    TRY - 112, held, closed);
+	stack_down();
+}
+END_TEST
+
 static Suite *
 proxyfix_suite(void)
 {
@@ -358,6 +439,10 @@ proxyfix_suite(void)
 	t = tcase_create("channel");
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, a_channel_whose_chmod_failed_leaves_no_socket);
+	suite_add_tcase(s, t);
+	t = tcase_create("reserve");
+	tcase_set_timeout(t, 90);
+	tcase_add_test(t, the_reserve_counts_the_broker_clients_connections);
 	suite_add_tcase(s, t);
 	return s;
 }
