@@ -126,6 +126,15 @@ struct pconn {
 	 * introspection_failed is unavailability (503), not a refusal. */
 	bool introspect_down;
 	bool up_eof_held; /* the upstream closed while the body was held */
+	/* The upstream closed during request up_closed_req (clean: an EOF,
+	 * and a TLS upstream's close_notify came); a TLS close is acted on
+	 * from up_closed_ev, on the loop's next turn (on_up_closed). */
+	bool up_closed, up_closed_clean;
+	uint64_t up_closed_req;
+	struct event *up_closed_ev;
+	/* A TLS upstream's read-to-close answer goes to the job's HTTP/1.1
+	 * request chunked, its last chunk only after the close_notify. */
+	bool reframe;
 	uint64_t body_left;
 	struct http1_chunked chunk;
 	bool body_done;
@@ -301,6 +310,8 @@ conn_close(struct pconn *c)
 	event_free(c->timer);
 	if (c->gone != NULL)
 		event_free(c->gone);
+	if (c->up_closed_ev != NULL)
+		event_free(c->up_closed_ev);
 	request_reset(c);
 	for (size_t i = 0; i < sizeof(c->scratch) / sizeof(c->scratch[0]); i++)
 		scratch_free(&c->scratch[i]);
@@ -2486,6 +2497,8 @@ send_request(struct pconn *c)
 	tokens_body_start(&c->tokens);
 	c->body_hold = false;
 	c->up_eof_held = false;
+	c->up_closed = false;
+	c->reframe = false;
 	c->body_done = r->body == HTTP1_BODY_NONE ||
 	    (r->body == HTTP1_BODY_LENGTH && r->content_length == 0);
 	c->body_left = r->body == HTTP1_BODY_LENGTH ? r->content_length : 0;
@@ -2508,6 +2521,7 @@ exchange_done(struct pconn *c)
 	 * next request's answer: such an upstream is never used again. */
 	bool reuse = c->resp.keep_alive && c->resp.body != HTTP1_RESP_CLOSE &&
 	    c->body_done && !c->broker_route && !c->up_close && c->up != NULL &&
+	    !c->up_closed &&
 	    evbuffer_get_length(bufferevent_get_input(c->up)) == 0;
 
 	decision_log(c);
@@ -2786,6 +2800,27 @@ reflected(struct pconn *c)
 	return false;
 }
 
+/* Sends the client p[0..n), or with p NULL the next n bytes of the
+ * upstream's input; as one chunk when the answer is reframed. */
+static void
+down_send(struct pconn *c, const char *p, size_t n)
+{
+	struct evbuffer *out = bufferevent_get_output(c->cl);
+	char size[24];
+
+	if (n == 0)
+		return;
+	if (c->reframe)
+		evbuffer_add(out, size,
+		    (size_t)snprintf(size, sizeof(size), "%zx\r\n", n));
+	if (p != NULL)
+		evbuffer_add(out, p, n);
+	else
+		evbuffer_remove_buffer(bufferevent_get_input(c->up), out, n);
+	if (c->reframe)
+		evbuffer_add(out, "\r\n", 2);
+}
+
 /* Moves n bytes of the upstream's answer to the client; once anything
  * was released to the job, through the scan (the last bytes held until
  * the answer ends). 0, or -1 when the scan gave up and c was finished
@@ -2801,7 +2836,7 @@ down(struct pconn *c, size_t n)
 	}
 	c->d.bytes_down += n;
 	if (!c->scanning) {
-		evbuffer_remove_buffer(in, bufferevent_get_output(c->cl), n);
+		down_send(c, NULL, n);
 		return 0;
 	}
 	struct buf *out =
@@ -2825,9 +2860,7 @@ down(struct pconn *c, size_t n)
 		return -1;
 	}
 	evbuffer_drain(in, n);
-	if (out->len > 0)
-		evbuffer_add(bufferevent_get_output(c->cl), out->data,
-		    out->len);
+	down_send(c, out->data, out->len);
 	scratch_done(out);
 	return 0;
 }
@@ -2841,10 +2874,24 @@ down_flush(struct pconn *c)
 	struct buf *out =
 	    scratch(c, SCRATCH_SCAN, reflect_scan_out_max(&c->scan, 0));
 	int r = reflect_scan_flush(&c->scan, out);
-	if (!reflected(c) && r == 0 && out->len > 0)
-		evbuffer_add(bufferevent_get_output(c->cl), out->data,
-		    out->len);
+	if (!reflected(c) && r == 0)
+		down_send(c, out->data, out->len);
 	scratch_done(out);
+}
+
+/* head (a rewritten response head) for a reframed answer: HTTP/1.1 (a
+ * proxy sends its own version), chunked. 0, or -E2BIG / -ENOMEM. */
+static int
+reframe_head(struct buf *head)
+{
+	static const char te[] = "Transfer-Encoding: chunked\r\n\r\n";
+
+	if (head->len < 12)
+		return -EINVAL;
+	if (memcmp(head->data, "HTTP/1.0", 8) == 0)
+		head->data[7] = '1';
+	head->len -= 2; /* the empty line, written again after the field */
+	return buf_append(head, te, sizeof(te) - 1);
 }
 
 /* The response head, as the client gets it: without the upstream's
@@ -2866,7 +2913,8 @@ down_head(struct pconn *c, bool upgrade, bool close)
 	head = sent = scratch(c, SCRATCH_HEAD, HTTP1_HEAD_MAX + 64);
 	if (http1_response_rewrite_fields((const char *)evbuffer_pullup(in,
 					      (ssize_t)n),
-		n, upgrade, close, flags, &dropped, head) < 0) {
+		n, upgrade, close, flags, &dropped, head) < 0 ||
+	    (c->reframe && reframe_head(head) < 0)) {
 		scratch_done(head);
 		up_drop(c);
 		fail(c, 502, "bad_upstream_response");
@@ -2908,6 +2956,7 @@ static void
 start_tunnel(struct pconn *c)
 {
 	c->state = CS_TUNNEL;
+	c->up_closed = false; /* an exchange's before it, on another upstream */
 	arm(c, c->p->cfg.idle_timeout_ms);
 	bufferevent_enable(c->up, EV_READ | EV_WRITE);
 	evbuffer_add_buffer(bufferevent_get_output(c->up),
@@ -3080,7 +3129,7 @@ pump_response(struct pconn *c)
 							     (ssize_t)n),
 			    n, c->head_req, &c->resp, &reason);
 			if (r == -EAGAIN && n < HTTP1_HEAD_MAX)
-				return;
+				break; /* more to come, or the close */
 			if (r < 0) {
 				up_drop(c);
 				fail(c, 502, "bad_upstream_response");
@@ -3129,6 +3178,12 @@ pump_response(struct pconn *c)
 				fail(c, 502, "partial_answer");
 				return;
 			}
+			/* Read to a TLS upstream's close: chunked to the job,
+			 * so that a close without close_notify (a TCP FIN
+			 * anyone on the path can send) is no whole answer. */
+			c->reframe = c->up_tls &&
+			    c->resp.body == HTTP1_RESP_CLOSE &&
+			    c->parser.req.minor_version == 1;
 			if (down_head(c, false,
 				!c->keep_alive ||
 				    c->resp.body == HTTP1_RESP_CLOSE ||
@@ -3184,10 +3239,34 @@ pump_response(struct pconn *c)
 		c->resp_done = r == 0;
 	}
 	scan_charge(c);
+	if (c->up_closed && !c->resp_done &&
+	    (evbuffer_get_length(in) == 0 || !c->resp_head)) {
+		/* The upstream closed, and all it sent was read. */
+		if (c->resp_head && c->resp.body == HTTP1_RESP_CLOSE &&
+		    c->up_closed_clean) {
+			c->resp_done = true;
+			c->keep_alive = false;
+		} else if (!c->resp_head && c->d.bytes_down == 0) {
+			up_drop(c);
+			fail(c, 502, "upstream_closed");
+			return;
+		} else {
+			/* Cut: the job's answer ends short of its framing
+			 * (a reframed one without its last chunk). */
+			c->d.detail =
+			    c->resp_head && c->resp.body == HTTP1_RESP_CLOSE
+			    ? "upstream_truncated"
+			    : "upstream_closed";
+			conn_finish(c);
+			return;
+		}
+	}
 	if (c->resp_done)
 		down_flush(c);
 	if (c->tripped)
 		return;
+	if (c->resp_done && c->reframe)
+		evbuffer_add(bufferevent_get_output(c->cl), "0\r\n\r\n", 5);
 	flow(c);
 	if (c->resp_done && c->body_done)
 		exchange_done(c);
@@ -3501,6 +3580,52 @@ on_cl_event(struct bufferevent *bev, short what, void *arg)
 	conn_close(c);
 }
 
+/* The upstream's close (c->up_closed), acted on: what it sent before it
+ * goes down first. */
+static void
+up_gone(struct pconn *c)
+{
+	if (c->state == CS_TUNNEL) {
+		evbuffer_add_buffer(bufferevent_get_output(c->cl),
+		    bufferevent_get_input(c->up));
+		conn_finish(c);
+		return;
+	}
+	pump_response(c); /* ends the exchange (its tail) */
+}
+
+/* A TLS upstream's close, a turn after libevent told it: it tells it
+ * from inside its read, before the bytes of that read are in the input
+ * (the read callback takes them after it). Nothing when the request it
+ * came in has ended since. */
+static void
+on_up_closed(evutil_socket_t fd, short what, void *arg)
+{
+	struct pconn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->up != NULL && c->up_closed && c->nreq == c->up_closed_req &&
+	    (c->state == CS_EXCHANGE || c->state == CS_TUNNEL))
+		up_gone(c);
+}
+
+/* Whether the upstream's close (what) ends its answer whole: an EOF, and
+ * on TLS after the upstream's close_notify. */
+static bool
+up_close_clean(struct pconn *c, short what)
+{
+	SSL *ssl;
+
+	if (what & BEV_EVENT_ERROR)
+		return false;
+	if (!c->up_tls)
+		return true;
+	ssl = bufferevent_openssl_get_ssl(c->up);
+	return ssl != NULL &&
+	    (SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN) != 0;
+}
+
 static void
 on_up_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -3533,27 +3658,21 @@ on_up_event(struct bufferevent *bev, short what, void *arg)
 			c->up_eof_held = true;
 			return;
 		}
-		if (c->resp_head && c->resp.body == HTTP1_RESP_CLOSE) {
-			pump_response(c);
-			c->resp_done = true;
-			down_flush(c);
-			if (c->tripped)
-				return;
-			c->keep_alive = false;
-			up_drop(c);
-			exchange_done(c);
-		} else if (!c->resp_head && c->d.bytes_down == 0) {
-			up_drop(c);
-			fail(c, 502, "upstream_closed");
-		} else {
-			c->d.detail = "upstream_closed";
-			conn_finish(c);
-		}
-		return;
+		/* fall through */
 	case CS_TUNNEL:
-		evbuffer_add_buffer(bufferevent_get_output(c->cl),
-		    bufferevent_get_input(c->up));
-		conn_finish(c);
+		if (c->up_closed)
+			return;
+		c->up_closed = true;
+		c->up_closed_clean = up_close_clean(c, what);
+		c->up_closed_req = c->nreq;
+		if (c->up_tls && c->up_closed_ev == NULL)
+			c->up_closed_ev =
+			    event_new(c->p->base, -1, 0, on_up_closed, c);
+		if (c->up_tls && c->up_closed_ev != NULL) {
+			event_active(c->up_closed_ev, EV_TIMEOUT, 1);
+			return;
+		}
+		up_gone(c);
 		return;
 	default:
 		up_drop(c); /* idle, and gone */
