@@ -57,10 +57,17 @@
 #                 over token, each within one round)
 #   BENCH_PIN=1   the inject part with the proxy alone on CPU 1, the rest
 #                 of the bench on CPU 0
-#   BENCH_INSTR_REQUESTS (3000), BENCH_INSTR_WARM (20 on each of the 50
-#                 tunnels), BENCH_INSTR_ROWS ("plain token inject"),
+#   BENCH_INSTR_REQUESTS (3000), BENCH_INSTR_CONNS (10 tunnels: under
+#                 callgrind 50 would wait a second a request, and a loaded
+#                 machine took some past the proxy's timeouts),
+#                 BENCH_INSTR_WARM (20 on each tunnel), BENCH_INSTR_ROWS
+#                 ("plain token inject"),
 #                 BENCH_INSTR_TOP (15 functions), BENCH_INSTR_OUT=dir (the
 #                 dumps and the profile kept there)
+#   BENCH_SECRET  the injected secret's value (default: 40 random hex
+#                 digits each run; the scan's work on an answer depends on
+#                 the value's bytes: the same value for runs compared by
+#                 instructions)
 #   BENCH_TOKEN_CACHE  the proxy's token_cache_seconds (default: the
 #                 proxy's own, 5; 0: every request's token introspected
 #                 at the broker)
@@ -197,7 +204,7 @@ control=$addr
 # The secret the inject.test rule swaps the job's token for.
 curl -sf -X PUT -H "Authorization: Bearer $admin" \
 	"$broker/v1/secrets/bench-key" \
-	-d "{\"value\": \"$(openssl rand -hex 20)\"}" >/dev/null ||
+	-d "{\"value\": \"${BENCH_SECRET:-$(openssl rand -hex 20)}\"}" >/dev/null ||
 	die "the secret was refused"
 # Three names for nginx's one TLS port: bench.test plainly, tok.test
 # wanting a token of its audience, inject.test swapping it for the secret.
@@ -504,8 +511,9 @@ share() { # ticks since, pid, seconds: the share of a core, in %
 		'BEGIN {printf "%.0f", d * 100 / hz / s}'
 }
 tls_fig() { # label, mode, proxy port, host, [header]
-	local out b0 p0
+	local out b0 p0 us0
 	b0=$(cpu_ticks "$broker_pid") p0=$(cpu_ticks "$cordon_pid")
+	us0=$(awk '{print $14, $15}' "/proc/$cordon_pid/stat")
 	if [ "${BENCH_SYSCALLS:-0}" = 1 ]; then
 		perf stat -x, -o "$tmp/perf.$$" -p "$cordon_pid" \
 			-e "$perf_events" -- sleep "$rsecs" 2>/dev/null &
@@ -530,13 +538,19 @@ tls_fig() { # label, mode, proxy port, host, [header]
 		say "$1: the proxy's, a request: $per"
 		out="$out cpu_us $(field cpu_us <<<"$per")"
 	fi
+	# The proxy's user and system time a request (/proc, in ticks).
+	out="$out $(awk -v a="$us0" -v hz="$(getconf CLK_TCK)" \
+		-v n="$(field requests <<<"$out")" '{split(a, t, " ")
+		printf "user_us %.1f sys_us %.1f", n ? ($14 - t[1]) * 1e6 / hz / n : 0,
+		    n ? ($15 - t[2]) * 1e6 / hz / n : 0}' "/proc/$cordon_pid/stat")"
 	say "$1: $out, CPU: cordon-proxy $(share "$p0" "$cordon_pid" "$rsecs")%," \
 		"cordon-broker $(share "$b0" "$broker_pid" "$rsecs")% of a core"
 	echo "$out"
 }
 # BENCH_SYSCALLS=1: the proxy's CPU time (cpu_us) and system calls
 # (perf stat, all its threads) while tlsload runs, each divided by its
-# requests; BENCH_PERF_RECORD=dir: a perf record -g of the proxy a run.
+# requests, and its user and system time apart (user_us, sys_us, from
+# /proc in ticks: what the injection adds should be user time); BENCH_PERF_RECORD=dir: a perf record -g of the proxy a run.
 perf_events=task-clock,raw_syscalls:sys_enter
 for e in read readv write writev sendmsg recvfrom epoll_wait epoll_ctl \
 	epoll_pwait timerfd_settime getrandom openat close accept4 fdatasync fsync; do
@@ -668,7 +682,7 @@ if part inject; then
 		what="proxy: injection, kept-alive tunnels"
 		[ "$mode" = keepalive ] || what="proxy: injection, tunnel per request"
 		figs="rps p50_ms p99_ms"
-		[ "${BENCH_SYSCALLS:-0}" != 1 ] || figs+=" cpu_us"
+		[ "${BENCH_SYSCALLS:-0}" != 1 ] || figs+=" cpu_us user_us sys_us"
 		[ -s "$tmp/inject.$mode.plain" ] || continue
 		n_r=$(wc -l <"$tmp/inject.$mode.plain")
 		for f in $figs; do
@@ -676,6 +690,8 @@ if part inject; then
 			[ "$f" = rps ] || better=lower
 			name=${f%_ms}
 			[ "$name" != cpu_us ] || name="proxy CPU a request"
+			[ "$name" != user_us ] || name="proxy user CPU a request"
+			[ "$name" != sys_us ] || name="proxy system CPU a request"
 			for peer in plain token; do
 				r=$(ratios "$f" "$better" "$tmp/inject.$mode.inject" \
 					"$tmp/inject.$mode.$peer")
@@ -699,7 +715,7 @@ fi
 # run under callgrind (valgrind's instruction counter: no PMU is needed,
 # and the count does not move with the machine's load). Its own two jobs,
 # as the inject part's: plain and token rows in one that was released
-# nothing, injected in the other. Each row: tlsload opens 50 kept-alive
+# nothing, injected in the other. Each row: tlsload opens 10 kept-alive
 # tunnels and makes BENCH_INSTR_WARM requests on each (handshakes, first
 # requests, the release, the caches filled), all wait, the counters are
 # zeroed, BENCH_INSTR_REQUESTS requests are made, all answers come, the
@@ -746,7 +762,7 @@ vg_row() { # row, host, relay port, [header]: Ir a request in $vg/row.ir
 	local out=$vg/$1.out gate=$vg/$1.gate a0 a1 n e ir lp
 	rm -f "$gate"
 	mkfifo "$gate"
-	"$tmp/tlsload" -m keepalive -c 50 -t 2 -d 7200 -w "$vg_warm" \
+	"$tmp/tlsload" -m keepalive -c "$vg_conns" -t 2 -d 7200 -w "$vg_warm" \
 		-n "$vg_n" -x "$3" -h "$2" -p "$ntp" -u /f100 ${4:+-H "$4"} \
 		<"$gate" >"$out" &
 	lp=$!
@@ -779,6 +795,7 @@ vg_row() { # row, host, relay port, [header]: Ir a request in $vg/row.ir
 if part instr; then
 	need valgrind callgrind_control callgrind_annotate
 	vg=$tmp/vg vg_n=${BENCH_INSTR_REQUESTS:-3000} vg_warm=${BENCH_INSTR_WARM:-20}
+	vg_conns=${BENCH_INSTR_CONNS:-10}
 	mkdir -p "$vg"
 	# The caches as long as they go: at the native proxy's 10,000
 	# requests a second a 5 s token cache is one introspection (of each
