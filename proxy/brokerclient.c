@@ -150,6 +150,7 @@ struct brokerclient {
 	/* The bindings' list: read every bindings_refresh_s, one at a time. */
 	struct event *bindings_tick;
 	struct brokerclient_call *bindings_call;
+	uint64_t bindings_asked; /* bindings_asking's, for the call's answer */
 	struct timeval bindings_every;
 	char recent[RECENT_MAX][BROKERCLIENT_JOB_MAX + 1]; /* revoked, a ring */
 	unsigned nrecent;
@@ -794,7 +795,7 @@ on_bindings(void *arg, int status, json_t *body)
 
 	b->bindings_call = NULL;
 	if (status == 200 && json_is_object(body)) {
-		b->hooks.bindings(b->hooks.ctx, body);
+		b->hooks.bindings(b->hooks.ctx, body, b->bindings_asked);
 		return;
 	}
 	/* The guard refuses everything once no list was read for three
@@ -809,9 +810,13 @@ on_bindings_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (b->bindings_call == NULL)
+	if (b->bindings_call == NULL) {
+		b->bindings_asked = b->hooks.bindings_asking != NULL
+		    ? b->hooks.bindings_asking(b->hooks.ctx)
+		    : 0;
 		b->bindings_call = brokerclient_call(b, "GET", "/v1/bindings",
 		    NULL, on_bindings, b);
+	}
 }
 
 /* --- reflection reports --------------------------------------------------- */

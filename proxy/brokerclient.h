@@ -38,8 +38,13 @@ struct brokerclient_hooks {
 	 * brokerclient_feed_ok says no until it answers. */
 	void (*feed_lost)(void *ctx);
 	/* GET /v1/bindings answered 200: its JSON body (borrowed), the
-	 * secrets' bindings (guard.h). NULL: the list is not read. */
-	void (*bindings)(void *ctx, const json_t *body);
+	 * secrets' bindings (guard.h), and what bindings_asking gave when
+	 * it was asked (0 without that hook). NULL: the list is not read. */
+	void (*bindings)(void *ctx, const json_t *body, uint64_t asked);
+	/* Called as each GET /v1/bindings goes out: a number given back
+	 * with its answer, so that the proxy can tell the order the lists
+	 * were asked in from the order they came in. NULL: 0. */
+	uint64_t (*bindings_asking)(void *ctx);
 	void *ctx;
 };
 

@@ -23,6 +23,7 @@ struct control_open {
 	bool stopping;
 	int status; /* the broker's, 0 for none */
 	json_t *body; /* the broker's answer */
+	uint64_t asked; /* proxy_bindings_asking's, for its bindings */
 };
 
 static void
@@ -87,7 +88,7 @@ open_reply(struct proxy *p, struct control_open *o, const char *id,
 	/* A new channel starts with the broker's latest bindings (guard). */
 	if (json_is_array(json_object_get(o->body, "bindings")))
 		proxy_bindings(p, json_object_get(o->body, "bindings"),
-		    json_object_get(o->body, "bindings_epoch"));
+		    json_object_get(o->body, "bindings_epoch"), o->asked);
 	r = job_open(p, id, o->body, &j, err, sizeof(err));
 	if (r == -EEXIST) {
 		http_reply_error(res, 409, "exists",
@@ -166,6 +167,7 @@ job_post(void *ctx, struct http_request *req, struct http_response *res)
 	snprintf(path, sizeof(path), "/v1/jobs/%s/egress", id);
 	http_request_defer(req);
 	TAILQ_INSERT_TAIL(&p->opens, o, link);
+	o->asked = proxy_bindings_asking(p);
 	o->call =
 	    brokerclient_call(p->bclient, "GET", path, NULL, open_answered, o);
 	if (o->call == NULL) {

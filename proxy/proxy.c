@@ -112,21 +112,48 @@ on_token_revoked(void *ctx, const char *job, const char *token_id, int64_t seq)
  * guard's from now on; a list it cannot read leaves the last one, which
  * ages into every request refused (conn.c, bindings_unavailable). */
 static void
-on_bindings(void *ctx, const json_t *body)
+on_bindings(void *ctx, const json_t *body, uint64_t asked)
 {
 	proxy_bindings(ctx, json_object_get(body, "bindings"),
-	    json_object_get(body, "epoch"));
+	    json_object_get(body, "epoch"), asked);
+}
+
+static uint64_t
+on_bindings_asking(void *ctx)
+{
+	return proxy_bindings_asking(ctx);
+}
+
+uint64_t
+proxy_bindings_asking(struct proxy *p)
+{
+	return ++p->lists_asked;
 }
 
 void
-proxy_bindings(struct proxy *p, const json_t *bindings, const json_t *epoch)
+proxy_bindings(struct proxy *p, const json_t *bindings, const json_t *epoch,
+    uint64_t asked)
 {
 	char err[160] = "";
+
+	/* The broker's epoch only grows (but for a new database): a list
+	 * asked before the one held was taken, and older, is stale. One
+	 * asked after it is taken whatever its epoch. */
+	if (json_is_integer(epoch) && p->guard.has_epoch &&
+	    json_integer_value(epoch) < p->guard.epoch &&
+	    asked <= p->list_taken_at) {
+		log_info("bindings_stale", "{s:I, s:I}", "epoch",
+		    json_integer_value(epoch), "held_epoch",
+		    (json_int_t)p->guard.epoch);
+		return;
+	}
 	int r =
 	    guard_load(&p->guard, bindings, monotonic_ms(), err, sizeof(err));
 
 	if (r == 0 && json_is_integer(epoch))
 		guard_epoch(&p->guard, json_integer_value(epoch));
+	if (r == 0)
+		p->list_taken_at = p->lists_asked;
 	if (r == 0)
 		conn_guard_sweep(p);
 	if (r < 0)
@@ -512,6 +539,7 @@ proxy_setup(struct proxy *p)
 		    .token_revoked = on_token_revoked,
 		    .feed_lost = on_feed_lost,
 		    .bindings = on_bindings,
+		    .bindings_asking = on_bindings_asking,
 		    .ctx = p },
 		.bindings_refresh_s = p->cfg.bindings_refresh_s };
 	r = brokerclient_new(p->base, &bo, &p->bclient);

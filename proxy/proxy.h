@@ -234,6 +234,10 @@ struct proxy {
 	 * scan (guard.h); requests guarded and scan releases, for /metrics;
 	 * the broker being told addresses. */
 	struct guard guard;
+	/* The lists of bindings asked of the broker (GET /v1/bindings, the
+	 * jobs' egress answers), and how many had been when the list held
+	 * was taken (proxy_bindings). */
+	uint64_t lists_asked, list_taken_at;
 	uint64_t guarded, scan_releases;
 	uint64_t bindings_told; /* POST /v1/bindings sent, for /metrics */
 	struct guard_tell tells[GUARD_TELLS];
@@ -250,11 +254,17 @@ struct proxy {
 
 /* Runs the control API's next round soon (after a deferred answer). */
 void proxy_kick(struct proxy *p);
+/* A list of the bindings is being asked of the broker: the number to
+ * give proxy_bindings with its answer. */
+uint64_t proxy_bindings_asking(struct proxy *p);
 /* The broker's array of the secrets' bindings (GET /v1/bindings, or the
- * egress answer's), read now with its epoch (an integer, or NULL): the
- * guard's list (guard.h); a bad one is logged and the last one kept. */
+ * egress answer's), read now with its epoch (an integer, or NULL) and
+ * asked (proxy_bindings_asking's when it was asked): the guard's list
+ * (guard.h); a bad one is logged and the last one kept, and so is the
+ * list held when this one was asked before it was taken and is older by
+ * its epoch (an answer that came last of two in flight). */
 void proxy_bindings(struct proxy *p, const json_t *bindings,
-    const json_t *epoch);
+    const json_t *epoch, uint64_t asked);
 
 /* --- control.c ------------------------------------------------------------ */
 

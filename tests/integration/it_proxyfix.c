@@ -15,6 +15,10 @@
  * - the descriptors kept from the jobs count the broker client's
  *   connections, 21 a broker: with three brokers and a limit of 1,024 the
  *   start line says a reserve of 127 and 112 connections a job;
+ * - a bindings list asked before the one the guard holds, and older by
+ *   its epoch, is not taken when it comes last: a relay between the
+ *   proxy and the broker holds one job's egress answer until a newer
+ *   GET /v1/bindings was taken, then lets it go.
  *
  * No job is spawned (no uid range used).
  */
@@ -425,6 +429,234 @@ START_TEST(the_reserve_counts_the_broker_clients_connections)
 }
 END_TEST
 
+/* --- the bindings list's order -------------------------------------------- */
+
+/*
+ * A relay from 127.0.0.1:port to the broker, a thread a connection. The
+ * answer to a request holding hold (one job's egress) is not read from
+ * the broker until released; once block_bindings is set, no answer to a
+ * GET /v1/bindings is.
+ */
+struct relay {
+	int lfd;
+	uint16_t port;
+	struct sockaddr_in to;
+	char hold[200]; /* written once, before hold_set */
+	atomic_bool hold_set, released, block_bindings, held_seen;
+	atomic_uint bindings_answered;
+};
+
+struct relay_pair {
+	struct relay *r;
+	int cfd, bfd;
+};
+
+static bool
+write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+static void *
+relay_pump(void *arg)
+{
+	struct relay_pair *pp = arg;
+	struct relay *r = pp->r;
+	bool holding = false, bindings = false;
+	char buf[16384];
+
+	for (;;) {
+		bool stop_reading = (holding && !atomic_load(&r->released)) ||
+		    (bindings && atomic_load(&r->block_bindings));
+		struct pollfd pf[2] = { { .fd = pp->cfd, .events = POLLIN },
+			{ .fd = pp->bfd,
+			    .events = stop_reading ? 0 : POLLIN } };
+		if (poll(pf, 2, 50) < 0)
+			break;
+		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			ssize_t n = read(pp->cfd, buf, sizeof(buf));
+			if (n <= 0 || !write_all(pp->bfd, buf, (size_t)n))
+				break;
+			/* A request's first bytes: what it is. */
+			if (memmem(buf, (size_t)n, "HTTP/1.1\r\n", 10) !=
+			    NULL) {
+				holding = atomic_load(&r->hold_set) &&
+				    memmem(buf, (size_t)n, r->hold,
+					strlen(r->hold)) != NULL;
+				bindings = memmem(buf, (size_t)n,
+					       "GET /v1/bindings ", 17) != NULL;
+				if (holding)
+					atomic_store(&r->held_seen, true);
+			}
+		}
+		if (!stop_reading && (pf[1].revents & (POLLIN | POLLHUP))) {
+			ssize_t n = read(pp->bfd, buf, sizeof(buf));
+			if (n <= 0 || !write_all(pp->cfd, buf, (size_t)n))
+				break;
+			if (bindings)
+				atomic_fetch_add(&r->bindings_answered, 1);
+		}
+	}
+	close(pp->cfd);
+	close(pp->bfd);
+	free(pp);
+	return NULL;
+}
+
+static void *
+relay_accept(void *arg)
+{
+	struct relay *r = arg;
+
+	for (;;) {
+		int c = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		int b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct relay_pair *pp = calloc(1, sizeof(*pp));
+		pthread_t t;
+		if (b < 0 || pp == NULL ||
+		    connect(b, (struct sockaddr *)&r->to, sizeof(r->to)) < 0) {
+			close(c);
+			if (b >= 0)
+				close(b);
+			free(pp);
+			continue;
+		}
+		pp->r = r;
+		pp->cfd = c;
+		pp->bfd = b;
+		if (pthread_create(&t, NULL, relay_pump, pp) != 0) {
+			close(c);
+			close(b);
+			free(pp);
+			continue;
+		}
+		pthread_detach(t);
+	}
+	return NULL;
+}
+
+static void
+relay_start(struct relay *r, const char *broker_addr)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	char host[64];
+	const char *colon = strrchr(broker_addr, ':');
+	pthread_t t;
+
+	ck_assert_ptr_nonnull(colon);
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - broker_addr),
+	    broker_addr);
+	r->to.sin_family = AF_INET;
+	r->to.sin_port = htons((uint16_t)strtoul(colon + 1, NULL, 10));
+	ck_assert_int_eq(inet_pton(AF_INET, host, &r->to.sin_addr), 1);
+	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(r->lfd, 0);
+	ck_assert_int_eq(bind(r->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(r->lfd, 64), 0);
+	ck_assert_int_eq(getsockname(r->lfd, (struct sockaddr *)&a, &len), 0);
+	r->port = ntohs(a.sin_port);
+	ck_assert_int_eq(pthread_create(&t, NULL, relay_accept, r), 0);
+	pthread_detach(t);
+}
+
+struct open_call {
+	char path[200];
+	long status;
+};
+
+static void *
+open_in_thread(void *arg)
+{
+	struct open_call *o = arg;
+
+	json_decref(harness_call(&proxy, "POST", o->path, launcher, NULL, NULL,
+	    &o->status));
+	return NULL;
+}
+
+/* PUTs the secret name with guard_hosts [host]: one more binding. */
+static void
+guarded_secret(const char *name, const char *host)
+{
+	char path[200];
+
+	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
+	json_decref(harness_expect(&broker, 200, "PUT", path, admin, NULL,
+	    json_pack("{s:s, s:[s]}", "value", "proxyfix-value-0123456789",
+		"guard_hosts", host)));
+}
+
+START_TEST(an_older_list_that_comes_last_is_not_taken)
+{
+	static struct relay r;
+	char brokers[100], id[64];
+	struct open_call o = { .status = -1 };
+	pthread_t t;
+
+	broker_up();
+	relay_start(&r, broker.addr);
+	snprintf(brokers, sizeof(brokers), "\"http://127.0.0.1:%u\"", r.port);
+	guarded_secret("first-key", "first.test");
+	ck_assert_int_eq(proxy_up(brokers, "127.0.0.1 up.test\n",
+			     "\"bindings_refresh_seconds\": 1", NULL),
+	    0);
+	for (int i = 0; i < 200 && metric("cordon_proxy_guard_bindings") != 1;
+	     i++)
+		usleep(50000);
+	ck_assert_int_eq(metric("cordon_proxy_guard_bindings"), 1);
+
+	/* The job's egress answer (with the list of one binding) is held at
+	 * the relay. */
+	job_at_broker("order", "up.test", 80, id);
+	snprintf(r.hold, sizeof(r.hold), "GET /v1/jobs/%s/egress ", id);
+	atomic_store(&r.hold_set, true);
+	snprintf(o.path, sizeof(o.path), "/v1/jobs/%s", id);
+	ck_assert_int_eq(pthread_create(&t, NULL, open_in_thread, &o), 0);
+	for (int i = 0; i < 200 && !atomic_load(&r.held_seen); i++)
+		usleep(50000);
+	ck_assert_msg(atomic_load(&r.held_seen), "the egress call never came");
+
+	/* A second binding, read by a GET /v1/bindings asked after it. */
+	guarded_secret("second-key", "second.test");
+	for (int i = 0; i < 200 && metric("cordon_proxy_guard_bindings") != 2;
+	     i++)
+		usleep(50000);
+	ck_assert_int_eq(metric("cordon_proxy_guard_bindings"), 2);
+	/* No list read again from here (the next would hide the fault)... */
+	atomic_store(&r.block_bindings, true);
+	unsigned answered = atomic_load(&r.bindings_answered);
+	/* ...then the older answer comes. */
+	atomic_store(&r.released, true);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(o.status, 201);
+	long n = metric("cordon_proxy_guard_bindings");
+	ck_assert_msg(atomic_load(&r.bindings_answered) == answered,
+	    "a list was read after the block");
+	ck_assert_msg(n == 2,
+	    "the egress answer asked first and answered last replaced the "
+	    "newer list: %ld bindings, not 2",
+	    n);
+	json_t *stale = log_event("bindings_stale");
+	ck_assert_msg(stale != NULL &&
+		json_integer_value(json_object_get(stale, "epoch")) <
+		    json_integer_value(json_object_get(stale, "held_epoch")),
+	    "no bindings_stale line with an epoch below the one held");
+	json_decref(stale);
+	stack_down();
+}
+END_TEST
+
 static Suite *
 proxyfix_suite(void)
 {
@@ -443,6 +675,10 @@ proxyfix_suite(void)
 	t = tcase_create("reserve");
 	tcase_set_timeout(t, 90);
 	tcase_add_test(t, the_reserve_counts_the_broker_clients_connections);
+	suite_add_tcase(s, t);
+	t = tcase_create("order");
+	tcase_set_timeout(t, 90);
+	tcase_add_test(t, an_older_list_that_comes_last_is_not_taken);
 	suite_add_tcase(s, t);
 	return s;
 }
