@@ -2002,6 +2002,7 @@ judge(struct pconn *c)
 		.has_query = r->has_query,
 		.connect = r->connect,
 		.upgrade = r->upgrade,
+		.upgrade_websocket = r->upgrade_websocket,
 		.tunnel_host = c->tunnel ? c->thost : NULL,
 		.tunnel_port = c->tport };
 	struct verdict_state st = { .feed_ok =
@@ -3136,7 +3137,8 @@ pump_response(struct pconn *c)
 				return;
 			}
 			if (c->resp.status == 101) {
-				if (!c->upgrade_ok || c->inject_value != NULL) {
+				if (!c->upgrade_ok || c->inject_value != NULL ||
+				    !c->resp.upgrade_websocket) {
 					up_drop(c);
 					fail(c, 502, "unasked_upgrade");
 					return;

@@ -292,6 +292,9 @@ parse_field_line(struct http1_parser *p, const char *data, size_t start,
 			return "unknown_te";
 		req->body = HTTP1_BODY_CHUNKED;
 	} else if (lex_eq_nocase(s, nlen, "Upgrade")) {
+		/* A second field, or a list, asks for something else too. */
+		req->upgrade_websocket =
+		    !req->upgrade && lex_eq_nocase(v, ve - vs, "websocket");
 		req->upgrade = true;
 	} else if (lex_eq_nocase(s, nlen, "Content-Type")) {
 		/* nginx reads the first, the override judge its own:
@@ -584,7 +587,7 @@ is_hop_by_hop(const struct http1_request *req, const char *data,
 {
 	static const char *const hop[] = { "Host", "Content-Length",
 		"Transfer-Encoding", "Connection", "Keep-Alive", "TE",
-		"Trailer" };
+		"Trailer", "HTTP2-Settings" };
 	bool is_upgrade = lex_eq_nocase(name, n, "Upgrade");
 
 	if (is_upgrade)

@@ -128,6 +128,9 @@ struct http1_request {
 	uint64_t content_length; /* HTTP1_BODY_LENGTH only, else 0 */
 	bool keep_alive; /* per version and Connection close / keep-alive */
 	bool upgrade; /* an Upgrade field is present, whatever its value */
+	/* One Upgrade field only, its value the one token "websocket" (any
+	 * case): the only upgrade a rule may allow (egress.md). */
+	bool upgrade_websocket;
 	size_t nheaders;
 	struct http1_header headers[HTTP1_FIELDS_MAX]; /* in order */
 };

@@ -21,6 +21,8 @@ struct resp_state {
 	size_t nfields;
 	bool seen_cl, seen_te;
 	bool conn_close, conn_keep;
+	unsigned upgrades; /* Upgrade fields seen */
+	bool upgrade_websocket; /* the first said "websocket" alone */
 };
 
 /*
@@ -109,6 +111,8 @@ parse_field_line(struct resp_state *st, const char *s, size_t n)
 			return "unknown_te";
 		return NULL;
 	}
+	if (lex_eq_nocase(s, nlen, "Upgrade") && st->upgrades++ == 0)
+		st->upgrade_websocket = lex_eq_nocase(v, ve - vs, "websocket");
 	if (lex_eq_nocase(s, nlen, "Content-Encoding") &&
 	    !lex_eq_nocase(v, ve - vs, "identity"))
 		st->resp.coded = true;
@@ -136,6 +140,8 @@ finish_head(struct resp_state *st, bool head_request)
 	if (r->body != HTTP1_RESP_LENGTH)
 		r->content_length = 0;
 	r->upgrade = r->status == 101;
+	r->upgrade_websocket =
+	    r->upgrade && st->upgrades == 1 && st->upgrade_websocket;
 	r->keep_alive = !st->conn_close &&
 	    (r->minor_version == 1 || st->conn_keep) &&
 	    r->body != HTTP1_RESP_CLOSE && !r->upgrade;

@@ -77,6 +77,9 @@ struct http1_response {
 	 * connection as switched either way. The caller tunnels it if it
 	 * allowed the upgrade, and closes both sides if it did not. */
 	bool upgrade;
+	/* Status 101 with one Upgrade field, its value the one token
+	 * "websocket" (any case): a switch to what a rule may allow. */
+	bool upgrade_websocket;
 	/* A Content-Encoding field whose value is not exactly "identity"
 	 * (any case): gzip, br, a stacked or an empty list, an unknown
 	 * coding, or a second field saying so. The body, if any, is then

@@ -78,9 +78,13 @@ judge(const struct verdict_request *rq, const struct egress_rules *rules,
 	if (!rq->connect && rq->tunnel_host == NULL &&
 	    rule->tls != EGRESS_TLS_NONE)
 		return refuse(v, "tls", "rule_wants_tls");
-	v->upgrade_ok = rq->upgrade && rule->upgrade;
 	if (rq->upgrade && !rule->upgrade)
 		return refuse(v, "upgrade", NULL);
+	/* "upgrade" allows websockets: another protocol under the rule's
+	 * name (h2c) would carry requests that nothing here judges. */
+	if (rq->upgrade && !rq->upgrade_websocket)
+		return refuse(v, "upgrade", "protocol");
+	v->upgrade_ok = rq->upgrade;
 	return true;
 }
 

@@ -31,6 +31,7 @@ struct verdict_request {
 	bool has_query;
 	bool connect; /* CONNECT host:port */
 	bool upgrade; /* asks for Upgrade */
+	bool upgrade_websocket; /* ... to a websocket, and nothing else */
 	/* Set when the request arrived inside a terminated tunnel: the
 	 * CONNECT's target, which its Host must equal. */
 	const char *tunnel_host;

@@ -266,7 +266,7 @@ START_TEST(passthrough_and_upgrade_to_a_bound_host_are_refused)
 	snprintf(req, sizeof(req),
 	    "GET http://www.api.test:%u/open/upgrade HTTP/1.1\r\n"
 	    "Host: www.api.test:%u\r\nConnection: Upgrade\r\nUpgrade: "
-	    "x\r\n\r\n",
+	    "websocket\r\n\r\n",
 	    k.up_port, k.up_port);
 	resp = injectkit_send_on(chan, req);
 	ck_assert_msg(http_status(resp) == 403, "%.400s", resp);

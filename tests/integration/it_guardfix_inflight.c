@@ -171,7 +171,7 @@ START_TEST(an_upgrade_made_before_the_binding_is_ended_or_read)
 	job_a(&k);
 	job_b(&k, true, chan);
 	int fd = b_open(&k, chan, "upgrade",
-	    "Connection: Upgrade\r\nUpgrade: x\r\n");
+	    "Connection: Upgrade\r\nUpgrade: websocket\r\n");
 	resp = http_exchange(fd, "", 0, 5000); /* the 101's head */
 	ck_assert_msg(resp != NULL && strstr(resp, " 101 ") != NULL, "%.400s",
 	    resp);

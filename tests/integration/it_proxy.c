@@ -387,6 +387,47 @@ START_TEST(upgrade_when_the_rule_allows_it)
 }
 END_TEST
 
+/* A rule's "upgrade" allows websockets: another protocol asked under its
+ * name (h2c, whose later streams would be requests no rule judged) is
+ * refused before the upstream hears of it, and a 101 to another protocol
+ * than the one asked is not relayed (the bytes after it would be judged
+ * by nothing). */
+START_TEST(upgrade_to_another_protocol_is_refused)
+{
+	char req[512];
+	char *resp;
+	int fd;
+
+	snprintf(req, sizeof(req),
+	    "GET http://ws.test:%u/upgrade-any HTTP/1.1\r\nHost: ws.test:%u\r\n"
+	    "Connection: Upgrade\r\nUpgrade: h2c\r\n"
+	    "HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n",
+	    upstream_port(plain), upstream_port(plain));
+	resp = send_req(req);
+	ck_assert_msg(http_status(resp) == 403, "%.300s", resp);
+	free(resp);
+	ck_assert_int_eq(count_lines(job, "deny", "upgrade", "protocol"), 1);
+	ck_assert_uint_eq(upstream_requests(plain), 0);
+
+	fd = unix_connect(channel);
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req),
+	    "GET http://ws.test:%u/upgrade-h2c HTTP/1.1\r\nHost: ws.test:%u\r\n"
+	    "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+	    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	    "Sec-WebSocket-Version: 13\r\n\r\n",
+	    upstream_port(plain), upstream_port(plain));
+	resp = http_exchange(fd, req, strlen(req), 5000);
+	ck_assert_ptr_nonnull(resp);
+	ck_assert_msg(http_status(resp) == 502, "%.300s", resp);
+	free(resp);
+	close(fd);
+	ck_assert_int_eq(count_lines(job, "error", "upstream_error",
+			     "unasked_upgrade"),
+	    1);
+}
+END_TEST
+
 START_TEST(redirects_are_passed_back_not_followed)
 {
 	char req[512];
@@ -1312,6 +1353,7 @@ suite(void)
 	tcase_add_test(tc, keep_alive_reuses_both_connections);
 	tcase_add_test(tc, upstreams_are_pooled_across_connections);
 	tcase_add_test(tc, upgrade_when_the_rule_allows_it);
+	tcase_add_test(tc, upgrade_to_another_protocol_is_refused);
 	tcase_add_test(tc, a_half_closed_client_gets_its_answer);
 	tcase_add_test(tc, redirects_are_passed_back_not_followed);
 	tcase_add_test(tc, a_large_answer_flows_whole);

@@ -618,9 +618,10 @@ answer_bytes(struct conn *c, const struct request *r, unsigned long long n)
 	return 0;
 }
 
-/* 101, then echoes until the peer closes: always -1 (the end). */
+/* 101 to the protocol named proto, then echoes until the peer closes:
+ * always -1 (the end). */
 static int
-answer_upgrade(struct conn *c, const struct request *r)
+answer_upgrade_to(struct conn *c, const struct request *r, const char *proto)
 {
 	static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 	char head[256], accept[64] = "";
@@ -643,8 +644,8 @@ answer_upgrade(struct conn *c, const struct request *r)
 	}
 	n = snprintf(head, sizeof(head),
 	    "HTTP/1.1 101 Switching Protocols\r\n"
-	    "Upgrade: websocket\r\nConnection: Upgrade\r\n%s\r\n",
-	    accept);
+	    "Upgrade: %.64s\r\nConnection: Upgrade\r\n%s\r\n",
+	    proto, accept);
 	if (n < 0 || (size_t)n >= sizeof(head) ||
 	    conn_write(c, head, (size_t)n) < 0)
 		return -1;
@@ -739,7 +740,13 @@ answer(struct conn *c, struct request *r)
 	}
 	if (path_is(path, len, "/upgrade") && r->upgrade != NULL &&
 	    has_token(r->upgrade, "websocket"))
-		return answer_upgrade(c, r);
+		return answer_upgrade_to(c, r, "websocket");
+	/* A server that switches to whatever it is asked (an h2c one), and
+	 * one that switches to h2c whatever it is asked. */
+	if (path_is(path, len, "/upgrade-any") && r->upgrade != NULL)
+		return answer_upgrade_to(c, r, r->upgrade);
+	if (path_is(path, len, "/upgrade-h2c") && r->upgrade != NULL)
+		return answer_upgrade_to(c, r, "h2c");
 	if (path_is(path, len, "/records"))
 		return then(answer_records(c, r), r);
 	if (path_is(path, len, "/echo-chunked"))

@@ -898,6 +898,58 @@ START_TEST(test_serialize_framing_and_upgrade)
 }
 END_TEST
 
+/* Only a websocket is an upgrade a rule may allow (egress.md): the one
+ * field, its value the one token; h2c or a list is something else. */
+START_TEST(test_upgrade_protocol)
+{
+	static const struct {
+		const char *fields;
+		bool websocket;
+	} ups[] = {
+		{ "Upgrade: websocket\r\n", true },
+		{ "Upgrade: WebSocket\r\n", true },
+		{ "Upgrade:  websocket \r\n", true },
+		{ "Upgrade: h2c\r\nHTTP2-Settings: "
+		  "AAMAAABkAAQAoAAAAAIAAAAA\r\n",
+		    false },
+		{ "Upgrade: websocket, h2c\r\n", false },
+		{ "Upgrade: h2c, websocket\r\n", false },
+		{ "Upgrade: websocket\r\nUpgrade: h2c\r\n", false },
+		{ "Upgrade: websocket/13\r\n", false },
+		{ "Upgrade: anything/1\r\n", false },
+	};
+	char text[512];
+	struct http1_parser p;
+	size_t used;
+
+	for (size_t i = 0; i < sizeof(ups) / sizeof(ups[0]); i++) {
+		int n = snprintf(text, sizeof(text),
+		    "GET http://a.test/ws HTTP/1.1\r\nHost: a.test\r\n"
+		    "Connection: upgrade\r\n%s\r\n",
+		    ups[i].fields);
+		ck_assert(n > 0 && (size_t)n < sizeof(text));
+		ck_assert_int_eq(parse_all(&p, text, (size_t)n,
+				     HTTP1_MODE_PROXY, &used),
+		    0);
+		ck_assert(p.req.upgrade);
+		ck_assert_msg(p.req.upgrade_websocket == ups[i].websocket,
+		    "case %zu (%s): upgrade_websocket %d", i, ups[i].fields,
+		    p.req.upgrade_websocket);
+	}
+	/* HTTP2-Settings is the h2c upgrade's own connection field: never
+	 * forwarded, even where Upgrade is kept. */
+	assert_serialized("GET http://a.test/ws HTTP/1.1\r\n"
+			  "Host: a.test\r\n"
+			  "Connection: Upgrade\r\n"
+			  "HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n"
+			  "Upgrade: websocket\r\n\r\n",
+	    NULL, 0, HTTP1_KEEP_UPGRADE,
+	    "GET /ws HTTP/1.1\r\n"
+	    "Upgrade: websocket\r\n"
+	    "Connection: upgrade\r\n\r\n");
+}
+END_TEST
+
 START_TEST(test_serialize_errors)
 {
 	static const char c[] = "CONNECT a.test:443 HTTP/1.1\r\n" H "\r\n";
@@ -1055,6 +1107,7 @@ http1_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_serialize_strips_hop_by_hop);
 	tcase_add_test(tc, test_serialize_framing_and_upgrade);
+	tcase_add_test(tc, test_upgrade_protocol);
 	tcase_add_test(tc, test_serialize_drops_credentials);
 	tcase_add_test(tc, test_serialize_errors);
 	tcase_add_test(tc, test_origin_line);

@@ -355,6 +355,47 @@ START_TEST(test_body_and_keep_alive)
 }
 END_TEST
 
+/* A 101 is a websocket only with the one Upgrade field saying so: what a
+ * rule's "upgrade" allows (egress.md). */
+START_TEST(test_switch_to_websocket_only)
+{
+	static const struct {
+		const char *text;
+		bool websocket;
+	} ups[] = {
+		{ "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+		  "Connection: Upgrade\r\n\r\n",
+		    true },
+		{ "HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\n"
+		  "\r\n",
+		    true },
+		{ "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n"
+		  "Connection: Upgrade\r\n\r\n",
+		    false },
+		{ "HTTP/1.1 101 Switching Protocols\r\n\r\n", false },
+		{ "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket, "
+		  "h2c\r\n\r\n",
+		    false },
+		{ "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+		  "Upgrade: h2c\r\n\r\n",
+		    false },
+		{ OK "Upgrade: websocket\r\nContent-Length: 0\r\n\r\n", false },
+	};
+	struct http1_response resp;
+	const char *reason;
+
+	for (size_t i = 0; i < sizeof(ups) / sizeof(ups[0]); i++) {
+		size_t n = strlen(ups[i].text);
+		ck_assert_int_eq(parse_exact(ups[i].text, n, false, &resp,
+				     &reason),
+		    0);
+		ck_assert_msg(resp.upgrade_websocket == ups[i].websocket,
+		    "case %zu: upgrade_websocket %d", i,
+		    resp.upgrade_websocket);
+	}
+}
+END_TEST
+
 START_TEST(test_prefixes_of_bodies)
 {
 	const struct body_case *c = &bodies[_i];
@@ -714,6 +755,7 @@ response_suite(void)
 
 	tc = tcase_create("limits");
 	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_switch_to_websocket_only);
 	tcase_add_test(tc, test_head_size_limit);
 	tcase_add_test(tc, test_field_count_limit);
 	tcase_add_test(tc, test_rewrite_drops_hop_by_hop);

@@ -207,9 +207,14 @@ START_TEST(upgrade_only_where_the_rule_allows_it)
 	rq.upgrade = true;
 	rq.tunnel_host = "tls.test";
 	rq.tunnel_port = 443;
+	rq.upgrade_websocket = true;
 	verdict_head(&rq, &rules, &open_job, &v);
 	ck_assert_ptr_null(v.reason);
 	ck_assert(v.upgrade_ok);
+	/* The rule allows websockets, not a second protocol under the
+	 * rule's name (h2c: every later stream a request never judged). */
+	rq.upgrade_websocket = false;
+	assert_refused(&rq, &open_job, "upgrade", "protocol");
 }
 END_TEST
 

@@ -55,7 +55,7 @@ class H(socketserver.BaseRequestHandler):
         elif target.endswith(b"/reason"):
             out = plain(b"no\n", b"401 bad key " + s)
         elif target.endswith(b"/upgrade"):
-            out = (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
+            out = (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                    b"Connection: Upgrade\r\nX-Echo: " + s + b"\r\n\r\n" + s)
         else:
             out = plain(b"stored\n")

@@ -62,7 +62,7 @@ class H(socketserver.BaseRequestHandler):
                                      b"\r\n0\r\n\r\n")
             elif target.endswith(b"/upgrade"):
                 self.request.sendall(
-                    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n"
+                    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                     b"Connection: Upgrade\r\n\r\n")
                 self.request.sendall(b"stored: " + wait_key() + b"\n")
             elif target.endswith(b"/waiters"):
