@@ -172,6 +172,18 @@ injectkit_request_to(const struct injectkit *k, char *out, size_t cap,
 }
 
 char *
+injectkit_get_open(const struct injectkit *k, const char *channel,
+    const char *host, const char *what)
+{
+	char req[1024], path[300];
+
+	snprintf(path, sizeof(path), "/open/%s", what);
+	injectkit_request_to(k, req, sizeof(req), host, "GET", path, false,
+	    "close");
+	return injectkit_send_on(channel, req);
+}
+
+char *
 injectkit_ask(const struct injectkit *k, const char *method, const char *path,
     bool with_token)
 {

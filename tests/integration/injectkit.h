@@ -186,6 +186,14 @@ void injectkit_stop(struct injectkit *k);
  */
 char *injectkit_send_on(const char *channel, const char *req);
 
+/*
+ * Sends a reading job's "GET http://host:<k's upstream port>/open/<what>"
+ * with no token and "Connection: close" on the job channel at path
+ * channel; returns the answer as injectkit_send_on.
+ */
+char *injectkit_get_open(const struct injectkit *k, const char *channel,
+    const char *host, const char *what);
+
 /* injectkit_send_on on k's channel. */
 char *injectkit_send(const struct injectkit *k, const char *req);
 

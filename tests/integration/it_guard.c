@@ -84,19 +84,6 @@ job_b(struct injectkit *k, json_t *egress, char chan[300])
 		injectkit_job_of(k, "reader", 0, NULL, chan, NULL);
 }
 
-/* B's request GET http://host:port/open/<what> on chan. */
-static char *
-ask_b(const struct injectkit *k, const char *chan, const char *host,
-    const char *what)
-{
-	char req[1024], path[128];
-
-	snprintf(path, sizeof(path), "/open/%s", what);
-	injectkit_request_to(k, req, sizeof(req), host, "GET", path, false,
-	    "close");
-	return injectkit_send_on(chan, req);
-}
-
 /* Whether the proxy's log has secret_reflected for a job other than
  * not_job (B's). */
 static bool
@@ -144,7 +131,7 @@ START_TEST(another_name_on_the_same_address_is_redacted)
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
 	job_b(&k, json_pack("[o]", rule_b(&k, "www.api.test", NULL)), chan);
-	resp = ask_b(&k, chan, "www.api.test", "fields");
+	resp = injectkit_get_open(&k, chan, "www.api.test", "fields");
 	ck_assert_msg(!injectkit_holds_piece(value, resp),
 	    "job B read job A's key: %s", resp);
 	free(resp);
@@ -174,7 +161,7 @@ START_TEST(the_same_name_is_guarded_by_its_host)
 	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
 	job_a(&k);
 	job_b(&k, json_pack("[o]", rule_b(&k, "api.test", NULL)), chan);
-	resp = ask_b(&k, chan, "api.test", "fields");
+	resp = injectkit_get_open(&k, chan, "api.test", "fields");
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	ck_assert_msg(strstr(resp, "X-Echo: none") != NULL, "%.400s", resp);
 	free(resp);
@@ -182,7 +169,7 @@ START_TEST(the_same_name_is_guarded_by_its_host)
 	resp = injectkit_ask(&k, "GET", "/case/x", true);
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
-	resp = ask_b(&k, chan, "api.test", "fields");
+	resp = injectkit_get_open(&k, chan, "api.test", "fields");
 	ck_assert_msg(!injectkit_holds_piece(value, resp),
 	    "job B read job A's key: %s", resp);
 	free(resp);
@@ -206,7 +193,7 @@ START_TEST(a_declared_name_through_a_wildcard_rule_is_guarded)
 		"other.api.test")));
 	job_a(&k);
 	job_b(&k, json_pack("[o]", rule_b(&k, "*.api.test", NULL)), chan);
-	resp = ask_b(&k, chan, "other.api.test", "fields");
+	resp = injectkit_get_open(&k, chan, "other.api.test", "fields");
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
 	ck_assert(
@@ -215,7 +202,7 @@ START_TEST(a_declared_name_through_a_wildcard_rule_is_guarded)
 	resp = injectkit_ask(&k, "GET", "/case/x", true);
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
-	resp = ask_b(&k, chan, "other.api.test", "fields");
+	resp = injectkit_get_open(&k, chan, "other.api.test", "fields");
 	ck_assert_msg(!injectkit_holds_piece(value, resp),
 	    "job B read job A's key: %s", resp);
 	free(resp);
@@ -349,7 +336,7 @@ START_TEST(a_scan_release_is_never_injected_and_fails_closed)
 	ck_assert_msg(!injectkit_holds_piece(value, resp), "%.400s", resp);
 	free(resp);
 	job_b(&k, json_pack("[o]", rule_b(&k, "www.api.test", NULL)), chan);
-	resp = ask_b(&k, chan, "www.api.test", "x");
+	resp = injectkit_get_open(&k, chan, "www.api.test", "x");
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
 	char *head = upstream_last_head(u);
@@ -418,7 +405,7 @@ START_TEST(an_issuers_token_stored_by_another_job_is_redacted)
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
 	job_b(&k, json_pack("[o]", rule_b(&k, "www.api.test", NULL)), chan);
-	resp = ask_b(&k, chan, "www.api.test", "fields");
+	resp = injectkit_get_open(&k, chan, "www.api.test", "fields");
 	ck_assert_msg(strstr(resp, "oat_") == NULL,
 	    "job B read job A's token: %s", resp);
 	free(resp);
