@@ -66,10 +66,9 @@ setup_pg(void)
 static void
 stack(struct injectkit *k, const char *dir, const char *follower)
 {
-	char cfg[2048], path[400], hostsf[400], store[500] = "", ca[400] = "";
+	char cfg[2048], store[500] = "", ca[400] = "";
 
 	k->up_pid = -1;
-	signal(SIGPIPE, SIG_IGN);
 	if (on_pg)
 		snprintf(store, sizeof(store), ", \"store\": \"%s\"",
 		    store_url);
@@ -77,39 +76,7 @@ stack(struct injectkit *k, const char *dir, const char *follower)
 		snprintf(ca, sizeof(ca), ", \"issuer_ca_file\": \"%s/ca.pem\"",
 		    dir);
 	snprintf(cfg, sizeof(cfg), "{\"log_level\": \"info\"%s%s}", store, ca);
-	ck_assert_int_eq(daemon_start(&k->broker, "broker", cfg), 0);
-	harness_broker_key(&k->broker, "admin", k->admin, sizeof(k->admin));
-	harness_broker_key(&k->broker, "launcher", k->launcher,
-	    sizeof(k->launcher));
-	harness_broker_key(&k->broker, "verifier", k->verifier,
-	    sizeof(k->verifier));
-	snprintf(hostsf, sizeof(hostsf), "%s/hosts", harness_tmpdir());
-	harness_write_file(hostsf, hosts);
-	snprintf(path, sizeof(path), "%s/verifier.key", harness_tmpdir());
-	harness_write_file(path, k->verifier);
-	snprintf(cfg, sizeof(cfg),
-	    "{\"broker\": \"%s\", \"broker_key_file\": \"%s\", "
-	    "\"launcher_key_sha256\": \"%s\", \"hosts_file\": \"%s\", "
-	    "\"follower\": \"%s\"}",
-	    k->broker.base, path, harness_launcher_sha256(&k->broker), hostsf,
-	    follower);
-	ck_assert_int_eq(daemon_start(&k->proxy, "proxy", cfg), 0);
-}
-
-/* The oauth secret up-key at the issuer on iport. */
-static void
-oauth_secret(struct injectkit *k, unsigned iport)
-{
-	char url[128], rev[128];
-
-	snprintf(url, sizeof(url), "https://127.0.0.1:%u/oauth/token", iport);
-	snprintf(rev, sizeof(rev), "https://127.0.0.1:%u/oauth/revoke", iport);
-	json_decref(harness_expect(&k->broker, 200, "PUT", "/v1/secrets/up-key",
-	    k->admin, NULL,
-	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind",
-		"oauth_client_credentials", "token_url", url, "client_id",
-		"cordon-test", "client_secret", "s3cret-client", "scope",
-		"things:read", "revocation_url", rev)));
+	injectkit_stack_start_cfg(k, cfg, hosts, follower, NULL);
 }
 
 /* Job A: the kit's injecting rule 0 on k->up_port (api.test /case/),
@@ -158,19 +125,6 @@ job_b(struct injectkit *k, const char *host, unsigned port, char chan[300],
 	    injectkit_manifest("reader", json_pack("[o]", r)), id, chan, NULL);
 }
 
-/* B's GET http://host:<port>/open/<what> on chan. */
-static char *
-ask_b(const struct injectkit *k, const char *chan, const char *host,
-    const char *what)
-{
-	char req[1024], path[128];
-
-	snprintf(path, sizeof(path), "/open/%s", what);
-	injectkit_request_to(k, req, sizeof(req), host, "GET", path, false,
-	    "close");
-	return injectkit_send_on(chan, req);
-}
-
 /* Whether the broker's log has secret_scan_released of version for job
  * (purpose scan: the audit's secret_released). */
 static bool
@@ -214,14 +168,14 @@ START_TEST(an_issuers_token_at_a_restarted_proxy_is_not_read)
 	ipid = issuerkit_start(dir, events, NULL, &iport);
 	ck_assert_int_gt(ipid, 1);
 	stack(&k, dir, "proxy-scanset");
-	oauth_secret(&k, iport);
+	injectkit_oauth_secret(&k, "up-key", iport);
 	k.up_pid =
 	    injectkit_jobs_upstream("redteam2/stored.py", NULL, &k.up_port);
 	job_a_stores(&k);
 	ck_assert_int_eq(daemon_stop(&k.proxy), 0);
 	ck_assert_int_eq(daemon_restart(&k.proxy), 0);
 	job_b(&k, "www.api.test", k.up_port, chan, id);
-	resp = ask_b(&k, chan, "www.api.test", "fields");
+	resp = injectkit_get_open(&k, chan, "www.api.test", "fields");
 	ck_assert_msg(strstr(resp, "oat_") == NULL,
 	    "job B read job A's live token at the restarted proxy: %.300s",
 	    resp);
@@ -246,7 +200,7 @@ START_TEST(a_rotated_out_version_stored_is_not_read)
 	job_a_stores(&k);
 	injectkit_secret(&k, "up-key", v2);
 	job_b(&k, "www.api.test", k.up_port, chan, id);
-	resp = ask_b(&k, chan, "www.api.test", "fields");
+	resp = injectkit_get_open(&k, chan, "www.api.test", "fields");
 	ck_assert_msg(!injectkit_holds_piece(v1, resp),
 	    "job B read version 1, rotated out, stored at the service: %.300s",
 	    resp);
@@ -334,7 +288,7 @@ START_TEST(a_version_behind_the_list_is_refused_not_asked_again)
 	injectkit_secret(&k, "up-key", v1); /* version 1 again */
 	long before = injectkit_metric(&k.proxy,
 	    "cordon_proxy_guard_scan_releases_total");
-	resp = ask_b(&k, chan, "www.api.test", "fields");
+	resp = injectkit_get_open(&k, chan, "www.api.test", "fields");
 	long after = injectkit_metric(&k.proxy,
 	    "cordon_proxy_guard_scan_releases_total");
 	ck_assert_msg(!injectkit_holds_piece(v1, resp), "%.300s", resp);
@@ -366,7 +320,7 @@ START_TEST(past_the_cap_the_scan_release_fails_closed)
 	ipid = issuerkit_start(dir, events, NULL, &iport);
 	ck_assert_int_gt(ipid, 1);
 	stack(&k, dir, "proxy-scanset");
-	oauth_secret(&k, iport);
+	injectkit_oauth_secret(&k, "up-key", iport);
 	k.up_port = upstream_port(echo);
 	json_decref(harness_expect(&k.broker, 200, "PUT",
 	    "/v1/manifests/writer", k.admin, NULL,
@@ -408,7 +362,7 @@ START_TEST(past_the_cap_the_scan_release_fails_closed)
 		ck_assert_msg(st == 200, "release %d: %ld", i, st);
 		json_decref(j);
 	}
-	resp = ask_b(&k, chan, "api.test", "x");
+	resp = injectkit_get_open(&k, chan, "api.test", "x");
 	ck_assert_msg(http_status(resp) == 503 &&
 		strstr(resp, "guard_unavailable") != NULL,
 	    "past the cap, job B's guarded request: %.400s", resp);
