@@ -104,23 +104,6 @@ int bindings_scan_reach(struct broker *b, const char *name, const json_t *m,
 int bindings_guarded(struct broker *b, const char *name, const json_t *m);
 
 /*
- * Whether the list has room for adds, an array of [secret, "host" or
- * "addr", value]: each new to its secret counted (a place its secret
- * has already is not), a secret not yet listed counted as one more, and
- * an addr past BINDINGS_SEEN_MAX of its secret refused. 1; 0 with what
- * to do in why (cap bytes); or -errno (the store's).
- */
-int bindings_room(struct broker *b, const json_t *adds, char *why, size_t cap);
-
-/*
- * bindings_room for what manifest m's injecting rules bind (each
- * [secret, "host", host]): 1, 0 with why, or -errno. (A secret's
- * guard_hosts are counted by the store in the put's own write.)
- */
-int bindings_room_manifest(struct broker *b, const json_t *m, char *why,
-    size_t cap);
-
-/*
  * Adds a problem to problems at egress[i].tls or egress[i].upgrade for
  * each rule of manifest m (valid otherwise) that the proxy cannot read
  * (tls "passthrough", or "upgrade": true) whose host pattern reaches a

@@ -923,8 +923,8 @@ store_bindings_over(const struct store_bind_counts *before,
 
 /* The list's counts on c (store_bind_counts): of secret ("" for none),
  * the rows of unlisted (""; or a secret's name: counted as if it did not
- * exist, as before its put) left out. The list's own ordering is the
- * caps' (bindings_room). 0 or -errno. */
+ * exist, as before its put) left out: each distinct (secret, kind,
+ * value) once, as the list counts them. 0 or -errno. */
 static int
 bind_count(struct conn *c, const char *secret, const char *unlisted,
     struct store_bind_counts *ret)
@@ -961,6 +961,7 @@ struct manifest_put {
 	int64_t version;
 	json_t *prev;
 	bool added;
+	struct store_bind_over over;
 };
 
 static int
@@ -1014,7 +1015,7 @@ op_manifest_put(struct store *s, struct op *op)
 	if (rc == 0 &&
 	    (rc = bind_rules(&s->w, a->name, a->version, NULL)) > 0 &&
 	    (rc = bind_count(&s->w, "", "", &after)) == 0 &&
-	    (rc = store_bindings_over(&before, &after, NULL)) == 0)
+	    (rc = store_bindings_over(&before, &after, &a->over)) == 0)
 		rc = epoch_bump(&s->w);
 	return rc < 0 ? rc : 0;
 }
@@ -1024,14 +1025,26 @@ store_manifest_put(struct store *s, const char *name, const char *text,
     const char *sha256, const char *actor, int64_t *ret_version,
     json_t **ret_prev, bool *ret_new)
 {
+	return store_manifest_put_over(s, name, text, sha256, actor,
+	    ret_version, ret_prev, ret_new, NULL);
+}
+
+int
+store_manifest_put_over(struct store *s, const char *name, const char *text,
+    const char *sha256, const char *actor, int64_t *ret_version,
+    json_t **ret_prev, bool *ret_new, struct store_bind_over *ret_over)
+{
 	if (s->pg != NULL)
 		return store_pg_manifest_put(s->pg, name, text, sha256, actor,
-		    ret_version, ret_prev, ret_new);
-	struct manifest_put a = { name, text, sha256, actor, 0, NULL, false };
+		    ret_version, ret_prev, ret_new, ret_over);
+	struct manifest_put a = { name, text, sha256, actor, 0, NULL, false,
+		{ NULL, 0 } };
 	int r = store_write(s, op_manifest_put, &a);
 
 	if (r < 0) {
 		json_decref(a.prev);
+		if (r == -EDQUOT && ret_over != NULL)
+			*ret_over = a.over;
 		return r;
 	}
 	*ret_version = a.version;

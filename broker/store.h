@@ -66,6 +66,16 @@ int store_manifest_put(struct store *s, const char *name, const char *text,
     const char *sha256, const char *actor, int64_t *ret_version,
     json_t **ret_prev, bool *ret_new);
 
+/*
+ * As store_manifest_put; its injecting rules' hosts bound in the same
+ * write, and past the bindings' caps (below) -EDQUOT, nothing written,
+ * with the cap passed into *ret_over (NULL: not said).
+ */
+struct store_bind_over;
+int store_manifest_put_over(struct store *s, const char *name, const char *text,
+    const char *sha256, const char *actor, int64_t *ret_version,
+    json_t **ret_prev, bool *ret_new, struct store_bind_over *ret_over);
+
 /* Version 0 means the current one. -ENOENT when there is none. */
 int store_manifest_get(struct store *s, const char *name, int64_t version,
     struct manifest_version *ret);

@@ -1144,6 +1144,7 @@ struct manifest_put {
 	int64_t version;
 	json_t *prev;
 	bool added;
+	struct store_bind_over over;
 };
 
 static int
@@ -1203,20 +1204,23 @@ op_manifest_put(struct wctx *w, void *arg)
 	if (r == 0)
 		r = bind_count(w, "", "", &after);
 	if (r == 0)
-		r = store_bindings_over(&before, &after, NULL);
+		r = store_bindings_over(&before, &after, &a->over);
 	return r;
 }
 
 int
 store_pg_manifest_put(struct store_pg *s, const char *name, const char *text,
     const char *sha256, const char *actor, int64_t *ret_version,
-    json_t **ret_prev, bool *ret_new)
+    json_t **ret_prev, bool *ret_new, struct store_bind_over *ret_over)
 {
-	struct manifest_put a = { name, text, sha256, actor, 0, NULL, false };
+	struct manifest_put a = { name, text, sha256, actor, 0, NULL, false,
+		{ NULL, 0 } };
 	int r = pg_write(s, op_manifest_put, &a);
 
 	if (r < 0) {
 		json_decref(a.prev);
+		if (r == -EDQUOT && ret_over != NULL)
+			*ret_over = a.over;
 		return r;
 	}
 	*ret_version = a.version;

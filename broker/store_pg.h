@@ -28,9 +28,11 @@ bool store_pg_is_url(const char *addr);
 
 int store_pg_open(const char *url, struct store_pg **ret);
 void store_pg_close(struct store_pg *s);
+struct store_bind_over;
 int store_pg_manifest_put(struct store_pg *s, const char *name,
     const char *text, const char *sha256, const char *actor,
-    int64_t *ret_version, json_t **ret_prev, bool *ret_new);
+    int64_t *ret_version, json_t **ret_prev, bool *ret_new,
+    struct store_bind_over *ret_over);
 int store_pg_manifest_get(struct store_pg *s, const char *name, int64_t version,
     struct manifest_version *ret);
 int store_pg_job_create(struct store_pg *s, const struct job *j,

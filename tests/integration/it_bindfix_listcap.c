@@ -127,6 +127,18 @@ START_TEST(the_list_stays_within_the_proxys_caps)
 	    json_pack("[o]", bindkit_rule("x.test", "extra")));
 	ck_assert_str_eq(json_string_value(json_object_get(j, "error")),
 	    "bindings_cap");
+	/* Its message names the cap and the count (the store's now). */
+	ck_assert_str_eq(json_string_value(json_object_get(j, "message")),
+	    "the bindings would list 1001 secrets, past the 1000 every proxy "
+	    "reads: delete the secrets no manifest injects, or their "
+	    "guard_hosts");
+	json_decref(j);
+	j = bindkit_manifest_put(409, "k",
+	    json_pack("[o]", bindkit_rule("new.test", "s1")));
+	ck_assert_str_eq(json_string_value(json_object_get(j, "message")),
+	    "the bindings would hold 16001 hosts and addresses, past the "
+	    "16000 every proxy reads: shorten secrets' guard_hosts, or "
+	    "delete the secrets no manifest injects");
 	json_decref(j);
 	/* A place already bound costs nothing. */
 	json_decref(bindkit_manifest_put(200, "c",

@@ -284,6 +284,67 @@ START_TEST(test_seen_capped_in_the_write)
 }
 END_TEST
 
+/* A manifest put past the list's caps: -EDQUOT, nothing written, and
+ * the cap it would pass with the count (the message the manifest PUT's
+ * 409 gives); the list filled by SQL, 999 secrets of one host and one of
+ * 15,001. */
+START_TEST(test_manifest_put_says_which_cap)
+{
+	struct store_bind_over over = { NULL, 0 };
+	int64_t v;
+	json_t *prev = NULL;
+	bool added;
+
+	secret_put("gh", 1, NULL);
+	secret_put("up", 1, NULL);
+	sql(on_pg
+		? "INSERT INTO secrets SELECT 's' || i, 1, 'x', 0, 0 FROM "
+		  "generate_series(1, 999) i; INSERT INTO bindings SELECT "
+		  "'s' || i, 'host', 'h.test', 'declared', 0 FROM "
+		  "generate_series(1, 999) i; INSERT INTO bindings SELECT "
+		  "'gh', 'host', 'h' || i || '.test', 'declared', 0 FROM "
+		  "generate_series(1, 15001) i"
+		: "INSERT INTO secrets "
+		  "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
+		  "FROM n WHERE i < 999) SELECT 's' || i, 1, 'x', 0, 0 FROM "
+		  "n; INSERT INTO bindings WITH RECURSIVE n(i) AS (SELECT 1 "
+		  "UNION ALL SELECT i + 1 FROM n WHERE i < 999) SELECT 's' || "
+		  "i, 'host', 'h.test', 'declared', 0 FROM n; INSERT INTO "
+		  "bindings WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT "
+		  "i + 1 FROM n WHERE i < 15001) SELECT 'gh', 'host', 'h' || "
+		  "i || '.test', 'declared', 0 FROM n");
+	/* 1,000 secrets and 16,000 places: up's rule would list a 1,001st. */
+	ck_assert_int_eq(store_manifest_put_over(st, "m",
+			     "{\"egress\":[{\"host\":\"up.test\",\"inject\":"
+			     "{\"header\":\"X-Key\",\"secret\":\"up\"}}]}",
+			     "s1", "admin", &v, &prev, &added, &over),
+	    -EDQUOT);
+	ck_assert_ptr_null(prev);
+	ck_assert_str_eq(over.cap, "secrets");
+	ck_assert_int_eq(over.count, STORE_BINDINGS_SECRETS_MAX + 1);
+	/* gh's new host would be the 16,001st. */
+	over = (struct store_bind_over){ NULL, 0 };
+	ck_assert_int_eq(store_manifest_put_over(st, "m",
+			     "{\"egress\":[{\"host\":\"api.test\",\"inject\":"
+			     "{\"header\":\"X\",\"secret\":\"gh\"}}]}",
+			     "s2", "admin", &v, &prev, &added, &over),
+	    -EDQUOT);
+	ck_assert_str_eq(over.cap, "keys");
+	ck_assert_int_eq(over.count, STORE_BINDINGS_KEYS_MAX + 1);
+	/* Nothing written: no manifest m; a place bound already costs
+	 * nothing. */
+	struct manifest_version mv;
+	ck_assert_int_eq(store_manifest_get(st, "m", 0, &mv), -ENOENT);
+	ck_assert_int_eq(store_manifest_put_over(st, "m",
+			     "{\"egress\":[{\"host\":\"h1.test\",\"inject\":"
+			     "{\"header\":\"X\",\"secret\":\"gh\"}}]}",
+			     "s3", "admin", &v, &prev, &added, &over),
+	    0);
+	ck_assert(added);
+	json_decref(prev);
+}
+END_TEST
+
 START_TEST(test_deleted_with_the_secret)
 {
 	bool added, found;
@@ -394,6 +455,7 @@ add_tests(TCase *tc)
 	tcase_add_test(tc, test_declared_hosts_replaced);
 	tcase_add_test(tc, test_seen_added_once);
 	tcase_add_test(tc, test_seen_capped_in_the_write);
+	tcase_add_test(tc, test_manifest_put_says_which_cap);
 	tcase_add_test(tc, test_deleted_with_the_secret);
 	tcase_add_test(tc, test_scan_release_leaves_last_used);
 	tcase_add_test(tc, test_old_schema_backfilled);
