@@ -75,7 +75,11 @@ stack(struct injectkit *k, const char *dir, const char *follower)
 	if (dir != NULL)
 		snprintf(ca, sizeof(ca), ", \"issuer_ca_file\": \"%s/ca.pem\"",
 		    dir);
-	snprintf(cfg, sizeof(cfg), "{\"log_level\": \"info\"%s%s}", store, ca);
+	/* No job here heartbeats: a lease past any case's length (the cap's
+	 * 257 jobs took more than the default 30 s at load, and lapsed). */
+	snprintf(cfg, sizeof(cfg),
+	    "{\"log_level\": \"info\", \"lease_seconds\": 3600%s%s}", store,
+	    ca);
 	injectkit_stack_start_cfg(k, cfg, hosts, follower, NULL);
 }
 
