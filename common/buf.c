@@ -34,7 +34,16 @@ buf_reserve(struct buf *b, size_t n)
 		cap = b->max;
 	if (cap == SIZE_MAX) /* no room for the NUL */
 		return -ENOMEM;
-	p = realloc(b->data, cap + 1);
+	if (b->wipe && b->data != NULL) {
+		p = malloc(cap + 1);
+		if (p == NULL)
+			return -ENOMEM;
+		memcpy(p, b->data, b->len + 1);
+		explicit_bzero(b->data, b->cap + 1);
+		free(b->data);
+	} else {
+		p = realloc(b->data, cap + 1);
+	}
 	if (p == NULL)
 		return -ENOMEM;
 	b->data = p;

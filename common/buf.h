@@ -7,6 +7,7 @@
 #ifndef CORDON_BUF_H
 #define CORDON_BUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct buf {
@@ -14,6 +15,9 @@ struct buf {
 	size_t len;
 	size_t cap; /* allocated, not counting the terminating NUL */
 	size_t max; /* hard cap on len */
+	/* Growing moves the bytes to new memory and wipes the old (which a
+	 * realloc would free as it was): for bytes a key may be among. */
+	bool wipe;
 };
 
 #define BUF_INIT(m)                                                            \

@@ -2439,6 +2439,36 @@ go_upstream(struct pconn *c)
 static void pump_body(struct pconn *c);
 static void pump_response(struct pconn *c);
 
+/* libevent's cleanup of a copy it held by reference (up_add_wiped): the
+ * bytes are wiped before they are freed. */
+static void
+wipe_ref(const void *data, size_t len, void *extra)
+{
+	(void)extra;
+	explicit_bzero((void *)(uintptr_t)data, len);
+	free((void *)(uintptr_t)data);
+}
+
+/* Appends p[0..n) to the upstream's output as a copy libevent holds by
+ * reference and wipe_ref wipes once it is written or dropped (the copy
+ * evbuffer_add makes is freed unwiped). 0 or -ENOMEM. */
+static int
+up_add_wiped(struct pconn *c, const char *p, size_t n)
+{
+	char *copy = malloc(n);
+
+	if (copy == NULL)
+		return -ENOMEM;
+	memcpy(copy, p, n);
+	if (evbuffer_add_reference(bufferevent_get_output(c->up), copy, n,
+		wipe_ref, NULL) < 0) {
+		explicit_bzero(copy, n);
+		free(copy);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static void
 send_request(struct pconn *c)
 {
@@ -2491,7 +2521,15 @@ send_request(struct pconn *c)
 		deny(c, "malformed", "serialize");
 		return;
 	}
-	evbuffer_add(bufferevent_get_output(c->up), out->data, out->len);
+	if (c->inject_value == NULL)
+		evbuffer_add(bufferevent_get_output(c->up), out->data,
+		    out->len);
+	else if (up_add_wiped(c, out->data, out->len) < 0) {
+		scratch_done(out);
+		up_drop(c);
+		fail(c, 502, "out_of_memory");
+		return;
+	}
 	scratch_done(out); /* it held the injected key */
 
 	c->up_idle = false;

@@ -11,6 +11,7 @@ scratch_take(struct buf *b, size_t max)
 {
 	b->len = 0;
 	b->max = max;
+	b->wipe = true; /* a head may hold an injected key as it grows */
 	if (b->data != NULL)
 		b->data[0] = '\0';
 	return b;
