@@ -285,7 +285,7 @@ request_reset(struct pconn *c)
 		free(c->inject_value);
 		c->inject_value = NULL;
 	}
-	reflect_scan_free(&c->scan);
+	reflect_scan_end(&c->scan); /* its arrays kept for the next */
 	c->scanning = false;
 	json_decref(c->inject_params);
 	c->inject_params = NULL;
@@ -313,6 +313,7 @@ conn_close(struct pconn *c)
 	if (c->up_closed_ev != NULL)
 		event_free(c->up_closed_ev);
 	request_reset(c);
+	reflect_scan_free(&c->scan);
 	for (size_t i = 0; i < sizeof(c->scratch) / sizeof(c->scratch[0]); i++)
 		scratch_free(&c->scratch[i]);
 	TAILQ_REMOVE(&c->job->conns, c, link);
@@ -2503,10 +2504,10 @@ send_request(struct pconn *c)
 	}
 	/* Something was released to the job: this answer, on whatever
 	 * rule, is scanned for all of it, and asked for whole and plain. */
-	reflect_scan_free(&c->scan);
+	reflect_scan_end(&c->scan);
 	c->scanning = false;
 	if (!c->broker_route && c->job->released.n > 0) {
-		if (reflect_scan_init(&c->scan, &c->job->released) < 0) {
+		if (reflect_scan_reset(&c->scan, &c->job->released) < 0) {
 			up_drop(c);
 			fail(c, 502, "out_of_memory");
 			return;

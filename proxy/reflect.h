@@ -127,6 +127,22 @@ struct reflect_scan {
 int reflect_scan_init(struct reflect_scan *r, struct reflect_set *set);
 
 /*
+ * reflect_scan_init for the next answer of a connection, keeping what r's
+ * last answer allocated (its arrays of stages and values) instead of a
+ * malloc and a free of each an answer: r zeroed, or left by
+ * reflect_scan_init, _reset or _end. 0, -ENOMEM (r is then empty). Free
+ * with reflect_scan_free.
+ */
+int reflect_scan_reset(struct reflect_scan *r, struct reflect_set *set);
+
+/*
+ * The answer's end: every stage's held bytes wiped and freed (as
+ * reflect_scan_free does), r scanning nothing (no stage, no value); its
+ * arrays are kept for reflect_scan_reset, and hold no byte of a value.
+ */
+void reflect_scan_end(struct reflect_scan *r);
+
+/*
  * Adds value[0..len) (secret's) at the end of the chain, for the rest of
  * an answer being read: bytes the chain holds now are scanned for it
  * too, as they leave the stages before. 0, -EINVAL, -ENOMEM.

@@ -17,6 +17,7 @@
 #include <check.h>
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,92 @@ START_TEST(a_set_keeps_each_value_once_up_to_its_cap)
 	ck_assert_uint_eq(s.n, REFLECT_VALUES_MAX);
 	reflect_set_clear(&s);
 	ck_assert_uint_eq(s.n, 0);
+}
+END_TEST
+
+/* Whether n bytes at p are all zero. */
+static bool
+zeroed(const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (((const unsigned char *)p)[i] != 0)
+			return false;
+	return true;
+}
+
+/* A connection's next answer (reflect_scan_reset) finds nothing of the
+ * last one: the bytes a stage held when it ended (a value's first bytes,
+ * unflushed) are wiped with it, a value added midway is gone, the counts
+ * start over; the arrays are kept, holding no stage. */
+START_TEST(a_reset_scan_carries_nothing_of_the_last_answer)
+{
+	static const char va[] = "3f9a1c07b2e4d8650a7f3c1e9b2d4a6081c5e7f3";
+	static const char vb[] = "Zq81mmXk0p4LrT9wYc2VbN6sJd7hGf3a";
+	struct reflect_set s = { 0 };
+	struct reflect_scan r;
+	struct buf out = BUF_INIT(1 << 16);
+	const char *name;
+	size_t f, half = 7; /* one byte short of a match */
+	char text[128];
+
+	ck_assert_int_eq(reflect_set_put(&s, "a", 1, va, strlen(va), 0, 0), 1);
+	ck_assert_int_eq(reflect_scan_init(&r, &s), 0);
+	ck_assert_int_eq(reflect_scan_add(&r, "b", vb, strlen(vb)), 0);
+	ck_assert_uint_eq(reflect_scan_stages(&r), 2);
+	snprintf(text, sizeof(text), "a %s b %.*s", vb, (int)half, va);
+	ck_assert_int_eq(reflect_scan_feed(&r, text, strlen(text), &out, &f),
+	    0);
+	ck_assert_uint_eq(f, 1); /* vb, redacted; va's 7 bytes held */
+	ck_assert_ptr_null(strstr(buf_str(&out), vb));
+	ck_assert_ptr_null(strstr(buf_str(&out), "3f9a"));
+	struct inject_scanner *stages = r.s;
+	size_t used = reflect_scan_stages(&r);
+	reflect_scan_end(&r);
+	ck_assert_uint_eq(reflect_scan_stages(&r), 0);
+	ck_assert_uint_eq(r.n, 0);
+	ck_assert_uint_eq(r.unread, 0);
+	ck_assert_ptr_eq(r.s, stages); /* kept */
+	ck_assert(zeroed(r.s, used * sizeof(*r.s)));
+
+	for (int round = 0; round < 3; round++) {
+		buf_reset(&out);
+		ck_assert_int_eq(reflect_scan_reset(&r, &s), 0);
+		ck_assert_ptr_eq(r.s, stages); /* no malloc */
+		ck_assert_uint_eq(reflect_scan_stages(&r), 1);
+		ck_assert_uint_eq(r.n, 1);
+		/* The byte after va's first 7 is text: they were not
+		 * carried (nor given out here). */
+		snprintf(text, sizeof(text), "%.1s then text", va + half);
+		ck_assert_int_eq(reflect_scan_feed(&r, text, strlen(text), &out,
+				     &f),
+		    0);
+		ck_assert_int_eq(reflect_scan_flush(&r, &out), 0);
+		ck_assert_str_eq(buf_str(&out), text);
+		ck_assert_uint_eq(reflect_scan_news(&r, 0, &name), 0);
+		ck_assert_str_eq(name, "a");
+		/* va whole is found, and told once. */
+		buf_reset(&out);
+		ck_assert_int_eq(reflect_scan_reset(&r, &s), 0);
+		ck_assert_int_eq(reflect_scan_feed(&r, va, strlen(va), &out,
+				     NULL),
+		    0);
+		ck_assert_int_eq(reflect_scan_flush(&r, &out), 0);
+		ck_assert_ptr_null(strstr(buf_str(&out), "3f9a"));
+		ck_assert_uint_eq(reflect_scan_news(&r, 0, &name), 1);
+		/* Ended with va's 7 bytes held again: by reflect_scan_end,
+		 * then by the next reset alone. */
+		ck_assert_int_eq(reflect_scan_reset(&r, &s), 0);
+		ck_assert_int_eq(reflect_scan_feed(&r, va, half, &out, NULL),
+		    0);
+		if (round == 0) {
+			reflect_scan_end(&r);
+			ck_assert(zeroed(r.s, sizeof(*r.s)));
+		}
+	}
+	reflect_scan_free(&r);
+	ck_assert_ptr_null(r.s);
+	reflect_set_clear(&s);
+	buf_free(&out);
 }
 END_TEST
 
@@ -382,6 +469,7 @@ suite(void)
 	TCase *tc = tcase_create("reflect");
 
 	tcase_add_test(tc, a_set_keeps_each_value_once_up_to_its_cap);
+	tcase_add_test(tc, a_reset_scan_carries_nothing_of_the_last_answer);
 	tcase_add_test(tc, a_chain_redacts_every_value_however_cut);
 	tcase_add_test(tc, a_value_added_midway_is_redacted_in_the_rest);
 	tcase_add_test(tc, a_scan_only_value_trips_and_an_own_one_is_redacted);
