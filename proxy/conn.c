@@ -156,7 +156,8 @@ struct pconn {
 	struct guard_tell *tell;
 	LIST_ENTRY(pconn) tell_link;
 	/* A rule's injected credential (credentials.md), for this request
-	 * only: the header value. Wiped at the request's end. */
+	 * only: the header value, in scratch[SCRATCH_INJECT] (its memory
+	 * kept). Wiped at the request's end. */
 	char *inject_value;
 	size_t inject_cap;
 	/* Once anything was released to the job, every answer it reads
@@ -181,10 +182,11 @@ struct pconn {
 	/* The secrets whose bindings the request reaches (guard.h), as its
 	 * decision line names them: "a,b" (names of [A-Za-z0-9._-]). */
 	char guard[256];
-	/* One exchange's bytes on their way (scratch.h): the heads and
-	 * what the scan lets down, kept between exchanges, wiped after
-	 * each use (a request's head holds an injected key). */
-	struct buf scratch[2];
+	/* One exchange's bytes on their way (scratch.h): the heads, what
+	 * the scan lets down and the injected value, kept between
+	 * exchanges, wiped after each use (a request's head holds an
+	 * injected key). */
+	struct buf scratch[3];
 };
 
 static void on_cl_read(struct bufferevent *bev, void *arg);
@@ -205,8 +207,9 @@ arm(struct pconn *c, long long ms)
 }
 
 /* The scratch buffers of pconn (scratch.h): the head going up or down,
- * and what the scan lets down (both at once in down_head). */
-enum { SCRATCH_HEAD, SCRATCH_SCAN };
+ * what the scan lets down (both at once in down_head), the injected
+ * header's value (the request's whole life). */
+enum { SCRATCH_HEAD, SCRATCH_SCAN, SCRATCH_INJECT };
 
 static struct buf *
 scratch(struct pconn *c, int i, size_t max)
@@ -281,8 +284,8 @@ request_reset(struct pconn *c)
 	c->head_started = false;
 	tokens_reset(&c->tokens);
 	if (c->inject_value != NULL) {
-		explicit_bzero(c->inject_value, c->inject_cap);
-		free(c->inject_value);
+		/* All inject_cap bytes wiped, the memory kept. */
+		scratch_done(&c->scratch[SCRATCH_INJECT]);
 		c->inject_value = NULL;
 	}
 	reflect_scan_end(&c->scan); /* its arrays kept for the next */
@@ -799,7 +802,8 @@ inject_use(struct pconn *c, const char *value, size_t len, int64_t version,
 	if (added > 0)
 		released_to_all(c, rule->inject.secret, sv, slen, false);
 	c->inject_cap = strlen(rule->inject.format) + len + 1;
-	c->inject_value = malloc(c->inject_cap);
+	c->inject_value =
+	    scratch_room(&c->scratch[SCRATCH_INJECT], c->inject_cap);
 	if (c->inject_value == NULL ||
 	    inject_format(rule->inject.format, value, len, c->inject_value,
 		c->inject_cap) < 0) {

@@ -4,6 +4,7 @@
  */
 #include "scratch.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 struct buf *
@@ -15,6 +16,24 @@ scratch_take(struct buf *b, size_t max)
 	if (b->data != NULL)
 		b->data[0] = '\0';
 	return b;
+}
+
+char *
+scratch_room(struct buf *b, size_t cap)
+{
+	if (cap == 0)
+		return NULL;
+	if (b->data == NULL || b->cap < cap) {
+		scratch_free(b);
+		/* As buf.c allocates: cap bytes and a NUL. */
+		if ((b->data = malloc(cap + 1)) == NULL)
+			return NULL;
+		b->cap = cap;
+	}
+	/* The whole room counts as held: scratch_done wipes it all. */
+	b->len = b->max = cap - 1;
+	b->data[0] = '\0';
+	return b->data;
 }
 
 void

@@ -101,6 +101,53 @@ START_TEST(large_is_not_kept)
 }
 END_TEST
 
+/* A room for a string the caller writes (the injected header's value):
+ * every byte of it wiped at the use's end, however much of it was
+ * written, the memory kept for the next request (no malloc), grown when
+ * a longer one comes, its old memory wiped first. */
+START_TEST(a_room_is_wiped_whole_and_kept)
+{
+	static const char key[] = "Key sk_live_0123456789abcdef";
+	struct buf b = BUF_INIT(0);
+	size_t cap = sizeof(key) + 8;
+
+	char *p = scratch_room(&b, cap);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_ge(b.cap, cap);
+	memcpy(p, key, sizeof(key));
+	/* A use that wrote the whole room, no NUL where strlen would
+	 * stop. */
+	memset(p + sizeof(key), 'k', cap - sizeof(key));
+	scratch_done(&b);
+	ck_assert_ptr_eq(b.data, p); /* kept */
+	ck_assert(zeroed(p, cap));
+	ck_assert_uint_eq(b.len, 0);
+
+	char *q = scratch_room(&b, 10);
+	ck_assert_ptr_eq(q, p); /* the same memory, no malloc */
+	ck_assert(zeroed(q, cap));
+	memcpy(q, "Key short", 10);
+	scratch_done(&b);
+	ck_assert(zeroed(p, cap));
+
+	/* Longer: new memory; the old was wiped at its use's end. */
+	char *r = scratch_room(&b, 2 * cap);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_ge(b.cap, 2 * cap);
+	memset(r, 'k', 2 * cap);
+	scratch_done(&b);
+	ck_assert(zeroed(r, 2 * cap));
+	ck_assert_ptr_null(scratch_room(&b, 0));
+	scratch_free(&b);
+	ck_assert_ptr_null(b.data);
+
+	/* Past SCRATCH_KEEP: freed at the end, as a large answer is. */
+	ck_assert_ptr_nonnull(scratch_room(&b, SCRATCH_KEEP + 2));
+	scratch_done(&b);
+	ck_assert_ptr_null(b.data);
+}
+END_TEST
+
 static Suite *
 scratch_suite(void)
 {
@@ -110,6 +157,7 @@ scratch_suite(void)
 	tcase_add_test(tc, the_next_use_finds_nothing_of_the_last);
 	tcase_add_test(tc, each_use_has_its_own_cap);
 	tcase_add_test(tc, large_is_not_kept);
+	tcase_add_test(tc, a_room_is_wiped_whole_and_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }
