@@ -3028,12 +3028,19 @@ head_names_byteranges(const char *head, size_t len)
 /* Answer bytes scanned at once: the job's budget is looked at between. */
 #define SCAN_SLICE 4096
 
+/* The scan budget's clock: CLOCK_MONOTONIC_COARSE (the last tick, 1 to
+ * 4 ms behind; 6 ns a call here against 91 for CLOCK_MONOTONIC, and a
+ * call a 4 KiB slice). The bucket reads only differences of it, so a
+ * tick's lag shifts a fill, never adds or loses one; a refill timer that
+ * fires before the tick finds the bucket empty and waits again. Not
+ * libevent's cached time: that is the wall clock's, which may step
+ * back. */
 static int64_t
 monotonic_us(void)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
 	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
@@ -3071,11 +3078,12 @@ scan_held(struct pconn *c)
 {
 	struct pjob *j = c->job;
 	struct proxy *p = c->p;
-	int64_t wait_us = 0, now = monotonic_us();
+	int64_t wait_us = 0, now;
 	uint64_t steps, held;
 
 	if (!c->scanning)
 		return false;
+	now = monotonic_us();
 	scan_charge(c);
 	if (scanbudget_ok(&j->scan_budget, p->cfg.scan_steps_per_s,
 		p->cfg.scan_steps_burst, now, &wait_us))
