@@ -624,6 +624,9 @@ valid_extra(const struct http1_field *f)
 	return true;
 }
 
+/* A string literal appended to a buf: 0 or buf_append's error. */
+#define SER_LIT(b, s) buf_append((b), (s), sizeof(s) - 1)
+
 static int
 serialize(const struct http1_request *req, const char *data,
     const struct http1_field *extra, size_t nextra, unsigned flags,
@@ -631,31 +634,50 @@ serialize(const struct http1_request *req, const char *data,
 {
 	int r;
 
-	r = buf_printf(out, "%.*s %s%.*s%s%.*s HTTP/1.1\r\n",
-	    (int)req->method.len, data + req->method.off,
-	    req->path.len == 0 ? "/" : "", (int)req->path.len,
-	    data + req->path.off, req->has_query ? "?" : "",
-	    (int)req->query.len, data + req->query.off);
-	for (size_t i = 0; r == 0 && i < nextra; i++)
-		r = buf_printf(out, "%s: %s\r\n", extra[i].name,
-		    extra[i].value);
+	/* By hand, not buf_printf (twice vsnprintf a line: 2,300
+	 * instructions each, every request's every field); a head holds
+	 * no NUL (http1_parse), so each span goes whole, as %.*s wrote
+	 * it. */
+	r = buf_append(out, data + req->method.off, req->method.len);
+	r = r ?: buf_append(out, " /", req->path.len == 0 ? 2 : 1);
+	r = r ?: buf_append(out, data + req->path.off, req->path.len);
+	r = r ?: buf_append(out, "?", req->has_query ? 1 : 0);
+	r = r ?: buf_append(out, data + req->query.off, req->query.len);
+	r = r ?: SER_LIT(out, " HTTP/1.1\r\n");
+	for (size_t i = 0; r == 0 && i < nextra; i++) {
+		r = buf_append(out, extra[i].name, strlen(extra[i].name));
+		r = r ?: SER_LIT(out, ": ");
+		r = r
+		    ?: buf_append(out, extra[i].value, strlen(extra[i].value));
+		r = r ?: SER_LIT(out, "\r\n");
+	}
 	for (size_t i = 0; r == 0 && i < req->nheaders; i++) {
 		const struct http1_header *h = &req->headers[i];
 		if (is_hop_by_hop(req, data, data + h->name.off, h->name.len,
 			flags))
 			continue;
-		r = buf_printf(out, "%.*s: %.*s\r\n", (int)h->name.len,
-		    data + h->name.off, (int)h->value.len, data + h->value.off);
+		r = buf_append(out, data + h->name.off, h->name.len);
+		r = r ?: SER_LIT(out, ": ");
+		r = r ?: buf_append(out, data + h->value.off, h->value.len);
+		r = r ?: SER_LIT(out, "\r\n");
 	}
 	if (r == 0 && (flags & HTTP1_KEEP_UPGRADE) && req->upgrade)
-		r = buf_printf(out, "Connection: upgrade\r\n");
+		r = SER_LIT(out, "Connection: upgrade\r\n");
 	else if (r == 0 && http1_close_after_body(req, data))
-		r = buf_printf(out, "Connection: close\r\n");
-	if (r == 0 && req->body == HTTP1_BODY_LENGTH)
-		r = buf_printf(out, "Content-Length: %llu\r\n",
-		    (unsigned long long)req->content_length);
+		r = SER_LIT(out, "Connection: close\r\n");
+	if (r == 0 && req->body == HTTP1_BODY_LENGTH) {
+		char digits[24];
+		size_t d = sizeof(digits);
+		unsigned long long v = (unsigned long long)req->content_length;
+		do
+			digits[--d] = (char)('0' + v % 10);
+		while ((v /= 10) != 0);
+		r = SER_LIT(out, "Content-Length: ");
+		r = r ?: buf_append(out, digits + d, sizeof(digits) - d);
+		r = r ?: SER_LIT(out, "\r\n");
+	}
 	if (r == 0 && req->body == HTTP1_BODY_CHUNKED)
-		r = buf_printf(out, "Transfer-Encoding: chunked\r\n");
+		r = SER_LIT(out, "Transfer-Encoding: chunked\r\n");
 	if (r == 0)
 		r = buf_append(out, "\r\n", 2);
 	return r;

@@ -885,6 +885,22 @@ START_TEST(test_serialize_framing_and_upgrade)
 	    "PUT /?q HTTP/1.1\r\n"
 	    "Host: a.test:81\r\n"
 	    "Transfer-Encoding: chunked\r\n\r\n");
+	/* The length's digits written by hand: 0 and the largest. */
+	assert_serialized("POST http://a.test/p? HTTP/1.1\r\n"
+			  "Host: a.test\r\n"
+			  "Content-Length: 0\r\n\r\n",
+	    NULL, 0, 0,
+	    "POST /p? HTTP/1.1\r\n"
+	    "Content-Length: 0\r\n\r\n");
+	assert_serialized("POST http://a.test/p HTTP/1.1\r\n"
+			  "Host: a.test\r\n"
+			  "X-A:\tv w\t\r\n"
+			  "Content-Length: 9007199254740991\r\n\r\n",
+	    extra, 1, 0,
+	    "POST /p HTTP/1.1\r\n"
+	    "Host: a.test:81\r\n"
+	    "X-A: v w\r\n"
+	    "Content-Length: 9007199254740991\r\n\r\n");
 	/* Kept when told: Upgrade stays, Connection is ours alone. */
 	assert_serialized("GET http://a.test/ws HTTP/1.1\r\n"
 			  "Host: a.test\r\n"
