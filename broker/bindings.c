@@ -8,6 +8,7 @@
 #include "bindings.h"
 
 #include "broker.h"
+#include "issuers.h"
 #include "log.h"
 #include "problems.h"
 #include "secrets.h"
@@ -149,15 +150,54 @@ append_new(json_t *a, const char *s)
 		json_array_append_new(a, json_string(s));
 }
 
+/*
+ * What a proxy needs of secret's entry cur besides its places: a static
+ * secret's burned versions still stored ("burned": the proxy forgets
+ * them for injection, keeps them in the scan), an issuer secret's scan
+ * set generation ("scan_gen": the proxy asks the set again only when it
+ * moved; left out when it cannot be read, and then asked at each list
+ * read as before).
+ */
+static void
+binding_extras(struct broker *b, json_t *cur, const char *secret,
+    const char *kind, int64_t version, const json_t *burned)
+{
+	int64_t gen;
+
+	if (strcmp(kind, "static") == 0) {
+		json_t *out = json_array(), *v;
+		size_t i;
+		/* Of the newest BINDINGS_BURNED_VERSIONS: a cache holds a
+		 * recent one, and the list stays short. */
+		json_array_foreach(json_object_get(burned, secret), i, v)
+		{
+			if (json_integer_value(v) >
+			    version - BINDINGS_BURNED_VERSIONS)
+				json_array_append(out, v);
+		}
+		json_object_set_new(cur, "burned", out);
+	} else if (strcmp(kind, "unsealable") != 0 &&
+	    issuers_scan_gen(b->issuers, secret, (int64_t)time(NULL),
+		SECRETS_SCAN_ISSUED_MAX, &gen) == 0)
+		json_object_set_new(cur, "scan_gen", json_integer(gen));
+}
+
 int
 bindings_answer(struct broker *b, json_t **ret, int64_t *ret_epoch)
 {
-	json_t *rows, *row, *out = json_array(), *cur = NULL;
+	json_t *rows, *row, *out = json_array(), *cur = NULL, *burned = NULL;
 	int64_t epoch;
 	size_t i;
 	int r = store_bindings_list(b->store, &rows, &epoch);
 
 	if (r < 0) {
+		json_decref(out);
+		return r;
+	}
+	/* After the epoch: a burn moves it, so a list that lacks a burn
+	 * has an epoch from before it. */
+	if ((r = store_secrets_burned(b->store, &burned)) < 0) {
+		json_decref(rows);
 		json_decref(out);
 		return r;
 	}
@@ -190,12 +230,14 @@ bindings_answer(struct broker *b, json_t **ret, int64_t *ret_epoch)
 			    secret, "kind", k, "version", (json_int_t)m.version,
 			    "hosts", "addrs");
 			json_array_append_new(out, cur);
+			binding_extras(b, cur, secret, k, m.version, burned);
 		}
 		append_new(json_object_get(cur,
 			       strcmp(kind, "host") == 0 ? "hosts" : "addrs"),
 		    value);
 	}
 	json_decref(rows);
+	json_decref(burned);
 	if (r < 0) {
 		json_decref(out);
 		return r;

@@ -40,6 +40,10 @@
 /* The longest "[v6]:port", with its NUL. */
 #define BINDINGS_ADDR_MAX 56
 
+/* A static secret's burned versions the list gives: of its newest this
+ * many (proxy/guard.h: GUARD_BURNED_MAX). */
+#define BINDINGS_BURNED_VERSIONS 16
+
 struct broker;
 
 /*
@@ -61,9 +65,11 @@ int bindings_addr_parse(const char *in, char *out, size_t cap);
 
 /*
  * The list as GET /v1/bindings answers it: a new array of {secret, kind
- * ("static" or the issuer's kind), version, hosts, addrs}, one entry a
- * secret with at least one binding, by name, and the epoch the list is
- * at least as new as. 0, or -errno (the store's).
+ * ("static" or the issuer's kind), version, hosts, addrs, and a static
+ * secret's "burned" versions (of its newest BINDINGS_BURNED_VERSIONS) or
+ * an issuer secret's "scan_gen" (issuers_scan_gen)}, one entry a secret
+ * with at least one binding, by name, and the epoch the list is at least
+ * as new as. 0, or -errno (the store's).
  */
 int bindings_answer(struct broker *b, json_t **ret, int64_t *ret_epoch);
 

@@ -1780,9 +1780,60 @@ issued_live_free(struct issued_live *v, size_t n)
 	free(v);
 }
 
+/* 64 bits of x mixed (splitmix64's finaliser). */
+static uint64_t
+mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* The generation of n live rows (issuers_scan_gen): a sum of each row's
+ * hash (FNV-1a of its id, version, expiry and job), so the rows' order
+ * does not count, mixed with n; 1..INT64_MAX. */
+static int64_t
+rows_gen(const struct issued_row *rows, size_t n)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h = 0xcbf29ce484222325ULL;
+		int64_t f[3] = { rows[i].id, rows[i].version, rows[i].expires };
+		const unsigned char *p = (const unsigned char *)f;
+		for (size_t k = 0; k < sizeof(f); k++)
+			h = (h ^ p[k]) * 0x100000001b3ULL;
+		for (const char *j = rows[i].job; *j != '\0'; j++)
+			h = (h ^ (unsigned char)*j) * 0x100000001b3ULL;
+		sum += mix64(h);
+	}
+	uint64_t g = mix64(sum ^ mix64((uint64_t)n + 1)) & INT64_MAX;
+	return g == 0 ? 1 : (int64_t)g;
+}
+
+int
+issuers_scan_gen(struct issuers *is, const char *secret, int64_t now,
+    size_t max, int64_t *ret)
+{
+	struct issued_row *rows = NULL;
+	size_t nrows = 0;
+	int r;
+
+	if (is->st.live == NULL)
+		return -EOPNOTSUPP;
+	r = is->st.live(is->st.arg, secret, now, max + 1, &rows, &nrows);
+	if (r < 0)
+		return r;
+	*ret = rows_gen(rows, nrows);
+	issued_rows_free(rows, nrows);
+	return 0;
+}
+
 int
 issuers_scan_set(struct issuers *is, const char *secret, int64_t now,
-    size_t max, struct issued_live **ret, size_t *n)
+    size_t max, struct issued_live **ret, size_t *n, int64_t *ret_gen)
 {
 	struct issued_row *rows = NULL;
 	struct issued_live *out;
@@ -1796,6 +1847,8 @@ issuers_scan_set(struct issuers *is, const char *secret, int64_t now,
 	r = is->st.live(is->st.arg, secret, now, max + 1, &rows, &nrows);
 	if (r < 0)
 		return r;
+	if (ret_gen != NULL)
+		*ret_gen = rows_gen(rows, nrows);
 	if (nrows > max) {
 		issued_rows_free(rows, nrows);
 		return -E2BIG;

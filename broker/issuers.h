@@ -320,10 +320,23 @@ void issued_live_free(struct issued_live *v, size_t n);
  * expired at now (unix seconds), oldest first: 0 with a new array in
  * *ret of *n (none: *n 0), or -E2BIG when more than max are live (none
  * given: the set is whole or refused), -EBADMSG when one does not open
- * with the key (fail closed), -ENOMEM, -errno.
+ * with the key (fail closed), -ENOMEM, -errno. ret_gen (NULL: not
+ * wanted): the set's generation, as issuers_scan_gen has it.
  */
 int issuers_scan_set(struct issuers *is, const char *secret, int64_t now,
-    size_t max, struct issued_live **ret, size_t *n);
+    size_t max, struct issued_live **ret, size_t *n, int64_t *ret_gen);
+
+/*
+ * The generation of secret's scan set at now (the bindings list's
+ * scan_gen): a number in 1..INT64_MAX that changes whenever the set
+ * issuers_scan_set gives does (a credential obtained, revoked at its
+ * issuer, expired; a hash of the live rows, at most max + 1 of them),
+ * the same at every broker of a fleet on a shared store; *ret_gen of
+ * issuers_scan_set is the same number for the set it gave. 0, or
+ * -EOPNOTSUPP, -ENOMEM, -errno.
+ */
+int issuers_scan_gen(struct issuers *is, const char *secret, int64_t now,
+    size_t max, int64_t *ret);
 
 /* Revocations pending (failed, to be retried), or -errno. */
 int64_t issuers_pending(struct issuers *is);

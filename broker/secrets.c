@@ -956,16 +956,17 @@ scan_set_static(struct broker *b, const char *name, json_t *values,
  * and audit ({version, job, expires}): every credential held for it,
  * for any job, not revoked at its issuer nor expired, from the issuers'
  * store (every broker's on PostgreSQL); past SECRETS_SCAN_ISSUED_MAX
- * -E2BIG, none given. 0 or -errno.
+ * -E2BIG, none given. *ret_gen: the set's generation (the bindings
+ * list's scan_gen for the same set). 0 or -errno.
  */
 static int
 scan_set_issued(struct broker *b, const char *name, json_t *values,
-    json_t *audit)
+    json_t *audit, int64_t *ret_gen)
 {
 	struct issued_live *v = NULL;
 	size_t n = 0;
 	int r = issuers_scan_set(b->issuers, name, (int64_t)time(NULL),
-	    SECRETS_SCAN_ISSUED_MAX, &v, &n);
+	    SECRETS_SCAN_ISSUED_MAX, &v, &n, ret_gen);
 
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		json_t *e = json_pack("{s:I, s:s%}", "version",
@@ -1116,6 +1117,7 @@ release_scan(struct broker *b, struct http_request *req,
 	    is_issuer(value, vlen) ? issuer_config(value, vlen) : NULL;
 	const char *source = "static";
 	json_t *values = json_array(), *audit = json_array();
+	int64_t gen = 0;
 
 	if (cfg != NULL)
 		source = strcmp(json_string_value(json_object_get(cfg, "kind"))
@@ -1127,7 +1129,7 @@ release_scan(struct broker *b, struct http_request *req,
 		r = -ENOMEM;
 	else if (is_issuer(value, vlen))
 		r = cfg == NULL ? -EBADMSG
-				: scan_set_issued(b, name, values, audit);
+				: scan_set_issued(b, name, values, audit, &gen);
 	else
 		r = scan_set_static(b, name, values, audit);
 	wipe_json(cfg);
@@ -1169,6 +1171,10 @@ release_scan(struct broker *b, struct http_request *req,
 	/* The current version's value where the old proxies read it. */
 	if (out != NULL && !is_issuer(value, vlen))
 		json_object_set_new(out, "value", json_stringn(value, vlen));
+	/* An issuer's set's generation: the proxy asks again once the
+	 * list's scan_gen is another. */
+	if (out != NULL && gen != 0)
+		json_object_set_new(out, "scan_gen", json_integer(gen));
 	OPENSSL_cleanse(value, sizeof(value));
 	http_reply_json(res, 200, out);
 }

@@ -2392,6 +2392,9 @@ op_secret_reflected(struct store *s, struct op *op)
 		    (json_int_t)a->row.budget);
 		rc = audit_append(s, "secret_burned", a->job, a->actor, d);
 		json_decref(d);
+		/* The list carries the burned versions: it moved. */
+		if (rc == 0)
+			rc = epoch_bump(&s->w);
 	}
 	return rc;
 }
@@ -2420,6 +2423,53 @@ store_secret_reflected(struct store *s, const char *name, int64_t version,
 		*ret_burned_now = a.burned_now;
 	}
 	return r;
+}
+
+int
+store_secrets_burned(struct store *s, json_t **ret)
+{
+	if (s->pg != NULL)
+		return store_pg_secrets_burned(s->pg, ret);
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+	json_t *out = json_object();
+	int rc;
+
+	if (c == NULL || out == NULL) {
+		if (c != NULL)
+			reader_put(s, c);
+		json_decref(out);
+		return c == NULL ? -EIO : -ENOMEM;
+	}
+	st = prepare(c,
+	    "SELECT r.secret, r.version FROM secret_reflections r JOIN "
+	    "secrets s ON s.name = r.secret AND s.version = r.version WHERE "
+	    "r.burned_at IS NOT NULL ORDER BY r.secret, r.version");
+	if (st == NULL) {
+		reader_put(s, c);
+		json_decref(out);
+		return -EIO;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		json_t *a = json_object_get(out, name);
+		if (a == NULL) {
+			a = json_array();
+			if (json_object_set_new(out, name, a) < 0)
+				break;
+		}
+		if (json_array_append_new(a,
+			json_integer(sqlite3_column_int64(st, 1))) < 0)
+			break;
+	}
+	sqlite3_finalize(st);
+	reader_put(s, c);
+	if (rc != SQLITE_DONE) {
+		json_decref(out);
+		return rc == SQLITE_ROW ? -ENOMEM : sqlite_errno(rc);
+	}
+	*ret = out;
+	return 0;
 }
 
 /* --- audit ---------------------------------------------------------------- */

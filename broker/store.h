@@ -479,6 +479,14 @@ int store_secret_reflected(struct store *s, const char *name, int64_t version,
     const char *job, const char *event, int64_t count, bool trip,
     const char *actor, struct secret_reflections *ret, bool *ret_burned_now);
 
+/*
+ * The burned versions of every secret that are still stored, for the
+ * bindings list (credentials.md: a proxy forgets them for injection):
+ * a new object in *ret, {name: [version, ..]} (ascending; a secret with
+ * none is left out). 0 or -errno.
+ */
+int store_secrets_burned(struct store *s, json_t **ret);
+
 /* --- audit -------------------------------------------------------------- */
 
 /* Appends a record without waiting for the commit, for events that a

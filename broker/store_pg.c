@@ -2672,6 +2672,51 @@ store_pg_bindings_list(struct store_pg *s, json_t **ret, int64_t *ret_epoch)
 	return 0;
 }
 
+static int
+read_burned(PGconn *c, void *arg)
+{
+	json_t **out = arg;
+	PGresult *res;
+	int r = q(c,
+	    "SELECT r.secret, r.version FROM secret_reflections r JOIN "
+	    "secrets s ON s.name = r.secret AND s.version = r.version WHERE "
+	    "r.burned_at IS NOT NULL ORDER BY r.secret COLLATE \"C\", "
+	    "r.version",
+	    NULL, &res);
+
+	if (r < 0)
+		return r;
+	json_decref(*out);
+	*out = json_object();
+	for (int i = 0; r == 0 && i < PQntuples(res); i++) {
+		const char *name = PQgetvalue(res, i, 0);
+		json_t *a = json_object_get(*out, name);
+		if (a == NULL &&
+		    json_object_set_new(*out, name, a = json_array()) < 0)
+			r = -ENOMEM;
+		if (r == 0 &&
+		    json_array_append_new(a, json_integer(col_int(res, i, 1))) <
+			0)
+			r = -ENOMEM;
+	}
+	PQclear(res);
+	return r;
+}
+
+int
+store_pg_secrets_burned(struct store_pg *s, json_t **ret)
+{
+	json_t *out = NULL;
+	int r = pg_read(s, read_burned, &out);
+
+	if (r < 0 || out == NULL) {
+		json_decref(out);
+		return r < 0 ? r : -EIO;
+	}
+	*ret = out;
+	return 0;
+}
+
 struct binding_seen {
 	const char *secret, *addr, *job, *actor;
 	bool added;
@@ -2931,6 +2976,9 @@ op_secret_reflected(struct wctx *w, void *arg)
 		    (json_int_t)a->row.budget);
 		r = audit_append(w, "secret_burned", a->job, a->actor, d);
 		json_decref(d);
+		/* The list carries the burned versions: it moved. */
+		if (r == 0)
+			r = epoch_bump(w);
 	}
 	return r;
 }

@@ -93,6 +93,7 @@ int store_pg_secret_scanned(struct store_pg *s, const char *name,
     const char *actor);
 int store_pg_bindings_list(struct store_pg *s, json_t **ret,
     int64_t *ret_epoch);
+int store_pg_secrets_burned(struct store_pg *s, json_t **ret);
 struct store_bind_over;
 int store_pg_binding_seen(struct store_pg *s, const char *secret,
     const char *addr, const char *job, const char *actor, bool *ret_added,

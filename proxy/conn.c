@@ -877,6 +877,7 @@ struct release_flight {
 	/* A scan release (the guard's): the value for the job's scan,
 	 * never injected; apart from the secret's release to inject. */
 	bool scan;
+	int64_t read_ms; /* the list read it was asked after (guard.h) */
 };
 
 /* Takes f off its job's list (if on it). */
@@ -1001,8 +1002,8 @@ release_answer(struct pconn *c, int status, json_t *body, bool kept)
 	    exp != 0 ? until + 5 + 60 : 0, kept);
 }
 
-static void scan_answer(struct pconn *c, const char *secret, int status,
-    json_t *body);
+static void scan_answer(struct pconn *c, const char *secret, int64_t asked_ms,
+    int status, json_t *body);
 
 /* The broker's answer to the job's release f: every waiter answered
  * with it; the value in the json wiped after. */
@@ -1024,7 +1025,7 @@ on_release(void *arg, int status, json_t *body)
 		c->flight = NULL;
 		f->nwaiters--;
 		if (f->scan)
-			scan_answer(c, f->secret, status, body);
+			scan_answer(c, f->secret, f->read_ms, status, body);
 		else
 			release_answer(c, status, body, kept);
 		kept = true;
@@ -1173,6 +1174,14 @@ inject_release(struct pconn *c)
 	/* Released for this job already, within the window. */
 	const struct inject_cached *e = inject_cache_get(&c->job->secrets,
 	    rule->inject.secret, mono_s(), c->p->cfg.inject_cache_s);
+	/* A version the list says is burned is asked of the broker again
+	 * (it refuses it, or gives the version after). */
+	if (e != NULL &&
+	    guard_burned(&c->p->guard, rule->inject.secret, e->version)) {
+		(void)inject_cache_forget(&c->job->secrets, rule->inject.secret,
+		    e->version);
+		e = NULL;
+	}
 	if (e != NULL) {
 		inject_use(c, e->value, e->len, e->version,
 		    e->expires != 0 ? e->expires + 5 + 60 : 0, true);
@@ -1352,7 +1361,8 @@ scan_value_put(struct pconn *c, const char *secret, int64_t current,
  * request goes on to the guard again; anything else, or a set not whole,
  * refuses it, nothing sent. */
 static void
-scan_answer(struct pconn *c, const char *secret, int status, json_t *body)
+scan_answer(struct pconn *c, const char *secret, int64_t asked_ms, int status,
+    json_t *body)
 {
 	const json_t *values = json_object_get(body, "values");
 	const json_t *v = json_object_get(body, "value"), *e;
@@ -1395,8 +1405,12 @@ scan_answer(struct pconn *c, const char *secret, int status, json_t *body)
 		deny_unavailable(c, "guard_unavailable", "version_behind", 1);
 		return;
 	}
+	/* An issuer's set is kept with the list read it was asked after
+	 * and its own generation (the list's scan_gen for this very set). */
+	const json_t *gen = json_object_get(body, "scan_gen");
 	if (issued)
-		guard_asked_set(&c->job->asked, secret, c->p->guard.read_ms);
+		guard_asked_put(&c->job->asked, secret, asked_ms,
+		    json_is_integer(gen), json_integer_value(gen));
 	else
 		guard_asked_set(&c->job->asked_versions, secret, version);
 	c->p->scan_releases++;
@@ -1442,6 +1456,7 @@ scan_release(struct pconn *c, const struct guard_binding *b)
 	}
 	f->job = c->job;
 	f->scan = true;
+	f->read_ms = c->p->guard.read_ms;
 	snprintf(f->secret, sizeof(f->secret), "%s", b->secret);
 	LIST_INIT(&f->waiters);
 	snprintf(path, sizeof(path),
@@ -1813,9 +1828,10 @@ guard_gate(struct pconn *c)
 	for (size_t i = 0; i < n; i++) {
 		if (!m[i]->is_static) {
 			/* Every live credential at the broker, asked again
-			 * once a newer list was read (guard.h). */
-			if (guard_asked_due(&c->job->asked, m[i]->secret,
-				c->p->guard.read_ms))
+			 * once the list's scan_gen for it moved (an older
+			 * broker's list: once a newer one was read). */
+			if (guard_asked_stale(&c->job->asked, &c->p->guard,
+				m[i]))
 				return scan_release(c, m[i]);
 			if (issued_to(c, m[i]->secret) < 0)
 				return -1;

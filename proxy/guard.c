@@ -260,6 +260,27 @@ binding_add(struct build *w, const json_t *o, size_t i, char *err,
 		return -EINVAL;
 	}
 	b->version = json_integer_value(json_object_get(o, "version"));
+	const json_t *burned = json_object_get(o, "burned");
+	const json_t *gen = json_object_get(o, "scan_gen");
+	if ((burned != NULL && !json_is_array(burned)) ||
+	    (gen != NULL && !json_is_integer(gen))) {
+		snprintf(err, errlen, "bindings[%zu]: burned, scan_gen", i);
+		return -EINVAL;
+	}
+	/* Ascending: the newest GUARD_BURNED_MAX kept. */
+	size_t nb = json_array_size(burned);
+	for (k = nb > GUARD_BURNED_MAX ? nb - GUARD_BURNED_MAX : 0; k < nb;
+	     k++) {
+		v = json_array_get(burned, k);
+		if (!json_is_integer(v)) {
+			snprintf(err, errlen, "bindings[%zu].burned[%zu]", i,
+			    k);
+			return -EINVAL;
+		}
+		b->burned[b->nburned++] = json_integer_value(v);
+	}
+	b->has_gen = gen != NULL;
+	b->scan_gen = json_integer_value(gen);
 	/* An issuer's credentials are per job (the broker gives no scan
 	 * release of them); any other kind, "unsealable" or one this proxy
 	 * does not know, is asked for as a static one: the broker's refusal
@@ -379,6 +400,17 @@ guard_binding_of(const struct guard *g, const char *secret)
 		return NULL;
 	memcpy(key.secret, secret, n + 1);
 	return bsearch(&key, g->b, g->nb, sizeof(*g->b), binding_cmp);
+}
+
+bool
+guard_burned(const struct guard *g, const char *secret, int64_t version)
+{
+	const struct guard_binding *b = guard_binding_of(g, secret);
+
+	for (size_t i = 0; b != NULL && i < b->nburned; i++)
+		if (b->burned[i] == version)
+			return true;
+	return false;
 }
 
 /* Drops the local addresses the list holds now. */
@@ -720,6 +752,33 @@ guard_asked_due(const struct guard_asked *a, const char *secret,
 		if (strcmp(a->v[i].secret, secret) == 0)
 			return a->v[i].read_ms < read_ms;
 	return true;
+}
+
+bool
+guard_asked_stale(const struct guard_asked *a, const struct guard *g,
+    const struct guard_binding *b)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		if (strcmp(a->v[i].secret, b->secret) != 0)
+			continue;
+		if (g->read_ms <= a->v[i].read_ms)
+			return false;
+		return !b->has_gen || !a->v[i].has_gen ||
+		    b->scan_gen != a->v[i].gen;
+	}
+	return true;
+}
+
+void
+guard_asked_put(struct guard_asked *a, const char *secret, int64_t read_ms,
+    bool has_gen, int64_t gen)
+{
+	guard_asked_set(a, secret, read_ms);
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i].secret, secret) == 0) {
+			a->v[i].has_gen = has_gen;
+			a->v[i].gen = gen;
+		}
 }
 
 void

@@ -45,12 +45,23 @@
 #define GUARD_ADDR_MAX (INET6_ADDRSTRLEN + 8)
 #define GUARD_NAME_MAX 64
 
+/* A static secret's burned versions a binding holds, the newest. */
+#define GUARD_BURNED_MAX 16
+
 struct guard_binding {
 	char secret[GUARD_NAME_MAX + 1];
 	char kind[GUARD_NAME_MAX + 1]; /* "static", or the issuer's kind */
 	int64_t version; /* the secret's current version */
 	bool is_static; /* not an issuer's (oauth_client_credentials,
 			 * github_app): the broker's scan release */
+	/* Burned versions (the list's "burned"): never injected from a
+	 * job's cache again (the broker refuses them too); still scanned. */
+	int64_t burned[GUARD_BURNED_MAX];
+	size_t nburned;
+	/* An issuer secret's scan set generation (the list's "scan_gen"):
+	 * its set is asked again only once this moved (guard_scan_mark). */
+	int64_t scan_gen;
+	bool has_gen;
 };
 
 /* A host, an IP or an "ip:port", and the binding it belongs to. */
@@ -101,7 +112,9 @@ struct guard {
 
 /*
  * Replaces g's list by bindings, the broker's array ([{"secret", "kind",
- * "version", "hosts": [..], "addrs": ["ip:port", ..]}]), read at now_ms
+ * "version", "hosts": [..], "addrs": ["ip:port", ..], and optionally
+ * "burned": [version, ..] (the newest GUARD_BURNED_MAX kept) and
+ * "scan_gen": n}]), read at now_ms
  * (monotonic ms): hosts lowercased, one trailing dot dropped, an IP
  * literal among them matching that IP on every port; addrs in the
  * proxy's own text ("a.b.c.d:port", "[v6]:port", a v6 address whose
@@ -130,6 +143,10 @@ size_t guard_match(const struct guard *g, const char *host, const char *addr,
 /* secret's binding, or NULL. */
 const struct guard_binding *guard_binding_of(const struct guard *g,
     const char *secret);
+
+/* Whether the list says version of secret is burned (not to be injected
+ * from a job's cache: the broker is asked, and refuses it). */
+bool guard_burned(const struct guard *g, const char *secret, int64_t version);
 
 /*
  * Whether secret's binding in the list, or the addresses the broker took
@@ -204,6 +221,8 @@ struct guard_asked {
 	struct {
 		char secret[GUARD_NAME_MAX + 1];
 		int64_t read_ms;
+		int64_t gen; /* the set's scan_gen, when has_gen */
+		bool has_gen;
 	} v[GUARD_ASKED_MAX];
 	size_t n;
 };
@@ -212,6 +231,23 @@ struct guard_asked {
  * or asked before the list read at read_ms. */
 bool guard_asked_due(const struct guard_asked *a, const char *secret,
     int64_t read_ms);
+
+/*
+ * Whether an issuer secret's scan set (b's, of g's list) is to be asked
+ * for a's job: never asked, or a list was read after the one it was
+ * asked with (guard_asked_put) and that list's scan_gen for it is not
+ * the set's (either without one: any newer list read). So a set is
+ * asked again when it changed (a credential obtained, revoked, expired,
+ * at any broker of a fleet), not at every list read.
+ */
+bool guard_asked_stale(const struct guard_asked *a, const struct guard *g,
+    const struct guard_binding *b);
+
+/* secret's scan set was asked with the list read at read_ms the newest,
+ * and the broker gave it with its generation gen (has_gen false: none
+ * given). */
+void guard_asked_put(struct guard_asked *a, const char *secret, int64_t read_ms,
+    bool has_gen, int64_t gen);
 
 /* secret's scan set was given with the list read at read_ms the newest. */
 void guard_asked_set(struct guard_asked *a, const char *secret,

@@ -1693,6 +1693,25 @@ inject_cache_put(struct inject_cache *c, const char *secret, int64_t version,
 	return 0;
 }
 
+bool
+inject_cache_forget(struct inject_cache *c, const char *secret, int64_t version)
+{
+	for (size_t i = 0; i < c->n && i < INJECT_CACHE_MAX; i++) {
+		if (strcmp(c->e[i].secret, secret) != 0 ||
+		    c->e[i].version != version)
+			continue;
+		cached_wipe(&c->e[i]);
+		/* The last entry takes its place (the order means nothing). */
+		if (i != c->n - 1) {
+			c->e[i] = c->e[c->n - 1];
+			memset(&c->e[c->n - 1], 0, sizeof(c->e[0]));
+		}
+		c->n--;
+		return true;
+	}
+	return false;
+}
+
 void
 inject_cache_clear(struct inject_cache *c)
 {

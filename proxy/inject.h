@@ -300,6 +300,11 @@ int inject_cache_put(struct inject_cache *c, const char *secret,
     int64_t version, const char *value, size_t len, int64_t now,
     int64_t expires);
 
+/* Wipes and forgets secret's entry when it is of version (burned):
+ * whether there was one. */
+bool inject_cache_forget(struct inject_cache *c, const char *secret,
+    int64_t version);
+
 /* Wipes and frees every value, and forgets every entry. A zeroed c is
  * fine. */
 void inject_cache_clear(struct inject_cache *c);

@@ -130,6 +130,34 @@ proxy_bindings_asking(struct proxy *p)
 	return ++p->lists_asked;
 }
 
+/* The versions the list says are burned go from every job's cache at
+ * once (credentials.md, the fleet's reflection budget): the next
+ * injected request asks the broker, which refuses them; the jobs' scans
+ * keep them. */
+static void
+burned_forget(struct proxy *p)
+{
+	struct pjob *j;
+
+	TAILQ_FOREACH(j, &p->jobs, link)
+	{
+		for (size_t i = 0; i < j->secrets.n;) {
+			const struct inject_cached *e = &j->secrets.e[i];
+			int64_t version = e->version;
+			char secret[sizeof(e->secret)];
+			if (!guard_burned(&p->guard, e->secret, version)) {
+				i++;
+				continue;
+			}
+			memcpy(secret, e->secret, sizeof(secret));
+			(void)inject_cache_forget(&j->secrets, secret, version);
+			log_info("burned_forgotten", "{s:s, s:s, s:I}", "job",
+			    j->id, "secret", secret, "version",
+			    (json_int_t)version);
+		}
+	}
+}
+
 void
 proxy_bindings(struct proxy *p, const json_t *bindings, const json_t *epoch,
     uint64_t asked)
@@ -154,8 +182,10 @@ proxy_bindings(struct proxy *p, const json_t *bindings, const json_t *epoch,
 		guard_epoch(&p->guard, json_integer_value(epoch));
 	if (r == 0)
 		p->list_taken_at = p->lists_asked;
-	if (r == 0)
+	if (r == 0) {
+		burned_forget(p);
 		conn_guard_sweep(p);
+	}
 	if (r < 0)
 		log_burst(LEVEL_WARN, "bindings_refused", "{s:s, s:s}", "error",
 		    err[0] != '\0' ? err : strerror(-r), "effect",
