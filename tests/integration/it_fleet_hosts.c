@@ -786,6 +786,20 @@ assert_stopped_revoked(struct run *r)
 
 /* --- the tests ---------------------------------------------------------- */
 
+/* The mint loop started on host A, minting, its connection held at host
+ * A's proxy: its job (free it). */
+static char *
+minting_on_a(struct run *r)
+{
+	char *job;
+
+	run_start(r, &F.a);
+	(void)run_wait(r, "MINT 200", 0);
+	job = the_job(&F.b.broker);
+	wait_connected(&F.a.proxy);
+	return job;
+}
+
 START_TEST(a_job_on_host_a_revoked_at_host_bs_broker)
 {
 	struct run r;
@@ -793,10 +807,7 @@ START_TEST(a_job_on_host_a_revoked_at_host_bs_broker)
 	long status;
 	json_t *a;
 
-	run_start(&r, &F.a);
-	(void)run_wait(&r, "MINT 200", 0);
-	job = the_job(&F.b.broker);
-	wait_connected(&F.a.proxy);
+	job = minting_on_a(&r);
 	tok = try_mint(&F.a.broker, job, &status);
 	ck_assert_int_eq(status, 200);
 
@@ -835,10 +846,7 @@ START_TEST(a_stalled_proxy_is_named_gone_and_acknowledges_after)
 	long ms;
 	json_t *a;
 
-	run_start(&r, &F.a);
-	(void)run_wait(&r, "MINT 200", 0);
-	job = the_job(&F.b.broker);
-	wait_connected(&F.a.proxy);
+	job = minting_on_a(&r);
 
 	ck_assert_int_gt(F.a.proxy.pid, 1);
 	ck_assert_int_eq(kill(F.a.proxy.pid, SIGSTOP), 0);
