@@ -72,16 +72,13 @@ rule_b(const struct injectkit *k, const char *host, json_t *extra)
 	return r;
 }
 
-/* Job B of manifest "reader" (PUT with egress, taken, unless NULL: as
- * it was PUT), its channel at the proxy into chan; k's job stays A's. */
+/* Job B of manifest "reader", PUT with egress (taken), its channel at
+ * the proxy into chan; k's job stays A's. */
 static void
 job_b(struct injectkit *k, json_t *egress, char chan[300])
 {
-	if (egress != NULL)
-		injectkit_job_open(k, "reader",
-		    injectkit_manifest("reader", egress), NULL, chan, NULL);
-	else
-		injectkit_job_of(k, "reader", 0, NULL, chan, NULL);
+	injectkit_job_open(k, "reader", injectkit_manifest("reader", egress),
+	    NULL, chan, NULL);
 }
 
 /* Whether the proxy's log has secret_reflected for a job other than
@@ -240,7 +237,7 @@ START_TEST(passthrough_and_upgrade_to_a_bound_host_are_refused)
 	resp = injectkit_ask(&k, "GET", "/case/x", true);
 	ck_assert_msg(http_status(resp) == 200, "%.400s", resp);
 	free(resp);
-	job_b(&k, NULL, chan);
+	injectkit_job_of(&k, "reader", 0, NULL, chan, NULL);
 	snprintf(req, sizeof(req),
 	    "CONNECT api.test:%u HTTP/1.1\r\nHost: api.test:%u\r\n\r\n",
 	    k.up_port, k.up_port);

@@ -56,16 +56,13 @@ a_injects(struct injectkit *k)
 	free(resp);
 }
 
-/* PUTs manifest "reader" with egress (taken) when not NULL, then opens a
- * job of it at the proxy: its channel into chan. */
+/* PUTs manifest "reader" with egress (taken), then opens a job of it at
+ * the proxy: its channel into chan. */
 static void
 job_b(struct injectkit *k, json_t *egress, char chan[300])
 {
-	if (egress != NULL)
-		injectkit_job_open(k, "reader",
-		    injectkit_manifest("reader", egress), NULL, chan, NULL);
-	else
-		injectkit_job_of(k, "reader", 0, NULL, chan, NULL);
+	injectkit_job_open(k, "reader", injectkit_manifest("reader", egress),
+	    NULL, chan, NULL);
 }
 
 /* B's plain rule: www.api.test on k's port, GET, /open/, no inject. */
@@ -205,7 +202,7 @@ START_TEST(a_wildcard_passthrough_is_refused_at_a_bound_address)
 		    "127.0.0.0/8"))));
 	job_a(&k);
 	a_injects(&k);
-	job_b(&k, NULL, chan);
+	injectkit_job_of(&k, "reader", 0, NULL, chan, NULL);
 	unsigned before = upstream_requests(u);
 
 	int fd = unix_connect(chan);
