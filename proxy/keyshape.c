@@ -28,12 +28,62 @@ is_digit(unsigned char c)
 	return c >= '0' && c <= '9';
 }
 
+static bool
+is_upper(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z';
+}
+
+/*
+ * Whether r[0..n), what a type prefix would leave, reads as a key's
+ * random part: it holds a digit or an upper-case letter, and no piece of
+ * it between '_' and '-' is a word (three lowercase letters or more and
+ * nothing else). Words after a "prefix" make a passphrase or a
+ * password ("stone-eagle-river-...", "prod-db-password-..."), whose
+ * first words are as secret as the rest.
+ */
+static bool
+rest_looks_random(const char *r, size_t n)
+{
+	bool mixed = false;
+	size_t piece = 0, lower = 0;
+
+	for (size_t i = 0; i <= n; i++) {
+		unsigned char c = i < n ? (unsigned char)r[i] : '_';
+		if (c == '_' || c == '-') {
+			if (piece >= 3 && lower == piece)
+				return false;
+			piece = lower = 0;
+			continue;
+		}
+		piece++;
+		lower += is_lower(c);
+		mixed |= is_digit(c) || is_upper(c);
+	}
+	return mixed;
+}
+
+/* Type prefixes longer than the words rule takes, of formats whose
+ * third word is the format's too (the words rule stops at two, lest a
+ * third word of a secret be taken for public). */
+static const char *const long_prefixes[] = { "sk-ant-api03-",
+	"sk-ant-admin01-" };
+
 /* The type prefix's length that leaves the most out and at least
- * KEYSHAPE_REST_MIN bytes of v[0..len) after it: 0 when none. */
+ * KEYSHAPE_REST_MIN bytes of v[0..len) after it, a rest that looks
+ * random: 0 when none. */
 static size_t
 prefix_len(const char *v, size_t len)
 {
 	size_t at = 0, best = 0;
+
+	for (size_t i = 0; i < sizeof(long_prefixes) / sizeof(long_prefixes[0]);
+	     i++) {
+		size_t n = strlen(long_prefixes[i]);
+		if (len >= n + KEYSHAPE_REST_MIN &&
+		    memcmp(v, long_prefixes[i], n) == 0)
+			return rest_looks_random(v + n, len - n) ? n : 0;
+	}
 
 	for (size_t w = 0; w < KEYSHAPE_WORDS_MAX; w++) {
 		size_t n = 0;
@@ -50,7 +100,7 @@ prefix_len(const char *v, size_t len)
 		if (len - at >= KEYSHAPE_REST_MIN)
 			best = at;
 	}
-	return best;
+	return best > 0 && rest_looks_random(v + best, len - best) ? best : 0;
 }
 
 static int

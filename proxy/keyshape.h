@@ -42,8 +42,12 @@
  * type prefix, 1 to KEYSHAPE_WORDS_MAX words, each followed by '_' or
  * '-', at most KEYSHAPE_PREFIX_MAX bytes in all (the first word 2 to
  * KEYSHAPE_WORD_MAX lowercase letters, the others 1 to KEYSHAPE_WORD_MAX
- * lowercase letters or digits), the longest that leaves
- * KEYSHAPE_REST_MIN bytes; or a JWT's header and claims, the whole value
+ * lowercase letters or digits), or one of the longer prefixes of
+ * vendors named in keyshape.c (`sk-ant-api03-`), the longest that leaves
+ * KEYSHAPE_REST_MIN bytes, when what it leaves looks random (a digit or
+ * an upper-case letter in it, no word of three lowercase letters or more
+ * between its '_' and '-': else the value is words, a passphrase's, and
+ * whole); or a JWT's header and claims, the whole value
  * being three base64url segments whose first decodes to a JSON object
  * naming "alg" and the second to an object, when its signature has
  * KEYSHAPE_REST_MIN bytes. Anything else, and len 0: 0.

@@ -38,10 +38,22 @@ static const struct {
 	{ "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", 5 },
 	{ "glpat-ABCDEFGHIJ0123456789", 6 },
 	{ "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-	    7 }, /* two words at most */
-	/* The longest prefix that leaves 16. */
-	{ "sk_test_abc_0123456789abcde", 8 }, { "ab_cd_ef_gh_ij_kl_mn_op", 6 },
-	{ "ab_cdefghijklmnopqr", 3 },
+	    13 }, /* a vendor's longer prefix, named */
+	{ "sk-ant-admin01-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", 15 },
+	{ "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", 8 },
+	/* Two words at most, the longest that leaves 16 of a
+	 * random-looking rest. */
+	{ "sk_live_budget_0123456789abcdef", 0 }, /* "budget_" left: a word */
+	{ "sk_live_0123456789abcdefABCDEF", 8 },
+	{ "sk_test_abc_0123456789abcdef", 0 }, /* "abc_" left: a word */
+	/* Words are no type prefix: a rest with a word of three lowercase
+	 * letters or more between separators, or without a digit or an
+	 * upper-case letter, is a passphrase's or a password's, whole. */
+	{ "stone-eagle-river-plain-moon-cat", 0 },
+	{ "blue-sky-green-Tree42-and-more", 0 },
+	{ "prod-db-password-9f8e7d6c5b4a3", 0 },
+	{ "redis-abcdefghijklmnopqrstuvwxyz", 0 },
+	{ "ab_cd_ef_gh_ij_kl_mn_op", 0 }, { "ab_cdefghijklmnopqr", 0 },
 	/* No shape: scanned whole. */
 	{ "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", 0 }, /* AWS secret */
 	{ "AKIAIOSFODNN7EXAMPLE_and_more_bytes", 0 },
