@@ -680,6 +680,20 @@ scan_part(const char *value, size_t *len)
 	return off == 0 ? value : value + off;
 }
 
+/* The part of value[0..*len) a job released it for the scan only (a scan
+ * release, another job's issuer credential) is scanned for: its secret
+ * part, without scan_part's 7 bytes of context, so that its trip takes 8
+ * of the secret's bytes, never the public part's last 7 and one guessed
+ * byte (redteam5 #6). reflect.c holds it and the job's own cut as one. */
+static const char *
+secret_part(const char *value, size_t *len)
+{
+	size_t pub = keyshape_public_len(value, *len);
+
+	*len -= pub;
+	return value + pub;
+}
+
 /*
  * A value newly released to c's job: every other answer of the job being
  * read is scanned for it from now on (the service may put what it is
@@ -734,8 +748,8 @@ issued_share(struct pconn *c, const char *secret, const char *value, size_t len,
 {
 	struct pjob *j;
 	int64_t now = mono_s();
-	/* Kept for the scan only: its scan part. */
-	value = scan_part(value, &len);
+	/* Kept for the scan only: its secret part. */
+	value = secret_part(value, &len);
 	int kept =
 	    guard_issued_put(&c->p->guard, secret, value, len, expires, now);
 
@@ -1333,7 +1347,7 @@ scan_value_put(struct pconn *c, const char *secret, int64_t current,
 		}
 		return 0;
 	}
-	v = scan_part(v, &len);
+	v = secret_part(v, &len);
 	if (version == current)
 		added = reflect_set_put_scan(&c->job->released, secret, version,
 		    v, len, now, 0);

@@ -20,7 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char value[] = "sk_live_guard_0123456789abcdef";
+#define KEY_SECRET_PART "0123456789abcdef"
+static const char value[] = "sk_live_guard_" KEY_SECRET_PART;
 static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
 
 static const char hosts[] = "127.0.0.1 api.test\n127.0.0.1 www.api.test\n";
@@ -156,6 +157,13 @@ START_TEST(a_reader_job_tripping_on_a_bound_key_is_closed)
 	    "requests: %s",
 	    strlen(got), n, got);
 	ck_assert_int_eq(n, 1);
+	/* A type prefix's last 7 bytes and a guess are none of the key for
+	 * a job never given it (redteam5 #6, it_tripwin): nothing redacted,
+	 * nothing learned (a value scanned whole trips at the guess). The
+	 * key's secret bytes trip it. */
+	injectkit_request_to(&k, req, sizeof(req), "api.test", "GET",
+	    "/open/k-" KEY_SECRET_PART, false, "close");
+	free(injectkit_send_on(chan, req));
 	char job[64];
 	job_of_log(&k, "guard_tripped", job);
 	ck_assert_msg(job[0] != '\0', "no guard_tripped line");

@@ -94,12 +94,19 @@ make_values(struct values *vs, size_t n, bool trips, bool adv)
 		v[l] = '\0';
 		vs->len[i] = l;
 		vs->trip[i] = trips && rnd(4) == 0;
-		/* A value twice is one in a set: made anew. */
-		for (size_t j = 0; j < i; j++)
-			if (vs->len[j] == l && memcmp(vs->v[j], v, l) == 0) {
+		/* A value twice is one in a set, and so are a value and its
+		 * tail but for 7 bytes or fewer (its two cuts, reflect.c):
+		 * made anew. */
+		for (size_t j = 0; j < i; j++) {
+			size_t a = vs->len[j] > l ? vs->len[j] : l;
+			size_t b = vs->len[j] > l ? l : vs->len[j];
+			const char *la = vs->len[j] > l ? vs->v[j] : v;
+			const char *sb = vs->len[j] > l ? v : vs->v[j];
+			if (a - b <= 7 && memcmp(la + a - b, sb, b) == 0) {
 				i--;
 				break;
 			}
+		}
 	}
 }
 
