@@ -345,6 +345,8 @@ write_params(FILE *f, const struct drill *d)
 				fprintf(f, "param path %zu %s\n", i,
 				    json_string_value(pv));
 		}
+		if (json_is_true(json_object_get(v, "upgrade")))
+			fprintf(f, "param upgrade %zu\n", i);
 		const json_t *in = json_object_get(v, "inject");
 		const json_t *is = json_object_get(d->issuers,
 		    json_string_value(json_object_get(in, "secret")) ?: "");

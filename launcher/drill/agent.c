@@ -546,6 +546,13 @@ parse_param(struct drill *d, char *line)
 				f[1]))
 				u->npaths++;
 		}
+	} else if (strcmp(kind, "upgrade") == 0) {
+		/* index: that rule allows an upgrade. */
+		char *end;
+		long at = strtol(rest, &end, 10);
+		for (int i = 0; *end == '\0' && i < d->nrule; i++)
+			if (d->rule[i].index == at)
+				d->rule[i].upgrade = true;
 	} else if (strcmp(kind, "issuers") == 0 &&
 	    strcmp(rest, "unknown") == 0) {
 		d->issuers_unknown = true;

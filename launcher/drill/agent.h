@@ -58,6 +58,7 @@ struct rule {
 	 * path; path above is the first). */
 	int index, npaths;
 	char paths[MAX_RULE_PATHS][256];
+	bool upgrade; /* the rule allows an upgrade (param upgrade) */
 };
 
 /* An injecting rule's secret that is an issuer's (param issuer): the

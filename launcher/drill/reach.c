@@ -968,6 +968,53 @@ step_proxy_path_params(struct drill *d)
 	    "the proxy refused every path with a second reading");
 }
 
+/* --- an upgrade to another protocol --------------------------------------- */
+
+/* A rule's upgrade allows websockets; h2c asked under it would carry
+ * later requests (HTTP/2 streams) that no rule judges. */
+void
+step_proxy_upgrade_protocol(struct drill *d)
+{
+	static const char h2c[] =
+	    "Connection: Upgrade\r\nUpgrade: h2c\r\n"
+	    "HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n";
+	const struct rule *u = NULL;
+	char ev[160] = "";
+	struct resp *r;
+
+	for (int i = 0; i < d->nrule && u == NULL; i++)
+		if (d->rule[i].upgrade &&
+		    (strcmp(d->rule[i].tls, "plain") == 0 ||
+			strcmp(d->rule[i].tls, "terminate") == 0))
+			u = &d->rule[i];
+	if (u == NULL) {
+		report(d, "untested", "-",
+		    "no plain or terminated rule allows an upgrade");
+		return;
+	}
+	if ((r = resp_new(d)) == NULL)
+		return;
+	rule_request(u, "GET", "", h2c, NULL, r);
+	resp_evidence(r, ev, sizeof(ev));
+	append(ev, sizeof(ev), " ", "rule=%s", u->host);
+	if (verdict(&r->h, false) == V_THROUGH)
+		report(d, "escaped", ev,
+		    "the upstream answered %d to Upgrade: h2c on %s%s: the "
+		    "proxy forwarded it",
+		    r->h.status, u->host, u->path);
+	else if (r->h.status != 0 && strcmp(r->h.deny, "upgrade") == 0)
+		report(d, "stopped", ev,
+		    "the proxy refused Upgrade: h2c on a rule that allows "
+		    "websockets");
+	else if (r->h.status != 0)
+		report(d, "untested", ev,
+		    "the proxy refused the request before its upgrade was "
+		    "judged");
+	else
+		report(d, "untested", ev, "no answer to the h2c upgrade");
+	free(r);
+}
+
 /* --- the canaries, last: their use stops the job --------------------------- */
 
 #define PLACEMENTS 8

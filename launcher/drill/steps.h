@@ -66,6 +66,8 @@ DRILL_ROW(proxy_service_ports, "reachability", "proxy: the services' own ports",
     J_PROXY)
 DRILL_ROW(proxy_path_params, "reachability",
     "proxy: path parameters and encoded dots out of a rule's path", J_PROXY)
+DRILL_ROW(proxy_upgrade_protocol, "reachability",
+    "proxy: an h2c upgrade on a rule that allows websockets", J_PROXY)
 DRILL_ROW(inject_tunnel, "reachability",
     "proxy: a CONNECT tunnel to the injecting host, around the swap", J_PROXY)
 DRILL_ROW(capture_unlisted, "reachability",

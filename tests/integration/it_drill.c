@@ -308,6 +308,13 @@ put_example(void)
 		"status.internal", "port", early.port, "methods", "GET",
 		"paths", "/status/", "allow_cidrs", "127.0.0.0/8", "reason",
 		"no audience"));
+	/* A rule that allows websockets, for proxy_upgrade_protocol's h2c
+	 * (which the proxy forwarded before beede47). */
+	json_array_append_new(json_object_get(m, "egress"),
+	    json_pack("{s:s, s:i, s:[s], s:[s], s:b, s:[s], s:s}", "host",
+		"live.internal", "port", upstream_port(plain), "methods", "GET",
+		"paths", "/live/", "upgrade", 1, "allow_cidrs", "127.0.0.0/8",
+		"reason", "websockets"));
 	json_decref(harness_expect(&st.broker, 200, "PUT",
 	    "/v1/manifests/support-triage", st.admin, NULL, m));
 }
@@ -353,6 +360,7 @@ setup(void)
 			 "127.0.0.1 tickets.internal\n"
 			 "127.0.0.1 status.tickets.internal\n"
 			 "127.0.0.1 orders.internal\n"
+			 "127.0.0.1 live.internal\n"
 			 "127.0.0.1 api.github.com\n",
 		.upstream_ca_file = ca,
 		.broker_config = broker_cfg };
@@ -720,6 +728,8 @@ START_TEST(the_drill_stops_every_attempt)
 	assert_row(j, "proxy_sni_mismatch", "stopped", "private_addr");
 	assert_row(j, "socket_families", "stopped", "seccomp");
 	assert_row(j, "proxy_path_params", "stopped", "proxy: refused, path");
+	assert_row(j, "proxy_upgrade_protocol", "stopped",
+	    "proxy: refused, upgrade");
 	assert_row(j, "relay_flood", "stopped", "the relay's cap");
 	assert_row(j, "exfil_canary", "stopped", "tripwire");
 	/* The invoices API answers a head at once; no canary, nor the token
