@@ -128,6 +128,47 @@ on_accept_error(struct evconnlistener *l, void *arg)
 /* Writes d, whatever the budget. */
 static void job_write(struct pjob *j, const struct decision *d);
 
+/* Tells the allowed decisions held past the budget: one line a slot
+ * (host, status and injected secret), and the overflow line. */
+static void
+allow_held_flush(struct pjob *j)
+{
+	for (size_t i = 0; i < ALLOW_HELD_MAX; i++) {
+		if (j->allow_held[i].count == 0)
+			continue;
+		struct decision d = { .job = j->id,
+			.kind = j->allow_held[i].kind,
+			.host = j->allow_held[i].host,
+			.addr = "",
+			.rule = -1,
+			.allow = true,
+			.status = j->allow_held[i].status,
+			.detail = "held_past_budget",
+			.count = j->allow_held[i].count };
+		if (j->allow_held[i].secret[0] != '\0') {
+			d.secret = j->allow_held[i].secret;
+			d.secret_version = j->allow_held[i].secret_version;
+			d.reflected = j->allow_held[i].reflected;
+		}
+		job_write(j, &d);
+		j->allow_held[i].count = 0;
+		j->allow_held[i].reflected = 0;
+		j->allow_held[i].host[0] = '\0';
+		j->allow_held[i].secret[0] = '\0';
+	}
+	if (j->allow_over > 0) {
+		struct decision d = { .job = j->id,
+			.kind = "http",
+			.addr = "",
+			.rule = -1,
+			.allow = true,
+			.detail = "held_overflow",
+			.count = j->allow_over };
+		job_write(j, &d);
+		j->allow_over = 0;
+	}
+}
+
 /* Tells the denials held past the budget: one line per reason. */
 static void
 deny_held_flush(struct pjob *j)
@@ -146,22 +187,7 @@ deny_held_flush(struct pjob *j)
 		j->deny_held[i].count = 0;
 		j->deny_held[i].reason = NULL;
 	}
-	for (size_t i = 0; i < ALLOW_HELD_MAX; i++) {
-		if (j->allow_held[i].count == 0)
-			continue;
-		struct decision d = { .job = j->id,
-			.kind = j->allow_held[i].kind,
-			.host = j->allow_held[i].host,
-			.addr = "",
-			.rule = -1,
-			.allow = true,
-			.status = j->allow_held[i].status,
-			.detail = "held_past_budget",
-			.count = j->allow_held[i].count };
-		job_write(j, &d);
-		j->allow_held[i].count = 0;
-		j->allow_held[i].host[0] = '\0';
-	}
+	allow_held_flush(j);
 }
 
 /* Whether an allowed decision gets a line of its own now: the budget
@@ -191,32 +217,54 @@ allow_line_ok(struct pjob *j)
 	return true;
 }
 
-/* An allowed decision past the budget: counted by host and status, told
- * in one line each (deny_held_flush). */
+/* An allowed decision past the budget: counted by host, status and
+ * injected secret and version, told in one line each (deny_held_flush).
+ * One that finds every slot taken by others has them told at once
+ * (ALLOW_EARLY_FLUSHES a sweep), then is counted in the overflow line,
+ * or, injected, written whole: it is never added to another's slot. */
 static void
 allow_hold(struct pjob *j, const struct decision *d)
 {
 	const char *host = d->host != NULL ? d->host : "";
+	const char *secret = d->secret != NULL ? d->secret : "";
 	size_t i, free_slot = ALLOW_HELD_MAX;
 
 	for (i = 0; i < ALLOW_HELD_MAX; i++) {
 		if (j->allow_held[i].count > 0 &&
 		    j->allow_held[i].status == d->status &&
-		    strcmp(j->allow_held[i].host, host) == 0)
+		    strcmp(j->allow_held[i].host, host) == 0 &&
+		    strcmp(j->allow_held[i].secret, secret) == 0 &&
+		    (secret[0] == '\0' ||
+			j->allow_held[i].secret_version == d->secret_version))
 			break;
 		if (j->allow_held[i].count == 0 && free_slot == ALLOW_HELD_MAX)
 			free_slot = i;
 	}
-	if (i == ALLOW_HELD_MAX)
-		i = free_slot != ALLOW_HELD_MAX ? free_slot
-						: ALLOW_HELD_MAX - 1;
-	if (j->allow_held[i].count == 0) {
+	if (i == ALLOW_HELD_MAX && free_slot == ALLOW_HELD_MAX &&
+	    j->allow_early < ALLOW_EARLY_FLUSHES) {
+		j->allow_early++;
+		allow_held_flush(j);
+		free_slot = 0;
+	}
+	if (i == ALLOW_HELD_MAX && free_slot == ALLOW_HELD_MAX) {
+		if (secret[0] != '\0')
+			job_write(j, d);
+		else
+			j->allow_over++;
+		return;
+	}
+	if (i == ALLOW_HELD_MAX) {
+		i = free_slot;
 		snprintf(j->allow_held[i].host, sizeof(j->allow_held[i].host),
 		    "%s", host);
+		snprintf(j->allow_held[i].secret,
+		    sizeof(j->allow_held[i].secret), "%s", secret);
+		j->allow_held[i].secret_version = d->secret_version;
 		j->allow_held[i].status = d->status;
 		j->allow_held[i].kind = d->kind;
 	}
 	j->allow_held[i].count++;
+	j->allow_held[i].reflected += d->reflected;
 }
 
 /* Whether a denial gets a line of its own now: the budget refills at
@@ -482,6 +530,7 @@ job_sweep(struct proxy *p)
 		next = TAILQ_NEXT(j, link);
 		pool_expire(&j->pool);
 		job_refuse_flush(j, false);
+		j->allow_early = 0; /* a sweep a second (proxy.c) */
 		if (j->closed &&
 		    now - j->closed_at >= j->p->cfg.closed_job_linger_s) {
 			TAILQ_REMOVE(&p->jobs, j, link);

@@ -73,9 +73,13 @@
 #define DENY_LINES_RATE 20
 #define DENY_HELD_MAX 24 /* more than there are reasons */
 /* The same of allowed decisions (the proxy's allow_lines_burst and
- * allow_lines_per_second), held past it by host and status, this many
- * kinds of them at once (the last one takes the rest). */
+ * allow_lines_per_second), held past it by host, status and injected
+ * secret, this many kinds of them at once. One that finds them all taken
+ * has them told at once, this many times a second; past that it is
+ * counted in the job's one overflow line (host null, held_overflow), or,
+ * injected, gets a line of its own: never added to another's. */
 #define ALLOW_HELD_MAX 16
+#define ALLOW_EARLY_FLUSHES 4
 
 struct proxy_config {
 	struct config_common common;
@@ -196,10 +200,14 @@ struct pjob {
 	struct timespec allow_at;
 	struct {
 		char host[EGRESS_HOST_MAX + 1];
+		char secret[GUARD_NAME_MAX + 1]; /* "": none injected */
+		int64_t secret_version;
 		const char *kind;
 		int status;
-		uint64_t count;
+		uint64_t count, reflected;
 	} allow_held[ALLOW_HELD_MAX];
+	uint64_t allow_over; /* held past every slot: the overflow line */
+	unsigned allow_early; /* early flushes since the last sweep */
 };
 
 struct proxy {
