@@ -15,6 +15,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <string.h>
 #include <time.h>
 
@@ -99,6 +100,49 @@ held(struct broker *b, struct http_response *res, const struct job *j,
 		    "never released it; not counted",
 		    j->manifest, (long long)j->manifest_version, name, j->id);
 	return false;
+}
+
+/*
+ * redteam5 #5: the burned version's value, by its keyed digest, so that
+ * a PUT of it again (under any name) is refused (secrets.c). A version no
+ * longer among the SECRETS_SCAN_VERSIONS kept has no value to digest: it
+ * is skipped. The burn stands if this fails: logged, not answered.
+ */
+static void
+burned_value_record(struct broker *b, const char *name, int64_t version,
+    int64_t burned_at)
+{
+	struct secret_sealed *v = NULL;
+	char value[SECRETS_VALUE_MAX + 1];
+	unsigned char d[SECRETS_DIGEST_LEN];
+	size_t n = 0, vlen = 0;
+	int r = store_secret_versions(b->store, name, SECRETS_SCAN_VERSIONS, &v,
+		&n),
+	    found = 0;
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (v[i].version != version)
+			continue;
+		found = 1;
+		r = secrets_unseal(b->secrets_key, name, version, v[i].sealed,
+		    v[i].len, value, sizeof(value), &vlen);
+		if (r == 0)
+			r = secrets_value_digest(b->secrets_key, value, vlen,
+			    d);
+		OPENSSL_cleanse(value, sizeof(value));
+		if (r == 0)
+			r = store_burned_value_add(b->store, d, name, version,
+			    burned_at);
+		OPENSSL_cleanse(d, sizeof(d));
+	}
+	secret_sealed_free(v, n);
+	if (r < 0 || !found)
+		log_error("burned_value_unrecorded", "{s:s, s:I, s:s, s:s}",
+		    "secret", name, "version", (json_int_t)version, "error",
+		    r < 0 ? strerror(-r) : "the version's value is gone",
+		    "effect",
+		    "a PUT of the same value again is not refused: put a "
+		    "new key");
 }
 
 void
@@ -192,6 +236,7 @@ reflections_post(void *ctx, struct http_request *req, struct http_response *res)
 		    "every release to inject this version is refused "
 		    "(secret_burned): rotate it at its service and PUT the "
 		    "new value");
+		burned_value_record(b, name, version, row.burned_at);
 	}
 	http_reply_json(res, 200,
 	    json_pack("{s:s, s:I, s:b, s:I, s:I, s:b}", "secret", name,

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
@@ -106,6 +107,26 @@ secrets_seal(const unsigned char key[SECRETS_KEY_LEN], const char *name,
 	*ret_len =
 	    SECRETS_NONCE_LEN + (size_t)n + (size_t)fin + SECRETS_TAG_LEN;
 	return 0;
+}
+
+int
+secrets_value_digest(const unsigned char key[SECRETS_KEY_LEN],
+    const void *value, size_t len, unsigned char out[SECRETS_DIGEST_LEN])
+{
+	static const char label[] = "cordon-burned-value";
+	unsigned char sub[SECRETS_DIGEST_LEN];
+	unsigned int n = 0;
+	int r = -EIO;
+
+	if (HMAC(EVP_sha256(), key, SECRETS_KEY_LEN,
+		(const unsigned char *)label, sizeof(label) - 1, sub,
+		&n) != NULL &&
+	    n == sizeof(sub) &&
+	    HMAC(EVP_sha256(), sub, sizeof(sub), value, len, out, &n) != NULL &&
+	    n == SECRETS_DIGEST_LEN)
+		r = 0;
+	OPENSSL_cleanse(sub, sizeof(sub));
+	return r;
 }
 
 int
@@ -398,6 +419,47 @@ reflect_budget_of(json_t **rest, int64_t *ret, struct http_response *res)
 	return true;
 }
 
+/*
+ * redteam5 #5: a value burned (under any name) PUT again would start a
+ * fresh count. false after answering 409 value_burned (audited
+ * secret_put_refused) or 503.
+ */
+static bool
+value_unburned(struct broker *b, struct http_request *req,
+    struct http_response *res, const char *name, const char *plain, size_t plen)
+{
+	unsigned char d[SECRETS_DIGEST_LEN];
+	char burned[72], date[32];
+	int64_t version = 0, at = 0;
+	struct tm tm;
+	time_t t;
+	int r = secrets_value_digest(b->secrets_key, plain, plen, d);
+
+	if (r == 0)
+		r = store_burned_value_find(b->store, d, burned, sizeof(burned),
+		    &version, &at);
+	OPENSSL_cleanse(d, sizeof(d));
+	if (r == -ENOENT)
+		return true;
+	if (r < 0) {
+		reply_store_error(b, res, r);
+		return false;
+	}
+	t = (time_t)at;
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(date, sizeof(date), "%lld", (long long)at);
+	store_audit_async(b->store, "secret_put_refused",
+	    json_pack("{s:s, s:s, s:s, s:I, s:s}", "secret", name, "reason",
+		"value_burned", "burned_secret", burned, "burned_version",
+		(json_int_t)version, "actor", actor_of(req)));
+	http_reply_error(res, 409, "value_burned",
+	    "this value was burned on %s after reflections (secret %s, "
+	    "version %lld): put a new key from the issuer; nothing stored",
+	    date, burned, (long long)version);
+	return false;
+}
+
 void
 secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 {
@@ -435,6 +497,13 @@ secrets_put(void *ctx, struct http_request *req, struct http_response *res)
 	}
 	if (r < 0) {
 		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	if (strcmp(kind, "static") == 0 &&
+	    !value_unburned(b, req, res, name, plain, plen)) {
+		OPENSSL_cleanse(plain, plen);
+		free(plain);
+		json_decref(hosts);
 		return;
 	}
 	/* The list stays within what every proxy reads (redteam3 #9): the

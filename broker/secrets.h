@@ -72,6 +72,17 @@ int secrets_unseal(const unsigned char key[SECRETS_KEY_LEN], const char *name,
     int64_t version, const unsigned char *sealed, size_t len, char *out,
     size_t cap, size_t *ret_len);
 
+#define SECRETS_DIGEST_LEN 32
+
+/*
+ * The keyed digest of a value, as the store keeps a burned one
+ * (store_burned_value_add): HMAC-SHA256 of its len bytes under a key
+ * derived from key (HMAC-SHA256 of "cordon-burned-value" under key), so
+ * the database alone checks no guess. 0, or -EIO when OpenSSL fails.
+ */
+int secrets_value_digest(const unsigned char key[SECRETS_KEY_LEN],
+    const void *value, size_t len, unsigned char out[SECRETS_DIGEST_LEN]);
+
 struct broker;
 struct secret_meta;
 

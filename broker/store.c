@@ -243,7 +243,11 @@ static const char schema[] =
     " budget INTEGER NOT NULL, reflections INTEGER NOT NULL DEFAULT 0,"
     " tripped INTEGER NOT NULL DEFAULT 0, burned_at INTEGER,"
     " burned_reason TEXT, burned_job TEXT,"
-    " PRIMARY KEY (secret, version)) WITHOUT ROWID;";
+    " PRIMARY KEY (secret, version)) WITHOUT ROWID;"
+    /* The values burned, by keyed digest, fleet-wide (store.h). */
+    "CREATE TABLE IF NOT EXISTS burned_values ("
+    " digest BLOB PRIMARY KEY, secret TEXT NOT NULL,"
+    " version INTEGER NOT NULL, burned_at INTEGER NOT NULL) WITHOUT ROWID;";
 
 struct conn {
 	sqlite3 *db;
@@ -2423,6 +2427,81 @@ store_secret_reflected(struct store *s, const char *name, int64_t version,
 		*ret_burned_now = a.burned_now;
 	}
 	return r;
+}
+
+struct burned_value {
+	const unsigned char *digest;
+	const char *secret;
+	int64_t version, burned_at;
+};
+
+static int
+op_burned_value_add(struct store *s, struct op *op)
+{
+	struct burned_value *a = op->arg;
+	sqlite3_stmt *st = prepare(&s->w,
+	    "INSERT INTO burned_values (digest, secret, version, burned_at) "
+	    "VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING");
+	int rc;
+
+	if (st == NULL)
+		return -EIO;
+	sqlite3_bind_blob(st, 1, a->digest, STORE_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, a->secret, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, a->version);
+	sqlite3_bind_int64(st, 4, a->burned_at);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : sqlite_errno(rc);
+}
+
+int
+store_burned_value_add(struct store *s,
+    const unsigned char digest[STORE_HASH_LEN], const char *secret,
+    int64_t version, int64_t burned_at)
+{
+	if (s->pg != NULL)
+		return store_pg_burned_value_add(s->pg, digest, secret, version,
+		    burned_at);
+	struct burned_value a = { digest, secret, version, burned_at };
+
+	return store_write(s, op_burned_value_add, &a);
+}
+
+int
+store_burned_value_find(struct store *s,
+    const unsigned char digest[STORE_HASH_LEN], char *ret_secret, size_t cap,
+    int64_t *ret_version, int64_t *ret_burned_at)
+{
+	if (s->pg != NULL)
+		return store_pg_burned_value_find(s->pg, digest, ret_secret,
+		    cap, ret_version, ret_burned_at);
+	struct conn *c = reader_get(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	if (c == NULL)
+		return -EIO;
+	st = prepare(c,
+	    "SELECT secret, version, burned_at FROM burned_values WHERE "
+	    "digest = ?");
+	if (st == NULL) {
+		reader_put(s, c);
+		return -EIO;
+	}
+	sqlite3_bind_blob(st, 1, digest, STORE_HASH_LEN, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		snprintf(ret_secret, cap, "%s", name != NULL ? name : "");
+		*ret_version = sqlite3_column_int64(st, 1);
+		*ret_burned_at = sqlite3_column_int64(st, 2);
+	}
+	sqlite3_finalize(st);
+	reader_put(s, c);
+	if (rc == SQLITE_ROW)
+		return 0;
+	return rc == SQLITE_DONE ? -ENOENT : sqlite_errno(rc);
 }
 
 int

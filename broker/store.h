@@ -487,6 +487,27 @@ int store_secret_reflected(struct store *s, const char *name, int64_t version,
  */
 int store_secrets_burned(struct store *s, json_t **ret);
 
+/*
+ * The values burned, fleet-wide by digest (secrets_value_digest: an
+ * HMAC-SHA256 under the sealing key, never the value): a version burned
+ * is recorded with the secret and version that burned, and a PUT of the
+ * same value under any name is refused. Kept when the secret is deleted
+ * (a leaked value stays leaked). A digest already recorded keeps its
+ * first row. 0 or -errno.
+ */
+int store_burned_value_add(struct store *s,
+    const unsigned char digest[STORE_HASH_LEN], const char *secret,
+    int64_t version, int64_t burned_at);
+
+/*
+ * Whether digest is a burned value's: 0 with the secret and version that
+ * burned it (secret capped at cap bytes) and when, -ENOENT when not, or
+ * -errno.
+ */
+int store_burned_value_find(struct store *s,
+    const unsigned char digest[STORE_HASH_LEN], char *ret_secret, size_t cap,
+    int64_t *ret_version, int64_t *ret_burned_at);
+
 /* --- audit -------------------------------------------------------------- */
 
 /* Appends a record without waiting for the commit, for events that a

@@ -952,6 +952,12 @@ schema_upgrade(PGconn *c)
 		    " tripped BIGINT NOT NULL DEFAULT 0, burned_at BIGINT,"
 		    " burned_reason TEXT, burned_job TEXT,"
 		    " PRIMARY KEY (secret, version))");
+	/* The values burned, by keyed digest, fleet-wide (store.h). */
+	if (r == 0)
+		r = cmd(c,
+		    "CREATE TABLE IF NOT EXISTS burned_values ("
+		    " digest BYTEA PRIMARY KEY, secret TEXT NOT NULL,"
+		    " version BIGINT NOT NULL, burned_at BIGINT NOT NULL)");
 	if (r == 0 &&
 	    (r = q(c, "SELECT value FROM meta WHERE key = 'schema_version'",
 		 NULL, &res)) == 0) {
@@ -2880,6 +2886,90 @@ read_reflections(PGconn *c, void *arg)
 	}
 	PQclear(res);
 	return 0;
+}
+
+struct burned_value {
+	const unsigned char *digest;
+	const char *secret;
+	int64_t version, burned_at;
+	char *ret_secret;
+	size_t cap;
+	int64_t ret_version, ret_burned_at;
+};
+
+static int
+op_burned_value_add(struct wctx *w, void *arg)
+{
+	struct burned_value *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_hash(&p, a->digest);
+	p_text(&p, a->secret);
+	p_int(&p, a->version);
+	p_int(&p, a->burned_at);
+	r = q(w->c,
+	    "INSERT INTO burned_values (digest, secret, version, burned_at) "
+	    "VALUES ($1, $2, $3, $4) ON CONFLICT (digest) DO NOTHING",
+	    &p, &res);
+	if (r == 0)
+		PQclear(res);
+	return r;
+}
+
+int
+store_pg_burned_value_add(struct store_pg *s, const unsigned char *digest,
+    const char *secret, int64_t version, int64_t burned_at)
+{
+	struct burned_value a = { .digest = digest,
+		.secret = secret,
+		.version = version,
+		.burned_at = burned_at };
+
+	return pg_write(s, op_burned_value_add, &a);
+}
+
+static int
+read_burned_value(PGconn *c, void *arg)
+{
+	struct burned_value *a = arg;
+	struct params p = { 0 };
+	PGresult *res;
+	int r;
+
+	p_hash(&p, a->digest);
+	r = q(c,
+	    "SELECT secret, version, burned_at FROM burned_values WHERE "
+	    "digest = $1",
+	    &p, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return -ENOENT;
+	}
+	snprintf(a->ret_secret, a->cap, "%s", PQgetvalue(res, 0, 0));
+	a->ret_version = col_int(res, 0, 1);
+	a->ret_burned_at = col_int(res, 0, 2);
+	PQclear(res);
+	return 0;
+}
+
+int
+store_pg_burned_value_find(struct store_pg *s, const unsigned char *digest,
+    char *ret_secret, size_t cap, int64_t *ret_version, int64_t *ret_burned_at)
+{
+	struct burned_value a = { .digest = digest,
+		.ret_secret = ret_secret,
+		.cap = cap };
+	int r = pg_read(s, read_burned_value, &a);
+
+	if (r == 0) {
+		*ret_version = a.ret_version;
+		*ret_burned_at = a.ret_burned_at;
+	}
+	return r;
 }
 
 int

@@ -94,6 +94,10 @@ int store_pg_secret_scanned(struct store_pg *s, const char *name,
 int store_pg_bindings_list(struct store_pg *s, json_t **ret,
     int64_t *ret_epoch);
 int store_pg_secrets_burned(struct store_pg *s, json_t **ret);
+int store_pg_burned_value_add(struct store_pg *s, const unsigned char *digest,
+    const char *secret, int64_t version, int64_t burned_at);
+int store_pg_burned_value_find(struct store_pg *s, const unsigned char *digest,
+    char *ret_secret, size_t cap, int64_t *ret_version, int64_t *ret_burned_at);
 struct store_bind_over;
 int store_pg_binding_seen(struct store_pg *s, const char *secret,
     const char *addr, const char *job, const char *actor, bool *ret_added,

@@ -15,6 +15,7 @@
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
+#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -212,6 +213,34 @@ START_TEST(test_store_secrets)
 }
 END_TEST
 
+/* A burned value's digest is keyed: the same value under another key,
+ * or another value under the same key, digests otherwise; and it is
+ * neither the value nor its plain SHA-256. */
+START_TEST(test_value_digest_is_keyed)
+{
+	static const unsigned char other[SECRETS_KEY_LEN] =
+	    "0123456789abcdef0123456789abcdX";
+	unsigned char d1[SECRETS_DIGEST_LEN], d2[SECRETS_DIGEST_LEN],
+	    d3[SECRETS_DIGEST_LEN], d4[SECRETS_DIGEST_LEN],
+	    plain[SHA256_DIGEST_LENGTH];
+
+	ck_assert_int_eq(secrets_value_digest(key, value, strlen(value), d1),
+	    0);
+	ck_assert_int_eq(secrets_value_digest(key, value, strlen(value), d2),
+	    0);
+	ck_assert_int_eq(memcmp(d1, d2, sizeof(d1)), 0);
+	ck_assert_int_eq(secrets_value_digest(other, value, strlen(value), d3),
+	    0);
+	ck_assert_int_ne(memcmp(d1, d3, sizeof(d1)), 0);
+	ck_assert_int_eq(secrets_value_digest(key, value, strlen(value) - 1,
+			     d4),
+	    0);
+	ck_assert_int_ne(memcmp(d1, d4, sizeof(d1)), 0);
+	SHA256((const unsigned char *)value, strlen(value), plain);
+	ck_assert_int_ne(memcmp(d1, plain, sizeof(d1)), 0);
+}
+END_TEST
+
 static Suite *
 secrets_suite(void)
 {
@@ -226,6 +255,7 @@ secrets_suite(void)
 	tcase_add_test(tc, test_seal_caps);
 	tcase_add_test(tc, test_key_file);
 	tcase_add_test(tc, test_store_secrets);
+	tcase_add_test(tc, test_value_digest_is_keyed);
 	suite_add_tcase(s, tc);
 	return s;
 }
