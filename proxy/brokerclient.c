@@ -162,6 +162,7 @@ struct brokerclient {
 		int64_t version;
 		const char *event; /* a static string */
 		int count, tries;
+		int more; /* come while count was in flight: told next */
 		struct brokerclient_call *call; /* NULL: to tell again */
 	} tells[BROKERCLIENT_REFLECTIONS_KEPT];
 	struct event *tells_tick;
@@ -830,9 +831,18 @@ reflection_done(struct reflection_tell *t, bool told)
 	if (told)
 		t->b->reflections_told += (uint64_t)t->count;
 	else
-		t->b->reflections_lost += (uint64_t)t->count;
-	t->used = false;
+		t->b->reflections_lost += (uint64_t)(t->count + t->more);
 	t->call = NULL;
+	if (told && t->more > 0) {
+		/* Those that came while it was in flight: told next. */
+		t->count = t->more;
+		t->more = 0;
+		t->tries = 0;
+		reflection_send(t);
+		return;
+	}
+	t->used = false;
+	t->more = 0;
 }
 
 static void
@@ -868,6 +878,8 @@ on_reflection_told(void *arg, int status, json_t *body)
 	}
 	log_burst(LEVEL_WARN, "reflection_retried", "{s:s, s:s, s:i}", "job",
 	    t->job, "secret", t->secret, "status", status);
+	t->count += t->more; /* told again as one report (1000 at most) */
+	t->more = 0;
 	if (!evtimer_pending(t->b->tells_tick, NULL))
 		evtimer_add(t->b->tells_tick, &again);
 }
@@ -916,13 +928,18 @@ brokerclient_reflection(struct brokerclient *b, const char *job,
 		    "no verifier key, or a name too long");
 		return;
 	}
-	/* One waiting to be told again of the same: added up. */
+	/* One kept of the same, waiting or in flight: added up (those that
+	 * come while it is in flight are told after it). */
 	for (size_t i = 0; i < BROKERCLIENT_REFLECTIONS_KEPT; i++) {
 		struct reflection_tell *x = &b->tells[i];
-		if (x->used && x->call == NULL && x->version == version &&
+		if (x->used && x->version == version &&
 		    strcmp(x->event, event) == 0 && strcmp(x->job, job) == 0 &&
-		    strcmp(x->secret, secret) == 0 && x->count < 1000) {
-			x->count++;
+		    strcmp(x->secret, secret) == 0 &&
+		    x->count + x->more < 1000) {
+			if (x->call == NULL)
+				x->count++;
+			else
+				x->more++;
 			return;
 		}
 		if (!x->used && t == NULL)
@@ -954,7 +971,8 @@ brokerclient_reflection_counts(const struct brokerclient *b, uint64_t *ret_told,
 
 	for (size_t i = 0; i < BROKERCLIENT_REFLECTIONS_KEPT; i++)
 		if (b->tells[i].used)
-			kept += (uint64_t)b->tells[i].count;
+			kept +=
+			    (uint64_t)(b->tells[i].count + b->tells[i].more);
 	*ret_told = b->reflections_told;
 	*ret_kept = kept;
 	*ret_lost = b->reflections_lost;

@@ -116,7 +116,8 @@ void brokerclient_release_counts(const struct brokerclient *b,
  * /v1/jobs/{job}/secrets/{secret}/reflections, the fleet's budget per
  * version (broker/reflections.h). A report the broker did not count (no
  * answer, a 5xx) is kept and told again every second, for a minute at
- * most, added up with the job's later ones of the same kind; one that
+ * most, added up with the job's later ones of the same kind (those that
+ * come while it is in flight are told once it is answered); one that
  * finds no room among BROKERCLIENT_REFLECTIONS_KEPT, or is given up, is
  * counted as unreported and logged (reflection_unreported).
  */
