@@ -914,7 +914,7 @@ on_tells_tick(evutil_socket_t fd, short what, void *arg)
 			reflection_send(&b->tells[i]);
 }
 
-void
+int
 brokerclient_reflection(struct brokerclient *b, const char *job,
     const char *secret, int64_t version, const char *event)
 {
@@ -926,7 +926,7 @@ brokerclient_reflection(struct brokerclient *b, const char *job,
 		log_error("reflection_unreported", "{s:s, s:s, s:s}", "job",
 		    job, "secret", secret, "error",
 		    "no verifier key, or a name too long");
-		return;
+		return -EINVAL;
 	}
 	/* One kept of the same, waiting or in flight: added up (those that
 	 * come while it is in flight are told after it). */
@@ -940,7 +940,7 @@ brokerclient_reflection(struct brokerclient *b, const char *job,
 				x->count++;
 			else
 				x->more++;
-			return;
+			return 0;
 		}
 		if (!x->used && t == NULL)
 			t = x;
@@ -951,7 +951,7 @@ brokerclient_reflection(struct brokerclient *b, const char *job,
 		    "job", job, "secret", secret, "version",
 		    (json_int_t)version, "event", event, "error",
 		    "every place to keep a report is taken");
-		return;
+		return -ENOSPC;
 	}
 	*t = (struct reflection_tell){ .b = b,
 		.used = true,
@@ -961,6 +961,7 @@ brokerclient_reflection(struct brokerclient *b, const char *job,
 	snprintf(t->job, sizeof(t->job), "%s", job);
 	snprintf(t->secret, sizeof(t->secret), "%s", secret);
 	reflection_send(t);
+	return 0;
 }
 
 void

@@ -119,10 +119,12 @@ void brokerclient_release_counts(const struct brokerclient *b,
  * most, added up with the job's later ones of the same kind (those that
  * come while it is in flight are told once it is answered); one that
  * finds no room among BROKERCLIENT_REFLECTIONS_KEPT, or is given up, is
- * counted as unreported and logged (reflection_unreported).
+ * counted as unreported and logged (reflection_unreported). Returns 0,
+ * -ENOSPC when no room was left to keep it (the caller fails closed:
+ * conn.c closes the job), -EINVAL for no verifier key or a name too long.
  */
 #define BROKERCLIENT_REFLECTIONS_KEPT 64
-void brokerclient_reflection(struct brokerclient *b, const char *job,
+int brokerclient_reflection(struct brokerclient *b, const char *job,
     const char *secret, int64_t version, const char *event);
 /* For /metrics: reflections the broker counted, kept to tell again, and
  * lost (never counted). */

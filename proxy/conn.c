@@ -2818,8 +2818,9 @@ trip(struct pconn *c, const char *secret, const char *event)
 /* Tells the broker of an answer of c's job that reflected v[0..vlen) of
  * secret (event as brokerclient_reflection's), at the version the job's
  * set has it: the fleet's budget of that version. Not another job's
- * borrowed issuer credential: each job's own, dead at its end. */
-static void
+ * borrowed issuer credential: each job's own, dead at its end. False
+ * when the report could not even be kept (the caller trips c). */
+static bool
 reflection_tell(struct pconn *c, const char *secret, const char *v, size_t vlen,
     const char *event)
 {
@@ -2828,11 +2829,13 @@ reflection_tell(struct pconn *c, const char *secret, const char *v, size_t vlen,
 	for (size_t i = 0; v != NULL && i < s->n; i++)
 		if (s->v[i].len == vlen &&
 		    memcmp(s->v[i].value, v, vlen) == 0) {
-			if (!s->v[i].borrowed)
-				brokerclient_reflection(c->p->bclient,
-				    c->job->id, secret, s->v[i].version, event);
-			return;
+			if (!s->v[i].borrowed &&
+			    brokerclient_reflection(c->p->bclient, c->job->id,
+				secret, s->v[i].version, event) == -ENOSPC)
+				return false;
+			return true;
 		}
+	return true;
 }
 
 /* The matches the scan found since the last call: counted, and told
@@ -2864,10 +2867,12 @@ reflected(struct pconn *c)
 		/* Each answer that reflected a value, at the broker. */
 		bool past = reflect_set_reflected(&c->job->released, v, vlen) >
 		    (size_t)c->p->cfg.reflect_limit;
-		reflection_tell(c, secret, v, vlen,
+		bool kept = reflection_tell(c, secret, v, vlen,
 		    past ? "reflect_limit" : "reflected");
-		if (past) {
-			trip(c, secret, "reflect_limit");
+		if (past || !kept) {
+			/* A report the fleet's budget would miss: closed. */
+			trip(c, secret,
+			    past ? "reflect_limit" : "reflection_unkept");
 			return true;
 		}
 	}

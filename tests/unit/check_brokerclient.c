@@ -391,7 +391,9 @@ START_TEST(reports_in_flight_are_added_up_not_lost)
 		.follower = "unit" };
 	ck_assert_int_eq(brokerclient_new(base, &o, &b), 0);
 	for (int i = 0; i < BROKERCLIENT_REFLECTIONS_KEPT + 6; i++) {
-		brokerclient_reflection(b, "job_one", "up-key", 3, "reflected");
+		ck_assert_int_eq(brokerclient_reflection(b, "job_one", "up-key",
+				     3, "reflected"),
+		    0);
 		event_base_loop(base, EVLOOP_NONBLOCK);
 	}
 	(void)peer_settle(base);
@@ -400,6 +402,18 @@ START_TEST(reports_in_flight_are_added_up_not_lost)
 	    "told %llu, kept %llu, lost %llu of %d", (unsigned long long)told,
 	    (unsigned long long)kept, (unsigned long long)lost,
 	    BROKERCLIENT_REFLECTIONS_KEPT + 6);
+	/* 63 more of other secrets fill the slots; the next is not kept,
+	 * and says so (the proxy closes its job). */
+	char secret[32];
+	for (int i = 1; i < BROKERCLIENT_REFLECTIONS_KEPT; i++) {
+		snprintf(secret, sizeof(secret), "s%d", i);
+		ck_assert_int_eq(brokerclient_reflection(b, "job_one", secret,
+				     1, "reflected"),
+		    0);
+	}
+	ck_assert_int_eq(brokerclient_reflection(b, "job_one", "s-last", 1,
+			     "reflected"),
+	    -ENOSPC);
 	brokerclient_free(b);
 	peer_close();
 	event_base_free(base);
