@@ -781,7 +781,19 @@ ack_heard(struct store_pg *s, const char *text)
 /* Sends the queued acknowledgements, a batch a transaction (one
  * transaction's notifications arrive together and in order). While the
  * database is away they are dropped: a revoke then declares the
- * follower gone, which is what it is to the fleet. */
+ * follower gone, which is what it is to the fleet.
+ *
+ * The commit waits for no WAL flush, and needs no synchronous_commit
+ * off for it: PostgreSQL flushes at a commit only when the transaction
+ * wrote WAL before its commit record, and NOTIFY writes none (the WAL
+ * writer flushes the record later; it_pgnotify counts
+ * pg_stat_wal.wal_sync). Nothing durable rides on it: the revocation
+ * acknowledged was flushed at its own commit, and an acknowledgement is
+ * kept in no table, so one lost is never read again (the revoke names
+ * the follower gone, and the follower reads the revocation from the
+ * table at its next poll). Keep this transaction free of writes: one
+ * would make every acknowledgement wait for the disk inside the
+ * revoke's FEED_ACK_WAIT_MS. */
 static void *
 notifier_main(void *arg)
 {
