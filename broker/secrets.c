@@ -209,6 +209,11 @@ value_ok(const char *v, size_t len)
 {
 	if (len == 0 || len > SECRETS_VALUE_MAX)
 		return false;
+	/* A space at an end is trimmed by the upstream (a field value's
+	 * spaces are not its own): such a value is another spelling of the
+	 * one without, past the burned values' digest (redteam6). */
+	if (v[0] == ' ' || v[len - 1] == ' ')
+		return false;
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] > 0x7e)
 			return false;
@@ -260,8 +265,8 @@ plaintext_of(const json_t *body, char **ret, size_t *ret_len,
 		    !value_ok(json_string_value(v), json_string_length(v))) {
 			snprintf(why, whylen,
 			    "the body must be {\"value\": ...}: 1 to %d "
-			    "printable ASCII bytes, nothing else; or an "
-			    "issuer's {\"kind\": ...}",
+			    "printable ASCII bytes, no space at either end, "
+			    "nothing else; or an issuer's {\"kind\": ...}",
 			    SECRETS_VALUE_MAX);
 			return -EINVAL;
 		}

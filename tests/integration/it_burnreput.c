@@ -132,6 +132,16 @@ START_TEST(a_burned_value_put_again_is_refused)
 	json_decref(harness_expect(&bk.broker, 404, "GET",
 	    "/v1/secrets/copy-key", bk.admin, NULL, NULL));
 
+	/* The same credential with a space at an end (the upstream trims a
+	 * field value's spaces): no such value is taken at all (redteam6). */
+	st = put_value("space-key", BURNED_VALUE " ", err, sizeof(err));
+	ck_assert_msg(st == 422,
+	    "PUT of the burned value and a trailing space: %ld %s", st, err);
+	st = put_value("space-key", "\t" BURNED_VALUE, err, sizeof(err));
+	ck_assert_msg(st == 422, "PUT of a tab and the burned value: %ld %s",
+	    st, err);
+	json_decref(harness_expect(&bk.broker, 404, "GET",
+	    "/v1/secrets/space-key", bk.admin, NULL, NULL));
 	/* A new value is taken: version 2, nothing counted, not burned. */
 	st = put_value("up-key", "sk_live_burnreput_fresh_456789abcdef", err,
 	    sizeof(err));
