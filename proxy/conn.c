@@ -3237,8 +3237,14 @@ pump_response(struct pconn *c)
 				return;
 			}
 			if (c->resp.status < 200) {
-				/* 100 Continue: the real one follows. */
-				if (down(c, c->resp.head_len) < 0)
+				/* 100 Continue: the real one follows. An
+				 * injected answer's interim head is rewritten
+				 * like its final one: a 103's Set-Cookie is a
+				 * session the key bought too. */
+				bool rewrite = c->inject_value != NULL &&
+				    !c->tripped && !c->job->closed;
+				if ((rewrite ? down_head(c, false, false)
+					     : down(c, c->resp.head_len)) < 0)
 					return;
 				continue;
 			}

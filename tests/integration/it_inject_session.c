@@ -107,6 +107,16 @@ START_TEST(a_session_the_key_bought_never_reaches_the_job)
 		strcasestr(resp, "Set-Cookie") == NULL,
 	    "%.400s", resp);
 	free(resp);
+	/* Nor in an interim answer before the final one (a 103's). */
+	injectkit_request_to(&kit, req, sizeof(req), "api.test", "GET",
+	    "/case/early-login", true, "close");
+	resp = injectkit_send(&kit, req);
+	ck_assert_msg(strstr(resp, " 103 ") != NULL &&
+		strstr(resp, "ok\n") != NULL,
+	    "%.400s", resp);
+	ck_assert_msg(strcasestr(resp, "Set-Cookie") == NULL,
+	    "a 103's session reached the job: %s", resp);
+	free(resp);
 	ck_assert_msg(injectkit_decisions_hold(&kit.proxy,
 			  "\"path\":\"/case/login\"") &&
 		injectkit_decisions_hold(&kit.proxy, "\"cookies_dropped\":1"),

@@ -6,6 +6,8 @@
 # By the request's path (any prefix: /case/, /open/, /other/):
 #   .../early     103 Early Hints with X-Echo: V, then 200 "ok"
 #   .../continue  100 Continue with X-Echo: V, then 200 "ok"
+#   .../early-login  103 Early Hints with Set-Cookie: JSESSIONID=..., then
+#                 200 "ok" (a session handed out before the answer)
 #   .../trailer   200 chunked, "ok" and a trailer X-Echo: V
 #   .../location  302 with Location: https://x.test/cb?k=V
 #   .../cookie    200 with Set-Cookie: k=V
@@ -57,6 +59,10 @@ class H(socketserver.BaseRequestHandler):
             return (b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; "
                     b"rel=preload\r\nX-Echo: " + v + b"\r\n\r\n" +
                     plain(b"ok\n"))
+        if target.endswith(b"/early-login"):
+            return (b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; "
+                    b"rel=preload\r\nSet-Cookie: JSESSIONID=node0early42; "
+                    b"Path=/\r\n\r\n" + plain(b"ok\n"))
         if target.endswith(b"/continue"):
             return (b"HTTP/1.1 100 Continue\r\nX-Echo: " + v + b"\r\n\r\n" +
                     plain(b"ok\n"))
