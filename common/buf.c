@@ -66,6 +66,19 @@ buf_append(struct buf *b, const void *p, size_t n)
 }
 
 int
+buf_append_u64(struct buf *b, uint64_t v)
+{
+	char d[20]; /* UINT64_MAX has 20 digits */
+	size_t n = sizeof(d);
+
+	do {
+		d[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	return buf_append(b, d + n, sizeof(d) - n);
+}
+
+int
 buf_printf(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct buf {
 	char *data; /* NULL until the first append */
@@ -29,6 +30,13 @@ void buf_init(struct buf *b, size_t max);
 
 /* Appends n bytes: 0, -E2BIG when len + n would pass max, or -ENOMEM. */
 int buf_append(struct buf *b, const void *p, size_t n);
+
+/* Appends the string literal s, no printf for fixed text: as
+ * buf_append. */
+#define BUF_LIT(b, s) buf_append((b), "" s, sizeof(s) - 1)
+
+/* Appends v in decimal, as %llu writes it: as buf_append. */
+int buf_append_u64(struct buf *b, uint64_t v);
 
 /* Appends formatted text: 0, -E2BIG or -ENOMEM, as buf_append. */
 int buf_printf(struct buf *b, const char *fmt, ...)

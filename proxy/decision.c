@@ -80,31 +80,14 @@ put_field(struct buf *b, const char *s, size_t max, const char *cut)
 	return r;
 }
 
-/* A string literal appended: no printf for what is fixed. */
-#define PUT_LIT(b, s) buf_append((b), (s), sizeof(s) - 1)
-
-/* Appends v in decimal, as %llu does. */
-static int
-put_u64(struct buf *b, uint64_t v)
-{
-	char d[20];
-	size_t n = sizeof(d);
-
-	do {
-		d[--n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v > 0);
-	return buf_append(b, d + n, sizeof(d) - n);
-}
-
 /* Appends v in decimal, as %lld does. */
 static int
 put_i64(struct buf *b, int64_t v)
 {
 	if (v >= 0)
-		return put_u64(b, (uint64_t)v);
+		return buf_append_u64(b, (uint64_t)v);
 	int r = buf_append(b, "-", 1);
-	return r ?: put_u64(b, (uint64_t)0 - (uint64_t)v);
+	return r ?: buf_append_u64(b, (uint64_t)0 - (uint64_t)v);
 }
 
 /* Appends ms with three decimals, rounded to the microsecond (%.3f but
@@ -118,7 +101,7 @@ put_ms(struct buf *b, double ms)
 	uint64_t us = (uint64_t)(ms * 1000.0 + 0.5);
 	char frac[4] = { '.', (char)('0' + us / 100 % 10),
 		(char)('0' + us / 10 % 10), (char)('0' + us % 10) };
-	int r = put_u64(b, us / 1000);
+	int r = buf_append_u64(b, us / 1000);
 	return r ?: buf_append(b, frac, sizeof(frac));
 }
 
@@ -133,39 +116,39 @@ decision_format(const struct decision *d)
 	 * hottest path after the relay itself. */
 	buf_init(&b, 16384);
 	log_timestamp(ts, sizeof(ts));
-	r = PUT_LIT(&b, "{\"ts\":\"");
+	r = BUF_LIT(&b, "{\"ts\":\"");
 	r = r ?: buf_append(&b, ts, strlen(ts));
-	r = r ?: PUT_LIT(&b, "\",\"job\":");
+	r = r ?: BUF_LIT(&b, "\",\"job\":");
 	r = r ?: put_field(&b, d->job, 128, NULL);
-	r = r ?: PUT_LIT(&b, ",\"conn\":");
-	r = r ?: put_u64(&b, d->conn);
-	r = r ?: PUT_LIT(&b, ",\"req\":");
-	r = r ?: put_u64(&b, d->req);
-	r = r ?: PUT_LIT(&b, ",\"kind\":");
+	r = r ?: BUF_LIT(&b, ",\"conn\":");
+	r = r ?: buf_append_u64(&b, d->conn);
+	r = r ?: BUF_LIT(&b, ",\"req\":");
+	r = r ?: buf_append_u64(&b, d->req);
+	r = r ?: BUF_LIT(&b, ",\"kind\":");
 	r = r ?: put_field(&b, d->kind, 16, NULL);
 	r = r ?: buf_append(&b, ",\"method\":", 10);
 	r = r ?: put_field(&b, d->method, 32, NULL);
 	r = r ?: buf_append(&b, ",\"host\":", 8);
 	r = r ?: put_field(&b, d->host, 253, NULL);
-	r = r ?: PUT_LIT(&b, ",\"port\":");
-	r = r ?: put_u64(&b, d->port);
-	r = r ?: PUT_LIT(&b, ",\"path\":");
+	r = r ?: BUF_LIT(&b, ",\"port\":");
+	r = r ?: buf_append_u64(&b, d->port);
+	r = r ?: BUF_LIT(&b, ",\"path\":");
 	r = r ?: put_field(&b, d->path, 2048, "?#");
 	r = r ?: buf_append(&b, ",\"sni\":", 7);
 	r = r ?: put_field(&b, d->sni, 253, NULL);
 	r = r ?: buf_append(&b, ",\"addr\":", 8);
 	r = r ?: put_field(&b, d->addr, 64, NULL);
-	r = r ?: PUT_LIT(&b, ",\"rule\":");
+	r = r ?: BUF_LIT(&b, ",\"rule\":");
 	if (r == 0 && d->rule >= 0)
 		r = put_i64(&b, d->rule);
 	else if (r == 0)
-		r = PUT_LIT(&b, "null");
+		r = BUF_LIT(&b, "null");
 	if (r == 0 && d->error)
-		r = PUT_LIT(&b, ",\"decision\":\"error\",\"reason\":");
+		r = BUF_LIT(&b, ",\"decision\":\"error\",\"reason\":");
 	else if (r == 0 && d->allow)
-		r = PUT_LIT(&b, ",\"decision\":\"allow\",\"reason\":");
+		r = BUF_LIT(&b, ",\"decision\":\"allow\",\"reason\":");
 	else if (r == 0)
-		r = PUT_LIT(&b, ",\"decision\":\"deny\",\"reason\":");
+		r = BUF_LIT(&b, ",\"decision\":\"deny\",\"reason\":");
 	r = r
 	    ?: put_field(&b,
 		   d->error       ? "upstream_error"
@@ -174,23 +157,23 @@ decision_format(const struct decision *d)
 		   64, NULL);
 	r = r ?: buf_append(&b, ",\"detail\":", 10);
 	r = r ?: put_field(&b, d->detail, 64, NULL);
-	r = r ?: PUT_LIT(&b, ",\"status\":");
+	r = r ?: BUF_LIT(&b, ",\"status\":");
 	r = r ?: put_i64(&b, d->status);
-	r = r ?: PUT_LIT(&b, ",\"bytes_up\":");
-	r = r ?: put_u64(&b, d->bytes_up);
-	r = r ?: PUT_LIT(&b, ",\"bytes_down\":");
-	r = r ?: put_u64(&b, d->bytes_down);
-	r = r ?: PUT_LIT(&b, ",\"ms\":");
+	r = r ?: BUF_LIT(&b, ",\"bytes_up\":");
+	r = r ?: buf_append_u64(&b, d->bytes_up);
+	r = r ?: BUF_LIT(&b, ",\"bytes_down\":");
+	r = r ?: buf_append_u64(&b, d->bytes_down);
+	r = r ?: BUF_LIT(&b, ",\"ms\":");
 	r = r ?: put_ms(&b, d->ms);
 	if (r == 0 && d->secret != NULL) {
-		r = PUT_LIT(&b, ",\"secret\":");
+		r = BUF_LIT(&b, ",\"secret\":");
 		r = r ?: put_field(&b, d->secret, 64, NULL);
-		r = r ?: PUT_LIT(&b, ",\"secret_version\":");
+		r = r ?: BUF_LIT(&b, ",\"secret_version\":");
 		r = r ?: put_i64(&b, d->secret_version);
-		r = r ?: PUT_LIT(&b, ",\"reflected\":");
-		r = r ?: put_u64(&b, d->reflected);
-		r = r ?: PUT_LIT(&b, ",\"cookies_dropped\":");
-		r = r ?: put_u64(&b, d->cookies_dropped);
+		r = r ?: BUF_LIT(&b, ",\"reflected\":");
+		r = r ?: buf_append_u64(&b, d->reflected);
+		r = r ?: BUF_LIT(&b, ",\"cookies_dropped\":");
+		r = r ?: buf_append_u64(&b, d->cookies_dropped);
 	}
 	/* The guard's secrets, by name: a JSON array. */
 	if (r == 0 && d->guard != NULL && d->guard[0] != '\0') {
@@ -213,8 +196,8 @@ decision_format(const struct decision *d)
 		r = r ?: buf_append(&b, "]", 1);
 	}
 	if (r == 0 && d->count > 0) {
-		r = PUT_LIT(&b, ",\"count\":");
-		r = r ?: put_u64(&b, d->count);
+		r = BUF_LIT(&b, ",\"count\":");
+		r = r ?: buf_append_u64(&b, d->count);
 	}
 	r = r ?: buf_append(&b, "}\n", 2);
 	if (r != 0) {

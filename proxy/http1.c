@@ -624,9 +624,6 @@ valid_extra(const struct http1_field *f)
 	return true;
 }
 
-/* A string literal appended to a buf: 0 or buf_append's error. */
-#define SER_LIT(b, s) buf_append((b), (s), sizeof(s) - 1)
-
 static int
 serialize(const struct http1_request *req, const char *data,
     const struct http1_field *extra, size_t nextra, unsigned flags,
@@ -643,13 +640,13 @@ serialize(const struct http1_request *req, const char *data,
 	r = r ?: buf_append(out, data + req->path.off, req->path.len);
 	r = r ?: buf_append(out, "?", req->has_query ? 1 : 0);
 	r = r ?: buf_append(out, data + req->query.off, req->query.len);
-	r = r ?: SER_LIT(out, " HTTP/1.1\r\n");
+	r = r ?: BUF_LIT(out, " HTTP/1.1\r\n");
 	for (size_t i = 0; r == 0 && i < nextra; i++) {
 		r = buf_append(out, extra[i].name, strlen(extra[i].name));
-		r = r ?: SER_LIT(out, ": ");
+		r = r ?: BUF_LIT(out, ": ");
 		r = r
 		    ?: buf_append(out, extra[i].value, strlen(extra[i].value));
-		r = r ?: SER_LIT(out, "\r\n");
+		r = r ?: BUF_LIT(out, "\r\n");
 	}
 	for (size_t i = 0; r == 0 && i < req->nheaders; i++) {
 		const struct http1_header *h = &req->headers[i];
@@ -657,27 +654,21 @@ serialize(const struct http1_request *req, const char *data,
 			flags))
 			continue;
 		r = buf_append(out, data + h->name.off, h->name.len);
-		r = r ?: SER_LIT(out, ": ");
+		r = r ?: BUF_LIT(out, ": ");
 		r = r ?: buf_append(out, data + h->value.off, h->value.len);
-		r = r ?: SER_LIT(out, "\r\n");
+		r = r ?: BUF_LIT(out, "\r\n");
 	}
 	if (r == 0 && (flags & HTTP1_KEEP_UPGRADE) && req->upgrade)
-		r = SER_LIT(out, "Connection: upgrade\r\n");
+		r = BUF_LIT(out, "Connection: upgrade\r\n");
 	else if (r == 0 && http1_close_after_body(req, data))
-		r = SER_LIT(out, "Connection: close\r\n");
+		r = BUF_LIT(out, "Connection: close\r\n");
 	if (r == 0 && req->body == HTTP1_BODY_LENGTH) {
-		char digits[24];
-		size_t d = sizeof(digits);
-		unsigned long long v = (unsigned long long)req->content_length;
-		do
-			digits[--d] = (char)('0' + v % 10);
-		while ((v /= 10) != 0);
-		r = SER_LIT(out, "Content-Length: ");
-		r = r ?: buf_append(out, digits + d, sizeof(digits) - d);
-		r = r ?: SER_LIT(out, "\r\n");
+		r = BUF_LIT(out, "Content-Length: ");
+		r = r ?: buf_append_u64(out, req->content_length);
+		r = r ?: BUF_LIT(out, "\r\n");
 	}
 	if (r == 0 && req->body == HTTP1_BODY_CHUNKED)
-		r = SER_LIT(out, "Transfer-Encoding: chunked\r\n");
+		r = BUF_LIT(out, "Transfer-Encoding: chunked\r\n");
 	if (r == 0)
 		r = buf_append(out, "\r\n", 2);
 	return r;

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,30 @@ assert_contents(const struct buf *b, const char *want, size_t n)
 	ck_assert_uint_le(b->cap, b->max);
 	ck_assert_uint_ge(b->cap, b->len);
 }
+
+/* buf_append_u64 writes what %llu writes, and past the cap nothing. */
+START_TEST(test_append_u64_as_printf)
+{
+	static const uint64_t vs[] = { 0, 1, 9, 10, 99, 100, 4294967296u,
+		UINT64_C(9007199254740991), UINT64_MAX };
+	char want[32];
+	struct buf b = BUF_INIT(1024), small = BUF_INIT(19);
+
+	for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+		int n = snprintf(want, sizeof(want), "%llu",
+		    (unsigned long long)vs[i]);
+		buf_reset(&b);
+		ck_assert_int_eq(buf_append_u64(&b, vs[i]), 0);
+		assert_contents(&b, want, (size_t)n);
+	}
+	ck_assert_int_eq(buf_append_u64(&small, UINT64_MAX), -E2BIG);
+	ck_assert_uint_eq(small.len, 0);
+	ck_assert_int_eq(BUF_LIT(&small, "lit"), 0);
+	assert_contents(&small, "lit", 3);
+	buf_free(&b);
+	buf_free(&small);
+}
+END_TEST
 
 START_TEST(test_empty_is_empty_string)
 {
@@ -423,6 +448,7 @@ buf_suite(void)
 	tcase_add_test(tc, test_steal_empty_gives_empty_string);
 	tcase_add_test(tc, test_reset_keeps_memory_and_cap);
 	tcase_add_test(tc, test_free_and_reuse);
+	tcase_add_test(tc, test_append_u64_as_printf);
 	suite_add_tcase(s, tc);
 	return s;
 }
