@@ -98,6 +98,21 @@ bindkit_secret_put(long want, const char *name, json_t *body)
 	    NULL, body));
 }
 
+long long
+bindkit_secret_field(const char *name, const char *key)
+{
+	char path[200];
+	json_t *s, *v;
+	long long n;
+
+	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
+	s = harness_expect(&bk.broker, 200, "GET", path, bk.admin, NULL, NULL);
+	v = json_object_get(s, key);
+	n = json_is_boolean(v) ? json_is_true(v) : json_integer_value(v);
+	json_decref(s);
+	return n;
+}
+
 int
 bindkit_main(const char *prog, const char *name,
     TCase *(*tests)(const char *name, void (*up)(void), bool sqlite))

@@ -41,6 +41,9 @@ json_t *bindkit_manifest_put(long want, const char *name, json_t *egress);
 /* A new job of manifest, its id into job (len bytes). */
 void bindkit_job_of(const char *manifest, char *job, size_t len);
 
+/* GET /v1/secrets/name's field key (an integer, or a boolean as 0/1). */
+long long bindkit_secret_field(const char *name, const char *key);
+
 /* PUTs secret name with body (stolen), asserted want. */
 void bindkit_secret_put(long want, const char *name, json_t *body);
 

@@ -615,6 +615,26 @@ harness_expect(const struct daemon *d, long want, const char *method,
 	return v;
 }
 
+int
+harness_audit_count(const struct daemon *broker, const char *admin,
+    const char *event)
+{
+	json_t *a = harness_expect(broker, 200, "GET", "/v1/audit?limit=1000",
+	    admin, NULL, NULL);
+	json_t *r;
+	size_t i;
+	int n = 0;
+
+	json_array_foreach(json_object_get(a, "records"), i, r)
+	{
+		const char *ev = json_string_value(json_object_get(r, "event"));
+		if (ev != NULL && strcmp(ev, event) == 0)
+			n++;
+	}
+	json_decref(a);
+	return n;
+}
+
 bool
 harness_token_active(const struct daemon *broker, const char *verifier,
     const char *tok)

@@ -94,6 +94,11 @@ json_t *harness_call(const struct daemon *d, const char *method,
 json_t *harness_expect(const struct daemon *d, long want, const char *method,
     const char *path, const char *key, const char *header, json_t *body);
 
+/* How many of the broker's last 1,000 audit records are of event (GET
+ * /v1/audit with admin, asserted 200). */
+int harness_audit_count(const struct daemon *broker, const char *admin,
+    const char *event);
+
 /* Kills d with SIGKILL and reaps it: a crash, on purpose. */
 void daemon_kill(struct daemon *d);
 

@@ -40,42 +40,6 @@ put_value(const char *name, const char *value, char *err, size_t cap)
 	return st;
 }
 
-/* GET /v1/secrets/name's field key (an integer or a boolean as 0/1). */
-static long long
-secret_field(const char *name, const char *key)
-{
-	char path[200];
-	json_t *s, *v;
-	long long n;
-
-	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
-	s = harness_expect(&bk.broker, 200, "GET", path, bk.admin, NULL, NULL);
-	v = json_object_get(s, key);
-	n = json_is_boolean(v) ? json_is_true(v) : json_integer_value(v);
-	json_decref(s);
-	return n;
-}
-
-/* The audit's records of event. */
-static int
-audit_count(const char *event)
-{
-	json_t *a = harness_expect(&bk.broker, 200, "GET",
-	    "/v1/audit?limit=1000", bk.admin, NULL, NULL);
-	json_t *r;
-	size_t i;
-	int n = 0;
-
-	json_array_foreach(json_object_get(a, "records"), i, r)
-	{
-		const char *ev = json_string_value(json_object_get(r, "event"));
-		if (ev != NULL && strcmp(ev, event) == 0)
-			n++;
-	}
-	json_decref(a);
-	return n;
-}
-
 /* Reports count reflections of version of secret for job: the status. */
 static long
 report(const char *job, const char *secret, int version, int count)
@@ -105,7 +69,7 @@ START_TEST(a_burned_value_put_again_is_refused)
 	    json_pack("[o]", bindkit_rule("api.test", "up-key"))));
 	bindkit_job_of("a", job, sizeof(job));
 	ck_assert_int_eq(report(job, "up-key", 1, 2), 200);
-	ck_assert_msg(secret_field("up-key", "burned") == 1,
+	ck_assert_msg(bindkit_secret_field("up-key", "burned") == 1,
 	    "up-key's version 1 not burned past its budget");
 
 	/* The same value again: refused, nothing stored, audited. */
@@ -115,12 +79,13 @@ START_TEST(a_burned_value_put_again_is_refused)
 	ck_assert_msg(strstr(err, "burned on ") != NULL &&
 		strstr(err, "put a new key") != NULL,
 	    "the refusal's message: %s", err);
-	ck_assert_int_eq(secret_field("up-key", "version"), 1);
-	ck_assert_int_eq(secret_field("up-key", "burned"), 1);
+	ck_assert_int_eq(bindkit_secret_field("up-key", "version"), 1);
+	ck_assert_int_eq(bindkit_secret_field("up-key", "burned"), 1);
 	/* The refusal is audited without waiting for the commit. */
 	int refused = 0;
 	for (int i = 0; i < 100 && refused == 0; i++) {
-		refused = audit_count("secret_put_refused");
+		refused = harness_audit_count(&bk.broker, bk.admin,
+		    "secret_put_refused");
 		if (refused == 0)
 			usleep(100 * 1000);
 	}
@@ -146,9 +111,9 @@ START_TEST(a_burned_value_put_again_is_refused)
 	st = put_value("up-key", "sk_live_burnreput_fresh_456789abcdef", err,
 	    sizeof(err));
 	ck_assert_msg(st == 200, "PUT of a new value: %ld %s", st, err);
-	ck_assert_int_eq(secret_field("up-key", "version"), 2);
-	ck_assert_int_eq(secret_field("up-key", "burned"), 0);
-	ck_assert_int_eq(secret_field("up-key", "reflections"), 0);
+	ck_assert_int_eq(bindkit_secret_field("up-key", "version"), 2);
+	ck_assert_int_eq(bindkit_secret_field("up-key", "burned"), 0);
+	ck_assert_int_eq(bindkit_secret_field("up-key", "reflections"), 0);
 
 	/* Deleting the secret forgets nothing: the value stays burned. */
 	json_decref(harness_expect(&bk.broker, 200, "DELETE",

@@ -133,27 +133,6 @@ reflect_own(const struct injectkit *k, int *ret_n)
 	}
 }
 
-/* Whether the broker's audit holds a record of event for secret; how
- * many. */
-static int
-audit_count(const struct daemon *broker, const char *admin, const char *event)
-{
-	json_t *a = harness_expect(broker, 200, "GET", "/v1/audit?limit=1000",
-	    admin, NULL, NULL);
-	json_t *r;
-	size_t i;
-	int n = 0;
-
-	json_array_foreach(json_object_get(a, "records"), i, r)
-	{
-		const char *ev = json_string_value(json_object_get(r, "event"));
-		if (ev != NULL && strcmp(ev, event) == 0)
-			n++;
-	}
-	json_decref(a);
-	return n;
-}
-
 /*
  * injectkit_job_start of the manifest "writer" (injectkit_writer_manifest),
  * its channel asked again while the proxy answers 503 (its feed not back
@@ -215,7 +194,9 @@ START_TEST(reflections_past_the_budget_burn_the_version)
 	    "reflect_budget");
 	ck_assert_int_gt(num(s, "burned_at"), 0);
 	json_decref(s);
-	ck_assert_int_eq(audit_count(&k.broker, k.admin, "secret_burned"), 1);
+	ck_assert_int_eq(harness_audit_count(&k.broker, k.admin,
+			     "secret_burned"),
+	    1);
 	ck_assert(injectkit_logged(&k.broker, "secret_burned"));
 	ck_assert_int_eq(injectkit_metric(&k.broker,
 			     "cordon_broker_secrets_burned_total"),
@@ -401,7 +382,7 @@ START_TEST(two_brokers_share_one_budget)
 	ck_assert_int_eq(num(s, "reflections"), 11);
 	ck_assert(json_is_true(json_object_get(s, "burned")));
 	json_decref(s);
-	ck_assert_int_eq(audit_count(&b, admin, "secret_burned"), 1);
+	ck_assert_int_eq(harness_audit_count(&b, admin, "secret_burned"), 1);
 	/* Refused at either broker. */
 	s = harness_expect(&b, 403, "POST", path, verifier, NULL, NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(s, "error")),

@@ -43,42 +43,6 @@ report(const char *job, const char *secret, const char *event, int count,
 	return st;
 }
 
-/* GET /v1/secrets/name's field key (an integer or a boolean as 0/1). */
-static long long
-secret_field(const char *name, const char *key)
-{
-	char path[200];
-	json_t *s, *v;
-	long long n;
-
-	snprintf(path, sizeof(path), "/v1/secrets/%s", name);
-	s = harness_expect(&bk.broker, 200, "GET", path, bk.admin, NULL, NULL);
-	v = json_object_get(s, key);
-	n = json_is_boolean(v) ? json_is_true(v) : json_integer_value(v);
-	json_decref(s);
-	return n;
-}
-
-/* The audit's records of event. */
-static int
-audit_count(const char *event)
-{
-	json_t *a = harness_expect(&bk.broker, 200, "GET",
-	    "/v1/audit?limit=1000", bk.admin, NULL, NULL);
-	json_t *r;
-	size_t i;
-	int n = 0;
-
-	json_array_foreach(json_object_get(a, "records"), i, r)
-	{
-		const char *ev = json_string_value(json_object_get(r, "event"));
-		if (ev != NULL && strcmp(ev, event) == 0)
-			n++;
-	}
-	json_decref(a);
-	return n;
-}
-
 /*
  * up-key (declared at www.api.test) and other-key; manifests: "a"
  * injects up-key at api.test, "o" injects other-key at other.test, "g"
@@ -129,21 +93,29 @@ START_TEST(a_report_counts_only_for_a_job_that_held_the_secret)
 	st = report(g, "up-key", "reflected", 1, err, sizeof(err));
 	ck_assert_msg(st == 409 && strcmp(err, "not_injected") == 0,
 	    "g's reflected of up-key, scanned for only: %ld %s", st, err);
-	ck_assert_int_eq(secret_field("up-key", "reflections"), 0);
-	ck_assert_msg(secret_field("up-key", "burned") == 0,
+	ck_assert_int_eq(bindkit_secret_field("up-key", "reflections"), 0);
+	ck_assert_msg(bindkit_secret_field("up-key", "burned") == 0,
 	    "up-key burned by reports of jobs that never held it");
-	ck_assert_int_eq(audit_count("secret_reflected"), 0);
-	ck_assert_int_eq(audit_count("secret_burned"), 0);
+	ck_assert_int_eq(harness_audit_count(&bk.broker, bk.admin,
+			     "secret_reflected"),
+	    0);
+	ck_assert_int_eq(harness_audit_count(&bk.broker, bk.admin,
+			     "secret_burned"),
+	    0);
 
 	/* The injecting job's report counts; the guarding job's trip burns. */
 	st = report(a, "up-key", "reflected", 1, err, sizeof(err));
 	ck_assert_msg(st == 200, "a's reflected: %ld %s", st, err);
-	ck_assert_int_eq(secret_field("up-key", "reflections"), 1);
+	ck_assert_int_eq(bindkit_secret_field("up-key", "reflections"), 1);
 	st = report(g, "up-key", "guard_tripped", 1, err, sizeof(err));
 	ck_assert_msg(st == 200, "g's trip: %ld %s", st, err);
-	ck_assert_int_eq(secret_field("up-key", "burned"), 1);
-	ck_assert_int_eq(audit_count("secret_reflected"), 2);
-	ck_assert_int_eq(audit_count("secret_burned"), 1);
+	ck_assert_int_eq(bindkit_secret_field("up-key", "burned"), 1);
+	ck_assert_int_eq(harness_audit_count(&bk.broker, bk.admin,
+			     "secret_reflected"),
+	    2);
+	ck_assert_int_eq(harness_audit_count(&bk.broker, bk.admin,
+			     "secret_burned"),
+	    1);
 	/* An unknown job is 404 as before. */
 	st = report("job_nonesuch", "up-key", "reflected", 1, err, sizeof(err));
 	ck_assert_msg(st == 404 && strcmp(err, "unknown_job") == 0, "%ld %s",
@@ -181,8 +153,8 @@ START_TEST(a_report_for_a_job_ended_long_ago_is_refused)
 	st = report(a, "up-key", "guard_tripped", 1, err, sizeof(err));
 	ck_assert_msg(st == 409 && strcmp(err, "job_not_running") == 0,
 	    "a's trip two hours after its end: %ld %s", st, err);
-	ck_assert_int_eq(secret_field("up-key", "reflections"), 1);
-	ck_assert_int_eq(secret_field("up-key", "burned"), 0);
+	ck_assert_int_eq(bindkit_secret_field("up-key", "reflections"), 1);
+	ck_assert_int_eq(bindkit_secret_field("up-key", "burned"), 0);
 }
 END_TEST
 
@@ -215,7 +187,7 @@ START_TEST(reflect_budget_is_for_static_secrets_only)
 	bindkit_secret_put(200, "up-key",
 	    json_pack("{s:s, s:i}", "value", "sk_live_check_0123456789ab",
 		"reflect_budget", 5));
-	ck_assert_int_eq(secret_field("up-key", "reflect_budget"), 5);
+	ck_assert_int_eq(bindkit_secret_field("up-key", "reflect_budget"), 5);
 }
 END_TEST
 
